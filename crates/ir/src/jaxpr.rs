@@ -1,0 +1,227 @@
+//! The jaxpr data structures: variables, literals, equations, jaxprs and closed jaxprs.
+//!
+//! Variables are dense `u32` indices into their jaxpr's `vars` table; a variable means
+//! nothing outside the jaxpr that declares it. Nested jaxprs (parameters of `jit`,
+//! `remat2`, `scan`, `custom_jvp_call`) are shared through `Arc`, and sharing is
+//! meaningful: the printer hoists a jaxpr referenced twice as `let jaxpr = {...} in`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::array::Array;
+use crate::primitive::Primitive;
+use crate::types::{Aval, DType};
+
+/// A variable of one jaxpr: an index into [`Jaxpr::vars`]. Prints as `%N` in debug output;
+/// the jaxpr printer gives it JAX's alphabetic name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(pub u32);
+
+impl Var {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Debug for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// What the `vars` table knows of a variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarDecl {
+    pub aval: Aval,
+    /// A binder JAX wrote as `_`: its value is never read.
+    pub dropped: bool,
+}
+
+/// A scalar literal value. Floats keep their own precision; `f32` literals print through
+/// `f64` exactly as Python prints `np.float32(x).item()`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LitValue {
+    F32(f32),
+    F64(f64),
+    I32(i32),
+    Bool(bool),
+}
+
+impl LitValue {
+    pub fn dtype(self) -> DType {
+        match self {
+            LitValue::F32(_) => DType::F32,
+            LitValue::F64(_) => DType::F64,
+            LitValue::I32(_) => DType::I32,
+            LitValue::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The value as an `f64` (booleans are 0 or 1).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            LitValue::F32(x) => x as f64,
+            LitValue::F64(x) => x,
+            LitValue::I32(x) => x as f64,
+            LitValue::Bool(b) => b as u8 as f64,
+        }
+    }
+
+    /// A literal of `dtype` holding `x` converted as `convert_element_type` would.
+    pub fn from_f64(dtype: DType, x: f64) -> LitValue {
+        match dtype {
+            DType::F32 => LitValue::F32(x as f32),
+            DType::F64 => LitValue::F64(x),
+            DType::I32 => LitValue::I32(x as i32),
+            DType::Bool => LitValue::Bool(x != 0.0),
+        }
+    }
+}
+
+/// A scalar literal operand, `2.0:f32[]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Literal {
+    pub value: LitValue,
+}
+
+impl Literal {
+    pub fn aval(&self) -> Aval {
+        Aval::scalar(self.value.dtype())
+    }
+}
+
+/// An equation operand: a variable or a literal.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Atom {
+    Var(Var),
+    Lit(Literal),
+}
+
+impl From<Var> for Atom {
+    fn from(v: Var) -> Atom {
+        Atom::Var(v)
+    }
+}
+
+impl From<Literal> for Atom {
+    fn from(l: Literal) -> Atom {
+        Atom::Lit(l)
+    }
+}
+
+impl Atom {
+    pub fn as_var(&self) -> Option<Var> {
+        match self {
+            Atom::Var(v) => Some(*v),
+            Atom::Lit(_) => None,
+        }
+    }
+}
+
+/// Where an equation came from: a user's Rust source line, or a position in a parsed file.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceInfo {
+    pub file: Arc<str>,
+    pub line: u32,
+    pub column: u32,
+    /// The user's function, where known: printed as `file:line:col (function)`.
+    pub function: Option<Arc<str>>,
+}
+
+impl SourceInfo {
+    pub fn unknown() -> SourceInfo {
+        SourceInfo { file: Arc::from(""), line: 0, column: 0, function: None }
+    }
+
+    pub fn is_unknown(&self) -> bool {
+        self.file.is_empty() && self.line == 0
+    }
+}
+
+impl fmt::Display for SourceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_unknown() {
+            return Ok(());
+        }
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)?;
+        if let Some(func) = &self.function {
+            write!(f, " ({func})")?;
+        }
+        Ok(())
+    }
+}
+
+/// One equation: `outvars = prim[params] invars`.
+#[derive(Clone, Debug)]
+pub struct Eqn {
+    pub primitive: Primitive,
+    pub invars: Vec<Atom>,
+    pub outvars: Vec<Var>,
+    pub source: SourceInfo,
+    /// Parameter text as it was read, where it differs from the canonical spelling only in
+    /// how integers are written (JAX sometimes prints `np.int64(0)` for `0`). The printer
+    /// uses it while it still denotes the current parameter value, so a round trip is exact.
+    pub spelling: Vec<(String, String)>,
+}
+
+impl Eqn {
+    pub fn new(primitive: Primitive, invars: Vec<Atom>, outvars: Vec<Var>, source: SourceInfo) -> Eqn {
+        Eqn { primitive, invars, outvars, source, spelling: Vec::new() }
+    }
+}
+
+/// A jaxpr: `{ lambda constvars ; invars . let eqns in (outvars) }`.
+#[derive(Clone, Debug, Default)]
+pub struct Jaxpr {
+    /// Declarations of every variable used in this jaxpr, indexed by [`Var`].
+    pub vars: Vec<VarDecl>,
+    pub constvars: Vec<Var>,
+    pub invars: Vec<Var>,
+    pub eqns: Vec<Eqn>,
+    pub outvars: Vec<Atom>,
+}
+
+impl Jaxpr {
+    pub fn new_var(&mut self, aval: Aval) -> Var {
+        let v = Var(u32::try_from(self.vars.len()).expect("more than u32::MAX variables"));
+        self.vars.push(VarDecl { aval, dropped: false });
+        v
+    }
+
+    pub fn aval(&self, v: Var) -> &Aval {
+        &self.vars[v.index()].aval
+    }
+
+    pub fn atom_aval(&self, a: &Atom) -> Aval {
+        match a {
+            Atom::Var(v) => self.aval(*v).clone(),
+            Atom::Lit(l) => l.aval(),
+        }
+    }
+
+    pub fn in_avals(&self) -> Vec<Aval> {
+        self.invars.iter().map(|v| self.aval(*v).clone()).collect()
+    }
+
+    pub fn out_avals(&self) -> Vec<Aval> {
+        self.outvars.iter().map(|a| self.atom_aval(a)).collect()
+    }
+
+    pub fn const_avals(&self) -> Vec<Aval> {
+        self.constvars.iter().map(|v| self.aval(*v).clone()).collect()
+    }
+}
+
+/// A jaxpr with values for its constvars.
+#[derive(Clone, Debug)]
+pub struct ClosedJaxpr {
+    pub jaxpr: Arc<Jaxpr>,
+    pub consts: Vec<Array>,
+}
+
+impl ClosedJaxpr {
+    /// Closes a jaxpr that has no constvars.
+    pub fn new(jaxpr: Arc<Jaxpr>) -> ClosedJaxpr {
+        ClosedJaxpr { jaxpr, consts: Vec::new() }
+    }
+}

@@ -1,0 +1,24 @@
+//! remat's IR: jaxprs in JAX's form, with JAX's exact text format.
+//!
+//! Architecture invariant: this crate knows nothing of tracing, autodiff or Cranelift. It
+//! holds the data (types, primitives, jaxprs, values), the printer and parser of JAX's text
+//! form, the shape rules and the verifier.
+
+pub mod array;
+pub mod jaxpr;
+pub mod param;
+pub mod parse;
+pub mod policy;
+pub mod pp;
+pub mod primitive;
+pub mod print;
+pub mod types;
+
+pub use array::Array;
+pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var, VarDecl};
+pub use param::Param;
+pub use parse::{parse_jaxpr, ParseError};
+pub use policy::Policy;
+pub use primitive::{BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, Primitive, ReduceOp, UnaryOp};
+pub use print::{pp_jaxpr, pp_literal};
+pub use types::{Aval, DType, MemorySpace, Shape};
