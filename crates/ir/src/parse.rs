@@ -388,6 +388,9 @@ impl<'s> Parser<'s> {
                 None => Err(self.err_at(start, format!("undefined variable `{name}`"))),
             };
         }
+        if !(c.is_ascii_digit() || c == '-' || c == '[' || is_word_literal) {
+            return Err(self.expected("a variable or literal"));
+        }
         if c == '[' {
             return Err(self.err_at(start, "non-scalar literals (`[...]`) cannot be read back: their values are not printed"));
         }
