@@ -12,7 +12,9 @@ pub mod policy;
 pub mod pp;
 pub mod primitive;
 pub mod print;
+pub mod shape;
 pub mod types;
+pub mod verify;
 
 pub use array::Array;
 pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var, VarDecl};
@@ -21,4 +23,6 @@ pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, Primitive, ReduceOp, UnaryOp};
 pub use print::{pp_jaxpr, pp_literal};
+pub use shape::{shape_rule, ShapeError};
 pub use types::{Aval, DType, MemorySpace, Shape};
+pub use verify::{verify, verify_closed, Problem, VerifyError};

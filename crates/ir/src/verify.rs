@@ -1,0 +1,272 @@
+//! The verifier: checks that a jaxpr is well formed and well typed, and reports every
+//! problem it finds with the equation it is in.
+//!
+//! Invariants checked, for the jaxpr and, recursively, every jaxpr nested in its
+//! equations' parameters (each with its own variable space):
+//!
+//! 1. Every variable (constvar, invar, equation operand and binder, outvar) is an index
+//!    into the jaxpr's `vars` table.
+//! 2. Every variable is bound exactly once, as a constvar, an invar or an equation binder.
+//! 3. Every variable is bound before it is read: an equation reads only constvars, invars
+//!    and binders of earlier equations.
+//! 4. The jaxpr's outvars are bound.
+//! 5. A dropped binder (`_`, [`VarDecl::dropped`](crate::VarDecl)) is never read, by an
+//!    equation or as an outvar.
+//! 6. Each equation's binders have exactly the avals (dtype, shape and memory space) that
+//!    [`shape_rule`] gives for its primitive and operand avals; this includes that a call's
+//!    operands match its nested jaxpr's invars and a closed jaxpr's consts its constvars.
+//! 7. Only `device_put` and calls (`jit`, `custom_jvp_call`, `remat2`, `scan`) read an
+//!    operand in host memory (`f32<host>[5]`); everything else computes on the device.
+//! 8. Literals are scalars. [`Literal`](crate::Literal) can only hold a scalar, so this
+//!    holds by construction and needs no check.
+//!
+//! A nested jaxpr shared by several equations (one `Arc`) is verified once, and its
+//! problems are reported at its first reference. [`verify_closed`] also checks that a
+//! closed jaxpr's consts have its constvars' types.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, Var};
+use crate::param::Param;
+use crate::shape::{reads_host_memory, shape_rule};
+use crate::types::{Aval, MemorySpace};
+
+/// One problem: where it is and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// `eqn 3 (dot_general) at f.jaxpr:7:5`, `outvars`, or for a nested jaxpr
+    /// `in eqn 2 (remat2) param jaxpr, eqn 0 (sin) at f.jaxpr:4:11`.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Every problem the verifier found, in program order. Displays one per line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct VerifyError {
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks every invariant in this module's documentation.
+pub fn verify(jaxpr: &Jaxpr) -> Result<(), VerifyError> {
+    let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new() };
+    v.jaxpr(jaxpr);
+    v.finish()
+}
+
+/// [`verify`], and that `c.consts` have the types of the constvars they are bound to.
+pub fn verify_closed(c: &ClosedJaxpr) -> Result<(), VerifyError> {
+    let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new() };
+    let constvars = &c.jaxpr.constvars;
+    if c.consts.len() != constvars.len() {
+        v.report("consts", format!("{} consts for {} constvars", c.consts.len(), constvars.len()));
+    }
+    for (i, (value, var)) in c.consts.iter().zip(constvars).enumerate() {
+        let Some(decl) = c.jaxpr.vars.get(var.index()) else {
+            continue;
+        };
+        if value.dtype() != decl.aval.dtype || value.shape() != decl.aval.shape.as_slice() {
+            let value_aval = Aval::new(value.dtype(), value.shape().to_vec());
+            let message = format!("const {i} is {value_aval} but constvar {var:?} is {}", decl.aval);
+            v.report("consts", message);
+        }
+    }
+    v.jaxpr(&c.jaxpr);
+    v.finish()
+}
+
+struct Verifier {
+    problems: Vec<Problem>,
+    /// Nested jaxprs already verified, by address.
+    seen: HashSet<*const Jaxpr>,
+    /// The equations and parameters leading to the jaxpr being verified:
+    /// `eqn 2 (remat2) param jaxpr`.
+    context: Vec<String>,
+}
+
+/// Where a variable was bound, for "bound twice" messages.
+#[derive(Clone, Copy)]
+enum Site {
+    Constvar(usize),
+    Invar(usize),
+    Eqn(usize),
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Site::Constvar(i) => write!(f, "constvar {i}"),
+            Site::Invar(i) => write!(f, "invar {i}"),
+            Site::Eqn(i) => write!(f, "eqn {i}"),
+        }
+    }
+}
+
+/// One jaxpr's variables: where each is bound, so far.
+struct Scope<'j> {
+    jaxpr: &'j Jaxpr,
+    bound: Vec<Option<Site>>,
+}
+
+impl Verifier {
+    fn finish(self) -> Result<(), VerifyError> {
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(VerifyError { problems: self.problems })
+        }
+    }
+
+    fn report(&mut self, what: impl fmt::Display, message: impl Into<String>) {
+        let path =
+            if self.context.is_empty() { what.to_string() } else { format!("in {}, {what}", self.context.join(", ")) };
+        self.problems.push(Problem { path, message: message.into() });
+    }
+
+    fn jaxpr(&mut self, j: &Jaxpr) {
+        let mut scope = Scope { jaxpr: j, bound: vec![None; j.vars.len()] };
+        for (i, &v) in j.constvars.iter().enumerate() {
+            self.bind(&mut scope, v, Site::Constvar(i), "constvars");
+        }
+        for (i, &v) in j.invars.iter().enumerate() {
+            self.bind(&mut scope, v, Site::Invar(i), "invars");
+        }
+        for (i, eqn) in j.eqns.iter().enumerate() {
+            self.eqn(&mut scope, i, eqn);
+        }
+        for a in &j.outvars {
+            self.read(&scope, a, "outvars");
+        }
+    }
+
+    fn eqn(&mut self, scope: &mut Scope<'_>, i: usize, eqn: &Eqn) {
+        let name = eqn.primitive.name();
+        let at = if eqn.source.is_unknown() { String::new() } else { format!(" at {}", eqn.source) };
+        let here = format!("eqn {i} ({name}){at}");
+
+        let in_avals: Vec<Option<Aval>> = eqn.invars.iter().map(|a| self.read(scope, a, &here)).collect();
+        if !reads_host_memory(&eqn.primitive) {
+            for (k, aval) in in_avals.iter().enumerate() {
+                if aval.as_ref().is_some_and(|a| a.memory_space == MemorySpace::Host) {
+                    self.report(&here, format!("operand {k} in host memory; only device_put can read it"));
+                }
+            }
+        }
+        let in_avals: Option<Vec<Aval>> = in_avals.into_iter().collect();
+        if let Some(in_avals) = in_avals {
+            self.check_types(scope.jaxpr, eqn, &in_avals, &here);
+        }
+        for &v in &eqn.outvars {
+            self.bind(scope, v, Site::Eqn(i), &here);
+        }
+
+        for (key, param) in eqn.primitive.params() {
+            let Param::Jaxpr(sub) = param else { continue };
+            if self.seen.insert(std::sync::Arc::as_ptr(&sub)) {
+                self.context.push(format!("eqn {i} ({name}) param {key}"));
+                self.jaxpr(&sub);
+                self.context.pop();
+            }
+        }
+    }
+
+    /// Invariant 6: the binders' avals are what the shape rule gives.
+    fn check_types(&mut self, j: &Jaxpr, eqn: &Eqn, in_avals: &[Aval], here: &str) {
+        let out_avals = match shape_rule(&eqn.primitive, in_avals) {
+            Ok(out) => out,
+            Err(e) => return self.report(here, e.message),
+        };
+        if out_avals.len() != eqn.outvars.len() {
+            let message = format!(
+                "{} binds {} variables but gives {} results",
+                eqn.primitive.name(),
+                eqn.outvars.len(),
+                out_avals.len()
+            );
+            return self.report(here, message);
+        }
+        for (k, (v, want)) in eqn.outvars.iter().zip(&out_avals).enumerate() {
+            let Some(decl) = j.vars.get(v.index()) else {
+                continue;
+            };
+            if decl.aval != *want {
+                let message =
+                    format!("binder {k} ({v:?}) has type {} but {} gives {want}", decl.aval, eqn.primitive.name());
+                self.report(here, message);
+            }
+        }
+    }
+
+    /// Invariants 1, 2: binds `v` at `site`.
+    fn bind(&mut self, scope: &mut Scope<'_>, v: Var, site: Site, here: &str) {
+        let Some(slot) = scope.bound.get_mut(v.index()) else {
+            return self.report(here, format!("variable {v:?} is out of range ({} variables)", scope.jaxpr.vars.len()));
+        };
+        match *slot {
+            Some(first) => self.report(here, format!("variable {v:?} is bound again; it was bound by {first}")),
+            None => *slot = Some(site),
+        }
+    }
+
+    /// Invariants 1, 3, 5: reads an operand or outvar, giving its aval where it has one.
+    fn read(&mut self, scope: &Scope<'_>, a: &Atom, here: &str) -> Option<Aval> {
+        let v = match a {
+            Atom::Lit(l) => return Some(l.aval()),
+            Atom::Var(v) => *v,
+        };
+        let Some(decl) = scope.jaxpr.vars.get(v.index()) else {
+            self.report(here, format!("variable {v:?} is out of range ({} variables)", scope.jaxpr.vars.len()));
+            return None;
+        };
+        if scope.bound[v.index()].is_none() {
+            self.report(here, format!("variable {v:?}:{} is read before it is bound", decl.aval));
+        }
+        if decl.dropped {
+            self.report(here, format!("variable {v:?}:{} is a dropped binder (`_`) but is read", decl.aval));
+        }
+        Some(decl.aval.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_jaxpr;
+
+    #[test]
+    fn a_clean_jaxpr_verifies() {
+        let j =
+            parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[] = reduce_sum[axes=(0,)] b in (c,) }", "t")
+                .unwrap();
+        assert_eq!(verify(&j), Ok(()));
+    }
+
+    #[test]
+    fn errors_display_one_per_line() {
+        let e = VerifyError {
+            problems: vec![
+                Problem { path: "eqn 0 (sin)".into(), message: "one".into() },
+                Problem { path: "outvars".into(), message: "two".into() },
+            ],
+        };
+        assert_eq!(e.to_string(), "eqn 0 (sin): one\noutvars: two");
+    }
+}

@@ -1,0 +1,221 @@
+//! The verifier on real programs and on broken ones: every jaxpr JAX printed in the
+//! conformance cases and benchmark programs verifies clean, and each malformed program
+//! below (which the parser accepts) is rejected with a message naming the problem and the
+//! equation it is in.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use remat_ir::{
+    parse_jaxpr, verify, verify_closed, Array, Atom, ClosedJaxpr, Eqn, Jaxpr, Primitive, SourceInfo, UnaryOp,
+    VerifyError,
+};
+use remat_ir::{Aval, DType};
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
+}
+
+fn check(name: &str, text: &str) -> Result<(), String> {
+    let j = parse_jaxpr(text, name).map_err(|e| format!("{name}: parse error: {e}"))?;
+    verify(&j).map_err(|e| format!("{name}:\n{e}"))
+}
+
+#[test]
+fn conformance_jaxprs_verify() {
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for entry in std::fs::read_dir(data_dir().join("conformance")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        for field in ["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"] {
+            n += 1;
+            if let Err(e) = check(&format!("{stem}.{field}"), case[field].as_str().unwrap()) {
+                failures.push(e);
+            }
+        }
+    }
+    assert_eq!(n, 96, "expected 32 cases with 3 jaxprs each");
+    assert!(failures.is_empty(), "{} of {n} failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn benchmark_programs_verify() {
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for entry in std::fs::read_dir(data_dir().join("bench")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jaxpr") {
+            continue;
+        }
+        n += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        if let Err(e) = check(&path.file_name().unwrap().to_string_lossy(), &text) {
+            failures.push(e);
+        }
+    }
+    assert_eq!(n, 12);
+    assert!(failures.is_empty(), "{} of {n} failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Parses `text` (which must parse) and returns the verifier's complaint, one problem a line.
+fn rejected(text: &str) -> String {
+    let j = parse_jaxpr(text, "bad.jaxpr").unwrap_or_else(|e| panic!("expected the parser to accept it: {e}"));
+    match verify(&j) {
+        Ok(()) => panic!("expected a verify error for\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn wrong_binder_type() {
+    let err = rejected("{ lambda ; a:f32[3]. let\n    c:f32[4] = sin a\n  in (c,) }");
+    assert_eq!(err, "eqn 0 (sin) at bad.jaxpr:2:5: binder 0 (%1) has type f32[4] but sin gives f32[3]");
+}
+
+#[test]
+fn add_of_mismatched_shapes() {
+    let err = rejected("{ lambda ; a:f32[3] b:f32[4]. let\n    c:f32[3] = add a b\n  in (c,) }");
+    assert_eq!(err, "eqn 0 (add) at bad.jaxpr:2:5: add: operand shapes f32[3] and f32[4] differ");
+}
+
+#[test]
+fn dot_general_with_wrong_contracting_size() {
+    let err = rejected(
+        "{ lambda ; a:f32[3,4] b:f32[5,6]. let
+    c:f32[3,6] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+  in (c,) }",
+    );
+    assert_eq!(
+        err,
+        "eqn 0 (dot_general) at bad.jaxpr:2:5: dot_general: contracting dimension sizes differ: lhs dim 1 has 4, rhs dim 0 has 5"
+    );
+}
+
+#[test]
+fn reduce_over_a_missing_axis() {
+    let err =
+        rejected("{ lambda ; a:f32[3,4]. let\n    b:f32[3] = reduce_sum[axes=(2,) out_sharding=None] a\n  in (b,) }");
+    assert_eq!(
+        err,
+        "eqn 0 (reduce_sum) at bad.jaxpr:2:5: reduce_sum: axes [2] include axis 2, out of range for f32[3,4]"
+    );
+}
+
+#[test]
+fn host_operand_of_an_elementwise_op() {
+    let err = rejected("{ lambda ; a:f32<host>[3]. let\n    b:f32[3] = sin a\n  in (b,) }");
+    assert_eq!(err, "eqn 0 (sin) at bad.jaxpr:2:5: operand 0 in host memory; only device_put can read it");
+}
+
+#[test]
+fn use_before_binding_is_a_parse_error() {
+    let e =
+        parse_jaxpr("{ lambda ; a:f32[3]. let\n    b:f32[3] = sin c\n    c:f32[3] = cos a\n  in (b,) }", "bad.jaxpr")
+            .unwrap_err();
+    assert_eq!(e.to_string(), "line 2, column 20: undefined variable `c`");
+}
+
+fn sin(x: remat_ir::Var, out: remat_ir::Var) -> Eqn {
+    Eqn::new(Primitive::Unary(UnaryOp::Sin), vec![Atom::Var(x)], vec![out], SourceInfo::unknown())
+}
+
+#[test]
+fn rebinding_and_use_before_binding_in_a_built_jaxpr() {
+    // { lambda ; a:f32[3]. let b = sin c; c = sin a; a = sin b in (a,) }
+    let mut j = Jaxpr::default();
+    let a = j.new_var(Aval::new(DType::F32, vec![3]));
+    let b = j.new_var(Aval::new(DType::F32, vec![3]));
+    let c = j.new_var(Aval::new(DType::F32, vec![3]));
+    j.invars = vec![a];
+    j.eqns = vec![sin(c, b), sin(a, c), sin(b, a)];
+    j.outvars = vec![Atom::Var(a)];
+    let err = verify(&j).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "eqn 0 (sin): variable %2:f32[3] is read before it is bound\n\
+         eqn 2 (sin): variable %0 is bound again; it was bound by invar 0"
+    );
+}
+
+#[test]
+fn out_of_range_and_dropped_variables_in_a_built_jaxpr() {
+    let mut j = Jaxpr::default();
+    let a = j.new_var(Aval::new(DType::F32, vec![]));
+    let b = j.new_var(Aval::new(DType::F32, vec![]));
+    j.vars[b.index()].dropped = true;
+    j.invars = vec![a];
+    j.eqns = vec![sin(a, b)];
+    j.outvars = vec![Atom::Var(b), Atom::Var(remat_ir::Var(7))];
+    let err = verify(&j).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "outvars: variable %1:f32[] is a dropped binder (`_`) but is read\n\
+         outvars: variable %7 is out of range (2 variables)"
+    );
+}
+
+#[test]
+fn error_inside_a_nested_remat2() {
+    let err = rejected(
+        "{ lambda ; a:f32[3]. let
+    b:f32[4] = remat2[
+      differentiated=False
+      jaxpr={ lambda ; c:f32[3]. let
+          d:f32[4] = sin c
+        in (d,) }
+      policy=None
+      prevent_cse=True
+    ] a
+  in (b,) }",
+    );
+    assert_eq!(
+        err,
+        "in eqn 0 (remat2) param jaxpr, eqn 0 (sin) at bad.jaxpr:5:11: binder 0 (%1) has type f32[4] but sin gives f32[3]"
+    );
+}
+
+#[test]
+fn a_shared_nested_jaxpr_is_reported_once() {
+    let err = rejected(
+        "let jaxpr = { lambda ; c:f32[3]. let d:f32[4] = sin c in (d,) } in
+{ lambda ; a:f32[3]. let
+    b:f32[4] = remat2[differentiated=False jaxpr=jaxpr policy=None prevent_cse=True] a
+    e:f32[4] = remat2[differentiated=False jaxpr=jaxpr policy=None prevent_cse=True] a
+  in (b, e) }",
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("in eqn 0 (remat2) param jaxpr, eqn 0 (sin) at bad.jaxpr:1:38: "), "{err}");
+}
+
+#[test]
+fn all_problems_are_reported_together() {
+    let j = parse_jaxpr(
+        "{ lambda ; a:f32[3] b:f32[4]. let
+    c:f32[3] = add a b
+    d:f32[5] = cos a
+    e:f32[3] = sin a
+  in (c, d, e) }",
+        "bad.jaxpr",
+    )
+    .unwrap();
+    let VerifyError { problems } = verify(&j).unwrap_err();
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["eqn 0 (add) at bad.jaxpr:2:5", "eqn 1 (cos) at bad.jaxpr:3:5"]);
+    assert_eq!(problems[1].message, "binder 0 (%3) has type f32[5] but cos gives f32[3]");
+}
+
+#[test]
+fn closed_jaxpr_consts_match_constvars() {
+    let j = Arc::new(parse_jaxpr("{ lambda a:f32[3] ; b:f32[3]. let c:f32[3] = mul a b in (c,) }", "t").unwrap());
+    let good = ClosedJaxpr { jaxpr: j.clone(), consts: vec![Array::F32(ndarray::ArrayD::zeros(vec![3]))] };
+    assert_eq!(verify_closed(&good), Ok(()));
+    let wrong = ClosedJaxpr { jaxpr: j.clone(), consts: vec![Array::I32(ndarray::ArrayD::zeros(vec![3]))] };
+    assert_eq!(verify_closed(&wrong).unwrap_err().to_string(), "consts: const 0 is i32[3] but constvar %0 is f32[3]");
+    let missing = ClosedJaxpr::new(j);
+    assert_eq!(verify_closed(&missing).unwrap_err().to_string(), "consts: 0 consts for 1 constvars");
+}
