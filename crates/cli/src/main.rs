@@ -1,1 +1,64 @@
-fn main() {}
+//! `remat`: the command-line tool. Each subcommand lives in `commands/`; this file only
+//! parses the command line and turns errors into a message on stderr and exit code 1.
+
+mod commands;
+mod io;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Inspect, evaluate and (in later versions) differentiate and compile jaxprs, including
+/// the text `jax.make_jaxpr` prints.
+#[derive(Debug, Parser)]
+#[command(name = "remat", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Parse, verify and print a jaxpr back in JAX's text form.
+    Print {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+    },
+    /// Evaluate a jaxpr on inputs and write `{"outputs": [...]}`.
+    Eval {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+        /// A JSON array of input arrays (`{"dtype": "f32", "shape": [5, 4], "data": [...]}`),
+        /// or a conformance case (its `args` are used).
+        #[arg(long)]
+        inputs: PathBuf,
+        /// Where to write the result (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Backend::Interp)]
+        backend: Backend,
+    },
+}
+
+/// How a program is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// The reference interpreter.
+    Interp,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Print { file } => commands::print::run(&file),
+        Command::Eval { file, inputs, out, backend } => commands::eval::run(&file, &inputs, out.as_deref(), backend),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -201,7 +201,7 @@ pub(crate) fn strip_numpy_ints(text: &str) -> String {
             let func = &tail[..o];
             let close = tail[o..].find(')')? + o;
             let inner = &tail[o + 1..close];
-            (is_numpy_int(func) && inner.parse::<i64>().is_ok()).then(|| (inner, close))
+            (is_numpy_int(func) && inner.parse::<i64>().is_ok()).then_some((inner, close))
         });
         match ok {
             Some((inner, close)) => {

@@ -351,7 +351,33 @@ impl Primitive {
     pub fn hoist_name(&self) -> Option<&str> {
         match self {
             Primitive::Jit { name, .. } => Some(name),
-            _ => None,
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. }
+            | Primitive::CustomJvpCall { .. }
+            | Primitive::Remat2 { .. }
+            | Primitive::Scan { .. } => None,
         }
     }
 

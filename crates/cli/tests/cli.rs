@@ -1,0 +1,142 @@
+//! The `remat` binary end to end: `print` reproduces every conformance case's jaxpr text
+//! and every benchmark program, `eval` reproduces every case's outputs, and bad input
+//! gives a located error on stderr with a non-zero exit.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn data(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
+}
+
+fn remat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_remat")).args(args).output().expect("run remat")
+}
+
+fn cases() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(data("conformance")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let case = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            out.push((path.file_stem().unwrap().to_string_lossy().into_owned(), case));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= f64::max(1e-4 * want.abs(), 1e-5) || (got.is_nan() && want.is_nan())
+}
+
+#[test]
+fn print_and_eval_reproduce_every_conformance_case() {
+    let dir = tempdir("cases");
+    let cases = cases();
+    assert_eq!(cases.len(), 32);
+    for (name, case) in &cases {
+        let jaxpr_path = dir.join(format!("{name}.jaxpr"));
+        std::fs::write(&jaxpr_path, case["jaxpr"].as_str().unwrap()).unwrap();
+
+        let printed = remat(&["print", jaxpr_path.to_str().unwrap()]);
+        assert!(printed.status.success(), "{name}: {}", String::from_utf8_lossy(&printed.stderr));
+        let text = String::from_utf8(printed.stdout).unwrap();
+        assert_eq!(text.trim_end_matches('\n'), case["jaxpr"].as_str().unwrap(), "{name}: print differs");
+
+        let inputs = dir.join(format!("{name}.in.json"));
+        std::fs::write(&inputs, case["args"].to_string()).unwrap();
+        let out = dir.join(format!("{name}.out.json"));
+        let run = remat(&["eval", jaxpr_path.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
+        let result: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let got = result["outputs"].as_array().unwrap();
+        let want = case["outputs"].as_array().unwrap();
+        assert_eq!(got.len(), want.len(), "{name}: number of outputs");
+        for (g, w) in got.iter().zip(want) {
+            assert_eq!(g["dtype"], w["dtype"], "{name}");
+            assert_eq!(g["shape"], w["shape"], "{name}");
+            for (x, y) in g["data"].as_array().unwrap().iter().zip(w["data"].as_array().unwrap()) {
+                let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                assert!(close(x, y), "{name}: got {x}, JAX gave {y}");
+            }
+        }
+    }
+}
+
+#[test]
+fn print_round_trips_every_benchmark_program() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(data("bench")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jaxpr") {
+            n += 1;
+            let printed = remat(&["print", path.to_str().unwrap()]);
+            assert!(printed.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&printed.stderr));
+            assert_eq!(String::from_utf8(printed.stdout).unwrap(), std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    assert_eq!(n, 12);
+}
+
+#[test]
+fn eval_reads_a_conformance_case_as_inputs_and_writes_to_stdout() {
+    let case = data("conformance/seed_chain_sin8.json");
+    let dir = tempdir("stdout");
+    let jaxpr = dir.join("chain.jaxpr");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
+    std::fs::write(&jaxpr, v["jaxpr"].as_str().unwrap()).unwrap();
+    let run = remat(&["eval", jaxpr.to_str().unwrap(), "--inputs", case.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let result: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let got = result["outputs"][0]["data"][0].as_f64().unwrap();
+    let want = v["outputs"][0]["data"][0].as_f64().unwrap();
+    assert!(close(got, want), "{got} vs {want}");
+}
+
+fn expect_failure(args: &[&str], needle: &str) {
+    let run = remat(args);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "expected exit 1 for {args:?}, stderr: {stderr}");
+    assert!(stderr.contains(needle), "stderr for {args:?} lacks {needle:?}:\n{stderr}");
+}
+
+#[test]
+fn bad_input_gives_located_errors() {
+    let dir = tempdir("errors");
+    let bad = dir.join("bad.jaxpr");
+    std::fs::write(&bad, "{ lambda ; a:f32[3]. let\n    b:f32[3] = sine a\n  in (b,) }").unwrap();
+    expect_failure(&["print", bad.to_str().unwrap()], "bad.jaxpr: line 2, column 16: unknown primitive `sine`");
+
+    let ill_typed = dir.join("ill_typed.jaxpr");
+    std::fs::write(&ill_typed, "{ lambda ; a:f32[3] b:f32[4]. let\n    c:f32[3] = add a b\n  in (c,) }").unwrap();
+    expect_failure(&["print", ill_typed.to_str().unwrap()], "not well-typed");
+
+    expect_failure(&["print", dir.join("missing.jaxpr").to_str().unwrap()], "missing.jaxpr");
+
+    let good = dir.join("good.jaxpr");
+    std::fs::write(&good, "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }").unwrap();
+    let wrong_shape = dir.join("wrong_shape.json");
+    std::fs::write(&wrong_shape, r#"[{"dtype": "f32", "shape": [4], "data": [1, 2, 3, 4]}]"#).unwrap();
+    expect_failure(&["eval", good.to_str().unwrap(), "--inputs", wrong_shape.to_str().unwrap()], "f32[3]");
+
+    let too_few = dir.join("too_few.json");
+    std::fs::write(&too_few, "[]").unwrap();
+    expect_failure(&["eval", good.to_str().unwrap(), "--inputs", too_few.to_str().unwrap()], "argument");
+
+    let short_data = dir.join("short_data.json");
+    std::fs::write(&short_data, r#"[{"dtype": "f32", "shape": [3], "data": [1, 2]}]"#).unwrap();
+    expect_failure(&["eval", good.to_str().unwrap(), "--inputs", short_data.to_str().unwrap()], "input 0");
+
+    let not_json = dir.join("not.json");
+    std::fs::write(&not_json, "[{").unwrap();
+    expect_failure(&["eval", good.to_str().unwrap(), "--inputs", not_json.to_str().unwrap()], "invalid JSON");
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("remat-cli-test-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
