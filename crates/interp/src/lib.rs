@@ -1,2 +1,297 @@
 //! The reference interpreter: evaluates a jaxpr on `ndarray` arrays. It defines what a
 //! program means; every later backend is tested against it.
+//!
+//! Architecture invariant: the interpreter never panics, whatever jaxpr it is given (it may
+//! be unverified). Inputs are checked against the jaxpr's binders before evaluation, every
+//! primitive checks its operands and parameters, and every result is checked against the
+//! dtype and shape its binder declares; any mismatch is an [`EvalError`] that names the
+//! equation (index, primitive, source location) and what is wrong.
+//!
+//! Values follow JAX/XLA semantics in each dtype's own precision (`f32` math in `f32`).
+//! Memory spaces (`f32<host>[6]`) are ignored: they do not change values.
+//!
+//! Files: `elem` (the dtypes as Rust types), `elementwise`, `structural` (layout ops),
+//! `reduce`, `dot` (`dot_general`) and `control` (calls and `scan`); this file holds the
+//! evaluation loop and the one `match` over [`Primitive`].
+
+mod control;
+mod dot;
+mod elem;
+mod elementwise;
+mod reduce;
+mod structural;
+
+use std::borrow::Cow;
+use std::fmt;
+
+use remat_ir::{Array, Atom, Aval, ClosedJaxpr, Jaxpr, LitValue, Primitive, SourceInfo, Var};
+
+/// Why a jaxpr could not be evaluated.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("expected {expected} arguments, got {given}")]
+    ArgCount { expected: usize, given: usize },
+    #[error("argument {index}: expected {expected}, got {given}")]
+    ArgType { index: usize, expected: Aval, given: Aval },
+    #[error("expected {expected} constants, got {given}")]
+    ConstCount { expected: usize, given: usize },
+    #[error("constant {index}: expected {expected}, got {given}")]
+    ConstType { index: usize, expected: Aval, given: Aval },
+    /// The jaxpr itself is malformed (a variable read before it has a value, or not declared).
+    #[error("{0}")]
+    Malformed(String),
+    /// An error in equation `index` of a jaxpr: `equation 3 (add at f.jaxpr:5:4): ...`.
+    #[error("equation {index} ({primitive}{}): {error}", Location(.location))]
+    Equation { index: usize, primitive: &'static str, location: SourceInfo, error: Box<EvalError> },
+    /// A primitive's operands or parameters are wrong. (The message does not repeat the
+    /// primitive's name, which the enclosing [`EvalError::Equation`] prints.)
+    #[error("{message}")]
+    Invalid { primitive: &'static str, message: String },
+    #[error("computed {computed} results, but the equation declares {declared}")]
+    ResultCount { primitive: &'static str, computed: usize, declared: usize },
+    #[error("result {index} is {computed}, but the equation declares {declared}")]
+    ResultType { primitive: &'static str, index: usize, computed: Aval, declared: Aval },
+    /// An error inside a jaxpr called by `primitive`; `context` names the call, such as
+    /// ``jit `log_softmax` `` or `scan iteration 3 of 8`.
+    #[error("{context}: {error}")]
+    Nested { primitive: &'static str, context: String, error: Box<EvalError> },
+}
+
+/// Prints ` at file:line:col`, or nothing when the location is unknown.
+struct Location<'a>(&'a SourceInfo);
+
+impl fmt::Display for Location<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_unknown() {
+            Ok(())
+        } else {
+            write!(f, " at {}", self.0)
+        }
+    }
+}
+
+/// Evaluates `jaxpr` with `consts` bound to its constvars and `args` to its invars.
+pub fn eval_jaxpr(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec<Array>, EvalError> {
+    let consts: Vec<&Array> = consts.iter().collect();
+    let args: Vec<&Array> = args.iter().collect();
+    eval_jaxpr_refs(jaxpr, &consts, &args)
+}
+
+/// Evaluates a closed jaxpr on `args`.
+pub fn eval_closed(closed: &ClosedJaxpr, args: &[Array]) -> Result<Vec<Array>, EvalError> {
+    eval_jaxpr(&closed.jaxpr, &closed.consts, args)
+}
+
+/// Evaluates one equation: `prim` applied to `args`, whose results must have `out_avals`.
+pub fn eval_primitive(prim: &Primitive, args: &[Array], out_avals: &[Aval]) -> Result<Vec<Array>, EvalError> {
+    let args: Vec<&Array> = args.iter().collect();
+    eval_primitive_refs(prim, &args, out_avals)
+}
+
+/// [`eval_jaxpr`] on borrowed values, so that nothing is copied to call a jaxpr.
+pub(crate) fn eval_jaxpr_refs(jaxpr: &Jaxpr, consts: &[&Array], args: &[&Array]) -> Result<Vec<Array>, EvalError> {
+    check_inputs(jaxpr, &jaxpr.constvars, consts, true)?;
+    check_inputs(jaxpr, &jaxpr.invars, args, false)?;
+    let mut env: Vec<Option<Cow<Array>>> = vec![None; jaxpr.vars.len()];
+    for (&v, &value) in jaxpr.constvars.iter().zip(consts).chain(jaxpr.invars.iter().zip(args)) {
+        env[v.index()] = Some(Cow::Borrowed(value));
+    }
+    let last_use = last_uses(jaxpr);
+
+    for (index, eqn) in jaxpr.eqns.iter().enumerate() {
+        let in_equation = |error: EvalError| EvalError::Equation {
+            index,
+            primitive: eqn.primitive.name(),
+            location: eqn.source.clone(),
+            error: Box::new(error),
+        };
+        let out_avals = eqn
+            .outvars
+            .iter()
+            .map(|&v| declared(jaxpr, v).cloned())
+            .collect::<Result<Vec<Aval>, EvalError>>()
+            .map_err(in_equation)?;
+        let results = {
+            let operands = eqn
+                .invars
+                .iter()
+                .map(|atom| read(jaxpr, &env, atom))
+                .collect::<Result<Vec<Cow<Array>>, EvalError>>()
+                .map_err(in_equation)?;
+            let operands: Vec<&Array> = operands.iter().map(|c| c.as_ref()).collect();
+            eval_primitive_refs(&eqn.primitive, &operands, &out_avals).map_err(in_equation)?
+        };
+        // Keep only what a later equation or the outputs read, so big programs stay small.
+        for (&v, value) in eqn.outvars.iter().zip(results) {
+            if last_use.get(v.index()) != Some(&LastUse::Never) {
+                env[v.index()] = Some(Cow::Owned(value));
+            }
+        }
+        for v in eqn.invars.iter().filter_map(Atom::as_var) {
+            if last_use.get(v.index()) == Some(&LastUse::Eqn(index)) {
+                env[v.index()] = None;
+            }
+        }
+    }
+
+    jaxpr.outvars.iter().map(|atom| read(jaxpr, &env, atom).map(Cow::into_owned)).collect()
+}
+
+/// Checks the values given for `binders` (constvars or invars) against their avals.
+fn check_inputs(jaxpr: &Jaxpr, binders: &[Var], values: &[&Array], consts: bool) -> Result<(), EvalError> {
+    if binders.len() != values.len() {
+        let (expected, given) = (binders.len(), values.len());
+        return Err(if consts {
+            EvalError::ConstCount { expected, given }
+        } else {
+            EvalError::ArgCount { expected, given }
+        });
+    }
+    for (index, (&v, value)) in binders.iter().zip(values).enumerate() {
+        let expected = declared(jaxpr, v)?;
+        if value.dtype() != expected.dtype || value.shape() != expected.shape.as_slice() {
+            let (expected, given) = (expected.clone(), value.aval());
+            return Err(if consts {
+                EvalError::ConstType { index, expected, given }
+            } else {
+                EvalError::ArgType { index, expected, given }
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The aval `v` is declared with.
+fn declared(jaxpr: &Jaxpr, v: Var) -> Result<&Aval, EvalError> {
+    jaxpr.vars.get(v.index()).map(|d| &d.aval).ok_or_else(|| {
+        EvalError::Malformed(format!("variable {v:?} is not declared (the jaxpr has {} variables)", jaxpr.vars.len()))
+    })
+}
+
+/// The value of an operand: a bound variable, or a literal as a rank-0 array.
+fn read<'a>(jaxpr: &Jaxpr, env: &'a [Option<Cow<'a, Array>>], atom: &Atom) -> Result<Cow<'a, Array>, EvalError> {
+    match atom {
+        Atom::Lit(lit) => Ok(Cow::Owned(match lit.value {
+            LitValue::F32(x) => elem::scalar(x),
+            LitValue::F64(x) => elem::scalar(x),
+            LitValue::I32(x) => elem::scalar(x),
+            LitValue::Bool(x) => elem::scalar(x),
+        })),
+        Atom::Var(v) => {
+            declared(jaxpr, *v)?;
+            match env.get(v.index()) {
+                Some(Some(value)) => Ok(Cow::Borrowed(value.as_ref())),
+                Some(None) | None => Err(EvalError::Malformed(format!("variable {v:?} is read before it has a value"))),
+            }
+        }
+    }
+}
+
+/// The last reader of a variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LastUse {
+    Never,
+    Eqn(usize),
+    /// The jaxpr's outputs: the value lives to the end.
+    Output,
+}
+
+fn last_uses(jaxpr: &Jaxpr) -> Vec<LastUse> {
+    let mut last = vec![LastUse::Never; jaxpr.vars.len()];
+    for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+        for v in eqn.invars.iter().filter_map(Atom::as_var) {
+            if let Some(slot) = last.get_mut(v.index()) {
+                *slot = LastUse::Eqn(i);
+            }
+        }
+    }
+    for v in jaxpr.outvars.iter().filter_map(Atom::as_var) {
+        if let Some(slot) = last.get_mut(v.index()) {
+            *slot = LastUse::Output;
+        }
+    }
+    last
+}
+
+/// [`eval_primitive`] on borrowed operands: the one exhaustive `match` over primitives.
+pub(crate) fn eval_primitive_refs(
+    prim: &Primitive,
+    args: &[&Array],
+    out_avals: &[Aval],
+) -> Result<Vec<Array>, EvalError> {
+    let primitive = prim.name();
+    let invalid = |message: String| EvalError::Invalid { primitive, message };
+    let one = |r: Result<Array, String>| r.map(|a| vec![a]).map_err(invalid);
+    let results = match prim {
+        Primitive::Unary(op) => one(elementwise::unary(*op, args))?,
+        Primitive::Binary(op) => one(elementwise::binary(*op, args))?,
+        Primitive::Compare(op) => one(elementwise::compare(*op, args))?,
+        Primitive::IntegerPow { y } => one(elementwise::integer_pow(*y, args))?,
+        Primitive::SelectN => one(elementwise::select_n(args))?,
+        Primitive::Clamp => one(elementwise::clamp(args))?,
+        Primitive::ConvertElementType { new_dtype, weak_type: _ } => {
+            one(elementwise::convert_element_type(*new_dtype, args))?
+        }
+        Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
+            one(elementwise::reduce_precision(*exponent_bits, *mantissa_bits, args))?
+        }
+        Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
+            one(structural::broadcast_in_dim(shape, broadcast_dimensions, args))?
+        }
+        Primitive::Reshape { new_sizes } => one(structural::reshape(new_sizes, args))?,
+        Primitive::Transpose { permutation } => one(structural::transpose(permutation, args))?,
+        Primitive::Squeeze { dimensions } => one(structural::squeeze(dimensions, args))?,
+        Primitive::ExpandDims { dimensions } => one(structural::expand_dims(dimensions, args))?,
+        Primitive::Slice { start_indices, limit_indices, strides } => {
+            one(structural::slice(start_indices, limit_indices, strides.as_deref(), args))?
+        }
+        Primitive::Pad { padding_config } => one(structural::pad(padding_config, args))?,
+        Primitive::Concatenate { dimension } => one(structural::concatenate(*dimension, args))?,
+        Primitive::DynamicSlice { slice_sizes } => one(structural::dynamic_slice(slice_sizes, args))?,
+        Primitive::DynamicUpdateSlice => one(structural::dynamic_update_slice(args))?,
+        Primitive::Iota { dtype, shape, dimension } => one(structural::iota(*dtype, shape, *dimension, args))?,
+        Primitive::Reduce { op, axes } => one(reduce::reduce(*op, axes, args))?,
+        Primitive::Argmax { axes, index_dtype } => one(reduce::argmax(axes, *index_dtype, args))?,
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+            one(dot::dot_general(dimension_numbers, *preferred_element_type, args))?
+        }
+        Primitive::Name { name: _ } => control::identity(args, 1).map_err(invalid)?,
+        Primitive::DevicePut { devices, copy_semantics: _ } => {
+            control::identity(args, devices.len()).map_err(invalid)?
+        }
+        Primitive::Jit { name, jaxpr } => {
+            control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
+        }
+        Primitive::CustomJvpCall { name, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
+            control::call(primitive, format!("custom_jvp_call `{name}`"), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
+        }
+        Primitive::Remat2 { jaxpr, prevent_cse: _, differentiated: _, policy: _ } => {
+            control::call(primitive, "remat2".to_string(), jaxpr, &[], args)?
+        }
+        Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll: _ } => control::scan(
+            &control::Scan {
+                body: jaxpr,
+                length: *length,
+                reverse: *reverse,
+                num_consts: *num_consts,
+                num_carry: *num_carry,
+            },
+            args,
+        )?,
+    };
+    check_results(primitive, &results, out_avals)?;
+    Ok(results)
+}
+
+/// Results must have the dtypes and shapes the equation declares (memory spaces aside).
+fn check_results(primitive: &'static str, results: &[Array], out_avals: &[Aval]) -> Result<(), EvalError> {
+    if results.len() != out_avals.len() {
+        return Err(EvalError::ResultCount { primitive, computed: results.len(), declared: out_avals.len() });
+    }
+    for (index, (r, declared)) in results.iter().zip(out_avals).enumerate() {
+        if r.dtype() != declared.dtype || r.shape() != declared.shape.as_slice() {
+            return Err(EvalError::ResultType { primitive, index, computed: r.aval(), declared: declared.clone() });
+        }
+    }
+    Ok(())
+}

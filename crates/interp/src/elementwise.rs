@@ -1,0 +1,390 @@
+//! Elementwise primitives: unary math, binary arithmetic, comparisons, `integer_pow`,
+//! `select_n`, `clamp`, `convert_element_type` and `reduce_precision`.
+//!
+//! Operands of a binary op or comparison have one dtype and shapes that are equal, or one
+//! is a rank-0 scalar, or they have equal rank and differ only where one has extent 1 (JAX's
+//! lax broadcasts such degenerate axes: `add f32[5,8] f32[1,8]` appears in its jaxprs).
+//! Floats compute in their own precision. Dtypes are those JAX's lax allows: arithmetic on
+//! numbers, transcendentals on floats, `max`/`min`/comparisons also on `bool`.
+
+use ndarray::{ArrayD, IxDyn, Zip};
+use remat_ir::{Array, BinaryOp, CompareOp, DType, UnaryOp};
+
+use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Float, Num};
+
+pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
+    Ok(match x {
+        Array::F32(a) => Array::F32(a.mapv(float_unary(op))),
+        Array::F64(a) => Array::F64(a.mapv(float_unary(op))),
+        Array::I32(a) => Array::I32(a.mapv(int_unary(op).ok_or_else(undefined)?)),
+        Array::Bool(_) if op == UnaryOp::StopGradient => x.clone(),
+        Array::Bool(_) => return Err(undefined()),
+    })
+}
+
+fn float_unary<T: Float>(op: UnaryOp) -> fn(T) -> T {
+    match op {
+        UnaryOp::Neg => |x| -x,
+        UnaryOp::Sign => |x| {
+            if x > T::ZERO {
+                T::ONE
+            } else if x < T::ZERO {
+                -T::ONE
+            } else {
+                x // ±0 and NaN are their own sign
+            }
+        },
+        UnaryOp::Abs => T::abs,
+        UnaryOp::Exp => T::exp,
+        UnaryOp::Log => T::ln,
+        UnaryOp::Log1p => T::ln_1p,
+        UnaryOp::Expm1 => T::exp_m1,
+        UnaryOp::Sin => T::sin,
+        UnaryOp::Cos => T::cos,
+        UnaryOp::Tan => T::tan,
+        UnaryOp::Tanh => T::tanh,
+        UnaryOp::Logistic => |x| T::ONE / (T::ONE + (-x).exp()),
+        UnaryOp::Sqrt => T::sqrt,
+        UnaryOp::Rsqrt => |x| T::ONE / x.sqrt(),
+        UnaryOp::Square => |x| x * x,
+        UnaryOp::StopGradient => |x| x,
+    }
+}
+
+/// `None` for the transcendentals, which JAX defines on floats only.
+fn int_unary(op: UnaryOp) -> Option<fn(i32) -> i32> {
+    match op {
+        UnaryOp::Neg => Some(i32::wrapping_neg),
+        UnaryOp::Sign => Some(i32::signum),
+        UnaryOp::Abs => Some(i32::wrapping_abs),
+        UnaryOp::Square => Some(|x| x.wrapping_mul(x)),
+        UnaryOp::StopGradient => Some(|x| x),
+        UnaryOp::Exp
+        | UnaryOp::Log
+        | UnaryOp::Log1p
+        | UnaryOp::Expm1
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Tan
+        | UnaryOp::Tanh
+        | UnaryOp::Logistic
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt => None,
+    }
+}
+
+pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
+    let [x, y] = operands(args)?;
+    let shape = broadcast_shapes(x, y)?;
+    let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
+    Ok(match (x, y) {
+        (Array::F32(a), Array::F32(b)) => Array::F32(zip_with(a, b, &shape, float_binary(op))?),
+        (Array::F64(a), Array::F64(b)) => Array::F64(zip_with(a, b, &shape, float_binary(op))?),
+        (Array::I32(a), Array::I32(b)) => Array::I32(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
+        (Array::Bool(a), Array::Bool(b)) => {
+            Array::Bool(zip_with(a, b, &shape, bool_binary(op).ok_or_else(undefined)?)?)
+        }
+        // lax.pow also takes an integer exponent, which it converts to the base's dtype.
+        (Array::F32(a), Array::I32(b)) if op == BinaryOp::Pow => {
+            Array::F32(zip_with(a, b, &shape, |x, y| x.powf(y as f32))?)
+        }
+        (Array::F64(a), Array::I32(b)) if op == BinaryOp::Pow => {
+            Array::F64(zip_with(a, b, &shape, |x, y| x.powf(y as f64))?)
+        }
+        _ => return Err(format!("operands have different dtypes: {} and {}", x.aval(), y.aval())),
+    })
+}
+
+fn float_binary<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
+    match op {
+        BinaryOp::Add | BinaryOp::AddAny => |x, y| x + y,
+        BinaryOp::Sub => |x, y| x - y,
+        BinaryOp::Mul => |x, y| x * y,
+        BinaryOp::Div => |x, y| x / y,
+        BinaryOp::Pow => T::powf,
+        BinaryOp::Max => T::max_nan,
+        BinaryOp::Min => T::min_nan,
+    }
+}
+
+fn int_binary(op: BinaryOp) -> Option<fn(i32, i32) -> i32> {
+    match op {
+        BinaryOp::Add | BinaryOp::AddAny => Some(Num::add),
+        BinaryOp::Sub => Some(Num::sub),
+        BinaryOp::Mul => Some(Num::mul),
+        BinaryOp::Div => Some(Num::div),
+        BinaryOp::Max => Some(Elem::max_nan),
+        BinaryOp::Min => Some(Elem::min_nan),
+        BinaryOp::Pow => None,
+    }
+}
+
+fn bool_binary(op: BinaryOp) -> Option<fn(bool, bool) -> bool> {
+    match op {
+        BinaryOp::Max => Some(|x, y| x | y),
+        BinaryOp::Min => Some(|x, y| x & y),
+        BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => None,
+    }
+}
+
+pub(crate) fn compare(op: CompareOp, args: &[&Array]) -> Result<Array, String> {
+    let [x, y] = operands(args)?;
+    if x.dtype() != y.dtype() {
+        return Err(format!("operands have different dtypes: {} and {}", x.aval(), y.aval()));
+    }
+    let shape = broadcast_shapes(x, y)?;
+    any_dtype!(x.dtype(), T => Ok(Array::Bool(zip_with(typed::<T>(x)?, typed::<T>(y)?, &shape, comparison::<T>(op))?)))
+}
+
+/// IEEE comparisons: every comparison with NaN is false except `ne`.
+fn comparison<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
+    match op {
+        CompareOp::Eq => |x, y| x == y,
+        CompareOp::Ne => |x, y| x != y,
+        CompareOp::Lt => |x, y| x < y,
+        CompareOp::Le => |x, y| x <= y,
+        CompareOp::Gt => |x, y| x > y,
+        CompareOp::Ge => |x, y| x >= y,
+    }
+}
+
+/// The shape two operands broadcast to, under the rules in this file's header.
+fn broadcast_shapes(x: &Array, y: &Array) -> Result<Vec<usize>, String> {
+    let (a, b) = (x.shape(), y.shape());
+    let incompatible = || format!("operand shapes {} and {} are incompatible", x.aval(), y.aval());
+    if a == b || b.is_empty() {
+        return Ok(a.to_vec());
+    }
+    if a.is_empty() {
+        return Ok(b.to_vec());
+    }
+    if a.len() != b.len() {
+        return Err(incompatible());
+    }
+    a.iter()
+        .zip(b)
+        .map(|(&m, &n)| match (m, n) {
+            _ if m == n => Some(m),
+            (1, n) => Some(n),
+            (m, 1) => Some(m),
+            _ => None,
+        })
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(incompatible)
+}
+
+/// `f` applied elementwise to `a` and `b` broadcast to `shape`.
+fn zip_with<A: Copy, B: Copy, C>(
+    a: &ArrayD<A>,
+    b: &ArrayD<B>,
+    shape: &[usize],
+    f: impl Fn(A, B) -> C,
+) -> Result<ArrayD<C>, String> {
+    let a = broadcast_to(a, shape)?;
+    let b = broadcast_to(b, shape)?;
+    Ok(Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y)))
+}
+
+fn broadcast_to<'a, T>(a: &'a ArrayD<T>, shape: &[usize]) -> Result<ndarray::ArrayViewD<'a, T>, String> {
+    a.broadcast(IxDyn(shape)).ok_or_else(|| format!("cannot broadcast shape {:?} to {shape:?}", a.shape()))
+}
+
+/// `x ** y` by repeated squaring, multiplying in the same order as JAX's `_integer_pow`;
+/// a negative `y` gives `1 / x ** -y` (integer division for `i32`).
+pub(crate) fn integer_pow(y: i32, args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    num_dtype!(x.dtype(), T => Ok(T::wrap(typed::<T>(x)?.mapv(|v| ipow(v, y)))),
+        bool => Err("integer_pow is not defined on bool".to_string()))
+}
+
+fn ipow<T: Num>(x: T, y: i32) -> T {
+    let mut n = y.unsigned_abs();
+    let mut base = x;
+    let mut acc: Option<T> = None;
+    while n > 0 {
+        if n & 1 == 1 {
+            acc = Some(acc.map_or(base, |a| a.mul(base)));
+        }
+        n >>= 1;
+        if n > 0 {
+            base = base.mul(base);
+        }
+    }
+    let acc = acc.unwrap_or(T::ONE);
+    if y < 0 {
+        T::ONE.div(acc)
+    } else {
+        acc
+    }
+}
+
+/// `select_n pred case0 case1 ...`: `cases[pred]` elementwise. A `bool` predicate picks
+/// between at most two cases; an `i32` predicate out of range is clamped into
+/// `0..n` (XLA leaves it implementation-defined).
+pub(crate) fn select_n(args: &[&Array]) -> Result<Array, String> {
+    let (pred, cases) = args.split_first().ok_or("expected a predicate and at least one case, got no operands")?;
+    let first = cases.first().ok_or("expected at least one case after the predicate")?;
+    for (i, c) in cases.iter().enumerate() {
+        if c.dtype() != first.dtype() || c.shape() != first.shape() {
+            return Err(format!("case {i} is {}, but case 0 is {}", c.aval(), first.aval()));
+        }
+    }
+    if !pred.shape().is_empty() && pred.shape() != first.shape() {
+        return Err(format!("predicate {} must be a scalar or have the cases' shape {}", pred.aval(), first.aval()));
+    }
+    let n = cases.len();
+    let which: ArrayD<usize> = match pred {
+        Array::Bool(p) if n <= 2 => p.mapv(|b| usize::from(b).min(n - 1)),
+        Array::I32(p) => p.mapv(|i| usize::try_from(i).unwrap_or(0).min(n - 1)),
+        Array::Bool(_) => return Err(format!("a bool predicate selects between at most 2 cases, got {n}")),
+        Array::F32(_) | Array::F64(_) => return Err(format!("the predicate must be bool or i32, got {}", pred.aval())),
+    };
+    if let Some(&k) = which.first().filter(|_| which.ndim() == 0) {
+        return Ok(cases[k].clone());
+    }
+    any_dtype!(first.dtype(), T => {
+        let mut out = typed::<T>(first)?.clone();
+        for (k, case) in cases.iter().enumerate().skip(1) {
+            Zip::from(&mut out).and(&which).and(typed::<T>(case)?).for_each(|o, &w, &c| {
+                if w == k {
+                    *o = c;
+                }
+            });
+        }
+        Ok(T::wrap(out))
+    })
+}
+
+/// `clamp lo x hi` = `min(max(x, lo), hi)` with NaN propagating; `lo` and `hi` may be scalars.
+pub(crate) fn clamp(args: &[&Array]) -> Result<Array, String> {
+    let [lo, x, hi] = operands(args)?;
+    for (what, b) in [("lower bound", lo), ("upper bound", hi)] {
+        if b.dtype() != x.dtype() || (!b.shape().is_empty() && b.shape() != x.shape()) {
+            return Err(format!("{what} {} must be {} or a {} scalar", b.aval(), x.aval(), x.dtype()));
+        }
+    }
+    any_dtype!(x.dtype(), T => {
+        let xs = typed::<T>(x)?;
+        let lo = broadcast_to(typed::<T>(lo)?, xs.shape())?;
+        let hi = broadcast_to(typed::<T>(hi)?, xs.shape())?;
+        Ok(T::wrap(Zip::from(xs).and(&lo).and(&hi).map_collect(|&x, &l, &h| x.max_nan(l).min_nan(h))))
+    })
+}
+
+/// Floats to integers truncate toward zero and saturate, NaN gives 0; numbers to `bool`
+/// are `x != 0`; `bool` to numbers is 0 or 1. (Rust's `as` does exactly this, and every
+/// value passes through `f64` exactly.)
+pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    any_dtype!(x.dtype(), S => {
+        let xs = typed::<S>(x)?;
+        any_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| D::from_f64(v.to_f64())))))
+    })
+}
+
+/// Rounds each float to `mantissa_bits` (to nearest, ties to even) and clamps its exponent
+/// to the range of `exponent_bits` (overflow to ±inf, underflow to ±0), bit for bit as
+/// XLA's `ReducePrecision`. At or above the dtype's own widths it is the identity.
+pub(crate) fn reduce_precision(exponent_bits: u32, mantissa_bits: u32, args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    if exponent_bits < 1 {
+        return Err("exponent_bits must be at least 1".to_string());
+    }
+    Ok(match x {
+        Array::F32(a) => Array::F32(a.mapv(|v| {
+            let bits = reduce_bits(v.to_bits() as u64, 32, 8, 23, exponent_bits, mantissa_bits) as u32;
+            if v.is_nan() {
+                if mantissa_bits > 0 {
+                    v
+                } else {
+                    f32::INFINITY
+                }
+            } else {
+                f32::from_bits(bits)
+            }
+        })),
+        Array::F64(a) => Array::F64(a.mapv(|v| {
+            let bits = reduce_bits(v.to_bits(), 64, 11, 52, exponent_bits, mantissa_bits);
+            if v.is_nan() {
+                if mantissa_bits > 0 {
+                    v
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                f64::from_bits(bits)
+            }
+        })),
+        Array::I32(_) | Array::Bool(_) => {
+            return Err(format!("reduce_precision needs a float operand, got {}", x.aval()))
+        }
+    })
+}
+
+/// XLA's bit manipulation for a float of `width` bits with `src_exp`/`src_man` field widths.
+fn reduce_bits(mut bits: u64, width: u32, src_exp: u32, src_man: u32, exp_bits: u32, man_bits: u32) -> u64 {
+    let width_mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+    if man_bits < src_man {
+        let last_mantissa_bit_mask = 1u64 << (src_man - man_bits);
+        let base_rounding_bias = (last_mantissa_bit_mask >> 1) - 1;
+        let x_last_mantissa_bit = (bits & last_mantissa_bit_mask) >> (src_man - man_bits);
+        let x_rounding_bias = x_last_mantissa_bit + base_rounding_bias;
+        let truncation_mask = !(last_mantissa_bit_mask - 1);
+        bits = (bits.wrapping_add(x_rounding_bias) & truncation_mask) & width_mask;
+    }
+    if exp_bits < src_exp {
+        let sign_bit_mask = 1u64 << (width - 1);
+        let exp_bits_mask = ((1u64 << src_exp) - 1) << src_man;
+        let exponent_bias = (1u64 << (src_exp - 1)) - 1;
+        let reduced_exponent_bias = (1u64 << (exp_bits - 1)) - 1;
+        let reduced_max_exponent = exponent_bias + reduced_exponent_bias;
+        let reduced_min_exponent = exponent_bias - reduced_exponent_bias;
+        let x_exponent = bits & exp_bits_mask;
+        let x_overflows = x_exponent > (reduced_max_exponent << src_man);
+        let x_underflows = x_exponent <= (reduced_min_exponent << src_man);
+        let x_signed_zero = bits & sign_bit_mask;
+        let x_signed_inf = x_signed_zero | exp_bits_mask;
+        if x_overflows {
+            bits = x_signed_inf;
+        }
+        if x_underflows {
+            bits = x_signed_zero;
+        }
+    }
+    bits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipow_multiplies_in_jaxs_order_and_wraps_integers() {
+        // x^5 = x * (x^2)^2, as JAX's repeated squaring computes it.
+        let x = 1.1f32;
+        assert_eq!(ipow(x, 5).to_bits(), (x * ((x * x) * (x * x))).to_bits());
+        assert_eq!(ipow(3i32, 21), 3i32.wrapping_pow(21));
+        assert_eq!(ipow(0.5f64, -2), 4.0);
+        assert_eq!(ipow(7i32, 0), 1);
+    }
+
+    #[test]
+    fn reduce_bits_matches_known_roundings() {
+        let bf16 = |x: f32| f32::from_bits(reduce_bits(x.to_bits() as u64, 32, 8, 23, 8, 7) as u32);
+        assert_eq!(bf16(1.0 + 1.0 / 256.0), 1.0);
+        assert_eq!(bf16(1.0 + 3.0 / 256.0), 1.015625);
+        assert_eq!(bf16(f32::MAX), f32::INFINITY);
+        assert_eq!(bf16(-0.0).to_bits(), (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn broadcasting_accepts_scalars_and_unit_axes_only() {
+        let a = |shape: &[usize]| Array::zeros(&remat_ir::Aval::new(DType::F32, shape.to_vec()));
+        assert_eq!(broadcast_shapes(&a(&[2, 3]), &a(&[])), Ok(vec![2, 3]));
+        assert_eq!(broadcast_shapes(&a(&[1, 3]), &a(&[2, 1])), Ok(vec![2, 3]));
+        assert!(broadcast_shapes(&a(&[3]), &a(&[2, 3])).is_err());
+        assert!(broadcast_shapes(&a(&[2, 3]), &a(&[3, 2])).is_err());
+    }
+}

@@ -1,0 +1,77 @@
+//! Reductions: `reduce_sum`, `reduce_max`, `reduce_min` over a set of axes, and `argmax`.
+//!
+//! An empty reduction gives the operation's identity: 0, `-inf`/`+inf` for floats,
+//! `i32::MIN`/`i32::MAX` for integers, `false`/`true` for `bool`. `reduce_max`/`reduce_min`
+//! propagate NaN. Sums accumulate sequentially in the dtype's own precision.
+
+use ndarray::{ArrayD, ArrayView1, Axis};
+use remat_ir::{Array, DType, ReduceOp};
+
+use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Num};
+
+pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    let rank = x.shape().len();
+    let mut sorted = axes.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != axes.len() || sorted.last().is_some_and(|&a| a >= rank) {
+        return Err(format!("axes {axes:?} must be distinct axes of {}", x.aval()));
+    }
+    match op {
+        ReduceOp::Sum => {
+            num_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::ZERO, <T as Num>::add))),
+            bool => Err("reduce_sum is not defined on bool".to_string()))
+        }
+        ReduceOp::Max => {
+            any_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::LOWEST, T::max_nan))))
+        }
+        ReduceOp::Min => {
+            any_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::HIGHEST, T::min_nan))))
+        }
+    }
+}
+
+/// Folds `a` over the ascending, distinct, in-range `axes` with `f`, starting from `init`.
+fn fold_axes<T: Elem>(a: &ArrayD<T>, axes: &[usize], init: T, f: fn(T, T) -> T) -> ArrayD<T> {
+    let mut out = a.clone();
+    // The highest axis first, so the lower axis numbers stay valid.
+    for &ax in axes.iter().rev() {
+        out = out.fold_axis(Axis(ax), init, |&acc, &x| f(acc, x));
+    }
+    out
+}
+
+/// `argmax[axes=(k,)]`: the index of the first maximum along axis `k`, where NaN counts as
+/// larger than everything (so the first NaN wins), as JAX defines it.
+pub(crate) fn argmax(axes: &[usize], index_dtype: DType, args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    let &[axis] = axes else {
+        return Err(format!("argmax takes exactly one axis, got {axes:?}"));
+    };
+    if axis >= x.shape().len() {
+        return Err(format!("axis {axis} is out of range for {}", x.aval()));
+    }
+    if x.shape()[axis] == 0 {
+        return Err(format!("argmax over the empty axis {axis} of {} has no result", x.aval()));
+    }
+    if index_dtype != DType::I32 {
+        return Err(format!("index_dtype must be an integer type, got {}", index_dtype.numpy_name()));
+    }
+    any_dtype!(x.dtype(), T => {
+        let a = typed::<T>(x)?;
+        Ok(Array::I32(a.map_axis(Axis(axis), |lane| i32::try_from(first_max(lane)).unwrap_or(i32::MAX))))
+    })
+}
+
+/// The index of the first maximum of a non-empty lane, NaN being the largest value.
+fn first_max<T: Elem>(lane: ArrayView1<T>) -> usize {
+    let mut best = 0;
+    for (i, &v) in lane.iter().enumerate() {
+        let b = lane[best];
+        if !b.is_nan() && (v.is_nan() || v > b) {
+            best = i;
+        }
+    }
+    best
+}
