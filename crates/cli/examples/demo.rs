@@ -10,9 +10,13 @@ use remat_ir::{parse_jaxpr, pp_jaxpr, Array};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/conformance");
     for case_name in ["seed_policy_dots_no_batch", "seed_scan_plain"] {
-        let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(data.join(format!("{case_name}.json")))?)?;
+        let case: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(data.join(format!("{case_name}.json")))?)?;
         let text = case["jaxpr"].as_str().ok_or("case without jaxpr")?;
-        println!("== {case_name}: {}", case["description"].as_str().unwrap_or(""));
+        match case["description"].as_str().filter(|d| !d.is_empty()) {
+            Some(d) => println!("== {case_name}: {d}"),
+            None => println!("== {case_name}"),
+        }
 
         let jaxpr = parse_jaxpr(text, &format!("{case_name}.jaxpr"))?;
         remat_ir::verify::verify(&jaxpr)?;
@@ -27,14 +31,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(Array::from_json)
             .collect::<Result<Vec<_>, _>>()?;
         let outputs = remat_interp::eval_jaxpr(&jaxpr, &[], &args)?;
-        for (i, (out, jax)) in outputs.iter().zip(case["outputs"].as_array().ok_or("case without outputs")?).enumerate() {
+        for (i, (out, jax)) in outputs.iter().zip(case["outputs"].as_array().ok_or("case without outputs")?).enumerate()
+        {
             let jax = Array::from_json(jax)?;
-            let worst = out
-                .to_f64_vec()
-                .iter()
-                .zip(jax.to_f64_vec())
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f64, f64::max);
+            let worst =
+                out.to_f64_vec().iter().zip(jax.to_f64_vec()).map(|(a, b)| (a - b).abs()).fold(0.0f64, f64::max);
             println!("output {i}: {} = {:?} (largest difference from JAX: {worst:.2e})", out.aval(), preview(out));
         }
         println!();

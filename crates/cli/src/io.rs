@@ -61,7 +61,11 @@ pub fn read_arrays(path: &Path) -> Result<Vec<Array>> {
         Value::Array(items) => items,
         Value::Object(obj) => match obj.get("args") {
             Some(Value::Array(items)) => items,
-            _ => return Err(CliError(format!("{name}: expected a JSON array of arrays, or an object with an \"args\" array"))),
+            _ => {
+                return Err(CliError(format!(
+                    "{name}: expected a JSON array of arrays, or an object with an \"args\" array"
+                )))
+            }
         },
         _ => return Err(CliError(format!("{name}: expected a JSON array of arrays"))),
     };

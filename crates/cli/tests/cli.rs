@@ -49,7 +49,14 @@ fn print_and_eval_reproduce_every_conformance_case() {
         let inputs = dir.join(format!("{name}.in.json"));
         std::fs::write(&inputs, case["args"].to_string()).unwrap();
         let out = dir.join(format!("{name}.out.json"));
-        let run = remat(&["eval", jaxpr_path.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        let run = remat(&[
+            "eval",
+            jaxpr_path.to_str().unwrap(),
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
         let result: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         let got = result["outputs"].as_array().unwrap();

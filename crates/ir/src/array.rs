@@ -77,10 +77,8 @@ impl Array {
     pub fn from_json(v: &Value) -> Result<Array, JsonArrayError> {
         let err = |m: String| JsonArrayError(m);
         let obj = v.as_object().ok_or_else(|| err("an array must be a JSON object".into()))?;
-        let dtype_s = obj
-            .get("dtype")
-            .and_then(Value::as_str)
-            .ok_or_else(|| err("missing string field \"dtype\"".into()))?;
+        let dtype_s =
+            obj.get("dtype").and_then(Value::as_str).ok_or_else(|| err("missing string field \"dtype\"".into()))?;
         let dtype = DType::from_short_name(dtype_s)
             .or_else(|| DType::from_numpy_name(dtype_s))
             .ok_or_else(|| err(format!("unknown dtype {dtype_s:?} (expected f32, f64, i32 or bool)")))?;
@@ -97,11 +95,7 @@ impl Array {
         flatten_json(data, &mut flat);
         let n: usize = shape.iter().product();
         if flat.len() != n {
-            return Err(err(format!(
-                "\"data\" has {} elements but shape {:?} needs {n}",
-                flat.len(),
-                shape
-            )));
+            return Err(err(format!("\"data\" has {} elements but shape {:?} needs {n}", flat.len(), shape)));
         }
         let bad = |i: usize| err(format!("element {i} of \"data\" is not a valid {dtype_s} value"));
         let ix = IxDyn(&shape);

@@ -25,7 +25,11 @@ pub enum Param {
     /// `frozenset({'a', 'b'})`, elements in the order they were written.
     FrozenSet(Vec<String>),
     /// `Name(arg, key=value, ...)`: policy reprs and `np.int64(3)`.
-    Call { func: String, args: Vec<Param>, kwargs: Vec<(String, Param)> },
+    Call {
+        func: String,
+        args: Vec<Param>,
+        kwargs: Vec<(String, Param)>,
+    },
     /// An opaque repr in angle brackets, `<function nothing_saveable at 0xXXXXXXXXXXXX>`.
     Opaque(String),
     /// A nested jaxpr (printed by the jaxpr printer, which owns variable naming).

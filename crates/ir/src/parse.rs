@@ -294,9 +294,8 @@ impl<'s> Parser<'s> {
                 return Err(self.expected("a dimension size or `]`"));
             }
             self.pos += digits;
-            let d: usize = self.src[dstart..self.pos]
-                .parse()
-                .map_err(|_| self.err_at(dstart, "dimension size is too large"))?;
+            let d: usize =
+                self.src[dstart..self.pos].parse().map_err(|_| self.err_at(dstart, "dimension size is too large"))?;
             shape.push(d);
             if !self.eat(",") && !self.peek_str("]") {
                 return Err(self.expected("`,` or `]` in the shape"));
@@ -344,9 +343,9 @@ impl<'s> Parser<'s> {
                     let after = self.char_after_name();
                     let word_is_literal = {
                         let rest = &self.src[self.pos..];
-                        ["True", "False", "inf", "nan"].iter().any(|w| {
-                            rest.starts_with(w) && !rest[w.len()..].starts_with(is_name_char)
-                        })
+                        ["True", "False", "inf", "nan"]
+                            .iter()
+                            .any(|w| rest.starts_with(w) && !rest[w.len()..].starts_with(is_name_char))
                     };
                     if after == Some(':') && word_is_literal {
                         invars.push(self.atom(scope)?);
@@ -363,8 +362,7 @@ impl<'s> Parser<'s> {
             }
         }
         let out_avals: Vec<Aval> = outvars.iter().map(|v| scope.jaxpr.aval(*v).clone()).collect();
-        let primitive = Primitive::from_params(prim_name, params, &out_avals)
-            .map_err(|m| self.err_at(prim_pos, m))?;
+        let primitive = Primitive::from_params(prim_name, params, &out_avals).map_err(|m| self.err_at(prim_pos, m))?;
         let (line, column) = self.line_col(start);
         let source = SourceInfo { file: self.file.clone(), line: line as u32, column: column as u32, function: None };
         let mut eqn = Eqn::new(primitive, invars, outvars, source);
@@ -392,10 +390,14 @@ impl<'s> Parser<'s> {
             return Err(self.expected("a variable or literal"));
         }
         if c == '[' {
-            return Err(self.err_at(start, "non-scalar literals (`[...]`) cannot be read back: their values are not printed"));
+            return Err(
+                self.err_at(start, "non-scalar literals (`[...]`) cannot be read back: their values are not printed")
+            );
         }
         // A literal: VALUE ":" DTYPE "[]".
-        let len = self.src[self.pos..].find(|c: char| c == ':' || c.is_whitespace() || c == ')' || c == ',').unwrap_or(self.src.len() - self.pos);
+        let len = self.src[self.pos..]
+            .find(|c: char| c == ':' || c.is_whitespace() || c == ')' || c == ',')
+            .unwrap_or(self.src.len() - self.pos);
         let value_text = &self.src[self.pos..self.pos + len];
         self.pos += len;
         self.expect(":", "`:` and a type after the literal")?;

@@ -10,16 +10,38 @@ use crate::param::Param;
 pub enum Policy {
     EverythingSaveable,
     NothingSaveable,
-    DotsSaveable { only_if_no_batch_dims: bool },
-    SaveOnlyTheseNames { names: Vec<String> },
-    SaveAnyNamesButThese { names: Vec<String> },
-    SaveAnythingExceptTheseNames { names: Vec<String> },
-    SaveFromBothPolicies { policy_1: Box<Policy>, policy_2: Box<Policy> },
-    SaveAndOffloadOnlyTheseNames { saved: Vec<String>, offloaded: Vec<String>, offload_src: String, offload_dst: String },
-    OffloadDotWithNoBatchDims { offload_src: String, offload_dst: String },
+    DotsSaveable {
+        only_if_no_batch_dims: bool,
+    },
+    SaveOnlyTheseNames {
+        names: Vec<String>,
+    },
+    SaveAnyNamesButThese {
+        names: Vec<String>,
+    },
+    SaveAnythingExceptTheseNames {
+        names: Vec<String>,
+    },
+    SaveFromBothPolicies {
+        policy_1: Box<Policy>,
+        policy_2: Box<Policy>,
+    },
+    SaveAndOffloadOnlyTheseNames {
+        saved: Vec<String>,
+        offloaded: Vec<String>,
+        offload_src: String,
+        offload_dst: String,
+    },
+    OffloadDotWithNoBatchDims {
+        offload_src: String,
+        offload_dst: String,
+    },
     /// A function-valued policy as JAX prints it: `<function nothing_saveable at 0xXX>`.
     /// `name` is the function's name, which gives its meaning for the policies JAX ships.
-    Function { name: String, repr: String },
+    Function {
+        name: String,
+        repr: String,
+    },
 }
 
 impl Policy {
@@ -41,10 +63,9 @@ impl Policy {
             Policy::SaveAnythingExceptTheseNames { names } => {
                 call("SaveAnythingExceptTheseNames", vec![("names", set(names))])
             }
-            Policy::SaveFromBothPolicies { policy_1, policy_2 } => call(
-                "SaveFromBothPolicies",
-                vec![("policy_1", policy_1.to_param()), ("policy_2", policy_2.to_param())],
-            ),
+            Policy::SaveFromBothPolicies { policy_1, policy_2 } => {
+                call("SaveFromBothPolicies", vec![("policy_1", policy_1.to_param()), ("policy_2", policy_2.to_param())])
+            }
             Policy::SaveAndOffloadOnlyTheseNames { saved, offloaded, offload_src, offload_dst } => call(
                 "SaveAndOffloadOnlyTheseNames",
                 vec![
@@ -56,7 +77,10 @@ impl Policy {
             ),
             Policy::OffloadDotWithNoBatchDims { offload_src, offload_dst } => call(
                 "OffloadDotWithNoBatchDims",
-                vec![("offload_src", Param::Str(offload_src.clone())), ("offload_dst", Param::Str(offload_dst.clone()))],
+                vec![
+                    ("offload_src", Param::Str(offload_src.clone())),
+                    ("offload_dst", Param::Str(offload_dst.clone())),
+                ],
             ),
             Policy::Function { repr, .. } => Param::Opaque(repr.clone()),
         }

@@ -85,7 +85,11 @@ pub fn format(doc: &Doc, width: usize) -> String {
             },
             Doc::Nest(n, child) => agenda.push((indent + n, mode, child)),
             Doc::Group(child) => {
-                let m = if mode == Mode::Flat || fits(child, width as isize - col as isize) { Mode::Flat } else { Mode::Break };
+                let m = if mode == Mode::Flat || fits(child, width as isize - col as isize) {
+                    Mode::Flat
+                } else {
+                    Mode::Break
+                };
                 agenda.push((indent, m, child));
             }
         }

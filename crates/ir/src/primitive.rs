@@ -108,8 +108,16 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
-    pub const ALL: [BinaryOp; 8] =
-        [BinaryOp::Add, BinaryOp::AddAny, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Max, BinaryOp::Min];
+    pub const ALL: [BinaryOp; 8] = [
+        BinaryOp::Add,
+        BinaryOp::AddAny,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Pow,
+        BinaryOp::Max,
+        BinaryOp::Min,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -137,7 +145,8 @@ pub enum CompareOp {
 }
 
 impl CompareOp {
-    pub const ALL: [CompareOp; 6] = [CompareOp::Eq, CompareOp::Ne, CompareOp::Lt, CompareOp::Le, CompareOp::Gt, CompareOp::Ge];
+    pub const ALL: [CompareOp; 6] =
+        [CompareOp::Eq, CompareOp::Ne, CompareOp::Lt, CompareOp::Le, CompareOp::Gt, CompareOp::Ge];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -202,42 +211,110 @@ pub enum Primitive {
     Unary(UnaryOp),
     Binary(BinaryOp),
     Compare(CompareOp),
-    IntegerPow { y: i32 },
+    IntegerPow {
+        y: i32,
+    },
     /// `select_n pred case0 case1 ...`: picks `cases[pred]` elementwise.
     SelectN,
     /// `clamp lo x hi`.
     Clamp,
-    ConvertElementType { new_dtype: DType, weak_type: bool },
+    ConvertElementType {
+        new_dtype: DType,
+        weak_type: bool,
+    },
     /// Rounds floats to `exponent_bits`/`mantissa_bits`; an identity at f32's own 8/23.
-    ReducePrecision { exponent_bits: u32, mantissa_bits: u32 },
+    ReducePrecision {
+        exponent_bits: u32,
+        mantissa_bits: u32,
+    },
     /// `shape` is not printed (the binder's aval gives it).
-    BroadcastInDim { shape: Vec<usize>, broadcast_dimensions: Vec<usize> },
-    Reshape { new_sizes: Vec<usize> },
-    Transpose { permutation: Vec<usize> },
-    Squeeze { dimensions: Vec<usize> },
+    BroadcastInDim {
+        shape: Vec<usize>,
+        broadcast_dimensions: Vec<usize>,
+    },
+    Reshape {
+        new_sizes: Vec<usize>,
+    },
+    Transpose {
+        permutation: Vec<usize>,
+    },
+    Squeeze {
+        dimensions: Vec<usize>,
+    },
     /// Inserts size-1 axes at `dimensions` (positions in the output).
-    ExpandDims { dimensions: Vec<usize> },
-    Slice { start_indices: Vec<usize>, limit_indices: Vec<usize>, strides: Option<Vec<usize>> },
+    ExpandDims {
+        dimensions: Vec<usize>,
+    },
+    Slice {
+        start_indices: Vec<usize>,
+        limit_indices: Vec<usize>,
+        strides: Option<Vec<usize>>,
+    },
     /// `pad operand padding_value`; each entry is (low, high, interior), low/high may be negative.
-    Pad { padding_config: Vec<(i64, i64, i64)> },
-    Concatenate { dimension: usize },
+    Pad {
+        padding_config: Vec<(i64, i64, i64)>,
+    },
+    Concatenate {
+        dimension: usize,
+    },
     /// `dynamic_slice operand i0 i1 ...` with scalar integer start indices (clamped as XLA does).
-    DynamicSlice { slice_sizes: Vec<usize> },
+    DynamicSlice {
+        slice_sizes: Vec<usize>,
+    },
     /// `dynamic_update_slice operand update i0 i1 ...`.
     DynamicUpdateSlice,
-    Iota { dtype: DType, shape: Vec<usize>, dimension: usize },
-    Reduce { op: ReduceOp, axes: Vec<usize> },
-    Argmax { axes: Vec<usize>, index_dtype: DType },
-    DotGeneral { dimension_numbers: DotDimensionNumbers, preferred_element_type: Option<DType> },
+    Iota {
+        dtype: DType,
+        shape: Vec<usize>,
+        dimension: usize,
+    },
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<usize>,
+    },
+    Argmax {
+        axes: Vec<usize>,
+        index_dtype: DType,
+    },
+    DotGeneral {
+        dimension_numbers: DotDimensionNumbers,
+        preferred_element_type: Option<DType>,
+    },
     /// `checkpoint_name`: an identity that names its operand for policies.
-    Name { name: String },
+    Name {
+        name: String,
+    },
     /// Moves values between memory spaces, one destination per operand.
-    DevicePut { devices: Vec<MemorySpace>, copy_semantics: Vec<CopySemantics> },
-    Jit { name: String, jaxpr: ClosedJaxpr },
-    CustomJvpCall { name: String, call_jaxpr: ClosedJaxpr, jvp: String, num_consts: usize, symbolic_zeros: bool },
-    Remat2 { jaxpr: Arc<Jaxpr>, prevent_cse: bool, differentiated: bool, policy: Option<Policy> },
+    DevicePut {
+        devices: Vec<MemorySpace>,
+        copy_semantics: Vec<CopySemantics>,
+    },
+    Jit {
+        name: String,
+        jaxpr: ClosedJaxpr,
+    },
+    CustomJvpCall {
+        name: String,
+        call_jaxpr: ClosedJaxpr,
+        jvp: String,
+        num_consts: usize,
+        symbolic_zeros: bool,
+    },
+    Remat2 {
+        jaxpr: Arc<Jaxpr>,
+        prevent_cse: bool,
+        differentiated: bool,
+        policy: Option<Policy>,
+    },
     /// Operands: `num_consts` consts, `num_carry` carries, then the scanned-over xs.
-    Scan { jaxpr: ClosedJaxpr, length: usize, reverse: bool, num_consts: usize, num_carry: usize, unroll: usize },
+    Scan {
+        jaxpr: ClosedJaxpr,
+        length: usize,
+        reverse: bool,
+        num_consts: usize,
+        num_carry: usize,
+        unroll: usize,
+    },
 }
 
 impl Primitive {
@@ -425,7 +502,9 @@ impl Primitive {
                 Param::Tuple(
                     padding_config
                         .iter()
-                        .map(|&(lo, hi, interior)| Param::Tuple(vec![Param::Int(lo), Param::Int(hi), Param::Int(interior)]))
+                        .map(|&(lo, hi, interior)| {
+                            Param::Tuple(vec![Param::Int(lo), Param::Int(hi), Param::Int(interior)])
+                        })
                         .collect(),
                 ),
             )],
@@ -475,7 +554,9 @@ impl Primitive {
                 ),
                 (
                     "devices",
-                    Param::Tuple(devices.iter().map(|d| Param::Word(format!("MemorySpace.{}", d.param_name()))).collect()),
+                    Param::Tuple(
+                        devices.iter().map(|d| Param::Word(format!("MemorySpace.{}", d.param_name()))).collect(),
+                    ),
                 ),
                 ("srcs", Param::Tuple(devices.iter().map(|_| Param::None).collect())),
             ],
@@ -483,7 +564,8 @@ impl Primitive {
                 vec![("name", Param::Word(name.clone())), ("jaxpr", Param::Jaxpr(jaxpr.jaxpr.clone()))]
             }
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
-                let mut ps = vec![("name", Param::Word(name.clone())), ("call_jaxpr", Param::Jaxpr(call_jaxpr.jaxpr.clone()))];
+                let mut ps =
+                    vec![("name", Param::Word(name.clone())), ("call_jaxpr", Param::Jaxpr(call_jaxpr.jaxpr.clone()))];
                 ps.push(("jvp", Param::Word(jvp.clone())));
                 if *num_consts != 0 {
                     ps.push(("num_consts", Param::Int(*num_consts as i64)));
@@ -527,7 +609,9 @@ impl Primitive {
             }
             "integer_pow" => {
                 let y = p.int("y")?;
-                Primitive::IntegerPow { y: i32::try_from(y).map_err(|_| format!("integer_pow: y={y} is out of range"))? }
+                Primitive::IntegerPow {
+                    y: i32::try_from(y).map_err(|_| format!("integer_pow: y={y} is out of range"))?,
+                }
             }
             "select_n" => Primitive::SelectN,
             "clamp" => Primitive::Clamp,
@@ -541,7 +625,8 @@ impl Primitive {
             },
             "broadcast_in_dim" => {
                 p.optional_none("sharding")?;
-                let broadcast_dimensions = if p.has("broadcast_dimensions") { p.usizes("broadcast_dimensions")? } else { Vec::new() };
+                let broadcast_dimensions =
+                    if p.has("broadcast_dimensions") { p.usizes("broadcast_dimensions")? } else { Vec::new() };
                 let shape = match (p.has("shape"), out_avals.first()) {
                     (true, _) => p.usizes("shape")?,
                     (false, Some(aval)) => aval.shape.clone(),
@@ -560,7 +645,12 @@ impl Primitive {
             "slice" => Primitive::Slice {
                 start_indices: p.usizes("start_indices")?,
                 limit_indices: p.usizes("limit_indices")?,
-                strides: if p.is_none("strides") { p.optional_none("strides")?; None } else { Some(p.usizes("strides")?) },
+                strides: if p.is_none("strides") {
+                    p.optional_none("strides")?;
+                    None
+                } else {
+                    Some(p.usizes("strides")?)
+                },
             },
             "pad" => {
                 let cfg = p.take("padding_config")?;
@@ -579,7 +669,11 @@ impl Primitive {
             "dynamic_update_slice" => Primitive::DynamicUpdateSlice,
             "iota" => {
                 p.optional_none("sharding")?;
-                Primitive::Iota { dtype: p.dtype("dtype")?, shape: p.usizes("shape")?, dimension: p.usize("dimension")? }
+                Primitive::Iota {
+                    dtype: p.dtype("dtype")?,
+                    shape: p.usizes("shape")?,
+                    dimension: p.usize("dimension")?,
+                }
             }
             "reduce_sum" | "reduce_max" | "reduce_min" => {
                 p.optional_none("out_sharding")?;
@@ -595,7 +689,9 @@ impl Primitive {
                 p.optional_none("precision")?;
                 p.optional_none("out_sharding")?;
                 let dn = p.take("dimension_numbers")?;
-                let bad = || format!("dot_general: dimension_numbers must be ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), found {dn}");
+                let bad = || {
+                    format!("dot_general: dimension_numbers must be ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), found {dn}")
+                };
                 let pair = |q: &Param| -> Option<(Vec<usize>, Vec<usize>)> {
                     let s = q.as_seq()?;
                     if s.len() != 2 {
@@ -606,15 +702,20 @@ impl Primitive {
                 let outer = dn.as_seq().filter(|s| s.len() == 2).ok_or_else(bad)?;
                 let (lc, rc) = pair(&outer[0]).ok_or_else(bad)?;
                 let (lb, rb) = pair(&outer[1]).ok_or_else(bad)?;
-                let preferred_element_type =
-                    if p.is_none("preferred_element_type") || !p.has("preferred_element_type") {
-                        p.optional_none("preferred_element_type")?;
-                        None
-                    } else {
-                        Some(p.dtype("preferred_element_type")?)
-                    };
+                let preferred_element_type = if p.is_none("preferred_element_type") || !p.has("preferred_element_type")
+                {
+                    p.optional_none("preferred_element_type")?;
+                    None
+                } else {
+                    Some(p.dtype("preferred_element_type")?)
+                };
                 Primitive::DotGeneral {
-                    dimension_numbers: DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb },
+                    dimension_numbers: DotDimensionNumbers {
+                        lhs_contracting: lc,
+                        rhs_contracting: rc,
+                        lhs_batch: lb,
+                        rhs_batch: rb,
+                    },
                     preferred_element_type,
                 }
             }
@@ -765,8 +866,9 @@ impl ParamReader<'_> {
 
     fn dtype(&mut self, key: &str) -> Result<DType, String> {
         match self.take(key)? {
-            Param::Word(w) => DType::from_numpy_name(&w)
-                .ok_or_else(|| format!("{}: unsupported dtype `{w}` for `{key}` (float32, float64, int32, bool)", self.prim)),
+            Param::Word(w) => DType::from_numpy_name(&w).ok_or_else(|| {
+                format!("{}: unsupported dtype `{w}` for `{key}` (float32, float64, int32, bool)", self.prim)
+            }),
             v => Err(self.wrong(key, "a dtype", &v)),
         }
     }

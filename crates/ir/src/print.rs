@@ -266,11 +266,7 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
         Doc::Nil
     } else {
         let pairs: Vec<Doc> = params.iter().map(|(k, v)| kv_doc(ctx, eqn, k, v)).collect();
-        group(concat(vec![
-            nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])),
-            brk(""),
-            text("]"),
-        ]))
+        group(concat(vec![nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])), brk(""), text("]")]))
     };
     let args: Vec<String> = eqn.invars.iter().map(|a| ctx.atom_text(j, a)).collect();
     let rhs = vec![text(eqn.primitive.name()), kv, concat(vec![text(" "), vars_doc(args, "")])];
@@ -317,7 +313,8 @@ mod tests {
 
     #[test]
     fn alphabetic_names() {
-        let names: Vec<String> = [0, 1, 25, 26, 27, 51, 52, 701, 702].iter().map(|&n| encode_digits_alphabetic(n)).collect();
+        let names: Vec<String> =
+            [0, 1, 25, 26, 27, 51, 52, 701, 702].iter().map(|&n| encode_digits_alphabetic(n)).collect();
         assert_eq!(names, ["a", "b", "z", "ba", "bb", "bz", "ca", "baz", "bba"]);
     }
 

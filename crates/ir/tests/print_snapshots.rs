@@ -48,10 +48,30 @@ fn unused_top_level_binders_print_as_underscore_and_literals_keep_their_dtype() 
     let n = j.new_var(Aval::scalar(DType::I32));
     j.invars.extend([x, n]);
     push(&mut j, Primitive::Unary(UnaryOp::Cos), vec![x.into()], f32s(&[2]));
-    let m = push(&mut j, Primitive::Binary(BinaryOp::Max), vec![lit(LitValue::F32(f32::NEG_INFINITY)), x.into()], f32s(&[2]));
-    let k = push(&mut j, Primitive::Binary(BinaryOp::Add), vec![n.into(), lit(LitValue::I32(-3))], Aval::scalar(DType::I32));
-    let d = push(&mut j, Primitive::Binary(BinaryOp::Mul), vec![lit(LitValue::F64(1e-5)), lit(LitValue::F64(0.1))], Aval::scalar(DType::F64));
-    let b = push(&mut j, Primitive::Compare(remat_ir::CompareOp::Eq), vec![lit(LitValue::Bool(true)), lit(LitValue::Bool(false))], Aval::scalar(DType::Bool));
+    let m = push(
+        &mut j,
+        Primitive::Binary(BinaryOp::Max),
+        vec![lit(LitValue::F32(f32::NEG_INFINITY)), x.into()],
+        f32s(&[2]),
+    );
+    let k = push(
+        &mut j,
+        Primitive::Binary(BinaryOp::Add),
+        vec![n.into(), lit(LitValue::I32(-3))],
+        Aval::scalar(DType::I32),
+    );
+    let d = push(
+        &mut j,
+        Primitive::Binary(BinaryOp::Mul),
+        vec![lit(LitValue::F64(1e-5)), lit(LitValue::F64(0.1))],
+        Aval::scalar(DType::F64),
+    );
+    let b = push(
+        &mut j,
+        Primitive::Compare(remat_ir::CompareOp::Eq),
+        vec![lit(LitValue::Bool(true)), lit(LitValue::Bool(false))],
+        Aval::scalar(DType::Bool),
+    );
     j.outvars.extend([m.into(), k.into(), d.into(), b.into(), lit(LitValue::F32(f32::NAN))]);
     insta::assert_snapshot!(pp_jaxpr(&j), @r"
     { lambda ; a:f32[2] b:i32[]. let
@@ -74,7 +94,10 @@ fn constvars_and_memory_spaces() {
     let y = push(&mut j, Primitive::Binary(BinaryOp::Add), vec![c.into(), x.into()], f32s(&[3]));
     let h = push(
         &mut j,
-        Primitive::DevicePut { devices: vec![MemorySpace::Host], copy_semantics: vec![remat_ir::CopySemantics::AlwaysCopy] },
+        Primitive::DevicePut {
+            devices: vec![MemorySpace::Host],
+            copy_semantics: vec![remat_ir::CopySemantics::AlwaysCopy],
+        },
         vec![y.into()],
         f32s(&[3]).with_memory_space(MemorySpace::Host),
     );
@@ -98,7 +121,8 @@ fn jit_inner_binders_take_the_outer_names() {
     let x = j.new_var(f32s(&[4]));
     j.invars.push(x);
     let e = push(&mut j, Primitive::Unary(UnaryOp::Exp), vec![x.into()], f32s(&[4]));
-    let y = push(&mut j, Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(inner) }, vec![e.into()], f32s(&[4]));
+    let y =
+        push(&mut j, Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(inner) }, vec![e.into()], f32s(&[4]));
     j.outvars.push(y.into());
     insta::assert_snapshot!(pp_jaxpr(&j), @r"
     { lambda ; a:f32[4]. let
@@ -122,7 +146,12 @@ fn a_sub_jaxpr_used_twice_is_hoisted() {
     let x = j.new_var(f32s(&[]));
     j.invars.push(x);
     let a = push(&mut j, remat(None), vec![x.into()], f32s(&[]));
-    let b = push(&mut j, remat(Some(Policy::SaveOnlyTheseNames { names: vec!["a".into(), "b".into()] })), vec![a.into()], f32s(&[]));
+    let b = push(
+        &mut j,
+        remat(Some(Policy::SaveOnlyTheseNames { names: vec!["a".into(), "b".into()] })),
+        vec![a.into()],
+        f32s(&[]),
+    );
     j.outvars.push(b.into());
     insta::assert_snapshot!(pp_jaxpr(&j), @r"
     let jaxpr = { lambda ; a:f32[]. let
