@@ -1,0 +1,1 @@
+//! The Cranelift JIT: jaxprs compiled to native code.

@@ -1,0 +1,1 @@
+//! The tracer: Rust closures over tensors become jaxprs.
