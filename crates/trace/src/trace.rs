@@ -1,0 +1,346 @@
+//! The trace: a thread-local stack of frames, one per jaxpr being built.
+//!
+//! `make_jaxpr` pushes the root frame; `jit`, `checkpoint` and `scan` push a frame for
+//! their body and pop it into one equation of the frame below. Every operation records
+//! into the innermost frame. What this module keeps true:
+//! - an equation is recorded only if `shape_rule` accepts its operands, so a trace never
+//!   produces a malformed jaxpr; a rejected operation records a located [`TraceError`]
+//!   (the first one wins) and returns a placeholder, and the entry point returns the error;
+//! - a tensor of an enclosing frame used in an inner one is lifted: each frame in between
+//!   gets an extra input for it, which the caller passes first (as JAX's closure
+//!   conversion does); a tensor of a frame that has finished is an error;
+//! - constants (concrete arrays) live in the root frame as constvars and are lifted like
+//!   any outer tensor.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::panic::Location;
+use std::sync::Arc;
+
+use remat_ir::{shape_rule, Array, Atom, Aval, Eqn, Jaxpr, LitValue, Literal, Primitive, SourceInfo, Var};
+
+use crate::tensor::Tensor;
+
+/// A located error from tracing a user's function.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub struct TraceError {
+    /// Where in the user's source the failing operation was called.
+    pub location: SourceInfo,
+    pub message: String,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.location.is_unknown() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.location, self.message)
+        }
+    }
+}
+
+/// One jaxpr under construction.
+struct Frame {
+    id: u64,
+    jaxpr: Jaxpr,
+    /// The function's own inputs, in order.
+    explicit_invars: Vec<Var>,
+    /// Inputs added for tensors of the enclosing frame: (parent's var, our var).
+    captures: Vec<(Var, Var)>,
+    /// Constant values, for the root frame's constvars.
+    consts: Vec<Array>,
+}
+
+struct TraceState {
+    frames: Vec<Frame>,
+    next_id: u64,
+    error: Option<TraceError>,
+    /// The user's function names, innermost last (see [`crate::in_function`]).
+    functions: Vec<Arc<str>>,
+}
+
+thread_local! {
+    static STATE: RefCell<TraceState> =
+        const { RefCell::new(TraceState { frames: Vec::new(), next_id: 1, error: None, functions: Vec::new() }) };
+}
+
+/// An operand: a traced tensor or a Rust scalar, which is weakly typed and takes the dtype
+/// its operation needs (`x * 2.0` records `mul x 2.0:f32[]`).
+#[derive(Clone, Debug)]
+pub enum Operand {
+    Tensor(Tensor),
+    Literal(LitValue),
+}
+
+impl From<&Tensor> for Operand {
+    fn from(t: &Tensor) -> Operand {
+        Operand::Tensor(t.clone())
+    }
+}
+
+impl From<Tensor> for Operand {
+    fn from(t: Tensor) -> Operand {
+        Operand::Tensor(t)
+    }
+}
+
+pub(crate) fn source_info(loc: &'static Location<'static>) -> SourceInfo {
+    let function = STATE.with(|s| s.borrow().functions.last().cloned());
+    SourceInfo { file: Arc::from(loc.file()), line: loc.line(), column: loc.column(), function }
+}
+
+/// Records an error at `loc` unless an earlier one is already recorded.
+pub(crate) fn record_error(loc: &'static Location<'static>, message: String) {
+    let location = source_info(loc);
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.error.is_none() {
+            s.error = Some(TraceError { location, message });
+        }
+    });
+}
+
+pub(crate) fn has_error() -> bool {
+    STATE.with(|s| s.borrow().error.is_some())
+}
+
+/// Runs `f` with `name` as the user's function name in recorded source locations.
+pub fn in_function<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    STATE.with(|s| s.borrow_mut().functions.push(Arc::from(name)));
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            STATE.with(|s| {
+                s.borrow_mut().functions.pop();
+            });
+        }
+    }
+    let _pop = Pop;
+    f()
+}
+
+/// Pops the frame it was created for, even if the user's function panics.
+pub(crate) struct FrameGuard {
+    id: u64,
+    done: bool,
+}
+
+impl Drop for FrameGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            STATE.with(|s| {
+                let mut s = s.borrow_mut();
+                if let Some(pos) = s.frames.iter().position(|f| f.id == self.id) {
+                    s.frames.truncate(pos);
+                }
+                if s.frames.is_empty() {
+                    s.error = None;
+                    s.functions.clear();
+                }
+            });
+        }
+    }
+}
+
+/// Pushes a frame with inputs of `in_avals` and returns its guard and the input tensors.
+pub(crate) fn push_frame(in_avals: &[Aval]) -> (FrameGuard, Vec<Tensor>) {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let id = s.next_id;
+        s.next_id += 1;
+        if s.frames.is_empty() {
+            s.error = None;
+        }
+        let mut frame = Frame {
+            id,
+            jaxpr: Jaxpr::default(),
+            explicit_invars: Vec::new(),
+            captures: Vec::new(),
+            consts: Vec::new(),
+        };
+        let tensors = in_avals
+            .iter()
+            .map(|aval| {
+                let v = frame.jaxpr.new_var(aval.clone());
+                frame.explicit_invars.push(v);
+                Tensor::new(id, v, aval.clone(), false)
+            })
+            .collect();
+        s.frames.push(frame);
+        (FrameGuard { id, done: false }, tensors)
+    })
+}
+
+/// A finished frame: its jaxpr (inputs are captures then explicit inputs), the tensors of
+/// the enclosing frame that the captures stand for, and constants (root frame only).
+pub(crate) struct Finished {
+    pub jaxpr: Jaxpr,
+    pub captured: Vec<Tensor>,
+    pub consts: Vec<Array>,
+}
+
+/// Pops the frame of `guard` with `outputs` as its results.
+pub(crate) fn pop_frame(
+    mut guard: FrameGuard,
+    outputs: &[Tensor],
+    loc: &'static Location<'static>,
+) -> Result<Finished, TraceError> {
+    let atoms: Vec<Option<Atom>> = outputs.iter().map(|t| resolve(t, loc)).collect();
+    guard.done = true;
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let pos = s.frames.iter().position(|f| f.id == guard.id).expect("frame popped out of order");
+        let mut frame = s.frames.remove(pos);
+        s.frames.truncate(pos);
+        let error = if s.frames.is_empty() {
+            s.functions.clear();
+            s.error.take()
+        } else {
+            s.error.clone()
+        };
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let parent_id = s.frames.last().map(|f| f.id);
+        let mut jaxpr = std::mem::take(&mut frame.jaxpr);
+        jaxpr.outvars = atoms.into_iter().map(|a| a.expect("resolved without error")).collect();
+        let (capture_parent, capture_inner): (Vec<Var>, Vec<Var>) = frame.captures.iter().copied().unzip();
+        if parent_id.is_none() {
+            // The root frame's captures are its constants.
+            jaxpr.constvars = capture_inner;
+        } else {
+            jaxpr.invars = capture_inner;
+        }
+        jaxpr.invars.extend(frame.explicit_invars.iter().copied());
+        let captured = match parent_id {
+            Some(pid) => {
+                let parent = s.frames.last().expect("parent frame");
+                capture_parent.iter().map(|&v| Tensor::new(pid, v, parent.jaxpr.aval(v).clone(), false)).collect()
+            }
+            None => Vec::new(),
+        };
+        Ok(Finished { jaxpr, captured, consts: frame.consts })
+    })
+}
+
+/// The atom for `t` in the innermost frame, lifting it through enclosing frames if needed.
+/// `None` (with an error recorded) if `t` belongs to no live frame.
+fn resolve(t: &Tensor, loc: &'static Location<'static>) -> Option<Atom> {
+    let found = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let k = s.frames.iter().position(|f| f.id == t.frame)?;
+        let mut var = t.var;
+        let top = s.frames.len() - 1;
+        for i in k + 1..=top {
+            let aval = s.frames[i - 1].jaxpr.aval(var).clone();
+            let frame = &mut s.frames[i];
+            var = match frame.captures.iter().find(|(outer, _)| *outer == var) {
+                Some(&(_, inner)) => inner,
+                None => {
+                    let inner = frame.jaxpr.new_var(aval);
+                    frame.captures.push((var, inner));
+                    inner
+                }
+            };
+        }
+        Some(Atom::Var(var))
+    });
+    if found.is_none() {
+        record_error(loc, format!("a tensor of type {} was used outside the trace that created it", t.aval()));
+    }
+    found
+}
+
+/// Adds a constant array to the root frame and returns it as a tensor of the innermost one.
+pub(crate) fn constant(value: Array, loc: &'static Location<'static>) -> Option<Tensor> {
+    let aval = value.aval();
+    let root = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let root = s.frames.first_mut()?;
+        // A root-frame constant is a "capture" of nothing: its outer var is a sentinel.
+        let v = root.jaxpr.new_var(aval.clone());
+        let sentinel = Var(u32::MAX - root.consts.len() as u32);
+        root.captures.push((sentinel, v));
+        root.consts.push(value);
+        Some((root.id, v))
+    });
+    match root {
+        Some((id, v)) => Some(Tensor::new(id, v, aval, false)),
+        None => {
+            record_error(loc, "a constant was created outside of any trace".into());
+            None
+        }
+    }
+}
+
+/// The innermost frame's id, if tracing.
+pub(crate) fn current_frame() -> Option<u64> {
+    STATE.with(|s| s.borrow().frames.last().map(|f| f.id))
+}
+
+/// Records `prim` applied to `operands` in the innermost frame and returns its results.
+/// Literal operands take the dtype given with them. On error, records it and returns
+/// placeholders with `fallback` avals.
+pub(crate) fn bind(prim: Primitive, operands: &[Operand], weak: bool, loc: &'static Location<'static>) -> Vec<Tensor> {
+    let fallback = || -> Vec<Tensor> {
+        let aval = operands
+            .iter()
+            .find_map(|o| match o {
+                Operand::Tensor(t) => Some(t.aval().clone()),
+                Operand::Literal(_) => None,
+            })
+            .unwrap_or_else(|| Aval::scalar(remat_ir::DType::F32));
+        vec![Tensor::placeholder(aval)]
+    };
+    if has_error() {
+        return fallback();
+    }
+    if current_frame().is_none() {
+        record_error(loc, format!("`{}` was called outside of any trace (use make_jaxpr)", prim.name()));
+        return fallback();
+    }
+    let mut atoms = Vec::with_capacity(operands.len());
+    for o in operands {
+        match o {
+            Operand::Tensor(t) => match resolve(t, loc) {
+                Some(a) => atoms.push(a),
+                None => return fallback(),
+            },
+            Operand::Literal(value) => atoms.push(Atom::Lit(Literal { value: *value })),
+        }
+    }
+    bind_atoms(prim, atoms, weak, loc).unwrap_or_else(fallback)
+}
+
+/// Records an equation over resolved atoms of the innermost frame.
+pub(crate) fn bind_atoms(
+    prim: Primitive,
+    atoms: Vec<Atom>,
+    weak: bool,
+    loc: &'static Location<'static>,
+) -> Option<Vec<Tensor>> {
+    let source = source_info(loc);
+    let result = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let frame = s.frames.last_mut().expect("a frame");
+        let in_avals: Vec<Aval> = atoms.iter().map(|a| frame.jaxpr.atom_aval(a)).collect();
+        match shape_rule(&prim, &in_avals) {
+            Ok(out_avals) => {
+                let outvars: Vec<Var> = out_avals.iter().map(|a| frame.jaxpr.new_var(a.clone())).collect();
+                let id = frame.id;
+                let tensors =
+                    outvars.iter().zip(&out_avals).map(|(v, a)| Tensor::new(id, *v, a.clone(), weak)).collect();
+                frame.jaxpr.eqns.push(Eqn::new(prim, atoms, outvars, source));
+                Ok(tensors)
+            }
+            Err(e) => Err(e.message),
+        }
+    });
+    match result {
+        Ok(t) => Some(t),
+        Err(message) => {
+            record_error(loc, message);
+            None
+        }
+    }
+}
