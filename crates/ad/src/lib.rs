@@ -1,0 +1,1 @@
+//! Autodiff and rematerialization on jaxprs.
