@@ -1,1 +1,217 @@
-//! The Cranelift JIT: jaxprs compiled to native code.
+//! The Cranelift JIT: jaxprs compiled to native code with static buffer planning.
+//!
+//! ```text
+//! Jaxpr --lower--> Program (kernels over buffers) --plan--> Layout (arena offsets)
+//!       --codegen--> Cranelift functions, one module --native--> fn(arena, table)
+//! ```
+//!
+//! - `lower`: calls inlined, scans as loops, elementwise chains fused into one expression
+//!   per loop (broadcasts, transposes and slices folded into index arithmetic).
+//! - `plan`: buffers laid out in one arena by liveness; host-memory values in a separate pool.
+//! - `codegen`: loop nests over `f32x4` with scalar tails, inline f32 transcendentals,
+//!   `dot_general` through the `gemm` crate.
+//! - `native`: the only `unsafe` code (entering JIT code, the GEMM call).
+//!
+//! Architecture invariant: this is the only crate that names Cranelift types, and the
+//! reference interpreter (`remat-interp`) defines what every compiled program must compute.
+
+mod codegen;
+mod expr;
+mod lower;
+mod native;
+mod plan;
+mod program;
+
+use std::sync::Mutex;
+
+use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
+
+pub use program::DotDesc;
+
+/// Why a jaxpr could not be compiled or run.
+#[derive(Debug, thiserror::Error)]
+pub enum JitError {
+    /// The jaxpr does not verify (or is otherwise malformed).
+    #[error("invalid jaxpr: {0}")]
+    Invalid(String),
+    /// A primitive (or a form of one) the JIT does not lower.
+    #[error("{primitive}: not supported by the JIT: {reason}")]
+    Unsupported { primitive: &'static str, reason: String },
+    /// Cranelift rejected the generated code (a bug in the JIT).
+    #[error("code generation failed: {0}")]
+    Codegen(String),
+    #[error("expected {expected} arguments, got {given}")]
+    ArgCount { expected: usize, given: usize },
+    #[error("argument {index}: expected {expected}, got {given}")]
+    ArgType { index: usize, expected: Aval, given: Aval },
+    #[error("expected {expected} constants, got {given}")]
+    ConstCount { expected: usize, given: usize },
+}
+
+/// What the static plan decided: memory and code sizes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Peak bytes of the device arena (every intermediate buffer, laid out by liveness).
+    pub peak_bytes: usize,
+    /// Bytes of the host pool (values moved to host memory by `device_put`).
+    pub host_bytes: usize,
+    /// Bytes of the arguments and outputs, which live outside the arena.
+    pub io_bytes: usize,
+    /// The number of arena buffers before sharing.
+    pub buffers: usize,
+    /// The number of compiled functions (kernels plus the entry).
+    pub functions: usize,
+}
+
+/// A compiled jaxpr: native code, its constants and its buffer plan.
+#[derive(Debug)]
+pub struct Compiled {
+    code: native::NativeCode,
+    in_avals: Vec<Aval>,
+    out_avals: Vec<Aval>,
+    consts: Vec<Array>,
+    plan: Plan,
+    arena_bytes: usize,
+    /// The arena of the last run, reused by the next (a concurrent run allocates its own).
+    arena: Mutex<Vec<u8>>,
+    /// Owned here because the code holds their addresses.
+    _dots: Box<[DotDesc]>,
+}
+
+/// Compiles a jaxpr without constvars.
+pub fn compile(jaxpr: &Jaxpr) -> Result<Compiled, JitError> {
+    if !jaxpr.constvars.is_empty() {
+        return Err(JitError::ConstCount { expected: jaxpr.constvars.len(), given: 0 });
+    }
+    compile_with_consts(jaxpr, &[])
+}
+
+/// Compiles a closed jaxpr; its constants are copied into the compiled program.
+pub fn compile_closed(closed: &ClosedJaxpr) -> Result<Compiled, JitError> {
+    compile_with_consts(&closed.jaxpr, &closed.consts)
+}
+
+/// Compiles `jaxpr` with `consts` bound to its constvars.
+pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, JitError> {
+    remat_ir::verify(jaxpr).map_err(|e| JitError::Invalid(e.to_string()))?;
+    if consts.len() != jaxpr.constvars.len() {
+        return Err(JitError::ConstCount { expected: jaxpr.constvars.len(), given: consts.len() });
+    }
+    for (c, &v) in consts.iter().zip(&jaxpr.constvars) {
+        if !c.aval().same_type(jaxpr.aval(v)) {
+            return Err(JitError::Invalid(format!("constant {v:?} is {} but declared {}", c.aval(), jaxpr.aval(v))));
+        }
+    }
+    let (prog, consts) = lower::lower_program(jaxpr, consts)?;
+    let layout = plan::plan(&prog);
+    let dots: Box<[DotDesc]> = prog.dots.clone().into_boxed_slice();
+    let dot_addrs: Vec<usize> = dots.iter().map(|d| d as *const DotDesc as usize).collect();
+    let built = codegen::build(&prog, &layout, &dot_addrs)?;
+    let in_avals = jaxpr.in_avals();
+    let out_avals = jaxpr.out_avals();
+    let io_bytes = in_avals.iter().chain(&out_avals).map(Aval::size_in_bytes).sum();
+    let buffers = prog.buffers.iter().filter(|b| matches!(b.storage, program::Storage::Arena { .. })).count();
+    let plan = Plan {
+        peak_bytes: layout.device_bytes,
+        host_bytes: layout.host_bytes,
+        io_bytes,
+        buffers,
+        functions: built.code_functions,
+    };
+    let arena_bytes = layout.device_bytes + layout.host_bytes;
+    Ok(Compiled {
+        code: native::NativeCode::new(built.module, built.entry),
+        in_avals,
+        out_avals,
+        consts: consts.into_iter().map(standard_layout).collect(),
+        plan,
+        arena_bytes,
+        arena: Mutex::new(Vec::new()),
+        _dots: dots,
+    })
+}
+
+fn standard_layout(a: Array) -> Array {
+    match a {
+        Array::F32(x) => Array::F32(x.as_standard_layout().into_owned()),
+        Array::F64(x) => Array::F64(x.as_standard_layout().into_owned()),
+        Array::I32(x) => Array::I32(x.as_standard_layout().into_owned()),
+        Array::Bool(x) => Array::Bool(x.as_standard_layout().into_owned()),
+    }
+}
+
+fn data_ptr(a: &Array) -> usize {
+    match a {
+        Array::F32(x) => x.as_ptr() as usize,
+        Array::F64(x) => x.as_ptr() as usize,
+        Array::I32(x) => x.as_ptr() as usize,
+        Array::Bool(x) => x.as_ptr() as usize,
+    }
+}
+
+fn data_ptr_mut(a: &mut Array) -> usize {
+    match a {
+        Array::F32(x) => x.as_mut_ptr() as usize,
+        Array::F64(x) => x.as_mut_ptr() as usize,
+        Array::I32(x) => x.as_mut_ptr() as usize,
+        Array::Bool(x) => x.as_mut_ptr() as usize,
+    }
+}
+
+fn is_standard(a: &Array) -> bool {
+    match a {
+        Array::F32(x) => x.is_standard_layout(),
+        Array::F64(x) => x.is_standard_layout(),
+        Array::I32(x) => x.is_standard_layout(),
+        Array::Bool(x) => x.is_standard_layout(),
+    }
+}
+
+impl Compiled {
+    /// Runs the program. Every argument's dtype and shape is checked before native code runs.
+    pub fn run(&self, args: &[Array]) -> Result<Vec<Array>, JitError> {
+        if args.len() != self.in_avals.len() {
+            return Err(JitError::ArgCount { expected: self.in_avals.len(), given: args.len() });
+        }
+        for (index, (a, expected)) in args.iter().zip(&self.in_avals).enumerate() {
+            if a.dtype() != expected.dtype || a.shape() != expected.shape.as_slice() {
+                return Err(JitError::ArgType { index, expected: expected.clone(), given: a.aval() });
+            }
+        }
+        // Non-contiguous inputs are copied; the code reads row-major memory.
+        let owned: Vec<Option<Array>> =
+            args.iter().map(|a| if is_standard(a) { None } else { Some(standard_layout(a.clone())) }).collect();
+        let mut outs: Vec<Array> = self.out_avals.iter().map(Array::zeros).collect();
+        let mut table: Vec<usize> = Vec::with_capacity(args.len() + self.consts.len() + outs.len());
+        table.extend(args.iter().zip(&owned).map(|(a, o)| data_ptr(o.as_ref().unwrap_or(a))));
+        table.extend(self.consts.iter().map(data_ptr));
+        table.extend(outs.iter_mut().map(data_ptr_mut));
+
+        let need = self.arena_bytes + plan::ALIGN;
+        let mut fresh = Vec::new();
+        let mut guard = self.arena.try_lock().ok();
+        let arena: &mut Vec<u8> = match guard.as_deref_mut() {
+            Some(a) => a,
+            None => &mut fresh,
+        };
+        if arena.len() < need {
+            *arena = vec![0u8; need];
+        }
+        let skew = (arena.as_ptr() as usize).wrapping_neg() % plan::ALIGN;
+        self.code.call(&mut arena[skew..skew + self.arena_bytes], &table);
+        Ok(outs)
+    }
+
+    /// The static memory plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn in_avals(&self) -> &[Aval] {
+        &self.in_avals
+    }
+
+    pub fn out_avals(&self) -> &[Aval] {
+        &self.out_avals
+    }
+}

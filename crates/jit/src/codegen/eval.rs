@@ -1,0 +1,506 @@
+//! Expression evaluation at one point of a loop nest, as scalars or as `f32x4` vectors,
+//! with the interpreter's semantics for every elementwise primitive and dtype.
+//!
+//! Registers hold `f32`, `f64`, `i32`, and `bool` as an `i8` 0/1 in scalar code; in vector
+//! code `f32x4` values and `bool` as an `i32x4` mask (all ones or zeros). Integer
+//! arithmetic wraps; `x / 0 = -1` and `MIN / -1 = MIN` as XLA defines them, so no
+//! instruction traps. `max`/`min` propagate NaN. f32 transcendentals are inline code
+//! (`math`); f64 ones call the platform's libm.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
+use remat_ir::{BinaryOp, CompareOp, DType, LitValue, ReduceOp, UnaryOp};
+
+use super::{clif_type, mem, Fx};
+use crate::expr::Expr;
+use crate::native::Import;
+
+/// Whether `e` can be evaluated on `f32x4` vectors: f32 values and bool masks only.
+pub(crate) fn vectorizable(e: &Expr) -> bool {
+    let mut ok = e.dtype() == DType::F32;
+    e.visit(&mut |n| {
+        ok &= match n {
+            Expr::Load(v) => v.dtype == DType::F32,
+            Expr::Lit(l) => l.dtype() == DType::F32,
+            Expr::Iota(..) | Expr::Convert { .. } | Expr::ReducePrecision { .. } => false,
+            Expr::Unary(_, d, _) | Expr::IntegerPow(_, d, _) | Expr::Clamp(d, ..) => *d == DType::F32,
+            Expr::Binary(_, d, _, y) => *d == DType::F32 && y.dtype() == DType::F32,
+            Expr::Compare(_, d, _, _) => *d == DType::F32,
+            Expr::Select(d, p, cases) => *d == DType::F32 && p.dtype() == DType::Bool && cases.len() == 2,
+        };
+    });
+    ok
+}
+
+impl Fx<'_, '_> {
+    /// A literal as a register value (splat in vector mode).
+    pub(super) fn lit(&mut self, l: LitValue, vector: bool) -> Value {
+        let s = match l {
+            LitValue::F32(x) => self.b.ins().f32const(x),
+            LitValue::F64(x) => self.b.ins().f64const(x),
+            LitValue::I32(x) => self.b.ins().iconst(types::I32, x as i64),
+            LitValue::Bool(x) => self.b.ins().iconst(types::I8, x as i64),
+        };
+        if vector {
+            self.b.ins().splat(types::F32X4, s)
+        } else {
+            s
+        }
+    }
+
+    /// Evaluates `e`; `offs[u]` is the element offset of user `u` (0 is the destination),
+    /// `inner[u]` its stride along the vectorized dimension. `next` walks the leaves.
+    pub(super) fn eval(&mut self, e: &Expr, vector: bool, offs: &[Value], inner: &[i64], next: &mut usize) -> Value {
+        match e {
+            Expr::Load(v) => {
+                let u = *next;
+                *next += 1;
+                let size = v.dtype.size_in_bytes() as i64;
+                let base = self.base(v.buf);
+                let bytes = self.b.ins().imul_imm_s(offs[u], size);
+                let addr = self.b.ins().iadd(base, bytes);
+                let ty = clif_type(v.dtype);
+                if !vector {
+                    return self.b.ins().load(ty, mem(), addr, 0);
+                }
+                match inner[u] {
+                    1 => self.b.ins().load(types::F32X4, mem(), addr, 0),
+                    0 => {
+                        let x = self.b.ins().load(ty, mem(), addr, 0);
+                        self.b.ins().splat(types::F32X4, x)
+                    }
+                    s => {
+                        let x = self.b.ins().load(ty, mem(), addr, 0);
+                        let mut vec = self.b.ins().splat(types::F32X4, x);
+                        for lane in 1..4u8 {
+                            let x = self.b.ins().load(ty, mem(), addr, (lane as i64 * s * size) as i32);
+                            vec = self.b.ins().insertlane(vec, x, lane);
+                        }
+                        vec
+                    }
+                }
+            }
+            Expr::Lit(l) => self.lit(*l, vector),
+            Expr::Iota(d, _) => {
+                let u = *next;
+                *next += 1;
+                let i = offs[u];
+                match d {
+                    DType::F32 => self.b.ins().fcvt_from_sint(types::F32, i),
+                    DType::F64 => self.b.ins().fcvt_from_sint(types::F64, i),
+                    DType::I32 => self.b.ins().ireduce(types::I32, i),
+                    DType::Bool => {
+                        let z = self.b.ins().icmp_imm_s(IntCC::NotEqual, i, 0);
+                        self.b.ins().uextend(types::I8, z)
+                    }
+                }
+            }
+            Expr::Unary(op, d, x) => {
+                let x = self.eval(x, vector, offs, inner, next);
+                self.unary(*op, *d, x, vector)
+            }
+            Expr::Binary(op, d, x, y) => {
+                let yd = y.dtype();
+                let x = self.eval(x, vector, offs, inner, next);
+                let mut y = self.eval(y, vector, offs, inner, next);
+                if yd != *d {
+                    y = self.convert(yd, *d, y); // pow's integer exponent
+                }
+                self.binary(*op, *d, x, y, vector)
+            }
+            Expr::Compare(op, d, x, y) => {
+                let x = self.eval(x, vector, offs, inner, next);
+                let y = self.eval(y, vector, offs, inner, next);
+                self.compare(*op, *d, x, y)
+            }
+            Expr::IntegerPow(y, d, x) => {
+                let x = self.eval(x, vector, offs, inner, next);
+                self.integer_pow(*y, *d, x, vector)
+            }
+            Expr::Select(_, p, cases) => {
+                let pd = p.dtype();
+                let p = self.eval(p, vector, offs, inner, next);
+                let cs: Vec<Value> = cases.iter().map(|c| self.eval(c, vector, offs, inner, next)).collect();
+                if vector {
+                    let mask = self.b.ins().bitcast(types::F32X4, little(), p);
+                    return self.b.ins().bitselect(mask, cs[1], cs[0]);
+                }
+                let mut r = cs[0];
+                for (k, &c) in cs.iter().enumerate().skip(1) {
+                    let take = match pd {
+                        DType::Bool => self.b.ins().icmp_imm_s(IntCC::NotEqual, p, 0),
+                        _ => self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, p, k as i64),
+                    };
+                    r = self.b.ins().select(take, c, r);
+                }
+                r
+            }
+            Expr::Clamp(d, lo, x, hi) => {
+                let lo = self.eval(lo, vector, offs, inner, next);
+                let x = self.eval(x, vector, offs, inner, next);
+                let hi = self.eval(hi, vector, offs, inner, next);
+                let m = self.binary(BinaryOp::Max, *d, x, lo, vector);
+                self.binary(BinaryOp::Min, *d, m, hi, vector)
+            }
+            Expr::Convert { from, to, x } => {
+                let x = self.eval(x, vector, offs, inner, next);
+                self.convert(*from, *to, x)
+            }
+            Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => {
+                let x = self.eval(x, vector, offs, inner, next);
+                self.reduce_precision(*dtype, *exponent_bits, *mantissa_bits, x)
+            }
+        }
+    }
+
+    fn float_const(&mut self, d: DType, x: f64, vector: bool) -> Value {
+        let l = LitValue::from_f64(d, x);
+        self.lit(l, vector)
+    }
+
+    /// Selects `a` where `mask` holds, else `b` (scalar `i8` condition or vector mask).
+    pub(super) fn sel(&mut self, mask: Value, a: Value, b: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(a);
+        if ty.is_vector() {
+            let m = self.b.ins().bitcast(ty, little(), mask);
+            self.b.ins().bitselect(m, a, b)
+        } else {
+            self.b.ins().select(mask, a, b)
+        }
+    }
+
+    fn unary(&mut self, op: UnaryOp, d: DType, x: Value, vector: bool) -> Value {
+        if d == DType::I32 {
+            return match op {
+                UnaryOp::Neg => self.b.ins().ineg(x),
+                UnaryOp::Sign => {
+                    let one = self.b.ins().iconst(types::I32, 1);
+                    let m1 = self.b.ins().iconst(types::I32, -1);
+                    let t = self.b.ins().smin(x, one);
+                    self.b.ins().smax(t, m1)
+                }
+                UnaryOp::Abs => self.b.ins().iabs(x),
+                UnaryOp::Square => self.b.ins().imul(x, x),
+                // Transcendentals are defined on floats only (the verifier's rule).
+                UnaryOp::StopGradient
+                | UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Log1p
+                | UnaryOp::Expm1
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Tan
+                | UnaryOp::Tanh
+                | UnaryOp::Logistic
+                | UnaryOp::Sqrt
+                | UnaryOp::Rsqrt => x,
+            };
+        }
+        if d == DType::Bool {
+            return x;
+        }
+        match op {
+            UnaryOp::Neg => self.b.ins().fneg(x),
+            UnaryOp::Abs => self.b.ins().fabs(x),
+            UnaryOp::Square => self.b.ins().fmul(x, x),
+            UnaryOp::StopGradient => x,
+            UnaryOp::Sign => {
+                let zero = self.float_const(d, 0.0, vector);
+                let one = self.float_const(d, 1.0, vector);
+                let m1 = self.float_const(d, -1.0, vector);
+                let gt = self.b.ins().fcmp(FloatCC::GreaterThan, x, zero);
+                let lt = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+                let r = self.sel(lt, m1, x);
+                self.sel(gt, one, r)
+            }
+            UnaryOp::Sqrt => self.b.ins().sqrt(x),
+            UnaryOp::Rsqrt => {
+                let one = self.float_const(d, 1.0, vector);
+                let s = self.b.ins().sqrt(x);
+                self.b.ins().fdiv(one, s)
+            }
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Tanh
+            | UnaryOp::Logistic => {
+                if d == DType::F32 {
+                    self.math_f32(op, x)
+                } else {
+                    self.libm_f64(op, x)
+                }
+            }
+        }
+    }
+
+    fn libm_f64(&mut self, op: UnaryOp, x: Value) -> Value {
+        let imp = match op {
+            UnaryOp::Exp => Import::ExpF64,
+            UnaryOp::Log => Import::LogF64,
+            UnaryOp::Log1p => Import::Log1pF64,
+            UnaryOp::Expm1 => Import::Expm1F64,
+            UnaryOp::Sin => Import::SinF64,
+            UnaryOp::Cos => Import::CosF64,
+            UnaryOp::Tan => Import::TanF64,
+            UnaryOp::Tanh => Import::TanhF64,
+            UnaryOp::Logistic => {
+                let n = self.b.ins().fneg(x);
+                let e = self.call(Import::ExpF64, &[n]).expect("exp returns");
+                let one = self.b.ins().f64const(1.0);
+                let den = self.b.ins().fadd(one, e);
+                return self.b.ins().fdiv(one, den);
+            }
+            UnaryOp::Neg
+            | UnaryOp::Sign
+            | UnaryOp::Abs
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Square
+            | UnaryOp::StopGradient => return x,
+        };
+        self.call(imp, &[x]).expect("libm functions return")
+    }
+
+    pub(super) fn binary(&mut self, op: BinaryOp, d: DType, x: Value, y: Value, vector: bool) -> Value {
+        match d {
+            DType::I32 => match op {
+                BinaryOp::Add | BinaryOp::AddAny => self.b.ins().iadd(x, y),
+                BinaryOp::Sub => self.b.ins().isub(x, y),
+                BinaryOp::Mul => self.b.ins().imul(x, y),
+                BinaryOp::Div => self.int_div(x, y),
+                BinaryOp::Max => self.b.ins().smax(x, y),
+                BinaryOp::Min => self.b.ins().smin(x, y),
+                BinaryOp::Pow => x,
+            },
+            DType::Bool => match op {
+                BinaryOp::Max => self.b.ins().bor(x, y),
+                BinaryOp::Min => self.b.ins().band(x, y),
+                BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => x,
+            },
+            DType::F32 | DType::F64 => match op {
+                BinaryOp::Add | BinaryOp::AddAny => self.b.ins().fadd(x, y),
+                BinaryOp::Sub => self.b.ins().fsub(x, y),
+                BinaryOp::Mul => self.b.ins().fmul(x, y),
+                BinaryOp::Div => self.b.ins().fdiv(x, y),
+                BinaryOp::Pow => {
+                    if d == DType::F32 {
+                        self.pow_f32(x, y)
+                    } else {
+                        self.call(Import::PowF64, &[x, y]).expect("pow returns")
+                    }
+                }
+                BinaryOp::Max | BinaryOp::Min => {
+                    // XLA: NaN if either is NaN; otherwise `y` if it is strictly better.
+                    let cc = if op == BinaryOp::Max { FloatCC::GreaterThan } else { FloatCC::LessThan };
+                    let better = self.b.ins().fcmp(cc, y, x);
+                    let r = self.sel(better, y, x);
+                    let ynan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
+                    let r = self.sel(ynan, y, r);
+                    let xnan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+                    let _ = vector;
+                    self.sel(xnan, x, r)
+                }
+            },
+        }
+    }
+
+    /// XLA's integer division: truncating, `x / 0 = -1`, `MIN / -1 = MIN`.
+    fn int_div(&mut self, x: Value, y: Value) -> Value {
+        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+        let xmin = self.b.ins().icmp_imm_s(IntCC::Equal, x, i32::MIN as i64);
+        let ym1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+        let overflow = self.b.ins().band(xmin, ym1);
+        let bad = self.b.ins().bor(zero, overflow);
+        let one = self.b.ins().iconst(types::I32, 1);
+        let safe = self.b.ins().select(bad, one, y);
+        let q = self.b.ins().sdiv(x, safe);
+        let m1 = self.b.ins().iconst(types::I32, -1);
+        self.b.ins().select(zero, m1, q)
+    }
+
+    fn compare(&mut self, op: CompareOp, d: DType, x: Value, y: Value) -> Value {
+        match d {
+            DType::F32 | DType::F64 => {
+                let cc = match op {
+                    CompareOp::Eq => FloatCC::Equal,
+                    CompareOp::Ne => FloatCC::NotEqual,
+                    CompareOp::Lt => FloatCC::LessThan,
+                    CompareOp::Le => FloatCC::LessThanOrEqual,
+                    CompareOp::Gt => FloatCC::GreaterThan,
+                    CompareOp::Ge => FloatCC::GreaterThanOrEqual,
+                };
+                self.b.ins().fcmp(cc, x, y)
+            }
+            DType::I32 | DType::Bool => {
+                let signed = d == DType::I32;
+                let cc = match (op, signed) {
+                    (CompareOp::Eq, _) => IntCC::Equal,
+                    (CompareOp::Ne, _) => IntCC::NotEqual,
+                    (CompareOp::Lt, true) => IntCC::SignedLessThan,
+                    (CompareOp::Le, true) => IntCC::SignedLessThanOrEqual,
+                    (CompareOp::Gt, true) => IntCC::SignedGreaterThan,
+                    (CompareOp::Ge, true) => IntCC::SignedGreaterThanOrEqual,
+                    (CompareOp::Lt, false) => IntCC::UnsignedLessThan,
+                    (CompareOp::Le, false) => IntCC::UnsignedLessThanOrEqual,
+                    (CompareOp::Gt, false) => IntCC::UnsignedGreaterThan,
+                    (CompareOp::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
+                };
+                self.b.ins().icmp(cc, x, y)
+            }
+        }
+    }
+
+    /// Repeated squaring in JAX's multiplication order; `1 / x^-y` for negative `y`.
+    fn integer_pow(&mut self, y: i32, d: DType, x: Value, vector: bool) -> Value {
+        let mul = |fx: &mut Self, a: Value, b: Value| {
+            if d == DType::I32 {
+                fx.b.ins().imul(a, b)
+            } else {
+                fx.b.ins().fmul(a, b)
+            }
+        };
+        let mut n = y.unsigned_abs();
+        let mut base = x;
+        let mut acc: Option<Value> = None;
+        while n > 0 {
+            if n & 1 == 1 {
+                acc = Some(match acc {
+                    Some(a) => mul(self, a, base),
+                    None => base,
+                });
+            }
+            n >>= 1;
+            if n > 0 {
+                base = mul(self, base, base);
+            }
+        }
+        let acc = match acc {
+            Some(a) => a,
+            None => self.lit(LitValue::from_f64(d, 1.0), vector),
+        };
+        if y >= 0 {
+            return acc;
+        }
+        match d {
+            DType::I32 => {
+                let one = self.b.ins().iconst(types::I32, 1);
+                self.int_div(one, acc)
+            }
+            DType::F32 | DType::F64 | DType::Bool => {
+                let one = self.lit(LitValue::from_f64(d, 1.0), vector);
+                self.b.ins().fdiv(one, acc)
+            }
+        }
+    }
+
+    /// `convert_element_type` in scalar code (floats to integers truncate and saturate, NaN
+    /// gives 0; numbers to bool are `x != 0`).
+    pub(super) fn convert(&mut self, from: DType, to: DType, x: Value) -> Value {
+        let to_ty = clif_type(to);
+        match (from, to) {
+            _ if from == to => x,
+            (DType::F32, DType::F64) => self.b.ins().fpromote(types::F64, x),
+            (DType::F64, DType::F32) => self.b.ins().fdemote(types::F32, x),
+            (DType::F32 | DType::F64, DType::I32) => self.b.ins().fcvt_to_sint_sat(types::I32, x),
+            (DType::F32 | DType::F64, DType::Bool) => {
+                let zero = if from == DType::F32 { self.b.ins().f32const(0.0) } else { self.b.ins().f64const(0.0) };
+                self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
+            }
+            (DType::I32, DType::F32 | DType::F64) => self.b.ins().fcvt_from_sint(to_ty, x),
+            (DType::I32, DType::Bool) => self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
+            (DType::Bool, DType::I32) => self.b.ins().uextend(types::I32, x),
+            (DType::Bool, DType::F32 | DType::F64) => {
+                let i = self.b.ins().uextend(types::I32, x);
+                self.b.ins().fcvt_from_sint(to_ty, i)
+            }
+            (DType::F32, DType::F32)
+            | (DType::F64, DType::F64)
+            | (DType::I32, DType::I32)
+            | (DType::Bool, DType::Bool) => x,
+        }
+    }
+
+    /// XLA's `ReducePrecision`, bit for bit (scalar code).
+    fn reduce_precision(&mut self, d: DType, exp_bits: u32, man_bits: u32, x: Value) -> Value {
+        let (ity, width, src_exp, src_man): (Type, u32, u32, u32) = match d {
+            DType::F64 => (types::I64, 64, 11, 52),
+            DType::F32 | DType::I32 | DType::Bool => (types::I32, 32, 8, 23),
+        };
+        // Constants as the immediates of a `width`-bit integer (sign-extended).
+        let k = |c: i64| if width == 32 { c as i32 as i64 } else { c };
+        let mut bits = self.b.ins().bitcast(ity, mem(), x);
+        if man_bits < src_man {
+            let last = 1i64 << (src_man - man_bits);
+            let base_bias = (last >> 1) - 1;
+            let t = self.b.ins().band_imm_s(bits, last);
+            let x_last = self.b.ins().ushr_imm_s(t, (src_man - man_bits) as i64);
+            let bias = self.b.ins().iadd_imm_s(x_last, base_bias);
+            let sum = self.b.ins().iadd(bits, bias);
+            bits = self.b.ins().band_imm_s(sum, k(!(last - 1)));
+        }
+        if exp_bits < src_exp {
+            let sign_mask = 1i64 << (width - 1);
+            let exp_mask = ((1i64 << src_exp) - 1) << src_man;
+            let bias = (1i64 << (src_exp - 1)) - 1;
+            let rbias = (1i64 << (exp_bits - 1)) - 1;
+            let (max_e, min_e) = ((bias + rbias) << src_man, (bias - rbias) << src_man);
+            let xe = self.b.ins().band_imm_s(bits, k(exp_mask));
+            let over = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, xe, max_e);
+            let under = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThanOrEqual, xe, min_e);
+            let signed_zero = self.b.ins().band_imm_s(bits, k(sign_mask));
+            let signed_inf = self.b.ins().bor_imm_s(signed_zero, k(exp_mask));
+            let r = self.b.ins().select(over, signed_inf, bits);
+            bits = self.b.ins().select(under, signed_zero, r);
+        }
+        let r = self.b.ins().bitcast(clif_type(d), mem(), bits);
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let keep = if man_bits > 0 {
+            x
+        } else if d == DType::F64 {
+            self.b.ins().f64const(f64::INFINITY)
+        } else {
+            self.b.ins().f32const(f32::INFINITY)
+        };
+        self.b.ins().select(nan, keep, r)
+    }
+
+    /// `acc op x` for a reduction (`max`/`min` with XLA's NaN rule).
+    pub(super) fn combine(&mut self, op: ReduceOp, d: DType, acc: Value, x: Value, vector: bool) -> Value {
+        let bop = match op {
+            ReduceOp::Sum => BinaryOp::Add,
+            ReduceOp::Max => BinaryOp::Max,
+            ReduceOp::Min => BinaryOp::Min,
+        };
+        if d == DType::Bool {
+            return match op {
+                ReduceOp::Max => self.b.ins().bor(acc, x),
+                ReduceOp::Min | ReduceOp::Sum => self.b.ins().band(acc, x),
+            };
+        }
+        self.binary(bop, d, acc, x, vector)
+    }
+
+    /// Whether `v` replaces `best` in `argmax`: `best` is not NaN and `v` is NaN or larger.
+    pub(super) fn argmax_better(&mut self, d: DType, v: Value, best: Value) -> Value {
+        match d {
+            DType::F32 | DType::F64 => {
+                let best_ok = self.b.ins().fcmp(FloatCC::Ordered, best, best);
+                let vnan = self.b.ins().fcmp(FloatCC::Unordered, v, v);
+                let gt = self.b.ins().fcmp(FloatCC::GreaterThan, v, best);
+                let either = self.b.ins().bor(vnan, gt);
+                self.b.ins().band(best_ok, either)
+            }
+            DType::I32 => self.b.ins().icmp(IntCC::SignedGreaterThan, v, best),
+            DType::Bool => self.b.ins().icmp(IntCC::UnsignedGreaterThan, v, best),
+        }
+    }
+}
+
+/// Flags for lane reinterpretation.
+pub(super) fn little() -> cranelift_codegen::ir::MemFlagsData {
+    cranelift_codegen::ir::MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little)
+}

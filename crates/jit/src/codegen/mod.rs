@@ -1,0 +1,358 @@
+//! The back end: a planned [`Program`] becomes native code through Cranelift.
+//!
+//! Every step except a loop is one Cranelift function `fn(arena, table)`; the entry
+//! function, with the same signature, calls them in order and runs loops natively
+//! (`counter <- i; call body kernels`). `arena` is the base of the planned arena (the host
+//! pool follows the device part), `table` points at the pointers of the arguments,
+//! constants and outputs, in that order. All functions are defined in one module and
+//! finalized once.
+//!
+//! What it keeps true: generated code addresses only buffers of the plan (arena offsets
+//! below the planned size, table pointers to arrays of the planned sizes); every index it
+//! computes stays inside its view, dynamic offsets included, because dynamic starts are
+//! clamped. With `debug_assertions` (tests, debug builds) Cranelift's verifier runs on
+//! every function.
+
+mod eval;
+mod kernel;
+mod math;
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::{
+    types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Signature, Type, UserFuncName, Value,
+};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+use remat_ir::DType;
+
+use crate::native::{Import, ImportSig};
+use crate::plan::Layout;
+use crate::program::{BufId, Program, Step, Storage};
+use crate::JitError;
+
+/// The finished module and its entry point.
+pub(crate) struct Built {
+    pub module: JITModule,
+    pub entry: FuncId,
+    pub code_functions: usize,
+}
+
+fn codegen_err(e: impl std::fmt::Display) -> JitError {
+    JitError::Codegen(e.to_string())
+}
+
+/// What every function emitter shares.
+pub(crate) struct Env<'a> {
+    pub prog: &'a Program,
+    pub layout: &'a Layout,
+    pub imports: HashMap<Import, FuncId>,
+    pub fma: bool,
+    /// Addresses of the dot descriptors (owned by the compiled program).
+    pub dot_descs: &'a [usize],
+}
+
+pub(crate) fn build(prog: &Program, layout: &Layout, dot_descs: &[usize]) -> Result<Built, JitError> {
+    let mut flags = settings::builder();
+    flags.set("opt_level", "speed").map_err(codegen_err)?;
+    flags.set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" }).map_err(codegen_err)?;
+    flags.set("is_pic", "false").map_err(codegen_err)?;
+    flags.set("use_colocated_libcalls", "false").map_err(codegen_err)?;
+    let isa_builder = cranelift_native::builder().map_err(codegen_err)?;
+    let isa = isa_builder.finish(settings::Flags::new(flags)).map_err(codegen_err)?;
+    let fma = isa.has_native_fma();
+    let mut jb = JITBuilder::with_isa(isa, default_libcall_names());
+    for imp in Import::ALL {
+        jb.symbol(imp.name(), imp.address());
+    }
+    let mut module = JITModule::new(jb);
+    let mut imports = HashMap::new();
+    for imp in Import::ALL {
+        let sig = import_signature(&module, imp.signature());
+        let id = module.declare_function(imp.name(), Linkage::Import, &sig).map_err(codegen_err)?;
+        imports.insert(imp, id);
+    }
+    let env = Env { prog, layout, imports, fma, dot_descs };
+    let mut fctx = FunctionBuilderContext::new();
+    let mut count = 0usize;
+    let kernels = define_kernels(&mut module, &env, &mut fctx, &prog.steps, &mut count)?;
+    let entry = define_function(
+        &mut module,
+        &mut fctx,
+        "entry",
+        |fx| {
+            fx.emit_steps(&prog.steps, &kernels);
+            Ok(())
+        },
+        &env,
+    )?;
+    module.finalize_definitions().map_err(codegen_err)?;
+    Ok(Built { module, entry, code_functions: count + 1 })
+}
+
+fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
+    let mut s = module.make_signature();
+    let (params, ret): (&[Type], Option<Type>) = match sig {
+        ImportSig::F32ToF32 => (&[types::F32], Some(types::F32)),
+        ImportSig::F64ToF64 => (&[types::F64], Some(types::F64)),
+        ImportSig::F64F64ToF64 => (&[types::F64, types::F64], Some(types::F64)),
+        ImportSig::Dot => (&[types::I64; 4], None),
+    };
+    s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+    s.returns.extend(ret.map(AbiParam::new));
+    s
+}
+
+/// The kernel functions of `steps` (loops recurse into their bodies), by step position.
+fn define_kernels(
+    module: &mut JITModule,
+    env: &Env,
+    fctx: &mut FunctionBuilderContext,
+    steps: &[Step],
+    count: &mut usize,
+) -> Result<Vec<Kernels>, JitError> {
+    let mut out = Vec::with_capacity(steps.len());
+    for step in steps {
+        if let Step::Loop { body, .. } = step {
+            out.push(Kernels::Loop(define_kernels(module, env, fctx, body, count)?));
+            continue;
+        }
+        let name = format!("k{}", *count);
+        *count += 1;
+        let id = define_function(module, fctx, &name, |fx| fx.emit_step(step), env)?;
+        out.push(Kernels::Func(id));
+    }
+    Ok(out)
+}
+
+/// The compiled form of a step list, mirroring its structure.
+pub(crate) enum Kernels {
+    Func(FuncId),
+    Loop(Vec<Kernels>),
+}
+
+fn define_function(
+    module: &mut JITModule,
+    fctx: &mut FunctionBuilderContext,
+    name: &str,
+    body: impl FnOnce(&mut Fx) -> Result<(), JitError>,
+    env: &Env,
+) -> Result<FuncId, JitError> {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::I64));
+    let id = module.declare_function(name, Linkage::Local, &sig).map_err(codegen_err)?;
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let config = module.target_config();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+        let block = b.create_block();
+        b.append_block_params_for_function_params(block);
+        b.switch_to_block(block);
+        let (arena, table) = (b.block_params(block)[0], b.block_params(block)[1]);
+        let mut fx = Fx { b, module: &mut *module, env, frefs: HashMap::new(), arena, table, bases: HashMap::new() };
+        body(&mut fx)?;
+        fx.b.ins().return_(&[]);
+        fx.b.seal_all_blocks();
+        let Fx { b, .. } = fx;
+        b.finalize(config);
+    }
+    if cfg!(debug_assertions) {
+        cranelift_codegen::verify_function(&ctx.func, module.isa().flags())
+            .map_err(|e| JitError::Codegen(format!("verifier: {name}: {e}\n{}", ctx.func.display())))?;
+    }
+    module.define_function(id, &mut ctx).map_err(|e| JitError::Codegen(format!("{name}: {e:?}")))?;
+    module.clear_context(&mut ctx);
+    Ok(id)
+}
+
+/// One function being emitted.
+pub(crate) struct Fx<'a, 'b> {
+    pub b: FunctionBuilder<'b>,
+    module: &'a mut JITModule,
+    pub env: &'a Env<'a>,
+    frefs: HashMap<FuncId, FuncRef>,
+    arena: Value,
+    table: Value,
+    bases: HashMap<BufId, Value>,
+}
+
+/// Memory flags for the buffers of the plan: never trapping, alignment not claimed.
+pub(crate) fn mem() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+pub(crate) fn clif_type(d: DType) -> Type {
+    match d {
+        DType::F32 => types::F32,
+        DType::F64 => types::F64,
+        DType::I32 => types::I32,
+        DType::Bool => types::I8,
+    }
+}
+
+impl<'a, 'b> Fx<'a, 'b> {
+    pub fn iconst(&mut self, x: i64) -> Value {
+        self.b.ins().iconst(types::I64, x)
+    }
+
+    /// Calls a runtime function.
+    pub fn call(&mut self, imp: Import, args: &[Value]) -> Option<Value> {
+        let id = self.env.imports[&imp];
+        let fr = match self.frefs.get(&id) {
+            Some(&f) => f,
+            None => {
+                let f = self.module.declare_func_in_func(id, self.b.func);
+                self.frefs.insert(id, f);
+                f
+            }
+        };
+        let inst = self.b.ins().call(fr, args);
+        self.b.inst_results(inst).first().copied()
+    }
+
+    /// Loads the base addresses of `bufs` (call at function entry, so they dominate).
+    pub fn load_bases(&mut self, bufs: &[BufId]) {
+        for &buf in bufs {
+            if self.bases.contains_key(&buf) {
+                continue;
+            }
+            let storage = self.env.prog.buffers[buf.0 as usize].storage;
+            let addr = match storage {
+                Storage::Arena { host } => {
+                    let off = self.env.layout.offsets[buf.0 as usize].unwrap_or(0);
+                    let off = if host { off + self.env.layout.device_bytes } else { off };
+                    self.b.ins().iadd_imm_s(self.arena, off as i64)
+                }
+                Storage::Arg(_) | Storage::Const(_) | Storage::Out(_) => {
+                    let slot = self.env.prog.table_slot(storage).unwrap_or(0);
+                    self.b.ins().load(types::I64, mem(), self.table, (slot * 8) as i32)
+                }
+            };
+            self.bases.insert(buf, addr);
+        }
+    }
+
+    pub fn base(&self, buf: BufId) -> Value {
+        self.bases[&buf]
+    }
+
+    fn emit_step(&mut self, step: &Step) -> Result<(), JitError> {
+        let mut bufs = Vec::new();
+        step.buffers(&mut bufs);
+        self.load_bases(&bufs);
+        match step {
+            Step::Kernel { space, dst, src } => self.kernel(space, dst, src),
+            Step::Reduce { op, space, axes, dst, src } => self.reduce(*op, space, axes, *dst, src)?,
+            Step::Argmax { space, axis, dst, src } => self.argmax(space, *axis, *dst, src)?,
+            Step::Dot { desc, lhs, rhs, dst } => {
+                let d = self.env.dot_descs[*desc] as i64;
+                let size = self.env.prog.dots[*desc].dtype.size_in_bytes() as i64;
+                let l = self.view_address(lhs, size);
+                let r = self.view_address(rhs, size);
+                let o = self.base(*dst);
+                let dptr = self.iconst(d);
+                self.call(Import::Dot, &[dptr, l, r, o]);
+            }
+            Step::Loop { .. } => unreachable!("loops are emitted by the entry function"),
+        }
+        Ok(())
+    }
+
+    fn emit_steps(&mut self, steps: &[Step], kernels: &[Kernels]) {
+        let (arena, table) = (self.arena, self.table);
+        for (step, k) in steps.iter().zip(kernels) {
+            match (step, k) {
+                (Step::Loop { length, reverse, counter, body }, Kernels::Loop(inner)) => {
+                    self.load_bases(&[*counter]);
+                    let cbase = self.base(*counter);
+                    let (length, reverse) = (*length as i64, *reverse);
+                    self.for_range(0, length, 1, |fx, i| {
+                        let j = if reverse {
+                            let last = fx.iconst(length - 1);
+                            fx.b.ins().isub(last, i)
+                        } else {
+                            i
+                        };
+                        let j32 = fx.b.ins().ireduce(types::I32, j);
+                        fx.b.ins().store(mem(), j32, cbase, 0);
+                        fx.emit_steps(body, inner);
+                    });
+                }
+                (_, Kernels::Func(id)) => {
+                    let id = *id;
+                    let fr = match self.frefs.get(&id) {
+                        Some(&f) => f,
+                        None => {
+                            let f = self.module.declare_func_in_func(id, self.b.func);
+                            self.frefs.insert(id, f);
+                            f
+                        }
+                    };
+                    self.b.ins().call(fr, &[arena, table]);
+                }
+                (_, Kernels::Loop(_)) => unreachable!("kernels mirror the steps"),
+            }
+        }
+    }
+
+    /// `for i in (start..end).step_by(step)` with `i` an `i64` value; constant bounds.
+    pub fn for_range(&mut self, start: i64, end: i64, step: i64, mut body: impl FnMut(&mut Self, Value)) {
+        if start >= end {
+            return;
+        }
+        let s = self.iconst(start);
+        self.for_range_v(s, end, step, &mut body);
+    }
+
+    /// Like [`Fx::for_range`] with a start known only at run time (it must be <= `end`).
+    pub fn for_range_v(&mut self, start: Value, end: i64, step: i64, body: &mut impl FnMut(&mut Self, Value)) {
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.append_block_param(header, types::I64);
+        self.b.ins().jump(header, &[start.into()]);
+        self.b.switch_to_block(header);
+        let i = self.b.block_params(header)[0];
+        let cond = self.b.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, i, end);
+        self.b.ins().brif(cond, body_block, &[], exit, &[]);
+        self.b.switch_to_block(body_block);
+        body(self, i);
+        let next = self.b.ins().iadd_imm_s(i, step);
+        self.b.ins().jump(header, &[next.into()]);
+        self.b.switch_to_block(exit);
+    }
+
+    /// The address of a view's first element (static offset plus clamped dynamic terms).
+    pub fn view_address(&mut self, v: &crate::expr::View, elem: i64) -> Value {
+        let off = self.view_offset(v);
+        let bytes = self.b.ins().imul_imm_s(off, elem);
+        let base = self.base(v.buf);
+        self.b.ins().iadd(base, bytes)
+    }
+
+    /// A view's element offset: `offset + sum(clamp(index, 0, max) * stride)`.
+    pub fn view_offset(&mut self, v: &crate::expr::View) -> Value {
+        let mut off = self.iconst(v.offset);
+        for d in &v.dynamic {
+            let base = self.base(d.index);
+            let i = self.b.ins().load(types::I32, mem(), base, 0);
+            let i = self.b.ins().sextend(types::I64, i);
+            let zero = self.iconst(0);
+            let max = self.iconst(d.max);
+            let i = self.b.ins().smax(i, zero);
+            let i = self.b.ins().smin(i, max);
+            let t = self.b.ins().imul_imm_s(i, d.stride);
+            off = self.b.ins().iadd(off, t);
+        }
+        off
+    }
+
+    pub fn fma_available(&self) -> bool {
+        self.env.fma
+    }
+}

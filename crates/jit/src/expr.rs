@@ -1,0 +1,233 @@
+//! Fused elementwise expressions and the strided views they read.
+//!
+//! An [`Expr`] is evaluated at every point of one index space (a kernel's loop nest). Its
+//! leaves are [`View`]s: a buffer, an element offset and one stride per loop dimension,
+//! plus dynamic offsets read at run time (`dynamic_slice` starts, a scan's counter). Layout
+//! primitives that only move elements (`broadcast_in_dim`, `transpose`, `slice`, `squeeze`,
+//! `expand_dims`, unit-axis `reshape`) are [`IndexMap`]s applied to an expression: they
+//! rewrite the strides of its leaves and never touch memory.
+//!
+//! What it keeps true: a view's `strides` has exactly one entry per dimension of the index
+//! space the expression is evaluated in, and every index a view can produce for that space
+//! lies inside its buffer (the lowering only builds views from shapes the verifier checked).
+
+use remat_ir::{BinaryOp, CompareOp, DType, LitValue, UnaryOp};
+
+use crate::program::BufId;
+
+/// A run-time offset: `clamp(*index, 0, max) * stride` elements, `index` an `i32` scalar.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct DynTerm {
+    pub index: BufId,
+    pub max: i64,
+    pub stride: i64,
+}
+
+/// A strided window onto a buffer, in elements of `dtype`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct View {
+    pub buf: BufId,
+    pub dtype: DType,
+    pub offset: i64,
+    pub strides: Vec<i64>,
+    pub dynamic: Vec<DynTerm>,
+}
+
+impl View {
+    /// The whole of a row-major buffer of `shape`.
+    pub fn contiguous(buf: BufId, dtype: DType, shape: &[usize]) -> View {
+        View { buf, dtype, offset: 0, strides: row_major_strides(shape), dynamic: Vec::new() }
+    }
+
+    /// Whether this view reads `shape` row-major from its offset (dynamic terms aside).
+    pub fn is_row_major(&self, shape: &[usize]) -> bool {
+        let want = row_major_strides(shape);
+        self.strides.iter().zip(&want).zip(shape).all(|((s, w), &n)| n <= 1 || s == w)
+    }
+}
+
+pub(crate) fn row_major_strides(shape: &[usize]) -> Vec<i64> {
+    let mut strides = vec![0i64; shape.len()];
+    let mut acc = 1i64;
+    for k in (0..shape.len()).rev() {
+        strides[k] = acc;
+        acc *= shape[k] as i64;
+    }
+    strides
+}
+
+/// `base + sum(coeffs[j] * index[j])`: the value of an `iota` after index maps.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Affine {
+    pub base: i64,
+    pub coeffs: Vec<i64>,
+}
+
+/// An elementwise expression; every node knows its dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Expr {
+    Load(View),
+    Lit(LitValue),
+    Iota(DType, Affine),
+    Unary(UnaryOp, DType, Box<Expr>),
+    /// The dtype is the result's (a `pow` exponent may be `i32`).
+    Binary(BinaryOp, DType, Box<Expr>, Box<Expr>),
+    /// The dtype is the operands'; the result is `bool`.
+    Compare(CompareOp, DType, Box<Expr>, Box<Expr>),
+    IntegerPow(i32, DType, Box<Expr>),
+    /// `select_n pred cases...` (dtype of the cases).
+    Select(DType, Box<Expr>, Vec<Expr>),
+    /// `clamp lo x hi`.
+    Clamp(DType, Box<Expr>, Box<Expr>, Box<Expr>),
+    Convert {
+        from: DType,
+        to: DType,
+        x: Box<Expr>,
+    },
+    ReducePrecision {
+        dtype: DType,
+        exponent_bits: u32,
+        mantissa_bits: u32,
+        x: Box<Expr>,
+    },
+}
+
+impl Expr {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Expr::Load(v) => v.dtype,
+            Expr::Lit(l) => l.dtype(),
+            Expr::Iota(d, _)
+            | Expr::Unary(_, d, _)
+            | Expr::Binary(_, d, _, _)
+            | Expr::IntegerPow(_, d, _)
+            | Expr::Select(d, _, _)
+            | Expr::Clamp(d, _, _, _)
+            | Expr::ReducePrecision { dtype: d, .. } => *d,
+            Expr::Compare(..) => DType::Bool,
+            Expr::Convert { to, .. } => *to,
+        }
+    }
+
+    /// Whether evaluating it costs nothing beyond reading memory (no arithmetic nodes).
+    pub fn is_trivial(&self) -> bool {
+        matches!(self, Expr::Load(_) | Expr::Lit(_) | Expr::Iota(..))
+    }
+
+    /// The number of nodes, to bound the size of one fused loop body.
+    pub fn size(&self) -> usize {
+        let mut n = 0;
+        self.visit(&mut |_| n += 1);
+        n
+    }
+
+    /// Calls `f` on every node, parents before children, operands left to right.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Load(_) | Expr::Lit(_) | Expr::Iota(..) => {}
+            Expr::Unary(_, _, x)
+            | Expr::IntegerPow(_, _, x)
+            | Expr::Convert { x, .. }
+            | Expr::ReducePrecision { x, .. } => x.visit(f),
+            Expr::Binary(_, _, a, b) | Expr::Compare(_, _, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Select(_, p, cases) => {
+                p.visit(f);
+                cases.iter().for_each(|c| c.visit(f));
+            }
+            Expr::Clamp(_, lo, x, hi) => {
+                lo.visit(f);
+                x.visit(f);
+                hi.visit(f);
+            }
+        }
+    }
+
+    /// The expression evaluated through `map`: its value at new index `o` is the old value
+    /// at `map.apply(o)`.
+    pub fn remap(&self, map: &IndexMap) -> Expr {
+        let r = |e: &Expr| Box::new(e.remap(map));
+        match self {
+            Expr::Load(v) => {
+                let (offset, strides) = map.compose(v.offset, &v.strides);
+                Expr::Load(View { buf: v.buf, dtype: v.dtype, offset, strides, dynamic: v.dynamic.clone() })
+            }
+            Expr::Lit(l) => Expr::Lit(*l),
+            Expr::Iota(d, a) => {
+                let (base, coeffs) = map.compose(a.base, &a.coeffs);
+                Expr::Iota(*d, Affine { base, coeffs })
+            }
+            Expr::Unary(op, d, x) => Expr::Unary(*op, *d, r(x)),
+            Expr::Binary(op, d, a, b) => Expr::Binary(*op, *d, r(a), r(b)),
+            Expr::Compare(op, d, a, b) => Expr::Compare(*op, *d, r(a), r(b)),
+            Expr::IntegerPow(y, d, x) => Expr::IntegerPow(*y, *d, r(x)),
+            Expr::Select(d, p, cases) => Expr::Select(*d, r(p), cases.iter().map(|c| c.remap(map)).collect()),
+            Expr::Clamp(d, lo, x, hi) => Expr::Clamp(*d, r(lo), r(x), r(hi)),
+            Expr::Convert { from, to, x } => Expr::Convert { from: *from, to: *to, x: r(x) },
+            Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => Expr::ReducePrecision {
+                dtype: *dtype,
+                exponent_bits: *exponent_bits,
+                mantissa_bits: *mantissa_bits,
+                x: r(x),
+            },
+        }
+    }
+}
+
+/// An affine map from a new index space to an old one, one old dimension at a time:
+/// `old[k] = base[k] + coef[k] * new[dim[k]]`, or just `base[k]` when `dim[k]` is `None`.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexMap {
+    pub new_rank: usize,
+    pub old: Vec<(i64, Option<(usize, i64)>)>,
+}
+
+impl IndexMap {
+    /// Rewrites an affine form over the old index (`offset + sum strides[k] * old[k]`) as one
+    /// over the new index.
+    fn compose(&self, offset: i64, strides: &[i64]) -> (i64, Vec<i64>) {
+        let mut new_offset = offset;
+        let mut new_strides = vec![0i64; self.new_rank];
+        for (&(base, dim), &s) in self.old.iter().zip(strides) {
+            new_offset += base * s;
+            if let Some((j, coef)) = dim {
+                new_strides[j] += coef * s;
+            }
+        }
+        (new_offset, new_strides)
+    }
+
+    /// `broadcast_in_dim`: operand axis k goes to output axis `dims[k]` (extent-1 axes stay at 0).
+    pub fn broadcast(in_shape: &[usize], out_rank: usize, dims: &[usize]) -> IndexMap {
+        let old = in_shape.iter().zip(dims).map(|(&n, &d)| (0, if n == 1 { None } else { Some((d, 1)) })).collect();
+        IndexMap { new_rank: out_rank, old }
+    }
+
+    /// `transpose`: output axis j is operand axis `perm[j]`.
+    pub fn transpose(perm: &[usize]) -> IndexMap {
+        let mut old = vec![(0, None); perm.len()];
+        for (j, &k) in perm.iter().enumerate() {
+            old[k] = (0, Some((j, 1)));
+        }
+        IndexMap { new_rank: perm.len(), old }
+    }
+
+    /// `slice`: operand index `start + stride * out` on every axis.
+    pub fn slice(start: &[usize], strides: &[usize]) -> IndexMap {
+        let old =
+            start.iter().zip(strides).enumerate().map(|(k, (&s, &st))| (s as i64, Some((k, st as i64)))).collect();
+        IndexMap { new_rank: start.len(), old }
+    }
+
+    /// Operand axes that are kept go, in order, to the output axes marked `true` in `kept_out`;
+    /// other operand axes (extent 1) stay at 0. Serves `squeeze`, `expand_dims` and unit-axis
+    /// `reshape`.
+    pub fn regroup(in_kept: &[bool], kept_out: &[bool]) -> IndexMap {
+        let mut outs = kept_out.iter().enumerate().filter(|(_, &k)| k).map(|(j, _)| j);
+        let old = in_kept.iter().map(|&k| (0, if k { outs.next().map(|j| (j, 1)) } else { None })).collect();
+        IndexMap { new_rank: kept_out.len(), old }
+    }
+}

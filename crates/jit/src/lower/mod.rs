@@ -1,0 +1,287 @@
+//! The front end: a jaxpr becomes a [`Program`] of kernels over buffers.
+//!
+//! Calls (`jit`, `remat2`, `custom_jvp_call`) are inlined; `scan` becomes a [`Step::Loop`].
+//! Elementwise equations and layout equations that only move elements stay lazy: their
+//! value is an [`Expr`] over the buffers they read, and a consumer folds it into its own
+//! loop. A value is materialized (written to a buffer by a kernel) only where it must be:
+//! it is read more than once and costs arithmetic, a non-elementwise consumer needs it in
+//! memory, it is an output, or its expression grew too large for one loop body.
+//!
+//! What it keeps true: every buffer a lazy expression reads holds its final value for as
+//! long as the expression can be evaluated (buffers are written once, and a scan's carry
+//! buffers are rewritten only after every value of the iteration has been computed).
+
+mod ops;
+mod scan;
+
+pub(crate) use ops::reduce_identity;
+
+use remat_ir::{Array, Atom, Aval, Jaxpr, LitValue, MemorySpace, Primitive, Var};
+
+use crate::expr::{Expr, IndexMap, View};
+use crate::program::{BufId, Program, Step, Storage};
+use crate::JitError;
+
+/// Expressions larger than this are materialized, to keep loop bodies (and compile times)
+/// bounded.
+const MAX_FUSED_NODES: usize = 48;
+
+/// A value during lowering: its expression and its type.
+#[derive(Clone, Debug)]
+pub(crate) struct Val {
+    pub expr: Expr,
+    pub aval: Aval,
+}
+
+impl Val {
+    fn shape(&self) -> &[usize] {
+        &self.aval.shape
+    }
+}
+
+/// The lowering state: the program being built and the step list being appended to.
+pub(crate) struct Lowering {
+    pub prog: Program,
+    pub consts: Vec<Array>,
+    /// A stack of step lists; the top one is the current scope (a scan body pushes one).
+    scopes: Vec<Vec<Step>>,
+}
+
+/// Lowers a whole jaxpr with `consts` bound to its constvars.
+pub(crate) fn lower_program(jaxpr: &Jaxpr, consts: &[Array]) -> Result<(Program, Vec<Array>), JitError> {
+    let mut lw = Lowering { prog: Program::default(), consts: Vec::new(), scopes: vec![Vec::new()] };
+    let args: Vec<Val> = jaxpr
+        .invars
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let aval = jaxpr.aval(v).clone();
+            let buf = lw.prog.new_buffer(Storage::Arg(i), aval.size_in_bytes());
+            Val { expr: Expr::Load(View::contiguous(buf, aval.dtype, &aval.shape)), aval }
+        })
+        .collect();
+    lw.prog.num_args = args.len();
+    let const_vals = lw.add_consts(consts);
+    let out_avals = jaxpr.out_avals();
+    lw.prog.num_outs = out_avals.len();
+    let targets: Vec<Option<BufId>> = out_avals
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Some(lw.prog.new_buffer(Storage::Out(i), a.size_in_bytes())))
+        .collect();
+    let outs = lw.lower_jaxpr(jaxpr, const_vals, args, &targets)?;
+    for (val, target) in outs.into_iter().zip(targets) {
+        let target = target.expect("every output has a buffer");
+        if !lw.is_whole(&val, target) {
+            lw.write(&val, target);
+        }
+    }
+    let mut prog = lw.prog;
+    prog.steps = lw.scopes.pop().unwrap_or_default();
+    prog.num_consts = lw.consts.len();
+    Ok((prog, lw.consts))
+}
+
+impl Lowering {
+    fn push(&mut self, step: Step) {
+        self.scopes.last_mut().expect("a scope is open").push(step);
+    }
+
+    /// Registers the constants of a closed jaxpr; their values are loads of constant buffers.
+    fn add_consts(&mut self, consts: &[Array]) -> Vec<Val> {
+        consts
+            .iter()
+            .map(|c| {
+                let i = self.consts.len();
+                self.consts.push(c.clone());
+                let aval = c.aval();
+                let buf = self.prog.new_buffer(Storage::Const(i), aval.size_in_bytes());
+                Val { expr: Expr::Load(View::contiguous(buf, aval.dtype, &aval.shape)), aval }
+            })
+            .collect()
+    }
+
+    /// A fresh arena buffer for a value of `aval`.
+    pub(crate) fn new_buf(&mut self, aval: &Aval) -> BufId {
+        let host = aval.memory_space == MemorySpace::Host;
+        self.prog.new_buffer(Storage::Arena { host }, aval.size_in_bytes())
+    }
+
+    /// Whether `val` is exactly the whole of `buf`, row-major.
+    fn is_whole(&self, val: &Val, buf: BufId) -> bool {
+        match &val.expr {
+            Expr::Load(v) => v.buf == buf && v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(val.shape()),
+            _ => false,
+        }
+    }
+
+    /// Emits a kernel writing `val` into the whole of `buf`.
+    pub(crate) fn write(&mut self, val: &Val, buf: BufId) {
+        if val.aval.size() == 0 {
+            return;
+        }
+        let dst = View::contiguous(buf, val.aval.dtype, val.shape());
+        self.push(Step::Kernel { space: val.aval.shape.clone(), dst, src: val.expr.clone() });
+    }
+
+    /// The value in a buffer of its own (`target` if given), as a row-major load.
+    pub(crate) fn materialize(&mut self, val: Val, target: Option<BufId>) -> Val {
+        if let Some(t) = target {
+            if self.is_whole(&val, t) {
+                return val;
+            }
+        }
+        if target.is_none() {
+            if let Expr::Load(v) = &val.expr {
+                if v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(val.shape()) {
+                    return val;
+                }
+            }
+        }
+        let buf = target.unwrap_or_else(|| self.new_buf(&val.aval));
+        self.write(&val, buf);
+        Val { expr: Expr::Load(View::contiguous(buf, val.aval.dtype, val.shape())), aval: val.aval }
+    }
+
+    /// The value as some load of memory (any strides), materializing it if it computes.
+    pub(crate) fn as_view(&mut self, val: Val) -> (View, Val) {
+        let val = match &val.expr {
+            Expr::Load(_) => val,
+            _ => self.materialize(val, None),
+        };
+        match &val.expr {
+            Expr::Load(v) => (v.clone(), val.clone()),
+            _ => unreachable!("materialize gives a load"),
+        }
+    }
+
+    /// A scalar `i32` value as a buffer whose element 0 holds it (for dynamic offsets).
+    pub(crate) fn scalar_buf(&mut self, val: Val) -> BufId {
+        if let Expr::Load(v) = &val.expr {
+            if v.offset == 0 && v.dynamic.is_empty() {
+                return v.buf;
+            }
+        }
+        let buf = self.new_buf(&val.aval);
+        self.write(&val, buf);
+        buf
+    }
+
+    /// `val` read through `map` into an index space of `new_shape`. An expression that
+    /// computes is materialized first when the map would evaluate it more often.
+    pub(crate) fn remap(&mut self, val: Val, map: &IndexMap, new_shape: Vec<usize>) -> Val {
+        let grows = new_shape.iter().product::<usize>() > val.aval.size();
+        let val = if grows && !val.expr.is_trivial() { self.materialize(val, None) } else { val };
+        let aval = Aval::new(val.aval.dtype, new_shape).with_memory_space(val.aval.memory_space);
+        Val { expr: val.expr.remap(map), aval }
+    }
+
+    /// Lowers `jaxpr` in the current scope; `targets[j]` is a buffer that output `j` should
+    /// be computed into, where that saves a copy.
+    pub(crate) fn lower_jaxpr(
+        &mut self,
+        jaxpr: &Jaxpr,
+        consts: Vec<Val>,
+        args: Vec<Val>,
+        targets: &[Option<BufId>],
+    ) -> Result<Vec<Val>, JitError> {
+        let uses = use_counts(jaxpr);
+        let mut env: Vec<Option<Val>> = vec![None; jaxpr.vars.len()];
+        let mut target: Vec<Option<BufId>> = vec![None; jaxpr.vars.len()];
+        let bound: Vec<Var> = jaxpr.constvars.iter().chain(&jaxpr.invars).copied().collect();
+        for (&v, val) in bound.iter().zip(consts.into_iter().chain(args)) {
+            let val = if uses[v.index()] > 1 && !val.expr.is_trivial() { self.materialize(val, None) } else { val };
+            env[v.index()] = Some(val);
+        }
+        for (atom, t) in jaxpr.outvars.iter().zip(targets) {
+            if let (Atom::Var(v), Some(t)) = (atom, t) {
+                if !bound.contains(v) && target[v.index()].is_none() && !target.contains(&Some(*t)) {
+                    target[v.index()] = Some(*t);
+                }
+            }
+        }
+        for eqn in &jaxpr.eqns {
+            let ins: Vec<Val> = eqn.invars.iter().map(|a| read(jaxpr, &env, a)).collect::<Result<_, _>>()?;
+            let out_avals: Vec<Aval> = eqn.outvars.iter().map(|&v| jaxpr.aval(v).clone()).collect();
+            let out_targets: Vec<Option<BufId>> = eqn.outvars.iter().map(|&v| target[v.index()]).collect();
+            if eqn.outvars.iter().all(|v| uses[v.index()] == 0) && !out_targets.iter().any(Option::is_some) {
+                continue; // dead: nothing reads any result
+            }
+            let outs = self.lower_eqn(&eqn.primitive, ins, &out_avals, &out_targets)?;
+            for ((&v, val), t) in eqn.outvars.iter().zip(outs).zip(out_targets) {
+                let val = if t.is_some() {
+                    self.materialize(val, t)
+                } else if (uses[v.index()] > 1 && !val.expr.is_trivial()) || val.expr.size() > MAX_FUSED_NODES {
+                    self.materialize(val, None)
+                } else {
+                    val
+                };
+                env[v.index()] = Some(val);
+            }
+        }
+        jaxpr.outvars.iter().map(|a| read(jaxpr, &env, a)).collect()
+    }
+
+    /// Inlines a called jaxpr.
+    pub(crate) fn call(
+        &mut self,
+        jaxpr: &Jaxpr,
+        consts: &[Array],
+        ins: Vec<Val>,
+        targets: &[Option<BufId>],
+    ) -> Result<Vec<Val>, JitError> {
+        let consts = self.add_consts(consts);
+        self.lower_jaxpr(jaxpr, consts, ins, targets)
+    }
+
+    /// Runs `f` in a fresh scope and returns its steps.
+    pub(crate) fn scoped<T>(
+        &mut self,
+        f: impl FnOnce(&mut Lowering) -> Result<T, JitError>,
+    ) -> Result<(T, Vec<Step>), JitError> {
+        self.scopes.push(Vec::new());
+        let r = f(self);
+        let steps = self.scopes.pop().unwrap_or_default();
+        Ok((r?, steps))
+    }
+
+    pub(crate) fn push_step(&mut self, step: Step) {
+        self.push(step);
+    }
+}
+
+fn read(jaxpr: &Jaxpr, env: &[Option<Val>], atom: &Atom) -> Result<Val, JitError> {
+    match atom {
+        Atom::Lit(l) => Ok(Val { expr: Expr::Lit(l.value), aval: l.aval() }),
+        Atom::Var(v) => env.get(v.index()).cloned().flatten().ok_or_else(|| {
+            JitError::Invalid(format!("variable {v:?} is read before it has a value ({} vars)", jaxpr.vars.len()))
+        }),
+    }
+}
+
+/// How many times each variable is read (by equations and as an output).
+fn use_counts(jaxpr: &Jaxpr) -> Vec<usize> {
+    let mut uses = vec![0usize; jaxpr.vars.len()];
+    for eqn in &jaxpr.eqns {
+        for v in eqn.invars.iter().filter_map(Atom::as_var) {
+            uses[v.index()] += 1;
+        }
+    }
+    for v in jaxpr.outvars.iter().filter_map(Atom::as_var) {
+        uses[v.index()] += 1;
+    }
+    uses
+}
+
+/// A literal scalar's value as an `i64`, if `val` is one.
+pub(crate) fn literal_int(val: &Val) -> Option<i64> {
+    match val.expr {
+        Expr::Lit(LitValue::I32(i)) => Some(i as i64),
+        _ => None,
+    }
+}
+
+/// The unsupported-primitive error.
+pub(crate) fn unsupported(prim: &Primitive, reason: impl Into<String>) -> JitError {
+    JitError::Unsupported { primitive: prim.name(), reason: reason.into() }
+}

@@ -1,0 +1,438 @@
+//! One rule per primitive: the exhaustive `match` of the lowering.
+//!
+//! Elementwise primitives build expression nodes; layout primitives that only move elements
+//! remap expressions; `pad`, `concatenate` and `dynamic_update_slice` write pieces of a new
+//! buffer; reductions, `argmax` and `dot_general` are steps of their own; calls inline;
+//! `scan` becomes a loop.
+
+use remat_ir::{Aval, DType, DotDimensionNumbers, LitValue, MemorySpace, Primitive, ReduceOp, UnaryOp};
+
+use super::{literal_int, unsupported, Lowering, Val};
+use crate::expr::{row_major_strides, Affine, DynTerm, Expr, IndexMap, View};
+use crate::program::{BufId, DotDesc, Step};
+use crate::JitError;
+
+impl Lowering {
+    /// Lowers one equation to the values of its outputs.
+    pub(crate) fn lower_eqn(
+        &mut self,
+        prim: &Primitive,
+        ins: Vec<Val>,
+        out_avals: &[Aval],
+        targets: &[Option<BufId>],
+    ) -> Result<Vec<Val>, JitError> {
+        let out = &out_avals[0];
+        let target = targets.first().copied().flatten();
+        let node = |expr: Expr| Ok(vec![Val { expr, aval: out.clone() }]);
+        let b = Box::new;
+        match prim {
+            Primitive::Unary(UnaryOp::StopGradient) => Ok(ins),
+            Primitive::Unary(op) => {
+                let x = self.operand(&ins[0], &out.shape);
+                node(Expr::Unary(*op, out.dtype, b(x)))
+            }
+            Primitive::Binary(op) => {
+                let (x, y) = (self.operand(&ins[0], &out.shape), self.operand(&ins[1], &out.shape));
+                node(Expr::Binary(*op, out.dtype, b(x), b(y)))
+            }
+            Primitive::Compare(op) => {
+                let (x, y) = (self.operand(&ins[0], &out.shape), self.operand(&ins[1], &out.shape));
+                node(Expr::Compare(*op, ins[0].aval.dtype, b(x), b(y)))
+            }
+            Primitive::IntegerPow { y } => {
+                let x = self.operand(&ins[0], &out.shape);
+                node(Expr::IntegerPow(*y, out.dtype, b(x)))
+            }
+            Primitive::SelectN => {
+                let exprs: Vec<Expr> = ins.iter().map(|v| self.operand(v, &out.shape)).collect();
+                let (pred, cases) = exprs.split_first().ok_or_else(|| unsupported(prim, "no operands"))?;
+                if cases.len() == 1 {
+                    return node(cases[0].clone());
+                }
+                node(Expr::Select(out.dtype, b(pred.clone()), cases.to_vec()))
+            }
+            Primitive::Clamp => {
+                let e: Vec<Expr> = ins.iter().map(|v| self.operand(v, &out.shape)).collect();
+                node(Expr::Clamp(out.dtype, b(e[0].clone()), b(e[1].clone()), b(e[2].clone())))
+            }
+            Primitive::ConvertElementType { new_dtype, weak_type: _ } => {
+                let from = ins[0].aval.dtype;
+                if from == *new_dtype {
+                    return node(ins[0].expr.clone());
+                }
+                node(Expr::Convert { from, to: *new_dtype, x: b(ins[0].expr.clone()) })
+            }
+            Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
+                let (e, m) = match ins[0].aval.dtype {
+                    DType::F64 => (11, 52),
+                    DType::F32 | DType::I32 | DType::Bool => (8, 23),
+                };
+                if *exponent_bits >= e && *mantissa_bits >= m {
+                    return node(ins[0].expr.clone());
+                }
+                node(Expr::ReducePrecision {
+                    dtype: out.dtype,
+                    exponent_bits: *exponent_bits,
+                    mantissa_bits: *mantissa_bits,
+                    x: b(ins[0].expr.clone()),
+                })
+            }
+            Primitive::BroadcastInDim { shape: _, broadcast_dimensions } => {
+                let map = IndexMap::broadcast(ins[0].shape(), out.rank(), broadcast_dimensions);
+                Ok(vec![self.remap(ins[0].clone(), &map, out.shape.clone())])
+            }
+            Primitive::Reshape { new_sizes: _ } => Ok(vec![self.reshape(ins[0].clone(), out)]),
+            Primitive::Transpose { permutation } => {
+                Ok(vec![self.remap(ins[0].clone(), &IndexMap::transpose(permutation), out.shape.clone())])
+            }
+            Primitive::Squeeze { dimensions } => {
+                let kept: Vec<bool> = (0..ins[0].aval.rank()).map(|k| !dimensions.contains(&k)).collect();
+                let map = IndexMap::regroup(&kept, &vec![true; out.rank()]);
+                Ok(vec![self.remap(ins[0].clone(), &map, out.shape.clone())])
+            }
+            Primitive::ExpandDims { dimensions } => {
+                let kept_out: Vec<bool> = (0..out.rank()).map(|j| !dimensions.contains(&j)).collect();
+                let map = IndexMap::regroup(&vec![true; ins[0].aval.rank()], &kept_out);
+                Ok(vec![self.remap(ins[0].clone(), &map, out.shape.clone())])
+            }
+            Primitive::Slice { start_indices, limit_indices: _, strides } => {
+                let ones = vec![1; start_indices.len()];
+                let map = IndexMap::slice(start_indices, strides.as_deref().unwrap_or(&ones));
+                Ok(vec![self.remap(ins[0].clone(), &map, out.shape.clone())])
+            }
+            Primitive::Pad { padding_config } => Ok(vec![self.pad(&ins, padding_config, out, target)]),
+            Primitive::Concatenate { dimension } => Ok(vec![self.concatenate(&ins, *dimension, out, target)]),
+            Primitive::DynamicSlice { slice_sizes } => {
+                let (x, idx) = ins.split_first().ok_or_else(|| unsupported(prim, "no operand"))?;
+                let (mut view, _) = self.as_view(x.clone());
+                self.add_dynamic(&mut view, idx, x.shape(), slice_sizes);
+                node(Expr::Load(view))
+            }
+            Primitive::DynamicUpdateSlice => {
+                let buf = target.unwrap_or_else(|| self.new_buf(out));
+                self.write(&ins[0], buf);
+                let update = &ins[1];
+                if update.aval.size() > 0 {
+                    let mut dst = View::contiguous(buf, out.dtype, &out.shape);
+                    self.add_dynamic(&mut dst, &ins[2..], &out.shape, update.shape());
+                    self.push_step(Step::Kernel { space: update.aval.shape.clone(), dst, src: update.expr.clone() });
+                }
+                node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
+            }
+            Primitive::Iota { dtype, shape, dimension } => {
+                let mut coeffs = vec![0i64; shape.len()];
+                coeffs[*dimension] = 1;
+                node(Expr::Iota(*dtype, Affine { base: 0, coeffs }))
+            }
+            Primitive::Reduce { op, axes } => {
+                if axes.is_empty() {
+                    return Ok(ins);
+                }
+                let buf = target.unwrap_or_else(|| self.new_buf(out));
+                if out.size() > 0 {
+                    let x = &ins[0];
+                    let step = Step::Reduce {
+                        op: *op,
+                        space: x.aval.shape.clone(),
+                        axes: axes.clone(),
+                        dst: buf,
+                        src: x.expr.clone(),
+                    };
+                    self.push_step(step);
+                }
+                node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
+            }
+            Primitive::Argmax { axes, index_dtype: _ } => {
+                let buf = target.unwrap_or_else(|| self.new_buf(out));
+                if out.size() > 0 {
+                    let x = &ins[0];
+                    let step =
+                        Step::Argmax { space: x.aval.shape.clone(), axis: axes[0], dst: buf, src: x.expr.clone() };
+                    self.push_step(step);
+                }
+                node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
+            }
+            Primitive::DotGeneral { dimension_numbers, preferred_element_type: _ } => {
+                Ok(vec![self.dot(&ins[0], &ins[1], dimension_numbers, out, target)])
+            }
+            Primitive::Name { name: _ } => Ok(ins),
+            Primitive::DevicePut { devices, copy_semantics: _ } => Ok(ins
+                .into_iter()
+                .zip(devices)
+                .zip(targets)
+                .map(|((x, &space), &t)| {
+                    if x.aval.memory_space == space && t.is_none() {
+                        return x;
+                    }
+                    let aval = x.aval.clone().with_memory_space(space);
+                    let val = Val { expr: x.expr, aval };
+                    if t.is_none() && space == MemorySpace::Host {
+                        let buf = self.new_buf(&val.aval);
+                        self.materialize(val, Some(buf))
+                    } else {
+                        self.materialize(val, t)
+                    }
+                })
+                .collect()),
+            Primitive::Jit { name: _, jaxpr } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
+            Primitive::CustomJvpCall { name: _, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
+                self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)
+            }
+            Primitive::Remat2 { jaxpr, prevent_cse: _, differentiated: _, policy: _ } => {
+                self.call(jaxpr, &[], ins, targets)
+            }
+            Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll: _ } => {
+                let s = super::scan::ScanParams {
+                    body: jaxpr,
+                    length: *length,
+                    reverse: *reverse,
+                    num_consts: *num_consts,
+                    num_carry: *num_carry,
+                };
+                self.scan(&s, ins, out_avals, targets)
+            }
+        }
+    }
+
+    /// An elementwise operand broadcast to the result's shape (a scalar, or unit axes).
+    fn operand(&mut self, x: &Val, shape: &[usize]) -> Expr {
+        if x.shape() == shape {
+            return x.expr.clone();
+        }
+        let map = if x.aval.rank() == 0 {
+            IndexMap { new_rank: shape.len(), old: Vec::new() }
+        } else {
+            let dims: Vec<usize> = (0..shape.len()).collect();
+            IndexMap::broadcast(x.shape(), shape.len(), &dims)
+        };
+        self.remap(x.clone(), &map, shape.to_vec()).expr
+    }
+
+    /// `reshape`: an index map when only unit axes change, a relabelled load of row-major
+    /// memory otherwise.
+    fn reshape(&mut self, x: Val, out: &Aval) -> Val {
+        if x.shape() == out.shape.as_slice() {
+            return x;
+        }
+        let big = |s: &[usize]| s.iter().copied().filter(|&n| n != 1).collect::<Vec<_>>();
+        if big(x.shape()) == big(&out.shape) && out.size() > 0 {
+            let in_kept: Vec<bool> = x.shape().iter().map(|&n| n != 1).collect();
+            let out_kept: Vec<bool> = out.shape.iter().map(|&n| n != 1).collect();
+            return self.remap(x, &IndexMap::regroup(&in_kept, &out_kept), out.shape.clone());
+        }
+        let x = match &x.expr {
+            Expr::Load(v) if v.is_row_major(x.shape()) => x,
+            _ => self.materialize(x, None),
+        };
+        let Expr::Load(v) = &x.expr else { unreachable!("materialize gives a load") };
+        let view = View { strides: row_major_strides(&out.shape), ..v.clone() };
+        Val { expr: Expr::Load(view), aval: out.clone().with_memory_space(x.aval.memory_space) }
+    }
+
+    /// Adds a dynamic start per axis (clamped into `0..=extent - size`) to `view`.
+    fn add_dynamic(&mut self, view: &mut View, idx: &[Val], extents: &[usize], sizes: &[usize]) {
+        for (k, i) in idx.iter().enumerate() {
+            let max = (extents[k] - sizes[k]) as i64;
+            let stride = view.strides[k];
+            if let Some(c) = literal_int(i) {
+                view.offset += c.clamp(0, max) * stride;
+            } else if max > 0 {
+                let index = self.scalar_buf(i.clone());
+                view.dynamic.push(DynTerm { index, max, stride });
+            }
+        }
+    }
+
+    /// `pad`: fill with the padding value, then write the operand at its strided positions.
+    fn pad(&mut self, ins: &[Val], config: &[(i64, i64, i64)], out: &Aval, target: Option<BufId>) -> Val {
+        let buf = target.unwrap_or_else(|| self.new_buf(out));
+        let fill = Val { expr: self.operand(&ins[1], &out.shape), aval: out.clone() };
+        self.write(&fill, buf);
+        let x = &ins[0];
+        let out_strides = row_major_strides(&out.shape);
+        let (mut start, mut space, mut dst_strides, mut offset) = (Vec::new(), Vec::new(), Vec::new(), 0i64);
+        for (k, (&(lo, _, interior), &d)) in config.iter().zip(x.shape()).enumerate() {
+            let (d, n, step) = (d as i64, out.shape[k] as i64, interior + 1);
+            let first = if lo >= 0 { 0 } else { (-lo + step - 1) / step };
+            let end = if n > lo { ((n - lo + step - 1) / step).min(d) } else { 0 };
+            if first >= end {
+                return Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() };
+            }
+            start.push(first as usize);
+            space.push((end - first) as usize);
+            offset += (lo + first * step) * out_strides[k];
+            dst_strides.push(step * out_strides[k]);
+        }
+        let ones = vec![1; start.len()];
+        let src = self.remap(x.clone(), &IndexMap::slice(&start, &ones), space.clone());
+        let dst = View { buf, dtype: out.dtype, offset, strides: dst_strides, dynamic: Vec::new() };
+        self.push_step(Step::Kernel { space, dst, src: src.expr });
+        Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() }
+    }
+
+    fn concatenate(&mut self, ins: &[Val], dimension: usize, out: &Aval, target: Option<BufId>) -> Val {
+        let buf = target.unwrap_or_else(|| self.new_buf(out));
+        let strides = row_major_strides(&out.shape);
+        let mut at = 0i64;
+        for x in ins {
+            if x.aval.size() > 0 {
+                let dst = View {
+                    buf,
+                    dtype: out.dtype,
+                    offset: at * strides[dimension],
+                    strides: strides.clone(),
+                    dynamic: Vec::new(),
+                };
+                self.push_step(Step::Kernel { space: x.aval.shape.clone(), dst, src: x.expr.clone() });
+            }
+            at += x.shape()[dimension] as i64;
+        }
+        Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() }
+    }
+
+    /// `dot_general` as a batched GEMM over strided views of both operands.
+    fn dot(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval, target: Option<BufId>) -> Val {
+        let buf = target.unwrap_or_else(|| self.new_buf(out));
+        let result = Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() };
+        if out.size() == 0 {
+            return result;
+        }
+        let dtype = out.dtype;
+        let convert = |x: &Val| -> Val {
+            if x.aval.dtype == dtype {
+                return x.clone();
+            }
+            let expr = Expr::Convert { from: x.aval.dtype, to: dtype, x: Box::new(x.expr.clone()) };
+            Val { expr, aval: Aval::new(dtype, x.aval.shape.clone()) }
+        };
+        let (lhs, rhs) = (convert(lhs), convert(rhs));
+        let DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb } = dn;
+        let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
+            (0..rank).filter(|k| !b.contains(k) && !c.contains(k)).collect()
+        };
+        let (lf, rf) = (free(lhs.aval.rank(), lb, lc), free(rhs.aval.rank(), rb, rc));
+        let k_size: usize = lc.iter().map(|&a| lhs.shape()[a]).product();
+        if k_size == 0 {
+            let zero = Val { expr: Expr::Lit(LitValue::from_f64(dtype, 0.0)), aval: Aval::scalar(dtype) };
+            let fill = Val { expr: self.operand(&zero, &out.shape), aval: out.clone() };
+            self.write(&fill, buf);
+            return result;
+        }
+        let lhs_order: Vec<usize> = [lb.as_slice(), &lf, lc].concat();
+        let rhs_order: Vec<usize> = [rb.as_slice(), rc, &rf].concat();
+        let (mut lv, _) = self.as_view(lhs.clone());
+        let (mut rv, _) = self.as_view(rhs.clone());
+        let mut groups = dot_groups(&lv, &rv, lhs.shape(), rhs.shape(), dn, &lf, &rf);
+        if groups.is_none() {
+            lv = self.canonical(&lhs, &lhs_order);
+            rv = self.canonical(&rhs, &rhs_order);
+            groups = dot_groups(&lv, &rv, lhs.shape(), rhs.shape(), dn, &lf, &rf);
+        }
+        let Some(((m, lhs_m), (k, lhs_k, rhs_k), (n, rhs_n))) = groups else {
+            unreachable!("row-major operands in canonical order always group")
+        };
+        let out_strides = row_major_strides(&out.shape);
+        let nb = lb.len();
+        let batch = lb
+            .iter()
+            .zip(rb)
+            .enumerate()
+            .map(|(j, (&l, &r))| {
+                (lhs.shape()[l], lv.strides[l] as isize, rv.strides[r] as isize, out_strides[j] as isize)
+            })
+            .collect();
+        let out_n = if rf.is_empty() { 1 } else { out_strides[out.rank() - 1] };
+        let out_m = if lf.is_empty() { 0 } else { out_strides[nb + lf.len() - 1] };
+        let desc = DotDesc {
+            dtype,
+            batch,
+            m,
+            n,
+            k,
+            lhs_m: lhs_m as isize,
+            lhs_k: lhs_k as isize,
+            rhs_k: rhs_k as isize,
+            rhs_n: rhs_n as isize,
+            out_m: out_m as isize,
+            out_n: out_n as isize,
+        };
+        self.prog.dots.push(desc);
+        let desc = self.prog.dots.len() - 1;
+        self.push_step(Step::Dot { desc, lhs: lv, rhs: rv, dst: buf });
+        result
+    }
+
+    /// `x` written row-major with its axes in `order`, as a view over its original axes.
+    fn canonical(&mut self, x: &Val, order: &[usize]) -> View {
+        let shape: Vec<usize> = order.iter().map(|&k| x.shape()[k]).collect();
+        let permuted =
+            Val { expr: x.expr.remap(&IndexMap::transpose(order)), aval: Aval::new(x.aval.dtype, shape.clone()) };
+        let buf = self.new_buf(&permuted.aval);
+        self.write(&permuted, buf);
+        let rm = row_major_strides(&shape);
+        let mut strides = vec![0i64; order.len()];
+        for (j, &k) in order.iter().enumerate() {
+            strides[k] = rm[j];
+        }
+        View { buf, dtype: x.aval.dtype, offset: 0, strides, dynamic: Vec::new() }
+    }
+}
+
+/// One (extent, stride) for a group of axes, if their strides nest (row-major within the
+/// group, unit axes ignored).
+fn merge(dims: &[(usize, Vec<i64>)]) -> Option<(usize, Vec<i64>)> {
+    let dims: Vec<&(usize, Vec<i64>)> = dims.iter().filter(|(n, _)| *n != 1).collect();
+    let Some(last) = dims.last() else { return Some((1, Vec::new())) };
+    let mut extent = last.0;
+    let strides = last.1.clone();
+    for w in dims.windows(2).rev() {
+        let outer = w[0];
+        if outer.1.iter().zip(&strides).any(|(&so, &si)| so != si * extent as i64) {
+            return None;
+        }
+        extent *= outer.0;
+    }
+    Some((extent, strides))
+}
+
+type Groups = ((usize, i64), (usize, i64, i64), (usize, i64));
+
+/// The m, k and n groups of a dot over views `lv` and `rv`, if each collapses to one stride.
+fn dot_groups(
+    lv: &View,
+    rv: &View,
+    ls: &[usize],
+    rs: &[usize],
+    dn: &DotDimensionNumbers,
+    lf: &[usize],
+    rf: &[usize],
+) -> Option<Groups> {
+    let m_dims: Vec<(usize, Vec<i64>)> = lf.iter().map(|&a| (ls[a], vec![lv.strides[a]])).collect();
+    let k_dims: Vec<(usize, Vec<i64>)> = dn
+        .lhs_contracting
+        .iter()
+        .zip(&dn.rhs_contracting)
+        .map(|(&l, &r)| (ls[l], vec![lv.strides[l], rv.strides[r]]))
+        .collect();
+    let n_dims: Vec<(usize, Vec<i64>)> = rf.iter().map(|&a| (rs[a], vec![rv.strides[a]])).collect();
+    let (m, ms) = merge(&m_dims)?;
+    let (k, ks) = merge(&k_dims)?;
+    let (n, ns) = merge(&n_dims)?;
+    let first = |s: &Vec<i64>, i: usize| s.get(i).copied().unwrap_or(0);
+    Some(((m, first(&ms, 0)), (k, first(&ks, 0), first(&ks, 1)), (n, first(&ns, 0))))
+}
+
+/// The identity of a reduction, for filling.
+pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
+    match (op, dtype) {
+        (ReduceOp::Sum, _) => LitValue::from_f64(dtype, 0.0),
+        (ReduceOp::Max, DType::F32) => LitValue::F32(f32::NEG_INFINITY),
+        (ReduceOp::Max, DType::F64) => LitValue::F64(f64::NEG_INFINITY),
+        (ReduceOp::Max, DType::I32) => LitValue::I32(i32::MIN),
+        (ReduceOp::Max, DType::Bool) => LitValue::Bool(false),
+        (ReduceOp::Min, DType::F32) => LitValue::F32(f32::INFINITY),
+        (ReduceOp::Min, DType::F64) => LitValue::F64(f64::INFINITY),
+        (ReduceOp::Min, DType::I32) => LitValue::I32(i32::MAX),
+        (ReduceOp::Min, DType::Bool) => LitValue::Bool(true),
+    }
+}

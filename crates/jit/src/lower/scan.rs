@@ -1,0 +1,145 @@
+//! `scan` as a native loop.
+//!
+//! ```text
+//! before:   carry[i] <- init[i]                      (one buffer per carry, the result's)
+//! loop j:   counter <- j (or length-1-j)
+//!           body(consts, carry, xs[counter]) -> (carry', y)
+//!           ys[counter] <- y
+//!           temp[i] <- carry'[i]   where carry'[i] reads a carry buffer
+//!           carry[i] <- temp[i] or carry'[i]
+//! after:    final carries are the carry buffers, ys the stacked buffers
+//! ```
+//!
+//! The xs are read in place: the body sees `xs[counter]` as a view with a dynamic offset.
+//! Every carry is rewritten only after all of the iteration's values are computed, so no
+//! lazy expression of the body reads a carry buffer that has already changed.
+
+use remat_ir::{Aval, ClosedJaxpr, DType, LitValue};
+
+use super::{Lowering, Val};
+use crate::expr::{row_major_strides, DynTerm, Expr, View};
+use crate::program::{BufId, Step};
+use crate::JitError;
+
+pub(crate) struct ScanParams<'a> {
+    pub body: &'a ClosedJaxpr,
+    pub length: usize,
+    pub reverse: bool,
+    pub num_consts: usize,
+    pub num_carry: usize,
+}
+
+impl Lowering {
+    pub(crate) fn scan(
+        &mut self,
+        s: &ScanParams,
+        ins: Vec<Val>,
+        out_avals: &[Aval],
+        targets: &[Option<BufId>],
+    ) -> Result<Vec<Val>, JitError> {
+        let (nc, nk, length) = (s.num_consts, s.num_carry, s.length);
+        let mut ins = ins.into_iter();
+        // Loop-invariant operands are computed once, before the loop.
+        let consts: Vec<Val> = ins.by_ref().take(nc).map(|c| self.materialize_if_computed(c)).collect();
+        let init: Vec<Val> = ins.by_ref().take(nk).collect();
+        let xs: Vec<Val> = ins.collect();
+
+        let carry_bufs: Vec<BufId> =
+            out_avals[..nk].iter().zip(targets).map(|(a, t)| t.unwrap_or_else(|| self.new_buf(a))).collect();
+        for (v, &buf) in init.iter().zip(&carry_bufs) {
+            self.write(v, buf);
+        }
+        let y_bufs: Vec<BufId> =
+            out_avals[nk..].iter().zip(&targets[nk..]).map(|(a, t)| t.unwrap_or_else(|| self.new_buf(a))).collect();
+        let results: Vec<Val> = carry_bufs
+            .iter()
+            .chain(&y_bufs)
+            .zip(out_avals)
+            .map(|(&buf, a)| Val { expr: Expr::Load(View::contiguous(buf, a.dtype, &a.shape)), aval: a.clone() })
+            .collect();
+        if length == 0 {
+            for (&buf, a) in y_bufs.iter().zip(&out_avals[nk..]) {
+                let zero = Expr::Lit(LitValue::from_f64(a.dtype, 0.0));
+                let fill = Val {
+                    expr: zero.remap(&crate::expr::IndexMap { new_rank: a.rank(), old: Vec::new() }),
+                    aval: a.clone(),
+                };
+                self.write(&fill, buf);
+            }
+            return Ok(results);
+        }
+
+        let counter = self.new_buf(&Aval::scalar(DType::I32));
+        let xs: Vec<Val> = xs.into_iter().map(|x| self.as_view(x).1).collect();
+        let (_, body_steps) = self.scoped(|lw| {
+            let carries: Vec<Val> = carry_bufs
+                .iter()
+                .zip(&out_avals[..nk])
+                .map(|(&buf, a)| Val { expr: Expr::Load(View::contiguous(buf, a.dtype, &a.shape)), aval: a.clone() })
+                .collect();
+            let slices: Vec<Val> = xs
+                .iter()
+                .map(|x| {
+                    let Expr::Load(v) = &x.expr else { unreachable!("as_view gives a load") };
+                    let mut dynamic = v.dynamic.clone();
+                    dynamic.push(DynTerm { index: counter, max: length as i64 - 1, stride: v.strides[0] });
+                    let view = View { strides: v.strides[1..].to_vec(), dynamic, ..v.clone() };
+                    let aval = Aval::new(x.aval.dtype, x.aval.shape[1..].to_vec());
+                    Val { expr: Expr::Load(view), aval }
+                })
+                .collect();
+            let args: Vec<Val> = consts.iter().cloned().chain(carries).chain(slices).collect();
+            let body_consts = lw.add_consts(&s.body.consts);
+            let outs = lw.lower_jaxpr(&s.body.jaxpr, body_consts, args, &[])?;
+            let (carry_outs, ys) = outs.split_at(nk);
+            for (y, &buf) in ys.iter().zip(&y_bufs) {
+                if y.aval.size() == 0 {
+                    continue;
+                }
+                let strides = row_major_strides(&[&[length][..], &y.aval.shape].concat());
+                let dst = View {
+                    buf,
+                    dtype: y.aval.dtype,
+                    offset: 0,
+                    strides: strides[1..].to_vec(),
+                    dynamic: vec![DynTerm { index: counter, max: length as i64 - 1, stride: strides[0] }],
+                };
+                lw.push_step(Step::Kernel { space: y.aval.shape.clone(), dst, src: y.expr.clone() });
+            }
+            // Phase 1: new carries that read an old carry go to temporaries first.
+            let reads_carry = |e: &Expr| {
+                let mut hit = false;
+                e.visit(&mut |n| {
+                    if let Expr::Load(v) = n {
+                        hit |= carry_bufs.contains(&v.buf);
+                    }
+                });
+                hit
+            };
+            let mut sources = Vec::with_capacity(nk);
+            for c in carry_outs {
+                if reads_carry(&c.expr) {
+                    let buf = lw.new_buf(&c.aval);
+                    sources.push(lw.materialize(c.clone(), Some(buf)));
+                } else {
+                    sources.push(c.clone());
+                }
+            }
+            // Phase 2: nothing reads the old carries any more.
+            for (src, &buf) in sources.iter().zip(&carry_bufs) {
+                lw.write(src, buf);
+            }
+            Ok(())
+        })?;
+        self.push_step(Step::Loop { length, reverse: s.reverse, counter, body: body_steps });
+        Ok(results)
+    }
+
+    fn materialize_if_computed(&mut self, v: Val) -> Val {
+        if v.expr.is_trivial() {
+            v
+        } else {
+            self.materialize(v, None)
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The only module with `unsafe` code: entering JIT code, and the runtime functions JIT
+//! code calls (GEMM over raw pointers, libm wrappers).
+//!
+//! The workspace denies `unsafe_code`; this module allows it because calling generated
+//! machine code and handing raw buffer pointers to a GEMM cannot be expressed in safe Rust.
+//! Each block states the invariant it relies on. The invariants come from two places:
+//! the planner (every arena offset plus size fits the arena the runtime allocates) and the
+//! entry checks in `Compiled::run` (every argument has its declared dtype and shape, so
+//! every table pointer addresses at least the bytes the plan assumes).
+#![allow(unsafe_code)]
+
+use std::sync::OnceLock;
+
+use cranelift_jit::JITModule;
+use cranelift_module::FuncId;
+use remat_ir::DType;
+
+use crate::program::DotDesc;
+
+/// The runtime functions JIT code may call, registered as symbols of the JIT module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Import {
+    Dot,
+    ExpF64,
+    LogF64,
+    Log1pF64,
+    Expm1F64,
+    SinF64,
+    CosF64,
+    TanF64,
+    TanhF64,
+    PowF64,
+    SinF32,
+    CosF32,
+    TanF32,
+}
+
+/// The Cranelift signature shape of an import.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ImportSig {
+    F32ToF32,
+    F64ToF64,
+    F64F64ToF64,
+    /// `(desc, lhs, rhs, out)`, all pointers.
+    Dot,
+}
+
+extern "C" fn exp_f64(x: f64) -> f64 {
+    x.exp()
+}
+extern "C" fn log_f64(x: f64) -> f64 {
+    x.ln()
+}
+extern "C" fn log1p_f64(x: f64) -> f64 {
+    x.ln_1p()
+}
+extern "C" fn expm1_f64(x: f64) -> f64 {
+    x.exp_m1()
+}
+extern "C" fn sin_f64(x: f64) -> f64 {
+    x.sin()
+}
+extern "C" fn cos_f64(x: f64) -> f64 {
+    x.cos()
+}
+extern "C" fn tan_f64(x: f64) -> f64 {
+    x.tan()
+}
+extern "C" fn tanh_f64(x: f64) -> f64 {
+    x.tanh()
+}
+extern "C" fn pow_f64(x: f64, y: f64) -> f64 {
+    x.powf(y)
+}
+extern "C" fn sin_f32(x: f32) -> f32 {
+    x.sin()
+}
+extern "C" fn cos_f32(x: f32) -> f32 {
+    x.cos()
+}
+extern "C" fn tan_f32(x: f32) -> f32 {
+    x.tan()
+}
+
+impl Import {
+    pub const ALL: [Import; 13] = [
+        Import::Dot,
+        Import::ExpF64,
+        Import::LogF64,
+        Import::Log1pF64,
+        Import::Expm1F64,
+        Import::SinF64,
+        Import::CosF64,
+        Import::TanF64,
+        Import::TanhF64,
+        Import::PowF64,
+        Import::SinF32,
+        Import::CosF32,
+        Import::TanF32,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Import::Dot => "remat_dot",
+            Import::ExpF64 => "remat_exp_f64",
+            Import::LogF64 => "remat_log_f64",
+            Import::Log1pF64 => "remat_log1p_f64",
+            Import::Expm1F64 => "remat_expm1_f64",
+            Import::SinF64 => "remat_sin_f64",
+            Import::CosF64 => "remat_cos_f64",
+            Import::TanF64 => "remat_tan_f64",
+            Import::TanhF64 => "remat_tanh_f64",
+            Import::PowF64 => "remat_pow_f64",
+            Import::SinF32 => "remat_sin_f32",
+            Import::CosF32 => "remat_cos_f32",
+            Import::TanF32 => "remat_tan_f32",
+        }
+    }
+
+    pub fn signature(self) -> ImportSig {
+        match self {
+            Import::Dot => ImportSig::Dot,
+            Import::PowF64 => ImportSig::F64F64ToF64,
+            Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
+            Import::ExpF64
+            | Import::LogF64
+            | Import::Log1pF64
+            | Import::Expm1F64
+            | Import::SinF64
+            | Import::CosF64
+            | Import::TanF64
+            | Import::TanhF64 => ImportSig::F64ToF64,
+        }
+    }
+
+    pub fn address(self) -> *const u8 {
+        match self {
+            Import::Dot => remat_dot as *const u8,
+            Import::ExpF64 => exp_f64 as *const u8,
+            Import::LogF64 => log_f64 as *const u8,
+            Import::Log1pF64 => log1p_f64 as *const u8,
+            Import::Expm1F64 => expm1_f64 as *const u8,
+            Import::SinF64 => sin_f64 as *const u8,
+            Import::CosF64 => cos_f64 as *const u8,
+            Import::TanF64 => tan_f64 as *const u8,
+            Import::TanhF64 => tanh_f64 as *const u8,
+            Import::PowF64 => pow_f64 as *const u8,
+            Import::SinF32 => sin_f32 as *const u8,
+            Import::CosF32 => cos_f32 as *const u8,
+            Import::TanF32 => tan_f32 as *const u8,
+        }
+    }
+}
+
+/// Products at least this large (m*n*k) use both cores.
+const PARALLEL_FLOPS: usize = 1 << 21;
+
+/// `out = lhs . rhs` for one `dot_general`, batch by batch.
+extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8) {
+    // SAFETY: `desc` points into the `Box<[DotDesc]>` the compiled program owns for as long
+    // as its code can run; the code passes exactly such an address (a constant).
+    let d = unsafe { &*desc };
+    let batch: usize = d.batch.iter().map(|b| b.0).product();
+    let mut idx = vec![0usize; d.batch.len()];
+    for _ in 0..batch {
+        let (mut lo, mut ro, mut oo) = (0isize, 0isize, 0isize);
+        for (i, &(_, ls, rs, os)) in idx.iter().zip(&d.batch) {
+            lo += *i as isize * ls;
+            ro += *i as isize * rs;
+            oo += *i as isize * os;
+        }
+        match d.dtype {
+            DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
+            DType::F64 => gemm_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
+            DType::I32 => loop_at::<i32>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
+            DType::Bool => loop_at::<bool>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a | (x & y)),
+        }
+        for k in (0..idx.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < d.batch[k].0 {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    clear_upper_vector_state();
+}
+
+fn gemm_at<T: 'static + Copy + Default + num_one::One>(
+    d: &DotDesc,
+    lhs: *const u8,
+    rhs: *const u8,
+    out: *mut u8,
+    (lo, ro, oo): (isize, isize, isize),
+) {
+    let par = if d.m * d.n * d.k >= PARALLEL_FLOPS {
+        gemm::Parallelism::Rayon(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the lowering built `d` from the operands' views: every element
+    // `base + off + i*stride` for i below the extents lies inside the operand buffers, whose
+    // sizes the plan and the argument checks guarantee; `out` is a distinct buffer of
+    // `batch*m*n` elements (the planner never overlaps a step's inputs and output).
+    unsafe {
+        gemm::gemm::<T>(
+            d.m,
+            d.n,
+            d.k,
+            (out as *mut T).offset(oo),
+            d.out_n,
+            d.out_m,
+            false,
+            (lhs as *const T).offset(lo),
+            d.lhs_k,
+            d.lhs_m,
+            (rhs as *const T).offset(ro),
+            d.rhs_n,
+            d.rhs_k,
+            T::default(),
+            T::one(),
+            false,
+            false,
+            false,
+            par,
+        )
+    }
+}
+
+fn loop_at<T: Copy + Default>(
+    d: &DotDesc,
+    lhs: *const u8,
+    rhs: *const u8,
+    out: *mut u8,
+    (lo, ro, oo): (isize, isize, isize),
+    fma: fn(T, T, T) -> T,
+) {
+    let (l, r, o) = (lhs as *const T, rhs as *const T, out as *mut T);
+    for i in 0..d.m as isize {
+        for j in 0..d.n as isize {
+            let mut acc = T::default();
+            for k in 0..d.k as isize {
+                // SAFETY: as in `gemm_at`: the indices stay below the extents of `d`, which
+                // describe views inside the operand buffers.
+                let (x, y) =
+                    unsafe { (*l.offset(lo + i * d.lhs_m + k * d.lhs_k), *r.offset(ro + k * d.rhs_k + j * d.rhs_n)) };
+                acc = fma(acc, x, y);
+            }
+            // SAFETY: the output view of `d` lies inside the destination buffer.
+            unsafe { *o.offset(oo + i * d.out_m + j * d.out_n) = acc };
+        }
+    }
+}
+
+mod num_one {
+    pub trait One {
+        fn one() -> Self;
+    }
+    impl One for f32 {
+        fn one() -> f32 {
+            1.0
+        }
+    }
+    impl One for f64 {
+        fn one() -> f64 {
+            1.0
+        }
+    }
+}
+
+fn has_avx() -> bool {
+    static AVX: OnceLock<bool> = OnceLock::new();
+    *AVX.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// `vzeroupper`: Cranelift mixes legacy-SSE and VEX encodings, which run ~250x slower when
+/// the upper halves of the ymm registers are dirty (see CRANELIFT_NOTES.md).
+fn clear_upper_vector_state() {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx() {
+        // SAFETY: `vzeroupper` only zeroes the upper halves of ymm registers, which no Rust
+        // code keeps live across this point; the CPU supports it (AVX was detected).
+        unsafe { std::arch::asm!("vzeroupper", options(nomem, nostack, preserves_flags)) };
+    }
+}
+
+/// Finished machine code and its entry point `fn(arena, table)`.
+pub(crate) struct NativeCode {
+    module: Option<JITModule>,
+    entry: extern "C" fn(*mut u8, *const usize),
+}
+
+impl std::fmt::Debug for NativeCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NativeCode")
+    }
+}
+
+// SAFETY: the module is only touched again to free its memory in `drop`, which takes
+// `&mut self`; the finished code is plain machine code that any thread may run.
+unsafe impl Sync for NativeCode {}
+
+impl NativeCode {
+    pub fn new(module: JITModule, entry: FuncId) -> NativeCode {
+        let ptr = module.get_finalized_function(entry);
+        // SAFETY: `entry` was defined with the signature `fn(i64, i64)` in the platform's
+        // default (System V) calling convention, which is `extern "C" fn(ptr, ptr)`.
+        let entry = unsafe { std::mem::transmute::<*const u8, extern "C" fn(*mut u8, *const usize)>(ptr) };
+        NativeCode { module: Some(module), entry }
+    }
+
+    /// Runs the program.
+    ///
+    /// The caller guarantees (and `Compiled::run` checks) that `arena` has the planned
+    /// size and `table` holds one pointer per argument, constant and output, each to an
+    /// array of the dtype and shape the program was compiled for.
+    pub fn call(&self, arena: &mut [u8], table: &[usize]) {
+        clear_upper_vector_state();
+        (self.entry)(arena.as_mut_ptr(), table.as_ptr());
+    }
+}
+
+impl Drop for NativeCode {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: the code is unreachable once `self` goes: the entry pointer lives only
+            // here, and `call` borrows `self`.
+            unsafe { m.free_memory() };
+        }
+    }
+}

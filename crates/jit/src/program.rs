@@ -1,0 +1,135 @@
+//! The lowered program: buffers and the steps that fill them. This is what the front end
+//! (`lower`) produces, the planner (`plan`) lays out and the back end (`codegen`) compiles.
+//!
+//! What it keeps true: every arena buffer is written by steps before it is read (values are
+//! single-assignment, except a scan's carry buffers, which the scan itself rewrites at the
+//! end of each iteration), and steps appear in execution order.
+
+use remat_ir::{DType, ReduceOp};
+
+use crate::expr::{Expr, View};
+
+/// A buffer of the lowered program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct BufId(pub u32);
+
+/// Where a buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Storage {
+    /// Planned into the device arena (or the host pool, for `<host>` values).
+    Arena { host: bool },
+    /// The caller's argument `i` (read only).
+    Arg(usize),
+    /// A constant of a closed jaxpr, owned by the compiled program (read only).
+    Const(usize),
+    /// The caller-visible output `i`, allocated by the runtime before the call.
+    Out(usize),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Buffer {
+    pub storage: Storage,
+    pub bytes: usize,
+}
+
+/// A `dot_general` brought to `(batch..., m, k) x (batch..., k, n) -> (batch..., m, n)` with
+/// one stride per group, in elements. The runtime loops over the batch and calls a GEMM.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DotDesc {
+    pub dtype: DType,
+    /// `(extent, lhs stride, rhs stride, out stride)` per batch axis.
+    pub batch: Vec<(usize, isize, isize, isize)>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// Strides of lhs along m and k, rhs along k and n, out along m and n.
+    pub lhs_m: isize,
+    pub lhs_k: isize,
+    pub rhs_k: isize,
+    pub rhs_n: isize,
+    pub out_m: isize,
+    pub out_n: isize,
+}
+
+/// One step of the program, executed in order.
+#[derive(Clone, Debug)]
+pub(crate) enum Step {
+    /// `dst[i] = src(i)` for every `i` of the index space `space`.
+    Kernel { space: Vec<usize>, dst: View, src: Expr },
+    /// `dst[out(i)] = op(dst[out(i)], src(i))` over `space`, after filling `dst` with `op`'s
+    /// identity; `dst` is row-major over the kept axes.
+    Reduce { op: ReduceOp, space: Vec<usize>, axes: Vec<usize>, dst: BufId, src: Expr },
+    /// The index of the first maximum of `src` along `axis` (NaN counts as the largest).
+    Argmax { space: Vec<usize>, axis: usize, dst: BufId, src: Expr },
+    /// A product by the runtime's GEMM; `desc` is an index into the program's descriptors.
+    Dot { desc: usize, lhs: View, rhs: View, dst: BufId },
+    /// `for i in 0..length`: store `i` (or `length - 1 - i` reversed) in the `i32` buffer
+    /// `counter`, then run `body`.
+    Loop { length: usize, reverse: bool, counter: BufId, body: Vec<Step> },
+}
+
+impl Step {
+    /// The buffers the step reads and writes (a loop's include its body's).
+    pub fn buffers(&self, out: &mut Vec<BufId>) {
+        let view = |v: &View, out: &mut Vec<BufId>| {
+            out.push(v.buf);
+            out.extend(v.dynamic.iter().map(|d| d.index));
+        };
+        let expr = |e: &Expr, out: &mut Vec<BufId>| {
+            e.visit(&mut |n| {
+                if let Expr::Load(v) = n {
+                    view(v, out)
+                }
+            })
+        };
+        match self {
+            Step::Kernel { dst, src, .. } => {
+                view(dst, out);
+                expr(src, out);
+            }
+            Step::Reduce { dst, src, .. } | Step::Argmax { dst, src, .. } => {
+                out.push(*dst);
+                expr(src, out);
+            }
+            Step::Dot { lhs, rhs, dst, .. } => {
+                view(lhs, out);
+                view(rhs, out);
+                out.push(*dst);
+            }
+            Step::Loop { counter, body, .. } => {
+                out.push(*counter);
+                body.iter().for_each(|s| s.buffers(out));
+            }
+        }
+    }
+}
+
+/// The whole lowered program.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Program {
+    pub buffers: Vec<Buffer>,
+    pub steps: Vec<Step>,
+    pub dots: Vec<DotDesc>,
+    pub num_args: usize,
+    pub num_consts: usize,
+    pub num_outs: usize,
+}
+
+impl Program {
+    pub fn new_buffer(&mut self, storage: Storage, bytes: usize) -> BufId {
+        let id = BufId(self.buffers.len() as u32);
+        self.buffers.push(Buffer { storage, bytes });
+        id
+    }
+
+    /// The slot of a non-arena buffer in the pointer table the entry function receives:
+    /// arguments, then constants, then outputs.
+    pub fn table_slot(&self, storage: Storage) -> Option<usize> {
+        match storage {
+            Storage::Arena { .. } => None,
+            Storage::Arg(i) => Some(i),
+            Storage::Const(i) => Some(self.num_args + i),
+            Storage::Out(i) => Some(self.num_args + self.num_consts + i),
+        }
+    }
+}
