@@ -17,13 +17,19 @@
 //! Architecture invariant: this crate depends only on `remat-ir`. It records equations
 //! through the IR's shape rules, so whatever it produces verifies.
 
+#![warn(missing_docs)]
+
+pub mod nn;
 pub mod numpy;
+mod scan;
 mod tensor;
 mod trace;
 mod transforms;
 mod tree;
 
-pub use tensor::{binary, compare, Arg, Scalar, Tensor};
-pub use trace::{in_function, Operand, TraceError};
-pub use transforms::{checkpoint, checkpoint_name, jit, make_jaxpr, scan, scan_reverse, Checkpoint, Jit, Traced};
+pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
+pub use scan::{scan, scan_reverse};
+pub use tensor::{binary, compare, unary, Arg, Tensor};
+pub use trace::{function_scope, in_function, FunctionScope, Operand, TraceError};
+pub use transforms::{checkpoint, checkpoint_name, jit, make_jaxpr, recursive_checkpoint, Checkpoint, Jit, Traced};
 pub use tree::{named, ArgTree, Named, TensorTree};

@@ -1,17 +1,28 @@
-//! `Tensor`: a traced value, with JAX's elementwise semantics — NumPy rank promotion
-//! (`broadcast_in_dim` to leading 1s; size-1 dims are left to the primitive), dtype
-//! promotion (bool < i32 < f32 < f64, weak values and Rust scalars take the other side's
-//! dtype), and operators on owned values, references and Rust scalars.
+//! `Tensor`: a traced value, with JAX's elementwise semantics.
+//!
+//! - Rank promotion as NumPy: an operand of lower rank gets leading size-1 axes
+//!   (`broadcast_in_dim`); size-1 axes then broadcast inside the primitive, as in
+//!   `jax.lax`. Scalars (rank 0) are never promoted.
+//! - Dtype promotion on JAX's type lattice, restricted to our dtypes:
+//!   `bool < int* < i32 < float* < f32 < f64`, where `int*` and `float*` are weakly typed
+//!   values (Rust scalars, and tensors computed only from them). The result type is the
+//!   join (here: the maximum) of the operands'; a weak result is `i32` or `f32` and stays
+//!   weak. Tensors whose type differs are converted (`convert_element_type[new_dtype=...
+//!   weak_type=...]`), Rust scalars become literals of the result dtype
+//!   (`x * 2.0` records `mul x 2.0:f32[]`).
+//! - Operators on owned tensors, references and Rust scalars (`&a + &b`, `a * 2.0`,
+//!   `1.0 - &x`), all `#[track_caller]` so recorded equations carry the user's line.
 
 use std::ops;
 use std::panic::Location;
 
 use remat_ir::{Aval, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp, Var};
 
-use crate::trace::{bind, Operand};
+use crate::trace::{bind, record_error, Operand};
 
 /// A value being traced: an abstract value (dtype, shape) bound to a variable of the
-/// jaxpr under construction. Cheap to clone.
+/// jaxpr under construction. Cheap to clone. Operations on it record equations; see the
+/// crate docs for the full surface.
 #[derive(Clone, Debug)]
 pub struct Tensor {
     pub(crate) frame: u64,
@@ -25,23 +36,28 @@ impl Tensor {
         Tensor { frame, var, aval, weak }
     }
 
-    /// A stand-in returned after a tracing error; it belongs to no frame.
+    /// A stand-in returned after a tracing error; it belongs to no frame, and operations
+    /// on it record nothing (the error is already recorded).
     pub(crate) fn placeholder(aval: Aval) -> Tensor {
         Tensor { frame: 0, var: Var(0), aval, weak: false }
     }
 
+    /// The abstract value: dtype and shape.
     pub fn aval(&self) -> &Aval {
         &self.aval
     }
 
+    /// The shape.
     pub fn shape(&self) -> &[usize] {
         &self.aval.shape
     }
 
+    /// The element type.
     pub fn dtype(&self) -> DType {
         self.aval.dtype
     }
 
+    /// The number of axes.
     pub fn ndim(&self) -> usize {
         self.aval.shape.len()
     }
@@ -58,55 +74,15 @@ impl Tensor {
     }
 }
 
-/// Rust scalars usable as weakly typed operands.
-pub trait Scalar: Copy {
-    /// The literal of this value in `dtype`.
-    fn literal(self, dtype: DType) -> LitValue;
-    /// The dtype this scalar has on its own (`f32` for floats, `i32` for integers).
-    fn natural_dtype() -> DType;
-}
-
-impl Scalar for f32 {
-    fn literal(self, dtype: DType) -> LitValue {
-        LitValue::from_f64(dtype, self as f64)
-    }
-    fn natural_dtype() -> DType {
-        DType::F32
-    }
-}
-
-impl Scalar for f64 {
-    fn literal(self, dtype: DType) -> LitValue {
-        LitValue::from_f64(dtype, self)
-    }
-    fn natural_dtype() -> DType {
-        DType::F32
-    }
-}
-
-impl Scalar for i32 {
-    fn literal(self, dtype: DType) -> LitValue {
-        LitValue::from_f64(dtype, self as f64)
-    }
-    fn natural_dtype() -> DType {
-        DType::I32
-    }
-}
-
-impl Scalar for bool {
-    fn literal(self, dtype: DType) -> LitValue {
-        LitValue::from_f64(dtype, self as u8 as f64)
-    }
-    fn natural_dtype() -> DType {
-        DType::Bool
-    }
-}
-
-/// One side of an elementwise operation before promotion.
+/// One operand of an elementwise operation before promotion: a tensor or a Rust scalar.
+/// Every function taking `impl Into<Arg>` accepts `&Tensor`, `Tensor`, `f32`, `f64`, `i32`
+/// and `bool`.
 #[derive(Clone, Debug)]
 pub enum Arg {
+    /// A traced value.
     Tensor(Tensor),
-    /// A Rust scalar: its value as `f64` and its natural dtype.
+    /// A Rust scalar: its value as `f64` and its own dtype (`f32` for floats, `i32` for
+    /// integers, `bool`). Numbers are weakly typed.
     Scalar(f64, DType),
 }
 
@@ -123,15 +99,15 @@ impl From<Tensor> for Arg {
 }
 
 macro_rules! scalar_arg {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $d:ident),*) => {$(
         impl From<$t> for Arg {
             fn from(x: $t) -> Arg {
-                Arg::Scalar(x as f64, <$t as Scalar>::natural_dtype())
+                Arg::Scalar(x as f64, DType::$d)
             }
         }
     )*};
 }
-scalar_arg!(f32, f64, i32);
+scalar_arg!(f32 => F32, f64 => F32, i32 => I32);
 
 impl From<bool> for Arg {
     fn from(x: bool) -> Arg {
@@ -139,161 +115,188 @@ impl From<bool> for Arg {
     }
 }
 
-fn rank(d: DType) -> u8 {
-    match d {
-        DType::Bool => 0,
-        DType::I32 => 1,
-        DType::F32 => 2,
-        DType::F64 => 3,
+impl Arg {
+    /// The dtype and weak flag of this operand.
+    pub(crate) fn typ(&self) -> (DType, bool) {
+        match self {
+            Arg::Tensor(t) => (t.dtype(), t.weak),
+            Arg::Scalar(_, d) => (*d, *d != DType::Bool),
+        }
+    }
+
+    fn shape(&self) -> &[usize] {
+        match self {
+            Arg::Tensor(t) => t.shape(),
+            Arg::Scalar(..) => &[],
+        }
+    }
+
+    /// The operand as a literal of its own dtype, or its tensor (for passing to calls).
+    pub(crate) fn operand(&self) -> Operand {
+        match self {
+            Arg::Tensor(t) => Operand::Tensor(t.clone()),
+            Arg::Scalar(x, d) => Operand::Literal(LitValue::from_f64(*d, *x)),
+        }
     }
 }
 
-/// The dtype two operands are computed in (JAX's promotion, restricted to our dtypes).
-fn result_dtype(args: &[Arg]) -> DType {
-    let strong = args.iter().filter_map(|a| match a {
-        Arg::Tensor(t) if !t.weak => Some(t.dtype()),
-        _ => None,
-    });
-    let weak = args.iter().map(|a| match a {
-        Arg::Tensor(t) => t.dtype(),
-        Arg::Scalar(_, d) => *d,
-    });
-    match strong.max_by_key(|d| rank(*d)) {
-        // A weak value keeps the strong dtype unless it is of a higher kind (a float
-        // scalar with an integer array gives a float, as in JAX).
-        Some(s) => weak.fold(s, |acc, w| {
-            if rank(w) > rank(acc) && (w.is_float() != acc.is_float() || acc == DType::Bool) {
-                w
-            } else {
-                acc
+/// A point of JAX's type lattice (restricted to our dtypes), in lattice order.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Bool,
+    WeakInt,
+    I32,
+    WeakFloat,
+    F32,
+    F64,
+}
+
+fn kind((dtype, weak): (DType, bool)) -> Kind {
+    match (dtype, weak) {
+        (DType::Bool, _) => Kind::Bool,
+        (DType::I32, true) => Kind::WeakInt,
+        (DType::I32, false) => Kind::I32,
+        (DType::F32 | DType::F64, true) => Kind::WeakFloat,
+        (DType::F32, false) => Kind::F32,
+        (DType::F64, false) => Kind::F64,
+    }
+}
+
+/// The dtype and weak flag operands of these types are computed in (`jnp.result_type`).
+pub(crate) fn result_type(types: &[(DType, bool)]) -> (DType, bool) {
+    match types.iter().map(|&t| kind(t)).max().unwrap_or(Kind::WeakFloat) {
+        Kind::Bool => (DType::Bool, false),
+        Kind::WeakInt => (DType::I32, true),
+        Kind::I32 => (DType::I32, false),
+        Kind::WeakFloat => (DType::F32, true),
+        Kind::F32 => (DType::F32, false),
+        Kind::F64 => (DType::F64, false),
+    }
+}
+
+/// The NumPy broadcast of `shapes` (trailing axes align; size 1 stretches), or an error
+/// message naming them.
+pub(crate) fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Vec<usize>, String> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = vec![1; rank];
+    for s in shapes {
+        for (i, &d) in s.iter().enumerate() {
+            let o = &mut out[rank - s.len() + i];
+            if d != 1 && *o != 1 && d != *o {
+                let list: Vec<String> = shapes.iter().map(|s| format!("{s:?}")).collect();
+                return Err(format!("shapes {} do not broadcast together", list.join(" and ")));
             }
-        }),
-        None => weak.max_by_key(|d| rank(*d)).unwrap_or(DType::F32),
+            if d != 1 {
+                *o = d;
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Tensor {
+    /// Converts to `dtype` with weak flag `weak` unless the tensor already has that type.
+    pub(crate) fn to_type(&self, dtype: DType, weak: bool, loc: &'static Location<'static>) -> Tensor {
+        if self.dtype() == dtype && self.weak == weak {
+            return self.clone();
+        }
+        let prim = Primitive::ConvertElementType { new_dtype: dtype, weak_type: weak };
+        bind(prim, &[self.into()], weak, loc).remove(0)
+    }
+
+    /// Records `prim` with this tensor as its only operand; the result keeps the weak flag.
+    pub(crate) fn apply_at(&self, prim: Primitive, loc: &'static Location<'static>) -> Tensor {
+        bind(prim, &[self.into()], self.weak, loc).remove(0)
     }
 }
 
-/// Converts, rank-promotes and lowers each argument to an operand of `dtype` with the
-/// broadcast result shape. Returns `None` (error recorded) if shapes do not broadcast.
-#[track_caller]
-pub(crate) fn promote(args: &[Arg], dtype: DType) -> Option<Vec<Operand>> {
-    let loc = Location::caller();
-    let shapes: Vec<&[usize]> = args
+/// Promotes elementwise operands to one dtype and rank, as `jnp`'s binary functions do:
+/// returns the operands and the result's dtype and weak flag, or `None` (error recorded)
+/// if the shapes do not broadcast.
+pub(crate) fn promote(args: &[Arg], loc: &'static Location<'static>) -> Option<(Vec<Operand>, DType, bool)> {
+    let types: Vec<(DType, bool)> = args.iter().map(Arg::typ).collect();
+    let (dtype, weak) = result_type(&types);
+    let shapes: Vec<&[usize]> = args.iter().map(Arg::shape).collect();
+    if let Err(message) = broadcast_shapes(&shapes) {
+        record_error(loc, message);
+        return None;
+    }
+    let out_rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let operands = args
         .iter()
-        .filter_map(|a| match a {
-            Arg::Tensor(t) => Some(t.shape()),
-            Arg::Scalar(..) => None,
+        .map(|a| match a {
+            Arg::Scalar(x, _) => Operand::Literal(LitValue::from_f64(dtype, *x)),
+            Arg::Tensor(t) => {
+                let t = t.to_type(dtype, weak, loc);
+                Operand::Tensor(if t.ndim() != 0 && t.ndim() < out_rank { t.lead_ones(out_rank, loc) } else { t })
+            }
         })
         .collect();
-    let out_rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    // Check NumPy broadcasting compatibility, aligning trailing dims.
-    for i in 0..out_rank {
-        let mut size = 1;
-        for s in &shapes {
-            if s.len() + i >= out_rank {
-                let d = s[s.len() + i - out_rank];
-                if d != 1 && size != 1 && d != size {
-                    let list: Vec<String> = shapes.iter().map(|s| format!("{s:?}")).collect();
-                    crate::trace::record_error(loc, format!("shapes {} do not broadcast together", list.join(" and ")));
-                    return None;
-                }
-                if d != 1 {
-                    size = d;
-                }
-            }
-        }
-    }
-    let mut out = Vec::with_capacity(args.len());
-    for a in args {
-        match a {
-            Arg::Scalar(x, _) => out.push(Operand::Literal(LitValue::from_f64(dtype, *x))),
-            Arg::Tensor(t) => {
-                let mut t = t.clone();
-                if t.dtype() != dtype {
-                    t = t.convert_at(dtype, loc);
-                }
-                if t.ndim() != 0 && t.ndim() < out_rank {
-                    let pad = out_rank - t.ndim();
-                    let mut shape = vec![1; pad];
-                    shape.extend_from_slice(t.shape());
-                    let prim = Primitive::BroadcastInDim { shape, broadcast_dimensions: (pad..out_rank).collect() };
-                    let weak = t.weak;
-                    t = bind(prim, &[Operand::Tensor(t)], weak, loc).remove(0);
-                }
-                out.push(Operand::Tensor(t));
-            }
-        }
-    }
-    Some(out)
+    Some((operands, dtype, weak))
 }
 
-fn all_weak(args: &[Arg]) -> bool {
-    args.iter().all(|a| match a {
-        Arg::Tensor(t) => t.weak,
-        Arg::Scalar(..) => true,
-    })
+impl Tensor {
+    /// Rank promotion: leading size-1 axes up to `rank`.
+    fn lead_ones(&self, rank: usize, loc: &'static Location<'static>) -> Tensor {
+        let pad = rank - self.ndim();
+        let mut shape = vec![1; pad];
+        shape.extend_from_slice(self.shape());
+        self.apply_at(Primitive::BroadcastInDim { shape, broadcast_dimensions: (pad..rank).collect() }, loc)
+    }
 }
 
-/// An elementwise binary operation with promotion.
+/// An elementwise binary operation with promotion: `binary(BinaryOp::Add, &x, 1.0)`.
 #[track_caller]
 pub fn binary(op: BinaryOp, a: impl Into<Arg>, b: impl Into<Arg>) -> Tensor {
-    let loc = Location::caller();
-    let args = [a.into(), b.into()];
-    let dtype = result_dtype(&args);
-    match promote(&args, dtype) {
-        Some(ops) => bind(Primitive::Binary(op), &ops, all_weak(&args), loc).remove(0),
-        None => Tensor::placeholder(Aval::scalar(dtype)),
+    binary_at(op, a.into(), b.into(), Location::caller())
+}
+
+pub(crate) fn binary_at(op: BinaryOp, a: Arg, b: Arg, loc: &'static Location<'static>) -> Tensor {
+    match promote(&[a, b], loc) {
+        Some((ops, _, weak)) => bind(Primitive::Binary(op), &ops, weak, loc).remove(0),
+        None => Tensor::placeholder(Aval::scalar(DType::F32)),
     }
 }
 
 /// An elementwise comparison with promotion; the result is `bool`.
 #[track_caller]
 pub fn compare(op: CompareOp, a: impl Into<Arg>, b: impl Into<Arg>) -> Tensor {
-    let loc = Location::caller();
-    let args = [a.into(), b.into()];
-    let dtype = result_dtype(&args);
-    match promote(&args, dtype) {
-        Some(ops) => bind(Primitive::Compare(op), &ops, false, loc).remove(0),
+    compare_at(op, a.into(), b.into(), Location::caller())
+}
+
+pub(crate) fn compare_at(op: CompareOp, a: Arg, b: Arg, loc: &'static Location<'static>) -> Tensor {
+    match promote(&[a, b], loc) {
+        Some((ops, ..)) => bind(Primitive::Compare(op), &ops, false, loc).remove(0),
         None => Tensor::placeholder(Aval::scalar(DType::Bool)),
     }
 }
 
-impl Tensor {
-    #[track_caller]
-    pub(crate) fn unary(&self, op: UnaryOp) -> Tensor {
-        let loc = Location::caller();
-        let x =
-            if op.float_only() && !self.dtype().is_float() { self.convert_at(DType::F32, loc) } else { self.clone() };
-        let weak = x.weak;
-        bind(Primitive::Unary(op), &[Operand::Tensor(x)], weak, loc).remove(0)
-    }
+/// An elementwise function of a tensor or a Rust scalar: `unary(UnaryOp::Sqrt, 4.0)` is
+/// `sqrt 4.0:f32[]`, weakly typed like `jnp.sqrt(4.0)`. Integer operands of
+/// floating-point functions are converted to `f32` first.
+#[track_caller]
+pub fn unary(op: UnaryOp, x: impl Into<Arg>) -> Tensor {
+    unary_at(op, x.into(), Location::caller())
+}
 
-    pub(crate) fn convert_at(&self, dtype: DType, loc: &'static Location<'static>) -> Tensor {
-        bind(Primitive::ConvertElementType { new_dtype: dtype, weak_type: false }, &[self.into()], false, loc).remove(0)
-    }
-
-    /// `x.astype(dtype)`: `convert_element_type`; the result is strongly typed.
-    #[track_caller]
-    pub fn astype(&self, dtype: DType) -> Tensor {
-        self.convert_at(dtype, Location::caller())
-    }
-
-    /// Records `prim` with this tensor as the only operand (for primitives without a
-    /// dedicated method).
-    #[track_caller]
-    pub fn apply(&self, prim: Primitive) -> Tensor {
-        let weak = self.weak;
-        bind(prim, &[self.into()], weak, Location::caller()).remove(0)
-    }
+pub(crate) fn unary_at(op: UnaryOp, x: Arg, loc: &'static Location<'static>) -> Tensor {
+    let (dtype, weak) = x.typ();
+    let dtype = if op.float_only() && !dtype.is_float() { DType::F32 } else { dtype };
+    let operand = match x {
+        Arg::Tensor(t) => Operand::Tensor(t.to_type(dtype, weak, loc)),
+        Arg::Scalar(v, _) => Operand::Literal(LitValue::from_f64(dtype, v)),
+    };
+    bind(Primitive::Unary(op), &[operand], weak, loc).remove(0)
 }
 
 macro_rules! unary_methods {
-    ($($name:ident => $op:ident),* $(,)?) => {
+    ($($name:ident => $op:ident: $doc:literal),* $(,)?) => {
         impl Tensor {
             $(
-                #[doc = concat!("Elementwise `", stringify!($name), "` (records `", stringify!($name), "`).")]
+                #[doc = $doc]
                 #[track_caller]
                 pub fn $name(&self) -> Tensor {
-                    self.unary(UnaryOp::$op)
+                    unary_at(UnaryOp::$op, self.into(), Location::caller())
                 }
             )*
         }
@@ -301,79 +304,110 @@ macro_rules! unary_methods {
 }
 
 unary_methods!(
-    sin => Sin, cos => Cos, tan => Tan, tanh => Tanh, exp => Exp, log => Log, log1p => Log1p,
-    expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, abs => Abs, sign => Sign, logistic => Logistic,
-    square => Square,
+    sin => Sin: "Elementwise sine (`sin`).",
+    cos => Cos: "Elementwise cosine (`cos`).",
+    tan => Tan: "Elementwise tangent (`tan`).",
+    tanh => Tanh: "Elementwise hyperbolic tangent (`tanh`).",
+    exp => Exp: "Elementwise `e^x` (`exp`).",
+    log => Log: "Elementwise natural logarithm (`log`).",
+    log1p => Log1p: "Elementwise `log(1 + x)`, accurate near 0 (`log1p`).",
+    expm1 => Expm1: "Elementwise `e^x - 1`, accurate near 0 (`expm1`).",
+    sqrt => Sqrt: "Elementwise square root (`sqrt`).",
+    rsqrt => Rsqrt: "Elementwise `1 / sqrt(x)` (`rsqrt`, as `jax.lax.rsqrt`).",
+    abs => Abs: "Elementwise absolute value (`abs`).",
+    sign => Sign: "Elementwise sign: -1, 0 or 1 (`sign`).",
+    logistic => Logistic: "Elementwise `1 / (1 + e^-x)` (`logistic`; `jax.nn.sigmoid`).",
+    square => Square: "Elementwise `x * x` (`square`, as `jnp.square`).",
+    stop_gradient => StopGradient: "The value, with no gradient flowing back (`stop_gradient`).",
 );
 
 impl Tensor {
-    /// Elementwise negation (`neg`).
-    #[track_caller]
-    pub fn neg(&self) -> Tensor {
-        self.unary(UnaryOp::Neg)
-    }
-
-    /// `stop_gradient`: the value, with no gradient flowing back.
-    #[track_caller]
-    pub fn stop_gradient(&self) -> Tensor {
-        self.unary(UnaryOp::StopGradient)
-    }
-
     /// `x ** n` for an integer `n`: `integer_pow[y=n]`.
     #[track_caller]
     pub fn powi(&self, n: i32) -> Tensor {
-        let weak = self.weak;
-        bind(Primitive::IntegerPow { y: n }, &[self.into()], weak, Location::caller()).remove(0)
+        self.apply_at(Primitive::IntegerPow { y: n }, Location::caller())
     }
 
-    /// `x ** y` elementwise (`pow`).
+    /// `x ** y` elementwise. An `i32` Rust scalar exponent records `integer_pow` (as a
+    /// Python `int` does in JAX); anything else records `pow`.
     #[track_caller]
     pub fn pow(&self, y: impl Into<Arg>) -> Tensor {
-        binary(BinaryOp::Pow, self, y)
+        let loc = Location::caller();
+        match y.into() {
+            Arg::Scalar(n, DType::I32) => self.apply_at(Primitive::IntegerPow { y: n as i32 }, loc),
+            y => binary_at(BinaryOp::Pow, self.into(), y, loc),
+        }
     }
 
-    /// Elementwise maximum (`max`; NaN propagates).
+    /// Elementwise maximum (`max`; NaN propagates), as `jnp.maximum`.
     #[track_caller]
     pub fn maximum(&self, y: impl Into<Arg>) -> Tensor {
-        binary(BinaryOp::Max, self, y)
+        binary_at(BinaryOp::Max, self.into(), y.into(), Location::caller())
     }
 
-    /// Elementwise minimum (`min`; NaN propagates).
+    /// Elementwise minimum (`min`; NaN propagates), as `jnp.minimum`.
     #[track_caller]
     pub fn minimum(&self, y: impl Into<Arg>) -> Tensor {
-        binary(BinaryOp::Min, self, y)
+        binary_at(BinaryOp::Min, self.into(), y.into(), Location::caller())
     }
 
+    /// `lax.clamp(lo, x, hi)`: `clamp lo x hi`. The bounds are scalars or have `x`'s shape
+    /// and take `x`'s dtype.
     #[track_caller]
-    pub fn eq(&self, y: impl Into<Arg>) -> Tensor {
-        compare(CompareOp::Eq, self, y)
+    pub fn clamp(&self, lo: impl Into<Arg>, hi: impl Into<Arg>) -> Tensor {
+        let loc = Location::caller();
+        let bound = |b: Arg| match b {
+            Arg::Scalar(v, _) => Operand::Literal(LitValue::from_f64(self.dtype(), v)),
+            Arg::Tensor(t) => Operand::Tensor(t.to_type(self.dtype(), self.weak, loc)),
+        };
+        let ops = [bound(lo.into()), self.into(), bound(hi.into())];
+        bind(Primitive::Clamp, &ops, self.weak, loc).remove(0)
     }
 
+    /// `lax.reduce_precision`: rounds to a float format with these exponent and mantissa
+    /// bits (an identity at `f32`'s own 8 and 23).
     #[track_caller]
-    pub fn ne(&self, y: impl Into<Arg>) -> Tensor {
-        compare(CompareOp::Ne, self, y)
+    pub fn reduce_precision(&self, exponent_bits: u32, mantissa_bits: u32) -> Tensor {
+        self.apply_at(Primitive::ReducePrecision { exponent_bits, mantissa_bits }, Location::caller())
     }
 
+    /// `x.astype(dtype)`: `convert_element_type`; the result is strongly typed. Recorded
+    /// even if only the weak flag changes, as in JAX.
     #[track_caller]
-    pub fn lt(&self, y: impl Into<Arg>) -> Tensor {
-        compare(CompareOp::Lt, self, y)
+    pub fn astype(&self, dtype: DType) -> Tensor {
+        self.to_type(dtype, false, Location::caller())
     }
 
+    /// Records `prim` with this tensor as the only operand, for primitives without a
+    /// dedicated method. Its shape rule checks the operand and parameters.
     #[track_caller]
-    pub fn le(&self, y: impl Into<Arg>) -> Tensor {
-        compare(CompareOp::Le, self, y)
-    }
-
-    #[track_caller]
-    pub fn gt(&self, y: impl Into<Arg>) -> Tensor {
-        compare(CompareOp::Gt, self, y)
-    }
-
-    #[track_caller]
-    pub fn ge(&self, y: impl Into<Arg>) -> Tensor {
-        compare(CompareOp::Ge, self, y)
+    pub fn apply(&self, prim: Primitive) -> Tensor {
+        self.apply_at(prim, Location::caller())
     }
 }
+
+macro_rules! comparisons {
+    ($($name:ident => $op:ident: $doc:literal),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[doc = $doc]
+                #[track_caller]
+                pub fn $name(&self, y: impl Into<Arg>) -> Tensor {
+                    compare_at(CompareOp::$op, self.into(), y.into(), Location::caller())
+                }
+            )*
+        }
+    };
+}
+
+comparisons!(
+    eq => Eq: "Elementwise `x == y` (`eq`), a `bool` tensor.",
+    ne => Ne: "Elementwise `x != y` (`ne`), a `bool` tensor.",
+    lt => Lt: "Elementwise `x < y` (`lt`), a `bool` tensor.",
+    le => Le: "Elementwise `x <= y` (`le`), a `bool` tensor.",
+    gt => Gt: "Elementwise `x > y` (`gt`), a `bool` tensor.",
+    ge => Ge: "Elementwise `x >= y` (`ge`), a `bool` tensor.",
+);
 
 macro_rules! binary_operator {
     ($trait:ident, $method:ident, $op:ident) => {
@@ -381,45 +415,34 @@ macro_rules! binary_operator {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: R) -> Tensor {
-                binary(BinaryOp::$op, self, rhs)
+                binary_at(BinaryOp::$op, self.into(), rhs.into(), Location::caller())
             }
         }
         impl<R: Into<Arg>> ops::$trait<R> for &Tensor {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: R) -> Tensor {
-                binary(BinaryOp::$op, self, rhs)
+                binary_at(BinaryOp::$op, self.into(), rhs.into(), Location::caller())
             }
         }
-        impl ops::$trait<Tensor> for f32 {
-            type Output = Tensor;
-            #[track_caller]
-            fn $method(self, rhs: Tensor) -> Tensor {
-                binary(BinaryOp::$op, self, rhs)
-            }
-        }
-        impl ops::$trait<&Tensor> for f32 {
-            type Output = Tensor;
-            #[track_caller]
-            fn $method(self, rhs: &Tensor) -> Tensor {
-                binary(BinaryOp::$op, self, rhs)
-            }
-        }
-        impl ops::$trait<Tensor> for f64 {
-            type Output = Tensor;
-            #[track_caller]
-            fn $method(self, rhs: Tensor) -> Tensor {
-                binary(BinaryOp::$op, self, rhs)
-            }
-        }
-        impl ops::$trait<&Tensor> for f64 {
-            type Output = Tensor;
-            #[track_caller]
-            fn $method(self, rhs: &Tensor) -> Tensor {
-                binary(BinaryOp::$op, self, rhs)
-            }
-        }
+        binary_operator!(@scalar $trait, $method, $op, f32, f64, i32);
     };
+    (@scalar $trait:ident, $method:ident, $op:ident, $($s:ty),*) => {$(
+        impl ops::$trait<Tensor> for $s {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: Tensor) -> Tensor {
+                binary_at(BinaryOp::$op, self.into(), rhs.into(), Location::caller())
+            }
+        }
+        impl ops::$trait<&Tensor> for $s {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                binary_at(BinaryOp::$op, self.into(), rhs.into(), Location::caller())
+            }
+        }
+    )*};
 }
 
 binary_operator!(Add, add, Add);
@@ -431,7 +454,7 @@ impl ops::Neg for Tensor {
     type Output = Tensor;
     #[track_caller]
     fn neg(self) -> Tensor {
-        self.unary(UnaryOp::Neg)
+        unary_at(UnaryOp::Neg, self.into(), Location::caller())
     }
 }
 
@@ -439,6 +462,6 @@ impl ops::Neg for &Tensor {
     type Output = Tensor;
     #[track_caller]
     fn neg(self) -> Tensor {
-        self.unary(UnaryOp::Neg)
+        unary_at(UnaryOp::Neg, self.into(), Location::caller())
     }
 }

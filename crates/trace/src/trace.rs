@@ -1,31 +1,40 @@
 //! The trace: a thread-local stack of frames, one per jaxpr being built.
 //!
-//! `make_jaxpr` pushes the root frame; `jit`, `checkpoint` and `scan` push a frame for
-//! their body and pop it into one equation of the frame below. Every operation records
-//! into the innermost frame. What this module keeps true:
+//! `make_jaxpr` pushes the root frame; `jit`, `checkpoint`, `scan` and the library's named
+//! calls push a frame for their body and pop it into one equation of the frame below.
+//! Every operation records into the innermost frame. What this module keeps true:
 //! - an equation is recorded only if `shape_rule` accepts its operands, so a trace never
 //!   produces a malformed jaxpr; a rejected operation records a located [`TraceError`]
 //!   (the first one wins) and returns a placeholder, and the entry point returns the error;
+//!   once an error is recorded, later operations record nothing;
 //! - a tensor of an enclosing frame used in an inner one is lifted: each frame in between
 //!   gets an extra input for it, which the caller passes first (as JAX's closure
 //!   conversion does); a tensor of a frame that has finished is an error;
 //! - constants (concrete arrays) live in the root frame as constvars and are lifted like
-//!   any outer tensor.
+//!   any outer tensor;
+//! - the state is cleared when the root frame is popped, even if the user's function
+//!   panics (the frame guards pop their frames on unwinding).
 
 use std::cell::RefCell;
 use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
 
-use remat_ir::{shape_rule, Array, Atom, Aval, Eqn, Jaxpr, LitValue, Literal, Primitive, SourceInfo, Var};
+use remat_ir::{
+    pp_jaxpr, shape_rule, Array, Atom, Aval, DType, Eqn, Jaxpr, LitValue, Literal, Primitive, SourceInfo, Var,
+};
 
 use crate::tensor::Tensor;
 
 /// A located error from tracing a user's function.
+///
+/// `location` is the line of the user's code that made the failing call (every operation is
+/// `#[track_caller]`); `message` says what is wrong, with the types involved.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub struct TraceError {
     /// Where in the user's source the failing operation was called.
     pub location: SourceInfo,
+    /// What went wrong, naming the shapes and dtypes involved.
     pub message: String,
 }
 
@@ -51,24 +60,39 @@ struct Frame {
     consts: Vec<Array>,
 }
 
+/// Which function a traced body belongs to, for sharing identical bodies (see
+/// [`share_jaxpr`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CallKey {
+    /// One `jit(f)` or `checkpoint(f)` value (and its clones).
+    Instance(u64),
+    /// A library function such as `relu` or `_where`.
+    Library(&'static str),
+}
+
 struct TraceState {
     frames: Vec<Frame>,
     next_id: u64,
     error: Option<TraceError>,
     /// The user's function names, innermost last (see [`crate::in_function`]).
     functions: Vec<Arc<str>>,
+    /// Bodies traced so far in this trace, by function and printed text.
+    shared: Vec<(CallKey, String, Arc<Jaxpr>)>,
 }
 
 thread_local! {
-    static STATE: RefCell<TraceState> =
-        const { RefCell::new(TraceState { frames: Vec::new(), next_id: 1, error: None, functions: Vec::new() }) };
+    static STATE: RefCell<TraceState> = const {
+        RefCell::new(TraceState { frames: Vec::new(), next_id: 1, error: None, functions: Vec::new(), shared: Vec::new() })
+    };
 }
 
-/// An operand: a traced tensor or a Rust scalar, which is weakly typed and takes the dtype
-/// its operation needs (`x * 2.0` records `mul x 2.0:f32[]`).
+/// An operand: a traced tensor or a literal (a Rust scalar already converted to the dtype
+/// its operation needs: `x * 2.0` records `mul x 2.0:f32[]`).
 #[derive(Clone, Debug)]
 pub enum Operand {
+    /// A traced value.
     Tensor(Tensor),
+    /// A scalar literal.
     Literal(LitValue),
 }
 
@@ -81,6 +105,16 @@ impl From<&Tensor> for Operand {
 impl From<Tensor> for Operand {
     fn from(t: Tensor) -> Operand {
         Operand::Tensor(t)
+    }
+}
+
+impl Operand {
+    /// The operand's type and weak flag (literals are weakly typed, except booleans).
+    pub(crate) fn typ(&self) -> (Aval, bool) {
+        match self {
+            Operand::Tensor(t) => (t.aval().clone(), t.is_weak()),
+            Operand::Literal(v) => (Aval::scalar(v.dtype()), v.dtype() != DType::Bool),
+        }
     }
 }
 
@@ -104,18 +138,44 @@ pub(crate) fn has_error() -> bool {
     STATE.with(|s| s.borrow().error.is_some())
 }
 
-/// Runs `f` with `name` as the user's function name in recorded source locations.
-pub fn in_function<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    STATE.with(|s| s.borrow_mut().functions.push(Arc::from(name)));
-    struct Pop;
-    impl Drop for Pop {
-        fn drop(&mut self) {
-            STATE.with(|s| {
-                s.borrow_mut().functions.pop();
-            });
-        }
+/// While alive, the user's function name that recorded equations carry in their
+/// [`SourceInfo::function`] (so that reports say `output of sin from model.rs:12:9 (g)`).
+/// Scopes nest; the innermost wins. Create one with [`function_scope`] or the
+/// [`function_scope!`](crate::function_scope!) macro.
+#[derive(Debug)]
+#[must_use = "the scope ends when this guard is dropped"]
+pub struct FunctionScope {
+    depth: usize,
+}
+
+impl Drop for FunctionScope {
+    fn drop(&mut self) {
+        STATE.with(|s| s.borrow_mut().functions.truncate(self.depth));
     }
-    let _pop = Pop;
+}
+
+/// Starts a [`FunctionScope`] named `name`:
+///
+/// ```
+/// # use remat_trace::{function_scope, Tensor};
+/// fn layer(w: &Tensor, x: &Tensor) -> Tensor {
+///     let _scope = function_scope("layer");
+///     w.dot(x).sin()
+/// }
+/// ```
+pub fn function_scope(name: &str) -> FunctionScope {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let depth = s.functions.len();
+        s.functions.push(Arc::from(name));
+        FunctionScope { depth }
+    })
+}
+
+/// Runs `f` with `name` as the user's function name in recorded source locations (see
+/// [`FunctionScope`]).
+pub fn in_function<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let _scope = function_scope(name);
     f()
 }
 
@@ -134,22 +194,32 @@ impl Drop for FrameGuard {
                     s.frames.truncate(pos);
                 }
                 if s.frames.is_empty() {
-                    s.error = None;
-                    s.functions.clear();
+                    s.clear();
                 }
             });
         }
     }
 }
 
-/// Pushes a frame with inputs of `in_avals` and returns its guard and the input tensors.
-pub(crate) fn push_frame(in_avals: &[Aval]) -> (FrameGuard, Vec<Tensor>) {
+impl TraceState {
+    /// Forgets everything of the trace that just ended.
+    fn clear(&mut self) {
+        self.error = None;
+        self.functions.clear();
+        self.shared.clear();
+    }
+}
+
+/// Pushes a frame with inputs of the given types (aval and weak flag) and returns its
+/// guard and the input tensors.
+pub(crate) fn push_frame(in_types: &[(Aval, bool)]) -> (FrameGuard, Vec<Tensor>) {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         let id = s.next_id;
         s.next_id += 1;
         if s.frames.is_empty() {
             s.error = None;
+            s.shared.clear();
         }
         let mut frame = Frame {
             id,
@@ -158,12 +228,12 @@ pub(crate) fn push_frame(in_avals: &[Aval]) -> (FrameGuard, Vec<Tensor>) {
             captures: Vec::new(),
             consts: Vec::new(),
         };
-        let tensors = in_avals
+        let tensors = in_types
             .iter()
-            .map(|aval| {
+            .map(|(aval, weak)| {
                 let v = frame.jaxpr.new_var(aval.clone());
                 frame.explicit_invars.push(v);
-                Tensor::new(id, v, aval.clone(), false)
+                Tensor::new(id, v, aval.clone(), *weak)
             })
             .collect();
         s.frames.push(frame);
@@ -189,15 +259,13 @@ pub(crate) fn pop_frame(
     guard.done = true;
     STATE.with(|s| {
         let mut s = s.borrow_mut();
-        let pos = s.frames.iter().position(|f| f.id == guard.id).expect("frame popped out of order");
+        let pos = s.frames.iter().position(|f| f.id == guard.id).expect("frames are popped innermost first");
         let mut frame = s.frames.remove(pos);
         s.frames.truncate(pos);
-        let error = if s.frames.is_empty() {
-            s.functions.clear();
-            s.error.take()
-        } else {
-            s.error.clone()
-        };
+        let error = s.error.clone();
+        if s.frames.is_empty() {
+            s.clear();
+        }
         if let Some(e) = error {
             return Err(e);
         }
@@ -246,12 +314,19 @@ fn resolve(t: &Tensor, loc: &'static Location<'static>) -> Option<Atom> {
         Some(Atom::Var(var))
     });
     if found.is_none() {
-        record_error(loc, format!("a tensor of type {} was used outside the trace that created it", t.aval()));
+        record_error(
+            loc,
+            format!(
+                "a tensor of type {} was used outside the trace that created it (a traced value escaped its \
+                 function, e.g. through a captured variable)",
+                t.aval()
+            ),
+        );
     }
     found
 }
 
-/// Adds a constant array to the root frame and returns it as a tensor of the innermost one.
+/// Adds a constant array to the root frame and returns it as a tensor of the root frame.
 pub(crate) fn constant(value: Array, loc: &'static Location<'static>) -> Option<Tensor> {
     let aval = value.aval();
     let root = STATE.with(|s| {
@@ -267,7 +342,7 @@ pub(crate) fn constant(value: Array, loc: &'static Location<'static>) -> Option<
     match root {
         Some((id, v)) => Some(Tensor::new(id, v, aval, false)),
         None => {
-            record_error(loc, "a constant was created outside of any trace".into());
+            record_error(loc, "a constant was created outside of any trace (use make_jaxpr)".into());
             None
         }
     }
@@ -278,63 +353,74 @@ pub(crate) fn current_frame() -> Option<u64> {
     STATE.with(|s| s.borrow().frames.last().map(|f| f.id))
 }
 
-/// Records `prim` applied to `operands` in the innermost frame and returns its results.
-/// Literal operands take the dtype given with them. On error, records it and returns
-/// placeholders with `fallback` avals.
+/// Returns a jaxpr equal to `jaxpr` that an earlier call of the same function recorded in
+/// this trace, or records `jaxpr` for later calls. JAX caches traced functions, so a
+/// function called twice on the same types shares one jaxpr, which its printer hoists
+/// (`let relu = { ... } in`); sharing the `Arc` reproduces that.
+pub(crate) fn share_jaxpr(key: CallKey, jaxpr: Jaxpr) -> Arc<Jaxpr> {
+    let text = pp_jaxpr(&jaxpr);
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if let Some((_, _, j)) = s.shared.iter().find(|(k, t, _)| *k == key && *t == text) {
+            return j.clone();
+        }
+        let j = Arc::new(jaxpr);
+        s.shared.push((key, text, j.clone()));
+        j
+    })
+}
+
+/// Records `prim` applied to `operands` in the innermost frame and returns its results,
+/// weakly typed if `weak`. On error, records it and returns placeholders.
 pub(crate) fn bind(prim: Primitive, operands: &[Operand], weak: bool, loc: &'static Location<'static>) -> Vec<Tensor> {
-    let fallback = || -> Vec<Tensor> {
+    bind_n(prim, operands, &[weak], loc).unwrap_or_else(|| {
         let aval = operands
             .iter()
             .find_map(|o| match o {
                 Operand::Tensor(t) => Some(t.aval().clone()),
                 Operand::Literal(_) => None,
             })
-            .unwrap_or_else(|| Aval::scalar(remat_ir::DType::F32));
+            .unwrap_or_else(|| Aval::scalar(DType::F32));
         vec![Tensor::placeholder(aval)]
-    };
+    })
+}
+
+/// Like [`bind`] for a primitive with several results: `weak[i]` (or the last entry) is
+/// result `i`'s weak flag. `None` if an error is (or was already) recorded.
+pub(crate) fn bind_n(
+    prim: Primitive,
+    operands: &[Operand],
+    weak: &[bool],
+    loc: &'static Location<'static>,
+) -> Option<Vec<Tensor>> {
     if has_error() {
-        return fallback();
+        return None;
     }
     if current_frame().is_none() {
         record_error(loc, format!("`{}` was called outside of any trace (use make_jaxpr)", prim.name()));
-        return fallback();
+        return None;
     }
     let mut atoms = Vec::with_capacity(operands.len());
     for o in operands {
         match o {
-            Operand::Tensor(t) => match resolve(t, loc) {
-                Some(a) => atoms.push(a),
-                None => return fallback(),
-            },
+            Operand::Tensor(t) => atoms.push(resolve(t, loc)?),
             Operand::Literal(value) => atoms.push(Atom::Lit(Literal { value: *value })),
         }
     }
-    bind_atoms(prim, atoms, weak, loc).unwrap_or_else(fallback)
-}
-
-/// Records an equation over resolved atoms of the innermost frame.
-pub(crate) fn bind_atoms(
-    prim: Primitive,
-    atoms: Vec<Atom>,
-    weak: bool,
-    loc: &'static Location<'static>,
-) -> Option<Vec<Tensor>> {
     let source = source_info(loc);
     let result = STATE.with(|s| {
         let mut s = s.borrow_mut();
         let frame = s.frames.last_mut().expect("a frame");
         let in_avals: Vec<Aval> = atoms.iter().map(|a| frame.jaxpr.atom_aval(a)).collect();
-        match shape_rule(&prim, &in_avals) {
-            Ok(out_avals) => {
-                let outvars: Vec<Var> = out_avals.iter().map(|a| frame.jaxpr.new_var(a.clone())).collect();
-                let id = frame.id;
-                let tensors =
-                    outvars.iter().zip(&out_avals).map(|(v, a)| Tensor::new(id, *v, a.clone(), weak)).collect();
-                frame.jaxpr.eqns.push(Eqn::new(prim, atoms, outvars, source));
-                Ok(tensors)
-            }
-            Err(e) => Err(e.message),
-        }
+        let out_avals = shape_rule(&prim, &in_avals).map_err(|e| e.message)?;
+        let outvars: Vec<Var> = out_avals.iter().map(|a| frame.jaxpr.new_var(a.clone())).collect();
+        let id = frame.id;
+        let weak_of = |i: usize| weak.get(i).or(weak.last()).copied().unwrap_or(false);
+        let tensors =
+            outvars.iter().zip(&out_avals).enumerate().map(|(i, (v, a))| Tensor::new(id, *v, a.clone(), weak_of(i)));
+        let tensors = tensors.collect();
+        frame.jaxpr.eqns.push(Eqn::new(prim, atoms, outvars, source));
+        Ok::<_, String>(tensors)
     });
     match result {
         Ok(t) => Some(t),

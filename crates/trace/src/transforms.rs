@@ -1,50 +1,100 @@
-//! Tracing entry points and the higher-order primitives: `make_jaxpr`, `jit`,
-//! `checkpoint` (records `remat2`), `checkpoint_name` (records `name`) and `scan`.
+//! Tracing entry points and the call-like primitives: `make_jaxpr`, `jit`, `checkpoint`
+//! (records `remat2`), `checkpoint_name` (records `name`), and the library's named calls
+//! (`jit[name=_where]`, `custom_jvp_call[name=relu]`). `scan` is in `scan.rs`.
 //!
-//! Each traces the user's function in a frame of its own and records one equation in the
-//! enclosing frame. Tensors the function captures from outside become leading inputs of
-//! the inner jaxpr (`scan`'s `num_consts`), as in JAX.
+//! Each call traces the user's function in a frame of its own and records one equation in
+//! the enclosing frame. Tensors the function captures from outside become leading inputs
+//! of the inner jaxpr, as in JAX. Calls of one function that trace to the same jaxpr share
+//! it (JAX caches traces), so the printer hoists it as JAX's does.
 
 use std::fmt;
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use remat_ir::{pp_jaxpr, Aval, ClosedJaxpr, Policy, Primitive};
+use remat_ir::{pp_jaxpr, Array, Aval, ClosedJaxpr, Jaxpr, Policy, Primitive};
 
-use crate::tensor::Tensor;
-use crate::trace::{bind, current_frame, pop_frame, push_frame, record_error, source_info, Operand, TraceError};
+use crate::tensor::{Arg, Tensor};
+use crate::trace::{
+    bind, bind_n, current_frame, function_scope, pop_frame, push_frame, record_error, share_jaxpr, source_info,
+    CallKey, Operand, TraceError,
+};
 use crate::tree::{ArgTree, TensorTree};
 
 /// A traced function: its closed jaxpr and the names of its flattened arguments.
 #[derive(Clone, Debug)]
 pub struct Traced {
+    /// The jaxpr, with the values of its constvars (arrays the function used as constants).
     pub jaxpr: ClosedJaxpr,
     /// One name per flattened argument, as JAX names them (`params[0][1]`, `x`).
     pub arg_names: Vec<String>,
 }
 
 impl fmt::Display for Traced {
+    /// Prints the jaxpr exactly as `jax.make_jaxpr` does.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&pp_jaxpr(&self.jaxpr.jaxpr))
     }
 }
 
+impl Traced {
+    /// Flattens a tree of concrete arguments into the list the jaxpr takes, checking it
+    /// against the traced signature: the same number of leaves, each of the traced dtype
+    /// and shape. The error names the caller's line, the argument (by its traced name) and
+    /// both types.
+    #[track_caller]
+    pub fn flatten_args<A: ArgTree>(&self, args: &A) -> Result<Vec<Array>, TraceError> {
+        let loc = Location::caller();
+        let err = |message: String| TraceError { location: source_info(loc), message };
+        let mut specs = Vec::new();
+        args.specs("args", &mut specs);
+        let mut values = Vec::new();
+        args.values(&mut values);
+        let expected = self.jaxpr.jaxpr.in_avals();
+        if specs.len() != expected.len() {
+            let want: Vec<String> = self.arg_names.iter().zip(&expected).map(|(n, a)| format!("{n}: {a}")).collect();
+            let got: Vec<String> = specs.iter().map(|(n, a)| format!("{n}: {a}")).collect();
+            return Err(err(format!(
+                "the traced function takes {} arguments ({}) but {} were given ({})",
+                expected.len(),
+                want.join(", "),
+                specs.len(),
+                got.join(", ")
+            )));
+        }
+        let mut out = Vec::with_capacity(values.len());
+        for (i, (((given_name, given), want), value)) in specs.iter().zip(&expected).zip(values).enumerate() {
+            let name = &self.arg_names[i];
+            if !given.same_type(want) {
+                return Err(err(format!("argument {i} ({name}) was traced as {want} but is given as {given}")));
+            }
+            match value {
+                Some(v) => out.push(v.clone()),
+                None => return Err(err(format!("argument {i} ({given_name}) is an abstract {given}, not a value"))),
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// Traces `f` on abstract values shaped like `args` and returns its jaxpr, as
-/// `jax.make_jaxpr(f)(*args)` does. Shape and dtype errors inside `f` are returned as a
-/// [`TraceError`] naming the line of `f` where they happened.
+/// `jax.make_jaxpr(f)(*args)` does. `args` is a tree (see [`ArgTree`]) of [`Aval`]s or
+/// [`Array`]s; `f` receives the same tree with a [`Tensor`] at every leaf and returns a
+/// tree of tensors. Shape and dtype errors inside `f` are returned as a [`TraceError`]
+/// naming the line of `f` where they happened; nothing panics.
 #[track_caller]
 pub fn make_jaxpr<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<Traced, TraceError> {
     let loc = Location::caller();
     if current_frame().is_some() {
-        return Err(TraceError {
-            location: source_info(loc),
-            message: "make_jaxpr cannot be called while another function is being traced".into(),
-        });
+        let message = "make_jaxpr cannot be called while another function is being traced (call the function \
+                       directly, or use jit)";
+        record_error(loc, message.into());
+        return Err(TraceError { location: source_info(loc), message: message.into() });
     }
     let mut specs = Vec::new();
     args.specs("args", &mut specs);
-    let avals: Vec<Aval> = specs.iter().map(|(_, a)| a.clone()).collect();
-    let (guard, inputs) = push_frame(&avals);
+    let types: Vec<(Aval, bool)> = specs.iter().map(|(_, a)| (a.clone(), false)).collect();
+    let (guard, inputs) = push_frame(&types);
     let traced_args = args.build(&mut inputs.into_iter());
     let out = f(traced_args);
     let finished = pop_frame(guard, &out.leaves(), loc)?;
@@ -54,89 +104,182 @@ pub fn make_jaxpr<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, arg
     })
 }
 
-/// The body of a call traced in its own frame: the inner jaxpr, and the operands to pass
-/// (captured tensors first, then the arguments).
-struct Body<R> {
-    jaxpr: remat_ir::Jaxpr,
-    operands: Vec<Operand>,
-    out: R,
+/// A function body traced in its own frame.
+pub(crate) struct Body<R> {
+    pub jaxpr: Jaxpr,
+    /// Tensors of the enclosing frame the body uses: the call's leading operands.
+    pub captured: Vec<Tensor>,
+    /// The body's results (inner tensors): the structure and weak flags of the call's.
+    pub out: R,
 }
 
-fn trace_body<A: TensorTree, R: TensorTree>(
-    f: impl FnOnce(A) -> R,
-    args: &A,
-    in_avals: &[Aval],
+/// Traces `f` on fresh inputs of `in_types`. On error (recorded), returns `f`'s result so
+/// that the caller can return placeholders of the right structure.
+pub(crate) fn trace_body<R: TensorTree>(
+    in_types: &[(Aval, bool)],
+    f: impl FnOnce(Vec<Tensor>) -> R,
     loc: &'static Location<'static>,
-) -> Option<Body<R>> {
-    let (guard, inner) = push_frame(in_avals);
-    let inner_args = args.rebuild(&mut inner.into_iter());
-    let out = f(inner_args);
-    let finished = pop_frame(guard, &out.leaves(), loc).ok()?;
-    let operands = finished.captured.into_iter().map(Operand::Tensor).collect();
-    Some(Body { jaxpr: finished.jaxpr, operands, out })
+) -> Result<Body<R>, R> {
+    let (guard, inner) = push_frame(in_types);
+    let out = f(inner);
+    match pop_frame(guard, &out.leaves(), loc) {
+        Ok(finished) => Ok(Body { jaxpr: finished.jaxpr, captured: finished.captured, out }),
+        Err(_) => Err(out),
+    }
 }
 
-fn placeholders<R: TensorTree>(template: &R) -> R {
+/// `template` with a placeholder at every leaf (the result of a failed call).
+pub(crate) fn placeholders<R: TensorTree>(template: &R) -> R {
     template.rebuild(&mut template.leaves().into_iter().map(|t| Tensor::placeholder(t.aval().clone())))
 }
 
-/// Records `prim` over `operands` and returns `template` rebuilt with its results.
-fn bind_call<R: TensorTree>(prim: Primitive, operands: &[Operand], template: &R, loc: &'static Location<'static>) -> R {
-    let results = bind(prim, operands, false, loc);
-    if results.len() != template.leaves().len() {
-        return placeholders(template);
+/// Records `prim` over `operands` and returns `template` rebuilt with its results, which
+/// keep the weak flags of the template's leaves.
+pub(crate) fn bind_call<R: TensorTree>(
+    prim: Primitive,
+    operands: &[Operand],
+    template: &R,
+    loc: &'static Location<'static>,
+) -> R {
+    let leaves = template.leaves();
+    let weak: Vec<bool> = leaves.iter().map(Tensor::is_weak).collect();
+    match bind_n(prim, operands, &weak, loc) {
+        Some(results) if results.len() == leaves.len() => template.rebuild(&mut results.into_iter()),
+        _ => placeholders(template),
     }
-    template.rebuild(&mut results.into_iter())
 }
 
-/// `jax.jit(f)`: inside a trace, records a `jit[name=... jaxpr=...]` call.
+fn types_of(leaves: &[Tensor]) -> Vec<(Aval, bool)> {
+    leaves.iter().map(|t| (t.aval().clone(), t.is_weak())).collect()
+}
+
+fn with_captured(captured: Vec<Tensor>, operands: impl IntoIterator<Item = Operand>) -> Vec<Operand> {
+    captured.into_iter().map(Operand::Tensor).chain(operands).collect()
+}
+
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+fn new_instance() -> u64 {
+    NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The name JAX would take from a Python function: a Rust function item's own name, or
+/// `lambda` for a closure (JAX's `<lambda>`, which the text parser does not read).
+fn function_name<F>() -> String {
+    let full = std::any::type_name::<F>();
+    if full.contains(['{', '(']) {
+        return "lambda".into();
+    }
+    let path = full.split('<').next().unwrap_or(full);
+    path.rsplit("::").next().unwrap_or(path).to_string()
+}
+
+/// `jax.jit(f)`: inside a trace, [`Jit::call`] records a `jit[name=... jaxpr={...}]`
+/// equation. The name is the function's (for a Rust `fn`), or the one given with
+/// [`Jit::name`]; equations inside a named call carry that name as their function.
 pub fn jit<F>(f: F) -> Jit<F> {
-    Jit { f, name: None }
+    Jit { name: function_name::<F>(), named: false, f, id: new_instance() }
 }
 
-/// A function to be called as a named `jit` equation. See [`jit`].
+/// A function to be called as a `jit` equation. See [`jit`].
 #[derive(Clone, Debug)]
 pub struct Jit<F> {
     f: F,
-    name: Option<String>,
+    name: String,
+    named: bool,
+    id: u64,
 }
 
 impl<F> Jit<F> {
     /// The name JAX takes from the Python function (`jit[name=relu ...]`).
     pub fn name(mut self, name: &str) -> Self {
-        self.name = Some(name.to_string());
+        self.name = name.to_string();
+        self.named = true;
         self
     }
 
-    /// Calls the function, recording one `jit` equation.
+    /// Calls the function on a tree of tensors, recording one `jit` equation.
     #[track_caller]
     pub fn call<A: TensorTree, R: TensorTree>(&self, args: A) -> R
     where
         F: Fn(A) -> R,
     {
-        self.call_at(args, Location::caller())
-    }
-
-    pub(crate) fn call_at<A: TensorTree, R: TensorTree>(&self, args: A, loc: &'static Location<'static>) -> R
-    where
-        F: Fn(A) -> R,
-    {
+        let loc = Location::caller();
         let leaves = args.leaves();
-        let avals: Vec<Aval> = leaves.iter().map(|t| t.aval().clone()).collect();
-        let Some(mut body) = trace_body(&self.f, &args, &avals, loc) else {
-            return placeholders(&(self.f)(args));
-        };
-        body.operands.extend(leaves.into_iter().map(Operand::Tensor));
-        let name = self.name.clone().unwrap_or_else(|| "jit".into());
-        let prim = Primitive::Jit { name, jaxpr: ClosedJaxpr::new(Arc::new(body.jaxpr)) };
-        bind_call(prim, &body.operands, &body.out, loc)
+        let body = trace_body(
+            &types_of(&leaves),
+            |inner| {
+                let _scope = self.named.then(|| function_scope(&self.name));
+                (self.f)(args.rebuild(&mut inner.into_iter()))
+            },
+            loc,
+        );
+        match body {
+            Err(out) => placeholders(&out),
+            Ok(body) => {
+                let jaxpr = share_jaxpr(CallKey::Instance(self.id), body.jaxpr);
+                let operands = with_captured(body.captured, leaves.into_iter().map(Operand::Tensor));
+                let prim = Primitive::Jit { name: self.name.clone(), jaxpr: ClosedJaxpr::new(jaxpr) };
+                bind_call(prim, &operands, &body.out, loc)
+            }
+        }
     }
 }
 
-/// `jax.checkpoint(f)`: inside a trace, records a `remat2` call whose policy decides what
-/// its linearization may save. The default policy (`None`) saves nothing.
+/// A library function recorded as `jit[name=...]` over tensors and Rust scalars (which
+/// are passed as literal operands, as JAX passes Python scalars): `jnp.where` is
+/// `jit[name=_where]`, `jax.nn.log_softmax` is `jit[name=log_softmax]`.
+pub(crate) fn library_jit<R: TensorTree>(
+    name: &'static str,
+    args: &[Arg],
+    f: impl FnOnce(Vec<Tensor>) -> R,
+    loc: &'static Location<'static>,
+) -> R {
+    let operands: Vec<Operand> = args.iter().map(Arg::operand).collect();
+    let types: Vec<(Aval, bool)> = operands.iter().map(Operand::typ).collect();
+    match trace_body(&types, f, loc) {
+        Err(out) => placeholders(&out),
+        Ok(body) => {
+            let jaxpr = share_jaxpr(CallKey::Library(name), body.jaxpr);
+            let prim = Primitive::Jit { name: name.to_string(), jaxpr: ClosedJaxpr::new(jaxpr) };
+            bind_call(prim, &with_captured(body.captured, operands), &body.out, loc)
+        }
+    }
+}
+
+/// A library function with a custom derivative, recorded as JAX records a
+/// `jax.custom_jvp` function: `custom_jvp_call[name=... call_jaxpr={...} jvp=...
+/// symbolic_zeros=False]`. `jvp` names the derivative rule.
+pub(crate) fn library_custom_jvp(
+    name: &'static str,
+    jvp: &str,
+    x: &Tensor,
+    f: impl FnOnce(Tensor) -> Tensor,
+    loc: &'static Location<'static>,
+) -> Tensor {
+    let body =
+        trace_body(&types_of(std::slice::from_ref(x)), |inner| f(inner.into_iter().next().expect("one input")), loc);
+    match body {
+        Err(out) => placeholders(&out),
+        Ok(body) => {
+            let num_consts = body.captured.len();
+            let prim = Primitive::CustomJvpCall {
+                name: name.to_string(),
+                call_jaxpr: ClosedJaxpr::new(Arc::new(body.jaxpr)),
+                jvp: jvp.to_string(),
+                num_consts,
+                symbolic_zeros: false,
+            };
+            bind_call(prim, &with_captured(body.captured, [Operand::Tensor(x.clone())]), &body.out, loc)
+        }
+    }
+}
+
+/// `jax.checkpoint(f)`: inside a trace, [`Checkpoint::call`] records a `remat2` equation
+/// whose policy decides what its linearization may save. The default policy (`None`)
+/// saves nothing.
 pub fn checkpoint<F>(f: F) -> Checkpoint<F> {
-    Checkpoint { f, policy: None, prevent_cse: true }
+    Checkpoint { f, policy: None, prevent_cse: true, id: new_instance() }
 }
 
 /// A function to be called as a `remat2` equation. See [`checkpoint`].
@@ -145,6 +288,7 @@ pub struct Checkpoint<F> {
     f: F,
     policy: Option<Policy>,
     prevent_cse: bool,
+    id: u64,
 }
 
 impl<F> Checkpoint<F> {
@@ -160,7 +304,7 @@ impl<F> Checkpoint<F> {
         self
     }
 
-    /// Calls the function, recording one `remat2` equation.
+    /// Calls the function on a tree of tensors, recording one `remat2` equation.
     #[track_caller]
     pub fn call<A: TensorTree, R: TensorTree>(&self, args: A) -> R
     where
@@ -168,18 +312,19 @@ impl<F> Checkpoint<F> {
     {
         let loc = Location::caller();
         let leaves = args.leaves();
-        let avals: Vec<Aval> = leaves.iter().map(|t| t.aval().clone()).collect();
-        let Some(mut body) = trace_body(&self.f, &args, &avals, loc) else {
-            return placeholders(&(self.f)(args));
-        };
-        body.operands.extend(leaves.into_iter().map(Operand::Tensor));
-        let prim = Primitive::Remat2 {
-            jaxpr: Arc::new(body.jaxpr),
-            prevent_cse: self.prevent_cse,
-            differentiated: false,
-            policy: self.policy.clone(),
-        };
-        bind_call(prim, &body.operands, &body.out, loc)
+        match trace_body(&types_of(&leaves), |inner| (self.f)(args.rebuild(&mut inner.into_iter())), loc) {
+            Err(out) => placeholders(&out),
+            Ok(body) => {
+                let prim = Primitive::Remat2 {
+                    jaxpr: share_jaxpr(CallKey::Instance(self.id), body.jaxpr),
+                    prevent_cse: self.prevent_cse,
+                    differentiated: false,
+                    policy: self.policy.clone(),
+                };
+                let operands = with_captured(body.captured, leaves.into_iter().map(Operand::Tensor));
+                bind_call(prim, &operands, &body.out, loc)
+            }
+        }
     }
 }
 
@@ -189,112 +334,38 @@ pub fn checkpoint_name(x: &Tensor, name: &str) -> Tensor {
     bind(Primitive::Name { name: name.to_string() }, &[x.into()], x.is_weak(), Location::caller()).remove(0)
 }
 
-/// `jax.lax.scan(body, init, xs)`: runs `body(carry, x) -> (carry, y)` over the leading
-/// axis of every leaf of `xs`, returning the final carry and the stacked `y`s. Records one
-/// `scan` equation; tensors `body` captures become the scan's consts.
-#[track_caller]
-pub fn scan<C, X, Y>(body: impl Fn(C, X) -> (C, Y), init: C, xs: X) -> (C, Y)
+/// Composes `funs` with recursive (binomial) checkpointing, as the `recursive_checkpoint`
+/// of JAX's remat tutorial: the result computes `funs[0](funs[1](...funs[n-1](x)))`
+/// (the last function is applied first), splitting the chain in halves and checkpointing
+/// the half applied first, recursively, so that a chain of `n` functions keeps
+/// `O(log n)` residuals live under differentiation.
+///
+/// ```
+/// use remat_ir::{Aval, DType};
+/// use remat_trace::{make_jaxpr, recursive_checkpoint, Tensor};
+///
+/// let sins = vec![|x: Tensor| x.sin(); 8];
+/// let f = recursive_checkpoint(&sins);
+/// let traced = make_jaxpr(|x| f(x), &Aval::scalar(DType::F32)).unwrap();
+/// assert_eq!(traced.to_string().matches("remat2").count(), 3);
+/// ```
+pub fn recursive_checkpoint<T, F>(funs: &[F]) -> impl Fn(T) -> T + '_
 where
-    C: TensorTree,
-    X: TensorTree,
-    Y: TensorTree,
+    T: TensorTree,
+    F: Fn(T) -> T,
 {
-    scan_impl(body, init, xs, false, Location::caller())
+    move |x| apply_recursive(funs, x)
 }
 
-/// [`scan`] from the last element of `xs` to the first (`reverse=True`).
-#[track_caller]
-pub fn scan_reverse<C, X, Y>(body: impl Fn(C, X) -> (C, Y), init: C, xs: X) -> (C, Y)
-where
-    C: TensorTree,
-    X: TensorTree,
-    Y: TensorTree,
-{
-    scan_impl(body, init, xs, true, Location::caller())
-}
-
-fn scan_impl<C, X, Y>(
-    body: impl Fn(C, X) -> (C, Y),
-    init: C,
-    xs: X,
-    reverse: bool,
-    loc: &'static Location<'static>,
-) -> (C, Y)
-where
-    C: TensorTree,
-    X: TensorTree,
-    Y: TensorTree,
-{
-    let carry_leaves = init.leaves();
-    let x_leaves = xs.leaves();
-    let Some(length) = x_leaves.first().and_then(|x| x.shape().first().copied()) else {
-        record_error(loc, "scan needs at least one scanned-over array with a leading axis".into());
-        return failed(&body, init, &xs);
-    };
-    if let Some(bad) = x_leaves.iter().find(|x| x.shape().first() != Some(&length)) {
-        record_error(loc, format!("scan: every scanned-over array needs leading axis {length}, found {}", bad.aval()));
-        return failed(&body, init, &xs);
-    }
-    let mut in_avals: Vec<Aval> = carry_leaves.iter().map(|t| t.aval().clone()).collect();
-    in_avals.extend(x_leaves.iter().map(|x| Aval::new(x.dtype(), x.shape()[1..].to_vec())));
-    let args = (init, xs);
-    let f = |(c, x): (C, X)| {
-        let (c2, y) = body(c, x);
-        (c2, y)
-    };
-    let Some(traced) = trace_body(f, &args, &in_avals, loc) else {
-        let (init, xs) = args;
-        return failed(&body, init, &xs);
-    };
-    let (carry_out, _) = &traced.out;
-    for (i, (cin, cout)) in carry_leaves.iter().zip(carry_out.leaves()).enumerate() {
-        if cin.aval() != cout.aval() {
-            record_error(
-                loc,
-                format!("scan: carry {i} enters the body as {} but leaves it as {}", cin.aval(), cout.aval()),
-            );
-            let (init, _) = args;
-            let y = placeholders(&traced.out.1);
-            return (init, y);
+fn apply_recursive<T: TensorTree, F: Fn(T) -> T>(funs: &[F], x: T) -> T {
+    match funs {
+        [] => x,
+        [f] => f(x),
+        [f1, f2] => f1(f2(x)),
+        _ => {
+            let (first, second) = funs.split_at(funs.len() / 2);
+            let y = checkpoint(|x: T| apply_recursive(second, x)).call(x);
+            apply_recursive(first, y)
         }
     }
-    let num_consts = traced.operands.len();
-    let mut operands = traced.operands;
-    operands.extend(carry_leaves.iter().cloned().map(Operand::Tensor));
-    operands.extend(x_leaves.into_iter().map(Operand::Tensor));
-    let prim = Primitive::Scan {
-        jaxpr: ClosedJaxpr::new(Arc::new(traced.jaxpr)),
-        length,
-        reverse,
-        num_consts,
-        num_carry: carry_leaves.len(),
-        unroll: 1,
-    };
-    // The body's results are (carry, y); the scan returns (carry, stacked y).
-    let stacked_template = {
-        let (c, y) = &traced.out;
-        let ys: Vec<Tensor> = y
-            .leaves()
-            .iter()
-            .map(|t| {
-                let mut shape = vec![length];
-                shape.extend_from_slice(t.shape());
-                Tensor::placeholder(Aval::new(t.dtype(), shape))
-            })
-            .collect();
-        (c.rebuild(&mut c.leaves().into_iter()), y.rebuild(&mut ys.into_iter()))
-    };
-    bind_call(prim, &operands, &stacked_template, loc)
-}
-
-/// After a recorded error, a `(carry, y)` of the right types: the body runs on placeholder
-/// slices (operations are no-ops once an error is recorded) only to build `y`'s structure.
-fn failed<C: TensorTree, X: TensorTree, Y: TensorTree>(body: &impl Fn(C, X) -> (C, Y), init: C, xs: &X) -> (C, Y) {
-    let sliced = xs.leaves().into_iter().map(|x| {
-        let shape = x.shape().get(1..).map(<[usize]>::to_vec).unwrap_or_default();
-        Tensor::placeholder(Aval::new(x.dtype(), shape))
-    });
-    let x = xs.rebuild(&mut sliced.collect::<Vec<_>>().into_iter());
-    let (_, y) = body(placeholders(&init), x);
-    (init, y)
 }

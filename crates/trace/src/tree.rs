@@ -16,6 +16,8 @@ pub trait ArgTree {
     fn specs(&self, path: &str, out: &mut Vec<(String, Aval)>);
     /// Builds the traced tree, taking one tensor per leaf in order.
     fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self::Traced;
+    /// Appends every leaf's concrete value (`None` for an abstract [`Aval`] leaf).
+    fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>);
 }
 
 /// A tree of tensors: function results, and the arguments of functions passed to
@@ -26,6 +28,7 @@ pub trait TensorTree: Sized {
     /// The same structure with new leaves, taken in order.
     fn rebuild(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self;
 
+    /// Every leaf, in order.
     fn leaves(&self) -> Vec<Tensor> {
         let mut v = Vec::new();
         self.flatten(&mut v);
@@ -37,7 +40,9 @@ pub trait TensorTree: Sized {
 /// (`from the argument W1` in residual reports).
 #[derive(Clone, Debug)]
 pub struct Named<T> {
+    /// The argument's name (`W1`, `params`); leaves below it are named from it.
     pub name: String,
+    /// The argument: an [`Aval`], an [`Array`] or a tree of them.
     pub value: T,
 }
 
@@ -58,6 +63,9 @@ impl ArgTree for Aval {
     fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Tensor {
         next_leaf(leaves)
     }
+    fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>) {
+        out.push(None);
+    }
 }
 
 impl ArgTree for Array {
@@ -68,6 +76,9 @@ impl ArgTree for Array {
     fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Tensor {
         next_leaf(leaves)
     }
+    fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>) {
+        out.push(Some(self));
+    }
 }
 
 impl<T: ArgTree> ArgTree for Named<T> {
@@ -77,6 +88,9 @@ impl<T: ArgTree> ArgTree for Named<T> {
     }
     fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> T::Traced {
         self.value.build(leaves)
+    }
+    fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>) {
+        self.value.values(out);
     }
 }
 
@@ -90,6 +104,9 @@ impl<T: ArgTree> ArgTree for Vec<T> {
     fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self::Traced {
         self.iter().map(|x| x.build(leaves)).collect()
     }
+    fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>) {
+        self.iter().for_each(|x| x.values(out));
+    }
 }
 
 impl<T: ArgTree, const N: usize> ArgTree for [T; N] {
@@ -102,6 +119,9 @@ impl<T: ArgTree, const N: usize> ArgTree for [T; N] {
     fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self::Traced {
         std::array::from_fn(|i| self[i].build(leaves))
     }
+    fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>) {
+        self.iter().for_each(|x| x.values(out));
+    }
 }
 
 impl<T: ArgTree> ArgTree for BTreeMap<String, T> {
@@ -113,6 +133,9 @@ impl<T: ArgTree> ArgTree for BTreeMap<String, T> {
     }
     fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self::Traced {
         self.iter().map(|(k, x)| (k.clone(), x.build(leaves))).collect()
+    }
+    fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>) {
+        self.values().for_each(|x| x.values(out));
     }
 }
 
@@ -166,6 +189,9 @@ macro_rules! tuple_trees {
             }
             fn build(&self, leaves: &mut dyn Iterator<Item = Tensor>) -> Self::Traced {
                 ($(self.$i.build(leaves),)+)
+            }
+            fn values<'a>(&'a self, out: &mut Vec<Option<&'a Array>>) {
+                $(self.$i.values(out);)+
             }
         }
         impl<$($t: TensorTree),+> TensorTree for ($($t,)+) {
