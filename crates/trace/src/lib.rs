@@ -30,6 +30,8 @@ mod tree;
 pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
 pub use tensor::{binary, compare, unary, Arg, Tensor};
+#[doc(hidden)]
+pub use trace::__enclosing_function_name;
 pub use trace::{function_scope, in_function, FunctionScope, Operand, TraceError};
 pub use transforms::{checkpoint, checkpoint_name, jit, make_jaxpr, recursive_checkpoint, Checkpoint, Jit, Traced};
 pub use tree::{named, ArgTree, Named, TensorTree};

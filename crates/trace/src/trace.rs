@@ -172,6 +172,34 @@ pub fn function_scope(name: &str) -> FunctionScope {
     })
 }
 
+/// Starts a [`FunctionScope`] named after the enclosing Rust function (closures count as
+/// the function they are written in):
+///
+/// ```
+/// # use remat_trace::Tensor;
+/// fn layer(w: &Tensor, x: &Tensor) -> Tensor {
+///     let _scope = remat_trace::function_scope!(); // equations below say `(layer)`
+///     w.dot(x).sin()
+/// }
+/// ```
+#[macro_export]
+macro_rules! function_scope {
+    () => {
+        $crate::function_scope($crate::__enclosing_function_name(&|| {}))
+    };
+}
+
+/// The name of the function a closure of type `T` is written in (for
+/// [`function_scope!`](crate::function_scope!)).
+#[doc(hidden)]
+pub fn __enclosing_function_name<T>(_: &T) -> &'static str {
+    let mut name = std::any::type_name::<T>();
+    while let Some(outer) = name.strip_suffix("::{{closure}}") {
+        name = outer;
+    }
+    name.rsplit("::").next().unwrap_or(name)
+}
+
 /// Runs `f` with `name` as the user's function name in recorded source locations (see
 /// [`FunctionScope`]).
 pub fn in_function<T>(name: &str, f: impl FnOnce() -> T) -> T {

@@ -1,0 +1,71 @@
+//! Shared by the conformance tests: a recorded JAX case (`tests/data/conformance/*.json`)
+//! and the checks a Rust version of it must pass.
+
+use remat_interp::eval_jaxpr;
+use remat_ir::Array;
+use remat_trace::{ArgTree, Traced};
+use serde_json::Value;
+
+/// One case recorded from JAX: its program's text, arguments and outputs.
+pub struct Case {
+    pub name: String,
+    pub jaxpr: String,
+    pub args: Vec<Array>,
+    pub outputs: Vec<Array>,
+    pub arg_names: Vec<String>,
+}
+
+impl Case {
+    pub fn load(name: &str) -> Case {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/conformance/{name}.json"));
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let arrays = |field: &str| -> Vec<Array> {
+            json[field].as_array().unwrap().iter().map(|v| Array::from_json(v).unwrap()).collect()
+        };
+        Case {
+            name: name.to_string(),
+            jaxpr: json["jaxpr"].as_str().unwrap().to_string(),
+            args: arrays("args"),
+            outputs: arrays("outputs"),
+            arg_names: json["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect(),
+        }
+    }
+
+    /// The `i`-th flattened argument.
+    pub fn arg(&self, i: usize) -> Array {
+        self.args[i].clone()
+    }
+
+    /// The traced program takes JAX's argument names and, evaluated on the case's
+    /// arguments (flattened from `args`, the tree it was traced with), gives JAX's outputs
+    /// (|a - b| <= max(1e-4 |b|, 1e-5)).
+    pub fn assert_evaluates(&self, traced: &Traced, args: &impl ArgTree) {
+        assert_eq!(traced.arg_names, self.arg_names, "{}: argument names", self.name);
+        let flat = traced.flatten_args(args).unwrap();
+        for (i, (a, b)) in flat.iter().zip(&self.args).enumerate() {
+            assert_eq!(a.to_f64_vec(), b.to_f64_vec(), "{}: argument {i} is not the case's", self.name);
+        }
+        let got = eval_jaxpr(&traced.jaxpr.jaxpr, &traced.jaxpr.consts, &flat)
+            .unwrap_or_else(|e| panic!("{}: evaluation failed: {e}", self.name));
+        assert_eq!(got.len(), self.outputs.len(), "{}: number of outputs", self.name);
+        for (i, (g, w)) in got.iter().zip(&self.outputs).enumerate() {
+            assert_eq!(g.aval(), w.aval(), "{}: output {i} type", self.name);
+            for (j, (a, b)) in g.to_f64_vec().into_iter().zip(w.to_f64_vec()).enumerate() {
+                let close = (a - b).abs() <= (1e-4 * b.abs()).max(1e-5) || a == b;
+                assert!(close, "{}: output {i}, element {j}: got {a}, JAX gave {b}", self.name);
+            }
+        }
+    }
+
+    /// The traced program prints exactly as JAX printed the case.
+    pub fn assert_text(&self, traced: &Traced) {
+        let text = traced.to_string();
+        assert!(
+            text == self.jaxpr,
+            "{}: the jaxpr differs from JAX's\n--- JAX\n{}\n--- Rust\n{text}",
+            self.name,
+            self.jaxpr
+        );
+    }
+}
