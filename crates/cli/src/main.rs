@@ -39,6 +39,22 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Backend::Interp)]
         backend: Backend,
     },
+    /// Compile a jaxpr with the JIT, run it N times, and report compile time, median run
+    /// time and the planned peak bytes.
+    Bench {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+        /// Input arrays as for `eval`; without it, deterministic pseudo-random inputs in
+        /// [-1, 1] of the right avals.
+        #[arg(long)]
+        inputs: Option<PathBuf>,
+        /// How many timed runs (after one warm-up run).
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// End with one JSON line `{"compile_ms": ..., "run_median_ms": ..., "peak_bytes": ...}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How a program is run.
@@ -46,6 +62,8 @@ enum Command {
 pub enum Backend {
     /// The reference interpreter.
     Interp,
+    /// The Cranelift JIT (compiled to native code, then run).
+    Jit,
 }
 
 fn main() -> ExitCode {
@@ -53,6 +71,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Print { file } => commands::print::run(&file),
         Command::Eval { file, inputs, out, backend } => commands::eval::run(&file, &inputs, out.as_deref(), backend),
+        Command::Bench { file, inputs, runs, json } => commands::bench::run(&file, inputs.as_deref(), runs, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -147,3 +147,36 @@ fn tempdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn eval_with_the_jit_backend_reproduces_every_conformance_case() {
+    let dir = tempdir("jit_cases");
+    for (name, case) in &cases() {
+        let jaxpr = dir.join(format!("{name}.jaxpr"));
+        std::fs::write(&jaxpr, case["jaxpr"].as_str().unwrap()).unwrap();
+        let inputs = dir.join(format!("{name}.json"));
+        std::fs::write(&inputs, serde_json::to_string(case).unwrap()).unwrap();
+        let out = remat(&["eval", jaxpr.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--backend", "jit"]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for (g, w) in got["outputs"].as_array().unwrap().iter().zip(case["outputs"].as_array().unwrap()) {
+            let (g, w) = (remat_ir::Array::from_json(g).unwrap(), remat_ir::Array::from_json(w).unwrap());
+            for (a, b) in g.to_f64_vec().into_iter().zip(w.to_f64_vec()) {
+                assert!(close(a, b), "{name}: got {a}, expected {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bench_reports_compile_time_run_time_and_peak_bytes_as_json() {
+    let file = data("bench").join("mlp_small_dots.jaxpr");
+    let out = remat(&["bench", file.to_str().unwrap(), "--runs", "3", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert!(last["compile_ms"].as_f64().unwrap() > 0.0);
+    assert!(last["run_median_ms"].as_f64().unwrap() > 0.0);
+    assert!(last["peak_bytes"].as_u64().unwrap() > 0);
+    assert!(stdout.lines().last().unwrap().starts_with("{\"compile_ms\""));
+}

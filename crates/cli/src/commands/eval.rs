@@ -20,6 +20,7 @@ pub fn run(file: &Path, inputs: &Path, out: Option<&Path>, backend: Backend) -> 
     let args = read_arrays(inputs)?;
     let outputs = match backend {
         Backend::Interp => remat_interp::eval_jaxpr(&jaxpr, &[], &args)?,
+        Backend::Jit => remat_jit::compile(&jaxpr)?.run(&args)?,
     };
     write_json(out, &json!({ "outputs": outputs.iter().map(Array::to_json).collect::<Vec<_>>() }))
 }
