@@ -81,8 +81,8 @@ fn sum_keepdims(x: &Tensor, axis: usize, loc: &'static Location<'static>) -> Ten
     x.reduce_sum_at(&[axis], loc).expand_dims_at(&[axis], loc)
 }
 
-fn axis_of(x: &Tensor, axis: isize, loc: &'static Location<'static>) -> Option<usize> {
-    crate::numpy::normalize_axes(x, &[axis], loc).map(|a| a[0])
+fn axis_of(what: &str, x: &Tensor, axis: isize, loc: &'static Location<'static>) -> Option<usize> {
+    crate::numpy::normalize_axes(what, x, &[axis], loc).map(|a| a[0])
 }
 
 /// `jax.nn.softmax(x, axis)`: `exp(x - max) / sum(exp(x - max))` along `axis` (negative
@@ -90,7 +90,7 @@ fn axis_of(x: &Tensor, axis: isize, loc: &'static Location<'static>) -> Option<u
 #[track_caller]
 pub fn softmax(x: &Tensor, axis: isize) -> Tensor {
     let loc = Location::caller();
-    let Some(axis) = axis_of(x, axis, loc) else { return Tensor::placeholder(x.aval().clone()) };
+    let Some(axis) = axis_of("softmax", x, axis, loc) else { return Tensor::placeholder(x.aval().clone()) };
     let e = unary_at(UnaryOp::Exp, shifted(x, axis, loc).into(), loc);
     let s = sum_keepdims(&e, axis, loc);
     binary_at(BinaryOp::Div, e.into(), s.into(), loc)
@@ -101,7 +101,7 @@ pub fn softmax(x: &Tensor, axis: isize) -> Tensor {
 #[track_caller]
 pub fn log_softmax(x: &Tensor, axis: isize) -> Tensor {
     let loc = Location::caller();
-    let Some(axis) = axis_of(x, axis, loc) else { return Tensor::placeholder(x.aval().clone()) };
+    let Some(axis) = axis_of("log_softmax", x, axis, loc) else { return Tensor::placeholder(x.aval().clone()) };
     library_jit(
         "log_softmax",
         &[x.into()],
@@ -125,7 +125,7 @@ pub fn log_softmax(x: &Tensor, axis: isize) -> Tensor {
 pub fn logsumexp(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Tensor {
     let loc = Location::caller();
     let all: Vec<isize> = (0..x.ndim() as isize).collect();
-    let Some(mut axes) = crate::numpy::normalize_axes(x, axes.unwrap_or(&all), loc) else {
+    let Some(mut axes) = crate::numpy::normalize_axes("logsumexp", x, axes.unwrap_or(&all), loc) else {
         return Tensor::placeholder(x.aval().clone());
     };
     let m = x.apply_at(Primitive::Reduce { op: ReduceOp::Max, axes: axes.clone() }, loc);

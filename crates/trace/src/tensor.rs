@@ -124,6 +124,14 @@ impl Arg {
         }
     }
 
+    /// The operand's type for messages: `f32[3,4]`, or `f32 scalar 2.0`.
+    fn describe(&self) -> String {
+        match self {
+            Arg::Tensor(t) => t.aval().to_string(),
+            Arg::Scalar(x, d) => format!("the {d} scalar {x}"),
+        }
+    }
+
     fn shape(&self) -> &[usize] {
         match self {
             Arg::Tensor(t) => t.shape(),
@@ -213,12 +221,13 @@ impl Tensor {
 /// Promotes elementwise operands to one dtype and rank, as `jnp`'s binary functions do:
 /// returns the operands and the result's dtype and weak flag, or `None` (error recorded)
 /// if the shapes do not broadcast.
-pub(crate) fn promote(args: &[Arg], loc: &'static Location<'static>) -> Option<(Vec<Operand>, DType, bool)> {
+pub(crate) fn promote(op: &str, args: &[Arg], loc: &'static Location<'static>) -> Option<(Vec<Operand>, DType, bool)> {
     let types: Vec<(DType, bool)> = args.iter().map(Arg::typ).collect();
     let (dtype, weak) = result_type(&types);
     let shapes: Vec<&[usize]> = args.iter().map(Arg::shape).collect();
-    if let Err(message) = broadcast_shapes(&shapes) {
-        record_error(loc, message);
+    if broadcast_shapes(&shapes).is_err() {
+        let avals: Vec<String> = args.iter().map(Arg::describe).collect();
+        record_error(loc, format!("{op}: operands {} do not broadcast together", avals.join(" and ")));
         return None;
     }
     let out_rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
@@ -252,7 +261,7 @@ pub fn binary(op: BinaryOp, a: impl Into<Arg>, b: impl Into<Arg>) -> Tensor {
 }
 
 pub(crate) fn binary_at(op: BinaryOp, a: Arg, b: Arg, loc: &'static Location<'static>) -> Tensor {
-    match promote(&[a, b], loc) {
+    match promote(op.name(), &[a, b], loc) {
         Some((ops, _, weak)) => bind(Primitive::Binary(op), &ops, weak, loc).remove(0),
         None => Tensor::placeholder(Aval::scalar(DType::F32)),
     }
@@ -265,7 +274,7 @@ pub fn compare(op: CompareOp, a: impl Into<Arg>, b: impl Into<Arg>) -> Tensor {
 }
 
 pub(crate) fn compare_at(op: CompareOp, a: Arg, b: Arg, loc: &'static Location<'static>) -> Tensor {
-    match promote(&[a, b], loc) {
+    match promote(op.name(), &[a, b], loc) {
         Some((ops, ..)) => bind(Primitive::Compare(op), &ops, false, loc).remove(0),
         None => Tensor::placeholder(Aval::scalar(DType::Bool)),
     }

@@ -398,6 +398,16 @@ pub(crate) fn share_jaxpr(key: CallKey, jaxpr: Jaxpr) -> Arc<Jaxpr> {
     })
 }
 
+/// A shape rule's message, with the operand types appended unless it names them all.
+fn with_operands(message: String, in_avals: &[Aval]) -> String {
+    let types: Vec<String> = in_avals.iter().map(Aval::to_string).collect();
+    if types.iter().all(|t| message.contains(t.as_str())) {
+        message
+    } else {
+        format!("{message} (operands: {})", types.join(", "))
+    }
+}
+
 /// Records `prim` applied to `operands` in the innermost frame and returns its results,
 /// weakly typed if `weak`. On error, records it and returns placeholders.
 pub(crate) fn bind(prim: Primitive, operands: &[Operand], weak: bool, loc: &'static Location<'static>) -> Vec<Tensor> {
@@ -440,7 +450,7 @@ pub(crate) fn bind_n(
         let mut s = s.borrow_mut();
         let frame = s.frames.last_mut().expect("a frame");
         let in_avals: Vec<Aval> = atoms.iter().map(|a| frame.jaxpr.atom_aval(a)).collect();
-        let out_avals = shape_rule(&prim, &in_avals).map_err(|e| e.message)?;
+        let out_avals = shape_rule(&prim, &in_avals).map_err(|e| with_operands(e.message, &in_avals))?;
         let outvars: Vec<Var> = out_avals.iter().map(|a| frame.jaxpr.new_var(a.clone())).collect();
         let id = frame.id;
         let weak_of = |i: usize| weak.get(i).or(weak.last()).copied().unwrap_or(false);

@@ -27,17 +27,22 @@ use crate::transforms::library_jit;
 
 /// Resolves possibly negative axes of `x`; records an error if one is out of range or
 /// repeated.
-pub(crate) fn normalize_axes(x: &Tensor, axes: &[isize], loc: &'static Location<'static>) -> Option<Vec<usize>> {
+pub(crate) fn normalize_axes(
+    what: &str,
+    x: &Tensor,
+    axes: &[isize],
+    loc: &'static Location<'static>,
+) -> Option<Vec<usize>> {
     let n = x.ndim() as isize;
     let mut out = Vec::with_capacity(axes.len());
     for &a in axes {
         let r = if a < 0 { a + n } else { a };
         if r < 0 || r >= n {
-            record_error(loc, format!("axis {a} is out of bounds for {}, which has {n} axes", x.aval()));
+            record_error(loc, format!("{what}: axis {a} is out of bounds for {}, which has {n} axes", x.aval()));
             return None;
         }
         if out.contains(&(r as usize)) {
-            record_error(loc, format!("axis {a} is repeated in {axes:?}"));
+            record_error(loc, format!("{what}: axis {a} is repeated in {axes:?}"));
             return None;
         }
         out.push(r as usize);
@@ -66,8 +71,9 @@ pub fn where_(cond: &Tensor, x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
             let (x, y) = (x.to_type(dtype, weak, loc), y.to_type(dtype, weak, loc));
             let shape = match broadcast_shapes(&[c.shape(), x.shape(), y.shape()]) {
                 Ok(s) => s,
-                Err(message) => {
-                    record_error(loc, format!("where: {message}"));
+                Err(_) => {
+                    let types = format!("condition {}, x {} and y {}", c.aval(), x.aval(), y.aval());
+                    record_error(loc, format!("where: {types} do not broadcast together"));
                     return Tensor::placeholder(x.aval().clone());
                 }
             };

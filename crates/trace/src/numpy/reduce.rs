@@ -19,7 +19,12 @@ impl Tensor {
         keepdims: bool,
         loc: &'static Location<'static>,
     ) -> Tensor {
-        let Some(axes) = self.axes_or_all(axes, loc) else {
+        let what = match op {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        };
+        let Some(axes) = self.axes_or_all(what, axes, loc) else {
             return Tensor::placeholder(self.aval().clone());
         };
         // `jnp.sum` adds booleans as integers.
@@ -38,9 +43,9 @@ impl Tensor {
         }
     }
 
-    fn axes_or_all(&self, axes: Option<&[isize]>, loc: &'static Location<'static>) -> Option<Vec<usize>> {
+    fn axes_or_all(&self, what: &str, axes: Option<&[isize]>, loc: &'static Location<'static>) -> Option<Vec<usize>> {
         match axes {
-            Some(axes) => normalize_axes(self, axes, loc),
+            Some(axes) => normalize_axes(what, self, axes, loc),
             None => Some((0..self.ndim()).collect()),
         }
     }
@@ -98,7 +103,7 @@ impl Tensor {
     }
 
     fn mean_at(&self, axes: Option<&[isize]>, keepdims: bool, loc: &'static Location<'static>) -> Tensor {
-        let Some(resolved) = self.axes_or_all(axes, loc) else {
+        let Some(resolved) = self.axes_or_all("mean", axes, loc) else {
             return Tensor::placeholder(self.aval().clone());
         };
         let count: usize = resolved.iter().map(|&a| self.shape()[a]).product();
@@ -112,7 +117,7 @@ impl Tensor {
     #[track_caller]
     pub fn argmax(&self, axis: isize) -> Tensor {
         let loc = Location::caller();
-        match normalize_axes(self, &[axis], loc) {
+        match normalize_axes("argmax", self, &[axis], loc) {
             Some(axes) => self.apply_at(Primitive::Argmax { axes, index_dtype: DType::I32 }, loc),
             None => Tensor::placeholder(self.aval().clone()),
         }

@@ -106,7 +106,7 @@ impl Tensor {
     #[track_caller]
     pub fn transpose(&self, axes: &[isize]) -> Tensor {
         let loc = Location::caller();
-        match normalize_axes(self, axes, loc) {
+        match normalize_axes("transpose", self, axes, loc) {
             Some(p) if p.len() == self.ndim() => self.transpose_at(&p, loc),
             Some(_) => {
                 record_error(
@@ -130,7 +130,7 @@ impl Tensor {
     #[track_caller]
     pub fn squeeze(&self, axes: &[isize]) -> Tensor {
         let loc = Location::caller();
-        match normalize_axes(self, axes, loc) {
+        match normalize_axes("squeeze", self, axes, loc) {
             Some(mut dims) => {
                 dims.sort_unstable();
                 self.squeeze_at(&dims, loc)
@@ -279,7 +279,7 @@ fn concatenate_at(xs: &[&Tensor], axis: isize, loc: &'static Location<'static>) 
         record_error(loc, "concatenate needs at least one tensor".into());
         return Tensor::placeholder(remat_ir::Aval::scalar(DType::F32));
     };
-    let Some(axes) = normalize_axes(first, &[axis], loc) else {
+    let Some(axes) = normalize_axes("concatenate", first, &[axis], loc) else {
         return Tensor::placeholder(first.aval().clone());
     };
     if xs.len() == 1 {
