@@ -132,14 +132,14 @@ fn scan_carry_changing_type() {
         scan(|c: Vec<Tensor>, x: Tensor| (vec![&c[0] + &x], x), vec![a, b], xs).1
     };
     let err = make_jaxpr(g, &(f32s(&[3]), f32s(&[3]), f32s(&[5, 3]))).unwrap_err();
-    assert_error(&err, line!() - 2, &["carry of 2 arrays", "one of 1"]);
+    assert_error(&err, line!() - 3, &["carry of 2 arrays", "one of 1"]);
 
     // Scanned-over arrays of different lengths.
     let h = |(init, xs, ys): (Tensor, Tensor, Tensor)| {
         scan(|c: Tensor, (x, y): (Tensor, Tensor)| (&c + &x * &y, ()), init, (xs, ys)).0
     };
     let err = make_jaxpr(h, &(f32s(&[3]), f32s(&[5, 3]), f32s(&[4, 3]))).unwrap_err();
-    assert_error(&err, line!() - 2, &["leading axis 5", "f32[4,3]"]);
+    assert_error(&err, line!() - 3, &["leading axis 5", "f32[4,3]"]);
 }
 
 #[test]
