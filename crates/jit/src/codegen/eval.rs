@@ -432,7 +432,7 @@ impl Fx<'_, '_> {
         };
         // Constants as the immediates of a `width`-bit integer (sign-extended).
         let k = |c: i64| if width == 32 { c as i32 as i64 } else { c };
-        let mut bits = self.b.ins().bitcast(ity, mem(), x);
+        let mut bits = self.b.ins().bitcast(ity, little(), x);
         if man_bits < src_man {
             let last = 1i64 << (src_man - man_bits);
             let base_bias = (last >> 1) - 1;
@@ -456,7 +456,7 @@ impl Fx<'_, '_> {
             let r = self.b.ins().select(over, signed_inf, bits);
             bits = self.b.ins().select(under, signed_zero, r);
         }
-        let r = self.b.ins().bitcast(clif_type(d), mem(), bits);
+        let r = self.b.ins().bitcast(clif_type(d), little(), bits);
         let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
         let keep = if man_bits > 0 {
             x
