@@ -18,6 +18,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use remat_ir::{
@@ -70,9 +71,13 @@ pub(crate) enum CallKey {
     Library(&'static str),
 }
 
+/// Frame ids are unique across threads and never reused, so a tensor moved to another
+/// thread, or kept from an earlier trace, is recognized as foreign rather than mistaken for
+/// a variable of the current trace.
+static NEXT_FRAME: AtomicU64 = AtomicU64::new(1);
+
 struct TraceState {
     frames: Vec<Frame>,
-    next_id: u64,
     error: Option<TraceError>,
     /// The user's function names, innermost last (see [`crate::in_function`]).
     functions: Vec<Arc<str>>,
@@ -82,7 +87,7 @@ struct TraceState {
 
 thread_local! {
     static STATE: RefCell<TraceState> = const {
-        RefCell::new(TraceState { frames: Vec::new(), next_id: 1, error: None, functions: Vec::new(), shared: Vec::new() })
+        RefCell::new(TraceState { frames: Vec::new(), error: None, functions: Vec::new(), shared: Vec::new() })
     };
 }
 
@@ -243,8 +248,7 @@ impl TraceState {
 pub(crate) fn push_frame(in_types: &[(Aval, bool)]) -> (FrameGuard, Vec<Tensor>) {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
-        let id = s.next_id;
-        s.next_id += 1;
+        let id = NEXT_FRAME.fetch_add(1, Ordering::Relaxed);
         if s.frames.is_empty() {
             s.error = None;
             s.shared.clear();

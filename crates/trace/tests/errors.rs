@@ -216,3 +216,25 @@ fn dtype_errors() {
         make_jaxpr(|(x, i): (Tensor, Tensor)| x.dynamic_slice(&[(&i).into()], &[2]), &(f32s(&[4]), idx)).unwrap_err();
     assert_error(&err, line!() - 1, &["start index must be a scalar i32", "f32[]"]);
 }
+
+#[test]
+fn a_tensor_from_another_thread() {
+    // Each thread traces independently; a tensor of one thread's trace is foreign to any
+    // other trace, even one that started just as early.
+    let leaked = std::thread::spawn(|| {
+        let kept = RefCell::new(None);
+        make_jaxpr(
+            |x: Tensor| {
+                *kept.borrow_mut() = Some(x.clone());
+                x
+            },
+            &f32s(&[3]),
+        )
+        .unwrap();
+        kept.into_inner().unwrap()
+    })
+    .join()
+    .unwrap();
+    let err = make_jaxpr(|y: Tensor| &y * &leaked, &f32s(&[3])).unwrap_err();
+    assert_error(&err, line!() - 1, &["outside the trace that created it"]);
+}
