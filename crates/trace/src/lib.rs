@@ -1,4 +1,5 @@
-//! The tracer: Rust closures over [`Tensor`]s become jaxprs.
+//! The tracer: Rust closures over [`Tensor`]s become jaxprs, printed exactly as
+//! `jax.make_jaxpr` prints the same Python program.
 //!
 //! ```
 //! use remat_ir::{Aval, DType};
@@ -13,6 +14,53 @@
 //! );
 //! assert_eq!(traced.arg_names, ["W", "x"]);
 //! ```
+//!
+//! # The surface
+//!
+//! - [`make_jaxpr`] traces a closure on abstract values. Arguments and results are trees
+//!   ([`ArgTree`], [`TensorTree`]): tensors, tuples, `Vec`s, arrays, `BTreeMap<String, _>`,
+//!   nested; leaves are named as JAX names them (`params[0][1]`, `p['wq']`, or the name
+//!   given with [`named`]). The result, [`Traced`], prints as JAX does and checks concrete
+//!   arguments against the traced signature ([`Traced::flatten_args`]).
+//! - [`Tensor`] methods and operators: elementwise math (`x.sin()`, `&a + &b`, `x * 2.0`,
+//!   `x.powi(2)`), comparisons (`x.gt(0.0)`), reductions (`x.sum_axes(&[1], true)`,
+//!   `x.mean()`), products (`w.dot(&x)`, `a.matmul(&b)`), layout (`x.reshape(&[-1, 2])`,
+//!   `x.t()`, `x.broadcast_to(..)`), NumPy indexing (`x.index(idx![1..4, NEW_AXIS])`).
+//! - [`numpy`]: functions that build or combine tensors, as in `jax.numpy`: `zeros`,
+//!   `arange`, `where_`, `einsum`, `concatenate`, ... [`nn`]: `relu`, `sigmoid`,
+//!   `softmax`, `log_softmax`, `logsumexp`, `one_hot`, `silu`, `gelu`.
+//! - Calls: [`jit`] records `jit[name=...]`, [`checkpoint`] records `remat2` with a
+//!   policy, [`checkpoint_name`] records `name`, [`scan`] records `scan`,
+//!   [`recursive_checkpoint`] composes a chain of functions with binomial checkpointing.
+//! - Source locations: every operation is `#[track_caller]`, so each equation carries the
+//!   user's `file:line:column`; [`function_scope!`] (or [`in_function`]) adds the
+//!   function name (`model.rs:12:9 (g)`).
+//!
+//! Every function says which primitives it records; they are the ones JAX records, checked
+//! against JAX 0.10.2 by `tests/numpy_oracle.rs` and the conformance cases.
+//!
+//! # Semantics
+//!
+//! - **Promotion** follows JAX's type lattice, `bool < int* < i32 < float* < f32 < f64`,
+//!   where `int*`/`float*` are *weakly typed*: Rust scalars, and tensors computed only from
+//!   them (`numpy::sqrt(4.0)`). A weak operand takes the other side's dtype, so `x * 2.0`
+//!   records `mul x 2.0:f32[]` for an `f32` `x` and stays `f64` for an `f64` one.
+//! - **Broadcasting** is NumPy's: lower-rank operands get leading size-1 axes
+//!   (`broadcast_in_dim`), and size-1 axes stretch inside the primitive, as in `jax.lax`.
+//! - **Errors** never panic and never produce a malformed jaxpr: every equation is recorded
+//!   through the IR's shape rule, and the first rejected operation becomes the
+//!   [`TraceError`] that [`make_jaxpr`] returns, located at the user's line and naming the
+//!   types involved. Later operations are no-ops on placeholders.
+//!
+//! # Design
+//!
+//! A thread-local stack of *frames*, one per jaxpr under construction: `make_jaxpr` pushes
+//! the root, and each call (`jit`, `checkpoint`, `scan`, the library's named calls) pushes
+//! one for its body and pops it into a single equation of the frame below. A tensor used in
+//! a frame above the one that made it is *lifted*: each frame in between gains an input
+//! for it, passed first by the caller (JAX's closure conversion; a scan's consts). Calls of
+//! one function that trace to the same jaxpr share it, as JAX's trace cache does, so the
+//! printer hoists it (`let relu = { ... } in`). See `docs/trace.md` for the full account.
 //!
 //! Architecture invariant: this crate depends only on `remat-ir`. It records equations
 //! through the IR's shape rules, so whatever it produces verifies.
@@ -32,6 +80,6 @@ pub use scan::{scan, scan_reverse};
 pub use tensor::{binary, compare, unary, Arg, Tensor};
 #[doc(hidden)]
 pub use trace::__enclosing_function_name;
-pub use trace::{function_scope, in_function, FunctionScope, Operand, TraceError};
+pub use trace::{function_scope, in_function, FunctionScope, TraceError};
 pub use transforms::{checkpoint, checkpoint_name, jit, make_jaxpr, recursive_checkpoint, Checkpoint, Jit, Traced};
 pub use tree::{named, ArgTree, Named, TensorTree};
