@@ -107,7 +107,9 @@ impl Tensor {
             return Tensor::placeholder(self.aval().clone());
         };
         let count: usize = resolved.iter().map(|&a| self.shape()[a]).product();
-        let x = if self.dtype().is_float() { self.clone() } else { self.to_type(DType::F32, false, loc) };
+        // Booleans go through `i32` first, as JAX converts them.
+        let x = if self.dtype() == DType::Bool { self.to_type(DType::I32, false, loc) } else { self.clone() };
+        let x = if x.dtype().is_float() { x } else { x.to_type(DType::F32, false, loc) };
         let sum = x.reduce_at(ReduceOp::Sum, axes, keepdims, loc);
         binary_at(BinaryOp::Div, sum.into(), Arg::Scalar(count as f64, DType::F32), loc)
     }

@@ -135,6 +135,15 @@ c("log_softmax", lambda x: jax.nn.log_softmax(x, axis=0), (F, [2, 3]))
 c("logsumexp", lambda x: jax.nn.logsumexp(x, axis=-1), (F, [2, 3]))
 c("one_hot", lambda x: jax.nn.one_hot(x, 3), (I, [3]))
 
+# More promotion and broadcasting through the library
+c("where_float_condition", lambda c, x: jnp.where(c, x, 1.0), (F, [3]), (F, [3]))
+c("concatenate_mixed", lambda x, y: jnp.concatenate([x, y]), (I, [2]), (F, [3]))
+c("clip_tensor_bounds", lambda x, lo: jnp.clip(x, lo, 2.0), (F, [2, 3]), (F, [3]))
+c("one_hot_2d", lambda x: jax.nn.one_hot(x, 4), (I, [2, 3]))
+c("softmax_3d", lambda x: jax.nn.softmax(x, axis=1), (F, [2, 3, 4]))
+c("mean_bool", jnp.mean, (B, [4]))
+c("matmul_vec_vec", jnp.matmul, (F, [3]), (F, [3]))
+
 # Calls
 c("jit_twice", lambda x: jax.jit(jnp.sin)(jax.jit(jnp.sin)(x)), (F, [3]))
 g = jax.checkpoint(jnp.sin)
