@@ -53,9 +53,11 @@ pub enum JitError {
 pub struct Plan {
     /// Peak bytes of the device arena (every intermediate buffer, laid out by liveness).
     pub peak_bytes: usize,
-    /// Bytes of the host pool (values moved to host memory by `device_put`).
+    /// Bytes in host memory: the host pool of intermediate values moved there by
+    /// `device_put`, plus arguments and outputs whose avals are in host memory (the
+    /// offloaded residuals a forward half returns).
     pub host_bytes: usize,
-    /// Bytes of the arguments and outputs, which live outside the arena.
+    /// Bytes of the device-memory arguments and outputs, which live outside the arena.
     pub io_bytes: usize,
     /// The number of arena buffers before sharing.
     pub buffers: usize,
@@ -109,11 +111,19 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
     let built = codegen::build(&prog, &layout, &dot_addrs)?;
     let in_avals = jaxpr.in_avals();
     let out_avals = jaxpr.out_avals();
-    let io_bytes = in_avals.iter().chain(&out_avals).map(Aval::size_in_bytes).sum();
+    let io = |host: bool| -> usize {
+        in_avals
+            .iter()
+            .chain(&out_avals)
+            .filter(|a| (a.memory_space == remat_ir::MemorySpace::Host) == host)
+            .map(Aval::size_in_bytes)
+            .sum()
+    };
+    let io_bytes = io(false);
     let buffers = prog.buffers.iter().filter(|b| matches!(b.storage, program::Storage::Arena { .. })).count();
     let plan = Plan {
         peak_bytes: layout.device_bytes,
-        host_bytes: layout.host_bytes,
+        host_bytes: layout.host_bytes + io(true),
         io_bytes,
         buffers,
         functions: built.code_functions,

@@ -1,0 +1,67 @@
+//! The public API's promises: arguments are checked before native code runs, the plan
+//! reports what it laid out, and compiled programs can be shared across threads.
+
+use remat_ir::{parse_jaxpr, Array, Aval, DType};
+use remat_jit::{compile, Compiled, JitError};
+
+fn f32s(shape: &[usize], data: Vec<f32>) -> Array {
+    Array::F32(ndarray::ArrayD::from_shape_vec(shape.to_vec(), data).expect("shape"))
+}
+
+const CHAIN: &str = "{ lambda ; a:f32[5] b:f32[5]. let
+    c:f32[5] = mul a b
+    d:f32[5] = exp c
+    e:f32[5] = add d 1.0:f32[]
+    f:f32[] = reduce_sum[axes=(0,) out_sharding=None] e
+  in (e, f) }";
+
+#[test]
+fn wrong_arguments_are_errors_not_undefined_behaviour() {
+    let c = compile(&parse_jaxpr(CHAIN, "t").expect("parses")).expect("compiles");
+    let ok = f32s(&[5], vec![1.0; 5]);
+    assert!(matches!(c.run(std::slice::from_ref(&ok)), Err(JitError::ArgCount { expected: 2, given: 1 })));
+    let short = f32s(&[4], vec![1.0; 4]);
+    assert!(matches!(c.run(&[ok.clone(), short]), Err(JitError::ArgType { index: 1, .. })));
+    let ints = Array::zeros(&Aval::new(DType::I32, vec![5]));
+    assert!(matches!(c.run(&[ints, ok.clone()]), Err(JitError::ArgType { index: 0, .. })));
+    let out = c.run(&[ok.clone(), ok]).expect("runs");
+    let sum = out[1].to_f64_vec()[0];
+    assert!((sum - 5.0 * (1f64.exp() + 1.0)).abs() < 1e-5, "{sum}");
+}
+
+#[test]
+fn a_fused_chain_needs_no_arena_and_outputs_live_outside_it() {
+    let c = compile(&parse_jaxpr(CHAIN, "t").expect("parses")).expect("compiles");
+    // mul, exp and add fuse into the kernel that writes output 0; the sum reads it there.
+    assert_eq!(c.plan().peak_bytes, 0);
+    assert_eq!(c.plan().io_bytes, 5 * 4 * 3 + 4);
+}
+
+#[test]
+fn host_values_are_reported_apart() {
+    let text = "{ lambda ; a:f32[6]. let
+        b:f32<host>[6] = device_put[copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) devices=(MemorySpace.Host,) srcs=(None,)] a
+        c:f32[6] = device_put[copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) devices=(MemorySpace.Device,) srcs=(None,)] b
+        d:f32[6] = sin c
+      in (d, b) }";
+    let jaxpr = parse_jaxpr(text, "t").expect("parses");
+    let c = compile(&jaxpr).expect("compiles");
+    assert!(c.plan().host_bytes >= 24, "{:?}", c.plan());
+    let x = f32s(&[6], vec![0.5, -1.0, 2.0, 0.0, 3.0, -0.25]);
+    let got = c.run(std::slice::from_ref(&x)).expect("runs");
+    let want = remat_interp::eval_jaxpr(&jaxpr, &[], &[x]).expect("evaluates");
+    assert_eq!(got, want);
+}
+
+#[test]
+fn compiled_programs_are_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Compiled>();
+    let c = compile(&parse_jaxpr(CHAIN, "t").expect("parses")).expect("compiles");
+    let x = f32s(&[5], vec![0.1, 0.2, 0.3, 0.4, 0.5]);
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4).map(|_| s.spawn(|| c.run(&[x.clone(), x.clone()]).expect("runs"))).collect();
+        let outs: Vec<_> = runs.into_iter().map(|h| h.join().expect("joins")).collect();
+        assert!(outs.windows(2).all(|w| w[0] == w[1]));
+    });
+}
