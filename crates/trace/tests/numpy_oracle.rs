@@ -226,7 +226,12 @@ fn every_oracle_program_prints_as_jax_does() {
         let avals: Vec<Aval> = case["args"].as_array().unwrap().iter().map(aval).collect();
         let f = &programs[name];
         let text = match make_jaxpr(|args: Vec<Tensor>| f(&args), &avals) {
-            Ok(t) => t.to_string(),
+            Ok(t) => {
+                if let Err(e) = remat_ir::verify_closed(&t.jaxpr) {
+                    failures.push(format!("{name}: does not verify: {e}"));
+                }
+                t.to_string()
+            }
             Err(e) => {
                 failures.push(format!("{name}: {e}"));
                 continue;

@@ -37,10 +37,12 @@ impl Case {
         self.args[i].clone()
     }
 
-    /// The traced program takes JAX's argument names and, evaluated on the case's
+    /// The traced program verifies, takes JAX's argument names and, evaluated on the case's
     /// arguments (flattened from `args`, the tree it was traced with), gives JAX's outputs
     /// (|a - b| <= max(1e-4 |b|, 1e-5)).
     pub fn assert_evaluates(&self, traced: &Traced, args: &impl ArgTree) {
+        remat_ir::verify_closed(&traced.jaxpr)
+            .unwrap_or_else(|e| panic!("{}: the traced jaxpr does not verify: {e}", self.name));
         assert_eq!(traced.arg_names, self.arg_names, "{}: argument names", self.name);
         let flat = traced.flatten_args(args).unwrap();
         for (i, (a, b)) in flat.iter().zip(&self.args).enumerate() {
