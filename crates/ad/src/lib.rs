@@ -1,1 +1,68 @@
-//! Autodiff and rematerialization on jaxprs.
+//! Autodiff and rematerialization on jaxprs, as JAX 0.10.2 does them.
+//!
+//! The layering follows autodidax and JAX's own vocabulary:
+//! - [`jvp_jaxpr`] (forward mode, with symbolic zeros; one jvp rule per primitive),
+//! - [`partial_eval_jaxpr_custom`] (split a jaxpr into known and staged halves, asking a
+//!   remat [`policy`] which known values may be saved), [`dce_jaxpr`],
+//! - [`transpose_jaxpr`] (reverse mode on linear jaxprs; one transpose rule per linear
+//!   primitive),
+//! - [`linearize`] = jvp + partial evaluation, [`vjp`] = linearize + transpose, [`grad`],
+//! - [`saved_residuals`] and [`print_fwd_bwd`] to inspect what the forward half saves.
+//!
+//! Architecture invariants: this crate depends only on `remat-ir` (it builds jaxprs and
+//! never evaluates them); every pass's output passes `remat_ir::verify` (checked after
+//! every pass in debug builds); every rule table is one exhaustive `match` over
+//! [`remat_ir::Primitive`] with no `_ =>` arm.
+
+pub mod builder;
+mod dce;
+mod jvp;
+mod jvp_rules;
+mod partial_eval;
+pub mod policy;
+mod residuals;
+mod scan;
+mod transpose;
+mod transpose_rules;
+mod vjp;
+
+pub use builder::{Builder, VarMap};
+pub use dce::dce_jaxpr;
+pub use jvp::{jvp_jaxpr, JvpJaxpr};
+pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
+pub use policy::{
+    register_policy, registered_policy, resolve_policy, user_policy, PolicyRule, ResolvedPolicy, Saveability,
+};
+pub use residuals::{
+    fwd_bwd_strings, print_fwd_bwd, print_saved_residuals, saved_residuals, side_by_side, Residual, ResidualKind,
+};
+pub use transpose::{transpose_jaxpr, Transposed};
+pub use vjp::{grad, jvp, linearize, value_and_grad, vjp, Linearized, Vjp};
+
+use remat_ir::{Jaxpr, VerifyError};
+
+/// Why a transformation could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum AdError {
+    /// The request does not fit the program (wrong argument count, a non-scalar output
+    /// for `grad`, a policy that is not valid, ...).
+    #[error("{0}")]
+    Invalid(String),
+    /// The program uses something this crate cannot differentiate or split.
+    #[error("{primitive}: {message}")]
+    Unsupported { primitive: &'static str, message: String },
+    /// A pass produced a malformed jaxpr: a bug in this crate.
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// A pass's output did not verify: a bug in this crate.
+    #[error("internal error: the output of {pass} does not verify:\n{error}")]
+    Verify { pass: &'static str, error: VerifyError },
+}
+
+/// Runs the verifier on a pass's output in debug builds (and so in every test).
+pub(crate) fn check(pass: &'static str, jaxpr: &Jaxpr) -> Result<(), AdError> {
+    if cfg!(debug_assertions) {
+        remat_ir::verify(jaxpr).map_err(|error| AdError::Verify { pass, error })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! Dead code elimination: JAX's `dce_jaxpr(jaxpr, used_outputs)`.
+//!
+//! Keeps the outputs marked used and the equations they depend on, and reports which
+//! inputs are still read; the result's invars are only those (unless `instantiate`), its
+//! constvars all of the original's. Calls are pruned inside: a `jit` or `remat2` loses
+//! the outputs nobody reads and the inputs its body no longer needs, a `scan` the same
+//! with a fixpoint over its carries (`scan.rs`). A `custom_jvp_call` is kept whole when
+//! any output is used (its opaque jvp rule may read every input). No primitive has
+//! effects, so an equation without used outputs is always removed.
+
+use std::sync::Arc;
+
+use remat_ir::{Atom, ClosedJaxpr, Eqn, Jaxpr, Primitive, Var};
+
+use crate::builder::{Builder, VarMap};
+use crate::{check, scan, AdError};
+
+/// Removes what does not contribute to the used outputs; returns the pruned jaxpr and
+/// which inputs it still reads.
+pub fn dce_jaxpr(jaxpr: &Jaxpr, used_outputs: &[bool], instantiate: bool) -> Result<(Jaxpr, Vec<bool>), AdError> {
+    dce_jaxpr_inst(jaxpr, used_outputs, &vec![instantiate; jaxpr.invars.len()])
+}
+
+/// [`dce_jaxpr`] keeping the invars marked in `instantiate` whether or not they are read
+/// (they count as used).
+pub(crate) fn dce_jaxpr_inst(
+    jaxpr: &Jaxpr,
+    used_outputs: &[bool],
+    instantiate: &[bool],
+) -> Result<(Jaxpr, Vec<bool>), AdError> {
+    if used_outputs.len() != jaxpr.outvars.len() || instantiate.len() != jaxpr.invars.len() {
+        return Err(AdError::Invalid(format!(
+            "dce_jaxpr: {} flags for {} outputs",
+            used_outputs.len(),
+            jaxpr.outvars.len()
+        )));
+    }
+    let mut live = vec![false; jaxpr.vars.len()];
+    for (a, &u) in jaxpr.outvars.iter().zip(used_outputs) {
+        if let (Atom::Var(v), true) = (a, u) {
+            live[v.index()] = true;
+        }
+    }
+    // Walk backwards, deciding each equation's fate.
+    let mut kept: Vec<Option<Eqn>> = vec![None; jaxpr.eqns.len()];
+    for (i, eqn) in jaxpr.eqns.iter().enumerate().rev() {
+        let used_outs: Vec<bool> = eqn.outvars.iter().map(|v| live[v.index()]).collect();
+        if !used_outs.iter().any(|&u| u) {
+            continue;
+        }
+        let (new_eqn, used_ins) = dce_eqn(eqn, &used_outs)?;
+        for (a, u) in eqn.invars.iter().zip(&used_ins) {
+            if let (Atom::Var(v), true) = (a, u) {
+                live[v.index()] = true;
+            }
+        }
+        kept[i] = Some(new_eqn);
+    }
+    let used_inputs: Vec<bool> = jaxpr.invars.iter().zip(instantiate).map(|(v, &i)| i || live[v.index()]).collect();
+
+    let mut b = Builder::new();
+    let mut map = VarMap::new(jaxpr);
+    for &c in &jaxpr.constvars {
+        let nc = b.constvar(jaxpr.aval(c).clone());
+        map.set(c, nc);
+    }
+    for (&v, &u) in jaxpr.invars.iter().zip(&used_inputs) {
+        if u {
+            let nv = b.invar(jaxpr.aval(v).clone());
+            map.set(v, nv);
+        }
+    }
+    for eqn in kept.into_iter().flatten() {
+        b.copy_eqn(jaxpr, &eqn, &mut map);
+    }
+    let outvars: Vec<Atom> =
+        jaxpr.outvars.iter().zip(used_outputs).filter(|(_, &u)| u).map(|(a, _)| map.get(a)).collect();
+    let out = b.finish(outvars);
+    check("dce_jaxpr", &out)?;
+    Ok((out, used_inputs))
+}
+
+/// One live equation: the (possibly pruned) equation and which of its operands it reads.
+/// The returned equation's operands are the used ones only.
+fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
+    match &eqn.primitive {
+        Primitive::Jit { name, jaxpr } => {
+            let (inner, used_ins) = dce_jaxpr(&jaxpr.jaxpr, used_outs, false)?;
+            let prim = Primitive::Jit {
+                name: name.clone(),
+                jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner), consts: jaxpr.consts.clone() },
+            };
+            Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
+        }
+        Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } => {
+            let (inner, used_ins) = dce_jaxpr(jaxpr, used_outs, false)?;
+            let prim = Primitive::Remat2 {
+                jaxpr: Arc::new(inner),
+                prevent_cse: *prevent_cse,
+                differentiated: *differentiated,
+                policy: policy.clone(),
+            };
+            Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
+        }
+        Primitive::Scan { .. } => scan::scan_dce(eqn, used_outs),
+        Primitive::CustomJvpCall { .. }
+        | Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::Compare(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::ConvertElementType { .. }
+        | Primitive::ReducePrecision { .. }
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::ExpandDims { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Iota { .. }
+        | Primitive::Reduce { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::DotGeneral { .. }
+        | Primitive::Name { .. }
+        | Primitive::DevicePut { .. } => Ok((eqn.clone(), vec![true; eqn.invars.len()])),
+    }
+}
+
+/// `eqn` with primitive `prim`, only the used operands and the used binders.
+pub(crate) fn pruned(eqn: &Eqn, prim: Primitive, used_ins: &[bool], used_outs: &[bool]) -> Eqn {
+    let invars: Vec<Atom> = eqn.invars.iter().zip(used_ins).filter(|(_, &u)| u).map(|(a, _)| *a).collect();
+    let outvars: Vec<Var> = eqn.outvars.iter().zip(used_outs).filter(|(_, &u)| u).map(|(v, _)| *v).collect();
+    let mut e = Eqn::new(prim, invars, outvars, eqn.source.clone());
+    e.spelling = eqn.spelling.clone();
+    e
+}

@@ -1,0 +1,252 @@
+//! Forward mode: `jvp_jaxpr(jaxpr, nonzeros, instantiate)` maps a jaxpr
+//! `(primals) -> (outs)` to `(primals, nonzero tangents) -> (outs, nonzero out tangents)`.
+//!
+//! Tangents are symbolic: a [`Tangent::Zero`] is known to be zero and never materialized
+//! unless asked (`instantiate`). An equation whose input tangents are all zero is copied
+//! unchanged, as JAX's `JVPTrace.process_primitive` binds the primal alone. Integer and
+//! boolean values always have zero tangents. The per-primitive rules live in
+//! `jvp_rules.rs` (one match over every primitive); the rules for calls (`jit`, `remat2`,
+//! `custom_jvp_call`) are here and `scan`'s is in `scan.rs`.
+
+use std::sync::Arc;
+
+use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive};
+
+use crate::builder::{Builder, VarMap};
+use crate::{check, jvp_rules, AdError};
+
+/// A tangent: symbolically zero, or a value of the primal's aval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tangent {
+    Zero,
+    Nz(Atom),
+}
+
+impl Tangent {
+    pub fn is_zero(&self) -> bool {
+        matches!(self, Tangent::Zero)
+    }
+}
+
+/// The result of [`jvp_jaxpr`]: `(primals, nonzero tangents) -> (outs, nonzero out tangents)`.
+#[derive(Clone, Debug)]
+pub struct JvpJaxpr {
+    pub jaxpr: Jaxpr,
+    /// Which outputs have a (possibly instantiated) tangent output.
+    pub out_nonzeros: Vec<bool>,
+}
+
+/// Differentiates `jaxpr` in forward mode. `nonzeros[i]` says whether invar `i` gets a
+/// tangent input; `instantiate[i]` forces a (zero) tangent output for outvar `i`. The
+/// jaxpr's constvars stay constvars, with zero tangents.
+pub fn jvp_jaxpr(jaxpr: &Jaxpr, nonzeros: &[bool], instantiate: &[bool]) -> Result<JvpJaxpr, AdError> {
+    if nonzeros.len() != jaxpr.invars.len() || instantiate.len() != jaxpr.outvars.len() {
+        return Err(AdError::Invalid(format!(
+            "jvp_jaxpr: {} nonzeros for {} invars and {} instantiate flags for {} outvars",
+            nonzeros.len(),
+            jaxpr.invars.len(),
+            instantiate.len(),
+            jaxpr.outvars.len()
+        )));
+    }
+    let mut b = Builder::new();
+    let mut primal = VarMap::new(jaxpr);
+    let mut tangents = vec![Tangent::Zero; jaxpr.vars.len()];
+    for &c in &jaxpr.constvars {
+        let nc = b.constvar(jaxpr.aval(c).clone());
+        primal.set(c, nc);
+    }
+    for &v in &jaxpr.invars {
+        let nv = b.invar(jaxpr.aval(v).clone());
+        primal.set(v, nv);
+    }
+    for (&v, &nz) in jaxpr.invars.iter().zip(nonzeros) {
+        if nz {
+            let t = b.invar(jaxpr.aval(v).clone());
+            if jaxpr.aval(v).dtype.is_float() {
+                tangents[v.index()] = Tangent::Nz(Atom::Var(t));
+            }
+        }
+    }
+    jvp_eqns(&mut b, jaxpr, &mut primal, &mut tangents)?;
+
+    let mut outvars = primal.get_all(&jaxpr.outvars);
+    let mut out_nonzeros = Vec::new();
+    for (out, &inst) in jaxpr.outvars.iter().zip(instantiate) {
+        let t = tangent_of(&tangents, out);
+        match t {
+            Tangent::Nz(a) => {
+                outvars.push(a);
+                out_nonzeros.push(true);
+            }
+            Tangent::Zero if inst => {
+                let aval = jaxpr.atom_aval(out);
+                let z = b.zeros(&aval)?;
+                outvars.push(z);
+                out_nonzeros.push(true);
+            }
+            Tangent::Zero => out_nonzeros.push(false),
+        }
+    }
+    let out = b.finish(outvars);
+    check("jvp_jaxpr", &out)?;
+    Ok(JvpJaxpr { jaxpr: out, out_nonzeros })
+}
+
+fn tangent_of(tangents: &[Tangent], a: &Atom) -> Tangent {
+    match a {
+        Atom::Var(v) => tangents[v.index()],
+        Atom::Lit(_) => Tangent::Zero,
+    }
+}
+
+/// Differentiates every equation of `jaxpr` into `b`.
+pub(crate) fn jvp_eqns(
+    b: &mut Builder,
+    jaxpr: &Jaxpr,
+    primal: &mut VarMap,
+    tangents: &mut [Tangent],
+) -> Result<(), AdError> {
+    for eqn in &jaxpr.eqns {
+        let tangents_in: Vec<Tangent> = eqn.invars.iter().map(|a| tangent_of(tangents, a)).collect();
+        if tangents_in.iter().all(Tangent::is_zero) {
+            b.copy_eqn(jaxpr, eqn, primal);
+            continue;
+        }
+        let primals_in = primal.get_all(&eqn.invars);
+        let saved = b.set_source(Some(eqn.source.clone()));
+        let (primals_out, tangents_out) = jvp_rules::jvp_rule(b, jaxpr, eqn, &primals_in, &tangents_in)?;
+        b.set_source(saved);
+        for ((&v, p), t) in eqn.outvars.iter().zip(primals_out).zip(tangents_out) {
+            primal.set(v, p);
+            tangents[v.index()] = if jaxpr.aval(v).dtype.is_float() { t } else { Tangent::Zero };
+        }
+    }
+    Ok(())
+}
+
+/// `jit`'s jvp is a `jit` of the jvp'd body.
+pub(crate) fn jvp_jit(
+    b: &mut Builder,
+    name: &str,
+    jaxpr: &ClosedJaxpr,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
+    let inner = jvp_jaxpr(&jaxpr.jaxpr, &nonzeros, &vec![false; jaxpr.jaxpr.outvars.len()])?;
+    let prim = Primitive::Jit {
+        name: name.to_string(),
+        jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner.jaxpr), consts: jaxpr.consts.clone() },
+    };
+    call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
+}
+
+/// `remat2`'s jvp (`remat_jvp`): remat does nothing under jvp; the body's jvp stays inside
+/// a `remat2` with the same policy.
+pub(crate) fn jvp_remat(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } = &eqn.primitive else {
+        return Err(AdError::Internal("jvp_remat on a non-remat2 equation".into()));
+    };
+    let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
+    let inner = jvp_jaxpr(jaxpr, &nonzeros, &vec![false; jaxpr.outvars.len()])?;
+    let prim = Primitive::Remat2 {
+        jaxpr: Arc::new(inner.jaxpr),
+        prevent_cse: *prevent_cse,
+        differentiated: *differentiated,
+        policy: policy.clone(),
+    };
+    call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
+}
+
+/// `custom_jvp_call`: the custom rule is opaque text, so the primal function is
+/// differentiated and its jvp inlined (as JAX inlines the custom rule's trace). A call
+/// jaxpr with consts becomes a `jit` holding them.
+pub(crate) fn jvp_custom_jvp_call(
+    b: &mut Builder,
+    name: &str,
+    call_jaxpr: &ClosedJaxpr,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
+    let inner = jvp_jaxpr(&call_jaxpr.jaxpr, &nonzeros, &vec![false; call_jaxpr.jaxpr.outvars.len()])?;
+    if call_jaxpr.consts.is_empty() {
+        let outs = inline_jaxpr(b, &inner.jaxpr, &[], &with_tangents(primals, tangents));
+        Ok(split_outs(&outs, &inner.out_nonzeros))
+    } else {
+        let prim = Primitive::Jit {
+            name: name.to_string(),
+            jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner.jaxpr), consts: call_jaxpr.consts.clone() },
+        };
+        call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
+    }
+}
+
+fn with_tangents(primals: &[Atom], tangents: &[Tangent]) -> Vec<Atom> {
+    let mut args = primals.to_vec();
+    args.extend(tangents.iter().filter_map(|t| match t {
+        Tangent::Nz(a) => Some(*a),
+        Tangent::Zero => None,
+    }));
+    args
+}
+
+/// Binds a call whose operands are the primals then the nonzero tangents, and whose
+/// results are the primal outputs then the nonzero output tangents.
+fn call_with_tangents(
+    b: &mut Builder,
+    prim: Primitive,
+    primals: &[Atom],
+    tangents: &[Tangent],
+    out_nonzeros: &[bool],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let outs: Vec<Atom> = b.bind(prim, with_tangents(primals, tangents))?.into_iter().map(Atom::Var).collect();
+    Ok(split_outs(&outs, out_nonzeros))
+}
+
+/// Splits `outs = primal outs ++ nonzero tangents` by `out_nonzeros`.
+fn split_outs(outs: &[Atom], out_nonzeros: &[bool]) -> (Vec<Atom>, Vec<Tangent>) {
+    let (p, t) = outs.split_at(out_nonzeros.len());
+    let mut t = t.iter();
+    let tangents = out_nonzeros
+        .iter()
+        .map(|&nz| if nz { Tangent::Nz(*t.next().expect("a tangent per nonzero")) } else { Tangent::Zero })
+        .collect();
+    (p.to_vec(), tangents)
+}
+
+/// Copies `inner`'s equations into `b` with its constvars bound to `consts` and its invars
+/// to `args`; returns its outvars' atoms.
+pub(crate) fn inline_jaxpr(b: &mut Builder, inner: &Jaxpr, consts: &[Atom], args: &[Atom]) -> Vec<Atom> {
+    let mut map = VarMap::new(inner);
+    for (&c, &a) in inner.constvars.iter().zip(consts) {
+        map.set(c, a);
+    }
+    for (&v, &a) in inner.invars.iter().zip(args) {
+        map.set(v, a);
+    }
+    for eqn in &inner.eqns {
+        b.copy_eqn(inner, eqn, &mut map);
+    }
+    map.get_all(&inner.outvars)
+}
+
+/// Copies the equation itself onto the mapped primals (the primal half of a jvp rule),
+/// with binders of the original avals.
+pub(crate) fn emit_primal(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom]) -> Vec<Atom> {
+    b.copy_eqn_with(old, eqn, primals.to_vec()).into_iter().map(Atom::Var).collect()
+}
+
+/// The tangent as a value: zeros of `aval` when symbolically zero (`instantiate_zeros`).
+pub(crate) fn instantiate(b: &mut Builder, t: Tangent, aval: &Aval) -> Result<Atom, AdError> {
+    match t {
+        Tangent::Nz(a) => Ok(a),
+        Tangent::Zero => b.zeros(aval),
+    }
+}

@@ -1,0 +1,435 @@
+//! The jvp rule of every primitive: one exhaustive match, each arm JAX 0.10.2's rule
+//! (`jax/_src/lax/lax.py`, `slicing.py`) written against the builder.
+//!
+//! The rules must be JAX's exactly, not merely correct: which known values the backward
+//! pass needs (and so which residuals the forward pass saves, and in what order) depends
+//! on how each rule is written. `sin` multiplies by `cos x`; `x**2` by `2*x` (a `mul`);
+//! `tanh` by `1 - ans`; `max` splits ties through `select_n`s of broadcast constants; `abs`
+//! selects on `x >= 0`; `div` uses `integer_pow(y, -2)`. Known values are computed in the
+//! order the Python rule computes them.
+//!
+//! Every rule runs only when some input tangent is nonzero (the driver copies the
+//! equation otherwise), emits the primal equation first, and returns the primal outputs
+//! and one tangent per output.
+
+use remat_ir::{Atom, BinaryOp, CompareOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
+
+use crate::builder::{lit, Builder};
+use crate::jvp::{emit_primal, instantiate, jvp_custom_jvp_call, jvp_jit, jvp_remat, Tangent};
+use crate::{scan, AdError};
+
+type JvpOut = (Vec<Atom>, Vec<Tangent>);
+
+/// The jvp of one equation whose input tangents are not all zero.
+pub(crate) fn jvp_rule(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    match &eqn.primitive {
+        Primitive::Unary(op) => unary(b, old, eqn, *op, primals, tangents),
+        Primitive::Binary(op) => binary(b, old, eqn, *op, primals, tangents),
+        Primitive::Compare(_) | Primitive::Argmax { .. } | Primitive::Iota { .. } => zero(b, old, eqn, primals),
+        Primitive::IntegerPow { y } => {
+            let y = *y;
+            let x = primals[0];
+            standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+                let dt = b.aval(&x).dtype;
+                match y {
+                    0 => {
+                        let aval = b.aval(&g);
+                        b.zeros(&aval)
+                    }
+                    1 => Ok(g),
+                    2 => {
+                        let two_x = b.mul(lit(dt, 2.0), x)?;
+                        b.mul(g, two_x)
+                    }
+                    _ => {
+                        let p = b.integer_pow(x, y - 1)?;
+                        let c = b.mul(lit(dt, y as f64), p)?;
+                        b.mul(g, c)
+                    }
+                }
+            })
+        }
+        Primitive::SelectN => {
+            // `_select_jvp`: the predicate has no tangent; zero cases become `_zeros`.
+            let out = emit_primal(b, old, eqn, primals);
+            let cases = &tangents[1..];
+            let Some(first) = cases.iter().find_map(|t| match t {
+                Tangent::Nz(a) => Some(*a),
+                Tangent::Zero => None,
+            }) else {
+                return Ok((out, vec![Tangent::Zero]));
+            };
+            let aval = b.aval(&first);
+            let z = b.zeros(&aval)?;
+            let cases: Vec<Atom> = cases
+                .iter()
+                .map(|t| match t {
+                    Tangent::Nz(a) => *a,
+                    Tangent::Zero => z,
+                })
+                .collect();
+            let t = b.select_n(primals[0], cases)?;
+            Ok((out, vec![Tangent::Nz(t)]))
+        }
+        Primitive::Clamp => {
+            let (lo, x, hi) = (primals[0], primals[1], primals[2]);
+            standard(b, old, eqn, primals, tangents, |b, i, g, _| {
+                let x_aval = b.aval(&x);
+                let pred = match i {
+                    0 => {
+                        let a = b.compare(CompareOp::Gt, lo, x)?;
+                        let c = b.compare(CompareOp::Lt, lo, hi)?;
+                        logical_and(b, a, c, &x_aval.shape)?
+                    }
+                    1 => {
+                        let a = b.compare(CompareOp::Gt, x, lo)?;
+                        let c = b.compare(CompareOp::Lt, x, hi)?;
+                        logical_and(b, a, c, &x_aval.shape)?
+                    }
+                    _ => b.compare(CompareOp::Lt, hi, x)?,
+                };
+                let pred = b.maybe_broadcast(&x_aval.shape, pred)?;
+                let g = b.maybe_broadcast(&x_aval.shape, g)?;
+                let zeros = b.zeros(&x_aval)?;
+                b.select_n(pred, vec![zeros, g])
+            })
+        }
+        Primitive::ConvertElementType { new_dtype, weak_type } => {
+            let out = emit_primal(b, old, eqn, primals);
+            if !new_dtype.is_float() {
+                return Ok((out, vec![Tangent::Zero]));
+            }
+            let Tangent::Nz(g) = tangents[0] else { return Ok((out, vec![Tangent::Zero])) };
+            let prim = Primitive::ConvertElementType { new_dtype: *new_dtype, weak_type: *weak_type };
+            let t = b.bind1(prim, vec![g])?;
+            Ok((out, vec![Tangent::Nz(t)]))
+        }
+        Primitive::ReducePrecision { .. }
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::ExpandDims { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::DevicePut { .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::DynamicSlice { .. } => {
+            // Linear in the operand; the start indices are integers.
+            let out = emit_primal(b, old, eqn, primals);
+            let aval = b.aval(&primals[0]);
+            let t = instantiate(b, tangents[0], &aval)?;
+            let mut ins = vec![t];
+            ins.extend_from_slice(&primals[1..]);
+            let t = b.bind1(eqn.primitive.clone(), ins)?;
+            Ok((out, vec![Tangent::Nz(t)]))
+        }
+        Primitive::DynamicUpdateSlice => {
+            let out = emit_primal(b, old, eqn, primals);
+            let (op_aval, up_aval) = (b.aval(&primals[0]), b.aval(&primals[1]));
+            let t_op = instantiate(b, tangents[0], &op_aval)?;
+            let t_up = instantiate(b, tangents[1], &up_aval)?;
+            let mut ins = vec![t_op, t_up];
+            ins.extend_from_slice(&primals[2..]);
+            let t = b.bind1(Primitive::DynamicUpdateSlice, ins)?;
+            Ok((out, vec![Tangent::Nz(t)]))
+        }
+        Primitive::Reduce { op, axes } => match op {
+            ReduceOp::Sum => linear(b, old, eqn, primals, tangents),
+            ReduceOp::Max | ReduceOp::Min => {
+                // `_reduce_chooser_jvp_rule`: the tangent averages over tied locations.
+                let operand = primals[0];
+                let axes = axes.clone();
+                standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+                    let op_aval = b.aval(&operand);
+                    let shape: Vec<usize> =
+                        (0..op_aval.rank()).map(|i| if axes.contains(&i) { 1 } else { op_aval.shape[i] }).collect();
+                    let r = b.reshape(ans, &shape)?;
+                    let eq = b.compare(CompareOp::Eq, operand, r)?;
+                    let g_dtype = b.aval(&g).dtype;
+                    let location_indicators = b.convert(eq, g_dtype)?;
+                    let counts = b.reduce_sum(location_indicators, &axes)?;
+                    let m = b.mul(g, location_indicators)?;
+                    let s = b.reduce_sum(m, &axes)?;
+                    b.div(s, counts)
+                })
+            }
+        },
+        Primitive::DotGeneral { .. } => {
+            // Bilinear: dot(xdot, y) + dot(x, ydot).
+            let (x, y) = (primals[0], primals[1]);
+            let prim = eqn.primitive.clone();
+            standard(b, old, eqn, primals, tangents, |b, i, g, _| {
+                let ins = if i == 0 { vec![g, y] } else { vec![x, g] };
+                b.bind1(prim.clone(), ins)
+            })
+        }
+        Primitive::Name { .. } => {
+            // `checkpoint_name` names the primal only.
+            let out = emit_primal(b, old, eqn, primals);
+            Ok((out, vec![tangents[0]]))
+        }
+        Primitive::Jit { name, jaxpr } => jvp_jit(b, name, jaxpr, primals, tangents),
+        Primitive::CustomJvpCall { name, call_jaxpr, .. } => {
+            jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents)
+        }
+        Primitive::Remat2 { .. } => jvp_remat(b, eqn, primals, tangents),
+        Primitive::Scan { .. } => scan::scan_jvp(b, eqn, primals, tangents),
+    }
+}
+
+fn unary(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    op: UnaryOp,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let x = primals[0];
+    let dt = b.aval(&x).dtype;
+    let one = lit(dt, 1.0);
+    match op {
+        UnaryOp::Neg => linear(b, old, eqn, primals, tangents),
+        UnaryOp::Sign | UnaryOp::StopGradient => zero(b, old, eqn, primals),
+        UnaryOp::Abs => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            // select(x >= 0, g, -g)
+            let ge = b.compare(CompareOp::Ge, x, lit(dt, 0.0))?;
+            let ng = b.neg(g)?;
+            b.select_n(ge, vec![ng, g])
+        }),
+        UnaryOp::Exp => standard(b, old, eqn, primals, tangents, |b, _, g, ans| b.mul(g, ans)),
+        UnaryOp::Log => standard(b, old, eqn, primals, tangents, |b, _, g, _| b.div(g, x)),
+        UnaryOp::Log1p => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let d = b.add(x, one)?;
+            b.div(g, d)
+        }),
+        UnaryOp::Expm1 => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            let d = b.add(ans, one)?;
+            b.mul(g, d)
+        }),
+        UnaryOp::Sin => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let c = b.unary(UnaryOp::Cos, x)?;
+            b.mul(g, c)
+        }),
+        UnaryOp::Cos => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let s = b.unary(UnaryOp::Sin, x)?;
+            let m = b.mul(g, s)?;
+            b.neg(m)
+        }),
+        UnaryOp::Tan => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            let sq = b.unary(UnaryOp::Square, ans)?;
+            let d = b.add(one, sq)?;
+            b.mul(g, d)
+        }),
+        UnaryOp::Tanh => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // (g + g * ans) * (1 - ans)
+            let ga = b.mul(g, ans)?;
+            let s = b.add(g, ga)?;
+            let d = b.sub(one, ans)?;
+            b.mul(s, d)
+        }),
+        UnaryOp::Logistic => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // g * (ans * (1 - ans))
+            let d = b.sub(one, ans)?;
+            let m = b.mul(ans, d)?;
+            b.mul(g, m)
+        }),
+        UnaryOp::Sqrt => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            let d = b.div(lit(dt, 0.5), ans)?;
+            b.mul(g, d)
+        }),
+        UnaryOp::Rsqrt => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // g * (-0.5 * (ans / x))
+            let q = b.div(ans, x)?;
+            let m = b.mul(lit(dt, -0.5), q)?;
+            b.mul(g, m)
+        }),
+        UnaryOp::Square => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let m = b.mul(lit(dt, 2.0), x)?;
+            b.mul(g, m)
+        }),
+    }
+}
+
+fn binary(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    op: BinaryOp,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let (x, y) = (primals[0], primals[1]);
+    match op {
+        BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub => {
+            // `_add_jvp` / `_sub_jvp`: a lone tangent is broadcast to the output's shape.
+            let out = emit_primal(b, old, eqn, primals);
+            let shape = b.aval(&out[0]).shape;
+            let t = match (tangents[0], tangents[1]) {
+                (Tangent::Zero, Tangent::Zero) => return Ok((out, vec![Tangent::Zero])),
+                (Tangent::Zero, Tangent::Nz(yd)) => {
+                    let yd = if op == BinaryOp::Sub { b.neg(yd)? } else { yd };
+                    b.maybe_broadcast(&shape, yd)?
+                }
+                (Tangent::Nz(xd), Tangent::Zero) => b.maybe_broadcast(&shape, xd)?,
+                (Tangent::Nz(xd), Tangent::Nz(yd)) => b.binary(op, xd, yd)?,
+            };
+            Ok((out, vec![Tangent::Nz(t)]))
+        }
+        BinaryOp::Mul => {
+            standard(b, old, eqn, primals, tangents, |b, i, g, _| if i == 0 { b.mul(g, y) } else { b.mul(x, g) })
+        }
+        BinaryOp::Div => standard(b, old, eqn, primals, tangents, |b, i, g, _| {
+            if i == 0 {
+                b.div(g, y)
+            } else {
+                // -g * x * y**-2
+                let ng = b.neg(g)?;
+                let m = b.mul(ng, x)?;
+                let p = b.integer_pow(y, -2)?;
+                b.mul(m, p)
+            }
+        }),
+        BinaryOp::Pow => standard(b, old, eqn, primals, tangents, |b, i, g, ans| {
+            if i == 0 {
+                pow_jvp_lhs(b, g, x, y)
+            } else {
+                // g * (log(_replace_zero(x)) * ans)
+                let rz = replace_zero(b, x)?;
+                let l = b.unary(UnaryOp::Log, rz)?;
+                let m = b.mul(l, ans)?;
+                b.mul(g, m)
+            }
+        }),
+        BinaryOp::Max | BinaryOp::Min => standard(b, old, eqn, primals, tangents, |b, i, g, ans| {
+            let be = if i == 0 { balanced_eq(b, x, ans, y)? } else { balanced_eq(b, y, ans, x)? };
+            b.mul(g, be)
+        }),
+    }
+}
+
+/// `_pow_jvp_lhs`: `g * y * x**(y-1)`, with `y == 0` giving 0 for integer exponents.
+fn pow_jvp_lhs(b: &mut Builder, g: Atom, x: Atom, y: Atom) -> Result<Atom, AdError> {
+    let x_aval = b.aval(&x);
+    let y_dtype = b.aval(&y).dtype;
+    let jac = if y_dtype.is_float() {
+        let y_aval = b.aval(&y);
+        let ones = b.full(&y_aval, 1.0)?;
+        let ym1 = b.sub(y, ones)?;
+        let p = b.binary(BinaryOp::Pow, x, ym1)?;
+        b.mul(y, p)?
+    } else {
+        let mut y = b.convert(y, x_aval.dtype)?;
+        let mut x = x;
+        let (xs, ys) = (x_aval.shape.clone(), b.aval(&y).shape);
+        if xs != ys {
+            let shape = if xs.is_empty() { ys.clone() } else { xs.clone() };
+            x = b.maybe_broadcast(&shape, x)?;
+            y = b.maybe_broadcast(&shape, y)?;
+        }
+        let y_aval = b.aval(&y);
+        let is_zero = b.compare(CompareOp::Eq, y, lit(y_aval.dtype, 0.0))?;
+        let zeros = b.zeros(&y_aval)?;
+        let rz = replace_zero(b, y)?;
+        let ones = b.full(&y_aval, 1.0)?;
+        let ym1 = b.sub(y, ones)?;
+        let p = b.binary(BinaryOp::Pow, x, ym1)?;
+        let m = b.mul(rz, p)?;
+        b.select_n(is_zero, vec![m, zeros])?
+    };
+    b.mul(g, jac)
+}
+
+/// `_replace_zero(x)`: `select(x == 0, ones_like(x), x)`.
+fn replace_zero(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let is_zero = b.compare(CompareOp::Eq, x, lit(aval.dtype, 0.0))?;
+    let ones = b.full(&aval, 1.0)?;
+    b.select_n(is_zero, vec![x, ones])
+}
+
+/// `_balanced_eq(x, z, y)`: 1 where `x == z`, halved where `y == z` too (ties split).
+fn balanced_eq(b: &mut Builder, x: Atom, z: Atom, y: Atom) -> Result<Atom, AdError> {
+    let z_aval = b.aval(&z);
+    let e1 = b.compare(CompareOp::Eq, x, z)?;
+    let ones = b.full(&z_aval, 1.0)?;
+    let zeros = b.full(&z_aval, 0.0)?;
+    let num = b.select_n(e1, vec![zeros, ones])?;
+    let e2 = b.compare(CompareOp::Eq, y, z)?;
+    let twos = b.full(&z_aval, 2.0)?;
+    let ones2 = b.full(&z_aval, 1.0)?;
+    let den = b.select_n(e2, vec![ones2, twos])?;
+    b.div(num, den)
+}
+
+/// `bitwise_and` of two predicates, as `select_n(a, a, c)` (the IR has no `and`), with a
+/// scalar operand broadcast to `shape`.
+fn logical_and(b: &mut Builder, a: Atom, c: Atom, shape: &[usize]) -> Result<Atom, AdError> {
+    let (ra, rc) = (b.aval(&a).rank(), b.aval(&c).rank());
+    if ra == rc {
+        return b.select_n(a, vec![a, c]);
+    }
+    let a = b.maybe_broadcast(shape, a)?;
+    let c = b.maybe_broadcast(shape, c)?;
+    b.select_n(a, vec![a, c])
+}
+
+/// `defjvp` / `defjvp2`: the primal, then `rule(input index, g, ans)` for each nonzero
+/// input tangent, summed with `add_any`.
+fn standard(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+    mut rule: impl FnMut(&mut Builder, usize, Atom, Atom) -> Result<Atom, AdError>,
+) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let ans = out[0];
+    let mut acc: Option<Atom> = None;
+    for (i, t) in tangents.iter().enumerate() {
+        if let Tangent::Nz(g) = t {
+            let r = rule(b, i, *g, ans)?;
+            acc = Some(match acc {
+                None => r,
+                Some(a) => b.add_any(a, r)?,
+            });
+        }
+    }
+    Ok((out, vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
+}
+
+/// `defjvp_zero` (and the zero tangent of `stop_gradient`): the primal, zero tangents.
+fn zero(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom]) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let n = out.len();
+    Ok((out, vec![Tangent::Zero; n]))
+}
+
+/// `linear_jvp`: the primitive applied to the tangents, zeros instantiated.
+fn linear(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let mut ins = Vec::with_capacity(primals.len());
+    for (p, t) in primals.iter().zip(tangents) {
+        let aval = b.aval(p);
+        ins.push(instantiate(b, *t, &aval)?);
+    }
+    let ts = b.bind(eqn.primitive.clone(), ins)?;
+    let tangents = ts.into_iter().zip(&out).map(|(t, o)| tangent_if_float(b, t, o)).collect();
+    Ok((out, tangents))
+}
+
+fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
+    if b.aval(primal).dtype.is_float() {
+        Tangent::Nz(Atom::Var(t))
+    } else {
+        Tangent::Zero
+    }
+}

@@ -1,0 +1,570 @@
+//! Partial evaluation with remat policies: JAX's `partial_eval_jaxpr_custom`
+//! (`_partial_eval_jaxpr_custom_cached` in `interpreters/partial_eval.py`).
+//!
+//! ```text
+//! jaxpr  : (ins)                        -> (outs)
+//! known  : (known ins)                  -> (known outs, residuals)
+//! staged : (residuals, instantiated ins) -> (instantiated outs)
+//! ```
+//!
+//! Every variable is `(unknown, instantiated)`: unknown values exist only in the staged
+//! half; a known value is instantiated when the staged half has its own copy (an input
+//! given to both halves, or a recomputed value). A staged equation that reads a known,
+//! uninstantiated value makes it a residual (an output of `known`, an input of `staged`),
+//! in order of first use.
+//!
+//! Known equations ask the policy ([`PeMode`]): `Saveable` keeps the output in the known
+//! half only; `Recompute` also copies the equation to the staged half; `Offloadable` adds
+//! a `device_put` to host memory in the known half (that copy is the residual) and one
+//! back at the start of the staged half. Calls have rules: `remat2` (at the top of a
+//! linearization, split by its own policy with its known half inlined and its staged half
+//! a `remat2[differentiated=True]`; inside a checkpoint, split with the enclosing policy
+//! into a known and a staged `remat2`), `jit` (a known and a staged `jit`, residuals that
+//! are inputs or outputs forwarded) and `scan` (in `scan.rs`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use remat_ir::{Atom, ClosedJaxpr, CopySemantics, DType, Eqn, Jaxpr, Policy, Primitive, SourceInfo, Var};
+
+use crate::builder::{Builder, VarMap};
+use crate::jvp::inline_jaxpr;
+use crate::policy::{memory_space, resolve_policy, ResolvedPolicy, Saveability};
+use crate::{check, dce_jaxpr, scan, AdError};
+
+/// Who decides what known equations may save.
+#[derive(Clone, Copy, Debug)]
+pub enum PeMode<'a> {
+    /// The top of a linearization (JAX's `LinearizeTrace`): everything known may be
+    /// saved, and a `remat2` is split by its own policy, its known half inlined.
+    Linearize,
+    /// Inside a checkpoint: the enclosing checkpoint's policy decides, also for nested
+    /// checkpoints.
+    Policy(&'a ResolvedPolicy),
+}
+
+/// The two halves of a partially evaluated jaxpr (see the module docs for their types).
+#[derive(Clone, Debug)]
+pub struct PartialEval {
+    pub known: Jaxpr,
+    pub staged: Jaxpr,
+    /// Which outputs are unknown (computed by `staged` only).
+    pub out_unknowns: Vec<bool>,
+    /// Which outputs `staged` returns.
+    pub out_inst: Vec<bool>,
+    /// How many residuals end `known`'s outputs and begin `staged`'s inputs.
+    pub num_res: usize,
+}
+
+/// Splits `jaxpr` into known and staged halves. `in_unknowns[i]`: invar `i` is only
+/// available to the staged half; `in_inst[i]`: the staged half receives invar `i` (an
+/// unknown input must be instantiated). `ensure_out_unknowns`/`ensure_out_inst` force
+/// outputs to be unknown/returned by the staged half.
+pub fn partial_eval_jaxpr_custom(
+    jaxpr: &Jaxpr,
+    in_unknowns: &[bool],
+    in_inst: &[bool],
+    ensure_out_unknowns: &[bool],
+    ensure_out_inst: &[bool],
+    mode: PeMode<'_>,
+) -> Result<PartialEval, AdError> {
+    let n_in = jaxpr.invars.len();
+    let n_out = jaxpr.outvars.len();
+    if in_unknowns.len() != n_in
+        || in_inst.len() != n_in
+        || ensure_out_unknowns.len() != n_out
+        || ensure_out_inst.len() != n_out
+    {
+        return Err(AdError::Invalid("partial_eval_jaxpr_custom: flag counts do not match the jaxpr".into()));
+    }
+    if in_unknowns.iter().zip(in_inst).any(|(&u, &i)| u && !i) {
+        return Err(AdError::Invalid("partial_eval_jaxpr_custom: an unknown input must be instantiated".into()));
+    }
+    let mut pe = Pe::new(jaxpr, mode);
+    let linearize = matches!(mode, PeMode::Linearize);
+    for &c in &jaxpr.constvars {
+        let k = pe.kb.constvar(jaxpr.aval(c).clone());
+        pe.kmap.set(c, k);
+        if linearize {
+            pe.env[c.index()] = (false, false);
+        } else {
+            let s = pe.sb.constvar(jaxpr.aval(c).clone());
+            pe.smap.set(c, s);
+            pe.env[c.index()] = (false, true);
+        }
+    }
+    let mut staged_ins = Vec::new();
+    for ((&v, &unk), &inst) in jaxpr.invars.iter().zip(in_unknowns).zip(in_inst) {
+        let aval = jaxpr.aval(v).clone();
+        if !unk {
+            let k = pe.kb.invar(aval.clone());
+            pe.kmap.set(v, k);
+        }
+        if inst {
+            let s = pe.sb.new_var(aval);
+            pe.smap.set(v, s);
+            staged_ins.push(s);
+        }
+        pe.env[v.index()] = (unk, inst);
+    }
+    for eqn in &jaxpr.eqns {
+        pe.eqn(eqn)?;
+    }
+
+    let mut out_unknowns = Vec::with_capacity(n_out);
+    let mut out_inst = Vec::with_capacity(n_out);
+    let mut staged_outs = Vec::new();
+    for (i, out) in jaxpr.outvars.iter().enumerate() {
+        let (unk, inst) = pe.read(out);
+        let unk = unk || ensure_out_unknowns[i];
+        let inst = inst || ensure_out_inst[i];
+        if inst {
+            staged_outs.push(pe.staged_read(out));
+        }
+        out_unknowns.push(unk);
+        out_inst.push(inst);
+    }
+    let mut known_outs: Vec<Atom> = jaxpr
+        .outvars
+        .iter()
+        .zip(&out_unknowns)
+        .filter(|(_, &u)| !u)
+        .map(|(a, _)| pe.known_read(a))
+        .collect::<Result<_, _>>()?;
+    known_outs.extend(pe.res_known.iter().map(|&v| Atom::Var(v)));
+    let num_res = pe.res_known.len();
+    let mut staged_invars = pe.res_staged.clone();
+    staged_invars.extend(staged_ins);
+    pe.sb.set_invars(staged_invars);
+    let known = pe.kb.finish(known_outs);
+    let staged = pe.sb.finish(staged_outs);
+    check("partial_eval_jaxpr_custom (known)", &known)?;
+    check("partial_eval_jaxpr_custom (staged)", &staged)?;
+    Ok(PartialEval { known, staged, out_unknowns, out_inst, num_res })
+}
+
+/// The state of one partial evaluation; `scan.rs` adds its rule through it.
+pub(crate) struct Pe<'a> {
+    pub old: &'a Jaxpr,
+    pub mode: PeMode<'a>,
+    pub kb: Builder,
+    pub sb: Builder,
+    pub kmap: VarMap,
+    pub smap: VarMap,
+    /// `(unknown, instantiated)` of each old variable.
+    pub env: Vec<(bool, bool)>,
+    pub res_known: Vec<Var>,
+    pub res_staged: Vec<Var>,
+    res_index: HashMap<Var, usize>,
+}
+
+impl<'a> Pe<'a> {
+    fn new(old: &'a Jaxpr, mode: PeMode<'a>) -> Pe<'a> {
+        Pe {
+            old,
+            mode,
+            kb: Builder::new(),
+            sb: Builder::new(),
+            kmap: VarMap::new(old),
+            smap: VarMap::new(old),
+            env: vec![(false, false); old.vars.len()],
+            res_known: Vec::new(),
+            res_staged: Vec::new(),
+            res_index: HashMap::new(),
+        }
+    }
+
+    pub fn read(&self, a: &Atom) -> (bool, bool) {
+        match a {
+            Atom::Lit(_) => (false, true),
+            Atom::Var(v) => self.env[v.index()],
+        }
+    }
+
+    /// A known value in the known half.
+    pub fn known_read(&self, a: &Atom) -> Result<Atom, AdError> {
+        match a {
+            Atom::Lit(_) => Ok(*a),
+            Atom::Var(v) => self
+                .kmap
+                .try_get(*v)
+                .ok_or_else(|| AdError::Internal(format!("partial eval: {v:?} has no known value"))),
+        }
+    }
+
+    /// The staged binder of a residual (a known-half variable), made on first use.
+    pub fn residual(&mut self, known: Var) -> Var {
+        if let Some(&i) = self.res_index.get(&known) {
+            return self.res_staged[i];
+        }
+        let s = self.sb.new_var(self.kb.var_aval(known).clone());
+        self.res_index.insert(known, self.res_known.len());
+        self.res_known.push(known);
+        self.res_staged.push(s);
+        s
+    }
+
+    /// A known-half atom as seen by the staged half: a literal, or a residual.
+    pub fn known_to_staged(&mut self, k: Atom) -> Atom {
+        match k {
+            Atom::Lit(_) => k,
+            Atom::Var(v) => Atom::Var(self.residual(v)),
+        }
+    }
+
+    /// An old atom as the staged half reads it (`ensure_instantiated`): its staged copy,
+    /// or a residual.
+    pub fn staged_read(&mut self, a: &Atom) -> Atom {
+        match a {
+            Atom::Lit(_) => *a,
+            Atom::Var(v) => match self.smap.try_get(*v) {
+                Some(s) => s,
+                None => {
+                    let k = self.kmap.get(a);
+                    self.known_to_staged(k)
+                }
+            },
+        }
+    }
+
+    fn eqn(&mut self, eqn: &Eqn) -> Result<(), AdError> {
+        let any_unknown = eqn.invars.iter().any(|a| self.read(a).0);
+        let linearize = matches!(self.mode, PeMode::Linearize);
+        match pe_rule(&eqn.primitive) {
+            PeRule::Remat if linearize && any_unknown => {
+                let Primitive::Remat2 { jaxpr, prevent_cse, policy, .. } = &eqn.primitive else {
+                    return Err(AdError::Internal("remat rule on a non-remat2 equation".into()));
+                };
+                self.remat_linearize(eqn, jaxpr, *prevent_cse, policy.as_ref())
+            }
+            // At the top of a linearization a call whose inputs are all known is a plain
+            // known equation (JAX binds the primal alone); inside a checkpoint the rule
+            // always runs, so the enclosing policy reaches the call's body.
+            PeRule::Remat | PeRule::Jit if any_unknown || !linearize => self.call_rule(eqn),
+            PeRule::Scan if any_unknown || !linearize => scan::scan_partial_eval(self, eqn),
+            PeRule::Remat | PeRule::Jit | PeRule::Scan | PeRule::None => {
+                if any_unknown {
+                    let ins: Vec<Atom> = eqn.invars.iter().map(|a| self.staged_read(a)).collect();
+                    let outs = self.sb.copy_eqn_with(self.old, eqn, ins);
+                    for (&v, s) in eqn.outvars.iter().zip(outs) {
+                        self.smap.set(v, Atom::Var(s));
+                        self.env[v.index()] = (true, true);
+                    }
+                    Ok(())
+                } else {
+                    self.known_eqn(eqn)
+                }
+            }
+        }
+    }
+
+    /// An equation whose inputs are all known: in the known half, and what the policy says.
+    fn known_eqn(&mut self, eqn: &Eqn) -> Result<(), AdError> {
+        self.kb.copy_eqn(self.old, eqn, &mut self.kmap);
+        let decision = match self.mode {
+            PeMode::Linearize => Saveability::Saveable,
+            PeMode::Policy(p) => {
+                let in_avals: Vec<_> = eqn.invars.iter().map(|a| self.old.atom_aval(a)).collect();
+                p.decide(&eqn.primitive, &in_avals)
+            }
+        };
+        match decision {
+            Saveability::Saveable => {
+                for &v in &eqn.outvars {
+                    self.env[v.index()] = (false, false);
+                }
+            }
+            Saveability::Recompute => {
+                let ins: Vec<Atom> = eqn.invars.iter().map(|a| self.staged_read(a)).collect();
+                let outs = self.sb.copy_eqn_with(self.old, eqn, ins);
+                for (&v, s) in eqn.outvars.iter().zip(outs) {
+                    self.smap.set(v, s);
+                    self.env[v.index()] = (false, true);
+                }
+            }
+            Saveability::Offloadable { src, dst } => {
+                let (src, dst) = (memory_space(&src)?, memory_space(&dst)?);
+                let n = eqn.outvars.len();
+                let known_outs: Vec<Atom> = eqn.outvars.iter().map(|&v| self.kmap.get(&Atom::Var(v))).collect();
+                let saved = self.kb.set_source(Some(SourceInfo::unknown()));
+                let put =
+                    Primitive::DevicePut { devices: vec![dst; n], copy_semantics: vec![CopySemantics::AlwaysCopy; n] };
+                let offloaded = self.kb.bind(put, known_outs)?;
+                self.kb.set_source(saved);
+                let staged_res: Vec<Atom> = offloaded.iter().map(|&r| Atom::Var(self.residual(r))).collect();
+                let saved = self.sb.set_source(Some(SourceInfo::unknown()));
+                let back =
+                    Primitive::DevicePut { devices: vec![src; n], copy_semantics: vec![CopySemantics::AlwaysCopy; n] };
+                let reloaded = self.sb.bind(back, staged_res)?;
+                self.sb.set_source(saved);
+                for (&v, s) in eqn.outvars.iter().zip(reloaded) {
+                    self.smap.set(v, s);
+                    self.env[v.index()] = (false, true);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// JAX's `remat_partial_eval`: a checkpoint met at the top of a linearization is split
+    /// by its own policy; the known half is inlined here (primal outputs and residuals are
+    /// hoisted out of the checkpoint), the staged half becomes `remat2[differentiated=True]`.
+    fn remat_linearize(
+        &mut self,
+        eqn: &Eqn,
+        body: &Arc<Jaxpr>,
+        prevent_cse: bool,
+        policy: Option<&Policy>,
+    ) -> Result<(), AdError> {
+        let resolved = resolve_policy(policy)?;
+        let unks: Vec<bool> = eqn.invars.iter().map(|a| self.read(a).0).collect();
+        let (n_in, n_out) = (body.invars.len(), body.outvars.len());
+        let pe = partial_eval_jaxpr_custom(
+            body,
+            &unks,
+            &vec![true; n_in],
+            &vec![false; n_out],
+            &vec![false; n_out],
+            PeMode::Policy(&resolved),
+        )?;
+        // Keep the staged outputs that are unknown; the known half keeps its outputs and
+        // the residuals the staged half still reads.
+        let used_staged_outs: Vec<bool> = (0..n_out).filter(|&i| pe.out_inst[i]).map(|i| pe.out_unknowns[i]).collect();
+        let (staged, used_staged_in) = dce_jaxpr(&pe.staged, &used_staged_outs, false)?;
+        let (used_res, used_ins_staged) = used_staged_in.split_at(pe.num_res);
+        let num_known_outs = pe.out_unknowns.iter().filter(|&&u| !u).count();
+        let mut used_known_outs = vec![true; num_known_outs];
+        used_known_outs.extend_from_slice(used_res);
+        let (mut known, used_known_in) = dce_jaxpr(&pe.known, &used_known_outs, false)?;
+        let num_res = used_res.iter().filter(|&&u| u).count();
+        insert_reduce_precision(&mut known, num_res);
+        check("remat partial eval (known, reduce_precision)", &known)?;
+
+        let known_ins: Vec<Atom> =
+            eqn.invars.iter().zip(&unks).filter(|(_, &u)| !u).map(|(a, _)| self.kmap.get(a)).collect();
+        let args: Vec<Atom> = known_ins.into_iter().zip(&used_known_in).filter(|(_, &u)| u).map(|(a, _)| a).collect();
+        let outs = inline_jaxpr(&mut self.kb, &known, &[], &args);
+        let (known_outs, res_atoms) = outs.split_at(num_known_outs);
+
+        let mut ins: Vec<Atom> = res_atoms.iter().map(|&k| self.known_to_staged(k)).collect();
+        let staged_old: Vec<&Atom> =
+            eqn.invars.iter().zip(used_ins_staged).filter(|(_, &u)| u).map(|(a, _)| a).collect();
+        for a in staged_old {
+            let s = self.staged_read(a);
+            ins.push(s);
+        }
+        let prim =
+            Primitive::Remat2 { jaxpr: Arc::new(staged), prevent_cse, differentiated: true, policy: policy.cloned() };
+        let saved = self.sb.set_source(Some(eqn.source.clone()));
+        let staged_outs = self.sb.bind(prim, ins)?;
+        self.sb.set_source(saved);
+        let mut known_outs = known_outs.iter();
+        let mut staged_outs = staged_outs.into_iter();
+        for (i, &v) in eqn.outvars.iter().enumerate() {
+            if pe.out_unknowns[i] {
+                let s = staged_outs.next().ok_or_else(|| AdError::Internal("remat: missing staged output".into()))?;
+                self.smap.set(v, s);
+                self.env[v.index()] = (true, true);
+            } else {
+                let k = *known_outs.next().ok_or_else(|| AdError::Internal("remat: missing known output".into()))?;
+                self.kmap.set(v, k);
+                self.env[v.index()] = (false, false);
+            }
+        }
+        Ok(())
+    }
+
+    /// JAX's `call_partial_eval_custom_rule` (for `remat2` inside a checkpoint) and the
+    /// `jit` rule (which also forwards residuals that are known inputs or outputs of the
+    /// call instead of returning them again): a known call and a staged call.
+    fn call_rule(&mut self, eqn: &Eqn) -> Result<(), AdError> {
+        let (body, consts): (&Jaxpr, &[remat_ir::Array]) = match &eqn.primitive {
+            Primitive::Jit { jaxpr, .. } => (&jaxpr.jaxpr, &jaxpr.consts),
+            Primitive::Remat2 { jaxpr, .. } => (jaxpr, &[]),
+            other => return Err(AdError::Internal(format!("call_rule on {}", other.name()))),
+        };
+        let forwarding = matches!(eqn.primitive, Primitive::Jit { .. });
+        let (unks, inst): (Vec<bool>, Vec<bool>) = eqn.invars.iter().map(|a| self.read(a)).unzip();
+        let n_out = body.outvars.len();
+        let pe = partial_eval_jaxpr_custom(body, &unks, &inst, &vec![false; n_out], &vec![false; n_out], self.mode)?;
+        let num_known_outs = pe.out_unknowns.iter().filter(|&&u| !u).count();
+        let known_ins: Vec<Atom> =
+            eqn.invars.iter().zip(&unks).filter(|(_, &u)| !u).map(|(a, _)| self.kmap.get(a)).collect();
+
+        // Which residuals are known inputs or known outputs of the call (forwarded).
+        let mut known_body = pe.known.clone();
+        let res_outs: Vec<Atom> = known_body.outvars[num_known_outs..].to_vec();
+        enum Res {
+            Input(usize),
+            Output(usize),
+            Kept,
+        }
+        let fwd: Vec<Res> = res_outs
+            .iter()
+            .map(|r| {
+                if !forwarding {
+                    return Res::Kept;
+                }
+                if let Some(p) = known_body.invars.iter().position(|&v| Atom::Var(v) == *r) {
+                    return Res::Input(p);
+                }
+                match known_body.outvars[..num_known_outs].iter().position(|o| o == r) {
+                    Some(q) => Res::Output(q),
+                    None => Res::Kept,
+                }
+            })
+            .collect();
+        let mut kept_outs: Vec<Atom> = known_body.outvars[..num_known_outs].to_vec();
+        kept_outs.extend(res_outs.iter().zip(&fwd).filter(|(_, f)| matches!(f, Res::Kept)).map(|(r, _)| *r));
+        known_body.outvars = kept_outs;
+        check("call partial eval (known)", &known_body)?;
+
+        let closed = |j: Jaxpr| ClosedJaxpr {
+            consts: if j.constvars.is_empty() { Vec::new() } else { consts.to_vec() },
+            jaxpr: Arc::new(j),
+        };
+        let (known_prim, staged_prim) = match &eqn.primitive {
+            Primitive::Jit { name, .. } => (
+                Primitive::Jit { name: name.clone(), jaxpr: closed(known_body) },
+                Primitive::Jit { name: name.clone(), jaxpr: closed(pe.staged.clone()) },
+            ),
+            Primitive::Remat2 { prevent_cse, differentiated, policy, .. } => (
+                Primitive::Remat2 {
+                    jaxpr: Arc::new(known_body),
+                    prevent_cse: *prevent_cse,
+                    differentiated: *differentiated,
+                    policy: policy.clone(),
+                },
+                Primitive::Remat2 {
+                    jaxpr: Arc::new(pe.staged.clone()),
+                    prevent_cse: *prevent_cse,
+                    differentiated: true,
+                    policy: policy.clone(),
+                },
+            ),
+            other => return Err(AdError::Internal(format!("call_rule on {}", other.name()))),
+        };
+        let saved = self.kb.set_source(Some(eqn.source.clone()));
+        let known_outs = self.kb.bind(known_prim, known_ins.clone())?;
+        self.kb.set_source(saved);
+        let (primal_known, kept_res) = known_outs.split_at(num_known_outs);
+        let mut kept_res = kept_res.iter();
+        let res_atoms: Vec<Atom> = fwd
+            .iter()
+            .map(|f| match f {
+                Res::Input(p) => known_ins[*p],
+                Res::Output(q) => Atom::Var(primal_known[*q]),
+                Res::Kept => Atom::Var(*kept_res.next().expect("a kept residual")),
+            })
+            .collect();
+        let mut ins: Vec<Atom> = res_atoms.into_iter().map(|k| self.known_to_staged(k)).collect();
+        for (a, _) in eqn.invars.iter().zip(&inst).filter(|(_, &i)| i) {
+            let s = self.staged_read(a);
+            ins.push(s);
+        }
+        let saved = self.sb.set_source(Some(eqn.source.clone()));
+        let staged_outs = self.sb.bind(staged_prim, ins)?;
+        self.sb.set_source(saved);
+        let mut primal_known = primal_known.iter();
+        let mut staged_outs = staged_outs.into_iter();
+        for (i, &v) in eqn.outvars.iter().enumerate() {
+            let (unk, inst) = (pe.out_unknowns[i], pe.out_inst[i]);
+            if !unk {
+                let k = *primal_known.next().expect("a known output");
+                self.kmap.set(v, k);
+            }
+            if inst {
+                let s = staged_outs.next().expect("a staged output");
+                self.smap.set(v, s);
+            }
+            self.env[v.index()] = (unk, inst);
+        }
+        Ok(())
+    }
+}
+
+/// JAX's `_insert_reduce_precision`: each float residual produced by an equation and also
+/// read in the known half goes through a `reduce_precision` to its own precision, so the
+/// forward and backward passes see the same bits (XLA excess precision, JAX PR #22244).
+pub(crate) fn insert_reduce_precision(jaxpr: &mut Jaxpr, num_res: usize) {
+    let n = jaxpr.outvars.len();
+    let res: Vec<Atom> = jaxpr.outvars[n - num_res..].to_vec();
+    let mut used: Vec<bool> = vec![false; jaxpr.vars.len()];
+    for e in &jaxpr.eqns {
+        for a in &e.invars {
+            if let Atom::Var(v) = a {
+                used[v.index()] = true;
+            }
+        }
+    }
+    for r in res {
+        let Atom::Var(v) = r else { continue };
+        let aval = jaxpr.aval(v).clone();
+        let (exponent_bits, mantissa_bits) = match aval.dtype {
+            DType::F32 => (8, 23),
+            DType::F64 => (11, 52),
+            DType::I32 | DType::Bool => continue,
+        };
+        if !used[v.index()] {
+            continue;
+        }
+        let Some(idx) = jaxpr.eqns.iter().position(|e| e.outvars.contains(&v)) else { continue };
+        let rp = Primitive::ReducePrecision { exponent_bits, mantissa_bits };
+        if let Primitive::ReducePrecision { exponent_bits: e, mantissa_bits: m } = jaxpr.eqns[idx].primitive {
+            if (e, m) == (exponent_bits, mantissa_bits) {
+                continue;
+            }
+        }
+        let newvar = jaxpr.new_var(aval);
+        for o in jaxpr.eqns[idx].outvars.iter_mut() {
+            if *o == v {
+                *o = newvar;
+            }
+        }
+        let source = jaxpr.eqns[idx].source.clone();
+        jaxpr.eqns.insert(idx + 1, Eqn::new(rp, vec![Atom::Var(newvar)], vec![v], source));
+    }
+}
+
+/// Which primitives partial evaluation has a rule for.
+enum PeRule {
+    Remat,
+    Jit,
+    Scan,
+    None,
+}
+
+fn pe_rule(prim: &Primitive) -> PeRule {
+    match prim {
+        Primitive::Remat2 { .. } => PeRule::Remat,
+        Primitive::Jit { .. } => PeRule::Jit,
+        Primitive::Scan { .. } => PeRule::Scan,
+        // `custom_jvp_call` is differentiated through its body, so only its primal form
+        // (all inputs known) reaches partial evaluation.
+        Primitive::CustomJvpCall { .. }
+        | Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::Compare(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::ConvertElementType { .. }
+        | Primitive::ReducePrecision { .. }
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::ExpandDims { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Iota { .. }
+        | Primitive::Reduce { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::DotGeneral { .. }
+        | Primitive::Name { .. }
+        | Primitive::DevicePut { .. } => PeRule::None,
+    }
+}

@@ -1,0 +1,249 @@
+//! Remat policies: what `partial_eval_jaxpr_custom` asks about each known equation.
+//!
+//! A policy sees one equation's primitive (with its parameters) and input avals, never
+//! values, and answers [`Saveability`]: `Saveable` (the output may be a residual),
+//! `Recompute` (the backward half recomputes it), or `Offloadable { src, dst }` (saved in
+//! another memory space). A policy only *permits* saving: a value is saved only if the
+//! backward pass needs it.
+//!
+//! [`resolve_policy`] gives every [`remat_ir::Policy`] JAX 0.10.2's meaning
+//! (`jax.checkpoint_policies`), with `save_anything_except_these_names` given its
+//! documented meaning (everything except those names; JAX ships a stub that saves
+//! everything). User policies are Rust closures ([`PolicyRule`]); since a `remat2`'s
+//! policy is data, a user rule is attached to a checkpoint by name through a process-wide
+//! registry: [`register_policy`] returns the `Policy::Function { name, .. }` to put in the
+//! checkpoint, and [`resolve_policy`] finds the rule again by that name.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use remat_ir::{Aval, MemorySpace, Policy, Primitive};
+
+use crate::AdError;
+
+/// A policy's answer for one equation (JAX's `Saveable`, `Recompute`, `Offloadable`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Saveability {
+    Saveable,
+    Recompute,
+    /// Save the value in `dst` memory (`'pinned_host'`), moved back to `src` (`'device'`)
+    /// when the backward half needs it.
+    Offloadable {
+        src: String,
+        dst: String,
+    },
+}
+
+impl Saveability {
+    /// JAX's `ensure_enum` for a boolean policy result.
+    pub fn from_bool(save: bool) -> Saveability {
+        if save {
+            Saveability::Saveable
+        } else {
+            Saveability::Recompute
+        }
+    }
+}
+
+/// A user-written policy: a rule from an equation's primitive (with its parameters) and
+/// input avals to a [`Saveability`].
+pub trait PolicyRule: Send + Sync {
+    fn decide(&self, prim: &Primitive, in_avals: &[Aval]) -> Saveability;
+}
+
+impl<F> PolicyRule for F
+where
+    F: Fn(&Primitive, &[Aval]) -> Saveability + Send + Sync,
+{
+    fn decide(&self, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
+        self(prim, in_avals)
+    }
+}
+
+/// A policy ready to be asked: a built-in policy with its meaning, or a user rule.
+#[derive(Clone)]
+pub enum ResolvedPolicy {
+    Builtin(Policy),
+    User { name: String, rule: Arc<dyn PolicyRule> },
+}
+
+impl fmt::Debug for ResolvedPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResolvedPolicy::Builtin(p) => write!(f, "Builtin({p:?})"),
+            ResolvedPolicy::User { name, .. } => write!(f, "User({name})"),
+        }
+    }
+}
+
+impl ResolvedPolicy {
+    /// JAX's `nothing_saveable`, what a checkpoint without a policy does.
+    pub fn nothing_saveable() -> ResolvedPolicy {
+        ResolvedPolicy::Builtin(Policy::NothingSaveable)
+    }
+
+    pub fn everything_saveable() -> ResolvedPolicy {
+        ResolvedPolicy::Builtin(Policy::EverythingSaveable)
+    }
+
+    /// The decision for one known equation.
+    pub fn decide(&self, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
+        match self {
+            ResolvedPolicy::Builtin(p) => builtin(p, prim, in_avals),
+            ResolvedPolicy::User { rule, .. } => rule.decide(prim, in_avals),
+        }
+    }
+}
+
+fn registry() -> &'static RwLock<HashMap<String, Arc<dyn PolicyRule>>> {
+    static REGISTRY: OnceLock<RwLock<HashMap<String, Arc<dyn PolicyRule>>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+/// Registers a user policy under `name` (replacing any earlier one) and returns the
+/// policy value to give a checkpoint: `Policy::Function`, printed `<function NAME>`.
+pub fn register_policy(name: &str, rule: impl PolicyRule + 'static) -> Policy {
+    registry().write().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), Arc::new(rule));
+    Policy::Function { name: name.to_string(), repr: format!("<function {name}>") }
+}
+
+/// A registered user policy.
+pub fn registered_policy(name: &str) -> Option<Arc<dyn PolicyRule>> {
+    registry().read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+}
+
+/// A user policy from a closure, resolved directly (for `partial_eval_jaxpr_custom` or
+/// `linearize` callers that do not go through a checkpoint).
+pub fn user_policy(name: &str, rule: impl PolicyRule + 'static) -> ResolvedPolicy {
+    ResolvedPolicy::User { name: name.to_string(), rule: Arc::new(rule) }
+}
+
+/// A checkpoint's policy with its meaning: `None` is `nothing_saveable`; JAX's
+/// function-valued policies are known by name; any other function name must be a
+/// registered user policy. Invalid combinations are JAX's `ValueError`s.
+pub fn resolve_policy(policy: Option<&Policy>) -> Result<ResolvedPolicy, AdError> {
+    let Some(p) = policy else { return Ok(ResolvedPolicy::nothing_saveable()) };
+    validate(p)?;
+    match p {
+        Policy::Function { name, .. } => match builtin_function(name) {
+            Some(b) => Ok(ResolvedPolicy::Builtin(b)),
+            None => match registered_policy(name) {
+                Some(rule) => Ok(ResolvedPolicy::User { name: name.clone(), rule }),
+                None => Err(AdError::Invalid(format!(
+                    "unknown policy function `{name}`: register it with remat_ad::register_policy"
+                ))),
+            },
+        },
+        other => Ok(ResolvedPolicy::Builtin(other.clone())),
+    }
+}
+
+/// JAX's module-level policy functions (`jax.checkpoint_policies.*`), by name.
+fn builtin_function(name: &str) -> Option<Policy> {
+    match name {
+        "everything_saveable" => Some(Policy::EverythingSaveable),
+        "nothing_saveable" => Some(Policy::NothingSaveable),
+        "dots_saveable" | "checkpoint_dots" => Some(Policy::DotsSaveable { only_if_no_batch_dims: false }),
+        "dots_with_no_batch_dims_saveable" | "checkpoint_dots_with_no_batch_dims" => {
+            Some(Policy::DotsSaveable { only_if_no_batch_dims: true })
+        }
+        _ => None,
+    }
+}
+
+/// JAX's construction-time errors: overlapping save/offload names, and
+/// `save_from_both_policies` of a policy that can offload (it only combines booleans).
+fn validate(p: &Policy) -> Result<(), AdError> {
+    match p {
+        Policy::SaveAndOffloadOnlyTheseNames { saved, offloaded, .. } => {
+            let both: Vec<&String> = saved.iter().filter(|n| offloaded.contains(n)).collect();
+            if !both.is_empty() {
+                return Err(AdError::Invalid(format!(
+                    "save_and_offload_only_these_names: names {both:?} are both saveable and offloadable"
+                )));
+            }
+            Ok(())
+        }
+        Policy::SaveFromBothPolicies { policy_1, policy_2 } => {
+            for q in [policy_1, policy_2] {
+                if can_offload(q) {
+                    return Err(AdError::Invalid(
+                        "save_from_both_policies: both policies must return booleans, not Offloadable".into(),
+                    ));
+                }
+                validate(q)?;
+            }
+            Ok(())
+        }
+        Policy::EverythingSaveable
+        | Policy::NothingSaveable
+        | Policy::DotsSaveable { .. }
+        | Policy::SaveOnlyTheseNames { .. }
+        | Policy::SaveAnyNamesButThese { .. }
+        | Policy::SaveAnythingExceptTheseNames { .. }
+        | Policy::OffloadDotWithNoBatchDims { .. }
+        | Policy::Function { .. } => Ok(()),
+    }
+}
+
+fn can_offload(p: &Policy) -> bool {
+    matches!(p, Policy::SaveAndOffloadOnlyTheseNames { .. } | Policy::OffloadDotWithNoBatchDims { .. })
+}
+
+/// The meaning of a built-in policy.
+fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
+    let name = || if let Primitive::Name { name } = prim { Some(name.as_str()) } else { None };
+    let is_named = |names: &[String]| name().is_some_and(|n| names.iter().any(|m| m == n));
+    match p {
+        Policy::EverythingSaveable => Saveability::Saveable,
+        Policy::NothingSaveable => Saveability::Recompute,
+        Policy::DotsSaveable { only_if_no_batch_dims } => Saveability::from_bool(is_dot(prim, *only_if_no_batch_dims)),
+        Policy::SaveOnlyTheseNames { names } => Saveability::from_bool(is_named(names)),
+        Policy::SaveAnyNamesButThese { names } => Saveability::from_bool(name().is_some() && !is_named(names)),
+        Policy::SaveAnythingExceptTheseNames { names } => Saveability::from_bool(!is_named(names)),
+        Policy::SaveFromBothPolicies { policy_1, policy_2 } => {
+            let save = |q: &Policy| builtin(q, prim, in_avals) == Saveability::Saveable;
+            Saveability::from_bool(save(policy_1) || save(policy_2))
+        }
+        Policy::SaveAndOffloadOnlyTheseNames { saved, offloaded, offload_src, offload_dst } => {
+            if is_named(saved) {
+                Saveability::Saveable
+            } else if is_named(offloaded) {
+                Saveability::Offloadable { src: offload_src.clone(), dst: offload_dst.clone() }
+            } else {
+                Saveability::Recompute
+            }
+        }
+        Policy::OffloadDotWithNoBatchDims { offload_src, offload_dst } => {
+            if is_dot(prim, true) {
+                Saveability::Offloadable { src: offload_src.clone(), dst: offload_dst.clone() }
+            } else {
+                Saveability::Recompute
+            }
+        }
+        Policy::Function { name, .. } => match builtin_function(name) {
+            Some(q) => builtin(&q, prim, in_avals),
+            None => registered_policy(name).map_or(Saveability::Recompute, |r| r.decide(prim, in_avals)),
+        },
+    }
+}
+
+/// `DotsSaveable`: a `dot_general` (the IR has no convolutions); with
+/// `only_if_no_batch_dims`, only one without batch dimensions in its dimension numbers.
+fn is_dot(prim: &Primitive, only_if_no_batch_dims: bool) -> bool {
+    if let Primitive::DotGeneral { dimension_numbers: dn, .. } = prim {
+        !only_if_no_batch_dims || (dn.lhs_batch.is_empty() && dn.rhs_batch.is_empty())
+    } else {
+        false
+    }
+}
+
+/// The memory space a JAX memory kind names (`'device'`, `'pinned_host'`).
+pub(crate) fn memory_space(kind: &str) -> Result<MemorySpace, AdError> {
+    match kind {
+        "device" => Ok(MemorySpace::Device),
+        "pinned_host" | "unpinned_host" | "host" => Ok(MemorySpace::Host),
+        other => Err(AdError::Invalid(format!("unknown memory kind '{other}' (device, pinned_host)"))),
+    }
+}

@@ -1,0 +1,282 @@
+//! Reverse mode on linear jaxprs: `transpose_jaxpr(jaxpr, linear_inputs)` (JAX's
+//! `backward_pass`).
+//!
+//! ```text
+//! jaxpr      : (ins)                                  -> (outs)        linear in the linear ins
+//! transposed : (non-linear ins, cotangents of outs)   -> (cotangents of the linear ins)
+//! ```
+//!
+//! Equations that read no linear value are evaluated forward first, in order (this is
+//! how a staged `remat2` or a recomputing checkpoint body recomputes its primal values);
+//! the linear equations are then transposed in reverse order, each by its primitive's
+//! rule (`transpose_rules.rs`). Cotangents are symbolic: a missing cotangent is zero and
+//! is never materialized unless a result asks for it; several contributions to one
+//! variable are summed with `add_any`.
+
+use std::sync::Arc;
+
+use remat_ir::{Atom, ClosedJaxpr, Eqn, Jaxpr, Primitive};
+
+use crate::builder::{Builder, VarMap};
+use crate::dce::dce_jaxpr_inst;
+use crate::jvp::inline_jaxpr;
+use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
+use crate::{check, transpose_rules, AdError};
+
+/// A transposed jaxpr and which linear inputs got a nonzero cotangent.
+#[derive(Clone, Debug)]
+pub struct Transposed {
+    pub jaxpr: Jaxpr,
+    /// Per linear input: whether the transposed jaxpr returns its cotangent (always true
+    /// when zeros were instantiated).
+    pub in_ct_nonzero: Vec<bool>,
+}
+
+/// Transposes `jaxpr` with respect to the invars marked in `linear_inputs`. The result
+/// takes the non-linear invars, then one cotangent per outvar, and returns one cotangent
+/// per linear invar (zeros where nothing flows back).
+pub fn transpose_jaxpr(jaxpr: &Jaxpr, linear_inputs: &[bool]) -> Result<Transposed, AdError> {
+    transpose_jaxpr_with(jaxpr, linear_inputs, &vec![true; jaxpr.outvars.len()], true)
+}
+
+/// [`transpose_jaxpr`] with symbolic zeros at both ends: only outvars marked in
+/// `out_ct_nonzero` get a cotangent input, and without `instantiate` only the nonzero
+/// input cotangents are returned.
+pub(crate) fn transpose_jaxpr_with(
+    jaxpr: &Jaxpr,
+    linear_inputs: &[bool],
+    out_ct_nonzero: &[bool],
+    instantiate: bool,
+) -> Result<Transposed, AdError> {
+    if linear_inputs.len() != jaxpr.invars.len() || out_ct_nonzero.len() != jaxpr.outvars.len() {
+        return Err(AdError::Invalid("transpose_jaxpr: flag counts do not match the jaxpr".into()));
+    }
+    let mut b = Builder::new();
+    let mut fwd = VarMap::new(jaxpr);
+    let mut linear = vec![false; jaxpr.vars.len()];
+    for &c in &jaxpr.constvars {
+        let nc = b.constvar(jaxpr.aval(c).clone());
+        fwd.set(c, nc);
+    }
+    for (&v, &lin) in jaxpr.invars.iter().zip(linear_inputs) {
+        if lin {
+            linear[v.index()] = true;
+        } else {
+            let nv = b.invar(jaxpr.aval(v).clone());
+            fwd.set(v, nv);
+        }
+    }
+    let mut cts = Cts { slots: vec![None; jaxpr.vars.len()] };
+    let mut out_cts = Vec::new();
+    for (out, &nz) in jaxpr.outvars.iter().zip(out_ct_nonzero) {
+        if nz {
+            let ct = b.invar(jaxpr.atom_aval(out));
+            out_cts.push((out, ct));
+        }
+    }
+
+    // Forward: the non-linear equations, in order.
+    let mut linear_eqns: Vec<&Eqn> = Vec::new();
+    for eqn in &jaxpr.eqns {
+        let is_linear = eqn.invars.iter().any(|a| matches!(a, Atom::Var(v) if linear[v.index()]));
+        if is_linear {
+            for v in &eqn.outvars {
+                linear[v.index()] = true;
+            }
+            linear_eqns.push(eqn);
+        } else {
+            b.copy_eqn(jaxpr, eqn, &mut fwd);
+        }
+    }
+    for (out, ct) in out_cts {
+        if let Atom::Var(v) = out {
+            if linear[v.index()] {
+                cts.add(&mut b, *v, Atom::Var(ct))?;
+            }
+        }
+    }
+
+    // Backward: the linear equations, in reverse.
+    for eqn in linear_eqns.into_iter().rev() {
+        let ct_outs: Vec<Option<Atom>> = eqn.outvars.iter().map(|v| cts.slots[v.index()].take()).collect();
+        if ct_outs.iter().all(Option::is_none) {
+            continue;
+        }
+        let ins: Vec<Operand> = eqn
+            .invars
+            .iter()
+            .map(|a| match a {
+                Atom::Var(v) if linear[v.index()] => Operand::Linear(jaxpr.aval(*v).clone()),
+                _ => Operand::Value(fwd.get(a)),
+            })
+            .collect();
+        let saved = b.set_source(Some(eqn.source.clone()));
+        let in_cts = transpose_rules::transpose_rule(&mut b, eqn, &ins, &ct_outs)?;
+        b.set_source(saved);
+        for (a, ct) in eqn.invars.iter().zip(in_cts) {
+            if let (Atom::Var(v), Some(ct)) = (a, ct) {
+                if linear[v.index()] {
+                    cts.add(&mut b, *v, ct)?;
+                }
+            }
+        }
+    }
+
+    let mut outvars = Vec::new();
+    let mut in_ct_nonzero = Vec::new();
+    for (&v, &lin) in jaxpr.invars.iter().zip(linear_inputs) {
+        if !lin {
+            continue;
+        }
+        match cts.slots[v.index()].take() {
+            Some(ct) => {
+                outvars.push(ct);
+                in_ct_nonzero.push(true);
+            }
+            None if instantiate => {
+                let z = b.zeros(jaxpr.aval(v))?;
+                outvars.push(z);
+                in_ct_nonzero.push(true);
+            }
+            None => in_ct_nonzero.push(false),
+        }
+    }
+    let out = b.finish(outvars);
+    check("transpose_jaxpr", &out)?;
+    Ok(Transposed { jaxpr: out, in_ct_nonzero })
+}
+
+/// An operand of a linear equation as its transpose rule sees it: a forward value, or a
+/// linear input whose cotangent the rule computes (JAX's `UndefinedPrimal`).
+#[derive(Clone, Debug)]
+pub(crate) enum Operand {
+    Value(Atom),
+    Linear(remat_ir::Aval),
+}
+
+impl Operand {
+    pub fn is_linear(&self) -> bool {
+        matches!(self, Operand::Linear(_))
+    }
+}
+
+/// Accumulated cotangents, summed with `add_any`.
+struct Cts {
+    slots: Vec<Option<Atom>>,
+}
+
+impl Cts {
+    fn add(&mut self, b: &mut Builder, v: remat_ir::Var, ct: Atom) -> Result<(), AdError> {
+        let slot = &mut self.slots[v.index()];
+        *slot = Some(match slot.take() {
+            None => ct,
+            Some(prev) => b.add_any(prev, ct)?,
+        });
+        Ok(())
+    }
+}
+
+/// The transpose of a call (`jit`, `remat2`): the same call of the transposed body, on
+/// the non-linear operands and the nonzero output cotangents, returning the nonzero input
+/// cotangents. A `remat2` body is first split (JAX's `remat_transpose`): its non-linear
+/// part is recomputed inside the transposed `remat2` (the rematerialized computation),
+/// then its linear part is transposed.
+pub(crate) fn transpose_call(
+    b: &mut Builder,
+    eqn: &Eqn,
+    ins: &[Operand],
+    ct_outs: &[Option<Atom>],
+) -> Result<Vec<Option<Atom>>, AdError> {
+    let linear: Vec<bool> = ins.iter().map(Operand::is_linear).collect();
+    let out_nz: Vec<bool> = ct_outs.iter().map(Option::is_some).collect();
+    let (body, in_ct_nonzero) = match &eqn.primitive {
+        Primitive::Jit { jaxpr, .. } => {
+            let t = transpose_jaxpr_with(&jaxpr.jaxpr, &linear, &out_nz, false)?;
+            (t.jaxpr, t.in_ct_nonzero)
+        }
+        Primitive::Remat2 { jaxpr, .. } => remat_transpose_body(jaxpr, &linear, &out_nz)?,
+        other => return Err(AdError::Internal(format!("transpose_call on {}", other.name()))),
+    };
+    let mut args: Vec<Atom> = ins
+        .iter()
+        .filter_map(|o| match o {
+            Operand::Value(a) => Some(*a),
+            Operand::Linear(_) => None,
+        })
+        .collect();
+    args.extend(ct_outs.iter().flatten().copied());
+    let prim = match &eqn.primitive {
+        Primitive::Jit { name, jaxpr } => Primitive::Jit {
+            name: name.clone(),
+            jaxpr: ClosedJaxpr {
+                consts: if body.constvars.is_empty() { Vec::new() } else { jaxpr.consts.clone() },
+                jaxpr: Arc::new(body),
+            },
+        },
+        Primitive::Remat2 { prevent_cse, differentiated, policy, .. } => Primitive::Remat2 {
+            jaxpr: Arc::new(body),
+            prevent_cse: *prevent_cse,
+            differentiated: *differentiated,
+            policy: policy.clone(),
+        },
+        other => return Err(AdError::Internal(format!("transpose_call on {}", other.name()))),
+    };
+    let outs = b.bind(prim, args)?;
+    let mut outs = outs.into_iter();
+    let mut nz = in_ct_nonzero.into_iter();
+    Ok(ins
+        .iter()
+        .map(|o| match o {
+            Operand::Value(_) => None,
+            Operand::Linear(_) => {
+                if nz.next().unwrap_or(false) {
+                    outs.next().map(Atom::Var)
+                } else {
+                    None
+                }
+            }
+        })
+        .collect())
+}
+
+/// The body of a transposed `remat2`: `(non-linear ins, nonzero cts) -> (nonzero in cts)`.
+/// Partial evaluation (top-of-linearization style, JAX's `partial_eval_jaxpr_nounits`)
+/// separates the recomputation from the linear part; the recomputation is inlined first,
+/// then the linear part's transpose.
+fn remat_transpose_body(body: &Jaxpr, linear: &[bool], out_nz: &[bool]) -> Result<(Jaxpr, Vec<bool>), AdError> {
+    let n_out = body.outvars.len();
+    let pe =
+        partial_eval_jaxpr_custom(body, linear, linear, &vec![false; n_out], &vec![false; n_out], PeMode::Linearize)?;
+    let mut tb = Builder::new();
+    let nonlin: Vec<Atom> = body
+        .invars
+        .iter()
+        .zip(linear)
+        .filter(|(_, &l)| !l)
+        .map(|(&v, _)| Atom::Var(tb.invar(body.aval(v).clone())))
+        .collect();
+    let cts: Vec<Option<Atom>> = body
+        .outvars
+        .iter()
+        .zip(out_nz)
+        .map(|(o, &nz)| if nz { Some(Atom::Var(tb.invar(body.atom_aval(o)))) } else { None })
+        .collect();
+    let known_outs = inline_jaxpr(&mut tb, &pe.known, &[], &nonlin);
+    let res = &known_outs[known_outs.len() - pe.num_res..];
+    // The staged half returns the unknown outputs; only their cotangents flow back.
+    let staged_cts: Vec<Option<Atom>> =
+        (0..n_out).filter(|&i| pe.out_inst[i]).map(|i| if pe.out_unknowns[i] { cts[i] } else { None }).collect();
+    let n_lin = linear.iter().filter(|&&l| l).count();
+    let mut lin_flags = vec![false; pe.num_res];
+    lin_flags.extend(vec![true; n_lin]);
+    let staged_nz: Vec<bool> = staged_cts.iter().map(Option::is_some).collect();
+    let t = transpose_jaxpr_with(&pe.staged, &lin_flags, &staged_nz, false)?;
+    let mut args = res.to_vec();
+    args.extend(staged_cts.iter().flatten().copied());
+    let in_cts = inline_jaxpr(&mut tb, &t.jaxpr, &[], &args);
+    let out = tb.finish(in_cts);
+    let n = out.invars.len();
+    let (out, _) = dce_jaxpr_inst(&out, &vec![true; out.outvars.len()], &vec![true; n])?;
+    check("remat transpose (body)", &out)?;
+    Ok((out, t.in_ct_nonzero))
+}

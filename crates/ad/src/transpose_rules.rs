@@ -1,0 +1,367 @@
+//! The transpose rule of every linear primitive: one exhaustive match, each arm JAX
+//! 0.10.2's rule (`lax.py`, `slicing.py`). A rule receives the equation's operands (forward
+//! values, or linear inputs with their avals) and the cotangents of its outputs (`None`
+//! for a symbolic zero), and returns one cotangent per operand (`None` for a forward
+//! value or a zero). Primitives that are never linear in an operand are errors.
+
+use remat_ir::{Atom, Aval, BinaryOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Primitive, ReduceOp, UnaryOp};
+
+use crate::builder::{lit, Builder};
+use crate::transpose::{transpose_call, Operand};
+use crate::{scan, AdError};
+
+type Cts = Vec<Option<Atom>>;
+
+pub(crate) fn transpose_rule(
+    b: &mut Builder,
+    eqn: &Eqn,
+    ins: &[Operand],
+    ct_outs: &[Option<Atom>],
+) -> Result<Cts, AdError> {
+    let prim = &eqn.primitive;
+    let not_linear = || AdError::Unsupported {
+        primitive: prim.name(),
+        message: "is not linear in its operands and cannot be transposed".into(),
+    };
+    let lin = |i: usize| ins[i].is_linear();
+    let value = |i: usize| match &ins[i] {
+        Operand::Value(a) => Ok(*a),
+        Operand::Linear(_) => Err(not_linear()),
+    };
+    let aval = |i: usize, b: &Builder| match &ins[i] {
+        Operand::Value(a) => b.aval(a),
+        Operand::Linear(av) => av.clone(),
+    };
+    // Single-output primitives: the output cotangent (all-zero equations never get here).
+    let single = || ct_outs[0];
+    let mut out: Cts = vec![None; ins.len()];
+    match prim {
+        Primitive::Unary(op) => match op {
+            UnaryOp::Neg => {
+                if let Some(ct) = single() {
+                    out[0] = Some(b.neg(ct)?);
+                }
+            }
+            UnaryOp::Sign
+            | UnaryOp::Abs
+            | UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Tanh
+            | UnaryOp::Logistic
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Square
+            | UnaryOp::StopGradient => return Err(not_linear()),
+        },
+        Primitive::Binary(op) => {
+            let Some(ct) = single() else { return Ok(out) };
+            match op {
+                BinaryOp::Add | BinaryOp::AddAny => {
+                    for (i, slot) in out.iter_mut().enumerate() {
+                        if lin(i) {
+                            *slot = Some(b.unbroadcast(&aval(i, b), ct)?);
+                        }
+                    }
+                }
+                BinaryOp::Sub => {
+                    if lin(0) {
+                        out[0] = Some(b.unbroadcast(&aval(0, b), ct)?);
+                    }
+                    if lin(1) {
+                        let n = b.neg(ct)?;
+                        out[1] = Some(b.unbroadcast(&aval(1, b), n)?);
+                    }
+                }
+                BinaryOp::Mul => match (lin(0), lin(1)) {
+                    (true, false) => {
+                        let m = b.mul(ct, value(1)?)?;
+                        out[0] = Some(b.unbroadcast(&aval(0, b), m)?);
+                    }
+                    (false, true) => {
+                        let m = b.mul(value(0)?, ct)?;
+                        out[1] = Some(b.unbroadcast(&aval(1, b), m)?);
+                    }
+                    _ => return Err(not_linear()),
+                },
+                BinaryOp::Div => {
+                    if lin(1) || !lin(0) {
+                        return Err(not_linear());
+                    }
+                    let d = b.div(ct, value(1)?)?;
+                    out[0] = Some(b.unbroadcast(&aval(0, b), d)?);
+                }
+                BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => return Err(not_linear()),
+            }
+        }
+        Primitive::Compare(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::Clamp
+        | Primitive::Iota { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
+        Primitive::SelectN => {
+            if lin(0) {
+                return Err(not_linear());
+            }
+            let Some(ct) = single() else { return Ok(out) };
+            let which = value(0)?;
+            let ct_aval = b.aval(&ct);
+            let zeros = b.full(&ct_aval, 0.0)?;
+            let n = ins.len() - 1;
+            for i in 0..n {
+                if lin(i + 1) {
+                    let cases: Vec<Atom> = (0..n).map(|j| if i == j { ct } else { zeros }).collect();
+                    out[i + 1] = Some(b.select_n(which, cases)?);
+                }
+            }
+        }
+        Primitive::ConvertElementType { .. } => {
+            if let Some(ct) = single() {
+                let old = aval(0, b).dtype;
+                if old.is_float() {
+                    let p = Primitive::ConvertElementType { new_dtype: old, weak_type: false };
+                    out[0] = Some(b.bind1(p, vec![ct])?);
+                }
+            }
+        }
+        Primitive::ReducePrecision { .. } | Primitive::Name { .. } => {
+            if let Some(ct) = single() {
+                out[0] = Some(match prim {
+                    Primitive::Name { .. } => ct,
+                    _ => b.bind1(prim.clone(), vec![ct])?,
+                });
+            }
+        }
+        Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
+            if let Some(ct) = single() {
+                // Sum over the broadcast axes, keeping the operand's unit axes.
+                let op = aval(0, b);
+                let unit_dims: Vec<usize> = (0..op.rank()).filter(|&i| op.shape[i] == 1).collect();
+                let bdims: Vec<usize> = broadcast_dimensions
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !unit_dims.contains(i))
+                    .map(|(_, &d)| d)
+                    .collect();
+                let axes: Vec<usize> = (0..shape.len()).filter(|d| !bdims.contains(d)).collect();
+                let s = b.reduce_sum(ct, &axes)?;
+                out[0] = Some(b.expand_dims(s, &unit_dims)?);
+            }
+        }
+        Primitive::Reshape { .. } | Primitive::ExpandDims { .. } => {
+            if let Some(ct) = single() {
+                out[0] = Some(b.reshape(ct, &aval(0, b).shape)?);
+            }
+        }
+        Primitive::Transpose { permutation } => {
+            if let Some(ct) = single() {
+                out[0] = Some(b.transpose(ct, &argsort(permutation))?);
+            }
+        }
+        Primitive::Squeeze { dimensions } => {
+            if let Some(ct) = single() {
+                out[0] = Some(b.expand_dims(ct, dimensions)?);
+            }
+        }
+        Primitive::Slice { start_indices, limit_indices, strides } => {
+            if let Some(ct) = single() {
+                let op = aval(0, b);
+                let ct_shape = b.aval(&ct).shape;
+                let unit = strides.as_ref().is_none_or(|s| s.iter().all(|&x| x == 1));
+                let pads: Vec<(i64, i64, i64)> = (0..op.rank())
+                    .map(|d| {
+                        let start = start_indices[d] as i64;
+                        if unit {
+                            (start, op.shape[d] as i64 - limit_indices[d] as i64, 0)
+                        } else {
+                            let stride = strides.as_ref().map_or(1, |s| s[d]) as i64;
+                            let n = ct_shape[d] as i64;
+                            let real_limit = start + if n == 0 { 0 } else { 1 + (n - 1) * stride };
+                            (start, op.shape[d] as i64 - real_limit, stride - 1)
+                        }
+                    })
+                    .collect();
+                out[0] = Some(b.bind1(Primitive::Pad { padding_config: pads }, vec![ct, lit(op.dtype, 0.0)])?);
+            }
+        }
+        Primitive::Pad { padding_config } => {
+            if let Some(ct) = single() {
+                let dt = b.aval(&ct).dtype;
+                let t_operand = if lin(0) || lin(1) {
+                    let unpad: Vec<(i64, i64, i64)> = padding_config.iter().map(|&(lo, hi, _)| (-lo, -hi, 0)).collect();
+                    let unpadded = b.bind1(Primitive::Pad { padding_config: unpad }, vec![ct, lit(dt, 0.0)])?;
+                    let shape = b.aval(&unpadded).shape;
+                    let slice = Primitive::Slice {
+                        start_indices: vec![0; shape.len()],
+                        limit_indices: shape.clone(),
+                        strides: Some(padding_config.iter().map(|&(_, _, i)| i as usize + 1).collect()),
+                    };
+                    Some(b.bind1(slice, vec![unpadded])?)
+                } else {
+                    None
+                };
+                if lin(1) {
+                    let total = |b: &mut Builder, x: Atom| {
+                        let r = b.aval(&x).rank();
+                        b.reduce_sum(x, &(0..r).collect::<Vec<_>>())
+                    };
+                    let t_all = total(b, ct)?;
+                    let t_op = t_operand.ok_or_else(not_linear)?;
+                    let t_in = total(b, t_op)?;
+                    out[1] = Some(b.sub(t_all, t_in)?);
+                }
+                out[0] = if lin(0) { t_operand } else { None };
+            }
+        }
+        Primitive::Concatenate { dimension } => {
+            if let Some(ct) = single() {
+                let ct_shape = b.aval(&ct).shape;
+                let mut offset = 0;
+                for (i, slot) in out.iter_mut().enumerate() {
+                    let a = aval(i, b);
+                    let size = a.shape[*dimension];
+                    if lin(i) {
+                        let mut start = vec![0; ct_shape.len()];
+                        let mut limit = ct_shape.clone();
+                        start[*dimension] = offset;
+                        limit[*dimension] = offset + size;
+                        let s = Primitive::Slice { start_indices: start, limit_indices: limit, strides: None };
+                        *slot = Some(b.bind1(s, vec![ct])?);
+                    }
+                    offset += size;
+                }
+            }
+        }
+        Primitive::DynamicSlice { .. } => {
+            if let Some(ct) = single() {
+                let op = aval(0, b);
+                let zeros = b.zeros(&op)?;
+                let mut args = vec![zeros, ct];
+                for i in 1..ins.len() {
+                    args.push(value(i)?);
+                }
+                out[0] = Some(b.bind1(Primitive::DynamicUpdateSlice, args)?);
+            }
+        }
+        Primitive::DynamicUpdateSlice => {
+            if let Some(ct) = single() {
+                let up = aval(1, b);
+                let idx: Vec<Atom> = (2..ins.len()).map(value).collect::<Result<_, _>>()?;
+                let zeros = b.zeros(&up)?;
+                if lin(0) {
+                    let mut args = vec![ct, zeros];
+                    args.extend(idx.iter().copied());
+                    out[0] = Some(b.bind1(Primitive::DynamicUpdateSlice, args)?);
+                }
+                if lin(1) {
+                    let mut args = vec![ct];
+                    args.extend(idx.iter().copied());
+                    out[1] = Some(b.bind1(Primitive::DynamicSlice { slice_sizes: up.shape.clone() }, args)?);
+                }
+            }
+        }
+        Primitive::Reduce { op, axes } => match op {
+            ReduceOp::Sum => {
+                if let Some(ct) = single() {
+                    let shape = aval(0, b).shape;
+                    let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+                    out[0] = Some(b.broadcast_in_dim(ct, &shape, &kept)?);
+                }
+            }
+            ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
+        },
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+            let Some(ct) = single() else { return Ok(out) };
+            match (lin(0), lin(1)) {
+                (true, false) => {
+                    let x = aval(0, b);
+                    out[0] = Some(dot_transpose_lhs(
+                        b,
+                        ct,
+                        &x,
+                        value(1)?,
+                        dimension_numbers,
+                        *preferred_element_type,
+                        false,
+                    )?);
+                }
+                (false, true) => {
+                    let y = aval(1, b);
+                    let dn = dimension_numbers;
+                    let swapped = DotDimensionNumbers {
+                        lhs_contracting: dn.rhs_contracting.clone(),
+                        rhs_contracting: dn.lhs_contracting.clone(),
+                        lhs_batch: dn.rhs_batch.clone(),
+                        rhs_batch: dn.lhs_batch.clone(),
+                    };
+                    out[1] = Some(dot_transpose_lhs(b, ct, &y, value(0)?, &swapped, *preferred_element_type, true)?);
+                }
+                _ => return Err(not_linear()),
+            }
+        }
+        Primitive::DevicePut { .. } => {
+            for i in 0..ins.len() {
+                if let (true, Some(ct)) = (lin(i), ct_outs[i]) {
+                    let back = aval(i, b).memory_space;
+                    let p =
+                        Primitive::DevicePut { devices: vec![back], copy_semantics: vec![CopySemantics::AlwaysCopy] };
+                    out[i] = Some(b.bind1(p, vec![ct])?);
+                }
+            }
+        }
+        Primitive::Jit { .. } | Primitive::Remat2 { .. } => return transpose_call(b, eqn, ins, ct_outs),
+        Primitive::Scan { .. } => return scan::scan_transpose(b, eqn, ins, ct_outs),
+    }
+    Ok(out)
+}
+
+fn argsort(xs: &[usize]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..xs.len()).collect();
+    idx.sort_by_key(|&i| xs[i]);
+    idx
+}
+
+/// JAX's `_dot_general_transpose_lhs`: the cotangent of the lhs `x` of a `dot_general`
+/// with cotangent `g` and rhs value `y`; with `swap_ans`, the rhs (operands swapped).
+fn dot_transpose_lhs(
+    b: &mut Builder,
+    g: Atom,
+    x: &Aval,
+    y: Atom,
+    dn: &DotDimensionNumbers,
+    preferred: Option<DType>,
+    swap_ans: bool,
+) -> Result<Atom, AdError> {
+    let y_ndim = b.aval(&y).rank();
+    let remaining =
+        |n: usize, a: &[usize], c: &[usize]| (0..n).filter(|d| !a.contains(d) && !c.contains(d)).collect::<Vec<_>>();
+    let x_kept = remaining(x.rank(), &dn.lhs_contracting, &dn.lhs_batch);
+    let y_kept = remaining(y_ndim, &dn.rhs_contracting, &dn.rhs_batch);
+    let nb = dn.lhs_batch.len();
+    let ans_batch: Vec<usize> = (0..nb).collect();
+    let ans_y: Vec<usize> = if swap_ans {
+        (nb..nb + y_kept.len()).collect()
+    } else {
+        (nb + x_kept.len()..nb + x_kept.len() + y_kept.len()).collect()
+    };
+    let dims = DotDimensionNumbers {
+        lhs_contracting: ans_y,
+        rhs_contracting: y_kept,
+        lhs_batch: ans_batch,
+        rhs_batch: dn.rhs_batch.clone(),
+    };
+    let order = argsort(&dn.rhs_contracting);
+    let x_contract_sorted_by_y: Vec<usize> = order.iter().map(|&i| dn.lhs_contracting[i]).collect();
+    let mut unsorted: Vec<usize> = dn.lhs_batch.clone();
+    unsorted.extend(&x_kept);
+    unsorted.extend(&x_contract_sorted_by_y);
+    let out_axes = argsort(&unsorted);
+    let d = b.dot_general(g, y, dims, preferred)?;
+    let t = b.transpose(d, &out_axes)?;
+    b.convert(t, x.dtype)
+}

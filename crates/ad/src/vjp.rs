@@ -1,0 +1,190 @@
+//! The user-facing transformations: `linearize` = jvp + partial evaluation, `vjp` =
+//! linearize + transpose, `grad` and `value_and_grad` on scalar-output jaxprs, and `jvp`.
+//!
+//! ```text
+//! jaxpr   : (primals)                   -> (outs)
+//! fwd     : (primals)                   -> (outs, residuals)       the known half
+//! tangent : (residuals, tangents)       -> (out tangents)          the staged half, linear
+//! bwd     : (residuals, cotangents)     -> (grads)                 its transpose
+//! ```
+//!
+//! At the top of a linearization everything known may be saved (JAX's `LinearizeTrace`);
+//! checkpoints inside apply their policies. Residuals are ordered as JAX prints them
+//! (`saved_residuals`): constants, arguments in argument order, then equation outputs in
+//! forward-program order.
+
+use remat_ir::{Atom, Aval, Jaxpr};
+
+use crate::builder::{lit, Builder};
+use crate::dce::dce_jaxpr_inst;
+use crate::jvp::{inline_jaxpr, jvp_jaxpr, JvpJaxpr};
+use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
+use crate::residuals::{describe_residuals, residual_order, Residual};
+use crate::transpose::transpose_jaxpr_with;
+use crate::{check, AdError};
+
+/// A linearized jaxpr: the forward (known) half and the linear (staged) half.
+#[derive(Clone, Debug)]
+pub struct Linearized {
+    /// `(primals) -> (outs, residuals)`.
+    pub primal: Jaxpr,
+    /// `(residuals, tangents of the float inputs) -> (nonzero out tangents)`.
+    pub tangent: Jaxpr,
+    pub num_res: usize,
+    /// Which inputs have a tangent input (the float ones).
+    pub in_nonzeros: Vec<bool>,
+    /// Which outputs have a tangent output.
+    pub out_nonzeros: Vec<bool>,
+}
+
+/// Linearizes `jaxpr` with respect to all its float inputs.
+pub fn linearize(jaxpr: &Jaxpr) -> Result<Linearized, AdError> {
+    let n = jaxpr.invars.len();
+    let n_out = jaxpr.outvars.len();
+    let in_nonzeros: Vec<bool> = jaxpr.invars.iter().map(|&v| jaxpr.aval(v).dtype.is_float()).collect();
+    let jvp = jvp_jaxpr(jaxpr, &in_nonzeros, &vec![false; n_out])?;
+    let n_t = in_nonzeros.iter().filter(|&&x| x).count();
+    let n_tout = jvp.out_nonzeros.iter().filter(|&&x| x).count();
+    let mut unknowns = vec![false; n];
+    unknowns.extend(vec![true; n_t]);
+    let mut out_flags = vec![false; n_out];
+    out_flags.extend(vec![true; n_tout]);
+    let pe = partial_eval_jaxpr_custom(&jvp.jaxpr, &unknowns, &unknowns, &out_flags, &out_flags, PeMode::Linearize)?;
+    if pe.out_unknowns[..n_out].iter().any(|&u| u) {
+        return Err(AdError::Internal("linearize: a primal output depends on a tangent".into()));
+    }
+    // Dead code in both halves: the staged half keeps its tangent inputs; the known half
+    // keeps its primal inputs and only the residuals the staged half reads.
+    let mut inst = vec![false; pe.num_res];
+    inst.extend(vec![true; n_t]);
+    let (mut tangent, used) = dce_jaxpr_inst(&pe.staged, &vec![true; n_tout], &inst)?;
+    let mut used_known = vec![true; n_out];
+    used_known.extend_from_slice(&used[..pe.num_res]);
+    let (mut primal, _) = dce_jaxpr_inst(&pe.known, &used_known, &vec![true; n])?;
+    let num_res = used[..pe.num_res].iter().filter(|&&u| u).count();
+
+    // JAX's residual order, in both halves.
+    let order = residual_order(&primal, n_out);
+    let res_out: Vec<Atom> = primal.outvars[n_out..].to_vec();
+    primal.outvars.truncate(n_out);
+    primal.outvars.extend(order.iter().map(|&i| res_out[i]));
+    let res_in = tangent.invars[..num_res].to_vec();
+    let rest = tangent.invars[num_res..].to_vec();
+    tangent.invars = order.iter().map(|&i| res_in[i]).chain(rest).collect();
+    check("linearize (primal)", &primal)?;
+    check("linearize (tangent)", &tangent)?;
+    Ok(Linearized { primal, tangent, num_res, in_nonzeros, out_nonzeros: jvp.out_nonzeros })
+}
+
+/// The forward and backward halves of a reverse-mode derivative.
+#[derive(Clone, Debug)]
+pub struct Vjp {
+    /// `(primals) -> (outs, residuals)`.
+    pub fwd: Jaxpr,
+    /// `(residuals, one cotangent per output) -> (one gradient per input)`.
+    pub bwd: Jaxpr,
+    pub num_outs: usize,
+    /// What each residual is, in the order `fwd` returns them.
+    pub residuals: Vec<Residual>,
+}
+
+impl Vjp {
+    pub fn num_res(&self) -> usize {
+        self.residuals.len()
+    }
+}
+
+/// `jax.vjp` on a jaxpr: the forward half, the backward half and the residuals, described
+/// with the argument names `arg_names` (JAX's `f'{param}{keystr(path)}'`).
+pub fn vjp(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<Vjp, AdError> {
+    let lin = linearize(jaxpr)?;
+    let num_outs = jaxpr.outvars.len();
+    let n_t = lin.tangent.invars.len() - lin.num_res;
+    let n_tout = lin.tangent.outvars.len();
+    let mut linear = vec![false; lin.num_res];
+    linear.extend(vec![true; n_t]);
+    let t = transpose_jaxpr_with(&lin.tangent, &linear, &vec![true; n_tout], true)?;
+
+    // One cotangent per output (those of outputs without a tangent are unused) and one
+    // gradient per input (zeros for those without a tangent).
+    let mut b = Builder::new();
+    let res: Vec<Atom> =
+        lin.primal.outvars[num_outs..].iter().map(|a| Atom::Var(b.invar(lin.primal.atom_aval(a)))).collect();
+    let cts: Vec<Atom> = jaxpr.outvars.iter().map(|a| Atom::Var(b.invar(jaxpr.atom_aval(a)))).collect();
+    let mut args = res;
+    args.extend(cts.iter().zip(&lin.out_nonzeros).filter(|(_, &nz)| nz).map(|(a, _)| *a));
+    let in_cts = inline_jaxpr(&mut b, &t.jaxpr, &[], &args);
+    let mut in_cts = in_cts.into_iter();
+    let mut grads = Vec::new();
+    for (&v, &nz) in jaxpr.invars.iter().zip(&lin.in_nonzeros) {
+        if nz {
+            grads.push(in_cts.next().ok_or_else(|| AdError::Internal("vjp: missing cotangent".into()))?);
+        } else {
+            grads.push(b.zeros(jaxpr.aval(v))?);
+        }
+    }
+    let bwd = b.finish(grads);
+    check("vjp (bwd)", &bwd)?;
+    let residuals = describe_residuals(&lin.primal, num_outs, arg_names);
+    Ok(Vjp { fwd: lin.primal, bwd, num_outs, residuals })
+}
+
+fn scalar_output(jaxpr: &Jaxpr) -> Result<Aval, AdError> {
+    match jaxpr.outvars.as_slice() {
+        [out] => {
+            let aval = jaxpr.atom_aval(out);
+            if aval.rank() == 0 && aval.dtype.is_float() {
+                Ok(aval)
+            } else {
+                Err(AdError::Invalid(format!("grad requires a real scalar output, got {aval}")))
+            }
+        }
+        outs => Err(AdError::Invalid(format!("grad requires exactly one output, got {}", outs.len()))),
+    }
+}
+
+/// `jax.value_and_grad`: a jaxpr `(primals) -> (value, grads of the inputs in argnums)`.
+pub fn value_and_grad(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Jaxpr, AdError> {
+    grad_impl(jaxpr, argnums, true)
+}
+
+/// `jax.grad`: a jaxpr `(primals) -> (grads of the inputs in argnums)`.
+pub fn grad(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Jaxpr, AdError> {
+    grad_impl(jaxpr, argnums, false)
+}
+
+fn grad_impl(jaxpr: &Jaxpr, argnums: &[usize], with_value: bool) -> Result<Jaxpr, AdError> {
+    let out_aval = scalar_output(jaxpr)?;
+    if let Some(&bad) = argnums.iter().find(|&&i| i >= jaxpr.invars.len()) {
+        return Err(AdError::Invalid(format!("argnum {bad} is out of range for {} inputs", jaxpr.invars.len())));
+    }
+    for &i in argnums {
+        let aval = jaxpr.aval(jaxpr.invars[i]);
+        if !aval.dtype.is_float() {
+            return Err(AdError::Invalid(format!("grad requires real-valued inputs; input {i} is {aval}")));
+        }
+    }
+    let v = vjp(jaxpr, &[])?;
+    let mut b = Builder::new();
+    let primals: Vec<Atom> = jaxpr.invars.iter().map(|&x| Atom::Var(b.invar(jaxpr.aval(x).clone()))).collect();
+    let consts: Vec<Atom> = jaxpr.constvars.iter().map(|&c| Atom::Var(b.constvar(jaxpr.aval(c).clone()))).collect();
+    let fwd_outs = inline_jaxpr(&mut b, &v.fwd, &consts, &primals);
+    let (outs, res) = fwd_outs.split_at(v.num_outs);
+    let mut args = res.to_vec();
+    args.push(lit(out_aval.dtype, 1.0));
+    let grads = inline_jaxpr(&mut b, &v.bwd, &[], &args);
+    let mut result = Vec::new();
+    if with_value {
+        result.push(outs[0]);
+    }
+    result.extend(argnums.iter().map(|&i| grads[i]));
+    let out = b.finish(result);
+    check("grad", &out)?;
+    Ok(out)
+}
+
+/// `jax.jvp` on a jaxpr: `(primals, one tangent per input) -> (outs, one tangent per
+/// output)`, zero tangents instantiated.
+pub fn jvp(jaxpr: &Jaxpr) -> Result<JvpJaxpr, AdError> {
+    jvp_jaxpr(jaxpr, &vec![true; jaxpr.invars.len()], &vec![true; jaxpr.outvars.len()])
+}
