@@ -72,7 +72,7 @@ fn apply(pool: &mut Vec<Tensor>, op: &Op) {
         Op::BroadcastTo(a, shape) => t(a).broadcast_to(shape),
         Op::Index(a, k) => t(a).index(idx![*k]),
         Op::Slice(a, b, e) => t(a).index(idx![*b..*e]),
-        Op::Where(c, a, b) => jnp::where_(&t(c).gt(0.0), &t(a), &t(b)),
+        Op::Where(c, a, b) => jnp::where_(&t(c).gt(0.0), t(a), t(b)),
         Op::Softmax(a, axis) => nn::softmax(&t(a), *axis),
         Op::Concat(a, b, axis) => jnp::concatenate(&[&t(a), &t(b)], *axis),
         Op::Jit(a) => jit(|x: Tensor| nn::relu(&x).sin()).call(t(a)),
