@@ -27,6 +27,15 @@ const PIO2_1: f64 = f64::from_bits(0x3FF9_21FB_5440_0000); // 33 significant bit
 const PIO2_1T: f64 = f64::from_bits(0x3DD0_B461_1A62_6331);
 const BIG_TRIG: f32 = 262144.0; // 2^18
 
+// Polynomial lengths, chosen for a relative error below 1e-10 before the final rounding to
+// f32 (which then stays within 0.51 ulp of the correctly rounded result):
+// e^r on |r| <= 0.35: Taylor to r^10, truncation 0.35^11/11! < 1e-12;
+// ln m = 2 atanh(s) on s^2 <= 0.0295: terms to s^13/13, truncation 0.0295^7/15 < 1e-11;
+// sin/cos on |r| <= pi/4: to r^13 and r^12, truncation 0.79^15/15! < 2e-14.
+const EXP_DEGREE: u32 = 10;
+const LOG_TERMS: u32 = 6;
+const SIN_TERMS: u32 = 6;
+
 /// Lane types of one computation: `f64`/`i64` scalars or `f64x2`/`i64x2` vectors.
 #[derive(Clone, Copy)]
 struct Lanes {
@@ -96,12 +105,15 @@ impl Fx<'_, '_> {
         self.b.ins().bitselect(m, a, b)
     }
 
+    /// `x` clamped into `[lo, hi]`; NaN becomes a bound, so callers restore NaN themselves.
+    /// (Compare-and-select lowers to `maxpd`/`minpd`; `fmax`/`fmin` to ~8 instructions.)
     fn clamp_l(&mut self, l: Lanes, x: Value, lo: f64, hi: f64) -> Value {
-        // fmax/fmin propagate NaN, which the callers rely on.
         let lo = self.fc(l, lo);
         let hi = self.fc(l, hi);
-        let t = self.b.ins().fmax(x, lo);
-        self.b.ins().fmin(t, hi)
+        let below = self.fcmp_l(FloatCC::LessThan, x, lo);
+        let t = self.lsel(below, lo, x);
+        let above = self.fcmp_l(FloatCC::GreaterThan, t, hi);
+        self.lsel(above, hi, t)
     }
 
     /// e^x for x in [-200, 200] (or NaN).
@@ -114,7 +126,7 @@ impl Fx<'_, '_> {
         let r = self.b.ins().fsub(x, t);
         let t = self.b.ins().fmul(kf, lo);
         let r = self.b.ins().fsub(r, t);
-        let coeffs: Vec<f64> = (0..=12).rev().map(|n| 1.0 / factorial(n)).collect();
+        let coeffs: Vec<f64> = (0..=EXP_DEGREE).rev().map(|n| 1.0 / factorial(n)).collect();
         let p = self.horner(l, r, &coeffs);
         let kbits = self.bits(l, kb);
         let mbits = self.ic(l, MAGIC.to_bits() as i64);
@@ -142,7 +154,7 @@ impl Fx<'_, '_> {
         let den = self.b.ins().fadd(m, one);
         let s = self.b.ins().fdiv(num, den);
         let z = self.b.ins().fmul(s, s);
-        let coeffs: Vec<f64> = (0..=11).rev().map(|k| 1.0 / (2 * k + 1) as f64).collect();
+        let coeffs: Vec<f64> = (0..=LOG_TERMS).rev().map(|k| 1.0 / (2 * k + 1) as f64).collect();
         let p = self.horner(l, z, &coeffs);
         let s2 = self.b.ins().fadd(s, s);
         let lm = self.b.ins().fmul(s2, p);
@@ -187,10 +199,10 @@ impl Fx<'_, '_> {
     /// sin and cos of a reduced argument |r| <= pi/4 (Taylor series to r^15 and r^16).
     fn sincos_poly(&mut self, l: Lanes, r: Value) -> (Value, Value) {
         let z = self.b.ins().fmul(r, r);
-        let sc: Vec<f64> = (0..=7).rev().map(|k| sign(k) / factorial(2 * k + 1)).collect();
+        let sc: Vec<f64> = (0..=SIN_TERMS).rev().map(|k| sign(k) / factorial(2 * k + 1)).collect();
         let ps = self.horner(l, z, &sc);
         let s = self.b.ins().fmul(ps, r);
-        let cc: Vec<f64> = (0..=8).rev().map(|k| sign(k) / factorial(2 * k)).collect();
+        let cc: Vec<f64> = (0..=SIN_TERMS + 1).rev().map(|k| sign(k) / factorial(2 * k)).collect();
         let c = self.horner(l, z, &cc);
         (s, c)
     }
@@ -326,8 +338,11 @@ impl Fx<'_, '_> {
         let ax = self.b.ins().fabs(x);
         let lx = self.log_core(l, ax);
         let t = self.b.ins().fmul(y, lx);
+        let t_nan = self.fcmp_l(FloatCC::Unordered, t, t);
         let t = self.clamp_l(l, t, -200.0, 200.0);
         let r = self.exp_core(l, t);
+        let nan = self.fc(l, f64::NAN);
+        let r = self.lsel(t_nan, nan, r);
         let one = self.fc(l, 1.0);
         let half = self.fc(l, 0.5);
         let yt = self.b.ins().trunc(y);
@@ -352,7 +367,6 @@ impl Fx<'_, '_> {
         let bad = self.b.ins().band(bad, ynotint);
         let yordered = self.fcmp_l(FloatCC::Ordered, y, y);
         let bad = self.b.ins().band(bad, yordered);
-        let nan = self.fc(l, f64::NAN);
         let r = self.lsel(bad, nan, r);
         // |x| = 1 and y = ±inf: 1. y = 0: 1. x = 1: 1.
         let ax1 = self.fcmp_l(FloatCC::Equal, ax, one);
