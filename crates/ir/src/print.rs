@@ -228,8 +228,10 @@ fn skeleton_doc(ctx: &mut Ctx, j: &Jaxpr) -> Doc {
     let outs: Vec<String> = j.outvars.iter().map(|a| ctx.atom_text(j, a)).collect();
     let close = if j.outvars.len() == 1 { ",)" } else { ")" };
     let outvars = concat(vec![text("("), vars_doc(outs, ","), text(close)]);
-    concat(vec![
-        group(nest(
+    // The closing ` }` is inside the group, so it counts when deciding whether the
+    // jaxpr fits on one line.
+    group(concat(vec![
+        nest(
             2,
             concat(vec![
                 text("{ "),
@@ -244,9 +246,9 @@ fn skeleton_doc(ctx: &mut Ctx, j: &Jaxpr) -> Doc {
                 text("in "),
                 outvars,
             ]),
-        )),
+        ),
         text(" }"),
-    ])
+    ]))
 }
 
 fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {

@@ -199,3 +199,29 @@ fn empty_jaxpr_keeps_jax_double_space() {
     j.outvars.push(x.into());
     assert_eq!(pp_jaxpr(&j), "{ lambda ; a:f32[]. let  in (a,) }");
 }
+
+/// JAX measures a jaxpr's closing ` }` when deciding whether it fits on one line: 79
+/// characters stay on one line, 81 break (both texts printed by JAX 0.10.2).
+#[test]
+fn the_closing_brace_counts_toward_the_line_width() {
+    let unary = |shape: &[usize], prim: Primitive| {
+        let mut j = Jaxpr::default();
+        let x = j.new_var(f32s(shape));
+        j.invars.push(x);
+        let out = match &prim {
+            Primitive::Transpose { permutation } => f32s(&permutation.iter().map(|&p| shape[p]).collect::<Vec<_>>()),
+            _ => f32s(shape),
+        };
+        let y = push(&mut j, prim, vec![x.into()], out);
+        j.outvars.push(y.into());
+        pp_jaxpr(&j)
+    };
+    assert_eq!(
+        unary(&[2; 8], Primitive::Unary(UnaryOp::Sin)),
+        "{ lambda ; a:f32[2,2,2,2,2,2,2,2]. let b:f32[2,2,2,2,2,2,2,2] = sin a in (b,) }"
+    );
+    assert_eq!(
+        unary(&[2, 2], Primitive::Transpose { permutation: vec![1, 0] }),
+        "{ lambda ; a:f32[2,2]. let\n    b:f32[2,2] = transpose[permutation=(1, 0)] a\n  in (b,) }"
+    );
+}

@@ -195,15 +195,6 @@ fn programs() -> BTreeMap<String, Program> {
 const KNOWN_DIFFERENT: &[(&str, &str)] =
     &[("logsumexp", "JAX records `is_finite`, which the IR lacks (see nn::logsumexp)")];
 
-/// Programs whose equations are JAX's but whose line breaking is not: the IR's printer
-/// keeps an 81- or 82-character jaxpr on one line where JAX breaks it (the closing ` }`
-/// is not measured). Compared with whitespace collapsed.
-const LAYOUT_ONLY: &[&str] = &["einsum ij->ji", "squeeze_all"];
-
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 fn oracle() -> BTreeMap<String, serde_json::Value> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jnp_oracle.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -239,14 +230,6 @@ fn every_oracle_program_prints_as_jax_does() {
         };
         let want = case["jaxpr"].as_str().unwrap();
         let known = KNOWN_DIFFERENT.iter().any(|(n, _)| n == name);
-        if LAYOUT_ONLY.contains(&name.as_str()) {
-            match (text == want, collapse(&text) == collapse(want)) {
-                (false, true) => {}
-                (true, _) => failures.push(format!("{name} now prints as JAX does; remove it from LAYOUT_ONLY")),
-                (false, false) => failures.push(format!("{name}:\n--- JAX\n{want}\n--- Rust\n{text}")),
-            }
-            continue;
-        }
         match (text == want, known) {
             (true, false) | (false, true) => {}
             (false, false) => failures.push(format!("{name}:\n--- JAX\n{want}\n--- Rust\n{text}")),
