@@ -44,21 +44,27 @@ struct Lanes {
 }
 
 impl Fx<'_, '_> {
+    /// A vector constant straight from the constant pool (one load that the backend can
+    /// fold into its user), instead of a scalar constant and a splat.
+    fn vconst_bits(&mut self, ty: Type, bits: u64) -> Value {
+        let bytes: Vec<u8> = bits.to_le_bytes().iter().chain(bits.to_le_bytes().iter()).copied().collect();
+        let c = self.b.func.dfg.constants.insert(ConstantData::from(bytes));
+        self.b.ins().vconst(ty, c)
+    }
+
     fn fc(&mut self, l: Lanes, x: f64) -> Value {
-        let c = self.b.ins().f64const(x);
         if l.f.is_vector() {
-            self.b.ins().splat(l.f, c)
+            self.vconst_bits(l.f, x.to_bits())
         } else {
-            c
+            self.b.ins().f64const(x)
         }
     }
 
     fn ic(&mut self, l: Lanes, x: i64) -> Value {
-        let c = self.b.ins().iconst(types::I64, x);
         if l.i.is_vector() {
-            self.b.ins().splat(l.i, c)
+            self.vconst_bits(l.i, x as u64)
         } else {
-            c
+            self.b.ins().iconst(types::I64, x)
         }
     }
 
@@ -88,6 +94,39 @@ impl Fx<'_, '_> {
             acc = self.mul_add(acc, x, cv);
         }
         acc
+    }
+
+    /// The same polynomial by Estrin's scheme: pairs, then pairs of pairs, so the
+    /// dependency chain is logarithmic in the degree instead of linear (the loops are
+    /// latency-bound otherwise). `coeffs` run from the highest power down, as for `horner`.
+    fn estrin(&mut self, l: Lanes, x: Value, coeffs: &[f64]) -> Value {
+        let mut terms: Vec<Value> = Vec::new();
+        let low_first: Vec<f64> = coeffs.iter().rev().copied().collect();
+        for pair in low_first.chunks(2) {
+            let c0 = self.fc(l, pair[0]);
+            terms.push(match pair.get(1) {
+                Some(&c1) => {
+                    let c1 = self.fc(l, c1);
+                    self.mul_add(c1, x, c0)
+                }
+                None => c0,
+            });
+        }
+        let mut power = self.b.ins().fmul(x, x);
+        while terms.len() > 1 {
+            let mut next = Vec::with_capacity(terms.len().div_ceil(2));
+            for pair in terms.chunks(2) {
+                next.push(match pair.get(1) {
+                    Some(&hi) => self.mul_add(hi, power, pair[0]),
+                    None => pair[0],
+                });
+            }
+            terms = next;
+            if terms.len() > 1 {
+                power = self.b.ins().fmul(power, power);
+            }
+        }
+        terms[0]
     }
 
     fn fcmp_l(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
@@ -127,7 +166,7 @@ impl Fx<'_, '_> {
         let t = self.b.ins().fmul(kf, lo);
         let r = self.b.ins().fsub(r, t);
         let coeffs: Vec<f64> = (0..=EXP_DEGREE).rev().map(|n| 1.0 / factorial(n)).collect();
-        let p = self.horner(l, r, &coeffs);
+        let p = self.estrin(l, r, &coeffs);
         let kbits = self.bits(l, kb);
         let mbits = self.ic(l, MAGIC.to_bits() as i64);
         let k = self.b.ins().isub(kbits, mbits);
@@ -155,7 +194,7 @@ impl Fx<'_, '_> {
         let s = self.b.ins().fdiv(num, den);
         let z = self.b.ins().fmul(s, s);
         let coeffs: Vec<f64> = (0..=LOG_TERMS).rev().map(|k| 1.0 / (2 * k + 1) as f64).collect();
-        let p = self.horner(l, z, &coeffs);
+        let p = self.estrin(l, z, &coeffs);
         let s2 = self.b.ins().fadd(s, s);
         let lm = self.b.ins().fmul(s2, p);
         let magic_bits = self.ic(l, MAGIC.to_bits() as i64);
@@ -200,10 +239,10 @@ impl Fx<'_, '_> {
     fn sincos_poly(&mut self, l: Lanes, r: Value) -> (Value, Value) {
         let z = self.b.ins().fmul(r, r);
         let sc: Vec<f64> = (0..=SIN_TERMS).rev().map(|k| sign(k) / factorial(2 * k + 1)).collect();
-        let ps = self.horner(l, z, &sc);
+        let ps = self.estrin(l, z, &sc);
         let s = self.b.ins().fmul(ps, r);
         let cc: Vec<f64> = (0..=SIN_TERMS + 1).rev().map(|k| sign(k) / factorial(2 * k)).collect();
-        let c = self.horner(l, z, &cc);
+        let c = self.estrin(l, z, &cc);
         (s, c)
     }
 

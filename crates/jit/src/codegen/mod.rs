@@ -165,7 +165,14 @@ fn define_function(
         cranelift_codegen::verify_function(&ctx.func, module.isa().flags())
             .map_err(|e| JitError::Codegen(format!("verifier: {name}: {e}\n{}", ctx.func.display())))?;
     }
+    let dump = std::env::var_os("REMAT_JIT_DUMP").is_some();
+    ctx.set_disasm(dump);
     module.define_function(id, &mut ctx).map_err(|e| JitError::Codegen(format!("{name}: {e:?}")))?;
+    if dump {
+        // Debugging aid: the machine code (VCode) of every function on stderr.
+        let vcode = ctx.compiled_code().and_then(|c| c.vcode.clone()).unwrap_or_default();
+        eprintln!("function {name}:\n{vcode}");
+    }
     module.clear_context(&mut ctx);
     Ok(id)
 }
