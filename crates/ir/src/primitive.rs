@@ -858,7 +858,8 @@ impl ParamReader<'_> {
 
     fn word(&mut self, key: &str) -> Result<String, String> {
         match self.take(key)? {
-            Param::Word(w) => Ok(w),
+            // `<lambda>` is how JAX names an anonymous Python function.
+            Param::Word(w) | Param::Opaque(w) => Ok(w),
             Param::Str(s) => Ok(s),
             v => Err(self.wrong(key, "a name", &v)),
         }

@@ -66,3 +66,22 @@ fn benchmark_programs_round_trip() {
     assert_eq!(n, 12);
     assert!(failures.is_empty(), "{} of {n} failed:\n{}", failures.len(), failures.join("\n"));
 }
+
+#[test]
+fn extra_jax_texts_round_trip() {
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for entry in std::fs::read_dir(data_dir().join("jax_extra")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jaxpr") {
+            continue;
+        }
+        n += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        if let Err(e) = check(&path.file_name().unwrap().to_string_lossy(), text.trim_end_matches('\n')) {
+            failures.push(e);
+        }
+    }
+    assert!(n >= 4, "expected the extra JAX texts");
+    assert!(failures.is_empty(), "{} of {n} failed:\n{}", failures.len(), failures.join("\n"));
+}
