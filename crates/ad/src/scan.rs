@@ -324,9 +324,19 @@ pub(crate) fn scan_partial_eval(pe: &mut Pe<'_>, eqn: &Eqn) -> Result<(), AdErro
     }
     let n_int = invars.len();
     invars.extend(&in_binders);
-    for (a, _) in eqn.invars.iter().zip(&staged_in).filter(|(_, &s)| s) {
-        let s = pe.staged_read(a);
-        ops.push(s);
+    for (i, a) in eqn.invars.iter().enumerate().filter(|&(i, _)| staged_in[i]) {
+        // At the top of a linearization, a carry that is unknown but enters with a known
+        // value is a tangent carry instantiated as zeros; JAX creates those zeros on the
+        // tangent side (`_scan_linearize`'s `tangent_fun`), so they are not saved.
+        let is_carry = (nc..nc + ncarry).contains(&i);
+        if linearize && is_carry && !pe.read(a).0 && is_zeros(pe.old, a) {
+            let aval = pe.old.atom_aval(a);
+            let z = pe.sb.zeros(&aval)?;
+            ops.push(z);
+        } else {
+            let s = pe.staged_read(a);
+            ops.push(s);
+        }
     }
     for (r, s) in res_binders.iter().zip(&sources) {
         match s {
@@ -385,7 +395,23 @@ pub(crate) fn scan_transpose(
             message: "transposing a scan whose body has constvars".into(),
         });
     }
-    let lin: Vec<bool> = ins.iter().map(Operand::is_linear).collect();
+    // A carry is linear when its operand is, or when the body makes it depend on a linear
+    // value (a tangent carry that starts from known zeros); its operand's cotangent is
+    // then dropped if the operand is a forward value.
+    let mut lin: Vec<bool> = ins.iter().map(Operand::is_linear).collect();
+    for _ in 0..=ncarry {
+        let deps = depends_on(body, &lin);
+        let mut changed = false;
+        for i in 0..ncarry {
+            if deps[i] && !lin[nc + i] {
+                lin[nc + i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     if lin[nc..nc + ncarry].iter().any(|&l| !l) {
         return Err(AdError::Unsupported {
             primitive: "scan",
@@ -393,8 +419,8 @@ pub(crate) fn scan_transpose(
         });
     }
     let value = |i: usize| match &ins[i] {
-        Operand::Value(a) => *a,
-        Operand::Linear(_) => unreachable!("a linear operand has no value"),
+        Operand::Value(a) => Ok(*a),
+        Operand::Linear(_) => Err(AdError::Internal("scan transpose: a linear operand has no value".into())),
     };
     let aval_of = |i: usize, b: &Builder| match &ins[i] {
         Operand::Value(a) => b.aval(a),
@@ -433,7 +459,7 @@ pub(crate) fn scan_transpose(
     let tbody = tb.finish(outs);
     crate::check("scan transpose (body)", &tbody)?;
 
-    let mut ops: Vec<Atom> = ires.iter().map(|&i| value(i)).collect();
+    let mut ops: Vec<Atom> = ires.iter().map(|&i| value(i)).collect::<Result<_, _>>()?;
     for &i in &lin_consts {
         let z = b.zeros(&aval_of(i, b))?;
         ops.push(z);
@@ -454,7 +480,9 @@ pub(crate) fn scan_transpose(
             None => b.zeros(&Aval::new(y.dtype, shape))?,
         });
     }
-    ops.extend(eres.iter().map(|&i| value(i)));
+    for &i in &eres {
+        ops.push(value(i)?);
+    }
     let prim = p.prim(tbody, Vec::new(), ires.len(), lin_consts.len() + ncarry, !p.reverse);
     let results = b.bind(prim, ops)?;
     let mut out: Vec<Option<Atom>> = vec![None; ins.len()];
@@ -462,11 +490,41 @@ pub(crate) fn scan_transpose(
     for &i in &lin_consts {
         out[i] = r.next();
     }
-    for slot in out.iter_mut().skip(nc).take(ncarry) {
-        *slot = r.next();
+    for (i, slot) in out.iter_mut().enumerate().skip(nc).take(ncarry) {
+        let ct = r.next();
+        *slot = if ins[i].is_linear() { ct } else { None };
     }
     for &i in &lin_xs {
         out[i] = r.next();
     }
     Ok(out)
+}
+
+/// Which outputs of `body` depend on the invars marked in `on`.
+fn depends_on(body: &Jaxpr, on: &[bool]) -> Vec<bool> {
+    let mut dep = vec![false; body.vars.len()];
+    for (&v, &d) in body.invars.iter().zip(on) {
+        dep[v.index()] = d;
+    }
+    for eqn in &body.eqns {
+        if eqn.invars.iter().any(|a| matches!(a, Atom::Var(v) if dep[v.index()])) {
+            for v in &eqn.outvars {
+                dep[v.index()] = true;
+            }
+        }
+    }
+    body.outvars.iter().map(|a| matches!(a, Atom::Var(v) if dep[v.index()])).collect()
+}
+
+/// Whether `a` is a literal zero or a `broadcast_in_dim` of one (instantiated zeros).
+fn is_zeros(jaxpr: &Jaxpr, a: &Atom) -> bool {
+    let zero_lit = |a: &Atom| matches!(a, Atom::Lit(l) if l.value.as_f64() == 0.0);
+    match a {
+        Atom::Lit(_) => zero_lit(a),
+        Atom::Var(v) => jaxpr.eqns.iter().any(|e| {
+            e.outvars.contains(v)
+                && matches!(e.primitive, Primitive::BroadcastInDim { .. })
+                && e.invars.first().is_some_and(zero_lit)
+        }),
+    }
 }

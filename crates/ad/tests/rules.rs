@@ -1,0 +1,442 @@
+//! Every jvp rule against central finite differences (in f64), and every transpose rule by
+//! the dot-product test `<ct, J t> = <J^T ct, t>` on random inputs: for each program
+//! below, the jvp's tangent matches the finite difference, and the linear half of its
+//! linearization transposes consistently.
+
+mod common;
+
+use std::sync::Arc;
+
+use ndarray::{ArrayD, IxDyn};
+use remat_ad::{jvp_jaxpr, linearize, transpose_jaxpr, Builder};
+use remat_interp::eval_jaxpr;
+use remat_ir::{
+    Array, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, DType, DotDimensionNumbers, Jaxpr, LitValue,
+    Literal, MemorySpace, Policy, Primitive, ReduceOp, UnaryOp,
+};
+
+/// How an input is drawn.
+#[derive(Clone, Copy)]
+enum Dist {
+    Normal,
+    /// |normal| + 0.5: for logs, square roots and divisors.
+    Positive,
+    /// Small integers in `0..n`.
+    Int(i32),
+}
+
+struct Program {
+    name: String,
+    jaxpr: Jaxpr,
+    dists: Vec<Dist>,
+}
+
+fn f64a(shape: &[usize]) -> Aval {
+    Aval::new(DType::F64, shape.to_vec())
+}
+
+fn lit(x: f64) -> Atom {
+    Atom::Lit(Literal { value: LitValue::F64(x) })
+}
+
+/// Builds a program from input avals and a body.
+fn program(name: &str, inputs: &[(Aval, Dist)], body: impl FnOnce(&mut Builder, &[Atom]) -> Vec<Atom>) -> Program {
+    let mut b = Builder::new();
+    let ins: Vec<Atom> = inputs.iter().map(|(a, _)| Atom::Var(b.invar(a.clone()))).collect();
+    let outs = body(&mut b, &ins);
+    let jaxpr = b.finish(outs);
+    remat_ir::verify(&jaxpr).unwrap_or_else(|e| panic!("{name}: {e}"));
+    Program { name: name.to_string(), jaxpr, dists: inputs.iter().map(|(_, d)| *d).collect() }
+}
+
+fn n(shape: &[usize]) -> (Aval, Dist) {
+    (f64a(shape), Dist::Normal)
+}
+
+fn pos(shape: &[usize]) -> (Aval, Dist) {
+    (f64a(shape), Dist::Positive)
+}
+
+fn int(k: i32) -> (Aval, Dist) {
+    (Aval::scalar(DType::I32), Dist::Int(k))
+}
+
+fn bind1(b: &mut Builder, p: Primitive, ins: Vec<Atom>) -> Atom {
+    b.bind1(p, ins).unwrap()
+}
+
+fn dot(lc: &[usize], rc: &[usize], lb: &[usize], rb: &[usize]) -> Primitive {
+    Primitive::DotGeneral {
+        dimension_numbers: DotDimensionNumbers {
+            lhs_contracting: lc.to_vec(),
+            rhs_contracting: rc.to_vec(),
+            lhs_batch: lb.to_vec(),
+            rhs_batch: rb.to_vec(),
+        },
+        preferred_element_type: Some(DType::F64),
+    }
+}
+
+fn sub_jaxpr(inputs: &[Aval], body: impl FnOnce(&mut Builder, &[Atom]) -> Vec<Atom>) -> Jaxpr {
+    let mut b = Builder::new();
+    let ins: Vec<Atom> = inputs.iter().map(|a| Atom::Var(b.invar(a.clone()))).collect();
+    let outs = body(&mut b, &ins);
+    b.finish(outs)
+}
+
+fn programs() -> Vec<Program> {
+    let mut ps = Vec::new();
+    let s = [2, 3];
+    for op in UnaryOp::ALL {
+        let dist = match op {
+            UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sqrt | UnaryOp::Rsqrt => Dist::Positive,
+            _ => Dist::Normal,
+        };
+        ps.push(program(op.name(), &[(f64a(&s), dist)], |b, x| vec![b.unary(op, x[0]).unwrap()]));
+    }
+    for op in BinaryOp::ALL {
+        let (dx, dy) = match op {
+            BinaryOp::Div => (Dist::Normal, Dist::Positive),
+            BinaryOp::Pow => (Dist::Positive, Dist::Normal),
+            _ => (Dist::Normal, Dist::Normal),
+        };
+        ps.push(program(op.name(), &[(f64a(&s), dx), (f64a(&s), dy)], |b, x| vec![b.binary(op, x[0], x[1]).unwrap()]));
+        // One operand broadcast: a scalar, or size-1 dimensions against each other.
+        ps.push(program(&format!("{}_scalar", op.name()), &[(f64a(&[]), dx), (f64a(&s), dy)], |b, x| {
+            vec![b.binary(op, x[0], x[1]).unwrap()]
+        }));
+        ps.push(program(&format!("{}_unit_dims", op.name()), &[(f64a(&[3, 1]), dx), (f64a(&[1, 4]), dy)], |b, x| {
+            vec![b.binary(op, x[0], x[1]).unwrap()]
+        }));
+    }
+    ps.push(program("max_literal", &[n(&s)], |b, x| vec![b.binary(BinaryOp::Max, x[0], lit(0.1)).unwrap()]));
+    ps.push(program("pow_int_exponent", &[pos(&s), (Aval::new(DType::I32, s.to_vec()), Dist::Int(4))], |b, x| {
+        vec![b.binary(BinaryOp::Pow, x[0], x[1]).unwrap()]
+    }));
+    for y in [0, 1, 2, 3, -2] {
+        ps.push(program(&format!("integer_pow_{y}"), &[pos(&s)], |b, x| vec![b.integer_pow(x[0], y).unwrap()]));
+    }
+    ps.push(program("compare_zero_tangent", &[n(&s), n(&s)], |b, x| {
+        let c = b.compare(CompareOp::Gt, x[0], x[1]).unwrap();
+        let f = b.convert(c, DType::F64).unwrap();
+        vec![b.mul(f, x[0]).unwrap()]
+    }));
+    ps.push(program("select_n_bool", &[n(&s), n(&s)], |b, x| {
+        let p = b.compare(CompareOp::Gt, x[0], x[1]).unwrap();
+        vec![b.select_n(p, vec![x[0], x[1]]).unwrap()]
+    }));
+    ps.push(program(
+        "select_n_int",
+        &[(Aval::new(DType::I32, s.to_vec()), Dist::Int(3)), n(&s), n(&s), n(&s)],
+        |b, x| vec![b.select_n(x[0], vec![x[1], x[2], x[3]]).unwrap()],
+    ));
+    ps.push(program("select_n_one_case_constant", &[n(&s)], |b, x| {
+        let p = b.compare(CompareOp::Gt, x[0], lit(0.0)).unwrap();
+        let z = b.full(&f64a(&s), 0.5).unwrap();
+        vec![b.select_n(p, vec![z, x[0]]).unwrap()]
+    }));
+    ps.push(program("clamp", &[n(&[]), n(&s), n(&[])], |b, x| {
+        let lo = b.sub(x[0], lit(1.0)).unwrap();
+        let hi = b.add(x[2], lit(1.0)).unwrap();
+        vec![bind1(b, Primitive::Clamp, vec![lo, x[1], hi])]
+    }));
+    ps.push(program("convert_f64_f32_f64", &[n(&s)], |b, x| {
+        let c = bind1(b, Primitive::ConvertElementType { new_dtype: DType::F32, weak_type: false }, vec![x[0]]);
+        vec![bind1(b, Primitive::ConvertElementType { new_dtype: DType::F64, weak_type: false }, vec![c])]
+    }));
+    ps.push(program("convert_to_int", &[n(&s)], |b, x| {
+        let c = bind1(b, Primitive::ConvertElementType { new_dtype: DType::I32, weak_type: false }, vec![x[0]]);
+        let f = b.convert(c, DType::F64).unwrap();
+        vec![b.add(f, x[0]).unwrap()]
+    }));
+    ps.push(program("reduce_precision", &[n(&s)], |b, x| {
+        vec![bind1(b, Primitive::ReducePrecision { exponent_bits: 11, mantissa_bits: 52 }, vec![x[0]])]
+    }));
+    ps.push(program("broadcast_in_dim", &[n(&[3]), n(&[1, 3]), n(&[])], |b, x| {
+        vec![
+            b.broadcast_in_dim(x[0], &[2, 3], &[1]).unwrap(),
+            b.broadcast_in_dim(x[1], &[4, 3], &[0, 1]).unwrap(),
+            b.broadcast_in_dim(x[2], &[2, 2], &[]).unwrap(),
+        ]
+    }));
+    ps.push(program("reshape_transpose", &[n(&[2, 3, 4])], |b, x| {
+        let r = b.reshape(x[0], &[6, 4]).unwrap();
+        let t = b.transpose(x[0], &[2, 0, 1]).unwrap();
+        vec![r, t]
+    }));
+    ps.push(program("squeeze_expand_dims", &[n(&[1, 3, 1])], |b, x| {
+        let sq = bind1(b, Primitive::Squeeze { dimensions: vec![0, 2] }, vec![x[0]]);
+        let ex = bind1(b, Primitive::ExpandDims { dimensions: vec![1] }, vec![sq]);
+        vec![sq, ex]
+    }));
+    ps.push(program("slice", &[n(&[6, 5])], |b, x| {
+        let p1 = Primitive::Slice { start_indices: vec![1, 0], limit_indices: vec![5, 5], strides: None };
+        let p2 = Primitive::Slice { start_indices: vec![0, 1], limit_indices: vec![6, 5], strides: Some(vec![2, 3]) };
+        vec![bind1(b, p1, vec![x[0]]), bind1(b, p2, vec![x[0]])]
+    }));
+    ps.push(program("pad", &[n(&[3, 4]), n(&[])], |b, x| {
+        let p = Primitive::Pad { padding_config: vec![(1, 2, 1), (-1, 0, 0)] };
+        vec![bind1(b, p, vec![x[0], x[1]])]
+    }));
+    ps.push(program("concatenate", &[n(&[2, 3]), n(&[2, 1]), n(&[2, 2])], |b, x| {
+        vec![bind1(b, Primitive::Concatenate { dimension: 1 }, x.to_vec())]
+    }));
+    ps.push(program("dynamic_slice", &[n(&[5, 4]), int(3), int(2)], |b, x| {
+        vec![bind1(b, Primitive::DynamicSlice { slice_sizes: vec![2, 3] }, x.to_vec())]
+    }));
+    ps.push(program("dynamic_update_slice", &[n(&[5, 4]), n(&[2, 3]), int(3), int(2)], |b, x| {
+        vec![bind1(b, Primitive::DynamicUpdateSlice, x.to_vec())]
+    }));
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+        ps.push(program(op.name(), &[n(&[3, 4, 2])], |b, x| {
+            let r1 = bind1(b, Primitive::Reduce { op, axes: vec![0, 2] }, vec![x[0]]);
+            let r2 = bind1(b, Primitive::Reduce { op, axes: vec![0, 1, 2] }, vec![x[0]]);
+            vec![r1, r2]
+        }));
+    }
+    ps.push(program("argmax_iota", &[n(&[3, 4])], |b, x| {
+        let a = bind1(b, Primitive::Argmax { axes: vec![1], index_dtype: DType::I32 }, vec![x[0]]);
+        let af = b.convert(a, DType::F64).unwrap();
+        let io = bind1(b, Primitive::Iota { dtype: DType::F64, shape: vec![3], dimension: 0 }, vec![]);
+        let s = bind1(b, Primitive::Reduce { op: ReduceOp::Sum, axes: vec![1] }, vec![x[0]]);
+        let t = b.mul(s, io).unwrap();
+        vec![b.add(t, af).unwrap()]
+    }));
+    ps.push(program("dot_matmul", &[n(&[3, 4]), n(&[4, 2])], |b, x| {
+        vec![bind1(b, dot(&[1], &[0], &[], &[]), x.to_vec())]
+    }));
+    ps.push(program("dot_batched", &[n(&[2, 3, 4]), n(&[2, 5, 4])], |b, x| {
+        vec![bind1(b, dot(&[2], &[2], &[0], &[0]), x.to_vec())]
+    }));
+    ps.push(program("dot_transposed_batch", &[n(&[4, 2, 3]), n(&[3, 2, 5])], |b, x| {
+        vec![bind1(b, dot(&[2], &[0], &[1], &[1]), x.to_vec())]
+    }));
+    ps.push(program("dot_outer_and_vector", &[n(&[3]), n(&[4]), n(&[3])], |b, x| {
+        vec![bind1(b, dot(&[], &[], &[], &[]), vec![x[0], x[1]]), bind1(b, dot(&[0], &[0], &[], &[]), vec![x[0], x[2]])]
+    }));
+    ps.push(program("name", &[n(&s)], |b, x| {
+        let nm = bind1(b, Primitive::Name { name: "a".into() }, vec![x[0]]);
+        vec![b.unary(UnaryOp::Sin, nm).unwrap()]
+    }));
+    ps.push(program("device_put", &[n(&s)], |b, x| {
+        let put = |ms| Primitive::DevicePut { devices: vec![ms], copy_semantics: vec![CopySemantics::AlwaysCopy] };
+        let h = bind1(b, put(MemorySpace::Host), vec![x[0]]);
+        let d = bind1(b, put(MemorySpace::Device), vec![h]);
+        vec![b.mul(d, d).unwrap()]
+    }));
+    let inner = Arc::new(sub_jaxpr(&[f64a(&s), f64a(&s)], |b, x| {
+        let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
+        vec![b.mul(s, x[1]).unwrap(), b.unary(UnaryOp::Exp, x[1]).unwrap()]
+    }));
+    let jit = Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner.clone()) };
+    ps.push(program("jit", &[n(&s), n(&s)], |b, x| {
+        b.bind(jit, x.to_vec()).unwrap().into_iter().map(Atom::Var).collect()
+    }));
+    let relu = Arc::new(sub_jaxpr(&[f64a(&s)], |b, x| vec![b.binary(BinaryOp::Max, x[0], lit(0.0)).unwrap()]));
+    let cj = Primitive::CustomJvpCall {
+        name: "relu".into(),
+        call_jaxpr: ClosedJaxpr::new(relu),
+        jvp: "jvp".into(),
+        num_consts: 0,
+        symbolic_zeros: false,
+    };
+    ps.push(program("custom_jvp_call", &[n(&s)], |b, x| vec![bind1(b, cj, x.to_vec())]));
+    for policy in [None, Some(Policy::EverythingSaveable), Some(Policy::DotsSaveable { only_if_no_batch_dims: true })] {
+        let remat = Primitive::Remat2 {
+            jaxpr: inner.clone(),
+            prevent_cse: true,
+            differentiated: false,
+            policy: policy.clone(),
+        };
+        ps.push(program(&format!("remat2_{policy:?}"), &[n(&s), n(&s)], |b, x| {
+            b.bind(remat, x.to_vec()).unwrap().into_iter().map(Atom::Var).collect()
+        }));
+    }
+    // scan: consts (w), carries (c, k), xs (xs) -> carries, ys; forward and reverse.
+    let body = Arc::new(sub_jaxpr(&[f64a(&[3]), f64a(&[3]), f64a(&[]), f64a(&[3])], |b, x| {
+        let (w, c, k, xi) = (x[0], x[1], x[2], x[3]);
+        let wc = b.mul(w, c).unwrap();
+        let s = b.unary(UnaryOp::Sin, wc).unwrap();
+        let c2 = b.add(s, xi).unwrap();
+        let sum = bind1(b, Primitive::Reduce { op: ReduceOp::Sum, axes: vec![0] }, vec![xi]);
+        let k2 = b.mul(k, lit(0.9)).unwrap();
+        let k2 = b.add(k2, sum).unwrap();
+        let y = b.mul(c2, k).unwrap();
+        vec![c2, k2, y]
+    }));
+    for reverse in [false, true] {
+        let scan = Primitive::Scan {
+            jaxpr: ClosedJaxpr::new(body.clone()),
+            length: 4,
+            reverse,
+            num_consts: 1,
+            num_carry: 2,
+            unroll: 1,
+        };
+        ps.push(program(&format!("scan_reverse_{reverse}"), &[n(&[3]), n(&[3]), n(&[]), n(&[4, 3])], |b, x| {
+            b.bind(scan, x.to_vec()).unwrap().into_iter().map(Atom::Var).collect()
+        }));
+    }
+    // A scan whose carry tangent is zero on entry but not on exit (the jvp fixpoint).
+    let body2 = Arc::new(sub_jaxpr(&[f64a(&[2]), f64a(&[2])], |b, x| {
+        let c = b.mul(x[0], x[1]).unwrap();
+        let c = b.add(c, x[1]).unwrap();
+        vec![c, b.unary(UnaryOp::Cos, c).unwrap()]
+    }));
+    let scan2 = Primitive::Scan {
+        jaxpr: ClosedJaxpr::new(body2),
+        length: 3,
+        reverse: false,
+        num_consts: 0,
+        num_carry: 1,
+        unroll: 1,
+    };
+    ps.push(program("scan_carry_fixpoint", &[n(&[3, 2])], |b, x| {
+        let zero = b.full(&f64a(&[2]), 1.0).unwrap();
+        b.bind(scan2, vec![zero, x[0]]).unwrap().into_iter().map(Atom::Var).collect()
+    }));
+    ps
+}
+
+/// A deterministic generator (xorshift) of normal samples.
+struct Rng(u64);
+
+impl Rng {
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn normal(&mut self) -> f64 {
+        let (u, v) = (self.next_f64().max(1e-12), self.next_f64());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+
+    fn array(&mut self, aval: &Aval, dist: Dist) -> Array {
+        let shape = IxDyn(&aval.shape);
+        let count = aval.size();
+        match aval.dtype {
+            DType::F64 => {
+                let data: Vec<f64> = (0..count)
+                    .map(|_| match dist {
+                        Dist::Positive => self.normal().abs() + 0.5,
+                        Dist::Normal | Dist::Int(_) => self.normal(),
+                    })
+                    .collect();
+                Array::F64(ArrayD::from_shape_vec(shape, data).unwrap())
+            }
+            DType::I32 => {
+                let k = if let Dist::Int(k) = dist { k } else { 3 };
+                let data: Vec<i32> = (0..count).map(|_| (self.next_f64() * k as f64) as i32).collect();
+                Array::I32(ArrayD::from_shape_vec(shape, data).unwrap())
+            }
+            other => panic!("no inputs of {other}"),
+        }
+    }
+}
+
+fn values(a: &Array) -> Vec<f64> {
+    a.to_f64_vec()
+}
+
+fn axpy(x: &Array, t: &Array, eps: f64) -> Array {
+    match (x, t) {
+        (Array::F64(x), Array::F64(t)) => Array::F64(x + &(t * eps)),
+        _ => x.clone(),
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64, abs: f64) -> bool {
+    (a - b).abs() <= (rel * b.abs()).max(abs)
+}
+
+#[test]
+fn every_jvp_rule_matches_finite_differences() {
+    let mut failures = Vec::new();
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let ps = programs();
+    for p in &ps {
+        let j = &p.jaxpr;
+        let avals = j.in_avals();
+        let xs: Vec<Array> = avals.iter().zip(&p.dists).map(|(a, d)| rng.array(a, *d)).collect();
+        let nonzeros: Vec<bool> = avals.iter().map(|a| a.dtype.is_float()).collect();
+        let ts: Vec<Array> = avals.iter().filter(|a| a.dtype.is_float()).map(|a| rng.array(a, Dist::Normal)).collect();
+        let jvp = jvp_jaxpr(j, &nonzeros, &vec![true; j.outvars.len()]).unwrap();
+        let mut args = xs.clone();
+        args.extend(ts.iter().cloned());
+        let out = eval_jaxpr(&jvp.jaxpr, &[], &args).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let tangents = &out[j.outvars.len()..];
+        // Central difference along t (wider for the round trip through f32).
+        let eps = if p.name.contains("f32") { 1e-3 } else { 1e-6 };
+        let mut ti = ts.iter();
+        let (plus, minus): (Vec<Array>, Vec<Array>) = xs
+            .iter()
+            .zip(&avals)
+            .map(|(x, a)| {
+                if a.dtype.is_float() {
+                    let t = ti.next().unwrap();
+                    (axpy(x, t, eps), axpy(x, t, -eps))
+                } else {
+                    (x.clone(), x.clone())
+                }
+            })
+            .unzip();
+        let fp = eval_jaxpr(j, &[], &plus).unwrap();
+        let fm = eval_jaxpr(j, &[], &minus).unwrap();
+        let tol = if p.name.contains("f32") { 1e-3 } else { 1e-6 };
+        // stop_gradient's derivative is zero by definition.
+        let zero_by_definition = p.name == "stop_gradient";
+        for (o, ((t, a), bm)) in tangents.iter().zip(&fp).zip(&fm).enumerate() {
+            let fd: Vec<f64> = values(a).iter().zip(values(bm)).map(|(a, b)| (a - b) / (2.0 * eps)).collect();
+            let is_float = a.dtype().is_float();
+            for (k, (got, want)) in values(t).iter().zip(&fd).enumerate() {
+                let want = if is_float && !zero_by_definition { *want } else { 0.0 };
+                if !close(*got, want, tol, tol) {
+                    failures.push(format!("{}: output {o} element {k}: jvp {got}, finite difference {want}", p.name));
+                    break;
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} programs:\n{}", failures.len(), ps.len(), failures.join("\n"));
+    assert!(ps.len() > 70);
+}
+
+#[test]
+fn every_transpose_rule_passes_the_dot_product_test() {
+    let mut failures = Vec::new();
+    let mut rng = Rng(0x2545f4914f6cdd1d);
+    let ps = programs();
+    for p in &ps {
+        let j = &p.jaxpr;
+        let avals = j.in_avals();
+        let xs: Vec<Array> = avals.iter().zip(&p.dists).map(|(a, d)| rng.array(a, *d)).collect();
+        let lin = linearize(j).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let fwd = eval_jaxpr(&lin.primal, &[], &xs).unwrap();
+        let res = &fwd[j.outvars.len()..];
+        let tan_avals: Vec<Aval> = avals.iter().filter(|a| a.dtype.is_float()).cloned().collect();
+        let ts: Vec<Array> = tan_avals.iter().map(|a| rng.array(a, Dist::Normal)).collect();
+        let mut args = res.to_vec();
+        args.extend(ts.iter().cloned());
+        let jt = eval_jaxpr(&lin.tangent, &[], &args).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let cts: Vec<Array> = jt.iter().map(|y| rng.array(&y.aval(), Dist::Normal)).collect();
+        let mut linear = vec![false; lin.num_res];
+        linear.extend(vec![true; ts.len()]);
+        let t = transpose_jaxpr(&lin.tangent, &linear).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let mut targs = res.to_vec();
+        targs.extend(cts.iter().cloned());
+        let jtct = eval_jaxpr(&t.jaxpr, &[], &targs).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let dotp = |a: &[Array], b: &[Array]| -> f64 {
+            a.iter().zip(b).map(|(x, y)| values(x).iter().zip(values(y)).map(|(p, q)| p * q).sum::<f64>()).sum()
+        };
+        let lhs = dotp(&cts, &jt);
+        let rhs = dotp(&jtct, &ts);
+        let tol = if p.name.contains("f32") { 1e-6 } else { 1e-9 };
+        if !close(lhs, rhs, tol, tol) {
+            failures.push(format!("{}: <ct, J t> = {lhs} but <J^T ct, t> = {rhs}", p.name));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} programs:\n{}", failures.len(), ps.len(), failures.join("\n"));
+}
