@@ -220,14 +220,9 @@ pub fn side_by_side(left: &str, right: &str, width: Option<usize>) -> String {
     let wrap = |text: &str, w: Option<usize>| -> Vec<String> {
         let mut lines = Vec::new();
         for line in text.lines() {
-            let chars: Vec<char> = line.chars().collect();
             match w {
-                Some(w) if w > 0 && chars.len() > w => {
-                    for chunk in chars.chunks(w) {
-                        lines.push(chunk.iter().collect());
-                    }
-                }
-                _ => lines.push(line.to_string()),
+                Some(w) => wrap_line(line, w, &mut lines),
+                None => lines.push(line.to_string()),
             }
         }
         lines
@@ -248,6 +243,26 @@ pub fn side_by_side(left: &str, right: &str, width: Option<usize>) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Wraps one line to `width` columns, breaking after a space where there is one;
+/// continuation lines are indented two more than the line.
+fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
+    let indent = line.chars().take_while(|c| *c == ' ').count();
+    let mut rest: Vec<char> = line.chars().collect();
+    let mut first = true;
+    loop {
+        let prefix = if first { 0 } else { (indent + 2).min(width / 2) };
+        let room = width - prefix;
+        if rest.len() <= room {
+            out.push(format!("{:prefix$}{}", "", rest.iter().collect::<String>()));
+            return;
+        }
+        let cut = rest[..room].iter().rposition(|c| *c == ' ').filter(|&p| p > indent).map_or(room, |p| p + 1);
+        out.push(format!("{:prefix$}{}", "", rest[..cut].iter().collect::<String>().trim_end()));
+        rest = rest[cut..].to_vec();
+        first = false;
+    }
 }
 
 /// Prints the forward and backward halves of the vjp of `jaxpr` side by side on standard

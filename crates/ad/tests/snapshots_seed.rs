@@ -1,0 +1,35 @@
+//! Snapshots of what the seed examples save and how they split: `print_saved_residuals`
+//! and the forward and backward jaxprs (`print_fwd_bwd`'s two columns), for every seed
+//! program under the policy it uses. Source locations point into the case's jaxpr text
+//! (`case.jaxpr:line:col`). Regenerate with `INSTA_UPDATE=always cargo test -p remat-ad`.
+
+mod common;
+
+use common::*;
+use remat_ad::{fwd_bwd_strings, print_saved_residuals, side_by_side};
+
+#[test]
+fn seed_examples() {
+    for (name, case) in cases() {
+        if !name.starts_with("seed_") {
+            continue;
+        }
+        let jaxpr = case_jaxpr(&case);
+        let residuals = print_saved_residuals(&jaxpr, &arg_names(&case)).unwrap();
+        insta::assert_snapshot!(format!("{name}__residuals"), residuals);
+        let (fwd, bwd) = fwd_bwd_strings(&jaxpr).unwrap();
+        insta::assert_snapshot!(format!("{name}__fwd"), fwd);
+        insta::assert_snapshot!(format!("{name}__bwd"), bwd);
+    }
+}
+
+#[test]
+fn fwd_bwd_side_by_side() {
+    let jaxpr = case_jaxpr(&case("seed_checkpoint_each_layer"));
+    let (fwd, bwd) = fwd_bwd_strings(&jaxpr).unwrap();
+    insta::assert_snapshot!("seed_checkpoint_each_layer__columns", side_by_side(&fwd, &bwd, None));
+    // Fitted to a narrow terminal, each column wraps at half the width.
+    let narrow = side_by_side(&fwd, &bwd, Some(100));
+    assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
+    insta::assert_snapshot!("seed_checkpoint_each_layer__columns_100", narrow);
+}
