@@ -15,6 +15,7 @@
 //! Architecture invariant: this is the only crate that names Cranelift types, and the
 //! reference interpreter (`remat-interp`) defines what every compiled program must compute.
 
+mod cache;
 mod codegen;
 mod expr;
 mod lower;
@@ -26,6 +27,7 @@ use std::sync::Mutex;
 
 use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 
+pub use cache::{jit, JitFn};
 pub use program::DotDesc;
 
 /// Why a jaxpr could not be compiled or run.
@@ -46,6 +48,9 @@ pub enum JitError {
     ArgType { index: usize, expected: Aval, given: Aval },
     #[error("expected {expected} constants, got {given}")]
     ConstCount { expected: usize, given: usize },
+    /// Tracing a function for [`jit`] failed.
+    #[error("tracing failed: {0}")]
+    Trace(String),
 }
 
 /// What the static plan decided: memory and code sizes.
