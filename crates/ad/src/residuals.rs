@@ -275,6 +275,8 @@ pub fn print_fwd_bwd(jaxpr: &Jaxpr) -> Result<(), AdError> {
     } else {
         None
     };
-    print!("{}", side_by_side(&fwd, &bwd, width));
+    let text = side_by_side(&fwd, &bwd, width);
+    // A closed pipe (`remat fwd-bwd f.jaxpr | head`) is not an error.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     Ok(())
 }

@@ -39,6 +39,38 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Backend::Interp)]
         backend: Backend,
     },
+    /// Print what the vjp of a jaxpr saves for its backward pass, one line per residual,
+    /// as `jax.ad_checkpoint.print_saved_residuals` prints it.
+    Residuals {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+        /// The arguments' names (`W1,W2,W3,x`); default: the file's binder names.
+        #[arg(long)]
+        arg_names: Option<String>,
+    },
+    /// Print the forward and backward jaxprs of the vjp side by side.
+    FwdBwd {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+    },
+    /// Differentiate a jaxpr (vjp at the inputs, applied to the cotangents) and write
+    /// `{"outputs": [...], "grads": [...]}`, one gradient per input.
+    Grad {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+        /// Input arrays as for `eval` (or a conformance case: its `args`).
+        #[arg(long)]
+        inputs: PathBuf,
+        /// One cotangent per output, a JSON array of arrays (or a conformance case: its
+        /// `cotangents`).
+        #[arg(long)]
+        cotangents: PathBuf,
+        /// Where to write the result (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Backend::Interp)]
+        backend: Backend,
+    },
     /// Compile a jaxpr with the JIT, run it N times, and report compile time, median run
     /// time and the planned peak bytes.
     Bench {
@@ -72,6 +104,11 @@ fn main() -> ExitCode {
         Command::Print { file } => commands::print::run(&file),
         Command::Eval { file, inputs, out, backend } => commands::eval::run(&file, &inputs, out.as_deref(), backend),
         Command::Bench { file, inputs, runs, json } => commands::bench::run(&file, inputs.as_deref(), runs, json),
+        Command::Residuals { file, arg_names } => commands::residuals::run(&file, arg_names.as_deref()),
+        Command::FwdBwd { file } => commands::fwd_bwd::run(&file),
+        Command::Grad { file, inputs, cotangents, out, backend } => {
+            commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

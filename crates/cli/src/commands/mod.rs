@@ -2,4 +2,7 @@
 
 pub mod bench;
 pub mod eval;
+pub mod fwd_bwd;
+pub mod grad;
 pub mod print;
+pub mod residuals;

@@ -1,0 +1,78 @@
+//! `remat grad FILE --inputs IN.json --cotangents CT.json`: the vjp of the file's jaxpr at
+//! the inputs, applied to the cotangents; writes `{"outputs": [...], "grads": [...]}` (one
+//! gradient per input). The forward and backward halves run on the chosen backend.
+
+use std::path::Path;
+
+use remat_ir::{Array, Jaxpr};
+use serde_json::{json, Value};
+
+use crate::io::{read_jaxpr, read_text, write_json, CliError, Result};
+use crate::Backend;
+
+pub fn run(file: &Path, inputs: &Path, cotangents: &Path, out: Option<&Path>, backend: Backend) -> Result<()> {
+    let jaxpr = read_jaxpr(file)?;
+    if !jaxpr.constvars.is_empty() {
+        return Err(CliError(format!(
+            "{}: the jaxpr has {} constvars, whose values a text file cannot carry",
+            file.display(),
+            jaxpr.constvars.len()
+        )));
+    }
+    let args = read_field(inputs, "args")?;
+    let cts = read_field(cotangents, "cotangents")?;
+    if cts.len() != jaxpr.outvars.len() {
+        return Err(CliError(format!(
+            "{}: {} cotangents for the {} outputs of {}",
+            cotangents.display(),
+            cts.len(),
+            jaxpr.outvars.len(),
+            file.display()
+        )));
+    }
+    for (i, (ct, out)) in cts.iter().zip(&jaxpr.outvars).enumerate() {
+        let want = jaxpr.atom_aval(out);
+        if !ct.aval().same_type(&want) {
+            return Err(CliError(format!(
+                "{}: cotangent {i} is {} but output {i} is {want}",
+                cotangents.display(),
+                ct.aval()
+            )));
+        }
+    }
+    let v = remat_ad::vjp(&jaxpr, &[])?;
+    let fwd = eval(&v.fwd, &args, backend)?;
+    let (outputs, residuals) = fwd.split_at(v.num_outs);
+    let mut bwd_args = residuals.to_vec();
+    bwd_args.extend(cts);
+    let grads = eval(&v.bwd, &bwd_args, backend)?;
+    let to_json = |xs: &[Array]| xs.iter().map(Array::to_json).collect::<Vec<_>>();
+    write_json(out, &json!({ "outputs": to_json(outputs), "grads": to_json(&grads) }))
+}
+
+fn eval(jaxpr: &Jaxpr, args: &[Array], backend: Backend) -> Result<Vec<Array>> {
+    Ok(match backend {
+        Backend::Interp => remat_interp::eval_jaxpr(jaxpr, &[], args)?,
+        Backend::Jit => remat_jit::compile(jaxpr)?.run(args)?,
+    })
+}
+
+/// A JSON array of arrays, or an object (a conformance case) with the array in `field`.
+fn read_field(path: &Path, field: &str) -> Result<Vec<Array>> {
+    let name = path.display().to_string();
+    let value: Value =
+        serde_json::from_str(&read_text(path)?).map_err(|e| CliError(format!("{name}: invalid JSON: {e}")))?;
+    let items = match &value {
+        Value::Array(items) => items,
+        Value::Object(obj) => match obj.get(field) {
+            Some(Value::Array(items)) => items,
+            _ => return Err(CliError(format!("{name}: expected a JSON array, or an object with a \"{field}\" array"))),
+        },
+        _ => return Err(CliError(format!("{name}: expected a JSON array of arrays"))),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Array::from_json(v).map_err(|e| CliError(format!("{name}: {field} {i}: {e}"))))
+        .collect()
+}

@@ -1,0 +1,51 @@
+//! `remat residuals FILE [--arg-names W1,W2,...]`: what the vjp of the file's jaxpr saves,
+//! one line per residual, exactly as `jax.ad_checkpoint.print_saved_residuals` prints it.
+//! Source locations point into the file; arguments are named by `--arg-names`, else by
+//! the file's own binder names.
+
+use std::path::Path;
+
+use crate::io::{read_jaxpr, read_text, CliError, Result};
+
+pub fn run(file: &Path, arg_names: Option<&str>) -> Result<()> {
+    let jaxpr = read_jaxpr(file)?;
+    let names: Vec<String> = match arg_names {
+        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        None => binder_names(&read_text(file)?).unwrap_or_default(),
+    };
+    if names.len() != jaxpr.invars.len() && arg_names.is_some() {
+        return Err(CliError(format!(
+            "--arg-names gives {} names for the {} arguments of {}",
+            names.len(),
+            jaxpr.invars.len(),
+            file.display()
+        )));
+    }
+    let text = remat_ad::print_saved_residuals(&jaxpr, &names)?;
+    // A closed pipe (`remat residuals f.jaxpr | head`) is not an error.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    Ok(())
+}
+
+/// The invar names of the top-level jaxpr as the text writes them (`a`, `b`, ...): the
+/// binders between `;` and `. let` of the last `{ lambda` at nesting depth 0.
+pub fn binder_names(text: &str) -> Option<Vec<String>> {
+    let mut depth = 0i32;
+    let mut start = None;
+    let bytes = text.as_bytes();
+    for (i, &c) in bytes.iter().enumerate() {
+        match c {
+            b'{' => {
+                if depth == 0 && text[i..].starts_with("{ lambda") {
+                    start = Some(i);
+                }
+                depth += 1;
+            }
+            b'}' => depth -= 1,
+            _ => {}
+        }
+    }
+    let header = &text[start?..];
+    let binders = &header[header.find(';')? + 1..header.find(". let")?];
+    Some(binders.split_whitespace().filter_map(|b| b.split(':').next().map(str::to_string)).collect())
+}
