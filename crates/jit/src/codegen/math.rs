@@ -454,6 +454,11 @@ impl Fx<'_, '_> {
 
     /// An f32 (scalar or f32x4) transcendental.
     pub(super) fn math_f32(&mut self, op: UnaryOp, x: Value) -> Value {
+        if self.b.func.dfg.value_type(x).is_vector() {
+            if let Some(r) = self.math_f32x4(op, x) {
+                return r;
+            }
+        }
         let fast = self.on_lanes(&[x], &mut |fx, l, xs| fx.unary_lanes(l, op, xs[0]));
         let imp = match op {
             UnaryOp::Sin => Import::SinF32,

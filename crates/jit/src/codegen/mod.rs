@@ -16,6 +16,7 @@
 mod eval;
 mod kernel;
 mod math;
+mod math32;
 
 use std::collections::HashMap;
 
