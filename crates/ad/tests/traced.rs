@@ -234,3 +234,27 @@ fn recursive_checkpointing_keeps_logarithmically_many_residuals() {
     let traced = make_jaxpr(chain(64), &Aval::scalar(DType::F32)).unwrap();
     assert_eq!(vjp(&traced.jaxpr.jaxpr, &[]).unwrap().residuals.len(), 64);
 }
+
+#[test]
+fn constants_are_saved_from_a_constant() {
+    // `jnp.sum(jnp.sin(x) * c)` with a NumPy constant `c`: JAX saves the constant and cos x.
+    let c = Array::F32(ndarray::arr1(&[1.0f32, 2.0, 3.0]).into_dyn());
+    let f = |x: Tensor| (x.sin() * remat_trace::numpy::constant(c.clone())).sum();
+    let traced = make_jaxpr(f, &named("x", Aval::new(DType::F32, vec![3]))).unwrap();
+    assert_eq!(traced.jaxpr.jaxpr.constvars.len(), 1);
+    let v = vjp(&traced.jaxpr.jaxpr, &traced.arg_names).unwrap();
+    let lines: Vec<String> = v.residuals.iter().map(|r| r.to_string()).collect();
+    assert_eq!(lines[0], "f32[3] from a constant");
+    assert!(lines[1].starts_with("f32[3] output of cos from crates/ad/tests/traced.rs:"), "{lines:?}");
+    assert_eq!(lines.len(), 2);
+    // The forward half takes the constant as its constvar.
+    let x = Array::F32(ndarray::arr1(&[0.1f32, 0.2, 0.3]).into_dyn());
+    let fwd = eval_jaxpr(&v.fwd, &traced.jaxpr.consts, &[x]).unwrap();
+    let mut bwd_args = fwd[1..].to_vec();
+    bwd_args.push(Array::F32(ndarray::arr0(1.0f32).into_dyn()));
+    let grad = eval_jaxpr(&v.bwd, &[], &bwd_args).unwrap()[0].to_f64_vec();
+    for (i, g) in grad.iter().enumerate() {
+        let want = (i as f64 + 1.0) * (0.1 * (i as f64 + 1.0)).cos();
+        assert!((g - want).abs() < 1e-5, "{grad:?}");
+    }
+}
