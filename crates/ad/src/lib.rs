@@ -9,12 +9,27 @@
 //! - [`linearize`] = jvp + partial evaluation, [`vjp`] = linearize + transpose, [`grad`],
 //! - [`saved_residuals`] and [`print_fwd_bwd`] to inspect what the forward half saves.
 //!
+//! ```
+//! use remat_ir::parse_jaxpr;
+//!
+//! // sin(sin(x)): the backward pass multiplies by cos(sin x) and cos x, so the forward
+//! // half saves both cosines (and not the inner sin).
+//! let f = parse_jaxpr("{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = sin b in (c,) }", "f.jaxpr").unwrap();
+//! let v = remat_ad::vjp(&f, &["x".to_string()]).unwrap();
+//! let lines: Vec<String> = v.residuals.iter().map(|r| r.to_string()).collect();
+//! assert_eq!(
+//!     lines,
+//!     ["f32[3] output of cos from f.jaxpr:1:26", "f32[3] output of cos from f.jaxpr:1:44"]
+//! );
+//! ```
+//!
 //! Architecture invariants: this crate depends only on `remat-ir` (it builds jaxprs and
 //! never evaluates them); every pass's output passes `remat_ir::verify` (checked after
 //! every pass in debug builds); every rule table is one exhaustive `match` over
 //! [`remat_ir::Primitive`] with no `_ =>` arm.
 
 pub mod builder;
+mod call;
 mod dce;
 mod jvp;
 mod jvp_rules;

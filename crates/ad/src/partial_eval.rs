@@ -25,9 +25,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use remat_ir::{Atom, ClosedJaxpr, CopySemantics, DType, Eqn, Jaxpr, Policy, Primitive, SourceInfo, Var};
+use remat_ir::{Atom, CopySemantics, DType, Eqn, Jaxpr, Policy, Primitive, SourceInfo, Var};
 
 use crate::builder::{Builder, VarMap};
+use crate::call::Call;
 use crate::jvp::inline_jaxpr;
 use crate::policy::{memory_space, resolve_policy, ResolvedPolicy, Saveability};
 use crate::{check, dce_jaxpr, scan, AdError};
@@ -378,12 +379,9 @@ impl<'a> Pe<'a> {
     /// `jit` rule (which also forwards residuals that are known inputs or outputs of the
     /// call instead of returning them again): a known call and a staged call.
     fn call_rule(&mut self, eqn: &Eqn) -> Result<(), AdError> {
-        let (body, consts): (&Jaxpr, &[remat_ir::Array]) = match &eqn.primitive {
-            Primitive::Jit { jaxpr, .. } => (&jaxpr.jaxpr, &jaxpr.consts),
-            Primitive::Remat2 { jaxpr, .. } => (jaxpr, &[]),
-            other => return Err(AdError::Internal(format!("call_rule on {}", other.name()))),
-        };
-        let forwarding = matches!(eqn.primitive, Primitive::Jit { .. });
+        let call = Call::of(&eqn.primitive)?;
+        let body = call.body();
+        let forwarding = matches!(call, Call::Jit { .. });
         let (unks, inst): (Vec<bool>, Vec<bool>) = eqn.invars.iter().map(|a| self.read(a)).unzip();
         let n_out = body.outvars.len();
         let pe = partial_eval_jaxpr_custom(body, &unks, &inst, &vec![false; n_out], &vec![false; n_out], self.mode)?;
@@ -419,31 +417,8 @@ impl<'a> Pe<'a> {
         known_body.outvars = kept_outs;
         check("call partial eval (known)", &known_body)?;
 
-        let closed = |j: Jaxpr| ClosedJaxpr {
-            consts: if j.constvars.is_empty() { Vec::new() } else { consts.to_vec() },
-            jaxpr: Arc::new(j),
-        };
-        let (known_prim, staged_prim) = match &eqn.primitive {
-            Primitive::Jit { name, .. } => (
-                Primitive::Jit { name: name.clone(), jaxpr: closed(known_body) },
-                Primitive::Jit { name: name.clone(), jaxpr: closed(pe.staged.clone()) },
-            ),
-            Primitive::Remat2 { prevent_cse, differentiated, policy, .. } => (
-                Primitive::Remat2 {
-                    jaxpr: Arc::new(known_body),
-                    prevent_cse: *prevent_cse,
-                    differentiated: *differentiated,
-                    policy: policy.clone(),
-                },
-                Primitive::Remat2 {
-                    jaxpr: Arc::new(pe.staged.clone()),
-                    prevent_cse: *prevent_cse,
-                    differentiated: true,
-                    policy: policy.clone(),
-                },
-            ),
-            other => return Err(AdError::Internal(format!("call_rule on {}", other.name()))),
-        };
+        let known_prim = call.with_body(known_body, None);
+        let staged_prim = call.with_body(pe.staged.clone(), Some(true));
         let saved = self.kb.set_source(Some(eqn.source.clone()));
         let known_outs = self.kb.bind(known_prim, known_ins.clone())?;
         self.kb.set_source(saved);

@@ -32,17 +32,17 @@ struct ScanParams<'a> {
 
 impl ScanParams<'_> {
     fn of(eqn: &Eqn) -> Result<ScanParams<'_>, AdError> {
-        match &eqn.primitive {
-            Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => Ok(ScanParams {
-                body: jaxpr,
-                length: *length,
-                reverse: *reverse,
-                num_consts: *num_consts,
-                num_carry: *num_carry,
-                unroll: *unroll,
-            }),
-            other => Err(AdError::Internal(format!("a scan rule on {}", other.name()))),
-        }
+        let Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } = &eqn.primitive else {
+            return Err(AdError::Internal(format!("a scan rule on {}", eqn.primitive.name())));
+        };
+        Ok(ScanParams {
+            body: jaxpr,
+            length: *length,
+            reverse: *reverse,
+            num_consts: *num_consts,
+            num_carry: *num_carry,
+            unroll: *unroll,
+        })
     }
 
     fn num_ys(&self) -> usize {

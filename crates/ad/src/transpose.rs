@@ -13,11 +13,10 @@
 //! is never materialized unless a result asks for it; several contributions to one
 //! variable are summed with `add_any`.
 
-use std::sync::Arc;
-
-use remat_ir::{Atom, ClosedJaxpr, Eqn, Jaxpr, Primitive};
+use remat_ir::{Atom, Eqn, Jaxpr};
 
 use crate::builder::{Builder, VarMap};
+use crate::call::Call;
 use crate::dce::dce_jaxpr_inst;
 use crate::jvp::inline_jaxpr;
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
@@ -189,13 +188,13 @@ pub(crate) fn transpose_call(
 ) -> Result<Vec<Option<Atom>>, AdError> {
     let linear: Vec<bool> = ins.iter().map(Operand::is_linear).collect();
     let out_nz: Vec<bool> = ct_outs.iter().map(Option::is_some).collect();
-    let (body, in_ct_nonzero) = match &eqn.primitive {
-        Primitive::Jit { jaxpr, .. } => {
-            let t = transpose_jaxpr_with(&jaxpr.jaxpr, &linear, &out_nz, false)?;
+    let call = Call::of(&eqn.primitive)?;
+    let (body, in_ct_nonzero) = match call {
+        Call::Jit { closed, .. } => {
+            let t = transpose_jaxpr_with(&closed.jaxpr, &linear, &out_nz, false)?;
             (t.jaxpr, t.in_ct_nonzero)
         }
-        Primitive::Remat2 { jaxpr, .. } => remat_transpose_body(jaxpr, &linear, &out_nz)?,
-        other => return Err(AdError::Internal(format!("transpose_call on {}", other.name()))),
+        Call::Remat { jaxpr, .. } => remat_transpose_body(jaxpr, &linear, &out_nz)?,
     };
     let mut args: Vec<Atom> = ins
         .iter()
@@ -205,22 +204,7 @@ pub(crate) fn transpose_call(
         })
         .collect();
     args.extend(ct_outs.iter().flatten().copied());
-    let prim = match &eqn.primitive {
-        Primitive::Jit { name, jaxpr } => Primitive::Jit {
-            name: name.clone(),
-            jaxpr: ClosedJaxpr {
-                consts: if body.constvars.is_empty() { Vec::new() } else { jaxpr.consts.clone() },
-                jaxpr: Arc::new(body),
-            },
-        },
-        Primitive::Remat2 { prevent_cse, differentiated, policy, .. } => Primitive::Remat2 {
-            jaxpr: Arc::new(body),
-            prevent_cse: *prevent_cse,
-            differentiated: *differentiated,
-            policy: policy.clone(),
-        },
-        other => return Err(AdError::Internal(format!("transpose_call on {}", other.name()))),
-    };
+    let prim = call.with_body(body, None);
     let outs = b.bind(prim, args)?;
     let mut outs = outs.into_iter();
     let mut nz = in_ct_nonzero.into_iter();

@@ -129,14 +129,12 @@ pub(crate) fn transpose_rule(
                 }
             }
         }
-        Primitive::ReducePrecision { .. } | Primitive::Name { .. } => {
+        Primitive::ReducePrecision { .. } => {
             if let Some(ct) = single() {
-                out[0] = Some(match prim {
-                    Primitive::Name { .. } => ct,
-                    _ => b.bind1(prim.clone(), vec![ct])?,
-                });
+                out[0] = Some(b.bind1(prim.clone(), vec![ct])?);
             }
         }
+        Primitive::Name { .. } => out[0] = single(),
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             if let Some(ct) = single() {
                 // Sum over the broadcast axes, keeping the operand's unit axes.

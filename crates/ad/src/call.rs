@@ -1,0 +1,58 @@
+//! The call primitives that partial evaluation and transposition treat alike (`jit` and
+//! `remat2`): their body, and the same call with a new body.
+
+use std::sync::Arc;
+
+use remat_ir::{ClosedJaxpr, Jaxpr, Policy, Primitive};
+
+use crate::AdError;
+
+/// A `jit` or `remat2` equation's primitive, seen as a call of a body.
+pub(crate) enum Call<'a> {
+    Jit { name: &'a str, closed: &'a ClosedJaxpr },
+    Remat { jaxpr: &'a Arc<Jaxpr>, prevent_cse: bool, differentiated: bool, policy: Option<&'a Policy> },
+}
+
+impl<'a> Call<'a> {
+    pub fn of(prim: &'a Primitive) -> Result<Call<'a>, AdError> {
+        if let Primitive::Jit { name, jaxpr } = prim {
+            Ok(Call::Jit { name, closed: jaxpr })
+        } else if let Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } = prim {
+            Ok(Call::Remat {
+                jaxpr,
+                prevent_cse: *prevent_cse,
+                differentiated: *differentiated,
+                policy: policy.as_ref(),
+            })
+        } else {
+            Err(AdError::Internal(format!("{} is not a call", prim.name())))
+        }
+    }
+
+    pub fn body(&self) -> &'a Jaxpr {
+        match self {
+            Call::Jit { closed, .. } => &closed.jaxpr,
+            Call::Remat { jaxpr, .. } => jaxpr,
+        }
+    }
+
+    /// The same call of `body` (which keeps the consts if it has constvars);
+    /// `differentiated` overrides a `remat2`'s flag.
+    pub fn with_body(&self, body: Jaxpr, differentiated: Option<bool>) -> Primitive {
+        match self {
+            Call::Jit { name, closed } => Primitive::Jit {
+                name: name.to_string(),
+                jaxpr: ClosedJaxpr {
+                    consts: if body.constvars.is_empty() { Vec::new() } else { closed.consts.clone() },
+                    jaxpr: Arc::new(body),
+                },
+            },
+            Call::Remat { prevent_cse, differentiated: d, policy, .. } => Primitive::Remat2 {
+                jaxpr: Arc::new(body),
+                prevent_cse: *prevent_cse,
+                differentiated: differentiated.unwrap_or(*d),
+                policy: policy.cloned(),
+            },
+        }
+    }
+}
