@@ -1,0 +1,341 @@
+//! remat: JAX's tracing, autodiff and `jax.checkpoint` for Rust, compiled to native code.
+//!
+//! This crate is the thin public facade over the pipeline's crates: it re-exports the
+//! tracer's API and adds the functions that act on a user's closure as a whole —
+//! [`jit`], [`grad`], [`value_and_grad`], [`vjp`], [`saved_residuals`],
+//! [`print_saved_residuals`] and [`print_fwd_bwd`].
+//!
+//! ```
+//! use remat::{checkpoint, named, Array, Aval, DType, Policy, Tensor};
+//!
+//! // sin(W2 @ sin(W1 @ x)), checkpointed so that only dot products may be saved.
+//! let f = |(w1, w2, x): (Tensor, Tensor, Tensor)| w2.dot(&w1.dot(&x).sin()).sin().sum();
+//! let ck = checkpoint(f).policy(Policy::DotsSaveable { only_if_no_batch_dims: true });
+//! let avals = (
+//!     named("W1", Aval::new(DType::F32, vec![3, 2])),
+//!     named("W2", Aval::new(DType::F32, vec![4, 3])),
+//!     named("x", Aval::new(DType::F32, vec![2])),
+//! );
+//! let lines: Vec<String> =
+//!     remat::saved_residuals(|a| ck.call(a), &avals).unwrap().iter().map(|r| r.to_string()).collect();
+//! assert_eq!(lines[..3], ["f32[3,2] from the argument W1", "f32[4,3] from the argument W2", "f32[2] from the argument x"]);
+//! assert!(lines[3].starts_with("f32[3] output of dot_general from"));
+//!
+//! // The gradient, compiled to native code on first use and cached per input types.
+//! let grad = remat::grad(|a| ck.call(a));
+//! let ones = |shape: &[usize]| Array::F32(ndarray::ArrayD::ones(shape));
+//! let g = grad.call(&(ones(&[3, 2]), ones(&[4, 3]), ones(&[2]))).unwrap();
+//! assert_eq!(g.len(), 3);
+//! ```
+//!
+//! Architecture invariant: this crate holds no algorithm of its own; it composes
+//! `remat-trace` (closures to jaxprs), `remat-ad` (differentiation and the
+//! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub use ndarray;
+pub use remat_ad::{register_policy, side_by_side, AdError, Residual, ResidualKind, Saveability};
+pub use remat_interp::EvalError;
+pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};
+pub use remat_jit::{Compiled, JitError, Plan};
+pub use remat_trace::{
+    self as trace, checkpoint, checkpoint_name, function_scope, make_jaxpr, named, nn, numpy, recursive_checkpoint,
+    scan, ArgTree, Tensor, TensorTree, TraceError, Traced,
+};
+
+/// Anything that can go wrong between a user's closure and its results.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("tracing failed: {0}")]
+    Trace(#[from] TraceError),
+    #[error("differentiation failed: {0}")]
+    Ad(#[from] AdError),
+    #[error("compilation or native run failed: {0}")]
+    Jit(#[from] JitError),
+    #[error("evaluation failed: {0}")]
+    Eval(#[from] EvalError),
+}
+
+/// How a program runs: natively (the default) or with the reference interpreter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    #[default]
+    Jit,
+    Interp,
+}
+
+fn trace_closed<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<Traced, Error> {
+    Ok(make_jaxpr(f, args)?)
+}
+
+fn leaf_avals<A: ArgTree>(args: &A) -> Vec<Aval> {
+    let mut specs = Vec::new();
+    args.specs("args", &mut specs);
+    specs.into_iter().map(|(_, a)| a).collect()
+}
+
+/// A program compiled (or prepared for the interpreter) for one input signature.
+#[derive(Debug)]
+enum Prepared {
+    Native(Box<Compiled>),
+    Interp(ClosedJaxpr),
+}
+
+impl Prepared {
+    fn new(jaxpr: ClosedJaxpr, backend: Backend) -> Result<Prepared, Error> {
+        Ok(match backend {
+            Backend::Jit => Prepared::Native(Box::new(remat_jit::compile_closed(&jaxpr)?)),
+            Backend::Interp => Prepared::Interp(jaxpr),
+        })
+    }
+
+    fn run(&self, args: &[Array]) -> Result<Vec<Array>, Error> {
+        Ok(match self {
+            Prepared::Native(c) => c.run(args)?,
+            Prepared::Interp(j) => remat_interp::eval_closed(j, args)?,
+        })
+    }
+}
+
+/// A per-signature cache of prepared programs.
+#[derive(Debug, Default)]
+struct Cache {
+    programs: Mutex<HashMap<Vec<Aval>, Arc<Prepared>>>,
+}
+
+impl Cache {
+    fn get_or_build(
+        &self,
+        avals: Vec<Aval>,
+        build: impl FnOnce() -> Result<Prepared, Error>,
+    ) -> Result<Arc<Prepared>, Error> {
+        if let Some(p) = self.programs.lock().ok().and_then(|m| m.get(&avals).cloned()) {
+            return Ok(p);
+        }
+        let p = Arc::new(build()?);
+        if let Ok(mut m) = self.programs.lock() {
+            m.insert(avals, p.clone());
+        }
+        Ok(p)
+    }
+
+    fn len(&self) -> usize {
+        self.programs.lock().map(|m| m.len()).unwrap_or(0)
+    }
+}
+
+/// Flattens concrete arguments, checking every leaf is an array.
+fn arg_values<A: ArgTree>(args: &A) -> Result<Vec<Array>, Error> {
+    let mut values = Vec::new();
+    args.values(&mut values);
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.cloned().ok_or_else(|| {
+                Error::Trace(TraceError {
+                    location: ir::SourceInfo::unknown(),
+                    message: format!("argument {i} is an abstract value; calling a function needs arrays"),
+                })
+            })
+        })
+        .collect()
+}
+
+/// `jax.jit(f)`: traced once per input signature, compiled to native code, cached.
+pub fn jit<F>(f: F) -> Jit<F> {
+    Jit { f, backend: Backend::Jit, cache: Cache::default() }
+}
+
+/// A function compiled per input signature; see [`jit`].
+#[derive(Debug)]
+pub struct Jit<F> {
+    f: F,
+    backend: Backend,
+    cache: Cache,
+}
+
+impl<F> Jit<F> {
+    /// Runs with `backend` instead of native code.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Calls the function on concrete arguments and returns its flattened results.
+    pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        let program = self.cache.get_or_build(leaf_avals(args), || {
+            let traced = trace_closed(&self.f, args)?;
+            Prepared::new(traced.jaxpr, self.backend)
+        })?;
+        program.run(&arg_values(args)?)
+    }
+
+    /// How many input signatures have been traced and compiled.
+    pub fn compiled_signatures(&self) -> usize {
+        self.cache.len()
+    }
+}
+
+/// `jax.grad(f)`: the gradient of a scalar function with respect to every flattened
+/// argument (or those chosen with [`Grad::argnums`]), compiled per input signature.
+pub fn grad<F>(f: F) -> Grad<F> {
+    Grad { f, argnums: None, with_value: false, backend: Backend::Jit, cache: Cache::default() }
+}
+
+/// `jax.value_and_grad(f)`: like [`grad`], returning the value first.
+pub fn value_and_grad<F>(f: F) -> Grad<F> {
+    Grad { f, argnums: None, with_value: true, backend: Backend::Jit, cache: Cache::default() }
+}
+
+/// A gradient function; see [`grad`].
+#[derive(Debug)]
+pub struct Grad<F> {
+    f: F,
+    argnums: Option<Vec<usize>>,
+    with_value: bool,
+    backend: Backend,
+    cache: Cache,
+}
+
+impl<F> Grad<F> {
+    /// Differentiates with respect to these flattened arguments only.
+    pub fn argnums(mut self, argnums: &[usize]) -> Self {
+        self.argnums = Some(argnums.to_vec());
+        self
+    }
+
+    /// Runs with `backend` instead of native code.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The gradient program (`(args) -> ([value,] grads)`) for arguments like `args`.
+    pub fn jaxpr<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Jaxpr, Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        let traced = trace_closed(&self.f, args)?;
+        let jaxpr = closed_to_open(&traced.jaxpr)?;
+        let argnums: Vec<usize> = match &self.argnums {
+            Some(a) => a.clone(),
+            None => (0..jaxpr.invars.len()).collect(),
+        };
+        Ok(if self.with_value {
+            remat_ad::value_and_grad(&jaxpr, &argnums)?
+        } else {
+            remat_ad::grad(&jaxpr, &argnums)?
+        })
+    }
+
+    /// Calls the gradient on concrete arguments: `[value,] grads...`, flattened.
+    pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        let program = self.cache.get_or_build(leaf_avals(args), || {
+            Prepared::new(ClosedJaxpr::new(Arc::new(self.jaxpr(args)?)), self.backend)
+        })?;
+        program.run(&arg_values(args)?)
+    }
+}
+
+/// A traced function's jaxpr with its constants as leading inputs would be a different
+/// signature; the passes take constvars as they are, so only a closed jaxpr without
+/// constants is accepted here.
+fn closed_to_open(closed: &ClosedJaxpr) -> Result<Jaxpr, Error> {
+    if closed.consts.is_empty() {
+        return Ok((*closed.jaxpr).clone());
+    }
+    Err(Error::Ad(AdError::Invalid(format!(
+        "differentiating a function that closes over {} constant arrays: pass them as arguments",
+        closed.consts.len()
+    ))))
+}
+
+/// The forward and backward halves of `f`'s reverse-mode derivative at arguments like
+/// `args`, with what the forward half saves.
+pub fn vjp<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<VjpProgram, Error> {
+    let traced = trace_closed(f, args)?;
+    let jaxpr = closed_to_open(&traced.jaxpr)?;
+    let v = remat_ad::vjp(&jaxpr, &traced.arg_names)?;
+    Ok(VjpProgram { vjp: v, arg_names: traced.arg_names })
+}
+
+/// See [`vjp`].
+#[derive(Clone, Debug)]
+pub struct VjpProgram {
+    pub vjp: remat_ad::Vjp,
+    pub arg_names: Vec<String>,
+}
+
+impl VjpProgram {
+    /// The forward jaxpr: `(primals) -> (outputs, residuals)`.
+    pub fn fwd(&self) -> &Jaxpr {
+        &self.vjp.fwd
+    }
+
+    /// The backward jaxpr: `(residuals, cotangents) -> (one gradient per input)`.
+    pub fn bwd(&self) -> &Jaxpr {
+        &self.vjp.bwd
+    }
+
+    /// What the forward half saves, in JAX's order.
+    pub fn residuals(&self) -> &[Residual] {
+        &self.vjp.residuals
+    }
+
+    /// Both halves compiled to native code.
+    pub fn compile(&self) -> Result<(Compiled, Compiled), Error> {
+        Ok((remat_jit::compile(&self.vjp.fwd)?, remat_jit::compile(&self.vjp.bwd)?))
+    }
+}
+
+/// `jax.ad_checkpoint.saved_residuals`: what the forward half of `f`'s vjp saves.
+pub fn saved_residuals<A: ArgTree, R: TensorTree>(
+    f: impl FnOnce(A::Traced) -> R,
+    args: &A,
+) -> Result<Vec<Residual>, Error> {
+    Ok(vjp(f, args)?.vjp.residuals)
+}
+
+/// `jax.ad_checkpoint.print_saved_residuals`: the residual lines, in JAX's words.
+pub fn saved_residuals_text<A: ArgTree, R: TensorTree>(
+    f: impl FnOnce(A::Traced) -> R,
+    args: &A,
+) -> Result<String, Error> {
+    let traced = trace_closed(f, args)?;
+    Ok(remat_ad::print_saved_residuals(&closed_to_open(&traced.jaxpr)?, &traced.arg_names)?)
+}
+
+/// Prints [`saved_residuals_text`] to standard output, as JAX's function does.
+pub fn print_saved_residuals<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<(), Error> {
+    print!("{}", saved_residuals_text(f, args)?);
+    Ok(())
+}
+
+/// The forward and backward programs of `f`'s vjp as two strings.
+pub fn fwd_bwd_strings<A: ArgTree, R: TensorTree>(
+    f: impl FnOnce(A::Traced) -> R,
+    args: &A,
+) -> Result<(String, String), Error> {
+    let traced = trace_closed(f, args)?;
+    Ok(remat_ad::fwd_bwd_strings(&closed_to_open(&traced.jaxpr)?)?)
+}
+
+/// Prints the forward and backward programs side by side, fitted to the terminal.
+pub fn print_fwd_bwd<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<(), Error> {
+    let traced = trace_closed(f, args)?;
+    Ok(remat_ad::print_fwd_bwd(&closed_to_open(&traced.jaxpr)?)?)
+}
+
+/// The README's Rust example, compiled and run as a doctest so it stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

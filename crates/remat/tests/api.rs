@@ -1,0 +1,116 @@
+//! The facade over whole closures: `jit` compiles once per signature, `grad` and
+//! `value_and_grad` agree across backends and policies, `vjp` halves compile, and bad
+//! arguments are errors.
+
+use remat::{checkpoint, named, Array, Aval, Backend, DType, Policy, Tensor};
+
+fn f32s(shape: &[usize]) -> Aval {
+    Aval::new(DType::F32, shape.to_vec())
+}
+
+fn array(shape: &[usize], offset: f32) -> Array {
+    let n: usize = shape.iter().product();
+    let data = (0..n).map(|i| ((i as f32 * 0.37 + offset).sin()) * 0.5).collect();
+    Array::F32(ndarray::ArrayD::from_shape_vec(shape.to_vec(), data).unwrap())
+}
+
+fn mlp((w1, w2, x): (Tensor, Tensor, Tensor)) -> Tensor {
+    w2.dot(&w1.dot(&x).tanh()).sin().powi(2).sum()
+}
+
+fn args() -> (Array, Array, Array) {
+    (array(&[6, 4], 0.1), array(&[5, 6], 0.2), array(&[4], 0.3))
+}
+
+fn assert_close(a: &[Array], b: &[Array]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.aval(), y.aval());
+        for (p, q) in x.to_f64_vec().into_iter().zip(y.to_f64_vec()) {
+            assert!((p - q).abs() <= 1e-5_f64.max(1e-4 * q.abs()), "{p} vs {q}");
+        }
+    }
+}
+
+#[test]
+fn jit_compiles_once_per_signature_and_matches_the_interpreter() {
+    let f = remat::jit(mlp);
+    let native = f.call(&args()).unwrap();
+    f.call(&args()).unwrap();
+    assert_eq!(f.compiled_signatures(), 1);
+    let other = (array(&[6, 3], 0.1), array(&[5, 6], 0.2), array(&[3], 0.3));
+    f.call(&other).unwrap();
+    assert_eq!(f.compiled_signatures(), 2);
+    let reference = remat::jit(mlp).backend(Backend::Interp).call(&args()).unwrap();
+    assert_close(&native, &reference);
+}
+
+#[test]
+fn gradients_do_not_depend_on_backend_or_policy() {
+    let reference = remat::value_and_grad(mlp).backend(Backend::Interp).call(&args()).unwrap();
+    assert_eq!(reference.len(), 4);
+    let policies = [
+        None,
+        Some(Policy::EverythingSaveable),
+        Some(Policy::NothingSaveable),
+        Some(Policy::DotsSaveable { only_if_no_batch_dims: true }),
+    ];
+    for policy in policies {
+        let mut ck = checkpoint(mlp);
+        if let Some(p) = policy {
+            ck = ck.policy(p);
+        }
+        let native = remat::value_and_grad(|a| ck.call(a)).call(&args()).unwrap();
+        assert_close(&native, &reference);
+    }
+}
+
+#[test]
+fn grad_argnums_selects_flattened_arguments() {
+    let all = remat::grad(mlp).call(&args()).unwrap();
+    let only_x = remat::grad(mlp).argnums(&[2]).call(&args()).unwrap();
+    assert_eq!(only_x.len(), 1);
+    assert_close(&only_x, &all[2..]);
+}
+
+#[test]
+fn vjp_halves_compile_and_give_the_gradient() {
+    let avals = (named("W1", f32s(&[6, 4])), named("W2", f32s(&[5, 6])), named("x", f32s(&[4])));
+    let ck = checkpoint(mlp).policy(Policy::NothingSaveable);
+    let v = remat::vjp(|a| ck.call(a), &avals).unwrap();
+    let names: Vec<String> = v.residuals().iter().map(|r| r.to_string()).collect();
+    assert_eq!(names, ["f32[6,4] from the argument W1", "f32[5,6] from the argument W2", "f32[4] from the argument x"]);
+    let (fwd, bwd) = v.compile().unwrap();
+    let (w1, w2, x) = args();
+    let out = fwd.run(&[w1, w2, x]).unwrap();
+    let mut bwd_args = out[1..].to_vec();
+    bwd_args.push(Array::F32(ndarray::ArrayD::from_elem(vec![], 1.0)));
+    let grads = bwd.run(&bwd_args).unwrap();
+    let expected = remat::grad(mlp).backend(Backend::Interp).call(&args()).unwrap();
+    assert_close(&grads, &expected);
+}
+
+#[test]
+fn a_policy_changes_what_is_saved() {
+    let avals = (named("W1", f32s(&[6, 4])), named("W2", f32s(&[5, 6])), named("x", f32s(&[4])));
+    let plain = remat::saved_residuals(mlp, &avals).unwrap();
+    let ck = checkpoint(mlp).policy(Policy::NothingSaveable);
+    let nothing = remat::saved_residuals(|a| ck.call(a), &avals).unwrap();
+    assert!(plain.len() > nothing.len());
+    let text = remat::saved_residuals_text(mlp, &avals).unwrap();
+    assert!(text.contains("output of tanh from crates/remat/tests/api.rs"), "{text}");
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let g = remat::grad(mlp);
+    let wrong = (array(&[6, 4], 0.1), array(&[5, 7], 0.2), array(&[4], 0.3));
+    let err = g.call(&wrong).unwrap_err().to_string();
+    assert!(err.contains("tracing failed") && err.contains("api.rs"), "{err}");
+    let not_scalar = remat::grad(|(w, x): (Tensor, Tensor)| w.dot(&x));
+    let err = not_scalar.call(&(array(&[2, 3], 0.0), array(&[3], 0.0))).unwrap_err().to_string();
+    assert!(err.contains("scalar"), "{err}");
+    let abstract_args = (f32s(&[6, 4]), f32s(&[5, 6]), f32s(&[4]));
+    let err = remat::jit(mlp).call(&abstract_args).unwrap_err().to_string();
+    assert!(err.contains("abstract"), "{err}");
+}
