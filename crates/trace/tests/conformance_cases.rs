@@ -46,6 +46,7 @@ fn check<A: remat_trace::ArgTree, R: remat_trace::TensorTree>(
     let traced = make_jaxpr(f, &args).unwrap();
     case.assert_evaluates(&traced, &args);
     case.assert_text(&traced);
+    case.assert_residuals(&traced);
 }
 
 /// `jax.checkpoint(f_plain or f_named, policy=policy)` on the random three-layer weights.

@@ -37,7 +37,7 @@ fn seed_args(case: &Case) -> Four<Array> {
     (named("W1", case.arg(0)), named("W2", case.arg(1)), named("W3", case.arg(2)), named("x", case.arg(3)))
 }
 
-/// Runs the three checks on `f`, traced on `args`.
+/// Runs the four checks on `f`, traced on `args`.
 fn check<A: remat_trace::ArgTree, R: remat_trace::TensorTree>(
     name: &str,
     f: impl FnOnce(A::Traced) -> R,
@@ -48,6 +48,7 @@ fn check<A: remat_trace::ArgTree, R: remat_trace::TensorTree>(
     let traced = make_jaxpr(f, &args).unwrap();
     case.assert_text(&traced);
     case.assert_evaluates(&traced, &args);
+    case.assert_residuals(&traced);
 }
 
 #[test]

@@ -13,6 +13,8 @@ pub struct Case {
     pub args: Vec<Array>,
     pub outputs: Vec<Array>,
     pub arg_names: Vec<String>,
+    /// What JAX's vjp saves: `(aval, kind, what)` in JAX's order.
+    pub saved_residuals: Vec<(String, String, String)>,
 }
 
 impl Case {
@@ -29,6 +31,15 @@ impl Case {
             args: arrays("args"),
             outputs: arrays("outputs"),
             arg_names: json["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect(),
+            saved_residuals: json["saved_residuals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    let field = |k: &str| r[k].as_str().unwrap().to_string();
+                    (field("aval"), field("kind"), field("what"))
+                })
+                .collect(),
         }
     }
 
@@ -56,6 +67,25 @@ impl Case {
             for (j, (a, b)) in g.to_f64_vec().into_iter().zip(w.to_f64_vec()).enumerate() {
                 let close = (a - b).abs() <= (1e-4 * b.abs()).max(1e-5) || a == b;
                 assert!(close, "{}: output {i}, element {j}: got {a}, JAX gave {b}", self.name);
+            }
+        }
+    }
+
+    /// The traced program's vjp saves what JAX's saves (aval, kind and name, in JAX's
+    /// order), and the saved outputs point at the Rust source that computed them.
+    pub fn assert_residuals(&self, traced: &Traced) {
+        let residuals = remat_ad::saved_residuals(&traced.jaxpr.jaxpr, &traced.arg_names)
+            .unwrap_or_else(|e| panic!("{}: vjp failed: {e}", self.name));
+        let got: Vec<(String, String, String)> = residuals
+            .iter()
+            .map(|r| (r.aval.to_string(), r.kind.kind_name().to_string(), r.kind.what().to_string()))
+            .collect();
+        assert_eq!(got, self.saved_residuals, "{}: saved residuals differ from JAX's", self.name);
+        for r in &residuals {
+            let from_an_equation = matches!(r.kind.kind_name(), "output" | "named" | "jit");
+            let offloaded = r.aval.memory_space != remat_ir::MemorySpace::Device;
+            if from_an_equation && !offloaded {
+                assert!(r.source.file.ends_with(".rs"), "{}: residual {r} does not point at Rust source", self.name);
             }
         }
     }
