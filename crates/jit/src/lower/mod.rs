@@ -45,11 +45,15 @@ pub(crate) struct Lowering {
     pub consts: Vec<Array>,
     /// A stack of step lists; the top one is the current scope (a scan body pushes one).
     scopes: Vec<Vec<Step>>,
+    /// Where the next `dot_general` writes when its only reader is a `transpose`: the
+    /// transpose's buffer and permutation, so the GEMM stores the transposed layout directly
+    /// (through its output strides) and the transpose costs nothing.
+    pub(crate) dot_dst: Option<(BufId, Vec<usize>)>,
 }
 
 /// Lowers a whole jaxpr with `consts` bound to its constvars.
 pub(crate) fn lower_program(jaxpr: &Jaxpr, consts: &[Array]) -> Result<(Program, Vec<Array>), JitError> {
-    let mut lw = Lowering { prog: Program::default(), consts: Vec::new(), scopes: vec![Vec::new()] };
+    let mut lw = Lowering { prog: Program::default(), consts: Vec::new(), scopes: vec![Vec::new()], dot_dst: None };
     let args: Vec<Val> = jaxpr
         .invars
         .iter()
@@ -200,14 +204,23 @@ impl Lowering {
                 }
             }
         }
-        for eqn in &jaxpr.eqns {
+        let transposed = transposed_dots(jaxpr, &uses);
+        for (e, eqn) in jaxpr.eqns.iter().enumerate() {
             let ins: Vec<Val> = eqn.invars.iter().map(|a| read(jaxpr, &env, a)).collect::<Result<_, _>>()?;
             let out_avals: Vec<Aval> = eqn.outvars.iter().map(|&v| jaxpr.aval(v).clone()).collect();
             let out_targets: Vec<Option<BufId>> = eqn.outvars.iter().map(|&v| target[v.index()]).collect();
             if eqn.outvars.iter().all(|v| uses[v.index()] == 0) && !out_targets.iter().any(Option::is_some) {
                 continue; // dead: nothing reads any result
             }
-            let outs = self.lower_eqn(&eqn.primitive, ins, &out_avals, &out_targets)?;
+            if let Some((perm, reader)) = &transposed[e] {
+                let u = jaxpr.eqns[*reader].outvars[0];
+                let buf = target[u.index()].unwrap_or_else(|| self.new_buf(jaxpr.aval(u)));
+                target[u.index()] = Some(buf);
+                self.dot_dst = Some((buf, perm.clone()));
+            }
+            let outs = self.lower_eqn(&eqn.primitive, ins, &out_avals, &out_targets);
+            self.dot_dst = None;
+            let outs = outs?;
             for ((&v, val), t) in eqn.outvars.iter().zip(outs).zip(out_targets) {
                 let val = if t.is_some() {
                     self.materialize(val, t)
@@ -271,6 +284,29 @@ fn use_counts(jaxpr: &Jaxpr) -> Vec<usize> {
         uses[v.index()] += 1;
     }
     uses
+}
+
+/// For each equation: if it is a `dot_general` whose result is read only by one `transpose`,
+/// that transpose's permutation and equation index.
+fn transposed_dots(jaxpr: &Jaxpr, uses: &[usize]) -> Vec<Option<(Vec<usize>, usize)>> {
+    let mut producer = vec![None; jaxpr.vars.len()];
+    for (e, eqn) in jaxpr.eqns.iter().enumerate() {
+        if matches!(eqn.primitive, Primitive::DotGeneral { .. }) {
+            producer[eqn.outvars[0].index()] = Some(e);
+        }
+    }
+    let mut out = vec![None; jaxpr.eqns.len()];
+    for (r, eqn) in jaxpr.eqns.iter().enumerate() {
+        if let (Primitive::Transpose { permutation }, Some(Atom::Var(v))) = (&eqn.primitive, eqn.invars.first()) {
+            if let (Some(e), 1) = (producer[v.index()], uses[v.index()]) {
+                let aval = jaxpr.aval(eqn.outvars[0]);
+                if aval.memory_space == jaxpr.aval(*v).memory_space {
+                    out[e] = Some((permutation.clone(), r));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A literal scalar's value as an `i64`, if `val` is one.

@@ -292,8 +292,28 @@ impl Lowering {
 
     /// `dot_general` as a batched GEMM over strided views of both operands.
     fn dot(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval, target: Option<BufId>) -> Val {
-        let buf = target.unwrap_or_else(|| self.new_buf(out));
-        let result = Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() };
+        let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
+            (0..rank).filter(|k| !b.contains(k) && !c.contains(k)).collect()
+        };
+        let (lf, rf) = (
+            free(lhs.aval.rank(), &dn.lhs_batch, &dn.lhs_contracting),
+            free(rhs.aval.rank(), &dn.rhs_batch, &dn.rhs_contracting),
+        );
+        // A transposed destination: out axis perm[j] is axis j of the row-major buffer. Only
+        // when m and n are single axes, so each keeps one stride.
+        let (buf, out_strides) = match self.dot_dst.take() {
+            Some((buf, perm)) if lf.len() <= 1 && rf.len() <= 1 => {
+                let rm = row_major_strides(&perm.iter().map(|&k| out.shape[k]).collect::<Vec<_>>());
+                let mut strides = vec![0i64; perm.len()];
+                for (j, &k) in perm.iter().enumerate() {
+                    strides[k] = rm[j];
+                }
+                (buf, strides)
+            }
+            _ => (target.unwrap_or_else(|| self.new_buf(out)), row_major_strides(&out.shape)),
+        };
+        let view = View { buf, dtype: out.dtype, offset: 0, strides: out_strides.clone(), dynamic: Vec::new() };
+        let result = Val { expr: Expr::Load(view), aval: out.clone() };
         if out.size() == 0 {
             return result;
         }
@@ -307,10 +327,6 @@ impl Lowering {
         };
         let (lhs, rhs) = (convert(lhs), convert(rhs));
         let DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb } = dn;
-        let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
-            (0..rank).filter(|k| !b.contains(k) && !c.contains(k)).collect()
-        };
-        let (lf, rf) = (free(lhs.aval.rank(), lb, lc), free(rhs.aval.rank(), rb, rc));
         let k_size: usize = lc.iter().map(|&a| lhs.shape()[a]).product();
         if k_size == 0 {
             let zero = Val { expr: Expr::Lit(LitValue::from_f64(dtype, 0.0)), aval: Aval::scalar(dtype) };
@@ -331,7 +347,6 @@ impl Lowering {
         let Some(((m, lhs_m), (k, lhs_k, rhs_k), (n, rhs_n))) = groups else {
             unreachable!("row-major operands in canonical order always group")
         };
-        let out_strides = row_major_strides(&out.shape);
         let nb = lb.len();
         let batch = lb
             .iter()
