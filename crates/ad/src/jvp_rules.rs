@@ -176,9 +176,10 @@ pub(crate) fn jvp_rule(
             Ok((out, vec![tangents[0]]))
         }
         Primitive::Jit { name, jaxpr } => jvp_jit(b, name, jaxpr, primals, tangents),
-        Primitive::CustomJvpCall { name, call_jaxpr, .. } => {
-            jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents)
-        }
+        Primitive::CustomJvpCall { name, call_jaxpr, .. } => match KnownCustomJvp::of(name, primals.len()) {
+            Some(rule) => rule.jvp(b, old, eqn, primals, tangents),
+            None => jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents),
+        },
         Primitive::Remat2 { .. } => jvp_remat(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan::scan_jvp(b, eqn, primals, tangents),
     }
@@ -431,5 +432,53 @@ fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
         Tangent::Nz(Atom::Var(t))
     } else {
         Tangent::Zero
+    }
+}
+
+/// Custom jvp rules of JAX library functions, recovered by the name JAX prints.
+///
+/// A `custom_jvp_call` carries its rule only as opaque text (`jvp=jvp`), so in general it
+/// is differentiated through its body. For the library functions below the rule is known,
+/// and using it gives JAX's results where the body's derivative differs: `relu`'s rule
+/// has derivative 0 at 0 (the body's `max` splits the tie, giving 1/2), and its forward
+/// half saves JAX's `gt` mask and zeros rather than what `max` needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KnownCustomJvp {
+    /// `jax.nn.relu`: `select(x > 0, g, full_like(g, 0))`.
+    Relu,
+}
+
+impl KnownCustomJvp {
+    fn of(name: &str, num_operands: usize) -> Option<KnownCustomJvp> {
+        match (name, num_operands) {
+            ("relu", 1) => Some(KnownCustomJvp::Relu),
+            _ => None,
+        }
+    }
+
+    /// The primal is the `custom_jvp_call` itself, as in JAX; the tangent comes from the
+    /// rule, whose primal-only parts land on the known side of a linearization.
+    fn jvp(
+        self,
+        b: &mut Builder,
+        old: &Jaxpr,
+        eqn: &Eqn,
+        primals: &[Atom],
+        tangents: &[Tangent],
+    ) -> Result<JvpOut, AdError> {
+        let out = emit_primal(b, old, eqn, primals);
+        let Tangent::Nz(g) = tangents[0] else {
+            return Ok((out, vec![Tangent::Zero]));
+        };
+        match self {
+            KnownCustomJvp::Relu => {
+                let x = primals[0];
+                let aval = b.aval(&x);
+                let positive = b.compare(CompareOp::Gt, x, lit(aval.dtype, 0.0))?;
+                let zeros = b.zeros(&aval)?;
+                let t = b.select_n(positive, vec![zeros, g])?;
+                Ok((out, vec![Tangent::Nz(t)]))
+            }
+        }
     }
 }

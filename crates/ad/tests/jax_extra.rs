@@ -49,6 +49,12 @@ fn residuals_and_gradients_match_jax() {
             .unwrap()
             .iter()
             .map(|s| s.as_str().unwrap().replace("output of closed_call", "output of scan"))
+            // JAX also saves a scalar that user code multiplied or divided by (`x * 3.0`):
+            // jnp turned the Python scalar into a constant array, which the linearization
+            // closes over. Printed, it is the same literal as `jnp.mean`'s divisor, which
+            // JAX does not save, so from a jaxpr the two cannot be told apart; remat saves
+            // neither (a literal is rebuilt in the backward half at no cost).
+            .filter(|line| line != "f32[] from a literal")
             .collect();
         if got != want {
             failures.push(format!("{name}: residuals\n  got  {got:?}\n  want {want:?}"));

@@ -79,6 +79,12 @@ def both_names_dots(w, x):
     return jnp.sum(a * b)
 
 
+def relu_top(x, w):
+    # A row of zeros in x puts relu at exactly 0, where its custom rule's derivative is 0.
+    return jnp.sum(jax.nn.relu(x @ w) * 3.0)
+
+
+X_RELU = jnp.array([[0.5, 1.0, 0.25], [0.0, 0.0, 0.0]])
 x3 = jnp.linspace(-1.0, 1.0, 3)
 W = jnp.arange(9.0).reshape(3, 3) / 10.0
 XS = jnp.linspace(-0.5, 0.5, 12).reshape(4, 3)
@@ -96,6 +102,7 @@ CASES = [
     ("scan_of_checkpoint_names", scanned_named, (W, XS), ["w", "xs"]),
     ("remat_in_jit", remat_in_jit, (W, x3), ["w", "x"]),
     ("prevent_cse_false", no_cse, (x3,), ["x"]),
+    ("relu_top", relu_top, (X_RELU, jnp.arange(9.0).reshape(3, 3) / 10.0 - 0.35), ["x", "w"]),
     (
         "save_from_both_names_dots_top",
         jax.checkpoint(both_names_dots, policy=P.save_from_both_policies(P.save_only_these_names("b"), P.dots_saveable)),
