@@ -164,11 +164,11 @@ fn new_instance() -> u64 {
 }
 
 /// The name JAX would take from a Python function: a Rust function item's own name, or
-/// `lambda` for a closure (JAX's `<lambda>`, which the text parser does not read).
+/// `<lambda>` for a closure, as JAX names an anonymous function.
 fn function_name<F>() -> String {
     let full = std::any::type_name::<F>();
     if full.contains(['{', '(']) {
-        return "lambda".into();
+        return "<lambda>".into();
     }
     let path = full.split('<').next().unwrap_or(full);
     path.rsplit("::").next().unwrap_or(path).to_string()
