@@ -230,3 +230,32 @@ impl Compiled {
         &self.out_avals
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use remat_ir::parse_jaxpr;
+
+    use super::*;
+
+    /// The memory a run takes is the plan's figure: the arena is allocated once, at the
+    /// planned size (plus the alignment slack), and reused by the next run.
+    #[test]
+    fn a_run_allocates_the_planned_arena_once() {
+        let text = "{ lambda ; a:f32[8,16] b:f32[16,4]. let
+    c:f32[8,4] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+    d:f32[8,4] = tanh c
+    e:f32[8,4] = mul d d
+    f:f32[4] = reduce_sum[axes=(0,) out_sharding=None] e
+  in (f,) }";
+        let jaxpr = parse_jaxpr(text, "t").expect("parses");
+        let c = compile(&jaxpr).expect("compiles");
+        let args = [Array::zeros(&jaxpr.in_avals()[0]), Array::zeros(&jaxpr.in_avals()[1])];
+        c.run(&args).expect("runs");
+        let ptr = c.arena.lock().expect("not poisoned").as_ptr();
+        c.run(&args).expect("runs");
+        let arena = c.arena.lock().expect("not poisoned");
+        assert_eq!(arena.len(), c.plan().peak_bytes + c.plan.host_bytes + plan::ALIGN);
+        assert_eq!(arena.as_ptr(), ptr);
+        assert!(c.plan().peak_bytes > 0);
+    }
+}

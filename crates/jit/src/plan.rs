@@ -4,11 +4,14 @@
 //! the loop's range). A buffer lives from its first to its last reference; a buffer that is
 //! referenced both inside a loop and outside it lives across the whole loop, because every
 //! iteration reads it again. Buffers whose lifetimes do not overlap may share memory; the
-//! layout is a greedy first fit in order of first use.
+//! layout is a greedy first fit in order of first use. An elementwise kernel may write its
+//! result in place over an operand that dies at that kernel, when it reads that operand only
+//! at the element it writes (same view): each element is read before it is overwritten.
 //!
 //! What it keeps true: two buffers whose lifetimes overlap never overlap in memory, every
 //! offset is a multiple of [`ALIGN`], and `peak` bounds every buffer's end.
 
+use crate::expr::{Expr, View};
 use crate::program::{BufId, Program, Step, Storage};
 
 /// The alignment of every arena buffer.
@@ -29,7 +32,8 @@ pub(crate) fn plan(prog: &Program) -> Layout {
     let mut last = vec![0usize; n];
     let mut loops = Vec::new();
     let mut pos = 0;
-    number(&prog.steps, &mut pos, &mut first, &mut last, &mut loops);
+    let mut candidates = Vec::new();
+    number(&prog.steps, &mut pos, &mut first, &mut last, &mut loops, &mut candidates);
     // A buffer used inside a loop and outside it must survive every iteration.
     for _ in 0..2 {
         for &(s, e) in &loops {
@@ -46,6 +50,20 @@ pub(crate) fn plan(prog: &Program) -> Layout {
             }
         }
     }
+    // In-place pairs (dst, operand): the operand's last use is the kernel that first writes dst.
+    let mut in_place: Vec<Option<usize>> = vec![None; n];
+    for (s, dst, ops) in candidates {
+        let d = dst.0 as usize;
+        if first[d] != s || !matches!(prog.buffers[d].storage, Storage::Arena { .. }) {
+            continue;
+        }
+        in_place[d] = ops.iter().map(|b| b.0 as usize).find(|&a| {
+            a != d
+                && last[a] == s
+                && prog.buffers[a].storage == prog.buffers[d].storage
+                && prog.buffers[a].bytes >= prog.buffers[d].bytes
+        });
+    }
     let mut layout = Layout { offsets: vec![None; n], device_bytes: 0, host_bytes: 0 };
     for host in [false, true] {
         let mut order: Vec<usize> =
@@ -60,6 +78,17 @@ pub(crate) fn plan(prog: &Program) -> Layout {
                 .filter(|&&(f, l, _, _)| f <= last[b] && l >= first[b])
                 .map(|&(_, _, o, e)| (o, e))
                 .collect();
+            // Over the dying operand, if nothing else live overlaps its place.
+            let reuse = in_place[b].and_then(|a| layout.offsets[a]).filter(|&o| {
+                let operand = (o, o + prog.buffers[in_place[b].unwrap_or(b)].bytes.max(1));
+                live.iter().filter(|&&r| r != operand).all(|&(lo, hi)| o + size <= lo || o >= hi)
+            });
+            if let Some(offset) = reuse {
+                placed.push((first[b], last[b], offset, offset + size));
+                layout.offsets[b] = Some(offset);
+                peak = peak.max(offset + size);
+                continue;
+            }
             let mut candidates: Vec<usize> = std::iter::once(0).chain(live.iter().map(|&(_, e)| align(e))).collect();
             candidates.sort_unstable();
             let offset = candidates
@@ -83,14 +112,30 @@ fn align(x: usize) -> usize {
     x.div_ceil(ALIGN) * ALIGN
 }
 
+/// An elementwise kernel at a step, its destination, and the operands it reads only at the
+/// element it writes (candidates for writing in place).
+type InPlace = (usize, BufId, Vec<BufId>);
+
 /// Numbers the steps, recording each buffer's first and last reference and each loop's range.
-fn number(steps: &[Step], pos: &mut usize, first: &mut [usize], last: &mut [usize], loops: &mut Vec<(usize, usize)>) {
+fn number(
+    steps: &[Step],
+    pos: &mut usize,
+    first: &mut [usize],
+    last: &mut [usize],
+    loops: &mut Vec<(usize, usize)>,
+    in_place: &mut Vec<InPlace>,
+) {
     for step in steps {
+        if let Step::Kernel { dst, src, .. } = step {
+            if dst.dynamic.is_empty() {
+                in_place.push((*pos, dst.buf, same_view_operands(dst, src)));
+            }
+        }
         match step {
             Step::Loop { counter, body, .. } => {
                 let s = *pos;
                 touch(*counter, s, first, last);
-                number(body, pos, first, last, loops);
+                number(body, pos, first, last, loops, in_place);
                 let e = (*pos).max(s + 1) - 1;
                 touch(*counter, e, first, last);
                 loops.push((s, e));
@@ -107,6 +152,25 @@ fn number(steps: &[Step], pos: &mut usize, first: &mut [usize], last: &mut [usiz
     }
 }
 
+/// The buffers `src` reads only through exactly the view `dst` writes.
+fn same_view_operands(dst: &View, src: &Expr) -> Vec<BufId> {
+    let mut same = Vec::new();
+    let mut other = Vec::new();
+    src.visit(&mut |e| {
+        if let Expr::Load(v) = e {
+            let aligned = v.dtype == dst.dtype && v.offset == dst.offset && v.strides == dst.strides;
+            if aligned && v.dynamic.is_empty() {
+                same.push(v.buf);
+            } else {
+                other.push(v.buf);
+                other.extend(v.dynamic.iter().map(|d| d.index));
+            }
+        }
+    });
+    same.retain(|b| !other.contains(b));
+    same
+}
+
 fn touch(b: BufId, pos: usize, first: &mut [usize], last: &mut [usize]) {
     let b = b.0 as usize;
     first[b] = first[b].min(pos);
@@ -116,7 +180,6 @@ fn touch(b: BufId, pos: usize, first: &mut [usize], last: &mut [usize]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::{Expr, View};
     use remat_ir::{DType, LitValue};
 
     fn kernel(dst: BufId, src: Option<BufId>) -> Step {
@@ -127,6 +190,12 @@ mod tests {
         Step::Kernel { space: vec![4], dst: View::contiguous(dst, DType::F32, &[4]), src }
     }
 
+    /// `dst[i] = src[3 - i]`: reads its operand at other elements, so never in place.
+    fn reversing(dst: BufId, src: BufId) -> Step {
+        let reversed = View { buf: src, dtype: DType::F32, offset: 3, strides: vec![-1], dynamic: Vec::new() };
+        Step::Kernel { space: vec![4], dst: View::contiguous(dst, DType::F32, &[4]), src: Expr::Load(reversed) }
+    }
+
     #[test]
     fn buffers_with_disjoint_lifetimes_share_memory() {
         let mut p = Program::default();
@@ -134,11 +203,27 @@ mod tests {
         let b = p.new_buffer(Storage::Arena { host: false }, 16);
         let c = p.new_buffer(Storage::Arena { host: false }, 16);
         // a -> b -> c: a is dead once b is written, so c can take a's place.
-        p.steps = vec![kernel(a, None), kernel(b, Some(a)), kernel(c, Some(b))];
+        p.steps = vec![kernel(a, None), reversing(b, a), reversing(c, b)];
         let l = plan(&p);
         assert_eq!(l.offsets[a.0 as usize], l.offsets[c.0 as usize]);
         assert_ne!(l.offsets[a.0 as usize], l.offsets[b.0 as usize]);
         assert_eq!(l.device_bytes, 128);
+    }
+
+    #[test]
+    fn an_elementwise_kernel_writes_over_an_operand_that_dies_there() {
+        let mut p = Program::default();
+        let a = p.new_buffer(Storage::Arena { host: false }, 16);
+        let b = p.new_buffer(Storage::Arena { host: false }, 16);
+        let c = p.new_buffer(Storage::Arena { host: false }, 16);
+        let d = p.new_buffer(Storage::Arena { host: false }, 16);
+        // Each kernel reads its operand at the element it writes and the operand dies there,
+        // so the whole chain lives in one place.
+        p.steps = vec![kernel(a, None), kernel(b, Some(a)), kernel(c, Some(b)), kernel(d, Some(c))];
+        let l = plan(&p);
+        assert_eq!(l.offsets[a.0 as usize], l.offsets[b.0 as usize]);
+        assert_eq!(l.offsets[b.0 as usize], l.offsets[c.0 as usize]);
+        assert_eq!(l.device_bytes, 64);
     }
 
     #[test]
