@@ -79,8 +79,9 @@ pub struct Compiled {
     consts: Vec<Array>,
     plan: Plan,
     arena_bytes: usize,
-    /// The arena of the last run, reused by the next (a concurrent run allocates its own).
-    arena: Mutex<Vec<u8>>,
+    /// The arena and pointer table of the last run, reused by the next (a concurrent run
+    /// allocates its own), so a repeated call allocates only its outputs.
+    scratch: Mutex<Scratch>,
     /// Owned here because the code holds their addresses.
     _dots: Box<[DotDesc]>,
 }
@@ -141,9 +142,16 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
         consts: consts.into_iter().map(standard_layout).collect(),
         plan,
         arena_bytes,
-        arena: Mutex::new(Vec::new()),
+        scratch: Mutex::new(Scratch::default()),
         _dots: dots,
     })
+}
+
+/// What a run needs besides its arguments and outputs.
+#[derive(Debug, Default)]
+struct Scratch {
+    arena: Vec<u8>,
+    table: Vec<usize>,
 }
 
 fn standard_layout(a: Array) -> Array {
@@ -194,26 +202,32 @@ impl Compiled {
             }
         }
         // Non-contiguous inputs are copied; the code reads row-major memory.
-        let owned: Vec<Option<Array>> =
-            args.iter().map(|a| if is_standard(a) { None } else { Some(standard_layout(a.clone())) }).collect();
+        let owned: Vec<Option<Array>> = if args.iter().all(is_standard) {
+            Vec::new()
+        } else {
+            args.iter().map(|a| if is_standard(a) { None } else { Some(standard_layout(a.clone())) }).collect()
+        };
         let mut outs: Vec<Array> = self.out_avals.iter().map(Array::zeros).collect();
-        let mut table: Vec<usize> = Vec::with_capacity(args.len() + self.consts.len() + outs.len());
-        table.extend(args.iter().zip(&owned).map(|(a, o)| data_ptr(o.as_ref().unwrap_or(a))));
+        let mut fresh = Scratch::default();
+        let mut guard = self.scratch.try_lock().ok();
+        let scratch: &mut Scratch = match guard.as_deref_mut() {
+            Some(s) => s,
+            None => &mut fresh,
+        };
+        let table = &mut scratch.table;
+        table.clear();
+        table
+            .extend(args.iter().enumerate().map(|(i, a)| data_ptr(owned.get(i).and_then(Option::as_ref).unwrap_or(a))));
         table.extend(self.consts.iter().map(data_ptr));
         table.extend(outs.iter_mut().map(data_ptr_mut));
 
         let need = self.arena_bytes + plan::ALIGN;
-        let mut fresh = Vec::new();
-        let mut guard = self.arena.try_lock().ok();
-        let arena: &mut Vec<u8> = match guard.as_deref_mut() {
-            Some(a) => a,
-            None => &mut fresh,
-        };
+        let arena = &mut scratch.arena;
         if arena.len() < need {
             *arena = vec![0u8; need];
         }
         let skew = (arena.as_ptr() as usize).wrapping_neg() % plan::ALIGN;
-        self.code.call(&mut arena[skew..skew + self.arena_bytes], &table);
+        self.code.call(&mut arena[skew..skew + self.arena_bytes], table);
         Ok(outs)
     }
 
@@ -251,9 +265,9 @@ mod tests {
         let c = compile(&jaxpr).expect("compiles");
         let args = [Array::zeros(&jaxpr.in_avals()[0]), Array::zeros(&jaxpr.in_avals()[1])];
         c.run(&args).expect("runs");
-        let ptr = c.arena.lock().expect("not poisoned").as_ptr();
+        let ptr = c.scratch.lock().expect("not poisoned").arena.as_ptr();
         c.run(&args).expect("runs");
-        let arena = c.arena.lock().expect("not poisoned");
+        let arena = &c.scratch.lock().expect("not poisoned").arena;
         assert_eq!(arena.len(), c.plan().peak_bytes + c.plan.host_bytes + plan::ALIGN);
         assert_eq!(arena.as_ptr(), ptr);
         assert!(c.plan().peak_bytes > 0);
