@@ -78,6 +78,7 @@ pub struct Compiled {
     out_avals: Vec<Aval>,
     consts: Vec<Array>,
     plan: Plan,
+    flops: u64,
     arena_bytes: usize,
     /// The arena and pointer table of the last run, reused by the next (a concurrent run
     /// allocates its own), so a repeated call allocates only its outputs.
@@ -112,6 +113,7 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
     }
     let (prog, consts) = lower::lower_program(jaxpr, consts)?;
     let layout = plan::plan(&prog);
+    let flops = dot_flops(&prog.steps, &prog.dots);
     let dots: Box<[DotDesc]> = prog.dots.clone().into_boxed_slice();
     let dot_addrs: Vec<usize> = dots.iter().map(|d| d as *const DotDesc as usize).collect();
     let built = codegen::build(&prog, &layout, &dot_addrs)?;
@@ -141,6 +143,7 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
         out_avals,
         consts: consts.into_iter().map(standard_layout).collect(),
         plan,
+        flops,
         arena_bytes,
         scratch: Mutex::new(Scratch::default()),
         _dots: dots,
@@ -152,6 +155,22 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
 struct Scratch {
     arena: Vec<u8>,
     table: Vec<usize>,
+}
+
+/// Floating-point operations of the products (`2*m*n*k` per GEMM), loops counted per trip.
+fn dot_flops(steps: &[program::Step], dots: &[DotDesc]) -> u64 {
+    steps
+        .iter()
+        .map(|s| match s {
+            program::Step::Dot { desc, .. } => {
+                let d = &dots[*desc];
+                let batch: usize = d.batch.iter().map(|b| b.0).product();
+                2 * (batch * d.m * d.n * d.k) as u64
+            }
+            program::Step::Loop { length, body, .. } => *length as u64 * dot_flops(body, dots),
+            _ => 0,
+        })
+        .sum()
 }
 
 fn standard_layout(a: Array) -> Array {
@@ -229,6 +248,12 @@ impl Compiled {
         let skew = (arena.as_ptr() as usize).wrapping_neg() % plan::ALIGN;
         self.code.call(&mut arena[skew..skew + self.arena_bytes], table);
         Ok(outs)
+    }
+
+    /// Floating-point operations one run spends in `dot_general` (`2*m*n*k` per product),
+    /// for reporting GFLOP/s.
+    pub fn dot_flops(&self) -> u64 {
+        self.flops
     }
 
     /// The static memory plan.
