@@ -1,26 +1,68 @@
 #!/usr/bin/env bash
 # Times every benchmark program with remat's JIT (release build) and with JAX, side by side
-# in one run, and prints the rows of the table in docs/benchmarks.md.
+# in one run, and prints docs/benchmarks.md's table: the header (machine, date, commands),
+# one row per program, and a seed-sized grad timed on both sides.
 #
 #   bash crates/jit/bench/table.sh [RUNS]        # from the repository root
 #
 # Needs python3 with jax 0.10.2 and ../shared/bench/gen_bench.py beside the repository.
+# GFLOP/s counts the products only (2*m*n*k per dot_general, loops per trip) over remat's
+# median run time.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 runs="${1:-20}"
 gen="${GEN_BENCH:-../shared/bench/gen_bench.py}"
-cargo build --release -p remat-cli >/dev/null 2>&1
-echo "| program | remat compile ms | JAX compile ms | remat run ms | JAX run ms | JAX/remat run | remat peak bytes |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+cargo build --release -p remat-jit --example bench_program >/dev/null 2>&1
+bin=./target/release/examples/bench_program
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "Machine: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(rustc --version | cut -d' ' -f1-2);"
+echo "jax $(python3 -c 'import jax; print(jax.__version__)'). Date: $(date -u +%Y-%m-%d). Command: bash crates/jit/bench/table.sh $runs"
+echo
+echo "| program | remat compile ms | JAX compile ms | remat run ms | JAX run ms | JAX/remat run | remat GFLOP/s | remat peak bytes |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for f in tests/data/bench/*.jaxpr; do
   name="$(basename "$f" .jaxpr)"
-  r="$(./target/release/remat bench "$f" --runs "$runs" --json | tail -n 1)"
+  r="$($bin "$f" "$runs" | tail -n 1)"
   j="$(python3 "$gen" --time "$name" 2>/dev/null | tail -n 1)"
   python3 - "$name" "$r" "$j" <<'PY'
 import json, sys
 name, r, j = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 ratio = j["jax_cpu_run_median_ms"] / r["run_median_ms"]
+miss = "" if ratio >= 1.0 else " (miss)"
 print(f"| {name} | {r['compile_ms']:.1f} | {j['jax_cpu_compile_ms']:.1f} | {r['run_median_ms']:.3f} | "
-      f"{j['jax_cpu_run_median_ms']:.3f} | {ratio:.2f} | {r['peak_bytes']} |")
+      f"{j['jax_cpu_run_median_ms']:.3f} | {ratio:.2f}{miss} | {r['gflops']:.0f} | {r['peak_bytes']} |")
 PY
 done
+# A seed-sized grad: d/dx sum(sin(x) * y) at f32[3], as JAX's jitted grad and as its jaxpr.
+seed=$(mktemp)
+cat > "$seed" <<'JAXPR'
+{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = sin a
+    d:f32[3] = mul c b
+    e:f32[] = reduce_sum[axes=(0,) out_sharding=None] d
+    f:f32[3] = cos a
+    g:f32[3] = mul f b
+  in (e, g) }
+JAXPR
+r="$($bin "$seed" 20000 | tail -n 1)"
+rm -f "$seed"
+j="$(python3 - <<'PY'
+import time, json, statistics
+import jax, jax.numpy as jnp
+f = jax.jit(jax.value_and_grad(lambda x, y: jnp.sum(jnp.sin(x) * y)))
+x = jnp.ones(3, jnp.float32); y = jnp.ones(3, jnp.float32)
+t = time.perf_counter(); f.lower(x, y).compile(); c = (time.perf_counter() - t) * 1e3
+jax.block_until_ready(f(x, y))
+ts = []
+for _ in range(2000):
+    t = time.perf_counter(); jax.block_until_ready(f(x, y)); ts.append((time.perf_counter() - t) * 1e3)
+print(json.dumps({"jax_cpu_compile_ms": c, "jax_cpu_run_median_ms": statistics.median(ts)}))
+PY
+)"
+python3 - "$r" "$j" <<'PY'
+import json, sys
+r, j = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ratio = j["jax_cpu_run_median_ms"] / r["run_median_ms"]
+print(f"| seed value_and_grad f32[3] | {r['compile_ms']:.1f} | {j['jax_cpu_compile_ms']:.1f} | {r['run_median_ms']:.4f} | "
+      f"{j['jax_cpu_run_median_ms']:.4f} | {ratio:.0f} | - | {r['peak_bytes']} |")
+PY
