@@ -108,12 +108,8 @@ fn library_functions_record_the_users_line() {
 /// the text JAX 0.10.2 prints for the same program (tests/data/jax_extra).
 #[test]
 fn a_jitted_closure_prints_as_jax_prints_a_lambda() {
-    let g = remat_trace::jit(|y: remat_trace::Tensor| y.cos() + 1.0);
-    let traced = remat_trace::make_jaxpr(
-        |x: remat_trace::Tensor| g.call(g.call(x)),
-        &remat_ir::Aval::new(remat_ir::DType::F32, vec![3]),
-    )
-    .unwrap();
+    let g = jit(|y: Tensor| y.cos() + 1.0);
+    let traced = make_jaxpr(|x: Tensor| g.call(g.call(x)), &f32s(&[3])).unwrap();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/data/jax_extra/jit_shared_lambda_hoisted.jaxpr");
     let want = std::fs::read_to_string(path).unwrap();
