@@ -216,22 +216,22 @@ impl<F> Grad<F> {
         self
     }
 
-    /// The gradient program (`(args) -> ([value,] grads)`) for arguments like `args`.
-    pub fn jaxpr<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Jaxpr, Error>
+    /// The gradient program (`(args) -> ([value,] grads)`) for arguments like `args`,
+    /// closed over the constants the function uses.
+    pub fn jaxpr<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<ClosedJaxpr, Error>
     where
         F: Fn(A::Traced) -> R,
     {
         let traced = trace_closed(&self.f, args)?;
-        let jaxpr = closed_to_open(&traced.jaxpr)?;
+        let jaxpr = &traced.jaxpr.jaxpr;
         let argnums: Vec<usize> = match &self.argnums {
             Some(a) => a.clone(),
             None => (0..jaxpr.invars.len()).collect(),
         };
-        Ok(if self.with_value {
-            remat_ad::value_and_grad(&jaxpr, &argnums)?
-        } else {
-            remat_ad::grad(&jaxpr, &argnums)?
-        })
+        let grad =
+            if self.with_value { remat_ad::value_and_grad(jaxpr, &argnums)? } else { remat_ad::grad(jaxpr, &argnums)? };
+        // The gradient program keeps the function's constvars, in order.
+        Ok(ClosedJaxpr { jaxpr: Arc::new(grad), consts: traced.jaxpr.consts })
     }
 
     /// Calls the gradient on concrete arguments: `[value,] grads...`, flattened.
@@ -239,39 +239,25 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        let program = self.cache.get_or_build(leaf_avals(args), || {
-            Prepared::new(ClosedJaxpr::new(Arc::new(self.jaxpr(args)?)), self.backend)
-        })?;
+        let program = self.cache.get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend))?;
         program.run(&arg_values(args)?)
     }
-}
-
-/// A traced function's jaxpr with its constants as leading inputs would be a different
-/// signature; the passes take constvars as they are, so only a closed jaxpr without
-/// constants is accepted here.
-fn closed_to_open(closed: &ClosedJaxpr) -> Result<Jaxpr, Error> {
-    if closed.consts.is_empty() {
-        return Ok((*closed.jaxpr).clone());
-    }
-    Err(Error::Ad(AdError::Invalid(format!(
-        "differentiating a function that closes over {} constant arrays: pass them as arguments",
-        closed.consts.len()
-    ))))
 }
 
 /// The forward and backward halves of `f`'s reverse-mode derivative at arguments like
 /// `args`, with what the forward half saves.
 pub fn vjp<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<VjpProgram, Error> {
     let traced = trace_closed(f, args)?;
-    let jaxpr = closed_to_open(&traced.jaxpr)?;
-    let v = remat_ad::vjp(&jaxpr, &traced.arg_names)?;
-    Ok(VjpProgram { vjp: v, arg_names: traced.arg_names })
+    let v = remat_ad::vjp(&traced.jaxpr.jaxpr, &traced.arg_names)?;
+    Ok(VjpProgram { vjp: v, consts: traced.jaxpr.consts, arg_names: traced.arg_names })
 }
 
 /// See [`vjp`].
 #[derive(Clone, Debug)]
 pub struct VjpProgram {
     pub vjp: remat_ad::Vjp,
+    /// Values of the forward half's constvars (the constants the function uses).
+    pub consts: Vec<Array>,
     pub arg_names: Vec<String>,
 }
 
@@ -291,9 +277,9 @@ impl VjpProgram {
         &self.vjp.residuals
     }
 
-    /// Both halves compiled to native code.
+    /// Both halves compiled to native code (the forward half with its constants).
     pub fn compile(&self) -> Result<(Compiled, Compiled), Error> {
-        Ok((remat_jit::compile(&self.vjp.fwd)?, remat_jit::compile(&self.vjp.bwd)?))
+        Ok((remat_jit::compile_with_consts(&self.vjp.fwd, &self.consts)?, remat_jit::compile(&self.vjp.bwd)?))
     }
 }
 
@@ -311,7 +297,7 @@ pub fn saved_residuals_text<A: ArgTree, R: TensorTree>(
     args: &A,
 ) -> Result<String, Error> {
     let traced = trace_closed(f, args)?;
-    Ok(remat_ad::print_saved_residuals(&closed_to_open(&traced.jaxpr)?, &traced.arg_names)?)
+    Ok(remat_ad::print_saved_residuals(&traced.jaxpr.jaxpr, &traced.arg_names)?)
 }
 
 /// Prints [`saved_residuals_text`] to standard output, as JAX's function does.
@@ -326,13 +312,13 @@ pub fn fwd_bwd_strings<A: ArgTree, R: TensorTree>(
     args: &A,
 ) -> Result<(String, String), Error> {
     let traced = trace_closed(f, args)?;
-    Ok(remat_ad::fwd_bwd_strings(&closed_to_open(&traced.jaxpr)?)?)
+    Ok(remat_ad::fwd_bwd_strings(&traced.jaxpr.jaxpr)?)
 }
 
 /// Prints the forward and backward programs side by side, fitted to the terminal.
 pub fn print_fwd_bwd<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<(), Error> {
     let traced = trace_closed(f, args)?;
-    Ok(remat_ad::print_fwd_bwd(&closed_to_open(&traced.jaxpr)?)?)
+    Ok(remat_ad::print_fwd_bwd(&traced.jaxpr.jaxpr)?)
 }
 
 /// The README's Rust example, compiled and run as a doctest so it stays true.

@@ -114,3 +114,28 @@ fn bad_arguments_are_errors() {
     let err = remat::jit(mlp).call(&abstract_args).unwrap_err().to_string();
     assert!(err.contains("abstract"), "{err}");
 }
+
+#[test]
+fn functions_that_use_constant_arrays_differentiate_and_compile() {
+    // sum(sin(x) * c) for a constant c: the gradient is c * cos(x), and the forward half
+    // saves the constant, as JAX does.
+    let c = Array::F32(ndarray::arr1(&[1.0f32, 2.0, 3.0]).into_dyn());
+    let f = |x: Tensor| (x.sin() * remat::numpy::constant(c.clone())).sum();
+    let x = Array::F32(ndarray::arr1(&[0.1f32, 0.2, 0.3]).into_dyn());
+    let want: Vec<f64> = (1..=3).map(|i| i as f64 * (0.1 * i as f64).cos()).collect();
+    for backend in [Backend::Jit, Backend::Interp] {
+        let g = remat::grad(f).backend(backend).call(&x).unwrap();
+        for (got, want) in g[0].to_f64_vec().iter().zip(&want) {
+            assert!((got - want).abs() < 1e-5, "{backend:?}: {got} vs {want}");
+        }
+    }
+    let v = remat::vjp(f, &named("x", f32s(&[3]))).unwrap();
+    assert_eq!(v.residuals()[0].to_string(), "f32[3] from a constant");
+    let (fwd, bwd) = v.compile().unwrap();
+    let mut res = fwd.run(&[x]).unwrap().split_off(1);
+    res.push(Array::F32(ndarray::arr0(1.0f32).into_dyn()));
+    let g = bwd.run(&res).unwrap();
+    for (got, want) in g[0].to_f64_vec().iter().zip(&want) {
+        assert!((got - want).abs() < 1e-5, "vjp: {got} vs {want}");
+    }
+}
