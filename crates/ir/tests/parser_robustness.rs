@@ -1,6 +1,8 @@
 //! No input makes the parser panic or loop: truncations and byte-level mutations of real
 //! JAX texts either parse (and then print without panicking) or give an error.
 
+mod common;
+
 use proptest::prelude::*;
 
 fn corpus() -> &'static [String] {
@@ -9,19 +11,7 @@ fn corpus() -> &'static [String] {
 }
 
 fn read_corpus() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/conformance");
-    let mut texts = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-            for field in ["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"] {
-                texts.push(case[field].as_str().unwrap().to_string());
-            }
-        }
-    }
-    texts.sort();
-    texts
+    common::conformance_texts().into_iter().map(|(_, text)| text).collect()
 }
 
 fn parse_and_print(text: &str) {

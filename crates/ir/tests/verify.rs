@@ -3,7 +3,8 @@
 //! below (which the parser accepts) is rejected with a message naming the problem and the
 //! equation it is in.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 
 use remat_ir::{
@@ -12,54 +13,26 @@ use remat_ir::{
 };
 use remat_ir::{Aval, DType};
 
-fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
-}
-
 fn check(name: &str, text: &str) -> Result<(), String> {
     let j = parse_jaxpr(text, name).map_err(|e| format!("{name}: parse error: {e}"))?;
     verify(&j).map_err(|e| format!("{name}:\n{e}"))
 }
 
+fn check_all(texts: Vec<(String, String)>) -> usize {
+    let n = texts.len();
+    let failures: Vec<String> = texts.iter().filter_map(|(name, text)| check(name, text).err()).collect();
+    assert!(failures.is_empty(), "{} of {n} failed:\n{}", failures.len(), failures.join("\n"));
+    n
+}
+
 #[test]
 fn conformance_jaxprs_verify() {
-    let mut failures = Vec::new();
-    let mut n = 0;
-    for entry in std::fs::read_dir(data_dir().join("conformance")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "json") {
-            continue;
-        }
-        let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-        for field in ["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"] {
-            n += 1;
-            if let Err(e) = check(&format!("{stem}.{field}"), case[field].as_str().unwrap()) {
-                failures.push(e);
-            }
-        }
-    }
-    assert_eq!(n, 96, "expected 32 cases with 3 jaxprs each");
-    assert!(failures.is_empty(), "{} of {n} failed:\n{}", failures.len(), failures.join("\n"));
+    assert_eq!(check_all(common::conformance_texts()), 96, "expected 32 cases with 3 jaxprs each");
 }
 
 #[test]
 fn benchmark_programs_verify() {
-    let mut failures = Vec::new();
-    let mut n = 0;
-    for entry in std::fs::read_dir(data_dir().join("bench")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "jaxpr") {
-            continue;
-        }
-        n += 1;
-        let text = std::fs::read_to_string(&path).unwrap();
-        if let Err(e) = check(&path.file_name().unwrap().to_string_lossy(), &text) {
-            failures.push(e);
-        }
-    }
-    assert_eq!(n, 12);
-    assert!(failures.is_empty(), "{} of {n} failed:\n{}", failures.len(), failures.join("\n"));
+    assert_eq!(check_all(common::jaxpr_files("bench")), 12);
 }
 
 /// Parses `text` (which must parse) and returns the verifier's complaint, one problem a line.
