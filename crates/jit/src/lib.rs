@@ -48,6 +48,12 @@ pub enum JitError {
     ArgType { index: usize, expected: Aval, given: Aval },
     #[error("expected {expected} constants, got {given}")]
     ConstCount { expected: usize, given: usize },
+    /// `run_into` was given the wrong number of output arrays.
+    #[error("expected {expected} output arrays, got {given}")]
+    OutCount { expected: usize, given: usize },
+    /// An output array of `run_into` has the wrong dtype or shape, or is not row-major.
+    #[error("output {index}: expected a row-major {expected}, got {given}")]
+    OutType { index: usize, expected: Aval, given: String },
     /// Tracing a function for [`jit`] failed.
     #[error("tracing failed: {0}")]
     Trace(String),
@@ -68,6 +74,9 @@ pub struct Plan {
     pub buffers: usize,
     /// The number of compiled functions (kernels plus the entry).
     pub functions: usize,
+    /// The number of steps (fused loops and reductions) large enough to be split over the
+    /// worker threads.
+    pub parallel_steps: usize,
 }
 
 /// A compiled jaxpr: native code, its constants and its buffer plan.
@@ -135,6 +144,7 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
         io_bytes,
         buffers,
         functions: built.code_functions,
+        parallel_steps: built.parallel_steps,
     };
     let arena_bytes = layout.device_bytes + layout.host_bytes;
     Ok(Compiled {
@@ -211,7 +221,34 @@ fn is_standard(a: &Array) -> bool {
 
 impl Compiled {
     /// Runs the program. Every argument's dtype and shape is checked before native code runs.
+    /// The outputs are fresh arrays; [`Compiled::run_into`] writes into existing ones.
     pub fn run(&self, args: &[Array]) -> Result<Vec<Array>, JitError> {
+        self.check_args(args)?;
+        let mut outs: Vec<Array> = self.out_avals.iter().map(Array::zeros).collect();
+        self.run_checked(args, &mut outs);
+        Ok(outs)
+    }
+
+    /// Runs the program writing its results into `outs`, which must have the output avals
+    /// (`out_avals`) in row-major layout, for example the arrays a previous `run` returned.
+    /// With the arena reused too, a repeated call allocates nothing: a training loop keeps
+    /// its gradient arrays, and no page of them is faulted in again on each step.
+    pub fn run_into(&self, args: &[Array], outs: &mut [Array]) -> Result<(), JitError> {
+        self.check_args(args)?;
+        if outs.len() != self.out_avals.len() {
+            return Err(JitError::OutCount { expected: self.out_avals.len(), given: outs.len() });
+        }
+        for (index, (o, expected)) in outs.iter().zip(&self.out_avals).enumerate() {
+            if o.dtype() != expected.dtype || o.shape() != expected.shape.as_slice() || !is_standard(o) {
+                let layout = if is_standard(o) { "" } else { " (not row-major)" };
+                return Err(JitError::OutType { index, expected: expected.clone(), given: format!("{}{layout}", o.aval()) });
+            }
+        }
+        self.run_checked(args, outs);
+        Ok(())
+    }
+
+    fn check_args(&self, args: &[Array]) -> Result<(), JitError> {
         if args.len() != self.in_avals.len() {
             return Err(JitError::ArgCount { expected: self.in_avals.len(), given: args.len() });
         }
@@ -220,13 +257,18 @@ impl Compiled {
                 return Err(JitError::ArgType { index, expected: expected.clone(), given: a.aval() });
             }
         }
+        Ok(())
+    }
+
+    /// Runs on checked arguments and outputs. The outputs are distinct owned arrays, so
+    /// they overlap neither each other nor an argument.
+    fn run_checked(&self, args: &[Array], outs: &mut [Array]) {
         // Non-contiguous inputs are copied; the code reads row-major memory.
         let owned: Vec<Option<Array>> = if args.iter().all(is_standard) {
             Vec::new()
         } else {
             args.iter().map(|a| if is_standard(a) { None } else { Some(standard_layout(a.clone())) }).collect()
         };
-        let mut outs: Vec<Array> = self.out_avals.iter().map(Array::zeros).collect();
         let mut fresh = Scratch::default();
         let mut guard = self.scratch.try_lock().ok();
         let scratch: &mut Scratch = match guard.as_deref_mut() {
@@ -247,7 +289,6 @@ impl Compiled {
         }
         let skew = (arena.as_ptr() as usize).wrapping_neg() % plan::ALIGN;
         self.code.call(&mut arena[skew..skew + self.arena_bytes], table);
-        Ok(outs)
     }
 
     /// Floating-point operations one run spends in `dot_general` (`2*m*n*k` per product),

@@ -21,6 +21,7 @@ use crate::program::DotDesc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Import {
     Dot,
+    ParallelFor,
     ExpF64,
     LogF64,
     Log1pF64,
@@ -43,6 +44,8 @@ pub(crate) enum ImportSig {
     F64F64ToF64,
     /// `(desc, lhs, rhs, out)`, all pointers.
     Dot,
+    /// `(range function, arena, table, total, grain)`.
+    ParallelFor,
 }
 
 extern "C" fn exp_f64(x: f64) -> f64 {
@@ -83,8 +86,9 @@ extern "C" fn tan_f32(x: f32) -> f32 {
 }
 
 impl Import {
-    pub const ALL: [Import; 13] = [
+    pub const ALL: [Import; 14] = [
         Import::Dot,
+        Import::ParallelFor,
         Import::ExpF64,
         Import::LogF64,
         Import::Log1pF64,
@@ -102,6 +106,7 @@ impl Import {
     pub fn name(self) -> &'static str {
         match self {
             Import::Dot => "remat_dot",
+            Import::ParallelFor => "remat_parallel_for",
             Import::ExpF64 => "remat_exp_f64",
             Import::LogF64 => "remat_log_f64",
             Import::Log1pF64 => "remat_log1p_f64",
@@ -120,6 +125,7 @@ impl Import {
     pub fn signature(self) -> ImportSig {
         match self {
             Import::Dot => ImportSig::Dot,
+            Import::ParallelFor => ImportSig::ParallelFor,
             Import::PowF64 => ImportSig::F64F64ToF64,
             Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
             Import::ExpF64
@@ -136,6 +142,7 @@ impl Import {
     pub fn address(self) -> *const u8 {
         match self {
             Import::Dot => remat_dot as *const u8,
+            Import::ParallelFor => remat_parallel_for as *const u8,
             Import::ExpF64 => exp_f64 as *const u8,
             Import::LogF64 => log_f64 as *const u8,
             Import::Log1pF64 => log1p_f64 as *const u8,
@@ -150,6 +157,37 @@ impl Import {
             Import::TanF32 => tan_f32 as *const u8,
         }
     }
+}
+
+/// A range function of the JIT code: runs its step over `lo..hi` of the split dimension.
+type RangeFn = extern "C" fn(*mut u8, *const usize, i64, i64);
+
+/// The number of threads parallel work is split over (rayon's pool, which gemm shares).
+fn threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(rayon::current_num_threads)
+}
+
+/// Runs `f` over `0..total` in one contiguous range per thread, every bound but `total` a
+/// multiple of `grain`: this thread runs the first range, the pool the others.
+extern "C" fn remat_parallel_for(f: RangeFn, arena: *mut u8, table: *const usize, total: i64, grain: i64) {
+    let units = (total + grain - 1) / grain;
+    let parts = (threads() as i64).min(units).max(1);
+    let bound = |p: i64| (units * p / parts * grain).min(total);
+    // Raw pointers are not `Send`; the addresses are, and every range function only reads
+    // the step's inputs and writes its own range of the destination (kernel::split_dim).
+    let (arena, table) = (arena as usize, table as usize);
+    let run = move |p: i64| {
+        clear_upper_vector_state();
+        f(arena as *mut u8, table as *const usize, bound(p), bound(p + 1));
+    };
+    rayon::in_place_scope(|s| {
+        for p in 1..parts {
+            s.spawn(move |_| run(p));
+        }
+        run(0);
+    });
+    clear_upper_vector_state();
 }
 
 /// Products at least this large (m*n*k) use both cores.

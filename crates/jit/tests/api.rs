@@ -30,6 +30,43 @@ fn wrong_arguments_are_errors_not_undefined_behaviour() {
 }
 
 #[test]
+fn run_into_overwrites_the_callers_arrays_and_checks_them() {
+    let c = compile(&parse_jaxpr(CHAIN, "t").expect("parses")).expect("compiles");
+    let args = [f32s(&[5], vec![0.5, -1.0, 2.0, 0.0, 3.0]), f32s(&[5], vec![1.0, 2.0, -0.5, 4.0, 0.25])];
+    let want = c.run(&args).expect("runs");
+    // Stale contents are overwritten, and the arrays keep their memory.
+    let mut outs = vec![f32s(&[5], vec![f32::NAN; 5]), f32s(&[], vec![123.0])];
+    let data = |a: &Array| match a {
+        Array::F32(x) => x.as_ptr() as usize,
+        _ => 0,
+    };
+    let ptr = data(&outs[0]);
+    for _ in 0..2 {
+        c.run_into(&args, &mut outs).expect("runs into");
+        assert_eq!(outs, want);
+    }
+    assert_eq!(data(&outs[0]), ptr);
+    // Wrong count, dtype, shape and layout are errors before any code runs.
+    assert!(matches!(c.run_into(&args, &mut outs[..1]), Err(JitError::OutCount { expected: 2, given: 1 })));
+    let mut wrong = vec![f32s(&[5], vec![0.0; 5]), f32s(&[1], vec![0.0])];
+    assert!(matches!(c.run_into(&args, &mut wrong), Err(JitError::OutType { index: 1, .. })));
+    let mut ints = vec![Array::zeros(&Aval::new(DType::I32, vec![5])), f32s(&[], vec![0.0])];
+    assert!(matches!(c.run_into(&args, &mut ints), Err(JitError::OutType { index: 0, .. })));
+    let mut short = vec![f32s(&[5], vec![0.0; 5])];
+    assert!(matches!(c.run_into(&args[..1], &mut short), Err(JitError::ArgCount { .. })));
+    // A transposed (column-major) output array is refused rather than written wrongly.
+    let t = compile(&parse_jaxpr(TRANSPOSE, "t").expect("parses")).expect("compiles");
+    let col_major = Array::F32(ndarray::ArrayD::zeros(vec![3, 2]).reversed_axes());
+    let mut outs = vec![col_major];
+    let err = t.run_into(&[f32s(&[2, 3], vec![0.0; 6])], &mut outs).expect_err("refused");
+    assert!(err.to_string().contains("not row-major"), "{err}");
+}
+
+const TRANSPOSE: &str = "{ lambda ; a:f32[2,3]. let
+    b:f32[2,3] = neg a
+  in (b,) }";
+
+#[test]
 fn a_fused_chain_needs_no_arena_and_outputs_live_outside_it() {
     let c = compile(&parse_jaxpr(CHAIN, "t").expect("parses")).expect("compiles");
     // mul, exp and add fuse into the kernel that writes output 0; the sum reads it there.

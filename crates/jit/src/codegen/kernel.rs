@@ -14,7 +14,7 @@ use super::eval::vectorizable;
 use super::{clif_type, mem, Fx};
 use crate::expr::{row_major_strides, Expr, View};
 use crate::lower::reduce_identity;
-use crate::program::BufId;
+use crate::program::{BufId, Step};
 use crate::JitError;
 
 /// The users of a nest: strides per dimension and base offsets.
@@ -62,6 +62,71 @@ fn leaf_strides(e: &Expr, out: &mut Vec<Vec<i64>>) {
     });
 }
 
+/// Loop nests with at least this many iterations are split over the worker threads.
+///
+/// Calibrated with `cargo bench -p remat-jit -- kernels` (docs/benchmarks.md): handing a
+/// range to a worker costs a few microseconds, and the cheapest fused loops run at about
+/// 0.5 ns per element, so below 2^15 elements splitting does not pay.
+pub(crate) const PARALLEL_MIN_ELEMENTS: i64 = 1 << 15;
+
+/// How a step's loop nest is split over threads: the split dimension's extent and the
+/// multiple every range bound keeps (4 when it is the vectorized innermost dimension, so
+/// each range runs whole `f32x4` vectors and only the last has a scalar tail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub total: i64,
+    pub grain: i64,
+}
+
+/// The nest of a kernel step, destination first.
+fn kernel_nest(space: &[usize], dst: &View, src: &Expr) -> Option<Nest> {
+    let mut strides = vec![dst.strides.clone()];
+    leaf_strides(src, &mut strides);
+    Nest::new(space, strides)
+}
+
+/// The nest of a reduction: the destination's strides are 0 along the reduced axes.
+fn reduce_nest(space: &[usize], axes: &[usize], src: &Expr) -> Option<Nest> {
+    let out_shape: Vec<usize> = (0..space.len()).filter(|k| !axes.contains(k)).map(|k| space[k]).collect();
+    let rm = row_major_strides(&out_shape);
+    let mut kept = rm.iter();
+    let dst_strides: Vec<i64> =
+        (0..space.len()).map(|k| if axes.contains(&k) { 0 } else { *kept.next().unwrap_or(&0) }).collect();
+    let mut strides = vec![dst_strides];
+    leaf_strides(src, &mut strides);
+    Nest::new(space, strides)
+}
+
+/// The dimension of a nest that threads split: the outermost one along which the
+/// destination moves. Distinct indices along it write distinct destination elements (every
+/// destination stride is nonzero for a kernel; a reduction's is nonzero exactly on kept
+/// axes), so ranges never write the same element, and each element's reduction order is
+/// the serial one.
+fn split_dim(nest: &Nest) -> Option<usize> {
+    nest.strides[0].iter().position(|&s| s != 0)
+}
+
+/// Whether and how a step runs split over threads (`None`: one thread).
+pub(crate) fn parallel_split(step: &Step) -> Option<Split> {
+    let nest = match step {
+        Step::Kernel { space, dst, src } => {
+            let nest = kernel_nest(space, dst, src)?;
+            // Only destinations that are one-to-one views: no zero strides.
+            if nest.strides[0].contains(&0) {
+                return None;
+            }
+            nest
+        }
+        Step::Reduce { space, axes, src, .. } => reduce_nest(space, axes, src)?,
+        Step::Argmax { .. } | Step::Dot { .. } | Step::Loop { .. } => return None,
+    };
+    let elements: i64 = nest.ext.iter().product();
+    let d = split_dim(&nest)?;
+    let grain = if d + 1 == nest.ext.len() { 4 } else { 1 };
+    let total = nest.ext[d];
+    (elements >= PARALLEL_MIN_ELEMENTS && total >= 2 * grain).then_some(Split { total, grain })
+}
+
 impl Fx<'_, '_> {
     fn leaf_bases(&mut self, e: &Expr, out: &mut Vec<Value>) {
         let mut leaves = Vec::new();
@@ -95,16 +160,51 @@ impl Fx<'_, '_> {
     }
 
     /// Loops over every dimension of `nest` but the last, calling `inner` with the offsets.
-    fn outer_loops(&mut self, nest: &Nest, level: usize, offs: Vec<Value>, inner: &mut dyn FnMut(&mut Self, &[Value])) {
+    /// With `split = Some((d, lo, hi))` dimension `d` runs over `lo..hi` only.
+    fn outer_loops(
+        &mut self,
+        nest: &Nest,
+        level: usize,
+        offs: Vec<Value>,
+        split: Option<(usize, Value, Value)>,
+        inner: &mut dyn FnMut(&mut Self, &[Value]),
+    ) {
         if level + 1 >= nest.ext.len() {
             inner(self, &offs);
             return;
         }
         let s: Vec<i64> = nest.strides.iter().map(|s| s[level]).collect();
-        self.for_range(0, nest.ext[level], 1, |fx, i| {
+        let mut body = |fx: &mut Self, i: Value| {
             let o = fx.advance(&offs, &s, i);
-            fx.outer_loops(nest, level + 1, o, inner);
-        });
+            fx.outer_loops(nest, level + 1, o, split, inner);
+        };
+        match split {
+            Some((d, lo, hi)) if d == level => self.for_range_dyn(lo, hi, 1, &mut body),
+            _ => self.for_range(0, nest.ext[level], 1, body),
+        }
+    }
+
+    /// The innermost loop's bounds `(start, end of whole vectors, end)`: the whole
+    /// dimension, or the thread's range when the split dimension is the innermost one.
+    fn inner_bounds(&mut self, nest: &Nest, split: Option<(usize, Value, Value)>, vectors: bool) -> [Value; 3] {
+        let n = nest.ext.last().copied().unwrap_or(1);
+        match split {
+            Some((d, lo, hi)) if d + 1 == nest.ext.len() => {
+                // `lo` is a multiple of 4 (the split's grain), so `hi & !3 >= lo`.
+                let n4 = if vectors { self.b.ins().band_imm_s(hi, !3) } else { lo };
+                [lo, n4, hi]
+            }
+            _ => {
+                let n4 = if vectors { n / 4 * 4 } else { 0 };
+                [self.iconst(0), self.iconst(n4), self.iconst(n)]
+            }
+        }
+    }
+
+    /// This function's thread range applied to `nest`, if it is a range function.
+    fn nest_split(&self, nest: &Nest) -> Option<(usize, Value, Value)> {
+        let (lo, hi) = self.range?;
+        split_dim(nest).map(|d| (d, lo, hi))
     }
 
     fn store(&mut self, dst_buf: BufId, dtype: DType, off: Value, x: Value, vector: bool, stride: i64) {
@@ -124,29 +224,29 @@ impl Fx<'_, '_> {
 
     /// `dst[i] = src(i)` over `space`.
     pub(super) fn kernel(&mut self, space: &[usize], dst: &View, src: &Expr) {
-        let mut strides = vec![dst.strides.clone()];
-        leaf_strides(src, &mut strides);
-        let Some(nest) = Nest::new(space, strides) else { return };
+        let Some(nest) = kernel_nest(space, dst, src) else { return };
+        let split = self.nest_split(&nest);
         let mut bases = vec![self.view_offset(dst)];
         self.leaf_bases(src, &mut bases);
         let vec_ok = vectorizable(src) && dst.dtype == DType::F32;
         let inner = nest.inner();
-        let n = nest.ext.last().copied().unwrap_or(1);
         let (buf, dtype) = (dst.buf, dst.dtype);
         let rank = nest.ext.len();
-        self.outer_loops(&nest, 0, bases, &mut |fx, offs| {
+        self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
             if rank == 0 {
                 let x = fx.eval(src, false, offs, &inner, &mut 1);
                 fx.store(buf, dtype, offs[0], x, false, 0);
                 return;
             }
-            let n4 = if vec_ok { n / 4 * 4 } else { 0 };
-            fx.for_range(0, n4, 4, |fx, i| {
-                let o = fx.advance(offs, &inner, i);
-                let x = fx.eval(src, true, &o, &inner, &mut 1);
-                fx.store(buf, dtype, o[0], x, true, inner[0]);
-            });
-            fx.for_range(n4, n, 1, |fx, i| {
+            let [start, n4, n] = fx.inner_bounds(&nest, split, vec_ok);
+            if vec_ok {
+                fx.for_range_dyn(start, n4, 4, &mut |fx, i| {
+                    let o = fx.advance(offs, &inner, i);
+                    let x = fx.eval(src, true, &o, &inner, &mut 1);
+                    fx.store(buf, dtype, o[0], x, true, inner[0]);
+                });
+            }
+            fx.for_range_dyn(n4, n, 1, &mut |fx, i| {
                 let o = fx.advance(offs, &inner, i);
                 let x = fx.eval(src, false, &o, &inner, &mut 1);
                 fx.store(buf, dtype, o[0], x, false, 0);
@@ -154,7 +254,8 @@ impl Fx<'_, '_> {
         });
     }
 
-    /// `dst = reduce(op, src, axes)`: fill with the identity, then accumulate in input order.
+    /// `dst = reduce(op, src, axes)`: fill with the identity (unless `fill` is false: a
+    /// range function leaves that to its serial prologue), then accumulate in input order.
     pub(super) fn reduce(
         &mut self,
         op: ReduceOp,
@@ -162,19 +263,15 @@ impl Fx<'_, '_> {
         axes: &[usize],
         dst: BufId,
         src: &Expr,
+        fill: bool,
     ) -> Result<(), JitError> {
         let dtype = src.dtype();
-        let out_shape: Vec<usize> = (0..space.len()).filter(|k| !axes.contains(k)).map(|k| space[k]).collect();
         let id = reduce_identity(op, dtype);
-        let fill_map = crate::expr::IndexMap { new_rank: out_shape.len(), old: Vec::new() };
-        self.kernel(&out_shape, &View::contiguous(dst, dtype, &out_shape), &Expr::Lit(id).remap(&fill_map));
-        let rm = row_major_strides(&out_shape);
-        let mut kept = rm.iter();
-        let dst_strides: Vec<i64> =
-            (0..space.len()).map(|k| if axes.contains(&k) { 0 } else { *kept.next().unwrap_or(&0) }).collect();
-        let mut strides = vec![dst_strides];
-        leaf_strides(src, &mut strides);
-        let Some(nest) = Nest::new(space, strides) else { return Ok(()) };
+        if fill {
+            self.reduce_fill(op, space, axes, dst, dtype);
+        }
+        let Some(nest) = reduce_nest(space, axes, src) else { return Ok(()) };
+        let split = self.nest_split(&nest);
         let mut bases = vec![self.iconst(0)];
         self.leaf_bases(src, &mut bases);
         let vec_ok = vectorizable(src);
@@ -182,7 +279,7 @@ impl Fx<'_, '_> {
         let n = nest.ext.last().copied().unwrap_or(1);
         let rank = nest.ext.len();
         let ty = clif_type(dtype);
-        self.outer_loops(&nest, 0, bases, &mut |fx, offs| {
+        self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
             let load_dst = |fx: &mut Self, off: Value, vector: bool| {
                 let base = fx.base(dst);
                 let bytes = fx.b.ins().imul_imm_s(off, dtype.size_in_bytes() as i64);
@@ -197,17 +294,19 @@ impl Fx<'_, '_> {
                 fx.store(dst, dtype, offs[0], r, false, 0);
                 return;
             }
-            let n4 = if vec_ok { n / 4 * 4 } else { 0 };
             if inner[0] != 0 {
                 // The innermost dimension is kept: accumulate into the destination.
-                fx.for_range(0, n4, 4, |fx, i| {
-                    let o = fx.advance(offs, &inner, i);
-                    let x = fx.eval(src, true, &o, &inner, &mut 1);
-                    let acc = load_dst(fx, o[0], true);
-                    let r = fx.combine(op, dtype, acc, x, true);
-                    fx.store(dst, dtype, o[0], r, true, 1);
-                });
-                fx.for_range(n4, n, 1, |fx, i| {
+                let [start, n4, n] = fx.inner_bounds(&nest, split, vec_ok);
+                if vec_ok {
+                    fx.for_range_dyn(start, n4, 4, &mut |fx, i| {
+                        let o = fx.advance(offs, &inner, i);
+                        let x = fx.eval(src, true, &o, &inner, &mut 1);
+                        let acc = load_dst(fx, o[0], true);
+                        let r = fx.combine(op, dtype, acc, x, true);
+                        fx.store(dst, dtype, o[0], r, true, 1);
+                    });
+                }
+                fx.for_range_dyn(n4, n, 1, &mut |fx, i| {
                     let o = fx.advance(offs, &inner, i);
                     let x = fx.eval(src, false, &o, &inner, &mut 1);
                     let acc = load_dst(fx, o[0], false);
@@ -217,6 +316,7 @@ impl Fx<'_, '_> {
                 return;
             }
             // The innermost dimension is reduced: accumulate in registers.
+            let n4 = if vec_ok { n / 4 * 4 } else { 0 };
             let acc_s = fx.b.declare_var(ty);
             let idv = fx.lit(id, false);
             fx.b.def_var(acc_s, idv);
@@ -254,6 +354,16 @@ impl Fx<'_, '_> {
         Ok(())
     }
 
+    /// Fills a reduction's destination with the identity of `op`.
+    pub(super) fn reduce_fill(&mut self, op: ReduceOp, space: &[usize], axes: &[usize], dst: BufId, dtype: DType) {
+        let out_shape: Vec<usize> = (0..space.len()).filter(|k| !axes.contains(k)).map(|k| space[k]).collect();
+        let fill_map = crate::expr::IndexMap { new_rank: out_shape.len(), old: Vec::new() };
+        let id = reduce_identity(op, dtype);
+        let range = self.range.take();
+        self.kernel(&out_shape, &View::contiguous(dst, dtype, &out_shape), &Expr::Lit(id).remap(&fill_map));
+        self.range = range;
+    }
+
     /// `dst = argmax(src, axis)` (first maximum, NaN the largest), one scalar loop per lane.
     pub(super) fn argmax(&mut self, space: &[usize], axis: usize, dst: BufId, src: &Expr) -> Result<(), JitError> {
         let dtype = src.dtype();
@@ -275,7 +385,7 @@ impl Fx<'_, '_> {
         let inner = nest.inner();
         let n = *nest.ext.last().unwrap_or(&1);
         let ty = clif_type(dtype);
-        self.outer_loops(&nest, 0, bases, &mut |fx, offs| {
+        self.outer_loops(&nest, 0, bases, None, &mut |fx, offs| {
             let best_v = fx.b.declare_var(ty);
             let best_i = fx.b.declare_var(types::I32);
             let v0 = fx.eval(src, false, offs, &inner, &mut 1);

@@ -2,7 +2,10 @@
 //!
 //! Every step except a loop is one Cranelift function `fn(arena, table)`; the entry
 //! function, with the same signature, calls them in order and runs loops natively
-//! (`counter <- i; call body kernels`). `arena` is the base of the planned arena (the host
+//! (`counter <- i; call body kernels`). A step with enough work to split over threads
+//! (`kernel::parallel_split`) is instead a range function `fn(arena, table, lo, hi)` that
+//! runs one slice of its split dimension (plus, for a reduction, a serial prologue that
+//! fills the destination); the entry hands its address to the runtime's `parallel_for`. `arena` is the base of the planned arena (the host
 //! pool follows the device part), `table` points at the pointers of the arguments,
 //! constants and outputs, in that order. All functions are defined in one module and
 //! finalized once.
@@ -39,6 +42,7 @@ pub(crate) struct Built {
     pub module: JITModule,
     pub entry: FuncId,
     pub code_functions: usize,
+    pub parallel_steps: usize,
 }
 
 fn codegen_err(e: impl std::fmt::Display) -> JitError {
@@ -83,6 +87,7 @@ pub(crate) fn build(prog: &Program, layout: &Layout, dot_descs: &[usize]) -> Res
         &mut module,
         &mut fctx,
         "entry",
+        false,
         |fx| {
             fx.emit_steps(&prog.steps, &kernels);
             Ok(())
@@ -90,7 +95,8 @@ pub(crate) fn build(prog: &Program, layout: &Layout, dot_descs: &[usize]) -> Res
         &env,
     )?;
     module.finalize_definitions().map_err(codegen_err)?;
-    Ok(Built { module, entry, code_functions: count + 1 })
+    let parallel_steps = count_parallel(&kernels);
+    Ok(Built { module, entry, code_functions: count + 1, parallel_steps })
 }
 
 fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
@@ -100,6 +106,7 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
         ImportSig::F64ToF64 => (&[types::F64], Some(types::F64)),
         ImportSig::F64F64ToF64 => (&[types::F64, types::F64], Some(types::F64)),
         ImportSig::Dot => (&[types::I64; 4], None),
+        ImportSig::ParallelFor => (&[types::I64; 5], None),
     };
     s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     s.returns.extend(ret.map(AbiParam::new));
@@ -122,15 +129,45 @@ fn define_kernels(
         }
         let name = format!("k{}", *count);
         *count += 1;
-        let id = define_function(module, fctx, &name, |fx| fx.emit_step(step), env)?;
-        out.push(Kernels::Func(id));
+        let Some(split) = kernel::parallel_split(step) else {
+            let id = define_function(module, fctx, &name, false, |fx| fx.emit_step(step), env)?;
+            out.push(Kernels::Func(id));
+            continue;
+        };
+        let prologue = match step {
+            Step::Reduce { op, space, axes, dst, src } => {
+                let fill = |fx: &mut Fx| {
+                    fx.load_bases(&[*dst]);
+                    fx.reduce_fill(*op, space, axes, *dst, src.dtype());
+                    Ok(())
+                };
+                *count += 1;
+                Some(define_function(module, fctx, &format!("{name}_fill"), false, fill, env)?)
+            }
+            _ => None,
+        };
+        let func = define_function(module, fctx, &name, true, |fx| fx.emit_step(step), env)?;
+        out.push(Kernels::Parallel { prologue, func, split });
     }
     Ok(out)
+}
+
+fn count_parallel(kernels: &[Kernels]) -> usize {
+    kernels
+        .iter()
+        .map(|k| match k {
+            Kernels::Func(_) => 0,
+            Kernels::Parallel { .. } => 1,
+            Kernels::Loop(inner) => count_parallel(inner),
+        })
+        .sum()
 }
 
 /// The compiled form of a step list, mirroring its structure.
 pub(crate) enum Kernels {
     Func(FuncId),
+    /// A range function run by `parallel_for` over `0..split.total`, after `prologue`.
+    Parallel { prologue: Option<FuncId>, func: FuncId, split: kernel::Split },
     Loop(Vec<Kernels>),
 }
 
@@ -138,12 +175,13 @@ fn define_function(
     module: &mut JITModule,
     fctx: &mut FunctionBuilderContext,
     name: &str,
+    ranged: bool,
     body: impl FnOnce(&mut Fx) -> Result<(), JitError>,
     env: &Env,
 ) -> Result<FuncId, JitError> {
     let mut sig = module.make_signature();
-    sig.params.push(AbiParam::new(types::I64));
-    sig.params.push(AbiParam::new(types::I64));
+    let params = if ranged { 4 } else { 2 };
+    sig.params.extend((0..params).map(|_| AbiParam::new(types::I64)));
     let id = module.declare_function(name, Linkage::Local, &sig).map_err(codegen_err)?;
     let mut ctx = module.make_context();
     ctx.func.signature = sig;
@@ -154,8 +192,10 @@ fn define_function(
         let block = b.create_block();
         b.append_block_params_for_function_params(block);
         b.switch_to_block(block);
-        let (arena, table) = (b.block_params(block)[0], b.block_params(block)[1]);
-        let mut fx = Fx { b, module: &mut *module, env, frefs: HashMap::new(), arena, table, bases: HashMap::new() };
+        let p = b.block_params(block).to_vec();
+        let (arena, table, range) = (p[0], p[1], ranged.then(|| (p[2], p[3])));
+        let mut fx =
+            Fx { b, module: &mut *module, env, frefs: HashMap::new(), arena, table, range, bases: HashMap::new() };
         body(&mut fx)?;
         fx.b.ins().return_(&[]);
         fx.b.seal_all_blocks();
@@ -186,6 +226,8 @@ pub(crate) struct Fx<'a, 'b> {
     frefs: HashMap<FuncId, FuncRef>,
     arena: Value,
     table: Value,
+    /// In a range function, the slice `lo..hi` of the split dimension to run.
+    pub range: Option<(Value, Value)>,
     bases: HashMap<BufId, Value>,
 }
 
@@ -208,17 +250,21 @@ impl<'a, 'b> Fx<'a, 'b> {
         self.b.ins().iconst(types::I64, x)
     }
 
-    /// Calls a runtime function.
-    pub fn call(&mut self, imp: Import, args: &[Value]) -> Option<Value> {
-        let id = self.env.imports[&imp];
-        let fr = match self.frefs.get(&id) {
+    /// A reference to a module function from the function being emitted.
+    fn func_ref(&mut self, id: FuncId) -> FuncRef {
+        match self.frefs.get(&id) {
             Some(&f) => f,
             None => {
                 let f = self.module.declare_func_in_func(id, self.b.func);
                 self.frefs.insert(id, f);
                 f
             }
-        };
+        }
+    }
+
+    /// Calls a runtime function.
+    pub fn call(&mut self, imp: Import, args: &[Value]) -> Option<Value> {
+        let fr = self.func_ref(self.env.imports[&imp]);
         let inst = self.b.ins().call(fr, args);
         self.b.inst_results(inst).first().copied()
     }
@@ -255,7 +301,10 @@ impl<'a, 'b> Fx<'a, 'b> {
         self.load_bases(&bufs);
         match step {
             Step::Kernel { space, dst, src } => self.kernel(space, dst, src),
-            Step::Reduce { op, space, axes, dst, src } => self.reduce(*op, space, axes, *dst, src)?,
+            Step::Reduce { op, space, axes, dst, src } => {
+                let fill = self.range.is_none();
+                self.reduce(*op, space, axes, *dst, src, fill)?
+            }
             Step::Argmax { space, axis, dst, src } => self.argmax(space, *axis, *dst, src)?,
             Step::Dot { desc, lhs, rhs, dst } => {
                 let d = self.env.dot_descs[*desc] as i64;
@@ -292,16 +341,18 @@ impl<'a, 'b> Fx<'a, 'b> {
                     });
                 }
                 (_, Kernels::Func(id)) => {
-                    let id = *id;
-                    let fr = match self.frefs.get(&id) {
-                        Some(&f) => f,
-                        None => {
-                            let f = self.module.declare_func_in_func(id, self.b.func);
-                            self.frefs.insert(id, f);
-                            f
-                        }
-                    };
+                    let fr = self.func_ref(*id);
                     self.b.ins().call(fr, &[arena, table]);
+                }
+                (_, Kernels::Parallel { prologue, func, split }) => {
+                    if let Some(p) = prologue {
+                        let fr = self.func_ref(*p);
+                        self.b.ins().call(fr, &[arena, table]);
+                    }
+                    let fr = self.func_ref(*func);
+                    let addr = self.b.ins().func_addr(types::I64, fr);
+                    let (total, grain) = (self.iconst(split.total), self.iconst(split.grain));
+                    self.call(Import::ParallelFor, &[addr, arena, table, total, grain]);
                 }
                 (_, Kernels::Loop(_)) => unreachable!("kernels mirror the steps"),
             }
@@ -313,12 +364,13 @@ impl<'a, 'b> Fx<'a, 'b> {
         if start >= end {
             return;
         }
-        let s = self.iconst(start);
-        self.for_range_v(s, end, step, &mut body);
+        let (s, e) = (self.iconst(start), self.iconst(end));
+        self.for_range_dyn(s, e, step, &mut body);
     }
 
-    /// Like [`Fx::for_range`] with a start known only at run time (it must be <= `end`).
-    pub fn for_range_v(&mut self, start: Value, end: i64, step: i64, body: &mut impl FnMut(&mut Self, Value)) {
+    /// `for i in (start..end).step_by(step)` with both bounds known only at run time (the
+    /// loop runs while `i < end`).
+    pub fn for_range_dyn(&mut self, start: Value, end: Value, step: i64, body: &mut impl FnMut(&mut Self, Value)) {
         let header = self.b.create_block();
         let body_block = self.b.create_block();
         let exit = self.b.create_block();
@@ -326,7 +378,7 @@ impl<'a, 'b> Fx<'a, 'b> {
         self.b.ins().jump(header, &[start.into()]);
         self.b.switch_to_block(header);
         let i = self.b.block_params(header)[0];
-        let cond = self.b.ins().icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, i, end);
+        let cond = self.b.ins().icmp(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, i, end);
         self.b.ins().brif(cond, body_block, &[], exit, &[]);
         self.b.switch_to_block(body_block);
         body(self, i);
