@@ -89,6 +89,8 @@ pub struct Compiled {
     plan: Plan,
     flops: u64,
     arena_bytes: usize,
+    /// Whether the program has work for the worker threads (then it runs on one of them).
+    threaded: bool,
     /// The arena and pointer table of the last run, reused by the next (a concurrent run
     /// allocates its own), so a repeated call allocates only its outputs.
     scratch: Mutex<Scratch>,
@@ -122,6 +124,12 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
     }
     let (prog, consts) = lower::lower_program(jaxpr, consts)?;
     let layout = plan::plan(&prog);
+    if std::env::var_os("REMAT_JIT_STEPS").is_some() {
+        // Debugging aid: the lowered steps (what each kernel computes) on stderr.
+        for (i, step) in prog.steps.iter().enumerate() {
+            eprintln!("step {i}: {}", program::describe(step, &prog));
+        }
+    }
     let flops = dot_flops(&prog.steps, &prog.dots);
     let dots: Box<[DotDesc]> = prog.dots.clone().into_boxed_slice();
     let dot_addrs: Vec<usize> = dots.iter().map(|d| d as *const DotDesc as usize).collect();
@@ -147,6 +155,7 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
         parallel_steps: built.parallel_steps,
     };
     let arena_bytes = layout.device_bytes + layout.host_bytes;
+    let threaded = plan.parallel_steps > 0 || dots.iter().any(native::dot_is_parallel);
     Ok(Compiled {
         code: native::NativeCode::new(built.module, built.entry),
         in_avals,
@@ -155,6 +164,7 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
         plan,
         flops,
         arena_bytes,
+        threaded,
         scratch: Mutex::new(Scratch::default()),
         _dots: dots,
     })
@@ -241,7 +251,11 @@ impl Compiled {
         for (index, (o, expected)) in outs.iter().zip(&self.out_avals).enumerate() {
             if o.dtype() != expected.dtype || o.shape() != expected.shape.as_slice() || !is_standard(o) {
                 let layout = if is_standard(o) { "" } else { " (not row-major)" };
-                return Err(JitError::OutType { index, expected: expected.clone(), given: format!("{}{layout}", o.aval()) });
+                return Err(JitError::OutType {
+                    index,
+                    expected: expected.clone(),
+                    given: format!("{}{layout}", o.aval()),
+                });
             }
         }
         self.run_checked(args, outs);
@@ -288,7 +302,7 @@ impl Compiled {
             *arena = vec![0u8; need];
         }
         let skew = (arena.as_ptr() as usize).wrapping_neg() % plan::ALIGN;
-        self.code.call(&mut arena[skew..skew + self.arena_bytes], table);
+        self.code.call(&mut arena[skew..skew + self.arena_bytes], table, self.threaded);
     }
 
     /// Floating-point operations one run spends in `dot_general` (`2*m*n*k` per product),

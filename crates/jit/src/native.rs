@@ -224,6 +224,11 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
     clear_upper_vector_state();
 }
 
+/// Whether a product runs on more than one thread.
+pub(crate) fn dot_is_parallel(d: &DotDesc) -> bool {
+    matches!(d.dtype, DType::F32 | DType::F64) && d.m * d.n * d.k >= PARALLEL_FLOPS
+}
+
 fn gemm_at<T: 'static + Copy + Default + num_one::One>(
     d: &DotDesc,
     lhs: *const u8,
@@ -231,7 +236,7 @@ fn gemm_at<T: 'static + Copy + Default + num_one::One>(
     out: *mut u8,
     (lo, ro, oo): (isize, isize, isize),
 ) {
-    let par = if d.m * d.n * d.k >= PARALLEL_FLOPS {
+    let par = if dot_is_parallel(d) {
         gemm::Parallelism::Rayon(std::thread::available_parallelism().map_or(1, |n| n.get()))
     } else {
         gemm::Parallelism::None
@@ -361,9 +366,23 @@ impl NativeCode {
     /// The caller guarantees (and `Compiled::run` checks) that `arena` has the planned
     /// size and `table` holds one pointer per argument, constant and output, each to an
     /// array of the dtype and shape the program was compiled for.
-    pub fn call(&self, arena: &mut [u8], table: &[usize]) {
-        clear_upper_vector_state();
-        (self.entry)(arena.as_mut_ptr(), table.as_ptr());
+    ///
+    /// With `in_pool` the program runs on a thread of the worker pool (the caller waits), so
+    /// its GEMMs and split loops hand work to the other workers directly instead of waking
+    /// the whole pool from outside it at every step.
+    pub fn call(&self, arena: &mut [u8], table: &[usize], in_pool: bool) {
+        // Addresses, not pointers, cross to the pool thread; `arena` and `table` stay
+        // borrowed until the call returns, which `rayon::scope` waits for.
+        let (entry, arena, table) = (self.entry, arena.as_mut_ptr() as usize, table.as_ptr() as usize);
+        let run = move || {
+            clear_upper_vector_state();
+            entry(arena as *mut u8, table as *const usize);
+        };
+        if in_pool {
+            rayon::scope(|_| run());
+        } else {
+            run();
+        }
     }
 }
 

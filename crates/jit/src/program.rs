@@ -133,3 +133,35 @@ impl Program {
         }
     }
 }
+
+/// A one-line summary of a step for debugging: its kind, index space, destination and the
+/// buffers it reads (`REMAT_JIT_STEPS=1`).
+pub(crate) fn describe(step: &Step, prog: &Program) -> String {
+    let mut bufs = Vec::new();
+    step.buffers(&mut bufs);
+    let name = |b: &BufId| match prog.buffers[b.0 as usize].storage {
+        Storage::Arena { .. } => format!("t{}", b.0),
+        Storage::Arg(i) => format!("arg{i}"),
+        Storage::Const(i) => format!("const{i}"),
+        Storage::Out(i) => format!("out{i}"),
+    };
+    let reads: Vec<String> = bufs.iter().skip(1).map(name).collect();
+    let size = |e: &Expr| e.size();
+    match step {
+        Step::Kernel { space, dst, src } => {
+            format!("kernel {space:?} -> {} ({} nodes) reads {}", name(&dst.buf), size(src), reads.join(" "))
+        }
+        Step::Reduce { op, space, axes, dst, src } => format!(
+            "reduce {op:?} {space:?} axes {axes:?} -> {} ({} nodes) reads {}",
+            name(dst),
+            size(src),
+            reads.join(" ")
+        ),
+        Step::Argmax { space, dst, .. } => format!("argmax {space:?} -> {}", name(dst)),
+        Step::Dot { desc, dst, .. } => {
+            let d = &prog.dots[*desc];
+            format!("dot m={} n={} k={} batch={:?} -> {} reads {}", d.m, d.n, d.k, d.batch, name(dst), reads.join(" "))
+        }
+        Step::Loop { length, body, .. } => format!("loop x{length} ({} steps)", body.len()),
+    }
+}

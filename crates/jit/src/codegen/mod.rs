@@ -167,7 +167,11 @@ fn count_parallel(kernels: &[Kernels]) -> usize {
 pub(crate) enum Kernels {
     Func(FuncId),
     /// A range function run by `parallel_for` over `0..split.total`, after `prologue`.
-    Parallel { prologue: Option<FuncId>, func: FuncId, split: kernel::Split },
+    Parallel {
+        prologue: Option<FuncId>,
+        func: FuncId,
+        split: kernel::Split,
+    },
     Loop(Vec<Kernels>),
 }
 
