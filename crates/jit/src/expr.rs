@@ -90,6 +90,9 @@ pub(crate) enum Expr {
         mantissa_bits: u32,
         x: Box<Expr>,
     },
+    /// A subexpression that occurs more than once in one loop body and is computed once per
+    /// point: every occurrence carries the same id and an equal expression (`lower::share`).
+    Shared(u32, Box<Expr>),
 }
 
 impl Expr {
@@ -106,7 +109,27 @@ impl Expr {
             | Expr::ReducePrecision { dtype: d, .. } => *d,
             Expr::Compare(..) => DType::Bool,
             Expr::Convert { to, .. } => *to,
+            Expr::Shared(_, x) => x.dtype(),
         }
+    }
+
+    /// Whether the JIT evaluates it over `f32x4` vectors: `f32` throughout, no integer
+    /// index arithmetic (`iota`), conversions or precision reductions.
+    pub fn vectorizable(&self) -> bool {
+        let mut ok = self.dtype() == DType::F32;
+        self.visit(&mut |n| {
+            ok &= match n {
+                Expr::Load(v) => v.dtype == DType::F32,
+                Expr::Lit(l) => l.dtype() == DType::F32,
+                Expr::Iota(..) | Expr::Convert { .. } | Expr::ReducePrecision { .. } => false,
+                Expr::Unary(_, d, _) | Expr::IntegerPow(_, d, _) | Expr::Clamp(d, ..) => *d == DType::F32,
+                Expr::Binary(_, d, _, y) => *d == DType::F32 && y.dtype() == DType::F32,
+                Expr::Compare(_, d, _, _) => *d == DType::F32,
+                Expr::Select(d, p, cases) => *d == DType::F32 && p.dtype() == DType::Bool && cases.len() == 2,
+                Expr::Shared(..) => true,
+            };
+        });
+        ok
     }
 
     /// Whether evaluating it costs nothing beyond reading memory (no arithmetic nodes).
@@ -121,7 +144,8 @@ impl Expr {
         n
     }
 
-    /// Calls `f` on every node, parents before children, operands left to right.
+    /// Calls `f` on every node, parents before children, operands left to right (a shared
+    /// subexpression at each of its occurrences, as evaluation walks the leaves).
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match self {
@@ -129,7 +153,8 @@ impl Expr {
             Expr::Unary(_, _, x)
             | Expr::IntegerPow(_, _, x)
             | Expr::Convert { x, .. }
-            | Expr::ReducePrecision { x, .. } => x.visit(f),
+            | Expr::ReducePrecision { x, .. }
+            | Expr::Shared(_, x) => x.visit(f),
             Expr::Binary(_, _, a, b) | Expr::Compare(_, _, a, b) => {
                 a.visit(f);
                 b.visit(f);
@@ -173,6 +198,7 @@ impl Expr {
                 mantissa_bits: *mantissa_bits,
                 x: r(x),
             },
+            Expr::Shared(id, x) => Expr::Shared(*id, r(x)),
         }
     }
 }

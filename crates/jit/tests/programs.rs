@@ -45,3 +45,28 @@ fn large_loops_are_split_over_threads_and_agree_with_the_interpreter() {
     let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
     differential("parallel_kernels", &jaxpr, &args, 1e-4, 1e-5).expect("matches");
 }
+
+/// A value used twice by one later loop, at the points it was written, is computed in that
+/// loop's registers instead of a buffer: the backward of a `tanh` layer is one loop. When
+/// `g` is also an output it keeps its own loop, and then `tanh a`, read by two loops, keeps
+/// its buffer.
+#[test]
+fn values_used_twice_in_one_loop_stay_in_registers() {
+    let body = "
+    e:f32[64,32] = tanh a
+    f:f32[64,32] = sub 1.0:f32[] e
+    g:f32[64,32] = mul b f
+    h:f32[64,32] = mul g e
+    i:f32[64,32] = add_any g h";
+    let folded = format!("{{ lambda ; a:f32[64,32] b:f32[64,32]. let{body}\n  in (i,) }}");
+    let kept = format!("{{ lambda ; a:f32[64,32] b:f32[64,32]. let{body}\n  in (i, g) }}");
+    let mut rng = Rng(3);
+    for (text, functions, peak) in [(folded, 2, 0), (kept, 4, 64 * 32 * 4)] {
+        let jaxpr = parse_jaxpr(&text, "t").expect("parses");
+        let compiled = remat_jit::compile(&jaxpr).expect("compiles");
+        assert_eq!(compiled.plan().functions, functions, "{text}");
+        assert_eq!(compiled.plan().peak_bytes, peak, "{text}");
+        let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+        differential("tanh backward", &jaxpr, &args, 1e-5, 1e-6).expect("matches");
+    }
+}

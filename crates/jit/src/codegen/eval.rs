@@ -17,19 +17,7 @@ use crate::native::Import;
 
 /// Whether `e` can be evaluated on `f32x4` vectors: f32 values and bool masks only.
 pub(crate) fn vectorizable(e: &Expr) -> bool {
-    let mut ok = e.dtype() == DType::F32;
-    e.visit(&mut |n| {
-        ok &= match n {
-            Expr::Load(v) => v.dtype == DType::F32,
-            Expr::Lit(l) => l.dtype() == DType::F32,
-            Expr::Iota(..) | Expr::Convert { .. } | Expr::ReducePrecision { .. } => false,
-            Expr::Unary(_, d, _) | Expr::IntegerPow(_, d, _) | Expr::Clamp(d, ..) => *d == DType::F32,
-            Expr::Binary(_, d, _, y) => *d == DType::F32 && y.dtype() == DType::F32,
-            Expr::Compare(_, d, _, _) => *d == DType::F32,
-            Expr::Select(d, p, cases) => *d == DType::F32 && p.dtype() == DType::Bool && cases.len() == 2,
-        };
-    });
-    ok
+    e.vectorizable()
 }
 
 impl Fx<'_, '_> {
@@ -50,7 +38,13 @@ impl Fx<'_, '_> {
 
     /// Evaluates `e`; `offs[u]` is the element offset of user `u` (0 is the destination),
     /// `inner[u]` its stride along the vectorized dimension. `next` walks the leaves.
+    /// Evaluation starts afresh at each point: shared subexpressions are computed once here.
     pub(super) fn eval(&mut self, e: &Expr, vector: bool, offs: &[Value], inner: &[i64], next: &mut usize) -> Value {
+        self.shared.clear();
+        self.eval_node(e, vector, offs, inner, next)
+    }
+
+    fn eval_node(&mut self, e: &Expr, vector: bool, offs: &[Value], inner: &[i64], next: &mut usize) -> Value {
         match e {
             Expr::Load(v) => {
                 let u = *next;
@@ -96,31 +90,31 @@ impl Fx<'_, '_> {
                 }
             }
             Expr::Unary(op, d, x) => {
-                let x = self.eval(x, vector, offs, inner, next);
+                let x = self.eval_node(x, vector, offs, inner, next);
                 self.unary(*op, *d, x, vector)
             }
             Expr::Binary(op, d, x, y) => {
                 let yd = y.dtype();
-                let x = self.eval(x, vector, offs, inner, next);
-                let mut y = self.eval(y, vector, offs, inner, next);
+                let x = self.eval_node(x, vector, offs, inner, next);
+                let mut y = self.eval_node(y, vector, offs, inner, next);
                 if yd != *d {
                     y = self.convert(yd, *d, y); // pow's integer exponent
                 }
                 self.binary(*op, *d, x, y, vector)
             }
             Expr::Compare(op, d, x, y) => {
-                let x = self.eval(x, vector, offs, inner, next);
-                let y = self.eval(y, vector, offs, inner, next);
+                let x = self.eval_node(x, vector, offs, inner, next);
+                let y = self.eval_node(y, vector, offs, inner, next);
                 self.compare(*op, *d, x, y)
             }
             Expr::IntegerPow(y, d, x) => {
-                let x = self.eval(x, vector, offs, inner, next);
+                let x = self.eval_node(x, vector, offs, inner, next);
                 self.integer_pow(*y, *d, x, vector)
             }
             Expr::Select(_, p, cases) => {
                 let pd = p.dtype();
-                let p = self.eval(p, vector, offs, inner, next);
-                let cs: Vec<Value> = cases.iter().map(|c| self.eval(c, vector, offs, inner, next)).collect();
+                let p = self.eval_node(p, vector, offs, inner, next);
+                let cs: Vec<Value> = cases.iter().map(|c| self.eval_node(c, vector, offs, inner, next)).collect();
                 if vector {
                     let mask = self.b.ins().bitcast(types::F32X4, little(), p);
                     return self.b.ins().bitselect(mask, cs[1], cs[0]);
@@ -136,19 +130,32 @@ impl Fx<'_, '_> {
                 r
             }
             Expr::Clamp(d, lo, x, hi) => {
-                let lo = self.eval(lo, vector, offs, inner, next);
-                let x = self.eval(x, vector, offs, inner, next);
-                let hi = self.eval(hi, vector, offs, inner, next);
+                let lo = self.eval_node(lo, vector, offs, inner, next);
+                let x = self.eval_node(x, vector, offs, inner, next);
+                let hi = self.eval_node(hi, vector, offs, inner, next);
                 let m = self.binary(BinaryOp::Max, *d, x, lo, vector);
                 self.binary(BinaryOp::Min, *d, m, hi, vector)
             }
             Expr::Convert { from, to, x } => {
-                let x = self.eval(x, vector, offs, inner, next);
+                let x = self.eval_node(x, vector, offs, inner, next);
                 self.convert(*from, *to, x)
             }
             Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => {
-                let x = self.eval(x, vector, offs, inner, next);
+                let x = self.eval_node(x, vector, offs, inner, next);
                 self.reduce_precision(*dtype, *exponent_bits, *mantissa_bits, x)
+            }
+            Expr::Shared(id, x) => {
+                // A later occurrence reuses the value (its leaves are skipped, not reloaded).
+                // The first occurrence dominates the later ones: evaluation is straight-line
+                // code in operand order.
+                if let Some(&(v, leaves)) = self.shared.get(id) {
+                    *next += leaves;
+                    return v;
+                }
+                let first = *next;
+                let v = self.eval_node(x, vector, offs, inner, next);
+                self.shared.insert(*id, (v, *next - first));
+                v
             }
         }
     }

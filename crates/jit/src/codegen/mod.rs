@@ -198,8 +198,17 @@ fn define_function(
         b.switch_to_block(block);
         let p = b.block_params(block).to_vec();
         let (arena, table, range) = (p[0], p[1], ranged.then(|| (p[2], p[3])));
-        let mut fx =
-            Fx { b, module: &mut *module, env, frefs: HashMap::new(), arena, table, range, bases: HashMap::new() };
+        let mut fx = Fx {
+            b,
+            module: &mut *module,
+            env,
+            frefs: HashMap::new(),
+            arena,
+            table,
+            range,
+            bases: HashMap::new(),
+            shared: HashMap::new(),
+        };
         body(&mut fx)?;
         fx.b.ins().return_(&[]);
         fx.b.seal_all_blocks();
@@ -233,6 +242,8 @@ pub(crate) struct Fx<'a, 'b> {
     /// In a range function, the slice `lo..hi` of the split dimension to run.
     pub range: Option<(Value, Value)>,
     bases: HashMap<BufId, Value>,
+    /// Shared subexpressions evaluated at the current point: value and number of leaves.
+    shared: HashMap<u32, (Value, usize)>,
 }
 
 /// Memory flags for the buffers of the plan: never trapping, alignment not claimed.

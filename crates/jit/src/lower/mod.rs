@@ -13,6 +13,7 @@
 
 mod ops;
 mod scan;
+mod share;
 
 pub(crate) use ops::reduce_identity;
 
@@ -83,6 +84,7 @@ pub(crate) fn lower_program(jaxpr: &Jaxpr, consts: &[Array]) -> Result<(Program,
     let mut prog = lw.prog;
     prog.steps = lw.scopes.pop().unwrap_or_default();
     prog.num_consts = lw.consts.len();
+    share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES);
     Ok((prog, lw.consts))
 }
 
