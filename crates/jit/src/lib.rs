@@ -111,8 +111,29 @@ pub fn compile_closed(closed: &ClosedJaxpr) -> Result<Compiled, JitError> {
     compile_with_consts(&closed.jaxpr, &closed.consts)
 }
 
+/// Choices of the code generator that are tuning, not semantics. `Options::default()` is
+/// what [`compile`] uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// `dot_general`s of at most this many multiply-adds (`batch*m*n*k`) become loops
+    /// compiled for their shape; larger ones call the tuned GEMM. The default is the
+    /// measured crossover on the reference machine (docs/jit.md).
+    pub small_dot_macs: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { small_dot_macs: lower::SMALL_DOT_MACS }
+    }
+}
+
 /// Compiles `jaxpr` with `consts` bound to its constvars.
 pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, JitError> {
+    compile_with_options(jaxpr, consts, &Options::default())
+}
+
+/// Compiles `jaxpr` with `consts` bound to its constvars, under `options`.
+pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<Compiled, JitError> {
     remat_ir::verify(jaxpr).map_err(|e| JitError::Invalid(e.to_string()))?;
     if consts.len() != jaxpr.constvars.len() {
         return Err(JitError::ConstCount { expected: jaxpr.constvars.len(), given: consts.len() });
@@ -122,7 +143,7 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
             return Err(JitError::Invalid(format!("constant {v:?} is {} but declared {}", c.aval(), jaxpr.aval(v))));
         }
     }
-    let (prog, consts) = lower::lower_program(jaxpr, consts)?;
+    let (prog, consts) = lower::lower_program(jaxpr, consts, options)?;
     let layout = plan::plan(&prog);
     if std::env::var_os("REMAT_JIT_STEPS").is_some() {
         // Debugging aid: the lowered steps (what each kernel computes) on stderr.

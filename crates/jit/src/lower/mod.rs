@@ -15,6 +15,8 @@ mod ops;
 mod scan;
 mod share;
 
+pub(crate) use ops::SMALL_DOT_MACS;
+
 pub(crate) use ops::reduce_identity;
 
 use remat_ir::{Array, Atom, Aval, Jaxpr, LitValue, MemorySpace, Primitive, Var};
@@ -50,11 +52,23 @@ pub(crate) struct Lowering {
     /// transpose's buffer and permutation, so the GEMM stores the transposed layout directly
     /// (through its output strides) and the transpose costs nothing.
     pub(crate) dot_dst: Option<(BufId, Vec<usize>)>,
+    /// Products up to this many multiply-adds are loops (`Options::small_dot_macs`).
+    pub(crate) small_dot_macs: usize,
 }
 
 /// Lowers a whole jaxpr with `consts` bound to its constvars.
-pub(crate) fn lower_program(jaxpr: &Jaxpr, consts: &[Array]) -> Result<(Program, Vec<Array>), JitError> {
-    let mut lw = Lowering { prog: Program::default(), consts: Vec::new(), scopes: vec![Vec::new()], dot_dst: None };
+pub(crate) fn lower_program(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    options: &crate::Options,
+) -> Result<(Program, Vec<Array>), JitError> {
+    let mut lw = Lowering {
+        prog: Program::default(),
+        consts: Vec::new(),
+        scopes: vec![Vec::new()],
+        dot_dst: None,
+        small_dot_macs: options.small_dot_macs,
+    };
     let args: Vec<Val> = jaxpr
         .invars
         .iter()

@@ -5,7 +5,7 @@
 //! buffer; reductions, `argmax` and `dot_general` are steps of their own; calls inline;
 //! `scan` becomes a loop.
 
-use remat_ir::{Aval, DType, DotDimensionNumbers, LitValue, MemorySpace, Primitive, ReduceOp, UnaryOp};
+use remat_ir::{Aval, BinaryOp, DType, DotDimensionNumbers, LitValue, MemorySpace, Primitive, ReduceOp, UnaryOp};
 
 use super::{literal_int, unsupported, Lowering, Val};
 use crate::expr::{row_major_strides, Affine, DynTerm, Expr, IndexMap, View};
@@ -290,8 +290,12 @@ impl Lowering {
         Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() }
     }
 
-    /// `dot_general` as a batched GEMM over strided views of both operands.
+    /// `dot_general` as a batched GEMM over strided views of both operands, or, for small
+    /// products, as a loop nest compiled for the shape.
     fn dot(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval, target: Option<BufId>) -> Val {
+        if let Some(v) = self.small_dot(lhs, rhs, dn, out, target) {
+            return v;
+        }
         let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
             (0..rank).filter(|k| !b.contains(k) && !c.contains(k)).collect()
         };
@@ -377,6 +381,76 @@ impl Lowering {
         result
     }
 
+    /// A product of at most `small_dot_macs` multiply-adds as a sum-reduction of the
+    /// operands' products over the index space (output axes and contracted axes): no call,
+    /// no packing, and operand views with any strides. The contracted axes go innermost
+    /// (summed in registers) unless the right operand is contiguous along the last output
+    /// axis; then they go before the right operand's free axes, so the innermost loop runs
+    /// over whole vectors of the output row. `None` for the GEMM path.
+    fn small_dot(
+        &mut self,
+        lhs: &Val,
+        rhs: &Val,
+        dn: &DotDimensionNumbers,
+        out: &Aval,
+        target: Option<BufId>,
+    ) -> Option<Val> {
+        let dtype = out.dtype;
+        let DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb } = dn;
+        let k_size: usize = lc.iter().map(|&a| lhs.shape()[a]).product();
+        let small = out.size() > 0 && k_size > 0 && out.size() * k_size <= self.small_dot_macs;
+        if !small || self.dot_dst.is_some() || !matches!(dtype, DType::F32 | DType::F64 | DType::I32) {
+            return None;
+        }
+        let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
+            (0..rank).filter(|k| !b.contains(k) && !c.contains(k)).collect()
+        };
+        let (lf, rf) = (free(lhs.aval.rank(), lb, lc), free(rhs.aval.rank(), rb, rc));
+        // Operands that compute are computed once, not once per output element.
+        let operand = |lw: &mut Self, x: &Val| -> Expr {
+            let x = if x.expr.is_trivial() { x.clone() } else { lw.materialize(x.clone(), None) };
+            if x.aval.dtype == dtype {
+                x.expr
+            } else {
+                Expr::Convert { from: x.aval.dtype, to: dtype, x: Box::new(x.expr) }
+            }
+        };
+        let (l, r) = (operand(self, lhs), operand(self, rhs));
+        let (nb, nm, nc) = (lb.len(), lf.len(), lc.len());
+        let rhs_row = match (&r, rf.last()) {
+            (Expr::Load(v), Some(&a)) => v.strides[a] == 1,
+            _ => false,
+        };
+        // Space positions: the contracted axes at `k0..k0 + nc`, the right free axes at `n0..`.
+        let (k0, n0) = if rhs_row { (nb + nm, nb + nm + nc) } else { (nb + nm + rf.len(), nb + nm) };
+        let mut space: Vec<usize> = out.shape.clone();
+        let kdims: Vec<usize> = lc.iter().map(|&a| lhs.shape()[a]).collect();
+        space.splice(k0..k0, kdims);
+        let mut lpos = vec![0usize; lhs.aval.rank()];
+        let mut rpos = vec![0usize; rhs.aval.rank()];
+        for (j, (&a, &b)) in lb.iter().zip(rb).enumerate() {
+            lpos[a] = j;
+            rpos[b] = j;
+        }
+        for (i, &a) in lf.iter().enumerate() {
+            lpos[a] = nb + i;
+        }
+        for (c, (&a, &b)) in lc.iter().zip(rc).enumerate() {
+            lpos[a] = k0 + c;
+            rpos[b] = k0 + c;
+        }
+        for (i, &b) in rf.iter().enumerate() {
+            rpos[b] = n0 + i;
+        }
+        let lmap = IndexMap::broadcast(lhs.shape(), space.len(), &lpos);
+        let rmap = IndexMap::broadcast(rhs.shape(), space.len(), &rpos);
+        let src = Expr::Binary(BinaryOp::Mul, dtype, Box::new(l.remap(&lmap)), Box::new(r.remap(&rmap)));
+        let buf = target.unwrap_or_else(|| self.new_buf(out));
+        let axes: Vec<usize> = (k0..k0 + nc).collect();
+        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src });
+        Some(Val { expr: Expr::Load(View::contiguous(buf, dtype, &out.shape)), aval: out.clone() })
+    }
+
     /// `x` written row-major with its axes in `order`, as a view over its original axes.
     fn canonical(&mut self, x: &Val, order: &[usize]) -> View {
         let shape: Vec<usize> = order.iter().map(|&k| x.shape()[k]).collect();
@@ -436,6 +510,12 @@ fn dot_groups(
     let first = |s: &Vec<i64>, i: usize| s.get(i).copied().unwrap_or(0);
     Some(((m, first(&ms, 0)), (k, first(&ks, 0), first(&ks, 1)), (n, first(&ns, 0))))
 }
+
+/// Products of at most this many multiply-adds (`batch*m*n*k`) are compiled as loops for
+/// their shape; larger ones call the GEMM. Calibrated by `cargo run --release -p remat-jit
+/// --example calibrate_dot` (docs/jit.md has the measurements): below it, the GEMM's call
+/// and packing cost more than the loop's lower peak.
+pub(crate) const SMALL_DOT_MACS: usize = 256;
 
 /// The identity of a reduction, for filling.
 pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
