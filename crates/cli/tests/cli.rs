@@ -177,6 +177,7 @@ fn bench_reports_compile_time_run_time_and_peak_bytes_as_json() {
     let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert!(last["compile_ms"].as_f64().unwrap() > 0.0);
     assert!(last["run_median_ms"].as_f64().unwrap() > 0.0);
+    assert!(last["run_fresh_outputs_median_ms"].as_f64().unwrap() > 0.0);
     assert!(last["peak_bytes"].as_u64().unwrap() > 0);
     assert!(stdout.lines().last().unwrap().starts_with("{\"compile_ms\""));
 }

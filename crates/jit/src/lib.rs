@@ -23,6 +23,7 @@ mod native;
 mod plan;
 mod program;
 
+use std::borrow::Borrow;
 use std::sync::Mutex;
 
 use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
@@ -253,7 +254,8 @@ fn is_standard(a: &Array) -> bool {
 impl Compiled {
     /// Runs the program. Every argument's dtype and shape is checked before native code runs.
     /// The outputs are fresh arrays; [`Compiled::run_into`] writes into existing ones.
-    pub fn run(&self, args: &[Array]) -> Result<Vec<Array>, JitError> {
+    /// Arguments may be given as owned arrays or references (`&[Array]` or `&[&Array]`).
+    pub fn run<A: Borrow<Array>>(&self, args: &[A]) -> Result<Vec<Array>, JitError> {
         self.check_args(args)?;
         let mut outs: Vec<Array> = self.out_avals.iter().map(Array::zeros).collect();
         self.run_checked(args, &mut outs);
@@ -264,7 +266,7 @@ impl Compiled {
     /// (`out_avals`) in row-major layout, for example the arrays a previous `run` returned.
     /// With the arena reused too, a repeated call allocates nothing: a training loop keeps
     /// its gradient arrays, and no page of them is faulted in again on each step.
-    pub fn run_into(&self, args: &[Array], outs: &mut [Array]) -> Result<(), JitError> {
+    pub fn run_into<A: Borrow<Array>>(&self, args: &[A], outs: &mut [Array]) -> Result<(), JitError> {
         self.check_args(args)?;
         if outs.len() != self.out_avals.len() {
             return Err(JitError::OutCount { expected: self.out_avals.len(), given: outs.len() });
@@ -283,11 +285,12 @@ impl Compiled {
         Ok(())
     }
 
-    fn check_args(&self, args: &[Array]) -> Result<(), JitError> {
+    fn check_args<A: Borrow<Array>>(&self, args: &[A]) -> Result<(), JitError> {
         if args.len() != self.in_avals.len() {
             return Err(JitError::ArgCount { expected: self.in_avals.len(), given: args.len() });
         }
         for (index, (a, expected)) in args.iter().zip(&self.in_avals).enumerate() {
+            let a: &Array = a.borrow();
             if a.dtype() != expected.dtype || a.shape() != expected.shape.as_slice() {
                 return Err(JitError::ArgType { index, expected: expected.clone(), given: a.aval() });
             }
@@ -297,12 +300,13 @@ impl Compiled {
 
     /// Runs on checked arguments and outputs. The outputs are distinct owned arrays, so
     /// they overlap neither each other nor an argument.
-    fn run_checked(&self, args: &[Array], outs: &mut [Array]) {
+    fn run_checked<A: Borrow<Array>>(&self, args: &[A], outs: &mut [Array]) {
         // Non-contiguous inputs are copied; the code reads row-major memory.
-        let owned: Vec<Option<Array>> = if args.iter().all(is_standard) {
+        let args: Vec<&Array> = args.iter().map(Borrow::borrow).collect();
+        let owned: Vec<Option<Array>> = if args.iter().all(|a| is_standard(a)) {
             Vec::new()
         } else {
-            args.iter().map(|a| if is_standard(a) { None } else { Some(standard_layout(a.clone())) }).collect()
+            args.iter().map(|a| if is_standard(a) { None } else { Some(standard_layout((*a).clone())) }).collect()
         };
         let mut fresh = Scratch::default();
         let mut guard = self.scratch.try_lock().ok();

@@ -91,11 +91,36 @@ impl Prepared {
         })
     }
 
-    fn run(&self, args: &[Array]) -> Result<Vec<Array>, Error> {
+    fn run(&self, args: &[&Array]) -> Result<Vec<Array>, Error> {
         Ok(match self {
             Prepared::Native(c) => c.run(args)?,
-            Prepared::Interp(j) => remat_interp::eval_closed(j, args)?,
+            Prepared::Interp(j) => {
+                remat_interp::eval_closed(j, &args.iter().map(|a| (*a).clone()).collect::<Vec<_>>())?
+            }
         })
+    }
+
+    /// Runs writing into `outs`, which must have the program's output types (natively
+    /// nothing is allocated; the interpreter computes fresh arrays and moves them in).
+    fn run_into(&self, args: &[&Array], outs: &mut [Array]) -> Result<(), Error> {
+        match self {
+            Prepared::Native(c) => Ok(c.run_into(args, outs)?),
+            Prepared::Interp(j) => {
+                let results = self.run(args)?;
+                let expected = j.jaxpr.out_avals();
+                if outs.len() != expected.len() {
+                    return Err(JitError::OutCount { expected: expected.len(), given: outs.len() }.into());
+                }
+                for (index, (o, a)) in outs.iter().zip(&expected).enumerate() {
+                    if o.dtype() != a.dtype || o.shape() != a.shape.as_slice() {
+                        let given = o.aval().to_string();
+                        return Err(JitError::OutType { index, expected: a.clone(), given }.into());
+                    }
+                }
+                outs.iter_mut().zip(results).for_each(|(o, r)| *o = r);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -126,15 +151,15 @@ impl Cache {
     }
 }
 
-/// Flattens concrete arguments, checking every leaf is an array.
-fn arg_values<A: ArgTree>(args: &A) -> Result<Vec<Array>, Error> {
+/// Flattens concrete arguments (borrowed, not copied), checking every leaf is an array.
+fn arg_values<A: ArgTree>(args: &A) -> Result<Vec<&Array>, Error> {
     let mut values = Vec::new();
     args.values(&mut values);
     values
         .into_iter()
         .enumerate()
         .map(|(i, v)| {
-            v.cloned().ok_or_else(|| {
+            v.ok_or_else(|| {
                 Error::Trace(TraceError {
                     location: ir::SourceInfo::unknown(),
                     message: format!("argument {i} is an abstract value; calling a function needs arrays"),
@@ -174,6 +199,19 @@ impl<F> Jit<F> {
             Prepared::new(traced.jaxpr, self.backend)
         })?;
         program.run(&arg_values(args)?)
+    }
+
+    /// Like [`Jit::call`], writing the results into `outs` (for example the arrays an
+    /// earlier call returned): a repeated native call allocates nothing.
+    pub fn call_into<A: ArgTree, R: TensorTree>(&self, args: &A, outs: &mut [Array]) -> Result<(), Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        let program = self.cache.get_or_build(leaf_avals(args), || {
+            let traced = trace_closed(&self.f, args)?;
+            Prepared::new(traced.jaxpr, self.backend)
+        })?;
+        program.run_into(&arg_values(args)?, outs)
     }
 
     /// How many input signatures have been traced and compiled.
@@ -241,6 +279,17 @@ impl<F> Grad<F> {
     {
         let program = self.cache.get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend))?;
         program.run(&arg_values(args)?)
+    }
+
+    /// Like [`Grad::call`], writing `[value,] grads...` into `outs` (for example the arrays
+    /// an earlier call returned): a training step that reuses its gradient arrays allocates
+    /// nothing natively.
+    pub fn call_into<A: ArgTree, R: TensorTree>(&self, args: &A, outs: &mut [Array]) -> Result<(), Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        let program = self.cache.get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend))?;
+        program.run_into(&arg_values(args)?, outs)
     }
 }
 

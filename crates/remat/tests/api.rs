@@ -139,3 +139,24 @@ fn functions_that_use_constant_arrays_differentiate_and_compile() {
         assert!((got - want).abs() < 1e-5, "vjp: {got} vs {want}");
     }
 }
+
+/// A training loop's step: `call_into` writes the value and gradients into the arrays an
+/// earlier call returned, on both backends, and refuses arrays of the wrong type.
+#[test]
+fn call_into_reuses_the_callers_arrays() {
+    for backend in [Backend::Jit, Backend::Interp] {
+        let vg = remat::value_and_grad(mlp).backend(backend);
+        let want = vg.call(&args()).unwrap();
+        let mut outs: Vec<Array> = want.iter().map(|a| Array::zeros(&a.aval())).collect();
+        vg.call_into(&args(), &mut outs).unwrap();
+        assert_eq!(outs, want);
+        let jitted = remat::jit(mlp).backend(backend);
+        let mut value = vec![Array::zeros(&f32s(&[]))];
+        jitted.call_into(&args(), &mut value).unwrap();
+        assert_close(&value, &want[..1]);
+        let mut wrong = vec![Array::zeros(&f32s(&[2]))];
+        let err = jitted.call_into(&args(), &mut wrong).unwrap_err();
+        assert!(err.to_string().contains("output 0"), "{err}");
+        assert!(jitted.call_into(&args(), &mut []).is_err());
+    }
+}
