@@ -179,6 +179,11 @@ fn grad_impl(jaxpr: &Jaxpr, argnums: &[usize], with_value: bool) -> Result<Jaxpr
     }
     result.extend(argnums.iter().map(|&i| grads[i]));
     let out = b.finish(result);
+    // Cotangents of inputs outside `argnums` are dropped, also inside checkpointed calls
+    // (a `remat2`'s unused outputs and the work behind them), as JAX's partial evaluation
+    // does; every primal input stays.
+    let used = vec![true; out.outvars.len()];
+    let (out, _) = crate::dce::dce_jaxpr(&out, &used, true)?;
     check("grad", &out)?;
     Ok(out)
 }

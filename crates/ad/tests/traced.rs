@@ -258,3 +258,24 @@ fn constants_are_saved_from_a_constant() {
         assert!((g - want).abs() < 1e-5, "{grad:?}");
     }
 }
+
+/// `grad` with respect to some inputs does none of the work for the others, inside
+/// checkpoints too: the input cotangent of a checkpointed first layer is dropped from its
+/// `remat2` and the product behind it is gone (JAX's `value_and_grad` of an MLP in the
+/// parameters has one product fewer than in parameters and input).
+#[test]
+fn grad_in_some_arguments_prunes_checkpointed_cotangents_of_the_others() {
+    let ck = checkpoint(|(w, x): (Tensor, Tensor)| w.dot(&x).tanh()).policy(Policy::NothingSaveable);
+    let f = |(w1, w2, x): (Tensor, Tensor, Tensor)| ck.call((w2, ck.call((w1, x)))).sum();
+    let avals = (Aval::new(DType::F32, vec![4, 3]), Aval::new(DType::F32, vec![5, 4]), Aval::new(DType::F32, vec![3]));
+    let jaxpr = make_jaxpr(f, &avals).expect("traces").jaxpr;
+    let dots = |j: &remat_ir::Jaxpr| remat_ir::pp_jaxpr(j).matches("dot_general").count();
+    let all = remat_ad::grad(&jaxpr.jaxpr, &[0, 1, 2]).expect("grad");
+    let params = remat_ad::grad(&jaxpr.jaxpr, &[0, 1]).expect("grad");
+    // Forward 1 (the second layer's forward only feeds the loss value, which `grad` does
+    // not return), recomputed 2, weight cotangents 2, input cotangents 2 (x's and the
+    // hidden layer's); without x's, one fewer.
+    assert_eq!(dots(&all), 7, "{}", remat_ir::pp_jaxpr(&all));
+    assert_eq!(dots(&params), 6, "{}", remat_ir::pp_jaxpr(&params));
+    assert_eq!(params.invars.len(), 3);
+}

@@ -6,6 +6,8 @@
 #   bash crates/jit/bench/table.sh [RUNS]        # from the repository root
 #
 # Needs python3 with jax 0.10.2 and ../shared/bench/gen_bench.py beside the repository.
+# Each program appears twice: JAX's jaxpr compiled by remat, and the same model written in
+# Rust (crates/remat/examples/bench_models.rs) traced, differentiated and compiled by remat.
 # GFLOP/s counts the products only (2*m*n*k per dot_general, loops per trip) over remat's
 # median run time. remat's run is timed two ways: `run_into` (the previous call's output
 # arrays reused: no allocation) and `run` (fresh output arrays each call, as JAX's call).
@@ -14,7 +16,9 @@ cd "$(dirname "$0")/../../.."
 runs="${1:-20}"
 gen="${GEN_BENCH:-../shared/bench/gen_bench.py}"
 cargo build --release -p remat-jit --example bench_program >/dev/null 2>&1
+cargo build --release -p remat --example bench_models >/dev/null 2>&1
 bin=./target/release/examples/bench_program
+models=./target/release/examples/bench_models
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "Machine: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(rustc --version | cut -d' ' -f1-2);"
 echo "jax $(python3 -c 'import jax; print(jax.__version__)'). Date: $(date -u +%Y-%m-%d). Command: bash crates/jit/bench/table.sh $runs"
@@ -25,16 +29,20 @@ for f in tests/data/bench/*.jaxpr; do
   name="$(basename "$f" .jaxpr)"
   r="$($bin "$f" "$runs" | tail -n 1)"
   j="$(python3 "$gen" --time "$name" 2>/dev/null | tail -n 1)"
-  python3 - "$name" "$r" "$j" <<'PY'
+  m="$($models "$name" "$runs" | tail -n 1)"
+  python3 - "$name" "$r" "$j" "$m" <<'PY'
 import json, sys
-name, r, j = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+name, r, j, m = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
 jax = j["jax_cpu_run_median_ms"]
 def ratio(ms):
     x = jax / ms
     return f"{x:.2f}" + ("" if x >= 1.0 else " (miss)")
-print(f"| {name} | {r['compile_ms']:.1f} | {j['jax_cpu_compile_ms']:.1f} | {r['run_median_ms']:.3f} | "
-      f"{r['run_fresh_outputs_median_ms']:.3f} | {jax:.3f} | {ratio(r['run_median_ms'])} | "
-      f"{ratio(r['run_fresh_outputs_median_ms'])} | {r['gflops']:.0f} | {r['peak_bytes']} |")
+# The JAX program, then the same model traced from Rust (its compile time includes tracing
+# and value_and_grad), both beside the same JAX measurement.
+for label, x in [(name, r), (f"{name} (traced from Rust)", m)]:
+    print(f"| {label} | {x['compile_ms']:.1f} | {j['jax_cpu_compile_ms']:.1f} | {x['run_median_ms']:.3f} | "
+          f"{x['run_fresh_outputs_median_ms']:.3f} | {jax:.3f} | {ratio(x['run_median_ms'])} | "
+          f"{ratio(x['run_fresh_outputs_median_ms'])} | {x['gflops']:.0f} | {x['peak_bytes']} |")
 PY
 done
 # A seed-sized grad: d/dx sum(sin(x) * y) at f32[3], as JAX's jitted grad and as its jaxpr.
