@@ -171,6 +171,29 @@ impl Expr {
         }
     }
 
+    /// The expression with every load replaced by `f(view)` (inside shared nodes too).
+    pub fn map_loads(&self, f: &impl Fn(&View) -> Expr) -> Expr {
+        let r = |e: &Expr| Box::new(e.map_loads(f));
+        match self {
+            Expr::Load(v) => f(v),
+            Expr::Lit(_) | Expr::Iota(..) => self.clone(),
+            Expr::Unary(op, d, x) => Expr::Unary(*op, *d, r(x)),
+            Expr::Binary(op, d, a, b) => Expr::Binary(*op, *d, r(a), r(b)),
+            Expr::Compare(op, d, a, b) => Expr::Compare(*op, *d, r(a), r(b)),
+            Expr::IntegerPow(y, d, x) => Expr::IntegerPow(*y, *d, r(x)),
+            Expr::Select(d, p, cases) => Expr::Select(*d, r(p), cases.iter().map(|c| c.map_loads(f)).collect()),
+            Expr::Clamp(d, lo, x, hi) => Expr::Clamp(*d, r(lo), r(x), r(hi)),
+            Expr::Convert { from, to, x } => Expr::Convert { from: *from, to: *to, x: r(x) },
+            Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => Expr::ReducePrecision {
+                dtype: *dtype,
+                exponent_bits: *exponent_bits,
+                mantissa_bits: *mantissa_bits,
+                x: r(x),
+            },
+            Expr::Shared(id, x) => Expr::Shared(*id, r(x)),
+        }
+    }
+
     /// The expression evaluated through `map`: its value at new index `o` is the old value
     /// at `map.apply(o)`.
     pub fn remap(&self, map: &IndexMap) -> Expr {

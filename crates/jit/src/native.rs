@@ -44,7 +44,7 @@ pub(crate) enum ImportSig {
     F64F64ToF64,
     /// `(desc, lhs, rhs, out)`, all pointers.
     Dot,
-    /// `(range function, arena, table, total, grain)`.
+    /// `(range function, bases, total, grain)`.
     ParallelFor,
 }
 
@@ -159,8 +159,9 @@ impl Import {
     }
 }
 
-/// A range function of the JIT code: runs its step over `lo..hi` of the split dimension.
-type RangeFn = extern "C" fn(*mut u8, *const usize, i64, i64);
+/// A range function of the JIT code: runs its step over `lo..hi` of the split dimension,
+/// given the base addresses of the step's buffers.
+type RangeFn = extern "C" fn(*const usize, i64, i64);
 
 /// The number of threads parallel work is split over (rayon's pool, which gemm shares).
 fn threads() -> usize {
@@ -170,16 +171,16 @@ fn threads() -> usize {
 
 /// Runs `f` over `0..total` in one contiguous range per thread, every bound but `total` a
 /// multiple of `grain`: this thread runs the first range, the pool the others.
-extern "C" fn remat_parallel_for(f: RangeFn, arena: *mut u8, table: *const usize, total: i64, grain: i64) {
+extern "C" fn remat_parallel_for(f: RangeFn, bases: *const usize, total: i64, grain: i64) {
     let units = (total + grain - 1) / grain;
     let parts = (threads() as i64).min(units).max(1);
     let bound = |p: i64| (units * p / parts * grain).min(total);
     // Raw pointers are not `Send`; the addresses are, and every range function only reads
     // the step's inputs and writes its own range of the destination (kernel::split_dim).
-    let (arena, table) = (arena as usize, table as usize);
+    let bases = bases as usize;
     let run = move |p: i64| {
         clear_upper_vector_state();
-        f(arena as *mut u8, table as *const usize, bound(p), bound(p + 1));
+        f(bases as *const usize, bound(p), bound(p + 1));
     };
     rayon::in_place_scope(|s| {
         for p in 1..parts {
@@ -196,7 +197,8 @@ const PARALLEL_FLOPS: usize = 1 << 21;
 /// `out = lhs . rhs` for one `dot_general`, batch by batch.
 extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8) {
     // SAFETY: `desc` points into the `Box<[DotDesc]>` the compiled program owns for as long
-    // as its code can run; the code passes exactly such an address (a constant).
+    // as its code can run; the code passes exactly such an address (a constant the entry
+    // stores after the step's buffer addresses).
     let d = unsafe { &*desc };
     let batch: usize = d.batch.iter().map(|b| b.0).product();
     let mut idx = vec![0usize; d.batch.len()];

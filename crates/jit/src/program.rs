@@ -104,6 +104,49 @@ impl Step {
     }
 }
 
+impl Step {
+    /// The distinct buffers of the step in the order `buffers` names them first: the
+    /// layout of the base-address array its compiled function receives.
+    pub fn canonical_buffers(&self) -> Vec<BufId> {
+        let mut all = Vec::new();
+        self.buffers(&mut all);
+        let mut seen = Vec::with_capacity(all.len());
+        for b in all {
+            if !seen.contains(&b) {
+                seen.push(b);
+            }
+        }
+        seen
+    }
+
+    /// The step with its buffers renamed to their positions in `canonical_buffers`: two
+    /// steps with equal keys compile to the same code over different base addresses.
+    pub fn code_key(&self) -> String {
+        let canon = self.canonical_buffers();
+        let rename = |b: BufId| BufId(canon.iter().position(|&c| c == b).unwrap_or(usize::MAX) as u32);
+        let view = |v: &View| View {
+            buf: rename(v.buf),
+            dynamic: v.dynamic.iter().map(|d| crate::expr::DynTerm { index: rename(d.index), ..d.clone() }).collect(),
+            ..v.clone()
+        };
+        let expr = |e: &Expr| e.map_loads(&|v: &View| Expr::Load(view(v)));
+        let renamed = match self {
+            Step::Kernel { space, dst, src } => Step::Kernel { space: space.clone(), dst: view(dst), src: expr(src) },
+            Step::Reduce { op, space, axes, dst, src } => {
+                Step::Reduce { op: *op, space: space.clone(), axes: axes.clone(), dst: rename(*dst), src: expr(src) }
+            }
+            Step::Argmax { space, axis, dst, src } => {
+                Step::Argmax { space: space.clone(), axis: *axis, dst: rename(*dst), src: expr(src) }
+            }
+            // The descriptor's address is passed after the buffers' (its contents are in the
+            // key the code generator builds).
+            Step::Dot { lhs, rhs, dst, .. } => Step::Dot { desc: 0, lhs: view(lhs), rhs: view(rhs), dst: rename(*dst) },
+            Step::Loop { .. } => self.clone(),
+        };
+        format!("{renamed:?}")
+    }
+}
+
 /// The whole lowered program.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Program {

@@ -120,3 +120,46 @@ fn dot_products_as_loops_and_as_gemm_calls_agree_with_the_interpreter() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Steps that run the same loop or product over different buffers share one compiled
+/// function (every layer of an MLP): a deeper network of identical layers compiles no more
+/// functions, and both compute what the interpreter computes.
+#[test]
+fn identical_layers_share_compiled_functions() {
+    let layer = |x: &str, w: &str, b: &str, out: &str, t: &str, u: &str| {
+        format!(
+            "
+    {t}:f32[8,16] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] {x} {w}
+    {u}:f32[1,16] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 16) sharding=None] {b}
+    {out}:f32[8,16] = add {t} {u}"
+        )
+    };
+    let one = format!(
+        "{{ lambda ; a:f32[8,16] b:f32[16,16] c:f32[16]. let{}
+    e:f32[8,16] = tanh d
+  in (e,) }}",
+        layer("a", "b", "c", "d", "t1", "u1")
+    );
+    let three = format!(
+        "{{ lambda ; a:f32[8,16] b:f32[16,16] c:f32[16]. let{}
+    e:f32[8,16] = tanh d{}
+    g:f32[8,16] = tanh f{}
+    i:f32[8,16] = tanh h
+  in (i,) }}",
+        layer("a", "b", "c", "d", "t1", "u1"),
+        layer("e", "b", "c", "f", "t2", "u2"),
+        layer("g", "b", "c", "h", "t3", "u3")
+    );
+    let mut rng = Rng(5);
+    let mut functions = Vec::new();
+    for text in [one, three] {
+        let jaxpr = parse_jaxpr(&text, "layers").expect("parses");
+        let compiled = remat_jit::compile(&jaxpr).expect("compiles");
+        functions.push(compiled.plan().functions);
+        let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+        differential("layers", &jaxpr, &args, 1e-5, 1e-6).expect("matches");
+    }
+    // The product, the bias+tanh loop and the entry, however many layers: where a loop
+    // writes (an arena buffer or the caller's output) is a base address, not code.
+    assert_eq!(functions, [3, 3]);
+}

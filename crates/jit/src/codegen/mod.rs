@@ -1,11 +1,15 @@
 //! The back end: a planned [`Program`] becomes native code through Cranelift.
 //!
-//! Every step except a loop is one Cranelift function `fn(arena, table)`; the entry
-//! function, with the same signature, calls them in order and runs loops natively
-//! (`counter <- i; call body kernels`). A step with enough work to split over threads
-//! (`kernel::parallel_split`) is instead a range function `fn(arena, table, lo, hi)` that
-//! runs one slice of its split dimension (plus, for a reduction, a serial prologue that
-//! fills the destination); the entry hands its address to the runtime's `parallel_for`. `arena` is the base of the planned arena (the host
+//! Every step except a loop is one Cranelift function `fn(bases)`, where `bases` points at
+//! the base addresses of the step's buffers in `Step::canonical_buffers` order; steps with
+//! the same `Step::code_key` (the same loop over different buffers: every layer of an MLP)
+//! share one function. The entry function `fn(arena, table)` computes every buffer's base
+//! address once, then for each step stores the step's bases into a stack slot and calls
+//! its function, and runs loops natively (`counter <- i; call body kernels`). A step with
+//! enough work to split over threads (`kernel::parallel_split`) is instead a range function
+//! `fn(bases, lo, hi)` that runs one slice of its split dimension (plus, for a reduction,
+//! a serial prologue `fn(bases)` that fills the destination); the entry hands its address
+//! to the runtime's `parallel_for`. `arena` is the base of the planned arena (the host
 //! pool follows the device part), `table` points at the pointers of the arguments,
 //! constants and outputs, in that order. All functions are defined in one module and
 //! finalized once.
@@ -24,7 +28,8 @@ mod math32;
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::{
-    types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Signature, Type, UserFuncName, Value,
+    types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlot, StackSlotData, StackSlotKind, Type,
+    UserFuncName, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -82,14 +87,22 @@ pub(crate) fn build(prog: &Program, layout: &Layout, dot_descs: &[usize]) -> Res
     let env = Env { prog, layout, imports, fma, dot_descs };
     let mut fctx = FunctionBuilderContext::new();
     let mut count = 0usize;
-    let kernels = define_kernels(&mut module, &env, &mut fctx, &prog.steps, &mut count)?;
+    let mut shared = HashMap::new();
+    let kernels = define_kernels(&mut module, &env, &mut fctx, &prog.steps, &mut count, &mut shared)?;
     let entry = define_function(
         &mut module,
         &mut fctx,
         "entry",
-        false,
+        FnKind::Entry,
+        &[],
         |fx| {
-            fx.emit_steps(&prog.steps, &kernels);
+            // Every base address once, in the entry block, so it dominates every call site.
+            let all: Vec<BufId> = (0..prog.buffers.len() as u32).map(BufId).collect();
+            fx.load_bases(&all);
+            let widest = max_buffers(&prog.steps);
+            let size = (widest.max(1) * 8) as u32;
+            let slot = fx.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 3));
+            fx.emit_steps(&prog.steps, &kernels, slot);
             Ok(())
         },
         &env,
@@ -106,48 +119,85 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
         ImportSig::F64ToF64 => (&[types::F64], Some(types::F64)),
         ImportSig::F64F64ToF64 => (&[types::F64, types::F64], Some(types::F64)),
         ImportSig::Dot => (&[types::I64; 4], None),
-        ImportSig::ParallelFor => (&[types::I64; 5], None),
+        ImportSig::ParallelFor => (&[types::I64; 4], None),
     };
     s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     s.returns.extend(ret.map(AbiParam::new));
     s
 }
 
+/// The widest base-address array any step needs.
+fn max_buffers(steps: &[Step]) -> usize {
+    steps
+        .iter()
+        .map(|s| match s {
+            Step::Loop { body, .. } => max_buffers(body),
+            Step::Dot { .. } => s.canonical_buffers().len() + 1,
+            _ => s.canonical_buffers().len(),
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The kernel functions of `steps` (loops recurse into their bodies), by step position.
+/// `shared` maps a step's code key to the functions already compiled for it.
 fn define_kernels(
     module: &mut JITModule,
     env: &Env,
     fctx: &mut FunctionBuilderContext,
     steps: &[Step],
     count: &mut usize,
+    shared: &mut HashMap<String, Kernels>,
 ) -> Result<Vec<Kernels>, JitError> {
     let mut out = Vec::with_capacity(steps.len());
     for step in steps {
         if let Step::Loop { body, .. } = step {
-            out.push(Kernels::Loop(define_kernels(module, env, fctx, body, count)?));
+            out.push(Kernels::Loop(define_kernels(module, env, fctx, body, count, shared)?));
             continue;
         }
-        let name = format!("k{}", *count);
-        *count += 1;
-        let Some(split) = kernel::parallel_split(step) else {
-            let id = define_function(module, fctx, &name, false, |fx| fx.emit_step(step), env)?;
-            out.push(Kernels::Func(id));
-            continue;
-        };
-        let prologue = match step {
-            Step::Reduce { op, space, axes, dst, src } => {
-                let fill = |fx: &mut Fx| {
-                    fx.load_bases(&[*dst]);
-                    fx.reduce_fill(*op, space, axes, *dst, src.dtype());
-                    Ok(())
-                };
-                *count += 1;
-                Some(define_function(module, fctx, &format!("{name}_fill"), false, fill, env)?)
-            }
+        let split = kernel::parallel_split(step);
+        let desc = match step {
+            Step::Dot { desc, .. } => Some(&env.prog.dots[*desc]),
             _ => None,
         };
-        let func = define_function(module, fctx, &name, true, |fx| fx.emit_step(step), env)?;
-        out.push(Kernels::Parallel { prologue, func, split });
+        let key = format!("{}|{split:?}|{desc:?}", step.code_key());
+        if let Some(k) = shared.get(&key) {
+            out.push(k.clone());
+            continue;
+        }
+        let canon = step.canonical_buffers();
+        let name = format!("k{}", *count);
+        *count += 1;
+        let kernels = match split {
+            None => Kernels::Func(define_function(
+                module,
+                fctx,
+                &name,
+                FnKind::Kernel,
+                &canon,
+                |fx| fx.emit_step(step),
+                env,
+            )?),
+            Some(split) => {
+                let prologue = match step {
+                    Step::Reduce { op, space, axes, dst, src } => {
+                        let fill = |fx: &mut Fx| {
+                            fx.load_bases(&[*dst]);
+                            fx.reduce_fill(*op, space, axes, *dst, src.dtype());
+                            Ok(())
+                        };
+                        *count += 1;
+                        let name = format!("{name}_fill");
+                        Some(define_function(module, fctx, &name, FnKind::Kernel, &canon, fill, env)?)
+                    }
+                    _ => None,
+                };
+                let func = define_function(module, fctx, &name, FnKind::Range, &canon, |fx| fx.emit_step(step), env)?;
+                Kernels::Parallel { prologue, func, split }
+            }
+        };
+        shared.insert(key, kernels.clone());
+        out.push(kernels);
     }
     Ok(out)
 }
@@ -164,6 +214,7 @@ fn count_parallel(kernels: &[Kernels]) -> usize {
 }
 
 /// The compiled form of a step list, mirroring its structure.
+#[derive(Clone)]
 pub(crate) enum Kernels {
     Func(FuncId),
     /// A range function run by `parallel_for` over `0..split.total`, after `prologue`.
@@ -175,16 +226,31 @@ pub(crate) enum Kernels {
     Loop(Vec<Kernels>),
 }
 
+/// What a compiled function is: the entry `fn(arena, table)`, a step `fn(bases)`, or a
+/// step's range function `fn(bases, lo, hi)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FnKind {
+    Entry,
+    Kernel,
+    Range,
+}
+
+/// Defines one function; `canon` is the step's base-address layout (empty for the entry).
 fn define_function(
     module: &mut JITModule,
     fctx: &mut FunctionBuilderContext,
     name: &str,
-    ranged: bool,
+    kind: FnKind,
+    canon: &[BufId],
     body: impl FnOnce(&mut Fx) -> Result<(), JitError>,
     env: &Env,
 ) -> Result<FuncId, JitError> {
     let mut sig = module.make_signature();
-    let params = if ranged { 4 } else { 2 };
+    let params = match kind {
+        FnKind::Entry => 2,
+        FnKind::Kernel => 1,
+        FnKind::Range => 3,
+    };
     sig.params.extend((0..params).map(|_| AbiParam::new(types::I64)));
     let id = module.declare_function(name, Linkage::Local, &sig).map_err(codegen_err)?;
     let mut ctx = module.make_context();
@@ -197,7 +263,12 @@ fn define_function(
         b.append_block_params_for_function_params(block);
         b.switch_to_block(block);
         let p = b.block_params(block).to_vec();
-        let (arena, table, range) = (p[0], p[1], ranged.then(|| (p[2], p[3])));
+        let (arena, table, bases_ptr, range) = match kind {
+            FnKind::Entry => (p[0], p[1], None, None),
+            FnKind::Kernel => (p[0], p[0], Some(p[0]), None),
+            FnKind::Range => (p[0], p[0], Some(p[0]), Some((p[1], p[2]))),
+        };
+        let slots = canon.iter().enumerate().map(|(i, &b)| (b, i)).collect();
         let mut fx = Fx {
             b,
             module: &mut *module,
@@ -205,6 +276,8 @@ fn define_function(
             frefs: HashMap::new(),
             arena,
             table,
+            bases_ptr,
+            slots,
             range,
             bases: HashMap::new(),
             shared: HashMap::new(),
@@ -239,6 +312,10 @@ pub(crate) struct Fx<'a, 'b> {
     frefs: HashMap<FuncId, FuncRef>,
     arena: Value,
     table: Value,
+    /// In a step's function, the array of its buffers' base addresses, and each buffer's
+    /// position in it.
+    bases_ptr: Option<Value>,
+    slots: HashMap<BufId, usize>,
     /// In a range function, the slice `lo..hi` of the split dimension to run.
     pub range: Option<(Value, Value)>,
     bases: HashMap<BufId, Value>,
@@ -290,6 +367,12 @@ impl<'a, 'b> Fx<'a, 'b> {
             if self.bases.contains_key(&buf) {
                 continue;
             }
+            if let Some(ptr) = self.bases_ptr {
+                let i = self.slots.get(&buf).copied().unwrap_or(0);
+                let addr = self.b.ins().load(types::I64, mem(), ptr, (i * 8) as i32);
+                self.bases.insert(buf, addr);
+                continue;
+            }
             let storage = self.env.prog.buffers[buf.0 as usize].storage;
             let addr = match storage {
                 Storage::Arena { host } => {
@@ -322,12 +405,14 @@ impl<'a, 'b> Fx<'a, 'b> {
             }
             Step::Argmax { space, axis, dst, src } => self.argmax(space, *axis, *dst, src)?,
             Step::Dot { desc, lhs, rhs, dst } => {
-                let d = self.env.dot_descs[*desc] as i64;
                 let size = self.env.prog.dots[*desc].dtype.size_in_bytes() as i64;
                 let l = self.view_address(lhs, size);
                 let r = self.view_address(rhs, size);
                 let o = self.base(*dst);
-                let dptr = self.iconst(d);
+                // The descriptor's address follows the buffers' in the base array, so
+                // products of the same shape share this function.
+                let ptr = self.bases_ptr.expect("a step's function has a base array");
+                let dptr = self.b.ins().load(types::I64, mem(), ptr, (self.slots.len() * 8) as i32);
                 self.call(Import::Dot, &[dptr, l, r, o]);
             }
             Step::Loop { .. } => unreachable!("loops are emitted by the entry function"),
@@ -335,12 +420,24 @@ impl<'a, 'b> Fx<'a, 'b> {
         Ok(())
     }
 
-    fn emit_steps(&mut self, steps: &[Step], kernels: &[Kernels]) {
-        let (arena, table) = (self.arena, self.table);
+    /// Stores `step`'s base addresses into `slot` and returns the slot's address.
+    fn step_bases(&mut self, step: &Step, slot: StackSlot) -> Value {
+        let canon = step.canonical_buffers();
+        for (i, &b) in canon.iter().enumerate() {
+            let addr = self.base(b);
+            self.b.ins().stack_store(types::I64, addr, slot, (i * 8) as i32);
+        }
+        if let Step::Dot { desc, .. } = step {
+            let d = self.iconst(self.env.dot_descs[*desc] as i64);
+            self.b.ins().stack_store(types::I64, d, slot, (canon.len() * 8) as i32);
+        }
+        self.b.ins().stack_addr(types::I64, slot, 0)
+    }
+
+    fn emit_steps(&mut self, steps: &[Step], kernels: &[Kernels], slot: StackSlot) {
         for (step, k) in steps.iter().zip(kernels) {
             match (step, k) {
                 (Step::Loop { length, reverse, counter, body }, Kernels::Loop(inner)) => {
-                    self.load_bases(&[*counter]);
                     let cbase = self.base(*counter);
                     let (length, reverse) = (*length as i64, *reverse);
                     self.for_range(0, length, 1, |fx, i| {
@@ -352,22 +449,24 @@ impl<'a, 'b> Fx<'a, 'b> {
                         };
                         let j32 = fx.b.ins().ireduce(types::I32, j);
                         fx.b.ins().store(mem(), j32, cbase, 0);
-                        fx.emit_steps(body, inner);
+                        fx.emit_steps(body, inner, slot);
                     });
                 }
                 (_, Kernels::Func(id)) => {
+                    let bases = self.step_bases(step, slot);
                     let fr = self.func_ref(*id);
-                    self.b.ins().call(fr, &[arena, table]);
+                    self.b.ins().call(fr, &[bases]);
                 }
                 (_, Kernels::Parallel { prologue, func, split }) => {
+                    let bases = self.step_bases(step, slot);
                     if let Some(p) = prologue {
                         let fr = self.func_ref(*p);
-                        self.b.ins().call(fr, &[arena, table]);
+                        self.b.ins().call(fr, &[bases]);
                     }
                     let fr = self.func_ref(*func);
                     let addr = self.b.ins().func_addr(types::I64, fr);
                     let (total, grain) = (self.iconst(split.total), self.iconst(split.grain));
-                    self.call(Import::ParallelFor, &[addr, arena, table, total, grain]);
+                    self.call(Import::ParallelFor, &[addr, bases, total, grain]);
                 }
                 (_, Kernels::Loop(_)) => unreachable!("kernels mirror the steps"),
             }

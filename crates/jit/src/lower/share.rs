@@ -157,23 +157,5 @@ fn consumer_of(
 
 /// `e` with every load of `buf` replaced by `shared`.
 fn substitute(e: &Expr, buf: BufId, shared: &Expr) -> Expr {
-    let r = |x: &Expr| Box::new(substitute(x, buf, shared));
-    match e {
-        Expr::Load(v) if v.buf == buf => shared.clone(),
-        Expr::Load(_) | Expr::Lit(_) | Expr::Iota(..) => e.clone(),
-        Expr::Unary(op, d, x) => Expr::Unary(*op, *d, r(x)),
-        Expr::Binary(op, d, a, b) => Expr::Binary(*op, *d, r(a), r(b)),
-        Expr::Compare(op, d, a, b) => Expr::Compare(*op, *d, r(a), r(b)),
-        Expr::IntegerPow(y, d, x) => Expr::IntegerPow(*y, *d, r(x)),
-        Expr::Select(d, p, cases) => Expr::Select(*d, r(p), cases.iter().map(|c| substitute(c, buf, shared)).collect()),
-        Expr::Clamp(d, lo, x, hi) => Expr::Clamp(*d, r(lo), r(x), r(hi)),
-        Expr::Convert { from, to, x } => Expr::Convert { from: *from, to: *to, x: r(x) },
-        Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => Expr::ReducePrecision {
-            dtype: *dtype,
-            exponent_bits: *exponent_bits,
-            mantissa_bits: *mantissa_bits,
-            x: r(x),
-        },
-        Expr::Shared(id, x) => Expr::Shared(*id, r(x)),
-    }
+    e.map_loads(&|v: &View| if v.buf == buf { shared.clone() } else { Expr::Load(v.clone()) })
 }
