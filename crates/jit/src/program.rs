@@ -143,8 +143,31 @@ impl Step {
             Step::Dot { lhs, rhs, dst, .. } => Step::Dot { desc: 0, lhs: view(lhs), rhs: view(rhs), dst: rename(*dst) },
             Step::Loop { .. } => self.clone(),
         };
-        format!("{renamed:?}")
+        canonical_shared_ids(&format!("{renamed:?}"))
     }
+}
+
+/// `text` with the ids of `Shared(id, ..)` nodes renumbered in order of first appearance,
+/// so that the same loop folded at different places gets the same key.
+fn canonical_shared_ids(text: &str) -> String {
+    const TAG: &str = "Shared(";
+    let mut out = String::with_capacity(text.len());
+    let mut ids: Vec<&str> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(TAG) {
+        let (head, tail) = rest.split_at(at + TAG.len());
+        out.push_str(head);
+        let digits = tail.find(|c: char| !c.is_ascii_digit()).unwrap_or(tail.len());
+        let id = &tail[..digits];
+        let n = ids.iter().position(|&x| x == id).unwrap_or_else(|| {
+            ids.push(id);
+            ids.len() - 1
+        });
+        out.push_str(&n.to_string());
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The whole lowered program.
@@ -206,5 +229,18 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
             format!("dot m={} n={} k={} batch={:?} -> {} reads {}", d.m, d.n, d.k, d.batch, name(dst), reads.join(" "))
         }
         Step::Loop { length, body, .. } => format!("loop x{length} ({} steps)", body.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_shared_ids;
+
+    #[test]
+    fn shared_ids_are_renumbered_by_first_appearance() {
+        let a = "Binary(Mul, F32, Shared(17, Load(x)), Shared(17, Load(x))) Shared(4, Lit) Shared(170, y)";
+        let want = "Binary(Mul, F32, Shared(0, Load(x)), Shared(0, Load(x))) Shared(1, Lit) Shared(2, y)";
+        assert_eq!(canonical_shared_ids(a), want);
+        assert_eq!(canonical_shared_ids("no shared nodes"), "no shared nodes");
     }
 }
