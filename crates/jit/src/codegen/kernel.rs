@@ -85,10 +85,14 @@ fn kernel_nest(space: &[usize], dst: &View, src: &Expr) -> Option<Nest> {
     Nest::new(space, strides)
 }
 
+/// The shape a reduction of `space` over `axes` produces.
+fn kept_shape(space: &[usize], axes: &[usize]) -> Vec<usize> {
+    (0..space.len()).filter(|k| !axes.contains(k)).map(|k| space[k]).collect()
+}
+
 /// The nest of a reduction: the destination's strides are 0 along the reduced axes.
 fn reduce_nest(space: &[usize], axes: &[usize], src: &Expr) -> Option<Nest> {
-    let out_shape: Vec<usize> = (0..space.len()).filter(|k| !axes.contains(k)).map(|k| space[k]).collect();
-    let rm = row_major_strides(&out_shape);
+    let rm = row_major_strides(&kept_shape(space, axes));
     let mut kept = rm.iter();
     let dst_strides: Vec<i64> =
         (0..space.len()).map(|k| if axes.contains(&k) { 0 } else { *kept.next().unwrap_or(&0) }).collect();
@@ -254,8 +258,8 @@ impl Fx<'_, '_> {
         });
     }
 
-    /// `dst = reduce(op, src, axes)`: fill with the identity (unless `fill` is false: a
-    /// range function leaves that to its serial prologue), then accumulate in input order.
+    /// `dst = reduce(op, src, axes)`: fill with the identity (a range function leaves that
+    /// to its serial prologue), then accumulate in input order.
     pub(super) fn reduce(
         &mut self,
         op: ReduceOp,
@@ -263,11 +267,10 @@ impl Fx<'_, '_> {
         axes: &[usize],
         dst: BufId,
         src: &Expr,
-        fill: bool,
     ) -> Result<(), JitError> {
         let dtype = src.dtype();
         let id = reduce_identity(op, dtype);
-        if fill {
+        if self.range.is_none() {
             self.reduce_fill(op, space, axes, dst, dtype);
         }
         let Some(nest) = reduce_nest(space, axes, src) else { return Ok(()) };
@@ -356,7 +359,7 @@ impl Fx<'_, '_> {
 
     /// Fills a reduction's destination with the identity of `op`.
     pub(super) fn reduce_fill(&mut self, op: ReduceOp, space: &[usize], axes: &[usize], dst: BufId, dtype: DType) {
-        let out_shape: Vec<usize> = (0..space.len()).filter(|k| !axes.contains(k)).map(|k| space[k]).collect();
+        let out_shape = kept_shape(space, axes);
         let fill_map = crate::expr::IndexMap { new_rank: out_shape.len(), old: Vec::new() };
         let id = reduce_identity(op, dtype);
         let range = self.range.take();

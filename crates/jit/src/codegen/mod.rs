@@ -87,8 +87,8 @@ pub(crate) fn build(prog: &Program, layout: &Layout, dot_descs: &[usize]) -> Res
     let env = Env { prog, layout, imports, fma, dot_descs };
     let mut fctx = FunctionBuilderContext::new();
     let mut count = 0usize;
-    let mut shared = HashMap::new();
-    let kernels = define_kernels(&mut module, &env, &mut fctx, &prog.steps, &mut count, &mut shared)?;
+    let mut compiled = HashMap::new();
+    let kernels = define_kernels(&mut module, &env, &mut fctx, &prog.steps, &mut count, &mut compiled)?;
     let entry = define_function(
         &mut module,
         &mut fctx,
@@ -140,19 +140,19 @@ fn max_buffers(steps: &[Step]) -> usize {
 }
 
 /// The kernel functions of `steps` (loops recurse into their bodies), by step position.
-/// `shared` maps a step's code key to the functions already compiled for it.
+/// `compiled` maps a step's code key to the functions already compiled for it.
 fn define_kernels(
     module: &mut JITModule,
     env: &Env,
     fctx: &mut FunctionBuilderContext,
     steps: &[Step],
     count: &mut usize,
-    shared: &mut HashMap<String, Kernels>,
+    compiled: &mut HashMap<String, Kernels>,
 ) -> Result<Vec<Kernels>, JitError> {
     let mut out = Vec::with_capacity(steps.len());
     for step in steps {
         if let Step::Loop { body, .. } = step {
-            out.push(Kernels::Loop(define_kernels(module, env, fctx, body, count, shared)?));
+            out.push(Kernels::Loop(define_kernels(module, env, fctx, body, count, compiled)?));
             continue;
         }
         let split = kernel::parallel_split(step);
@@ -161,7 +161,7 @@ fn define_kernels(
             _ => None,
         };
         let key = format!("{}|{split:?}|{desc:?}", step.code_key());
-        if let Some(k) = shared.get(&key) {
+        if let Some(k) = compiled.get(&key) {
             out.push(k.clone());
             continue;
         }
@@ -196,7 +196,7 @@ fn define_kernels(
                 Kernels::Parallel { prologue, func, split }
             }
         };
-        shared.insert(key, kernels.clone());
+        compiled.insert(key, kernels.clone());
         out.push(kernels);
     }
     Ok(out)
@@ -263,21 +263,18 @@ fn define_function(
         b.append_block_params_for_function_params(block);
         b.switch_to_block(block);
         let p = b.block_params(block).to_vec();
-        let (arena, table, bases_ptr, range) = match kind {
-            FnKind::Entry => (p[0], p[1], None, None),
-            FnKind::Kernel => (p[0], p[0], Some(p[0]), None),
-            FnKind::Range => (p[0], p[0], Some(p[0]), Some((p[1], p[2]))),
+        let step = |bases| Addressing::Step { bases, slots: canon.iter().enumerate().map(|(i, &b)| (b, i)).collect() };
+        let (addressing, range) = match kind {
+            FnKind::Entry => (Addressing::Entry { arena: p[0], table: p[1] }, None),
+            FnKind::Kernel => (step(p[0]), None),
+            FnKind::Range => (step(p[0]), Some((p[1], p[2]))),
         };
-        let slots = canon.iter().enumerate().map(|(i, &b)| (b, i)).collect();
         let mut fx = Fx {
             b,
             module: &mut *module,
             env,
             frefs: HashMap::new(),
-            arena,
-            table,
-            bases_ptr,
-            slots,
+            addressing,
             range,
             bases: HashMap::new(),
             shared: HashMap::new(),
@@ -310,17 +307,21 @@ pub(crate) struct Fx<'a, 'b> {
     module: &'a mut JITModule,
     pub env: &'a Env<'a>,
     frefs: HashMap<FuncId, FuncRef>,
-    arena: Value,
-    table: Value,
-    /// In a step's function, the array of its buffers' base addresses, and each buffer's
-    /// position in it.
-    bases_ptr: Option<Value>,
-    slots: HashMap<BufId, usize>,
+    addressing: Addressing,
     /// In a range function, the slice `lo..hi` of the split dimension to run.
     pub range: Option<(Value, Value)>,
     bases: HashMap<BufId, Value>,
     /// Shared subexpressions evaluated at the current point: value and number of leaves.
     shared: HashMap<u32, (Value, usize)>,
+}
+
+/// Where a function finds its buffers' base addresses.
+enum Addressing {
+    /// The entry: the arena base (plus each buffer's planned offset) and the pointer table.
+    Entry { arena: Value, table: Value },
+    /// A step's function: the array of its buffers' base addresses (`bases`), with each
+    /// buffer's position in it (`slots`: `Step::canonical_buffers` order).
+    Step { bases: Value, slots: HashMap<BufId, usize> },
 }
 
 /// Memory flags for the buffers of the plan: never trapping, alignment not claimed.
@@ -367,22 +368,20 @@ impl<'a, 'b> Fx<'a, 'b> {
             if self.bases.contains_key(&buf) {
                 continue;
             }
-            if let Some(ptr) = self.bases_ptr {
-                let i = self.slots.get(&buf).copied().unwrap_or(0);
-                let addr = self.b.ins().load(types::I64, mem(), ptr, (i * 8) as i32);
-                self.bases.insert(buf, addr);
-                continue;
-            }
             let storage = self.env.prog.buffers[buf.0 as usize].storage;
-            let addr = match storage {
-                Storage::Arena { host } => {
+            let addr = match (&self.addressing, storage) {
+                (Addressing::Step { bases, slots }, _) => {
+                    let i = slots[&buf];
+                    self.b.ins().load(types::I64, mem(), *bases, (i * 8) as i32)
+                }
+                (&Addressing::Entry { arena, .. }, Storage::Arena { host }) => {
                     let off = self.env.layout.offsets[buf.0 as usize].unwrap_or(0);
                     let off = if host { off + self.env.layout.device_bytes } else { off };
-                    self.b.ins().iadd_imm_s(self.arena, off as i64)
+                    self.b.ins().iadd_imm_s(arena, off as i64)
                 }
-                Storage::Arg(_) | Storage::Const(_) | Storage::Out(_) => {
+                (&Addressing::Entry { table, .. }, Storage::Arg(_) | Storage::Const(_) | Storage::Out(_)) => {
                     let slot = self.env.prog.table_slot(storage).unwrap_or(0);
-                    self.b.ins().load(types::I64, mem(), self.table, (slot * 8) as i32)
+                    self.b.ins().load(types::I64, mem(), table, (slot * 8) as i32)
                 }
             };
             self.bases.insert(buf, addr);
@@ -399,10 +398,7 @@ impl<'a, 'b> Fx<'a, 'b> {
         self.load_bases(&bufs);
         match step {
             Step::Kernel { space, dst, src } => self.kernel(space, dst, src),
-            Step::Reduce { op, space, axes, dst, src } => {
-                let fill = self.range.is_none();
-                self.reduce(*op, space, axes, *dst, src, fill)?
-            }
+            Step::Reduce { op, space, axes, dst, src } => self.reduce(*op, space, axes, *dst, src)?,
             Step::Argmax { space, axis, dst, src } => self.argmax(space, *axis, *dst, src)?,
             Step::Dot { desc, lhs, rhs, dst } => {
                 let size = self.env.prog.dots[*desc].dtype.size_in_bytes() as i64;
@@ -411,8 +407,10 @@ impl<'a, 'b> Fx<'a, 'b> {
                 let o = self.base(*dst);
                 // The descriptor's address follows the buffers' in the base array, so
                 // products of the same shape share this function.
-                let ptr = self.bases_ptr.expect("a step's function has a base array");
-                let dptr = self.b.ins().load(types::I64, mem(), ptr, (self.slots.len() * 8) as i32);
+                let Addressing::Step { bases, slots } = &self.addressing else {
+                    unreachable!("steps are compiled as step functions")
+                };
+                let dptr = self.b.ins().load(types::I64, mem(), *bases, (slots.len() * 8) as i32);
                 self.call(Import::Dot, &[dptr, l, r, o]);
             }
             Step::Loop { .. } => unreachable!("loops are emitted by the entry function"),
