@@ -301,12 +301,13 @@ impl Compiled {
     /// Runs on checked arguments and outputs. The outputs are distinct owned arrays, so
     /// they overlap neither each other nor an argument.
     fn run_checked<A: Borrow<Array>>(&self, args: &[A], outs: &mut [Array]) {
-        // Non-contiguous inputs are copied; the code reads row-major memory.
-        let args: Vec<&Array> = args.iter().map(Borrow::borrow).collect();
-        let owned: Vec<Option<Array>> = if args.iter().all(|a| is_standard(a)) {
+        // Non-contiguous inputs are copied; the code reads row-major memory. (No other
+        // allocation on this path: a repeated `run_into` allocates nothing.)
+        let args = || args.iter().map(Borrow::borrow);
+        let owned: Vec<Option<Array>> = if args().all(is_standard) {
             Vec::new()
         } else {
-            args.iter().map(|a| if is_standard(a) { None } else { Some(standard_layout((*a).clone())) }).collect()
+            args().map(|a| if is_standard(a) { None } else { Some(standard_layout(a.clone())) }).collect()
         };
         let mut fresh = Scratch::default();
         let mut guard = self.scratch.try_lock().ok();
@@ -316,8 +317,7 @@ impl Compiled {
         };
         let table = &mut scratch.table;
         table.clear();
-        table
-            .extend(args.iter().enumerate().map(|(i, a)| data_ptr(owned.get(i).and_then(Option::as_ref).unwrap_or(a))));
+        table.extend(args().enumerate().map(|(i, a)| data_ptr(owned.get(i).and_then(Option::as_ref).unwrap_or(a))));
         table.extend(self.consts.iter().map(data_ptr));
         table.extend(outs.iter_mut().map(data_ptr_mut));
 
