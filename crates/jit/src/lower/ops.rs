@@ -293,16 +293,13 @@ impl Lowering {
     /// `dot_general` as a batched GEMM over strided views of both operands, or, for small
     /// products, as a loop nest compiled for the shape.
     fn dot(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval, target: Option<BufId>) -> Val {
-        if let Some(v) = self.small_dot(lhs, rhs, dn, out, target) {
+        let (lf, rf) = (
+            free_axes(lhs.aval.rank(), &dn.lhs_batch, &dn.lhs_contracting),
+            free_axes(rhs.aval.rank(), &dn.rhs_batch, &dn.rhs_contracting),
+        );
+        if let Some(v) = self.small_dot(lhs, rhs, dn, (&lf, &rf), out, target) {
             return v;
         }
-        let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
-            (0..rank).filter(|k| !b.contains(k) && !c.contains(k)).collect()
-        };
-        let (lf, rf) = (
-            free(lhs.aval.rank(), &dn.lhs_batch, &dn.lhs_contracting),
-            free(rhs.aval.rank(), &dn.rhs_batch, &dn.rhs_contracting),
-        );
         // A transposed destination: out axis perm[j] is axis j of the row-major buffer. Only
         // when m and n are single axes, so each keeps one stride.
         let (buf, out_strides) = match self.dot_dst.take() {
@@ -322,14 +319,7 @@ impl Lowering {
             return result;
         }
         let dtype = out.dtype;
-        let convert = |x: &Val| -> Val {
-            if x.aval.dtype == dtype {
-                return x.clone();
-            }
-            let expr = Expr::Convert { from: x.aval.dtype, to: dtype, x: Box::new(x.expr.clone()) };
-            Val { expr, aval: Aval::new(dtype, x.aval.shape.clone()) }
-        };
-        let (lhs, rhs) = (convert(lhs), convert(rhs));
+        let (lhs, rhs) = (converted(lhs, dtype), converted(rhs, dtype));
         let DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb } = dn;
         let k_size: usize = lc.iter().map(|&a| lhs.shape()[a]).product();
         if k_size == 0 {
@@ -392,6 +382,7 @@ impl Lowering {
         lhs: &Val,
         rhs: &Val,
         dn: &DotDimensionNumbers,
+        (lf, rf): (&[usize], &[usize]),
         out: &Aval,
         target: Option<BufId>,
     ) -> Option<Val> {
@@ -402,18 +393,10 @@ impl Lowering {
         if !small || self.dot_dst.is_some() || !matches!(dtype, DType::F32 | DType::F64 | DType::I32) {
             return None;
         }
-        let free = |rank: usize, b: &[usize], c: &[usize]| -> Vec<usize> {
-            (0..rank).filter(|k| !b.contains(k) && !c.contains(k)).collect()
-        };
-        let (lf, rf) = (free(lhs.aval.rank(), lb, lc), free(rhs.aval.rank(), rb, rc));
         // Operands that compute are computed once, not once per output element.
         let operand = |lw: &mut Self, x: &Val| -> Expr {
             let x = if x.expr.is_trivial() { x.clone() } else { lw.materialize(x.clone(), None) };
-            if x.aval.dtype == dtype {
-                x.expr
-            } else {
-                Expr::Convert { from: x.aval.dtype, to: dtype, x: Box::new(x.expr) }
-            }
+            converted(&x, dtype).expr
         };
         let (l, r) = (operand(self, lhs), operand(self, rhs));
         let (nb, nm, nc) = (lb.len(), lf.len(), lc.len());
@@ -465,6 +448,20 @@ impl Lowering {
         }
         View { buf, dtype: x.aval.dtype, offset: 0, strides, dynamic: Vec::new() }
     }
+}
+
+/// The axes of an operand of rank `rank` that are neither batch nor contracted, in order.
+fn free_axes(rank: usize, batch: &[usize], contracting: &[usize]) -> Vec<usize> {
+    (0..rank).filter(|k| !batch.contains(k) && !contracting.contains(k)).collect()
+}
+
+/// `x` converted to `dtype` (itself when it already has it).
+fn converted(x: &Val, dtype: DType) -> Val {
+    if x.aval.dtype == dtype {
+        return x.clone();
+    }
+    let expr = Expr::Convert { from: x.aval.dtype, to: dtype, x: Box::new(x.expr.clone()) };
+    Val { expr, aval: Aval::new(dtype, x.aval.shape.clone()) }
 }
 
 /// One (extent, stride) for a group of axes, if their strides nest (row-major within the
