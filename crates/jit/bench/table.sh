@@ -15,9 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 runs="${1:-20}"
 gen="${GEN_BENCH:-../shared/bench/gen_bench.py}"
-cargo build --release -p remat-jit --example bench_program >/dev/null 2>&1
+cargo build --release -p remat-cli >/dev/null 2>&1
 cargo build --release -p remat --example bench_models >/dev/null 2>&1
-bin=./target/release/examples/bench_program
+bin=./target/release/remat
 models=./target/release/examples/bench_models
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "Machine: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(rustc --version | cut -d' ' -f1-2);"
@@ -27,7 +27,7 @@ echo "| program | remat compile ms | JAX compile ms | remat run ms (run_into) | 
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for f in tests/data/bench/*.jaxpr; do
   name="$(basename "$f" .jaxpr)"
-  r="$($bin "$f" "$runs" | tail -n 1)"
+  r="$($bin bench "$f" --runs "$runs" --json | tail -n 1)"
   j="$(python3 "$gen" --time "$name" 2>/dev/null | tail -n 1)"
   m="$($models "$name" "$runs" | tail -n 1)"
   python3 - "$name" "$r" "$j" "$m" <<'PY'
@@ -56,7 +56,7 @@ cat > "$seed" <<'JAXPR'
     g:f32[3] = mul f b
   in (e, g) }
 JAXPR
-r="$($bin "$seed" 20000 | tail -n 1)"
+r="$($bin bench "$seed" --runs 20000 --json | tail -n 1)"
 rm -f "$seed"
 j="$(python3 - <<'PY'
 import time, json, statistics

@@ -1,5 +1,6 @@
 //! `remat bench FILE [--inputs IN.json] [--runs N] [--json]`: compile with the JIT, run N
-//! times, report compile time, median run time and the plan's peak bytes. Runs are timed
+//! times, report compile time (parse excluded), median run time, the plan's peak bytes and
+//! the GFLOP/s of the products (`crates/jit/bench/table.sh` reads the JSON line). Runs are timed
 //! both ways: writing into the previous run's output arrays (`run_into`: no allocation, the
 //! steady state of a training loop) and with fresh output arrays (`run`, as a JAX call).
 
@@ -52,8 +53,10 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool) -> Re
     if as_json {
         // Written by hand to keep the documented key order.
         let (c, r, f, p) = (json!(compile_ms), json!(median), json!(fresh_median), json!(plan.peak_bytes));
+        let gflop = compiled.dot_flops() as f64 / 1e9;
+        let (g, gs) = (json!(gflop), json!(gflop / (median * 1e-3)));
         println!(
-            "{{\"compile_ms\": {c}, \"run_median_ms\": {r}, \"run_fresh_outputs_median_ms\": {f}, \"peak_bytes\": {p}}}"
+            "{{\"compile_ms\": {c}, \"run_median_ms\": {r}, \"run_fresh_outputs_median_ms\": {f}, \"peak_bytes\": {p}, \"dot_gflop\": {g}, \"gflops\": {gs}}}"
         );
     }
     Ok(())
