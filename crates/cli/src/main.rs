@@ -86,7 +86,34 @@ enum Command {
         /// End with one JSON line `{"compile_ms": ..., "run_median_ms": ..., "peak_bytes": ...}`.
         #[arg(long)]
         json: bool,
+        /// Where the JIT merges equal equations: `auto` merges a checkpoint's recompute
+        /// with the forward pass when the planned peak memory does not grow;
+        /// `within-checkpoints` always does the recompute a `prevent_cse` checkpoint asks for
+        /// (JAX's meaning); `across-checkpoints` always merges, as XLA does on CPU; `off`
+        /// compiles the program as written.
+        #[arg(long, value_enum, default_value_t = Cse::Auto)]
+        cse: Cse,
     },
+}
+
+/// `remat_jit::CseScope` on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Cse {
+    Off,
+    WithinCheckpoints,
+    Auto,
+    AcrossCheckpoints,
+}
+
+impl From<Cse> for remat_jit::CseScope {
+    fn from(c: Cse) -> remat_jit::CseScope {
+        match c {
+            Cse::Off => remat_jit::CseScope::Off,
+            Cse::WithinCheckpoints => remat_jit::CseScope::WithinCheckpoints,
+            Cse::Auto => remat_jit::CseScope::Auto,
+            Cse::AcrossCheckpoints => remat_jit::CseScope::AcrossCheckpoints,
+        }
+    }
 }
 
 /// How a program is run.
@@ -103,7 +130,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Print { file } => commands::print::run(&file),
         Command::Eval { file, inputs, out, backend } => commands::eval::run(&file, &inputs, out.as_deref(), backend),
-        Command::Bench { file, inputs, runs, json } => commands::bench::run(&file, inputs.as_deref(), runs, json),
+        Command::Bench { file, inputs, runs, json, cse } => {
+            commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into())
+        }
         Command::Residuals { file, arg_names } => commands::residuals::run(&file, arg_names.as_deref()),
         Command::FwdBwd { file } => commands::fwd_bwd::run(&file),
         Command::Grad { file, inputs, cotangents, out, backend } => {

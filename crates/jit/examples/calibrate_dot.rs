@@ -68,8 +68,11 @@ fn main() {
                     Array::F32(ndarray::ArrayD::from_shape_vec(a.shape.clone(), data).expect("shape"))
                 })
                 .collect();
-            let as_loop = compile_with_options(&jaxpr, &[], &Options { small_dot_macs: usize::MAX }).expect("loop");
-            let as_gemm = compile_with_options(&jaxpr, &[], &Options { small_dot_macs: 0 }).expect("gemm");
+            let as_loop =
+                compile_with_options(&jaxpr, &[], &Options { small_dot_macs: usize::MAX, ..Options::default() })
+                    .expect("loop");
+            let as_gemm =
+                compile_with_options(&jaxpr, &[], &Options { small_dot_macs: 0, ..Options::default() }).expect("gemm");
             let (tl, tg) = (median_us(&as_loop, &args, runs), median_us(&as_gemm, &args, runs));
             let macs = m * n * k * if layout == "batch4" { 4 } else { 1 };
             let faster = if tl <= tg { "loop" } else { "GEMM" };

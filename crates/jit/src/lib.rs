@@ -17,6 +17,7 @@
 
 mod cache;
 mod codegen;
+mod cse;
 mod expr;
 mod lower;
 mod native;
@@ -29,6 +30,7 @@ use std::sync::Mutex;
 use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 
 pub use cache::{jit, JitFn};
+pub use cse::{cse, CseScope};
 pub use program::DotDesc;
 
 /// Why a jaxpr could not be compiled or run.
@@ -99,6 +101,20 @@ pub struct Compiled {
     _dots: Box<[DotDesc]>,
 }
 
+/// The front end under one CSE scope: merged, verified, lowered and planned.
+fn front(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    options: &Options,
+    scope: CseScope,
+) -> Result<(program::Program, Vec<Array>, plan::Layout), JitError> {
+    let merged = cse(jaxpr, scope)?;
+    remat_ir::verify(&merged).map_err(|e| JitError::Invalid(format!("after cse (a bug in the JIT): {e}")))?;
+    let (prog, consts) = lower::lower_program(&merged, consts, options)?;
+    let layout = plan::plan(&prog);
+    Ok((prog, consts, layout))
+}
+
 /// Compiles a jaxpr without constvars.
 pub fn compile(jaxpr: &Jaxpr) -> Result<Compiled, JitError> {
     if !jaxpr.constvars.is_empty() {
@@ -120,11 +136,17 @@ pub struct Options {
     /// compiled for their shape; larger ones call the tuned GEMM. The default is the
     /// measured crossover on the reference machine (docs/jit.md).
     pub small_dot_macs: usize,
+    /// Where equal equations are merged before lowering (see [`cse`]). The default,
+    /// [`CseScope::Auto`], merges a checkpoint's recompute with the forward pass (as XLA
+    /// does on CPU) only when the planned peak memory does not grow;
+    /// [`CseScope::WithinCheckpoints`] always does the recompute, as JAX means
+    /// `prevent_cse`; [`CseScope::AcrossCheckpoints`] always merges.
+    pub cse: CseScope,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { small_dot_macs: lower::SMALL_DOT_MACS }
+        Options { small_dot_macs: lower::SMALL_DOT_MACS, cse: CseScope::default() }
     }
 }
 
@@ -144,8 +166,20 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
             return Err(JitError::Invalid(format!("constant {v:?} is {} but declared {}", c.aval(), jaxpr.aval(v))));
         }
     }
-    let (prog, consts) = lower::lower_program(jaxpr, consts, options)?;
-    let layout = plan::plan(&prog);
+    let (prog, consts, layout) = match options.cse {
+        CseScope::Auto if cse::has_barrier(jaxpr) => {
+            let strict = front(jaxpr, consts, options, CseScope::WithinCheckpoints)?;
+            let merged = front(jaxpr, consts, options, CseScope::AcrossCheckpoints)?;
+            let no_larger =
+                merged.2.device_bytes <= strict.2.device_bytes && merged.2.host_bytes <= strict.2.host_bytes;
+            if no_larger {
+                merged
+            } else {
+                strict
+            }
+        }
+        scope => front(jaxpr, consts, options, scope)?,
+    };
     if std::env::var_os("REMAT_JIT_STEPS").is_some() {
         // Debugging aid: the lowered steps (what each kernel computes) on stderr.
         for (i, step) in prog.steps.iter().enumerate() {

@@ -109,7 +109,7 @@ fn dot_products_as_loops_and_as_gemm_calls_agree_with_the_interpreter() {
         let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
         let want = remat_interp::eval_jaxpr(&jaxpr, &[], &args).expect("evaluates");
         for small in [0, usize::MAX] {
-            let options = remat_jit::Options { small_dot_macs: small };
+            let options = remat_jit::Options { small_dot_macs: small, ..Default::default() };
             let compiled = remat_jit::compile_with_options(&jaxpr, &[], &options).expect("compiles");
             let got = compiled.run(&args).expect("runs");
             if let Err(e) = common::check_close(&format!("{text} with small_dot_macs {small}"), &got, &want, 1e-5, 1e-5)

@@ -3,19 +3,21 @@
 //! The generator builds programs through the IR's own shape rules (a candidate equation the
 //! rules reject is redrawn), so every program verifies. It covers every primitive, all four
 //! dtypes, 0-sized and 1-sized dimensions, scalar and unit-axis broadcasting, lengths that
-//! are not multiples of 4, calls, scans and host round trips. Proptest draws the seeds:
-//! 1,024 programs per run.
+//! are not multiples of 4, calls, scans, host round trips, and repeated equations (which
+//! the JIT's CSE merges, within checkpoints and across them). Each program is compiled
+//! under every CSE scope. Proptest draws the seeds: 1,024 programs per run.
 
 mod common;
 
 use std::sync::Arc;
 
-use common::{differential, Rng};
+use common::{differential_with, Rng};
 use proptest::prelude::*;
 use remat_ir::{
     shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Jaxpr,
     LitValue, Literal, MemorySpace, Primitive, ReduceOp, SourceInfo, UnaryOp, Var,
 };
+use remat_jit::{CseScope, Options};
 
 /// A small deterministic generator of choices.
 struct Gen(u64);
@@ -78,6 +80,27 @@ impl Builder {
         Some(vars)
     }
 
+    /// A jaxpr of the one equation `eqn` (its operands become the inputs).
+    fn single(&self, eqn: &Eqn) -> Arc<Jaxpr> {
+        let mut body = Jaxpr::default();
+        let ins: Vec<Atom> = eqn
+            .invars
+            .iter()
+            .map(|a| match a {
+                Atom::Var(v) => {
+                    let x = body.new_var(self.aval(*v));
+                    body.invars.push(x);
+                    x.into()
+                }
+                lit => *lit,
+            })
+            .collect();
+        let outs: Vec<Var> = eqn.outvars.iter().map(|&v| body.new_var(self.aval(v))).collect();
+        body.outvars = outs.iter().map(|&v| v.into()).collect();
+        body.eqns.push(Eqn::new(eqn.primitive.clone(), ins, outs, SourceInfo::unknown()));
+        Arc::new(body)
+    }
+
     fn aval(&self, v: Var) -> Aval {
         self.jaxpr.aval(v).clone()
     }
@@ -123,7 +146,7 @@ fn scan_body(carry: &Aval, x: &Aval) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype != DType::Bool;
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(26) {
+    match g.below(28) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let x = if op.float_only() {
@@ -346,9 +369,24 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                     num_consts: 0,
                     symbolic_zeros: false,
                 },
-                _ => Primitive::Remat2 { jaxpr: inner, prevent_cse: true, differentiated: false, policy: None },
+                _ => Primitive::Remat2 { jaxpr: inner, prevent_cse: g.chance(70), differentiated: false, policy: None },
             };
             b.eqn(prim, vec![x.into()])?;
+        }
+        25 | 26 => {
+            // An earlier equation again, on the same operands (or, for a call, with a
+            // checkpoint around it): work for CSE.
+            let earlier = b.jaxpr.eqns.get(g.below(b.jaxpr.eqns.len()))?.clone();
+            if earlier.invars.iter().filter_map(Atom::as_var).any(|v| b.aval(v).memory_space != MemorySpace::Device) {
+                return None;
+            }
+            let prim = if g.chance(30) && earlier.primitive.subjaxprs().is_empty() {
+                let body = b.single(&earlier);
+                Primitive::Remat2 { jaxpr: body, prevent_cse: g.chance(50), differentiated: true, policy: None }
+            } else {
+                earlier.primitive.clone()
+            };
+            b.eqn(prim, earlier.invars.clone())?;
         }
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;
@@ -406,7 +444,9 @@ fn check(seed: u64) -> Result<(), String> {
     remat_ir::verify(&jaxpr).map_err(|e| format!("seed {seed}: generated program does not verify: {e}"))?;
     let mut rng = Rng(seed);
     let args: Vec<remat_ir::Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
-    differential(&format!("seed {seed}"), &jaxpr, &args, 1e-4, 1e-5)
+    let scopes = [CseScope::Off, CseScope::Auto, CseScope::AcrossCheckpoints];
+    let options: Vec<Options> = scopes.into_iter().map(|cse| Options { cse, ..Options::default() }).collect();
+    differential_with(&format!("seed {seed}"), &jaxpr, &args, 1e-4, 1e-5, &options)
         .map_err(|e| format!("{e}\n{}", remat_ir::pp_jaxpr(&jaxpr)))
 }
 
@@ -432,4 +472,36 @@ fn the_generator_covers_every_primitive() {
     assert!(mean >= 3.0, "programs are too small: {mean} equations on average");
     let missing: Vec<&str> = Primitive::all_names().into_iter().filter(|n| !seen.contains(n)).collect();
     assert!(missing.is_empty(), "never generated: {missing:?}");
+}
+
+/// The equations that compute (calls not counted), bodies included: inlining keeps the
+/// count, merging lowers it.
+fn eqn_count(jaxpr: &Jaxpr) -> usize {
+    jaxpr
+        .eqns
+        .iter()
+        .map(|e| {
+            let bodies = e.primitive.subjaxprs();
+            usize::from(bodies.is_empty()) + bodies.into_iter().map(|b| eqn_count(b)).sum::<usize>()
+        })
+        .sum()
+}
+
+/// The repeated equations give the CSE real work: it merges equations in many programs, and
+/// merges more across checkpoints than within them in some.
+#[test]
+fn the_generator_gives_cse_work_within_and_across_checkpoints() {
+    let (mut within, mut across) = (0, 0);
+    for seed in 0..1000u64 {
+        let jaxpr = program(seed);
+        let w = remat_jit::cse(&jaxpr, CseScope::WithinCheckpoints).expect("cse");
+        let a = remat_jit::cse(&jaxpr, CseScope::AcrossCheckpoints).expect("cse");
+        remat_ir::verify(&w).expect("verifies");
+        remat_ir::verify(&a).expect("verifies");
+        within += usize::from(eqn_count(&w) < eqn_count(&jaxpr));
+        across += usize::from(eqn_count(&a) < eqn_count(&w));
+    }
+    eprintln!("merged within checkpoints in {within} programs, more across them in {across}");
+    assert!(within >= 100, "CSE merged equations in only {within} of 1000 programs");
+    assert!(across >= 20, "CSE across checkpoints did more in only {across} of 1000 programs");
 }

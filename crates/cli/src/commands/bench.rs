@@ -1,4 +1,4 @@
-//! `remat bench FILE [--inputs IN.json] [--runs N] [--json]`: compile with the JIT, run N
+//! `remat bench FILE [--inputs IN.json] [--runs N] [--json] [--cse SCOPE]`: compile with the JIT, run N
 //! times, report compile time (parse excluded), median run time, the plan's peak bytes and
 //! the GFLOP/s of the products (`crates/jit/bench/table.sh` reads the JSON line). Runs are timed
 //! both ways: writing into the previous run's output arrays (`run_into`: no allocation, the
@@ -8,18 +8,19 @@ use std::path::Path;
 use std::time::Instant;
 
 use remat_ir::{Array, Aval, DType};
+use remat_jit::{CseScope, Options};
 use serde_json::json;
 
 use crate::io::{read_arrays, read_jaxpr, Result};
 
-pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool) -> Result<()> {
+pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: CseScope) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
     let args = match inputs {
         Some(path) => read_arrays(path)?,
         None => pseudo_random_inputs(&jaxpr.in_avals()),
     };
     let start = Instant::now();
-    let compiled = remat_jit::compile(&jaxpr)?;
+    let compiled = remat_jit::compile_with_options(&jaxpr, &[], &Options { cse, ..Options::default() })?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut outs = compiled.run(&args)?; // warm-up: page in the arena and the code
     let mut reused = Vec::with_capacity(runs);

@@ -26,10 +26,27 @@ pub fn check_close(what: &str, got: &[Array], want: &[Array], rel: f64, abs: f64
 
 /// Runs `jaxpr` on `args` with both backends and compares.
 pub fn differential(what: &str, jaxpr: &Jaxpr, args: &[Array], rel: f64, abs: f64) -> Result<(), String> {
+    differential_with(what, jaxpr, args, rel, abs, &[remat_jit::Options::default()])
+}
+
+/// Runs `jaxpr` on `args` with the interpreter and with the JIT under each of `options`,
+/// and compares.
+pub fn differential_with(
+    what: &str,
+    jaxpr: &Jaxpr,
+    args: &[Array],
+    rel: f64,
+    abs: f64,
+    options: &[remat_jit::Options],
+) -> Result<(), String> {
     let want = remat_interp::eval_jaxpr(jaxpr, &[], args).map_err(|e| format!("{what}: interpreter: {e}"))?;
-    let compiled = remat_jit::compile(jaxpr).map_err(|e| format!("{what}: compile: {e}"))?;
-    let got = compiled.run(args).map_err(|e| format!("{what}: run: {e}"))?;
-    check_close(what, &got, &want, rel, abs)
+    for o in options {
+        let what = format!("{what} ({o:?})");
+        let compiled = remat_jit::compile_with_options(jaxpr, &[], o).map_err(|e| format!("{what}: compile: {e}"))?;
+        let got = compiled.run(args).map_err(|e| format!("{what}: run: {e}"))?;
+        check_close(&what, &got, &want, rel, abs)?;
+    }
+    Ok(())
 }
 
 /// Deterministic pseudo-random values in [-1, 1] (a 64-bit LCG).
