@@ -11,6 +11,9 @@
 # GFLOP/s counts the products only (2*m*n*k per dot_general, loops per trip) over remat's
 # median run time. remat's run is timed two ways: `run_into` (the previous call's output
 # arrays reused: no allocation) and `run` (fresh output arrays each call, as JAX's call).
+# remat compiles with its default CSE (`auto`): a checkpoint's recompute is merged with the
+# forward pass, as XLA does, when that does not raise the planned peak; such programs get a
+# third row timed with the recompute kept.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 runs="${1:-20}"
@@ -30,16 +33,25 @@ for f in tests/data/bench/*.jaxpr; do
   r="$($bin bench "$f" --runs "$runs" --json | tail -n 1)"
   j="$(python3 "$gen" --time "$name" 2>/dev/null | tail -n 1)"
   m="$($models "$name" "$runs" | tail -n 1)"
-  python3 - "$name" "$r" "$j" "$m" <<'PY'
+  # Where the default (`--cse auto`) merged a checkpoint's recompute with the forward pass,
+  # the program is timed again with the recompute kept (`--cse within-checkpoints`).
+  s="null"
+  if [ "$(echo "$r" | python3 -c 'import json,sys; print(json.load(sys.stdin)["merged_across_checkpoints"])')" = True ]; then
+    s="$($bin bench "$f" --runs "$runs" --json --cse within-checkpoints | tail -n 1)"
+  fi
+  python3 - "$name" "$r" "$j" "$m" "$s" <<'PY'
 import json, sys
-name, r, j, m = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+name, r, j, m, s = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4]), json.loads(sys.argv[5])
 jax = j["jax_cpu_run_median_ms"]
 def ratio(ms):
     x = jax / ms
     return f"{x:.2f}" + ("" if x >= 1.0 else " (miss)")
 # The JAX program, then the same model traced from Rust (its compile time includes tracing
 # and value_and_grad), both beside the same JAX measurement.
-for label, x in [(name, r), (f"{name} (traced from Rust)", m)]:
+rows = [(name, r), (f"{name} (traced from Rust)", m)]
+if s is not None:
+    rows.append((f"{name} (recompute kept: --cse within-checkpoints)", s))
+for label, x in rows:
     print(f"| {label} | {x['compile_ms']:.1f} | {j['jax_cpu_compile_ms']:.1f} | {x['run_median_ms']:.3f} | "
           f"{x['run_fresh_outputs_median_ms']:.3f} | {jax:.3f} | {ratio(x['run_median_ms'])} | "
           f"{ratio(x['run_fresh_outputs_median_ms'])} | {x['gflops']:.0f} | {x['peak_bytes']} |")

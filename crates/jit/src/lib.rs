@@ -80,6 +80,10 @@ pub struct Plan {
     /// The number of steps (fused loops and reductions) large enough to be split over the
     /// worker threads.
     pub parallel_steps: usize,
+    /// The CSE scope the program was compiled under: what [`Options::cse`] asked for, with
+    /// `Auto` resolved to the choice made (`AcrossCheckpoints` when a checkpoint's
+    /// recompute was merged with the forward pass, `WithinCheckpoints` when it was kept).
+    pub cse: CseScope,
 }
 
 /// A compiled jaxpr: native code, its constants and its buffer plan.
@@ -166,19 +170,21 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
             return Err(JitError::Invalid(format!("constant {v:?} is {} but declared {}", c.aval(), jaxpr.aval(v))));
         }
     }
-    let (prog, consts, layout) = match options.cse {
+    let (scope, (prog, consts, layout)) = match options.cse {
         CseScope::Auto if cse::has_barrier(jaxpr) => {
             let strict = front(jaxpr, consts, options, CseScope::WithinCheckpoints)?;
             let merged = front(jaxpr, consts, options, CseScope::AcrossCheckpoints)?;
             let no_larger =
                 merged.2.device_bytes <= strict.2.device_bytes && merged.2.host_bytes <= strict.2.host_bytes;
             if no_larger {
-                merged
+                (CseScope::AcrossCheckpoints, merged)
             } else {
-                strict
+                (CseScope::WithinCheckpoints, strict)
             }
         }
-        scope => front(jaxpr, consts, options, scope)?,
+        // Without a barrier the two scopes are the same pass.
+        CseScope::Auto => (CseScope::WithinCheckpoints, front(jaxpr, consts, options, CseScope::WithinCheckpoints)?),
+        scope => (scope, front(jaxpr, consts, options, scope)?),
     };
     if std::env::var_os("REMAT_JIT_STEPS").is_some() {
         // Debugging aid: the lowered steps (what each kernel computes) on stderr.
@@ -209,6 +215,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         buffers,
         functions: built.code_functions,
         parallel_steps: built.parallel_steps,
+        cse: scope,
     };
     let arena_bytes = layout.device_bytes + layout.host_bytes;
     let threaded = plan.parallel_steps > 0 || dots.iter().any(native::dot_is_parallel);

@@ -100,9 +100,10 @@ fn measure<A: remat::ArgTree, R: remat::TensorTree, F: Fn(A::Traced) -> R>(
     println!(
         "{{\"name\": \"{name}\", \"compile_ms\": {compile_ms:.3}, \"run_median_ms\": {run:.4}, \
          \"run_fresh_outputs_median_ms\": {fresh:.4}, \"peak_bytes\": {}, \"dot_gflop\": {gflop:.4}, \
-         \"gflops\": {:.1}}}",
+         \"gflops\": {:.1}, \"merged_across_checkpoints\": {}}}",
         compiled.plan().peak_bytes,
-        gflop / (run * 1e-3)
+        gflop / (run * 1e-3),
+        compiled.plan().cse == remat_jit::CseScope::AcrossCheckpoints
     );
     Ok(())
 }

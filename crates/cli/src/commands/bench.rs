@@ -48,16 +48,17 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
         reused[reused.len() - 1]
     );
     println!(
-        "plan: peak {} bytes in the arena, {} bytes in the host pool, {} buffers, {} functions, {} split over threads",
-        plan.peak_bytes, plan.host_bytes, plan.buffers, plan.functions, plan.parallel_steps
+        "plan: peak {} bytes in the arena, {} bytes in the host pool, {} buffers, {} functions, {} split over threads; cse {:?}",
+        plan.peak_bytes, plan.host_bytes, plan.buffers, plan.functions, plan.parallel_steps, plan.cse
     );
     if as_json {
         // Written by hand to keep the documented key order.
         let (c, r, f, p) = (json!(compile_ms), json!(median), json!(fresh_median), json!(plan.peak_bytes));
         let gflop = compiled.dot_flops() as f64 / 1e9;
         let (g, gs) = (json!(gflop), json!(gflop / (median * 1e-3)));
+        let m = json!(plan.cse == CseScope::AcrossCheckpoints);
         println!(
-            "{{\"compile_ms\": {c}, \"run_median_ms\": {r}, \"run_fresh_outputs_median_ms\": {f}, \"peak_bytes\": {p}, \"dot_gflop\": {g}, \"gflops\": {gs}}}"
+            "{{\"compile_ms\": {c}, \"run_median_ms\": {r}, \"run_fresh_outputs_median_ms\": {f}, \"peak_bytes\": {p}, \"dot_gflop\": {g}, \"gflops\": {gs}, \"merged_across_checkpoints\": {m}}}"
         );
     }
     Ok(())
