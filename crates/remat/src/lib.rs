@@ -39,7 +39,7 @@ pub use ndarray;
 pub use remat_ad::{register_policy, side_by_side, AdError, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
 pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};
-pub use remat_jit::{Compiled, JitError, Plan};
+pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
 pub use remat_trace::{
     self as trace, checkpoint, checkpoint_name, function_scope, make_jaxpr, named, nn, numpy, recursive_checkpoint,
     scan, ArgTree, Tensor, TensorTree, TraceError, Traced,
@@ -84,9 +84,11 @@ enum Prepared {
 }
 
 impl Prepared {
-    fn new(jaxpr: ClosedJaxpr, backend: Backend) -> Result<Prepared, Error> {
+    fn new(jaxpr: ClosedJaxpr, backend: Backend, options: &Options) -> Result<Prepared, Error> {
         Ok(match backend {
-            Backend::Jit => Prepared::Native(Box::new(remat_jit::compile_closed(&jaxpr)?)),
+            Backend::Jit => {
+                Prepared::Native(Box::new(remat_jit::compile_with_options(&jaxpr.jaxpr, &jaxpr.consts, options)?))
+            }
             Backend::Interp => Prepared::Interp(jaxpr),
         })
     }
@@ -171,7 +173,7 @@ fn arg_values<A: ArgTree>(args: &A) -> Result<Vec<&Array>, Error> {
 
 /// `jax.jit(f)`: traced once per input signature, compiled to native code, cached.
 pub fn jit<F>(f: F) -> Jit<F> {
-    Jit { f, backend: Backend::Jit, cache: Cache::default() }
+    Jit { f, backend: Backend::Jit, options: Options::default(), cache: Cache::default() }
 }
 
 /// A function compiled per input signature; see [`jit`].
@@ -179,6 +181,7 @@ pub fn jit<F>(f: F) -> Jit<F> {
 pub struct Jit<F> {
     f: F,
     backend: Backend,
+    options: Options,
     cache: Cache,
 }
 
@@ -189,6 +192,13 @@ impl<F> Jit<F> {
         self
     }
 
+    /// Compiles with these code-generator options (for example [`Options::cse`]: whether a
+    /// checkpoint's recompute may merge with the forward pass).
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
     /// Calls the function on concrete arguments and returns its flattened results.
     pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
     where
@@ -196,7 +206,7 @@ impl<F> Jit<F> {
     {
         let program = self.cache.get_or_build(leaf_avals(args), || {
             let traced = trace_closed(&self.f, args)?;
-            Prepared::new(traced.jaxpr, self.backend)
+            Prepared::new(traced.jaxpr, self.backend, &self.options)
         })?;
         program.run(&arg_values(args)?)
     }
@@ -209,7 +219,7 @@ impl<F> Jit<F> {
     {
         let program = self.cache.get_or_build(leaf_avals(args), || {
             let traced = trace_closed(&self.f, args)?;
-            Prepared::new(traced.jaxpr, self.backend)
+            Prepared::new(traced.jaxpr, self.backend, &self.options)
         })?;
         program.run_into(&arg_values(args)?, outs)
     }
@@ -223,12 +233,26 @@ impl<F> Jit<F> {
 /// `jax.grad(f)`: the gradient of a scalar function with respect to every flattened
 /// argument (or those chosen with [`Grad::argnums`]), compiled per input signature.
 pub fn grad<F>(f: F) -> Grad<F> {
-    Grad { f, argnums: None, with_value: false, backend: Backend::Jit, cache: Cache::default() }
+    Grad {
+        f,
+        argnums: None,
+        with_value: false,
+        backend: Backend::Jit,
+        options: Options::default(),
+        cache: Cache::default(),
+    }
 }
 
 /// `jax.value_and_grad(f)`: like [`grad`], returning the value first.
 pub fn value_and_grad<F>(f: F) -> Grad<F> {
-    Grad { f, argnums: None, with_value: true, backend: Backend::Jit, cache: Cache::default() }
+    Grad {
+        f,
+        argnums: None,
+        with_value: true,
+        backend: Backend::Jit,
+        options: Options::default(),
+        cache: Cache::default(),
+    }
 }
 
 /// A gradient function; see [`grad`].
@@ -238,6 +262,7 @@ pub struct Grad<F> {
     argnums: Option<Vec<usize>>,
     with_value: bool,
     backend: Backend,
+    options: Options,
     cache: Cache,
 }
 
@@ -251,6 +276,15 @@ impl<F> Grad<F> {
     /// Runs with `backend` instead of native code.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
+        self
+    }
+
+    /// Compiles with these code-generator options. The default CSE scope merges a
+    /// checkpoint's recompute with the forward pass only when the planned peak does not
+    /// grow; `Options { cse: CseScope::WithinCheckpoints, .. }` always recomputes what the
+    /// policy says, `CseScope::AcrossCheckpoints` never does (XLA's behaviour on CPU).
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
         self
     }
 
@@ -277,7 +311,9 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        let program = self.cache.get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend))?;
+        let program = self
+            .cache
+            .get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend, &self.options))?;
         program.run(&arg_values(args)?)
     }
 
@@ -288,7 +324,9 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        let program = self.cache.get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend))?;
+        let program = self
+            .cache
+            .get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend, &self.options))?;
         program.run_into(&arg_values(args)?, outs)
     }
 }

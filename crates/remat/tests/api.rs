@@ -2,7 +2,7 @@
 //! `value_and_grad` agree across backends and policies, `vjp` halves compile, and bad
 //! arguments are errors.
 
-use remat::{checkpoint, named, Array, Aval, Backend, DType, Policy, Tensor};
+use remat::{checkpoint, named, Array, Aval, Backend, CseScope, DType, Options, Policy, Tensor};
 
 fn f32s(shape: &[usize]) -> Aval {
     Aval::new(DType::F32, shape.to_vec())
@@ -62,6 +62,14 @@ fn gradients_do_not_depend_on_backend_or_policy() {
         }
         let native = remat::value_and_grad(|a| ck.call(a)).call(&args()).unwrap();
         assert_close(&native, &reference);
+        // Whether the checkpoint's recompute merges with the forward pass changes neither.
+        for cse in [CseScope::Off, CseScope::WithinCheckpoints, CseScope::AcrossCheckpoints] {
+            let options = Options { cse, ..Options::default() };
+            let native = remat::value_and_grad(|a| ck.call(a)).options(options.clone()).call(&args()).unwrap();
+            assert_close(&native, &reference);
+            let jitted = remat::jit(|a| ck.call(a)).options(options).call(&args()).unwrap();
+            assert_close(&jitted, &reference[..1]);
+        }
     }
 }
 
