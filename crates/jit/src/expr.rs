@@ -173,46 +173,39 @@ impl Expr {
 
     /// The expression with every load replaced by `f(view)` (inside shared nodes too).
     pub fn map_loads(&self, f: &impl Fn(&View) -> Expr) -> Expr {
-        let r = |e: &Expr| Box::new(e.map_loads(f));
-        match self {
+        self.map_leaves(&|leaf| match leaf {
             Expr::Load(v) => f(v),
-            Expr::Lit(_) | Expr::Iota(..) => self.clone(),
-            Expr::Unary(op, d, x) => Expr::Unary(*op, *d, r(x)),
-            Expr::Binary(op, d, a, b) => Expr::Binary(*op, *d, r(a), r(b)),
-            Expr::Compare(op, d, a, b) => Expr::Compare(*op, *d, r(a), r(b)),
-            Expr::IntegerPow(y, d, x) => Expr::IntegerPow(*y, *d, r(x)),
-            Expr::Select(d, p, cases) => Expr::Select(*d, r(p), cases.iter().map(|c| c.map_loads(f)).collect()),
-            Expr::Clamp(d, lo, x, hi) => Expr::Clamp(*d, r(lo), r(x), r(hi)),
-            Expr::Convert { from, to, x } => Expr::Convert { from: *from, to: *to, x: r(x) },
-            Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => Expr::ReducePrecision {
-                dtype: *dtype,
-                exponent_bits: *exponent_bits,
-                mantissa_bits: *mantissa_bits,
-                x: r(x),
-            },
-            Expr::Shared(id, x) => Expr::Shared(*id, r(x)),
-        }
+            other => other.clone(),
+        })
     }
 
     /// The expression evaluated through `map`: its value at new index `o` is the old value
     /// at `map.apply(o)`.
     pub fn remap(&self, map: &IndexMap) -> Expr {
-        let r = |e: &Expr| Box::new(e.remap(map));
-        match self {
+        self.map_leaves(&|leaf| match leaf {
             Expr::Load(v) => {
                 let (offset, strides) = map.compose(v.offset, &v.strides);
                 Expr::Load(View { buf: v.buf, dtype: v.dtype, offset, strides, dynamic: v.dynamic.clone() })
             }
-            Expr::Lit(l) => Expr::Lit(*l),
             Expr::Iota(d, a) => {
                 let (base, coeffs) = map.compose(a.base, &a.coeffs);
                 Expr::Iota(*d, Affine { base, coeffs })
             }
+            other => other.clone(),
+        })
+    }
+
+    /// The expression with each leaf (`Load`, `Lit`, `Iota`) replaced by `f(leaf)` and
+    /// every inner node kept.
+    fn map_leaves(&self, f: &impl Fn(&Expr) -> Expr) -> Expr {
+        let r = |e: &Expr| Box::new(e.map_leaves(f));
+        match self {
+            Expr::Load(_) | Expr::Lit(_) | Expr::Iota(..) => f(self),
             Expr::Unary(op, d, x) => Expr::Unary(*op, *d, r(x)),
             Expr::Binary(op, d, a, b) => Expr::Binary(*op, *d, r(a), r(b)),
             Expr::Compare(op, d, a, b) => Expr::Compare(*op, *d, r(a), r(b)),
             Expr::IntegerPow(y, d, x) => Expr::IntegerPow(*y, *d, r(x)),
-            Expr::Select(d, p, cases) => Expr::Select(*d, r(p), cases.iter().map(|c| c.remap(map)).collect()),
+            Expr::Select(d, p, cases) => Expr::Select(*d, r(p), cases.iter().map(|c| c.map_leaves(f)).collect()),
             Expr::Clamp(d, lo, x, hi) => Expr::Clamp(*d, r(lo), r(x), r(hi)),
             Expr::Convert { from, to, x } => Expr::Convert { from: *from, to: *to, x: r(x) },
             Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => Expr::ReducePrecision {
