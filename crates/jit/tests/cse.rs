@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{differential_with, Rng};
+use common::{count_eqns, differential_with, Rng};
 use remat_ir::{parse_jaxpr, pp_jaxpr, Array, Jaxpr, Primitive};
 use remat_jit::{compile_with_options, cse, CseScope, Options};
 
@@ -20,14 +20,7 @@ fn bench(name: &str) -> Jaxpr {
 
 /// `dot_general` equations, bodies included.
 fn dots(jaxpr: &Jaxpr) -> usize {
-    jaxpr
-        .eqns
-        .iter()
-        .map(|e| {
-            usize::from(matches!(e.primitive, Primitive::DotGeneral { .. }))
-                + e.primitive.subjaxprs().into_iter().map(|b| dots(b)).sum::<usize>()
-        })
-        .sum()
+    count_eqns(jaxpr, &|p| matches!(p, Primitive::DotGeneral { .. }))
 }
 
 fn with(cse: CseScope) -> Options {

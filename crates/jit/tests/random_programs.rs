@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{differential_with, Rng};
+use common::{count_eqns, differential_with, Rng};
 use proptest::prelude::*;
 use remat_ir::{
     shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Jaxpr,
@@ -477,14 +477,7 @@ fn the_generator_covers_every_primitive() {
 /// The equations that compute (calls not counted), bodies included: inlining keeps the
 /// count, merging lowers it.
 fn eqn_count(jaxpr: &Jaxpr) -> usize {
-    jaxpr
-        .eqns
-        .iter()
-        .map(|e| {
-            let bodies = e.primitive.subjaxprs();
-            usize::from(bodies.is_empty()) + bodies.into_iter().map(|b| eqn_count(b)).sum::<usize>()
-        })
-        .sum()
+    count_eqns(jaxpr, &|p| p.subjaxprs().is_empty())
 }
 
 /// The repeated equations give the CSE real work: it merges equations in many programs, and

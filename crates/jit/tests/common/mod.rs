@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use remat_ir::{Array, Aval, DType, Jaxpr};
+use remat_ir::{Array, Aval, DType, Jaxpr, Primitive};
 
 /// Same dtype and shape, and |a - b| <= max(rel |b|, abs) elementwise (NaN matches NaN).
 pub fn check_close(what: &str, got: &[Array], want: &[Array], rel: f64, abs: f64) -> Result<(), String> {
@@ -68,4 +68,16 @@ impl Rng {
             DType::Bool => Array::Bool(ndarray::ArrayD::from_shape_fn(shape, |_| self.next_f64() > 0.0)),
         }
     }
+}
+
+/// The equations of `jaxpr` and of every body it calls whose primitive satisfies `pred`.
+pub fn count_eqns(jaxpr: &Jaxpr, pred: &dyn Fn(&Primitive) -> bool) -> usize {
+    jaxpr
+        .eqns
+        .iter()
+        .map(|e| {
+            usize::from(pred(&e.primitive))
+                + e.primitive.subjaxprs().into_iter().map(|b| count_eqns(b, pred)).sum::<usize>()
+        })
+        .sum()
 }
