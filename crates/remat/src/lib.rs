@@ -233,26 +233,12 @@ impl<F> Jit<F> {
 /// `jax.grad(f)`: the gradient of a scalar function with respect to every flattened
 /// argument (or those chosen with [`Grad::argnums`]), compiled per input signature.
 pub fn grad<F>(f: F) -> Grad<F> {
-    Grad {
-        f,
-        argnums: None,
-        with_value: false,
-        backend: Backend::Jit,
-        options: Options::default(),
-        cache: Cache::default(),
-    }
+    Grad::new(f, false)
 }
 
 /// `jax.value_and_grad(f)`: like [`grad`], returning the value first.
 pub fn value_and_grad<F>(f: F) -> Grad<F> {
-    Grad {
-        f,
-        argnums: None,
-        with_value: true,
-        backend: Backend::Jit,
-        options: Options::default(),
-        cache: Cache::default(),
-    }
+    Grad::new(f, true)
 }
 
 /// A gradient function; see [`grad`].
@@ -267,6 +253,17 @@ pub struct Grad<F> {
 }
 
 impl<F> Grad<F> {
+    fn new(f: F, with_value: bool) -> Grad<F> {
+        Grad {
+            f,
+            argnums: None,
+            with_value,
+            backend: Backend::Jit,
+            options: Options::default(),
+            cache: Cache::default(),
+        }
+    }
+
     /// Differentiates with respect to these flattened arguments only.
     pub fn argnums(mut self, argnums: &[usize]) -> Self {
         self.argnums = Some(argnums.to_vec());
@@ -282,7 +279,7 @@ impl<F> Grad<F> {
     /// Compiles with these code-generator options. The default CSE scope merges a
     /// checkpoint's recompute with the forward pass only when the planned peak does not
     /// grow; `Options { cse: CseScope::WithinCheckpoints, .. }` always recomputes what the
-    /// policy says, `CseScope::AcrossCheckpoints` never does (XLA's behaviour on CPU).
+    /// policy says, `CseScope::AcrossCheckpoints` always merges it (XLA's behaviour on CPU).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;
         self
