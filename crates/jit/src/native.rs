@@ -163,7 +163,7 @@ impl Import {
 /// given the base addresses of the step's buffers.
 type RangeFn = extern "C" fn(*const usize, i64, i64);
 
-/// The number of threads parallel work is split over (rayon's pool, which gemm shares).
+/// The number of threads parallel work is split over (rayon's pool, which faer's matmul shares).
 fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(rayon::current_num_threads)
@@ -231,44 +231,27 @@ pub(crate) fn dot_is_parallel(d: &DotDesc) -> bool {
     matches!(d.dtype, DType::F32 | DType::F64) && d.m * d.n * d.k >= PARALLEL_FLOPS
 }
 
-fn gemm_at<T: 'static + Copy + Default + num_one::One>(
+/// One product through faer's `matmul`, which takes the operands' strides as they are
+/// (transposed, broadcast with stride 0, or a transposed destination) and picks its kernels
+/// at run time: AVX-512 where the CPU has it, else AVX2 + FMA (private-gemm-x86), small
+/// shapes unrolled (nano-gemm), a portable fallback elsewhere.
+fn gemm_at<T: faer::traits::ComplexField + Copy + num_one::One>(
     d: &DotDesc,
     lhs: *const u8,
     rhs: *const u8,
     out: *mut u8,
     (lo, ro, oo): (isize, isize, isize),
 ) {
-    let par = if dot_is_parallel(d) {
-        gemm::Parallelism::Rayon(std::thread::available_parallelism().map_or(1, |n| n.get()))
-    } else {
-        gemm::Parallelism::None
-    };
+    let par = if dot_is_parallel(d) { faer::Par::rayon(threads()) } else { faer::Par::Seq };
     // SAFETY: the lowering built `d` from the operands' views: every element
     // `base + off + i*stride` for i below the extents lies inside the operand buffers, whose
     // sizes the plan and the argument checks guarantee; `out` is a distinct buffer of
     // `batch*m*n` elements (the planner never overlaps a step's inputs and output).
     unsafe {
-        gemm::gemm::<T>(
-            d.m,
-            d.n,
-            d.k,
-            (out as *mut T).offset(oo),
-            d.out_n,
-            d.out_m,
-            false,
-            (lhs as *const T).offset(lo),
-            d.lhs_k,
-            d.lhs_m,
-            (rhs as *const T).offset(ro),
-            d.rhs_n,
-            d.rhs_k,
-            T::default(),
-            T::one(),
-            false,
-            false,
-            false,
-            par,
-        )
+        let dst = faer::MatMut::from_raw_parts_mut((out as *mut T).offset(oo), d.m, d.n, d.out_m, d.out_n);
+        let l = faer::MatRef::from_raw_parts((lhs as *const T).offset(lo), d.m, d.k, d.lhs_m, d.lhs_k);
+        let r = faer::MatRef::from_raw_parts((rhs as *const T).offset(ro), d.k, d.n, d.rhs_k, d.rhs_n);
+        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one(), par);
     }
 }
 
@@ -328,12 +311,14 @@ fn has_avx() -> bool {
 }
 
 /// `vzeroupper`: Cranelift mixes legacy-SSE and VEX encodings, which run ~250x slower when
-/// the upper halves of the ymm registers are dirty (see CRANELIFT_NOTES.md).
+/// the upper halves of the vector registers are dirty (see CRANELIFT_NOTES.md), as the
+/// GEMM's AVX2 and AVX-512 kernels leave them.
 fn clear_upper_vector_state() {
     #[cfg(target_arch = "x86_64")]
     if has_avx() {
-        // SAFETY: `vzeroupper` only zeroes the upper halves of ymm registers, which no Rust
-        // code keeps live across this point; the CPU supports it (AVX was detected).
+        // SAFETY: `vzeroupper` only zeroes the upper halves of the vector registers (bits 128
+        // and up of ymm0-15/zmm0-15), which no Rust code keeps live across this point; the
+        // CPU supports it (AVX was detected).
         unsafe { std::arch::asm!("vzeroupper", options(nomem, nostack, preserves_flags)) };
     }
 }

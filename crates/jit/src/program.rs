@@ -225,8 +225,24 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
         ),
         Step::Argmax { space, dst, .. } => format!("argmax {space:?} -> {}", name(dst)),
         Step::Dot { desc, dst, .. } => {
+            // `buffers` lists a product's destination last.
+            let reads: Vec<String> = bufs[..bufs.len() - 1].iter().map(name).collect();
             let d = &prog.dots[*desc];
-            format!("dot m={} n={} k={} batch={:?} -> {} reads {}", d.m, d.n, d.k, d.batch, name(dst), reads.join(" "))
+            format!(
+                "dot m={} n={} k={} batch={:?} strides lhs ({}, {}) rhs ({}, {}) out ({}, {}) -> {} reads {}",
+                d.m,
+                d.n,
+                d.k,
+                d.batch,
+                d.lhs_m,
+                d.lhs_k,
+                d.rhs_k,
+                d.rhs_n,
+                d.out_m,
+                d.out_n,
+                name(dst),
+                reads.join(" ")
+            )
         }
         Step::Loop { length, body, .. } => format!("loop x{length} ({} steps)", body.len()),
     }

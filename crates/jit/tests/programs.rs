@@ -89,6 +89,13 @@ fn dot_products_as_loops_and_as_gemm_calls_agree_with_the_interpreter() {
         ("f64[6,5]", "f64[5,9]", "(([1], [0]), ([], []))", "f64[6,9]"),
         ("i32[6,5]", "i32[5,9]", "(([1], [0]), ([], []))", "i32[6,9]"),
         ("f32[2,4,3,8]", "f32[2,4,8,5]", "(([3], [2]), ([0, 1], [0, 1]))", "f32[2,4,3,5]"),
+        // Large enough for both threads, with sizes that are no multiple of any kernel's
+        // tile, in each of the three layouts of an MLP's products.
+        ("f32[130,257]", "f32[257,129]", "(([1], [0]), ([], []))", "f32[130,129]"),
+        ("f32[257,130]", "f32[257,129]", "(([0], [0]), ([], []))", "f32[130,129]"),
+        ("f32[130,257]", "f32[129,257]", "(([1], [1]), ([], []))", "f32[130,129]"),
+        ("f64[130,257]", "f64[257,129]", "(([1], [0]), ([], []))", "f64[130,129]"),
+        ("f32[3,70,97]", "f32[3,97,101]", "(([2], [1]), ([0], [0]))", "f32[3,70,101]"),
     ];
     let mut rng = Rng(11);
     let mut failures = Vec::new();
@@ -119,6 +126,31 @@ fn dot_products_as_loops_and_as_gemm_calls_agree_with_the_interpreter() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Operands the GEMM reads through views with a zero stride (a broadcast along the rows or
+/// along the contracted axis, never materialized) and a product written straight into a
+/// transposed destination agree with the interpreter, as loops and as GEMM calls.
+#[test]
+fn gemm_operands_with_zero_strides_and_transposed_destinations() {
+    let text = "{ lambda ; u:f32[64] v:f32[48] w:f32[48,40]. let
+    c:f32[64,48] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(64, 48) sharding=None] v
+    d:f32[64,40] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] c w
+    e:f32[40,64] = transpose[permutation=(1, 0)] d
+    f:f32[64,48] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(64, 48) sharding=None] u
+    g:f32[64,40] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] f w
+    h:f32[40,48] = dot_general[dimension_numbers=(([0], [0]), ([], [])) preferred_element_type=float32] g c
+  in (e, g, h) }";
+    let jaxpr = parse_jaxpr(text, "views").expect("parses");
+    let mut rng = Rng(5);
+    let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+    let want = remat_interp::eval_jaxpr(&jaxpr, &[], &args).expect("evaluates");
+    for small in [0, usize::MAX] {
+        let options = remat_jit::Options { small_dot_macs: small, ..Default::default() };
+        let compiled = remat_jit::compile_with_options(&jaxpr, &[], &options).expect("compiles");
+        let got = compiled.run(&args).expect("runs");
+        common::check_close(&format!("small_dot_macs {small}"), &got, &want, 1e-5, 1e-5).expect("matches");
+    }
 }
 
 /// Steps that run the same loop or product over different buffers share one compiled
