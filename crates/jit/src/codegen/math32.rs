@@ -2,7 +2,8 @@
 //! the two of the f64 path in `math`), for the vector loops; scalar tails keep the f64 path.
 //!
 //! `exp` is Cephes' `expf`: Cody–Waite reduction by ln 2, a degree-6 polynomial (about
-//! 1 ulp), and a two-step scale `p * 2^k1 * 2^k2` whose first product is exact, so
+//! 1 ulp; its inner degree-5 part by Estrin's scheme, as these loops are bound by the
+//! length of their dependency chains, not by instruction count), and a two-step scale `p * 2^k1 * 2^k2` whose first product is exact, so
 //! subnormal results and overflow round once, as libm's do. `tanh` is Cephes' `tanhf`: an
 //! odd polynomial below 0.625, `1 - 2/(e^{2|x|} + 1)` above, both on `|x|`, with `2|x|`
 //! capped at 20 (where `tanh` has long rounded to 1; one `minps`), so its `exp` needs
@@ -71,12 +72,19 @@ impl Fx<'_, '_> {
         let r = self.fma4(nkf, c1, x);
         let c2 = self.c4(C2);
         let r = self.fma4(nkf, c2, r);
-        let mut p = self.c4(EXP_P[0]);
-        for &c in &EXP_P[1..] {
-            let cv = self.c4(c);
-            p = self.fma4(p, r, cv);
-        }
+        // The degree-5 polynomial by Estrin's scheme (three pairs, then r^2 and r^4): half
+        // the dependent steps of Horner's, which this loop's speed is bound by.
         let r2 = self.b.ins().fmul(r, r);
+        let r4 = self.b.ins().fmul(r2, r2);
+        let pair = |fx: &mut Self, hi: f32, lo: f32| {
+            let (h, l) = (fx.c4(hi), fx.c4(lo));
+            fx.fma4(h, r, l)
+        };
+        let a = pair(self, EXP_P[0], EXP_P[1]);
+        let b = pair(self, EXP_P[2], EXP_P[3]);
+        let c = pair(self, EXP_P[4], EXP_P[5]);
+        let bc = self.fma4(b, r2, c);
+        let p = self.fma4(a, r4, bc);
         let one = self.c4(1.0);
         let t = self.b.ins().fadd(r, one);
         let p = self.fma4(p, r2, t);
