@@ -9,7 +9,7 @@
 //!   per loop (broadcasts, transposes and slices folded into index arithmetic).
 //! - `plan`: buffers laid out in one arena by liveness; host-memory values in a separate pool.
 //! - `codegen`: loop nests over `f32x4` with scalar tails, inline f32 transcendentals,
-//!   `dot_general` through the `gemm` crate.
+//!   `dot_general` through faer's `matmul`.
 //! - `native`: the only `unsafe` code (entering JIT code, the GEMM call).
 //!
 //! Architecture invariant: this is the only crate that names Cranelift types, and the
