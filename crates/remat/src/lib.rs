@@ -204,11 +204,7 @@ impl<F> Jit<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        let program = self.cache.get_or_build(leaf_avals(args), || {
-            let traced = trace_closed(&self.f, args)?;
-            Prepared::new(traced.jaxpr, self.backend, &self.options)
-        })?;
-        program.run(&arg_values(args)?)
+        self.prepared(args)?.run(&arg_values(args)?)
     }
 
     /// Like [`Jit::call`], writing the results into `outs` (for example the arrays an
@@ -217,11 +213,18 @@ impl<F> Jit<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        let program = self.cache.get_or_build(leaf_avals(args), || {
+        self.prepared(args)?.run_into(&arg_values(args)?, outs)
+    }
+
+    /// The program traced and compiled for `args`' signature, from the cache or built now.
+    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Prepared>, Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        self.cache.get_or_build(leaf_avals(args), || {
             let traced = trace_closed(&self.f, args)?;
             Prepared::new(traced.jaxpr, self.backend, &self.options)
-        })?;
-        program.run_into(&arg_values(args)?, outs)
+        })
     }
 
     /// How many input signatures have been traced and compiled.
@@ -308,10 +311,7 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        let program = self
-            .cache
-            .get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend, &self.options))?;
-        program.run(&arg_values(args)?)
+        self.prepared(args)?.run(&arg_values(args)?)
     }
 
     /// Like [`Grad::call`], writing `[value,] grads...` into `outs` (for example the arrays
@@ -321,10 +321,16 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        let program = self
-            .cache
-            .get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend, &self.options))?;
-        program.run_into(&arg_values(args)?, outs)
+        self.prepared(args)?.run_into(&arg_values(args)?, outs)
+    }
+
+    /// The gradient program differentiated and compiled for `args`' signature, from the
+    /// cache or built now.
+    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Prepared>, Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        self.cache.get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend, &self.options))
     }
 }
 
