@@ -113,19 +113,26 @@ fn dot_products_as_loops_and_as_gemm_calls_agree_with_the_interpreter() {
             }
         );
         let jaxpr = parse_jaxpr(&text, "dot").expect("parses");
-        let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
-        let want = remat_interp::eval_jaxpr(&jaxpr, &[], &args).expect("evaluates");
-        for small in [0, usize::MAX] {
-            let options = remat_jit::Options { small_dot_macs: small, ..Default::default() };
-            let compiled = remat_jit::compile_with_options(&jaxpr, &[], &options).expect("compiles");
-            let got = compiled.run(&args).expect("runs");
-            if let Err(e) = common::check_close(&format!("{text} with small_dot_macs {small}"), &got, &want, 1e-5, 1e-5)
-            {
-                failures.push(e);
-            }
-        }
+        failures.extend(as_loops_and_as_gemm_calls(&text, &jaxpr, &mut rng));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Runs `jaxpr` on random arguments compiled with every product as a loop and with every
+/// product as a GEMM call, and compares both with the interpreter; the mismatches.
+fn as_loops_and_as_gemm_calls(label: &str, jaxpr: &remat_ir::Jaxpr, rng: &mut Rng) -> Vec<String> {
+    let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+    let want = remat_interp::eval_jaxpr(jaxpr, &[], &args).expect("evaluates");
+    let mut failures = Vec::new();
+    for small in [0, usize::MAX] {
+        let options = remat_jit::Options { small_dot_macs: small, ..Default::default() };
+        let compiled = remat_jit::compile_with_options(jaxpr, &[], &options).expect("compiles");
+        let got = compiled.run(&args).expect("runs");
+        if let Err(e) = common::check_close(&format!("{label} with small_dot_macs {small}"), &got, &want, 1e-5, 1e-5) {
+            failures.push(e);
+        }
+    }
+    failures
 }
 
 /// Operands the GEMM reads through views with a zero stride (a broadcast along the rows or
@@ -142,15 +149,8 @@ fn gemm_operands_with_zero_strides_and_transposed_destinations() {
     h:f32[40,48] = dot_general[dimension_numbers=(([0], [0]), ([], [])) preferred_element_type=float32] g c
   in (e, g, h) }";
     let jaxpr = parse_jaxpr(text, "views").expect("parses");
-    let mut rng = Rng(5);
-    let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
-    let want = remat_interp::eval_jaxpr(&jaxpr, &[], &args).expect("evaluates");
-    for small in [0, usize::MAX] {
-        let options = remat_jit::Options { small_dot_macs: small, ..Default::default() };
-        let compiled = remat_jit::compile_with_options(&jaxpr, &[], &options).expect("compiles");
-        let got = compiled.run(&args).expect("runs");
-        common::check_close(&format!("small_dot_macs {small}"), &got, &want, 1e-5, 1e-5).expect("matches");
-    }
+    let failures = as_loops_and_as_gemm_calls("views", &jaxpr, &mut Rng(5));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Steps that run the same loop or product over different buffers share one compiled
