@@ -235,7 +235,7 @@ pub(crate) fn dot_is_parallel(d: &DotDesc) -> bool {
 /// (transposed, broadcast with stride 0, or a transposed destination) and picks its kernels
 /// at run time: AVX-512 where the CPU has it, else AVX2 + FMA (private-gemm-x86), small
 /// shapes unrolled (nano-gemm), a portable fallback elsewhere.
-fn gemm_at<T: faer::traits::ComplexField + Copy + num_one::One>(
+fn gemm_at<T: faer::traits::ComplexField + Copy>(
     d: &DotDesc,
     lhs: *const u8,
     rhs: *const u8,
@@ -251,7 +251,7 @@ fn gemm_at<T: faer::traits::ComplexField + Copy + num_one::One>(
         let dst = faer::MatMut::from_raw_parts_mut((out as *mut T).offset(oo), d.m, d.n, d.out_m, d.out_n);
         let l = faer::MatRef::from_raw_parts((lhs as *const T).offset(lo), d.m, d.k, d.lhs_m, d.lhs_k);
         let r = faer::MatRef::from_raw_parts((rhs as *const T).offset(ro), d.k, d.n, d.rhs_k, d.rhs_n);
-        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one(), par);
+        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), par);
     }
 }
 
@@ -276,22 +276,6 @@ fn loop_at<T: Copy + Default>(
             }
             // SAFETY: the output view of `d` lies inside the destination buffer.
             unsafe { *o.offset(oo + i * d.out_m + j * d.out_n) = acc };
-        }
-    }
-}
-
-mod num_one {
-    pub trait One {
-        fn one() -> Self;
-    }
-    impl One for f32 {
-        fn one() -> f32 {
-            1.0
-        }
-    }
-    impl One for f64 {
-        fn one() -> f64 {
-            1.0
         }
     }
 }

@@ -2,15 +2,16 @@
 //! the two of the f64 path in `math`), for the vector loops; scalar tails keep the f64 path.
 //!
 //! `exp` is Cephes' `expf`: Cody–Waite reduction by ln 2, a degree-6 polynomial (about
-//! 1 ulp; its inner degree-5 part by Estrin's scheme, as these loops are bound by the
-//! length of their dependency chains, not by instruction count), and a two-step scale `p * 2^k1 * 2^k2` whose first product is exact, so
-//! subnormal results and overflow round once, as libm's do. `tanh` is Cephes' `tanhf`: an
-//! odd polynomial below 0.625, `1 - 2/(e^{2|x|} + 1)` above, both on `|x|`, with `2|x|`
-//! capped at 20 (where `tanh` has long rounded to 1; one `minps`), so its `exp` needs
-//! neither range clamp nor the two-step scale; `x`'s sign bit is or'ed in at the end (which
-//! also gives `tanh(-0) = -0`). NaN passes through by a final select. `tests/libm_sweep.rs` holds both within 2 ulp of libm over the whole f32 range
-//! (checked once with `REMAT_SWEEP_STRIDE=61`, 70 million inputs). `logistic` stays on the
-//! f64 path: `e/(1 + e)` in f32 reached 3 ulp.
+//! 1 ulp; its inner degree-5 part by Estrin's scheme, as these loops are bound by the length
+//! of their dependency chains, not by instruction count), and a two-step scale
+//! `p * 2^k1 * 2^k2` whose first product is exact, so subnormal results and overflow round
+//! once, as libm's do. `tanh` is Cephes' `tanhf`: an odd polynomial below 0.625,
+//! `1 - 2/(e^{2|x|} + 1)` above, both on `|x|`, with `2|x|` capped at 20 (where `tanh` has
+//! long rounded to 1; one `minps`), so its `exp` needs neither range clamp nor the two-step
+//! scale; `x`'s sign bit is or'ed in at the end (which also gives `tanh(-0) = -0`). NaN
+//! passes through by a final select. `tests/libm_sweep.rs` holds both within 2 ulp of libm
+//! over the whole f32 range (checked once with `REMAT_SWEEP_STRIDE=61`, 70 million inputs).
+//! `logistic` stays on the f64 path: `e/(1 + e)` in f32 reached 3 ulp.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
