@@ -2,8 +2,8 @@
 //! the whole float range: a stride through all 2^32 bit patterns plus the edges (zeros,
 //! infinities, NaN, subnormals, the overflow and underflow thresholds). Every result must
 //! be within 2 ulp of libm's, with NaN where libm gives NaN and the same signed zeros.
-//! `logistic` and `rsqrt`, which libm lacks, are checked against f64 arithmetic rounded
-//! to f32. Both the vector loop and the scalar tail run (the length is not a multiple of 4).
+//! `logistic` and `rsqrt`, which libm lacks, and `tanh`, whose glibc version is itself up
+//! to 2 ulp off, are checked against f64 arithmetic rounded to f32. Both the vector loop and the scalar tail run (the length is not a multiple of 4).
 
 use remat_ir::{parse_jaxpr, Array};
 
@@ -135,7 +135,10 @@ fn unary_transcendentals_are_within_2_ulp_of_libm() {
         ("sin", f32::sin),
         ("cos", f32::cos),
         ("tan", f32::tan),
-        ("tanh", f32::tanh),
+        // glibc's `tanhf` is itself up to 2 ulp from the correctly rounded result (1% of
+        // [0, 1) is 2 ulp off; glibc's libm-test-ulps lists 2 for float tanh), so tanh is
+        // held to the f64 result rounded to f32 instead: within 2 ulp of the true value.
+        ("tanh", |x| (x as f64).tanh() as f32),
         ("logistic", |x| (1.0 / (1.0 + (-(x as f64)).exp())) as f32),
         ("sqrt", f32::sqrt),
         ("rsqrt", |x| (1.0 / (x as f64).sqrt()) as f32),
