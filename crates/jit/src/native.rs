@@ -380,8 +380,9 @@ const HUGE_PAGE: usize = 2 << 20;
 /// of untouched slack in front, starts on a 2 MiB boundary, and its whole huge pages are
 /// advised onto transparent huge pages (`madvise(MADV_HUGEPAGE)`, which Linux honours in
 /// its default `madvise` mode): a 4 MiB gradient then takes two faults. The slack is never
-/// touched by the run (fresh from the kernel, it costs address space, not memory). The array is an ordinary owned,
-/// row-major `ndarray` array whose data starts inside its allocation (as after a slice).
+/// touched by the run (fresh from the kernel, it costs address space, not memory). The
+/// array is an ordinary owned, row-major `ndarray` array whose data starts inside its
+/// allocation (as after a slice).
 pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> remat_ir::Array {
     use remat_ir::Array;
     if !cfg!(target_os = "linux") || aval.size_in_bytes() < HUGE_PAGE {

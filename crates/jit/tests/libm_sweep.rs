@@ -3,7 +3,8 @@
 //! infinities, NaN, subnormals, the overflow and underflow thresholds). Every result must
 //! be within 2 ulp of libm's, with NaN where libm gives NaN and the same signed zeros.
 //! `logistic` and `rsqrt`, which libm lacks, and `tanh`, whose glibc version is itself up
-//! to 2 ulp off, are checked against f64 arithmetic rounded to f32. Both the vector loop and the scalar tail run (the length is not a multiple of 4).
+//! to 2 ulp off, are checked against f64 arithmetic rounded to f32. Both the vector loop
+//! and the scalar tail run (the length is not a multiple of 4).
 
 use remat_ir::{parse_jaxpr, Array};
 

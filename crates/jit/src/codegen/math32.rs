@@ -10,9 +10,10 @@
 //! `2|x|` capped at 20 (where `tanh` has long rounded to 1; one `minps`), and `x`'s sign bit
 //! or'ed in at the end (which also gives `tanh(-0) = -0`): fewer operations and a shorter
 //! dependency chain than the two-branch Cephes form it replaced (`exp` and a polynomial,
-//! both computed for every lane). NaN passes through by a final select. `tests/libm_sweep.rs` holds `exp` within 2 ulp of libm and `tanh` within 2 ulp
-//! of the correctly rounded result (glibc's `tanhf` is itself up to 2 ulp off) over the
-//! whole f32 range (checked once with `REMAT_SWEEP_STRIDE=7`, 613 million inputs).
+//! both computed for every lane). NaN passes through by a final select.
+//! `tests/libm_sweep.rs` holds `exp` within 2 ulp of libm and `tanh` within 2 ulp of the
+//! correctly rounded result (glibc's `tanhf` is itself up to 2 ulp off) over the whole f32
+//! range (checked once with `REMAT_SWEEP_STRIDE=7`, 613 million inputs).
 //! `logistic` stays on the f64 path: `e/(1 + e)` in f32 reached 3 ulp.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
@@ -56,19 +57,9 @@ impl Fx<'_, '_> {
         self.b.ins().bitselect(m, a, b)
     }
 
-    /// e^x on f32x4, NaN excepted (callers select it back).
-    fn exp4(&mut self, x: Value) -> Value {
-        let (lo, hi) = (self.c4(-104.0), self.c4(89.0));
-        let below = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
-        let x = self.sel4(below, lo, x);
-        let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
-        let x = self.sel4(above, hi, x);
-        self.exp4_core(x)
-    }
-
-    /// e^x for x already in [-104, 89]. The result is scaled by 2^k in two steps, which
-    /// subnormal results need.
-    fn exp4_core(&mut self, x: Value) -> Value {
+    /// Cody–Waite reduction `x = k ln 2 + r`, `|r| <= ln 2 / 2`: returns `k + MAGIC` (whose
+    /// bits are MAGIC's plus k) and `r`, with `k ln 2` subtracted in two parts (`k * C1` exact).
+    fn reduce_ln2(&mut self, x: Value) -> (Value, Value) {
         let (log2e, magic) = (self.c4(std::f32::consts::LOG2_E), self.c4(MAGIC));
         let kb = self.fma4(x, log2e, magic);
         let kf = self.b.ins().fsub(kb, magic);
@@ -76,7 +67,18 @@ impl Fx<'_, '_> {
         let c1 = self.c4(C1);
         let r = self.fma4(nkf, c1, x);
         let c2 = self.c4(C2);
-        let r = self.fma4(nkf, c2, r);
+        (kb, self.fma4(nkf, c2, r))
+    }
+
+    /// e^x on f32x4, NaN excepted (callers select it back). The result is scaled by 2^k in
+    /// two steps, which subnormal results need.
+    fn exp4(&mut self, x: Value) -> Value {
+        let (lo, hi) = (self.c4(-104.0), self.c4(89.0));
+        let below = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
+        let x = self.sel4(below, lo, x);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
+        let x = self.sel4(above, hi, x);
+        let (kb, r) = self.reduce_ln2(x);
         // The degree-5 polynomial by Estrin's scheme (three pairs, then r^2 and r^4): half
         // the dependent steps of Horner's, which this loop's speed is bound by.
         let r2 = self.b.ins().fmul(r, r);
@@ -127,14 +129,7 @@ impl Fx<'_, '_> {
         let cap = self.c4(20.0);
         let below = self.b.ins().fcmp(FloatCC::LessThan, y, cap);
         let y = self.sel4(below, y, cap); // one `minps`
-        let (log2e, magic) = (self.c4(std::f32::consts::LOG2_E), self.c4(MAGIC));
-        let kb = self.fma4(y, log2e, magic);
-        let kf = self.b.ins().fsub(kb, magic);
-        let nkf = self.b.ins().fneg(kf);
-        let c1 = self.c4(C1);
-        let r = self.fma4(nkf, c1, y);
-        let c2 = self.c4(C2);
-        let r = self.fma4(nkf, c2, r);
+        let (kb, r) = self.reduce_ln2(y);
         // P(r) by Estrin's scheme over r^2, which expm1's last step needs anyway.
         let r2 = self.b.ins().fmul(r, r);
         let (p0, p1, p2, p3) = (self.c4(EXPM1_P[0]), self.c4(EXPM1_P[1]), self.c4(EXPM1_P[2]), self.c4(EXPM1_P[3]));
