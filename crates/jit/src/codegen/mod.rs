@@ -166,7 +166,10 @@ fn define_kernels(
             continue;
         }
         let canon = step.canonical_buffers();
-        let name = format!("k{}", *count);
+        // The name says what the function computes: Cranelift's JIT writes it to the perf
+        // map (`/tmp/perf-PID.map`) when run under `perf record`, and errors quote it.
+        let (id, what) = (*count, crate::program::describe(step, env.prog));
+        let name = format!("k{id} {what}");
         *count += 1;
         let kernels = match split {
             None => Kernels::Func(define_function(
@@ -187,7 +190,7 @@ fn define_kernels(
                             Ok(())
                         };
                         *count += 1;
-                        let name = format!("{name}_fill");
+                        let name = format!("k{id}_fill {what}");
                         Some(define_function(module, fctx, &name, FnKind::Kernel, &canon, fill, env)?)
                     }
                     _ => None,
