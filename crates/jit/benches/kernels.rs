@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use remat_ir::{parse_jaxpr, Array};
 
 /// The f32 FMA peak of all cores together, in GFLOP/s, measured; `None` off x86-64 or
-/// without AVX2 + FMA. (The crate's only other `unsafe` is `native.rs`; calling functions
+/// without AVX2 + FMA. (The crate's only other `unsafe` is `native/`; calling functions
 /// compiled for detected CPU features needs it here too.)
 #[allow(unsafe_code)]
 fn peak() -> Option<f64> {

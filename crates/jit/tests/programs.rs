@@ -1,6 +1,8 @@
 //! Hand-written programs for what the random generator reaches rarely: nested scans (loop
 //! lifetimes in the planner), carries that swap places, and chains of layout primitives.
-//! Each `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
+//! `exp_tanh_rows.jaxpr`: `exp` and `tanh` as kernel results (the native row functions)
+//! over broadcast, transposed and split rows, saturated and overflowing. Each
+//! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;
 

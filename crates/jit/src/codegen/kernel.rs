@@ -8,14 +8,31 @@
 //! is vectorizable) with a scalar tail for the last `n % 4` elements.
 
 use cranelift_codegen::ir::{types, InstBuilder, Value};
-use remat_ir::{DType, ReduceOp};
+use remat_ir::{DType, ReduceOp, UnaryOp};
 
 use super::eval::vectorizable;
 use super::{clif_type, mem, Fx};
 use crate::expr::{row_major_strides, Expr, View};
 use crate::lower::reduce_identity;
+use crate::native::{vmath, Import};
 use crate::program::{BufId, Step};
 use crate::JitError;
+
+/// Rows shorter than this keep `exp`/`tanh` inline: the call would cost more than it saves.
+const SLICE_MIN_ROW: i64 = 16;
+
+/// The native slice function for `op` on f32 rows of `row` elements, if there is one and
+/// it is worth a call. Only with FMA, which the inline code must use for the two to agree.
+fn slice_import(op: UnaryOp, row: i64, fma: bool) -> Option<Import> {
+    if row < SLICE_MIN_ROW || !fma || vmath::width().is_none() {
+        return None;
+    }
+    match op {
+        UnaryOp::Exp => Some(Import::ExpF32Slice),
+        UnaryOp::Tanh => Some(Import::TanhF32Slice),
+        _ => None,
+    }
+}
 
 /// The users of a nest: strides per dimension and base offsets.
 struct Nest {
@@ -236,6 +253,17 @@ impl Fx<'_, '_> {
         let inner = nest.inner();
         let (buf, dtype) = (dst.buf, dst.dtype);
         let rank = nest.ext.len();
+        // `exp` or `tanh` of an expression, written to contiguous rows: the expression is
+        // computed into the row, then the function runs over the row in place at the CPU's
+        // widest vectors (`native::vmath`; the same bits as the inline f32x4 code).
+        let slice = match src {
+            Expr::Unary(op, DType::F32, x) if vec_ok && inner.first() == Some(&1) && rank > 0 => {
+                let row = nest.ext.last().copied().unwrap_or(0);
+                slice_import(*op, row, self.fma_available()).map(|imp| (imp, &**x))
+            }
+            _ => None,
+        };
+        let src = slice.map_or(src, |(_, x)| x);
         self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
             if rank == 0 {
                 let x = fx.eval(src, false, offs, &inner, &mut 1);
@@ -255,6 +283,14 @@ impl Fx<'_, '_> {
                 let x = fx.eval(src, false, &o, &inner, &mut 1);
                 fx.store(buf, dtype, o[0], x, false, 0);
             });
+            if let Some((imp, _)) = slice {
+                let o = fx.advance(offs, &inner, start);
+                let base = fx.base(buf);
+                let bytes = fx.b.ins().imul_imm_s(o[0], 4);
+                let row = fx.b.ins().iadd(base, bytes);
+                let len = fx.b.ins().isub(n, start);
+                fx.call(imp, &[row, len]);
+            }
         });
     }
 

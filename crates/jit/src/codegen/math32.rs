@@ -23,14 +23,7 @@ use remat_ir::UnaryOp;
 use super::eval::little;
 use super::Fx;
 
-const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-const C1: f32 = 0.693_359_4; // 0.693359375: 9 significant bits, k * C1 is exact
-const C2: f32 = -2.121_944_4e-4;
-const EXP_P: [f32; 6] = [0.000_198_756_91, 0.001_398_199_9, 0.008_333_452, 0.041_665_796, 0.166_666_66, 0.5];
-/// `expm1(r) = r + r^2 (1/2 + r P(r))` on `|r| <= ln 2 / 2`: P's coefficients, lowest
-/// first, fitted for this project (weighted least squares on the relative error of `expm1`,
-/// iterated towards minimax): 0.24 ulp before rounding.
-const EXPM1_P: [f32; 4] = [0.166_665_5, 0.041_666_84, 0.008_365_964, 0.001_389_971_5];
+use crate::native::vmath::{C1, C2, EXPM1_P, EXP_HI, EXP_LO, EXP_P, MAGIC, TANH_CAP};
 
 impl Fx<'_, '_> {
     fn c4(&mut self, x: f32) -> Value {
@@ -73,7 +66,7 @@ impl Fx<'_, '_> {
     /// e^x on f32x4, NaN excepted (callers select it back). The result is scaled by 2^k in
     /// two steps, which subnormal results need.
     fn exp4(&mut self, x: Value) -> Value {
-        let (lo, hi) = (self.c4(-104.0), self.c4(89.0));
+        let (lo, hi) = (self.c4(EXP_LO), self.c4(EXP_HI));
         let below = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
         let x = self.sel4(below, lo, x);
         let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
@@ -126,7 +119,7 @@ impl Fx<'_, '_> {
         let sign = self.b.ins().band(x, sign_bit);
         let ax = self.b.ins().fabs(x);
         let y = self.b.ins().fadd(ax, ax);
-        let cap = self.c4(20.0);
+        let cap = self.c4(TANH_CAP);
         let below = self.b.ins().fcmp(FloatCC::LessThan, y, cap);
         let y = self.sel4(below, y, cap); // one `minps`
         let (kb, r) = self.reduce_ln2(y);

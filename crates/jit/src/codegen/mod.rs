@@ -120,6 +120,7 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
         ImportSig::F64F64ToF64 => (&[types::F64, types::F64], Some(types::F64)),
         ImportSig::Dot => (&[types::I64; 4], None),
         ImportSig::ParallelFor => (&[types::I64; 4], None),
+        ImportSig::Slice => (&[types::I64; 2], None),
     };
     s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     s.returns.extend(ret.map(AbiParam::new));

@@ -71,8 +71,12 @@ fn garbage_like(a: &Array) -> Array {
 /// Equal dtype, shape and bits (NaNs included).
 fn same_bits(a: &Array, b: &Array) -> bool {
     match (a, b) {
-        (Array::F32(x), Array::F32(y)) => x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()),
-        (Array::F64(x), Array::F64(y)) => x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits()),
+        (Array::F32(x), Array::F32(y)) => {
+            x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (Array::F64(x), Array::F64(y)) => {
+            x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
         _ => a == b,
     }
 }

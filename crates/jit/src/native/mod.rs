@@ -1,5 +1,6 @@
 //! The only module with `unsafe` code: entering JIT code, the runtime functions JIT code
-//! calls (GEMM over raw pointers, libm wrappers), and the page advice for fresh outputs.
+//! calls (GEMM over raw pointers, libm wrappers, `vmath`'s `exp`/`tanh` over rows), and the
+//! page advice for fresh outputs.
 //!
 //! The workspace denies `unsafe_code`; this module allows it because calling generated
 //! machine code and handing raw buffer pointers to a GEMM cannot be expressed in safe Rust.
@@ -16,6 +17,8 @@ use cranelift_module::FuncId;
 use remat_ir::DType;
 
 use crate::program::DotDesc;
+
+pub(crate) mod vmath;
 
 /// The runtime functions JIT code may call, registered as symbols of the JIT module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,6 +37,10 @@ pub(crate) enum Import {
     SinF32,
     CosF32,
     TanF32,
+    /// `exp` in place over a contiguous run of f32 (`vmath`).
+    ExpF32Slice,
+    /// `tanh` in place over a contiguous run of f32 (`vmath`).
+    TanhF32Slice,
 }
 
 /// The Cranelift signature shape of an import.
@@ -46,6 +53,8 @@ pub(crate) enum ImportSig {
     Dot,
     /// `(range function, bases, total, grain)`.
     ParallelFor,
+    /// `(ptr, len)` of a run of f32 changed in place.
+    Slice,
 }
 
 extern "C" fn exp_f64(x: f64) -> f64 {
@@ -86,7 +95,7 @@ extern "C" fn tan_f32(x: f32) -> f32 {
 }
 
 impl Import {
-    pub const ALL: [Import; 14] = [
+    pub const ALL: [Import; 16] = [
         Import::Dot,
         Import::ParallelFor,
         Import::ExpF64,
@@ -101,6 +110,8 @@ impl Import {
         Import::SinF32,
         Import::CosF32,
         Import::TanF32,
+        Import::ExpF32Slice,
+        Import::TanhF32Slice,
     ];
 
     pub fn name(self) -> &'static str {
@@ -119,6 +130,8 @@ impl Import {
             Import::SinF32 => "remat_sin_f32",
             Import::CosF32 => "remat_cos_f32",
             Import::TanF32 => "remat_tan_f32",
+            Import::ExpF32Slice => "remat_exp_f32_slice",
+            Import::TanhF32Slice => "remat_tanh_f32_slice",
         }
     }
 
@@ -128,6 +141,7 @@ impl Import {
             Import::ParallelFor => ImportSig::ParallelFor,
             Import::PowF64 => ImportSig::F64F64ToF64,
             Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
+            Import::ExpF32Slice | Import::TanhF32Slice => ImportSig::Slice,
             Import::ExpF64
             | Import::LogF64
             | Import::Log1pF64
@@ -155,6 +169,8 @@ impl Import {
             Import::SinF32 => sin_f32 as *const u8,
             Import::CosF32 => cos_f32 as *const u8,
             Import::TanF32 => tan_f32 as *const u8,
+            Import::ExpF32Slice => vmath::slice_fn(vmath::SliceOp::Exp, vmath::width()) as *const u8,
+            Import::TanhF32Slice => vmath::slice_fn(vmath::SliceOp::Tanh, vmath::width()) as *const u8,
         }
     }
 }
