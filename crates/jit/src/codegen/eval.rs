@@ -50,9 +50,7 @@ impl Fx<'_, '_> {
                 let u = *next;
                 *next += 1;
                 let size = v.dtype.size_in_bytes() as i64;
-                let base = self.base(v.buf);
-                let bytes = self.b.ins().imul_imm_s(offs[u], size);
-                let addr = self.b.ins().iadd(base, bytes);
+                let addr = self.element_address(v.buf, offs[u], size);
                 let ty = clif_type(v.dtype);
                 if !vector {
                     return self.b.ins().load(ty, mem(), addr, 0);

@@ -230,9 +230,7 @@ impl Fx<'_, '_> {
 
     fn store(&mut self, dst_buf: BufId, dtype: DType, off: Value, x: Value, vector: bool, stride: i64) {
         let size = dtype.size_in_bytes() as i64;
-        let base = self.base(dst_buf);
-        let bytes = self.b.ins().imul_imm_s(off, size);
-        let addr = self.b.ins().iadd(base, bytes);
+        let addr = self.element_address(dst_buf, off, size);
         if !vector || stride == 1 {
             self.b.ins().store(mem(), x, addr, 0);
         } else {
@@ -285,9 +283,7 @@ impl Fx<'_, '_> {
             });
             if let Some((imp, _)) = slice {
                 let o = fx.advance(offs, &inner, start);
-                let base = fx.base(buf);
-                let bytes = fx.b.ins().imul_imm_s(o[0], 4);
-                let row = fx.b.ins().iadd(base, bytes);
+                let row = fx.element_address(buf, o[0], 4);
                 let len = fx.b.ins().isub(n, start);
                 fx.call(imp, &[row, len]);
             }
@@ -320,9 +316,7 @@ impl Fx<'_, '_> {
         let ty = clif_type(dtype);
         self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
             let load_dst = |fx: &mut Self, off: Value, vector: bool| {
-                let base = fx.base(dst);
-                let bytes = fx.b.ins().imul_imm_s(off, dtype.size_in_bytes() as i64);
-                let addr = fx.b.ins().iadd(base, bytes);
+                let addr = fx.element_address(dst, off, dtype.size_in_bytes() as i64);
                 let t = if vector { types::F32X4 } else { ty };
                 fx.b.ins().load(t, mem(), addr, 0)
             };

@@ -506,8 +506,13 @@ impl<'a, 'b> Fx<'a, 'b> {
     /// The address of a view's first element (static offset plus clamped dynamic terms).
     pub fn view_address(&mut self, v: &crate::expr::View, elem: i64) -> Value {
         let off = self.view_offset(v);
+        self.element_address(v.buf, off, elem)
+    }
+
+    /// The address of element `off` of `buf`, whose elements are `elem` bytes.
+    pub fn element_address(&mut self, buf: BufId, off: Value, elem: i64) -> Value {
         let bytes = self.b.ins().imul_imm_s(off, elem);
-        let base = self.base(v.buf);
+        let base = self.base(buf);
         self.b.ins().iadd(base, bytes)
     }
 

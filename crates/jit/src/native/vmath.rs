@@ -44,7 +44,7 @@ fn reduce_ln2(x: f32) -> (f32, f32) {
 
 /// `math32::exp4` on one lane.
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
+fn exp(x: f32) -> f32 {
     let c = if x < EXP_LO { EXP_LO } else { x };
     let c = if c > EXP_HI { EXP_HI } else { c };
     let (kb, r) = reduce_ln2(c);
@@ -66,7 +66,7 @@ pub(crate) fn exp(x: f32) -> f32 {
 
 /// `math32::tanh4` on one lane.
 #[inline(always)]
-pub(crate) fn tanh(x: f32) -> f32 {
+fn tanh(x: f32) -> f32 {
     let sign = x.to_bits() & 0x8000_0000;
     let ax = x.abs();
     let y = ax + ax;
@@ -157,54 +157,39 @@ unsafe fn map_in_place(ptr: *mut f32, n: i64, f: impl Fn(f32) -> f32) {
     }
 }
 
-/// # Safety
-/// As [`map_in_place`].
-unsafe extern "C" fn exp_portable(ptr: *mut f32, n: i64) {
-    // SAFETY: the caller's contract.
-    unsafe { map_in_place(ptr, n, exp) }
+/// Slice functions, one per `name => element function`, each optionally compiled for
+/// target features: the element function over `n` f32 at `ptr`, in place.
+macro_rules! slice_fns {
+    ($($(#[$attr:meta])* $name:ident => $f:ident;)*) => {$(
+        /// # Safety
+        /// As [`map_in_place`]; a variant compiled for target features only on a CPU that
+        /// has them (`width`).
+        $(#[$attr])*
+        pub(super) unsafe extern "C" fn $name(ptr: *mut f32, n: i64) {
+            // SAFETY: the caller's contract.
+            unsafe { map_in_place(ptr, n, $f) }
+        }
+    )*};
 }
 
-/// # Safety
-/// As [`map_in_place`].
-unsafe extern "C" fn tanh_portable(ptr: *mut f32, n: i64) {
-    // SAFETY: the caller's contract.
-    unsafe { map_in_place(ptr, n, tanh) }
+slice_fns! {
+    exp_portable => exp;
+    tanh_portable => tanh;
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{exp, map_in_place, tanh};
 
-    /// # Safety
-    /// As [`map_in_place`], on a CPU with AVX-512F/VL, AVX2 and FMA (`width`).
-    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub(super) unsafe extern "C" fn exp_avx512(ptr: *mut f32, n: i64) {
-        // SAFETY: the caller's contract.
-        unsafe { map_in_place(ptr, n, exp) }
-    }
-
-    /// # Safety
-    /// As [`map_in_place`], on a CPU with AVX2 and FMA (`width`).
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe extern "C" fn exp_avx2(ptr: *mut f32, n: i64) {
-        // SAFETY: the caller's contract.
-        unsafe { map_in_place(ptr, n, exp) }
-    }
-
-    /// # Safety
-    /// As [`map_in_place`], on a CPU with AVX-512F/VL, AVX2 and FMA (`width`).
-    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub(super) unsafe extern "C" fn tanh_avx512(ptr: *mut f32, n: i64) {
-        // SAFETY: the caller's contract.
-        unsafe { map_in_place(ptr, n, tanh) }
-    }
-
-    /// # Safety
-    /// As [`map_in_place`], on a CPU with AVX2 and FMA (`width`).
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe extern "C" fn tanh_avx2(ptr: *mut f32, n: i64) {
-        // SAFETY: the caller's contract.
-        unsafe { map_in_place(ptr, n, tanh) }
+    slice_fns! {
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        exp_avx512 => exp;
+        #[target_feature(enable = "avx2,fma")]
+        exp_avx2 => exp;
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        tanh_avx512 => tanh;
+        #[target_feature(enable = "avx2,fma")]
+        tanh_avx2 => tanh;
     }
 }
 
