@@ -65,7 +65,10 @@ pub enum JitError {
 /// What the static plan decided: memory and code sizes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
-    /// Peak bytes of the device arena (every intermediate buffer, laid out by liveness).
+    /// Peak bytes of the device arena: every intermediate buffer, laid out by liveness,
+    /// except those that live in an output's memory before that output is written (see
+    /// `buffers_in_outputs`). A run's memory is this arena, the host pool, the arguments
+    /// and the outputs.
     pub peak_bytes: usize,
     /// Bytes in host memory: the host pool of intermediate values moved there by
     /// `device_put`, plus arguments and outputs whose avals are in host memory (the
@@ -75,6 +78,10 @@ pub struct Plan {
     pub io_bytes: usize,
     /// The number of arena buffers before sharing.
     pub buffers: usize,
+    /// How many of them live in the memory of an output that the program writes after
+    /// they die (a gradient program's activations in the weight gradients written last),
+    /// and so take no arena space.
+    pub buffers_in_outputs: usize,
     /// The number of compiled functions (kernels plus the entry).
     pub functions: usize,
     /// The number of steps (fused loops and reductions) large enough to be split over the
@@ -213,6 +220,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         host_bytes: layout.host_bytes + io(true),
         io_bytes,
         buffers,
+        buffers_in_outputs: layout.buffers_in_outputs(),
         functions: built.code_functions,
         parallel_steps: built.parallel_steps,
         cse: scope,
@@ -309,7 +317,9 @@ impl Compiled {
     /// Runs the program writing its results into `outs`, which must have the output avals
     /// (`out_avals`) in row-major layout, for example the arrays a previous `run` returned.
     /// With the arena reused too, a repeated call allocates nothing: a training loop keeps
-    /// its gradient arrays, and no page of them is faulted in again on each step.
+    /// its gradient arrays, and no page of them is faulted in again on each step. Their old
+    /// contents are never read: before writing an output, the program may keep intermediate
+    /// values in its memory (`Plan::buffers_in_outputs`).
     pub fn run_into<A: Borrow<Array>>(&self, args: &[A], outs: &mut [Array]) -> Result<(), JitError> {
         self.check_args(args)?;
         if outs.len() != self.out_avals.len() {

@@ -1,15 +1,29 @@
-//! Static buffer planning: every arena buffer gets an offset, laid out by liveness.
+//! Static buffer planning: every arena buffer gets a home and an offset, laid out by liveness.
 //!
 //! Steps are numbered in execution order (a loop's body steps get their own numbers inside
 //! the loop's range). A buffer lives from its first to its last reference; a buffer that is
 //! referenced both inside a loop and outside it lives across the whole loop, because every
-//! iteration reads it again. Buffers whose lifetimes do not overlap may share memory; the
-//! layout is a greedy first fit in order of first use. An elementwise kernel may write its
-//! result in place over an operand that dies at that kernel, when it reads that operand only
-//! at the element it writes (same view): each element is read before it is overwritten.
+//! iteration reads it again. An output lives from its first reference to the end of the
+//! program, since the caller reads it. Buffers whose lifetimes do not overlap may share
+//! memory; the layout is a greedy first fit in order of first use. An elementwise kernel may
+//! write its result in place over an operand that dies at that kernel, when it reads that
+//! operand only at the element it writes (same view): each element is read before it is
+//! overwritten.
 //!
-//! What it keeps true: two buffers whose lifetimes overlap never overlap in memory, every
-//! offset is a multiple of [`ALIGN`], and `peak` bounds every buffer's end.
+//! An output's memory is free until the program first writes the output, so a device buffer
+//! that dies before then may live inside it, as XLA's buffer assignment does: a gradient
+//! program keeps its forward activations in the memory of the weight gradients that are
+//! written last. Of the outputs that are still unwritten when a buffer dies, the one written
+//! first is tried first (it leaves the longer-free ones to longer-lived buffers); only what
+//! fits in no output goes to the arena.
+//!
+//! What it keeps true: two buffers whose lifetimes overlap never overlap in memory (an
+//! output counts as a buffer from its first write on), a buffer lives in an output only if
+//! it dies before that output's first write, fits inside it and needs no more alignment
+//! than the output's elements, every offset is a multiple of [`ALIGN`] from its home's
+//! start, and `device_bytes` / `host_bytes` bound every arena buffer's end.
+
+use std::collections::HashMap;
 
 use crate::expr::{Expr, View};
 use crate::program::{BufId, Program, Step, Storage};
@@ -17,13 +31,38 @@ use crate::program::{BufId, Program, Step, Storage};
 /// The alignment of every arena buffer.
 pub(crate) const ALIGN: usize = 64;
 
+/// Where an arena buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Home {
+    /// The device arena, or the host pool for a host buffer.
+    Pool,
+    /// The memory of an output buffer, before the program first writes that output.
+    Out(BufId),
+}
+
 /// Where each arena buffer lives, and how big the arena and the host pool are.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Layout {
-    /// The byte offset of each buffer in its pool (`None` for non-arena buffers).
-    pub offsets: Vec<Option<usize>>,
+    /// The home of each buffer and its byte offset there (`None` for non-arena buffers).
+    pub places: Vec<Option<(Home, usize)>>,
     pub device_bytes: usize,
     pub host_bytes: usize,
+}
+
+impl Layout {
+    /// How many arena buffers live in outputs' memory.
+    pub fn buffers_in_outputs(&self) -> usize {
+        self.places.iter().filter(|p| matches!(p, Some((Home::Out(_), _)))).count()
+    }
+}
+
+/// A placed buffer: its lifetime and its byte range in its home.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Placed {
+    first: usize,
+    last: usize,
+    start: usize,
+    end: usize,
 }
 
 pub(crate) fn plan(prog: &Program) -> Layout {
@@ -34,6 +73,12 @@ pub(crate) fn plan(prog: &Program) -> Layout {
     let mut pos = 0;
     let mut candidates = Vec::new();
     number(&prog.steps, &mut pos, &mut first, &mut last, &mut loops, &mut candidates);
+    // The caller reads every output after the last step.
+    for b in 0..n {
+        if matches!(prog.buffers[b].storage, Storage::Out { .. }) && first[b] != usize::MAX {
+            last[b] = pos;
+        }
+    }
     // A buffer used inside a loop and outside it must survive every iteration.
     for _ in 0..2 {
         for &(s, e) in &loops {
@@ -64,40 +109,69 @@ pub(crate) fn plan(prog: &Program) -> Layout {
                 && prog.buffers[a].bytes >= prog.buffers[d].bytes
         });
     }
-    let mut layout = Layout { offsets: vec![None; n], device_bytes: 0, host_bytes: 0 };
+    // Device outputs whose memory can hold buffers before their first write, in write order.
+    let mut lenders: Vec<usize> = (0..n)
+        .filter(|&o| {
+            matches!(prog.buffers[o].storage, Storage::Out { host: false, .. })
+                && first[o] != usize::MAX
+                && prog.buffers[o].bytes > 0
+        })
+        .collect();
+    lenders.sort_by_key(|&o| (first[o], prog.buffers[o].bytes));
+    let mut layout = Layout { places: vec![None; n], device_bytes: 0, host_bytes: 0 };
     for host in [false, true] {
         let mut order: Vec<usize> =
             (0..n).filter(|&b| prog.buffers[b].storage == Storage::Arena { host } && first[b] != usize::MAX).collect();
         order.sort_by_key(|&b| (first[b], std::cmp::Reverse(prog.buffers[b].bytes)));
-        let mut placed: Vec<(usize, usize, usize, usize)> = Vec::new(); // (first, last, offset, end)
+        let mut placed: HashMap<Home, Vec<Placed>> = HashMap::new();
         let mut peak = 0;
         for b in order {
             let size = prog.buffers[b].bytes.max(1);
-            let live: Vec<(usize, usize)> = placed
-                .iter()
-                .filter(|&&(f, l, _, _)| f <= last[b] && l >= first[b])
-                .map(|&(_, _, o, e)| (o, e))
-                .collect();
+            // Whether output `o`'s memory is free for all of `b`'s life and can hold it.
+            let lends = |o: usize| {
+                !host
+                    && first[o] > last[b]
+                    && prog.buffers[o].bytes >= size
+                    && prog.buffers[o].align >= prog.buffers[b].align
+            };
+            let limit = |home: Home| match home {
+                Home::Pool => usize::MAX,
+                Home::Out(o) => prog.buffers[o.0 as usize].bytes,
+            };
+            let span = (first[b], last[b]);
             // Over the dying operand, if nothing else live overlaps its place.
-            let reuse = in_place[b].and_then(|a| layout.offsets[a]).filter(|&o| {
-                let operand = (o, o + prog.buffers[in_place[b].unwrap_or(b)].bytes.max(1));
-                live.iter().filter(|&&r| r != operand).all(|&(lo, hi)| o + size <= lo || o >= hi)
+            let reuse = in_place[b].and_then(|a| layout.places[a]).filter(|&(home, start)| {
+                let home_ok = match home {
+                    Home::Pool => true,
+                    Home::Out(o) => lends(o.0 as usize),
+                };
+                let operand = in_place[b].map_or(b, |a| a);
+                let operand = (start, start + prog.buffers[operand].bytes.max(1));
+                home_ok
+                    && start + size <= limit(home)
+                    && live(placed.get(&home), span)
+                        .filter(|&r| r != operand)
+                        .all(|(lo, hi)| start + size <= lo || start >= hi)
             });
-            if let Some(offset) = reuse {
-                placed.push((first[b], last[b], offset, offset + size));
-                layout.offsets[b] = Some(offset);
-                peak = peak.max(offset + size);
-                continue;
+            let place = reuse
+                .or_else(|| {
+                    let unwritten = lenders.partition_point(|&o| first[o] <= last[b]);
+                    lenders[unwritten..].iter().filter(|&&o| lends(o)).find_map(|&o| {
+                        let home = Home::Out(BufId(o as u32));
+                        first_fit(placed.get(&home), span, size, limit(home)).map(|start| (home, start))
+                    })
+                })
+                .unwrap_or_else(|| {
+                    let start = first_fit(placed.get(&Home::Pool), span, size, usize::MAX)
+                        .expect("the end of the last live buffer is always free");
+                    (Home::Pool, start)
+                });
+            let (home, start) = place;
+            placed.entry(home).or_default().push(Placed { first: span.0, last: span.1, start, end: start + size });
+            layout.places[b] = Some(place);
+            if home == Home::Pool {
+                peak = peak.max(start + size);
             }
-            let mut candidates: Vec<usize> = std::iter::once(0).chain(live.iter().map(|&(_, e)| align(e))).collect();
-            candidates.sort_unstable();
-            let offset = candidates
-                .into_iter()
-                .find(|&o| live.iter().all(|&(lo, hi)| o + size <= lo || o >= hi))
-                .expect("the end of the last live buffer is always free");
-            placed.push((first[b], last[b], offset, offset + size));
-            layout.offsets[b] = Some(offset);
-            peak = peak.max(offset + size);
         }
         if host {
             layout.host_bytes = align(peak);
@@ -106,6 +180,23 @@ pub(crate) fn plan(prog: &Program) -> Layout {
         }
     }
     layout
+}
+
+/// The byte ranges of the buffers placed in a home whose lifetimes meet `span`.
+fn live(placed: Option<&Vec<Placed>>, span: (usize, usize)) -> impl Iterator<Item = (usize, usize)> + '_ {
+    placed.into_iter().flatten().filter(move |p| p.first <= span.1 && p.last >= span.0).map(|p| (p.start, p.end))
+}
+
+/// The lowest aligned offset in a home where `size` bytes overlap no buffer live during
+/// `span` and end by `limit`.
+fn first_fit(placed: Option<&Vec<Placed>>, span: (usize, usize), size: usize, limit: usize) -> Option<usize> {
+    let ranges: Vec<(usize, usize)> = live(placed, span).collect();
+    let mut starts: Vec<usize> = std::iter::once(0).chain(ranges.iter().map(|&(_, e)| align(e))).collect();
+    starts.sort_unstable();
+    starts
+        .into_iter()
+        .take_while(|&o| o + size <= limit)
+        .find(|&o| ranges.iter().all(|&(lo, hi)| o + size <= lo || o >= hi))
 }
 
 fn align(x: usize) -> usize {
@@ -199,43 +290,117 @@ mod tests {
     #[test]
     fn buffers_with_disjoint_lifetimes_share_memory() {
         let mut p = Program::default();
-        let a = p.new_buffer(Storage::Arena { host: false }, 16);
-        let b = p.new_buffer(Storage::Arena { host: false }, 16);
-        let c = p.new_buffer(Storage::Arena { host: false }, 16);
+        let a = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let b = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let c = p.new_buffer(Storage::Arena { host: false }, 16, 4);
         // a -> b -> c: a is dead once b is written, so c can take a's place.
         p.steps = vec![kernel(a, None), reversing(b, a), reversing(c, b)];
         let l = plan(&p);
-        assert_eq!(l.offsets[a.0 as usize], l.offsets[c.0 as usize]);
-        assert_ne!(l.offsets[a.0 as usize], l.offsets[b.0 as usize]);
+        assert_eq!(l.places[a.0 as usize], l.places[c.0 as usize]);
+        assert_ne!(l.places[a.0 as usize], l.places[b.0 as usize]);
         assert_eq!(l.device_bytes, 128);
     }
 
     #[test]
     fn an_elementwise_kernel_writes_over_an_operand_that_dies_there() {
         let mut p = Program::default();
-        let a = p.new_buffer(Storage::Arena { host: false }, 16);
-        let b = p.new_buffer(Storage::Arena { host: false }, 16);
-        let c = p.new_buffer(Storage::Arena { host: false }, 16);
-        let d = p.new_buffer(Storage::Arena { host: false }, 16);
+        let a = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let b = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let c = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let d = p.new_buffer(Storage::Arena { host: false }, 16, 4);
         // Each kernel reads its operand at the element it writes and the operand dies there,
         // so the whole chain lives in one place.
         p.steps = vec![kernel(a, None), kernel(b, Some(a)), kernel(c, Some(b)), kernel(d, Some(c))];
         let l = plan(&p);
-        assert_eq!(l.offsets[a.0 as usize], l.offsets[b.0 as usize]);
-        assert_eq!(l.offsets[b.0 as usize], l.offsets[c.0 as usize]);
+        assert_eq!(l.places[a.0 as usize], l.places[b.0 as usize]);
+        assert_eq!(l.places[b.0 as usize], l.places[c.0 as usize]);
         assert_eq!(l.device_bytes, 64);
     }
 
     #[test]
     fn buffers_read_inside_a_loop_live_across_it() {
         let mut p = Program::default();
-        let outer = p.new_buffer(Storage::Arena { host: false }, 16);
-        let counter = p.new_buffer(Storage::Arena { host: false }, 4);
-        let inner = p.new_buffer(Storage::Arena { host: false }, 16);
+        let outer = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let counter = p.new_buffer(Storage::Arena { host: false }, 4, 4);
+        let inner = p.new_buffer(Storage::Arena { host: false }, 16, 4);
         let body = vec![kernel(inner, None), kernel(inner, Some(outer))];
         p.steps = vec![kernel(outer, None), Step::Loop { length: 3, reverse: false, counter, body }];
         let l = plan(&p);
-        let offs: Vec<usize> = [outer, counter, inner].iter().map(|b| l.offsets[b.0 as usize].unwrap()).collect();
+        let offs: Vec<(Home, usize)> =
+            [outer, counter, inner].iter().map(|b| l.places[b.0 as usize].unwrap()).collect();
         assert!(offs[0] != offs[2] && offs[1] != offs[2] && offs[0] != offs[1]);
+    }
+
+    fn out(p: &mut Program, index: usize, bytes: usize, align: usize) -> BufId {
+        p.new_buffer(Storage::Out { index, host: false }, bytes, align)
+    }
+
+    #[test]
+    fn a_buffer_that_dies_before_an_output_is_written_lives_in_it() {
+        let mut p = Program::default();
+        let a = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let b = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let o = out(&mut p, 0, 16, 4);
+        // a dies at b's kernel, before o is written: a lives in o. b is read by o's kernel.
+        p.steps = vec![kernel(a, None), reversing(b, a), reversing(o, b)];
+        let l = plan(&p);
+        assert_eq!(l.places[a.0 as usize], Some((Home::Out(o), 0)));
+        assert_eq!(l.places[b.0 as usize], Some((Home::Pool, 0)));
+        assert_eq!(l.device_bytes, 64);
+        assert_eq!(l.buffers_in_outputs(), 1);
+    }
+
+    #[test]
+    fn an_output_lends_nothing_once_written_and_nothing_too_small_or_too_aligned() {
+        let mut p = Program::default();
+        let o1 = out(&mut p, 0, 16, 4);
+        let wide = p.new_buffer(Storage::Arena { host: false }, 32, 4);
+        let f64s = p.new_buffer(Storage::Arena { host: false }, 16, 8);
+        let late = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let o2 = out(&mut p, 1, 64, 4);
+        let wide_kernel = Step::Kernel {
+            space: vec![8],
+            dst: View::contiguous(wide, DType::F32, &[8]),
+            src: Expr::Lit(LitValue::F32(1.0)),
+        };
+        let f64_kernel = Step::Kernel {
+            space: vec![2],
+            dst: View::contiguous(f64s, DType::F64, &[2]),
+            src: Expr::Lit(LitValue::F64(1.0)),
+        };
+        // o1 is written first; `late` is written after it, so only o2 (written last) may
+        // hold it; `wide` does not fit in o1 and `f64s` needs more alignment than o2's f32s.
+        p.steps = vec![
+            kernel(o1, None),
+            wide_kernel,
+            f64_kernel,
+            kernel(late, None),
+            reversing(late, late),
+            Step::Kernel {
+                space: vec![4],
+                dst: View::contiguous(o2, DType::F32, &[4]),
+                src: Expr::Load(View::contiguous(wide, DType::F32, &[4])),
+            },
+        ];
+        let l = plan(&p);
+        assert_eq!(l.places[late.0 as usize].map(|p| p.0), Some(Home::Out(o2)));
+        assert_eq!(l.places[wide.0 as usize].map(|p| p.0), Some(Home::Pool));
+        assert_eq!(l.places[f64s.0 as usize].map(|p| p.0), Some(Home::Pool));
+    }
+
+    #[test]
+    fn a_buffer_of_a_loop_body_never_lives_in_an_output_the_loop_writes() {
+        let mut p = Program::default();
+        let counter = p.new_buffer(Storage::Arena { host: false }, 4, 4);
+        let inner = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let next = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let o = out(&mut p, 0, 16, 4);
+        // `inner` dies before `o` is written in each iteration, but the next iteration
+        // writes `inner` again over the output: `o` counts as written from the loop's start.
+        let body = vec![kernel(inner, None), reversing(next, inner), reversing(o, next)];
+        p.steps = vec![Step::Loop { length: 3, reverse: false, counter, body }];
+        let l = plan(&p);
+        assert_eq!(l.places[inner.0 as usize].map(|p| p.0), Some(Home::Pool));
+        assert_eq!(l.buffers_in_outputs(), 0);
     }
 }

@@ -22,14 +22,18 @@ pub(crate) enum Storage {
     Arg(usize),
     /// A constant of a closed jaxpr, owned by the compiled program (read only).
     Const(usize),
-    /// The caller-visible output `i`, allocated by the runtime before the call.
-    Out(usize),
+    /// The caller-visible output `index`, allocated by the runtime before the call, in host
+    /// memory when its aval says so. Before its first write, its memory may hold arena
+    /// values (the planner's `Home::Out`).
+    Out { index: usize, host: bool },
 }
 
 #[derive(Clone, Debug)]
 pub(crate) struct Buffer {
     pub storage: Storage,
     pub bytes: usize,
+    /// The alignment its elements need: their size in bytes.
+    pub align: usize,
 }
 
 /// A `dot_general` brought to `(batch..., m, k) x (batch..., k, n) -> (batch..., m, n)` with
@@ -182,9 +186,9 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    pub fn new_buffer(&mut self, storage: Storage, bytes: usize) -> BufId {
+    pub fn new_buffer(&mut self, storage: Storage, bytes: usize, align: usize) -> BufId {
         let id = BufId(self.buffers.len() as u32);
-        self.buffers.push(Buffer { storage, bytes });
+        self.buffers.push(Buffer { storage, bytes, align });
         id
     }
 
@@ -195,7 +199,7 @@ impl Program {
             Storage::Arena { .. } => None,
             Storage::Arg(i) => Some(i),
             Storage::Const(i) => Some(self.num_args + i),
-            Storage::Out(i) => Some(self.num_args + self.num_consts + i),
+            Storage::Out { index, .. } => Some(self.num_args + self.num_consts + index),
         }
     }
 }
@@ -209,7 +213,7 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
         Storage::Arena { .. } => format!("t{}", b.0),
         Storage::Arg(i) => format!("arg{i}"),
         Storage::Const(i) => format!("const{i}"),
-        Storage::Out(i) => format!("out{i}"),
+        Storage::Out { index, .. } => format!("out{index}"),
     };
     let reads: Vec<String> = bufs.iter().skip(1).map(name).collect();
     let size = |e: &Expr| e.size();

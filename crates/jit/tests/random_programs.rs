@@ -437,7 +437,12 @@ fn program(seed: u64) -> Jaxpr {
         }
     }
     let k = b.pool.len();
-    let outs: Vec<Atom> = b.pool[k.saturating_sub(g.below(3) + 1)..].iter().map(|&v| v.into()).collect();
+    let mut outs: Vec<Atom> = b.pool[k.saturating_sub(g.below(3) + 1)..].iter().map(|&v| v.into()).collect();
+    // Sometimes also an early value: an output written long before the end, beside the late
+    // ones whose memory the planner lends to values that die before they are written.
+    if k > 0 && g.chance(30) {
+        outs.insert(0, b.pool[g.below(k)].into());
+    }
     b.jaxpr.outvars = outs;
     b.jaxpr
 }
@@ -505,4 +510,19 @@ fn the_generator_gives_cse_work_within_and_across_checkpoints() {
     eprintln!("merged within checkpoints in {within} programs, more across them in {across}");
     assert!(within >= 100, "CSE merged equations in only {within} of 1000 programs");
     assert!(across >= 20, "CSE across checkpoints did more in only {across} of 1000 programs");
+}
+
+/// The programs give the planner's output lending real work: in some of them a value that
+/// dies before an output is written lives in that output's memory (and the differential
+/// check above runs them into garbage-filled outputs too).
+#[test]
+fn the_generator_gives_values_that_live_in_outputs() {
+    let lent = (0..300u64)
+        .filter(|&seed| {
+            let compiled = remat_jit::compile(&program(seed)).expect("compiles");
+            compiled.plan().buffers_in_outputs > 0
+        })
+        .count();
+    eprintln!("values in outputs' memory in {lent} of 300 programs");
+    assert!(lent >= 15, "only {lent} of 300 programs keep a value in an output's memory");
 }

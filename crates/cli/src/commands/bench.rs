@@ -48,8 +48,15 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
         reused[reused.len() - 1]
     );
     println!(
-        "plan: peak {} bytes in the arena, {} bytes in the host pool, {} buffers, {} functions, {} split over threads; cse {:?}",
-        plan.peak_bytes, plan.host_bytes, plan.buffers, plan.functions, plan.parallel_steps, plan.cse
+        "plan: peak {} bytes in the arena, {} bytes in the host pool, {} buffers ({} inside outputs not yet written), \
+         {} functions, {} split over threads; cse {:?}",
+        plan.peak_bytes,
+        plan.host_bytes,
+        plan.buffers,
+        plan.buffers_in_outputs,
+        plan.functions,
+        plan.parallel_steps,
+        plan.cse
     );
     if as_json {
         // Written by hand to keep the documented key order.

@@ -38,7 +38,7 @@ use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
 use remat_ir::DType;
 
 use crate::native::{Import, ImportSig};
-use crate::plan::Layout;
+use crate::plan::{Home, Layout};
 use crate::program::{BufId, Program, Step, Storage};
 use crate::JitError;
 
@@ -379,11 +379,21 @@ impl<'a, 'b> Fx<'a, 'b> {
                     self.b.ins().load(types::I64, mem(), *bases, (i * 8) as i32)
                 }
                 (&Addressing::Entry { arena, .. }, Storage::Arena { host }) => {
-                    let off = self.env.layout.offsets[buf.0 as usize].unwrap_or(0);
-                    let off = if host { off + self.env.layout.device_bytes } else { off };
-                    self.b.ins().iadd_imm_s(arena, off as i64)
+                    match self.env.layout.places[buf.0 as usize] {
+                        Some((Home::Out(out), off)) => {
+                            // Inside an output's memory, before the output is written.
+                            self.load_bases(&[out]);
+                            let base = self.bases[&out];
+                            self.b.ins().iadd_imm_s(base, off as i64)
+                        }
+                        place => {
+                            let off = place.map_or(0, |(_, off)| off);
+                            let off = if host { off + self.env.layout.device_bytes } else { off };
+                            self.b.ins().iadd_imm_s(arena, off as i64)
+                        }
+                    }
                 }
-                (&Addressing::Entry { table, .. }, Storage::Arg(_) | Storage::Const(_) | Storage::Out(_)) => {
+                (&Addressing::Entry { table, .. }, Storage::Arg(_) | Storage::Const(_) | Storage::Out { .. }) => {
                     let slot = self.env.prog.table_slot(storage).unwrap_or(0);
                     self.b.ins().load(types::I64, mem(), table, (slot * 8) as i32)
                 }

@@ -75,7 +75,7 @@ pub(crate) fn lower_program(
         .enumerate()
         .map(|(i, &v)| {
             let aval = jaxpr.aval(v).clone();
-            let buf = lw.prog.new_buffer(Storage::Arg(i), aval.size_in_bytes());
+            let buf = lw.prog.new_buffer(Storage::Arg(i), aval.size_in_bytes(), aval.dtype.size_in_bytes());
             Val { expr: Expr::Load(View::contiguous(buf, aval.dtype, &aval.shape)), aval }
         })
         .collect();
@@ -86,7 +86,10 @@ pub(crate) fn lower_program(
     let targets: Vec<Option<BufId>> = out_avals
         .iter()
         .enumerate()
-        .map(|(i, a)| Some(lw.prog.new_buffer(Storage::Out(i), a.size_in_bytes())))
+        .map(|(index, a)| {
+            let storage = Storage::Out { index, host: a.memory_space == MemorySpace::Host };
+            Some(lw.prog.new_buffer(storage, a.size_in_bytes(), a.dtype.size_in_bytes()))
+        })
         .collect();
     let outs = lw.lower_jaxpr(jaxpr, const_vals, args, &targets)?;
     for (val, target) in outs.into_iter().zip(targets) {
@@ -115,7 +118,7 @@ impl Lowering {
                 let i = self.consts.len();
                 self.consts.push(c.clone());
                 let aval = c.aval();
-                let buf = self.prog.new_buffer(Storage::Const(i), aval.size_in_bytes());
+                let buf = self.prog.new_buffer(Storage::Const(i), aval.size_in_bytes(), aval.dtype.size_in_bytes());
                 Val { expr: Expr::Load(View::contiguous(buf, aval.dtype, &aval.shape)), aval }
             })
             .collect()
@@ -124,7 +127,7 @@ impl Lowering {
     /// A fresh arena buffer for a value of `aval`.
     pub(crate) fn new_buf(&mut self, aval: &Aval) -> BufId {
         let host = aval.memory_space == MemorySpace::Host;
-        self.prog.new_buffer(Storage::Arena { host }, aval.size_in_bytes())
+        self.prog.new_buffer(Storage::Arena { host }, aval.size_in_bytes(), aval.dtype.size_in_bytes())
     }
 
     /// Whether `val` is exactly the whole of `buf`, row-major.
