@@ -17,7 +17,8 @@
 # arrays reused: no allocation) and `run` (fresh output arrays each call, as JAX's call).
 # remat compiles with its default CSE (`auto`): a checkpoint's recompute is merged with the
 # forward pass, as XLA does, when that does not raise the planned peak; such programs get a
-# third row timed with the recompute kept.
+# third row timed with the recompute kept. Peak bytes are remat's planned arena beside XLA's
+# temp buffer (crates/jit/bench/jax_memory.py), arguments and outputs excluded on both sides.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 runs="${1:-20}"
@@ -32,10 +33,14 @@ simd="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x -E 'avx2|fma|avx
 echo "Machine: $cpu, $(nproc) cores ($simd), $(free -g | awk '/Mem:/{print $2}') GiB; $(rustc --version | cut -d' ' -f1-2);"
 echo "jax $(python3 -c 'import jax; print(jax.__version__)'). Date: $(date -u +%Y-%m-%d). Command: bash crates/jit/bench/table.sh $runs $rounds"
 echo
-echo "| program | remat compile ms | JAX compile ms | remat run ms (run_into) | remat run ms (run, fresh outputs) | JAX run ms | JAX/remat (run_into) | JAX/remat (run) | remat GFLOP/s | remat peak bytes |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| program | remat compile ms | JAX compile ms | remat run ms (run_into) | remat run ms (run, fresh outputs) | JAX run ms | JAX/remat (run_into) | JAX/remat (run) | remat GFLOP/s | remat peak bytes | JAX temp bytes |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+names="$(for f in tests/data/bench/*.jaxpr; do basename "$f" .jaxpr; done)"
+# XLA's buffer for intermediate values, per program (one JSON line each).
+memory="$(python3 crates/jit/bench/jax_memory.py $names 2>/dev/null)"
 for f in tests/data/bench/*.jaxpr; do
   name="$(basename "$f" .jaxpr)"
+  jm="$(echo "$memory" | grep "\"$name\"")"
   r="["; j="["; m="["
   for round in $(seq "$rounds"); do
     sep=$([ "$round" = 1 ] && echo "" || echo ",")
@@ -50,9 +55,10 @@ for f in tests/data/bench/*.jaxpr; do
   if [ "$(echo "$r" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["merged_across_checkpoints"])')" = True ]; then
     s="$($bin bench "$f" --runs "$runs" --json --cse within-checkpoints | tail -n 1)"
   fi
-  python3 - "$name" "$r" "$j" "$m" "$s" <<'PY'
+  python3 - "$name" "$r" "$j" "$m" "$s" "$jm" <<'PY'
 import json, sys
 name, r, j, m, s = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4]), json.loads(sys.argv[5])
+temp = json.loads(sys.argv[6])["temp_bytes"]
 def best(rounds):
     """Each timing field's best median over the rounds; GFLOP/s from the best run_into."""
     key = "run_median_ms" if "run_median_ms" in rounds[0] else "jax_cpu_run_median_ms"
@@ -74,7 +80,7 @@ if s is not None:
 for label, x in rows:
     print(f"| {label} | {x['compile_ms']:.1f} | {j['jax_cpu_compile_ms']:.1f} | {x['run_median_ms']:.3f} | "
           f"{x['run_fresh_outputs_median_ms']:.3f} | {jax:.3f} | {ratio(x['run_median_ms'])} | "
-          f"{ratio(x['run_fresh_outputs_median_ms'])} | {x['gflops']:.0f} | {x['peak_bytes']} |")
+          f"{ratio(x['run_fresh_outputs_median_ms'])} | {x['gflops']:.0f} | {x['peak_bytes']} | {temp} |")
 PY
 done
 # A seed-sized grad: d/dx sum(sin(x) * y) at f32[3], as JAX's jitted grad and as its jaxpr.
@@ -100,7 +106,8 @@ jax.block_until_ready(f(x, y))
 ts = []
 for _ in range(2000):
     t = time.perf_counter(); jax.block_until_ready(f(x, y)); ts.append((time.perf_counter() - t) * 1e3)
-print(json.dumps({"jax_cpu_compile_ms": c, "jax_cpu_run_median_ms": statistics.median(ts)}))
+temp = f.lower(x, y).compile().memory_analysis().temp_size_in_bytes
+print(json.dumps({"jax_cpu_compile_ms": c, "jax_cpu_run_median_ms": statistics.median(ts), "jax_temp_bytes": temp}))
 PY
 )"
 python3 - "$r" "$j" <<'PY'
@@ -109,5 +116,5 @@ r, j = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 ratio = j["jax_cpu_run_median_ms"] / r["run_median_ms"]
 fresh = j["jax_cpu_run_median_ms"] / r["run_fresh_outputs_median_ms"]
 print(f"| seed value_and_grad f32[3] | {r['compile_ms']:.1f} | {j['jax_cpu_compile_ms']:.1f} | {r['run_median_ms']:.4f} | "
-      f"{r['run_fresh_outputs_median_ms']:.4f} | {j['jax_cpu_run_median_ms']:.4f} | {ratio:.0f} | {fresh:.0f} | - | {r['peak_bytes']} |")
+      f"{r['run_fresh_outputs_median_ms']:.4f} | {j['jax_cpu_run_median_ms']:.4f} | {ratio:.0f} | {fresh:.0f} | - | {r['peak_bytes']} | {j['jax_temp_bytes']} |")
 PY

@@ -226,6 +226,7 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
             oo += *i as isize * os;
         }
         match d.dtype {
+            DType::F32 if dot_uses_matrixmultiply(d) => matrixmultiply_at(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F64 => gemm_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::I32 => loop_at::<i32>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
@@ -271,6 +272,46 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
     }
 }
 
+/// Whether a product goes to matrixmultiply's GEMM instead of faer's: a two-thread f32
+/// product whose lhs is stored transposed (`m` its contiguous axis, as in a weight gradient
+/// `x^T . dy`) on an x86-64 CPU without AVX-512. There faer's AVX2 kernels measured 73-89
+/// GFLOP/s on that layout against matrixmultiply's 112-131 (1024^3 and 512x256x512, both
+/// threads), while faer stays ahead on the other layouts and everywhere with AVX-512
+/// (docs/jit.md, "Choosing the GEMM").
+pub(crate) fn dot_uses_matrixmultiply(d: &DotDesc) -> bool {
+    cfg!(target_arch = "x86_64")
+        && d.dtype == DType::F32
+        && dot_is_parallel(d)
+        && d.lhs_m == 1
+        && d.lhs_k.unsigned_abs() > 1
+        && !has_avx512f()
+}
+
+/// One f32 product through matrixmultiply's `sgemm` (its own threads, one per physical
+/// core), which takes any operand strides; with `beta` zero it never reads the destination.
+fn matrixmultiply_at(d: &DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8, (lo, ro, oo): (isize, isize, isize)) {
+    // SAFETY: as in `gemm_at`: `d` describes views inside the operand buffers and a
+    // destination of distinct, non-aliasing elements (no zero output stride) inside `out`.
+    unsafe {
+        matrixmultiply::sgemm(
+            d.m,
+            d.k,
+            d.n,
+            1.0,
+            (lhs as *const f32).offset(lo),
+            d.lhs_m,
+            d.lhs_k,
+            (rhs as *const f32).offset(ro),
+            d.rhs_k,
+            d.rhs_n,
+            0.0,
+            (out as *mut f32).offset(oo),
+            d.out_m,
+            d.out_n,
+        );
+    }
+}
+
 fn loop_at<T: Copy + Default>(
     d: &DotDesc,
     lhs: *const u8,
@@ -302,6 +343,20 @@ fn has_avx() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
             std::arch::is_x86_feature_detected!("avx")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+fn has_avx512f() -> bool {
+    static AVX512F: OnceLock<bool> = OnceLock::new();
+    *AVX512F.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512f")
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
