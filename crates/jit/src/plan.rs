@@ -140,18 +140,17 @@ pub(crate) fn plan(prog: &Program) -> Layout {
             };
             let span = (first[b], last[b]);
             // Over the dying operand, if nothing else live overlaps its place.
-            let reuse = in_place[b].and_then(|a| layout.places[a]).filter(|&(home, start)| {
+            let reuse = in_place[b].and_then(|a| {
+                let (home, start) = layout.places[a]?;
                 let home_ok = match home {
                     Home::Pool => true,
                     Home::Out(o) => lends(o.0 as usize),
                 };
-                let operand = in_place[b].map_or(b, |a| a);
-                let operand = (start, start + prog.buffers[operand].bytes.max(1));
-                home_ok
-                    && start + size <= limit(home)
-                    && live(placed.get(&home), span)
-                        .filter(|&r| r != operand)
-                        .all(|(lo, hi)| start + size <= lo || start >= hi)
+                let operand = (start, start + prog.buffers[a].bytes.max(1));
+                let free = live(placed.get(&home), span)
+                    .filter(|&r| r != operand)
+                    .all(|(lo, hi)| start + size <= lo || start >= hi);
+                (home_ok && start + size <= limit(home) && free).then_some((home, start))
             });
             let place = reuse
                 .or_else(|| {
@@ -290,9 +289,9 @@ mod tests {
     #[test]
     fn buffers_with_disjoint_lifetimes_share_memory() {
         let mut p = Program::default();
-        let a = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let b = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let c = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let a = arena(&mut p, 16, 4);
+        let b = arena(&mut p, 16, 4);
+        let c = arena(&mut p, 16, 4);
         // a -> b -> c: a is dead once b is written, so c can take a's place.
         p.steps = vec![kernel(a, None), reversing(b, a), reversing(c, b)];
         let l = plan(&p);
@@ -304,10 +303,10 @@ mod tests {
     #[test]
     fn an_elementwise_kernel_writes_over_an_operand_that_dies_there() {
         let mut p = Program::default();
-        let a = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let b = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let c = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let d = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let a = arena(&mut p, 16, 4);
+        let b = arena(&mut p, 16, 4);
+        let c = arena(&mut p, 16, 4);
+        let d = arena(&mut p, 16, 4);
         // Each kernel reads its operand at the element it writes and the operand dies there,
         // so the whole chain lives in one place.
         p.steps = vec![kernel(a, None), kernel(b, Some(a)), kernel(c, Some(b)), kernel(d, Some(c))];
@@ -320,15 +319,19 @@ mod tests {
     #[test]
     fn buffers_read_inside_a_loop_live_across_it() {
         let mut p = Program::default();
-        let outer = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let counter = p.new_buffer(Storage::Arena { host: false }, 4, 4);
-        let inner = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let outer = arena(&mut p, 16, 4);
+        let counter = arena(&mut p, 4, 4);
+        let inner = arena(&mut p, 16, 4);
         let body = vec![kernel(inner, None), kernel(inner, Some(outer))];
         p.steps = vec![kernel(outer, None), Step::Loop { length: 3, reverse: false, counter, body }];
         let l = plan(&p);
         let offs: Vec<(Home, usize)> =
             [outer, counter, inner].iter().map(|b| l.places[b.0 as usize].unwrap()).collect();
         assert!(offs[0] != offs[2] && offs[1] != offs[2] && offs[0] != offs[1]);
+    }
+
+    fn arena(p: &mut Program, bytes: usize, align: usize) -> BufId {
+        p.new_buffer(Storage::Arena { host: false }, bytes, align)
     }
 
     fn out(p: &mut Program, index: usize, bytes: usize, align: usize) -> BufId {
@@ -338,8 +341,8 @@ mod tests {
     #[test]
     fn a_buffer_that_dies_before_an_output_is_written_lives_in_it() {
         let mut p = Program::default();
-        let a = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let b = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let a = arena(&mut p, 16, 4);
+        let b = arena(&mut p, 16, 4);
         let o = out(&mut p, 0, 16, 4);
         // a dies at b's kernel, before o is written: a lives in o. b is read by o's kernel.
         p.steps = vec![kernel(a, None), reversing(b, a), reversing(o, b)];
@@ -354,9 +357,9 @@ mod tests {
     fn an_output_lends_nothing_once_written_and_nothing_too_small_or_too_aligned() {
         let mut p = Program::default();
         let o1 = out(&mut p, 0, 16, 4);
-        let wide = p.new_buffer(Storage::Arena { host: false }, 32, 4);
-        let f64s = p.new_buffer(Storage::Arena { host: false }, 16, 8);
-        let late = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let wide = arena(&mut p, 32, 4);
+        let f64s = arena(&mut p, 16, 8);
+        let late = arena(&mut p, 16, 4);
         let o2 = out(&mut p, 1, 64, 4);
         let wide_kernel = Step::Kernel {
             space: vec![8],
@@ -391,9 +394,9 @@ mod tests {
     #[test]
     fn a_buffer_of_a_loop_body_never_lives_in_an_output_the_loop_writes() {
         let mut p = Program::default();
-        let counter = p.new_buffer(Storage::Arena { host: false }, 4, 4);
-        let inner = p.new_buffer(Storage::Arena { host: false }, 16, 4);
-        let next = p.new_buffer(Storage::Arena { host: false }, 16, 4);
+        let counter = arena(&mut p, 4, 4);
+        let inner = arena(&mut p, 16, 4);
+        let next = arena(&mut p, 16, 4);
         let o = out(&mut p, 0, 16, 4);
         // `inner` dies before `o` is written in each iteration, but the next iteration
         // writes `inner` again over the output: `o` counts as written from the loop's start.

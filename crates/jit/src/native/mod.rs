@@ -274,17 +274,17 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
 
 /// Whether a product goes to matrixmultiply's GEMM instead of faer's: a two-thread f32
 /// product whose lhs is stored transposed (`m` its contiguous axis, as in a weight gradient
-/// `x^T . dy`) on an x86-64 CPU without AVX-512. There faer's AVX2 kernels measured 73-89
+/// `x^T . dy`) on an x86-64 CPU with AVX2 + FMA but without AVX-512 (the detection the
+/// `exp`/`tanh` rows use). There faer's AVX2 kernels measured 73-89
 /// GFLOP/s on that layout against matrixmultiply's 112-131 (1024^3 and 512x256x512, both
 /// threads), while faer stays ahead on the other layouts and everywhere with AVX-512
 /// (docs/jit.md, "Choosing the GEMM").
 pub(crate) fn dot_uses_matrixmultiply(d: &DotDesc) -> bool {
-    cfg!(target_arch = "x86_64")
-        && d.dtype == DType::F32
+    d.dtype == DType::F32
         && dot_is_parallel(d)
         && d.lhs_m == 1
         && d.lhs_k.unsigned_abs() > 1
-        && !has_avx512f()
+        && vmath::width() == Some(vmath::Width::Avx2)
 }
 
 /// One f32 product through matrixmultiply's `sgemm` (its own threads, one per physical
@@ -343,20 +343,6 @@ fn has_avx() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
             std::arch::is_x86_feature_detected!("avx")
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
-    })
-}
-
-fn has_avx512f() -> bool {
-    static AVX512F: OnceLock<bool> = OnceLock::new();
-    *AVX512F.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::arch::is_x86_feature_detected!("avx512f")
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
