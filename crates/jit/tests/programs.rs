@@ -92,14 +92,16 @@ fn dot_products_as_loops_and_as_gemm_calls_agree_with_the_interpreter() {
         ("i32[6,5]", "i32[5,9]", "(([1], [0]), ([], []))", "i32[6,9]"),
         ("f32[2,4,3,8]", "f32[2,4,8,5]", "(([3], [2]), ([0, 1], [0, 1]))", "f32[2,4,3,5]"),
         // Large enough for both threads, with sizes that are no multiple of any kernel's
-        // tile, in each of the three layouts of an MLP's products (a transposed lhs goes to
-        // matrixmultiply's GEMM on CPUs without AVX-512, to faer's elsewhere), batched too.
+        // tile, in each of the three layouts of an MLP's products (remat's own AVX2 GEMM on
+        // CPUs without AVX-512, faer's elsewhere), batched too, and one narrow enough that
+        // the threads split its rows.
         ("f32[130,257]", "f32[257,129]", "(([1], [0]), ([], []))", "f32[130,129]"),
         ("f32[257,130]", "f32[257,129]", "(([0], [0]), ([], []))", "f32[130,129]"),
         ("f32[130,257]", "f32[129,257]", "(([1], [1]), ([], []))", "f32[130,129]"),
         ("f64[130,257]", "f64[257,129]", "(([1], [0]), ([], []))", "f64[130,129]"),
         ("f32[3,70,97]", "f32[3,97,101]", "(([2], [1]), ([0], [0]))", "f32[3,70,101]"),
         ("f32[2,257,130]", "f32[2,257,129]", "(([1], [1]), ([0], [0]))", "f32[2,130,129]"),
+        ("f32[700,300]", "f32[300,21]", "(([1], [0]), ([], []))", "f32[700,21]"),
     ];
     let mut rng = Rng(11);
     let mut failures = Vec::new();

@@ -18,6 +18,8 @@ use remat_ir::DType;
 
 use crate::program::DotDesc;
 
+#[cfg(target_arch = "x86_64")]
+mod sgemm;
 pub(crate) mod vmath;
 
 /// The runtime functions JIT code may call, registered as symbols of the JIT module.
@@ -226,7 +228,8 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
             oo += *i as isize * os;
         }
         match d.dtype {
-            DType::F32 if dot_uses_matrixmultiply(d) => matrixmultiply_at(d, lhs, rhs, out, (lo, ro, oo)),
+            #[cfg(target_arch = "x86_64")]
+            DType::F32 if dot_uses_own_sgemm(d) => own_sgemm_at(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F64 => gemm_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::I32 => loop_at::<i32>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
@@ -272,43 +275,28 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
     }
 }
 
-/// Whether a product goes to matrixmultiply's GEMM instead of faer's: a two-thread f32
-/// product whose lhs is stored transposed (`m` its contiguous axis, as in a weight gradient
-/// `x^T . dy`) on an x86-64 CPU with AVX2 + FMA but without AVX-512 (the detection the
-/// `exp`/`tanh` rows use). There faer's AVX2 kernels measured 73-89
-/// GFLOP/s on that layout against matrixmultiply's 112-131 (1024^3 and 512x256x512, both
-/// threads), while faer stays ahead on the other layouts and everywhere with AVX-512
-/// (docs/jit.md, "Choosing the GEMM").
-pub(crate) fn dot_uses_matrixmultiply(d: &DotDesc) -> bool {
-    d.dtype == DType::F32
-        && dot_is_parallel(d)
-        && d.lhs_m == 1
-        && d.lhs_k.unsigned_abs() > 1
-        && vmath::width() == Some(vmath::Width::Avx2)
+/// Whether a product goes to remat's own AVX2 GEMM (`sgemm`) instead of faer's: a
+/// two-thread f32 product on an x86-64 CPU with AVX2 + FMA but without AVX-512 (the
+/// detection the `exp`/`tanh` rows use). There faer's AVX2 kernels measured 82-147 GFLOP/s
+/// against 117-145 for `sgemm` (weakest with a transposed lhs, the weight gradients
+/// `x^T . dy`), while faer's unrolled small-shape kernels stay ahead below the two-thread
+/// threshold and its AVX-512 kernels everywhere they run (docs/jit.md, "Choosing the GEMM").
+pub(crate) fn dot_uses_own_sgemm(d: &DotDesc) -> bool {
+    d.dtype == DType::F32 && dot_is_parallel(d) && vmath::width() == Some(vmath::Width::Avx2)
 }
 
-/// One f32 product through matrixmultiply's `sgemm` (its own threads, one per physical
-/// core), which takes any operand strides; with `beta` zero it never reads the destination.
-fn matrixmultiply_at(d: &DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8, (lo, ro, oo): (isize, isize, isize)) {
-    // SAFETY: as in `gemm_at`: `d` describes views inside the operand buffers and a
-    // destination of distinct, non-aliasing elements (no zero output stride) inside `out`.
+/// One f32 product through [`sgemm::sgemm`] on every thread of the pool.
+#[cfg(target_arch = "x86_64")]
+fn own_sgemm_at(d: &DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8, (lo, ro, oo): (isize, isize, isize)) {
+    use sgemm::{Dest, Operand};
+    // SAFETY: `dot_uses_own_sgemm` checked AVX2 + FMA. As in `gemm_at`: `d` describes views
+    // inside the operand buffers and a destination of distinct elements (the lowering never
+    // gives an output a zero stride) inside `out`, a buffer distinct from the operands.
     unsafe {
-        matrixmultiply::sgemm(
-            d.m,
-            d.k,
-            d.n,
-            1.0,
-            (lhs as *const f32).offset(lo),
-            d.lhs_m,
-            d.lhs_k,
-            (rhs as *const f32).offset(ro),
-            d.rhs_k,
-            d.rhs_n,
-            0.0,
-            (out as *mut f32).offset(oo),
-            d.out_m,
-            d.out_n,
-        );
+        let a = Operand { ptr: (lhs as *const f32).offset(lo), rs: d.lhs_m, cs: d.lhs_k };
+        let b = Operand { ptr: (rhs as *const f32).offset(ro), rs: d.rhs_k, cs: d.rhs_n };
+        let c = Dest { ptr: (out as *mut f32).offset(oo), rs: d.out_m, cs: d.out_n };
+        sgemm::sgemm(d.m, d.k, d.n, a, b, c, threads());
     }
 }
 
