@@ -281,7 +281,8 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
 /// against 117-145 for `sgemm` (weakest with a transposed lhs, the weight gradients
 /// `x^T . dy`), while faer's unrolled small-shape kernels stay ahead below the two-thread
 /// threshold and its AVX-512 kernels everywhere they run (docs/jit.md, "Choosing the GEMM").
-pub(crate) fn dot_uses_own_sgemm(d: &DotDesc) -> bool {
+#[cfg(target_arch = "x86_64")]
+fn dot_uses_own_sgemm(d: &DotDesc) -> bool {
     d.dtype == DType::F32 && dot_is_parallel(d) && vmath::width() == Some(vmath::Width::Avx2)
 }
 

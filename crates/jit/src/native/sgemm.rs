@@ -207,11 +207,12 @@ unsafe fn pack_a(mc: usize, kc: usize, a: Operand, dst: *mut f32) {
             let mut p = 0;
             if rows == MR && a.cs == 1 {
                 // Rows stored contiguously: transpose 8 columns of the 6 rows at a time.
-                let zero = _mm256_setzero_ps();
                 while p + 8 <= kc {
-                    let r = [0, 1, 2, 3, 4, 5].map(|i| _mm256_loadu_ps(row[i].add(p)));
-                    let cols = transpose8([r[0], r[1], r[2], r[3], r[4], r[5], zero, zero]);
-                    for (q, col) in cols.iter().enumerate() {
+                    let r =
+                        std::array::from_fn(
+                            |i| if i < MR { _mm256_loadu_ps(row[i].add(p)) } else { _mm256_setzero_ps() },
+                        );
+                    for (q, col) in transpose8(r).iter().enumerate() {
                         _mm256_storeu_ps(d.add(q * MR), *col);
                     }
                     d = d.add(8 * MR);
