@@ -83,14 +83,12 @@ fn measure<A: remat::ArgTree, R: remat::TensorTree, F: Fn(A::Traced) -> R>(
         t.sort_by(f64::total_cmp);
         t[t.len() / 2]
     };
-    let mut reused = Vec::with_capacity(runs);
+    // Alternating call by call, as `remat bench` does: the host's drift falls on both alike.
+    let (mut reused, mut fresh) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     for _ in 0..runs {
         let t = Instant::now();
         compiled.run_into(&leaves, &mut outs)?;
         reused.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    let mut fresh = Vec::with_capacity(runs);
-    for _ in 0..runs {
         let t = Instant::now();
         drop(compiled.run(&leaves)?);
         fresh.push(t.elapsed().as_secs_f64() * 1e3);
