@@ -96,16 +96,22 @@ fn inputs(jaxpr: &remat_ir::Jaxpr) -> Vec<Array> {
         .collect()
 }
 
+/// The median time of `f` in ms: after 20 ms of warm-up calls (the pool's threads wake up,
+/// and on a shared VM the second core comes back), at least 21 calls and 100 ms of them.
 fn median_ms(f: &mut impl FnMut()) -> f64 {
-    let mut t: Vec<f64> = (0..21)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(20) {
+        f();
+    }
+    let start = Instant::now();
+    let mut t = Vec::new();
+    while t.len() < 21 || start.elapsed() < Duration::from_millis(100) {
+        let s = Instant::now();
+        f();
+        t.push(s.elapsed().as_secs_f64() * 1e3);
+    }
     t.sort_by(f64::total_cmp);
-    t[10]
+    t[t.len() / 2]
 }
 
 fn gemm(c: &mut Criterion) {
