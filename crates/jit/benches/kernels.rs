@@ -8,7 +8,8 @@
 //! machine's f32 peak: independent FMA chains on every core at once, with 256-bit vectors
 //! and, where the CPU has AVX-512, 512-bit ones, the faster counted (`peak`). The peak is
 //! measured at the start and again around each of seven timing rounds of each product,
-//! since a shared host's speed drifts.
+//! since a shared host's speed drifts; each round warms up for 20 ms and times at least
+//! 100 ms of calls (`median_ms`).
 
 use std::time::{Duration, Instant};
 
