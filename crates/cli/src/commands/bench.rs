@@ -23,8 +23,9 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
     let compiled = remat_jit::compile_with_options(&jaxpr, &[], &Options { cse, ..Options::default() })?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut outs = compiled.run(&args)?; // warm-up: page in the arena and the code
-                                         // The two ways alternate, call by call, so that the host's drift in speed (a shared VM
-                                         // can change by tens of percent within a second) falls on both alike.
+
+    // The two ways alternate, call by call, so that the host's drift in speed (a shared VM
+    // can change by tens of percent within a second) falls on both alike.
     let mut reused = Vec::with_capacity(runs);
     let mut fresh = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {

@@ -158,7 +158,7 @@ unsafe fn serial(m: usize, k: usize, n: usize, a: Operand, b: Operand, c: Dest) 
         let (pa, pb) = &mut *packed;
         let lanes = size_of::<__m256>() / size_of::<f32>();
         let need_a = (MC.min(m.next_multiple_of(MR)) * KC.min(k) + SLACK).div_ceil(lanes);
-        let need_b = (NC.min(n.next_multiple_of(NR)) / NR * (KC.min(k) * NR + B_PAD)).div_ceil(lanes);
+        let need_b = (NC.min(n.next_multiple_of(NR)) / NR * b_panel_len(KC.min(k))).div_ceil(lanes);
         // SAFETY: an all-zero __m256 is a valid value.
         let zero = unsafe { _mm256_setzero_ps() };
         if pa.len() < need_a {
@@ -173,7 +173,8 @@ unsafe fn serial(m: usize, k: usize, n: usize, a: Operand, b: Operand, c: Dest) 
             for pc in (0..k).step_by(KC) {
                 let kc = KC.min(k - pc);
                 // SAFETY: the blocks are inside the operands; the packed buffers hold
-                // `nc` (`mc`) rounded up to whole panels times `kc` elements.
+                // `mc` rounded up to whole panels times `kc` elements (plus `SLACK`) and
+                // `nc` rounded up to whole panels of `b_panel_len(kc)`.
                 unsafe {
                     pack_b(kc, nc, Operand { ptr: b.at(pc, jc), ..b }, pb);
                     for ic in (0..m).step_by(MC) {
@@ -183,7 +184,7 @@ unsafe fn serial(m: usize, k: usize, n: usize, a: Operand, b: Operand, c: Dest) 
                             for ir in (0..mc).step_by(MR) {
                                 let tile = Tile { rows: MR.min(mc - ir), cols: NR.min(nc - jr), overwrite: pc == 0 };
                                 let dst = Dest { ptr: c.at(ic + ir, jc + jr), ..c };
-                                kernel(kc, pa.add(ir * kc), pb.add(jr / NR * (kc * NR + B_PAD)), dst, tile);
+                                kernel(kc, pa.add(ir * kc), pb.add(jr / NR * b_panel_len(kc)), dst, tile);
                             }
                         }
                     }
@@ -214,20 +215,22 @@ unsafe fn pack_a(mc: usize, kc: usize, rows_below: usize, a: Operand, dst: *mut 
         // crowd the few cache sets they share; fewer leave each step's read too short for
         // the prefetcher (`perf`: `pack_a` 6.4-7.9% of a tn product's samples -> 4.1-5.6%
         // at 512x256x512 and 1024^3; 8 and 24 panels did less).
-        for (g0, p) in (0..first).step_by(A_GROUP).flat_map(|g0| (0..kc).map(move |p| (g0, p))) {
-            // SAFETY: rows `g * MR .. g * MR + 8` of column `p` are inside `a` for every
-            // `g < first`; the stores stay inside the first `first` panels of `dst`.
-            unsafe {
-                let col = a.at(0, p);
-                for g in g0..first.min(g0 + A_GROUP) {
-                    let v = _mm256_loadu_ps(col.add(g * MR));
-                    let d = dst.add(g * MR * kc + p * MR);
-                    if p + 1 < kc {
-                        // Two lanes run into the next step, written after this one.
-                        _mm256_storeu_ps(d, v);
-                    } else {
-                        _mm_storeu_ps(d, _mm256_castps256_ps128(v));
-                        _mm_storeu_si64(d.add(4) as *mut u8, _mm_castps_si128(_mm256_extractf128_ps::<1>(v)));
+        for g0 in (0..first).step_by(A_GROUP) {
+            for p in 0..kc {
+                // SAFETY: rows `g * MR .. g * MR + 8` of column `p` are inside `a` for every
+                // `g < first`; the stores stay inside the first `first` panels of `dst`.
+                unsafe {
+                    let col = a.at(0, p);
+                    for g in g0..first.min(g0 + A_GROUP) {
+                        let v = _mm256_loadu_ps(col.add(g * MR));
+                        let d = dst.add(g * MR * kc + p * MR);
+                        if p + 1 < kc {
+                            // Two lanes run into the next step, written after this one.
+                            _mm256_storeu_ps(d, v);
+                        } else {
+                            _mm_storeu_ps(d, _mm256_castps256_ps128(v));
+                            _mm_storeu_si64(d.add(4) as *mut u8, _mm_castps_si128(_mm256_extractf128_ps::<1>(v)));
+                        }
                     }
                 }
             }
@@ -267,6 +270,11 @@ unsafe fn pack_a(mc: usize, kc: usize, rows_below: usize, a: Operand, dst: *mut 
     }
 }
 
+/// The elements from one packed b panel of `kc` steps to the next.
+fn b_panel_len(kc: usize) -> usize {
+    kc * NR + B_PAD
+}
+
 /// Packs the `kc x nc` block of `b` into panels of `NR` columns, `panel[p][j]`, each
 /// followed by `B_PAD` unused elements, zero-padding the last panel.
 ///
@@ -277,10 +285,10 @@ unsafe fn pack_a(mc: usize, kc: usize, rows_below: usize, a: Operand, dst: *mut 
 ///
 /// # Safety
 /// AVX2 is available; the block is inside `b`; `dst` has room for `nc` rounded up to `NR`
-/// panels of `kc * NR + B_PAD` elements.
+/// panels of `b_panel_len(kc)` elements.
 #[target_feature(enable = "avx2,fma")]
 unsafe fn pack_b(kc: usize, nc: usize, b: Operand, dst: *mut f32) {
-    let stride = kc * NR + B_PAD;
+    let stride = b_panel_len(kc);
     let mut first = 0;
     if b.cs == 1 {
         first = nc / NR;
