@@ -25,10 +25,9 @@ fn cases() -> Vec<(String, PathBuf, Value)> {
     out
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("remat-ad-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for a test's files, removed when the returned guard drops.
+fn tempdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("remat-ad-cli-{name}-")).tempdir().unwrap()
 }
 
 /// A residual line without its source location (JAX's point into the generator).
@@ -45,7 +44,7 @@ fn residuals_prints_jaxs_lines_for_every_case() {
     let cases = cases();
     assert_eq!(cases.len(), 32);
     for (name, _, case) in &cases {
-        let file = dir.join(format!("{name}.jaxpr"));
+        let file = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
         let names: Vec<&str> = case["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         let out = remat(&["residuals", file.to_str().unwrap(), "--arg-names", &names.join(",")]);
@@ -70,7 +69,7 @@ fn residuals_prints_jaxs_lines_for_every_case() {
 fn residuals_names_arguments_by_the_files_binders_by_default() {
     let dir = tempdir("binders");
     let (_, _, case) = cases().into_iter().find(|(n, _, _)| n == "attention_dots_saveable").unwrap();
-    let file = dir.join("attention.jaxpr");
+    let file = dir.path().join("attention.jaxpr");
     std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
     let out = remat(&["residuals", file.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
@@ -85,7 +84,7 @@ fn residuals_names_arguments_by_the_files_binders_by_default() {
 fn fwd_bwd_prints_both_halves() {
     let dir = tempdir("fwdbwd");
     let (_, _, case) = cases().into_iter().find(|(n, _, _)| n == "seed_checkpoint_each_layer").unwrap();
-    let file = dir.join("f.jaxpr");
+    let file = dir.path().join("f.jaxpr");
     std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
     let out = remat(&["fwd-bwd", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -113,10 +112,10 @@ fn check_grads(name: &str, got: &Value, case: &Value) {
 fn grad_gives_jaxs_gradients_for_every_case_on_both_backends() {
     let dir = tempdir("grad");
     for (name, path, case) in cases() {
-        let file = dir.join(format!("{name}.jaxpr"));
+        let file = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
         for backend in ["interp", "jit"] {
-            let out_path = dir.join(format!("{name}.{backend}.json"));
+            let out_path = dir.path().join(format!("{name}.{backend}.json"));
             let case_path = path.to_str().unwrap();
             let out = remat(&[
                 "grad",
@@ -141,9 +140,9 @@ fn grad_gives_jaxs_gradients_for_every_case_on_both_backends() {
 fn grad_rejects_cotangents_that_do_not_fit() {
     let dir = tempdir("badct");
     let (_, path, case) = cases().into_iter().find(|(n, _, _)| n == "seed_no_checkpoint").unwrap();
-    let file = dir.join("f.jaxpr");
+    let file = dir.path().join("f.jaxpr");
     std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
-    let cts = dir.join("ct.json");
+    let cts = dir.path().join("ct.json");
     std::fs::write(&cts, r#"[{"dtype": "f32", "shape": [3], "data": [1, 2, 3]}]"#).unwrap();
     let out = remat(&[
         "grad",

@@ -38,7 +38,7 @@ fn print_and_eval_reproduce_every_conformance_case() {
     let cases = cases();
     assert_eq!(cases.len(), 32);
     for (name, case) in &cases {
-        let jaxpr_path = dir.join(format!("{name}.jaxpr"));
+        let jaxpr_path = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&jaxpr_path, case["jaxpr"].as_str().unwrap()).unwrap();
 
         let printed = remat(&["print", jaxpr_path.to_str().unwrap()]);
@@ -46,9 +46,9 @@ fn print_and_eval_reproduce_every_conformance_case() {
         let text = String::from_utf8(printed.stdout).unwrap();
         assert_eq!(text.trim_end_matches('\n'), case["jaxpr"].as_str().unwrap(), "{name}: print differs");
 
-        let inputs = dir.join(format!("{name}.in.json"));
+        let inputs = dir.path().join(format!("{name}.in.json"));
         std::fs::write(&inputs, case["args"].to_string()).unwrap();
-        let out = dir.join(format!("{name}.out.json"));
+        let out = dir.path().join(format!("{name}.out.json"));
         let run = remat(&[
             "eval",
             jaxpr_path.to_str().unwrap(),
@@ -92,7 +92,7 @@ fn print_round_trips_every_benchmark_program() {
 fn eval_reads_a_conformance_case_as_inputs_and_writes_to_stdout() {
     let case = data("conformance/seed_chain_sin8.json");
     let dir = tempdir("stdout");
-    let jaxpr = dir.join("chain.jaxpr");
+    let jaxpr = dir.path().join("chain.jaxpr");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
     std::fs::write(&jaxpr, v["jaxpr"].as_str().unwrap()).unwrap();
     let run = remat(&["eval", jaxpr.to_str().unwrap(), "--inputs", case.to_str().unwrap()]);
@@ -113,48 +113,47 @@ fn expect_failure(args: &[&str], needle: &str) {
 #[test]
 fn bad_input_gives_located_errors() {
     let dir = tempdir("errors");
-    let bad = dir.join("bad.jaxpr");
+    let bad = dir.path().join("bad.jaxpr");
     std::fs::write(&bad, "{ lambda ; a:f32[3]. let\n    b:f32[3] = sine a\n  in (b,) }").unwrap();
     expect_failure(&["print", bad.to_str().unwrap()], "bad.jaxpr: line 2, column 16: unknown primitive `sine`");
 
-    let ill_typed = dir.join("ill_typed.jaxpr");
+    let ill_typed = dir.path().join("ill_typed.jaxpr");
     std::fs::write(&ill_typed, "{ lambda ; a:f32[3] b:f32[4]. let\n    c:f32[3] = add a b\n  in (c,) }").unwrap();
     expect_failure(&["print", ill_typed.to_str().unwrap()], "not well-typed");
 
-    expect_failure(&["print", dir.join("missing.jaxpr").to_str().unwrap()], "missing.jaxpr");
+    expect_failure(&["print", dir.path().join("missing.jaxpr").to_str().unwrap()], "missing.jaxpr");
 
-    let good = dir.join("good.jaxpr");
+    let good = dir.path().join("good.jaxpr");
     std::fs::write(&good, "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }").unwrap();
-    let wrong_shape = dir.join("wrong_shape.json");
+    let wrong_shape = dir.path().join("wrong_shape.json");
     std::fs::write(&wrong_shape, r#"[{"dtype": "f32", "shape": [4], "data": [1, 2, 3, 4]}]"#).unwrap();
     expect_failure(&["eval", good.to_str().unwrap(), "--inputs", wrong_shape.to_str().unwrap()], "f32[3]");
 
-    let too_few = dir.join("too_few.json");
+    let too_few = dir.path().join("too_few.json");
     std::fs::write(&too_few, "[]").unwrap();
     expect_failure(&["eval", good.to_str().unwrap(), "--inputs", too_few.to_str().unwrap()], "argument");
 
-    let short_data = dir.join("short_data.json");
+    let short_data = dir.path().join("short_data.json");
     std::fs::write(&short_data, r#"[{"dtype": "f32", "shape": [3], "data": [1, 2]}]"#).unwrap();
     expect_failure(&["eval", good.to_str().unwrap(), "--inputs", short_data.to_str().unwrap()], "input 0");
 
-    let not_json = dir.join("not.json");
+    let not_json = dir.path().join("not.json");
     std::fs::write(&not_json, "[{").unwrap();
     expect_failure(&["eval", good.to_str().unwrap(), "--inputs", not_json.to_str().unwrap()], "invalid JSON");
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("remat-cli-test-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for a test's files, removed when the returned guard drops.
+fn tempdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("remat-cli-test-{tag}-")).tempdir().unwrap()
 }
 
 #[test]
 fn eval_with_the_jit_backend_reproduces_every_conformance_case() {
     let dir = tempdir("jit_cases");
     for (name, case) in &cases() {
-        let jaxpr = dir.join(format!("{name}.jaxpr"));
+        let jaxpr = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&jaxpr, case["jaxpr"].as_str().unwrap()).unwrap();
-        let inputs = dir.join(format!("{name}.json"));
+        let inputs = dir.path().join(format!("{name}.json"));
         std::fs::write(&inputs, serde_json::to_string(case).unwrap()).unwrap();
         let out = remat(&["eval", jaxpr.to_str().unwrap(), "--inputs", inputs.to_str().unwrap(), "--backend", "jit"]);
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
