@@ -7,6 +7,8 @@ use std::path::Path;
 use remat_ir::{Array, Jaxpr};
 use serde_json::Value;
 
+use crate::Nans;
+
 /// A command's failure, already worded for the user.
 #[derive(Debug)]
 pub struct CliError(pub String);
@@ -85,5 +87,39 @@ pub fn write_json(out: Option<&Path>, value: &Value) -> Result<()> {
             println!("{text}");
             Ok(())
         }
+    }
+}
+
+/// With `nans` other than `propagate`: the first of `arrays` (the `what`s of `path`) that
+/// holds a NaN is an error naming it and the element.
+pub fn reject_nans(path: &Path, what: &str, arrays: &[Array], nans: Nans) -> Result<()> {
+    if nans == Nans::Propagate {
+        return Ok(());
+    }
+    match arrays.iter().enumerate().find_map(|(i, a)| a.first_nan().map(|p| (i, p))) {
+        Some((i, position)) => Err(CliError(format!(
+            "{}: {what} {i} holds NaN at {position:?} (`--nans propagate` computes with it, as JAX does)",
+            display_name(path)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// With `--nans debug`, when one of `outputs` of `jaxpr` at `args` holds a NaN: the
+/// equation that made the first one, found by the interpreter (`part` says which program
+/// it is, for example " in the backward half").
+pub fn locate_nans(jaxpr: &Jaxpr, args: &[Array], outputs: &[Array], nans: Nans, part: &str) -> Result<()> {
+    if nans != Nans::Debug {
+        return Ok(());
+    }
+    let Some((output, position)) = outputs.iter().enumerate().find_map(|(i, o)| o.first_nan().map(|p| (i, p))) else {
+        return Ok(());
+    };
+    match remat_interp::eval_jaxpr_checking_nans(jaxpr, &[], args) {
+        Err(e) if remat_interp::is_nan_error(&e) => Err(CliError(format!("NaN check{part}: {e}"))),
+        Err(e) => Err(e.into()),
+        Ok(_) => Err(CliError(format!(
+            "NaN check{part}: output {output} holds NaN at {position:?}, but the reference interpreter computes none there"
+        ))),
     }
 }

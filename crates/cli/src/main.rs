@@ -38,6 +38,9 @@ enum Command {
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Backend::Interp)]
         backend: Backend,
+        /// What NaNs do.
+        #[arg(long, value_enum, default_value_t = Nans::RejectInputs)]
+        nans: Nans,
     },
     /// Print what the vjp of a jaxpr saves for its backward pass, one line per residual,
     /// as `jax.ad_checkpoint.print_saved_residuals` prints it.
@@ -70,6 +73,9 @@ enum Command {
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Backend::Interp)]
         backend: Backend,
+        /// What NaNs do.
+        #[arg(long, value_enum, default_value_t = Nans::RejectInputs)]
+        nans: Nans,
     },
     /// Compile a jaxpr with the JIT, run it N times, and report compile time, median run
     /// time and the planned peak bytes.
@@ -116,6 +122,18 @@ impl From<Cse> for remat_jit::CseScope {
     }
 }
 
+/// What NaNs in the inputs, or made by the program, do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Nans {
+    /// An input holding a NaN is an error naming the input and the element.
+    RejectInputs,
+    /// NaNs flow through the arithmetic, as in JAX.
+    Propagate,
+    /// JAX's `jax_debug_nans`: inputs are checked, and a NaN in a result is traced by the
+    /// interpreter to the equation that made the first one (index, primitive, line).
+    Debug,
+}
+
 /// How a program is run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
@@ -129,14 +147,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Print { file } => commands::print::run(&file),
-        Command::Eval { file, inputs, out, backend } => commands::eval::run(&file, &inputs, out.as_deref(), backend),
+        Command::Eval { file, inputs, out, backend, nans } => {
+            commands::eval::run(&file, &inputs, out.as_deref(), backend, nans)
+        }
         Command::Bench { file, inputs, runs, json, cse } => {
             commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into())
         }
         Command::Residuals { file, arg_names } => commands::residuals::run(&file, arg_names.as_deref()),
         Command::FwdBwd { file } => commands::fwd_bwd::run(&file),
-        Command::Grad { file, inputs, cotangents, out, backend } => {
-            commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend)
+        Command::Grad { file, inputs, cotangents, out, backend, nans } => {
+            commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend, nans)
         }
     };
     match result {

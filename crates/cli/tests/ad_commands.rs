@@ -156,3 +156,103 @@ fn grad_rejects_cotangents_that_do_not_fit() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cotangent 0 is f32[3] but output 0 is f32[7]"), "{err}");
 }
+
+/// `sum(sqrt(a) * b)`, a NaN where `a` is negative.
+const SQRT_WEIGHTED: &str = "{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = sqrt a
+    d:f32[3] = mul c b
+    e:f32[] = reduce_sum[axes=(0,) out_sharding=None] d
+  in (e,) }";
+
+/// Runs `remat COMMAND f.jaxpr --inputs in.json [--cotangents ct.json] EXTRA...` on
+/// `SQRT_WEIGHTED` (the cotangent 1 for `grad`) and returns whether it succeeded, its stdout
+/// and its stderr.
+fn run_sqrt(command: &str, inputs: &str, extra: &[&str]) -> (bool, String, String) {
+    run_sqrt_with(command, inputs, r#"[{"dtype": "f32", "shape": [], "data": [1]}]"#, extra)
+}
+
+fn run_sqrt_with(command: &str, inputs: &str, cotangents: &str, extra: &[&str]) -> (bool, String, String) {
+    let dir = tempdir("nans");
+    let file = dir.path().join("f.jaxpr");
+    std::fs::write(&file, SQRT_WEIGHTED).unwrap();
+    let inp = dir.path().join("in.json");
+    std::fs::write(&inp, inputs).unwrap();
+    let ct = dir.path().join("ct.json");
+    std::fs::write(&ct, cotangents).unwrap();
+    let mut args = vec![command, file.to_str().unwrap(), "--inputs", inp.to_str().unwrap()];
+    if command == "grad" {
+        args.extend(["--cotangents", ct.to_str().unwrap()]);
+    }
+    args.extend(extra);
+    let out = remat(&args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const NAN_INPUT: &str =
+    r#"[{"dtype": "f32", "shape": [3], "data": [1, 4, 9]}, {"dtype": "f32", "shape": [3], "data": [1, "nan", 1]}]"#;
+const NEGATIVE_INPUT: &str =
+    r#"[{"dtype": "f32", "shape": [3], "data": [1, -4, 9]}, {"dtype": "f32", "shape": [3], "data": [1, 1, 1]}]"#;
+
+#[test]
+fn eval_and_grad_reject_nan_inputs_unless_told_to_propagate_them() {
+    for command in ["eval", "grad"] {
+        for backend in ["interp", "jit"] {
+            let (ok, _, err) = run_sqrt(command, NAN_INPUT, &["--backend", backend]);
+            assert!(!ok, "{command} {backend} accepted a NaN input");
+            assert!(err.contains("in.json: input 1 holds NaN at [1] (`--nans propagate` computes with it"), "{err}");
+
+            let (ok, out, err) = run_sqrt(command, NAN_INPUT, &["--backend", backend, "--nans", "propagate"]);
+            assert!(ok, "{command} {backend}: {err}");
+            assert!(out.contains("\"nan\""), "{command} {backend}: {out}");
+        }
+    }
+}
+
+#[test]
+fn debug_nans_names_the_equation_that_made_the_first_nan() {
+    for command in ["eval", "grad"] {
+        for backend in ["interp", "jit"] {
+            // By default a NaN made by the program is a result, as in JAX.
+            let (ok, out, err) = run_sqrt(command, NEGATIVE_INPUT, &["--backend", backend]);
+            assert!(ok && out.contains("\"nan\""), "{command} {backend}: {out} {err}");
+
+            let (ok, _, err) = run_sqrt(command, NEGATIVE_INPUT, &["--backend", backend, "--nans", "debug"]);
+            assert!(!ok, "{command} {backend}: the NaN went unreported");
+            let part = if command == "grad" { " in the forward half" } else { "" };
+            assert!(
+                err.contains(&format!("error: NaN check{part}: equation 0 (sqrt at ")),
+                "{command} {backend}: {err}"
+            );
+            assert!(
+                err.contains(
+                    "f.jaxpr:2:5): result 0 holds the first NaN, at [1]: no operand passed in or computed holds one"
+                ),
+                "{command} {backend}: {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn debug_nans_finds_a_nan_made_in_the_backward_half() {
+    // At a = 0, b = 0 the forward half is NaN-free (sqrt(0) * 0 = 0), but the gradient in
+    // `a` is b * 0.5 / sqrt(a) = 0 * inf: the backward half makes the NaN.
+    let inputs =
+        r#"[{"dtype": "f32", "shape": [3], "data": [1, 0, 9]}, {"dtype": "f32", "shape": [3], "data": [1, 0, 1]}]"#;
+    let (ok, out, err) = run_sqrt("grad", inputs, &["--nans", "debug"]);
+    assert!(!ok, "unreported: {out}");
+    assert!(err.contains("NaN check in the backward half: equation "), "{err}");
+    assert!(err.contains("holds the first NaN, at [1]"), "{err}");
+}
+
+#[test]
+fn cotangents_holding_nan_are_rejected() {
+    let inputs = NEGATIVE_INPUT.replace("-4", "4");
+    let (ok, _, err) = run_sqrt_with("grad", &inputs, r#"[{"dtype": "f32", "shape": [], "data": ["nan"]}]"#, &[]);
+    assert!(!ok);
+    assert!(err.contains("ct.json: cotangent 0 holds NaN at []"), "{err}");
+}

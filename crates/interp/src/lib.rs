@@ -22,9 +22,10 @@ mod reduce;
 mod structural;
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
-use remat_ir::{Array, Atom, Aval, ClosedJaxpr, Jaxpr, LitValue, Primitive, SourceInfo, Var};
+use remat_ir::{Array, Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, LitValue, Primitive, SourceInfo, Var};
 
 /// Why a jaxpr could not be evaluated.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +56,22 @@ pub enum EvalError {
     /// ``jit `log_softmax` `` or `scan iteration 3 of 8`.
     #[error("{context}: {error}")]
     Nested { primitive: &'static str, context: String, error: Box<EvalError> },
+    /// An argument holds a NaN ([`eval_closed_checking_nans`]).
+    #[error("argument {index} holds NaN at {}", Index(.position))]
+    NanArgument { index: usize, position: Vec<usize> },
+    /// An equation's result holds a NaN though none of its operands passed in or computed
+    /// does ([`eval_closed_checking_nans`]; the enclosing [`EvalError::Equation`] names it).
+    #[error("result {result} holds the first NaN, at {}: no operand passed in or computed holds one", Index(.position))]
+    NanProduced { result: usize, position: Vec<usize> },
+}
+
+/// Prints an element's index, `[2, 0]`, or `[]` for a scalar's.
+struct Index<'a>(&'a [usize]);
+
+impl fmt::Display for Index<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
 }
 
 /// Prints ` at file:line:col`, or nothing when the location is unknown.
@@ -80,6 +97,66 @@ pub fn eval_jaxpr(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec
 /// Evaluates a closed jaxpr on `args`.
 pub fn eval_closed(closed: &ClosedJaxpr, args: &[Array]) -> Result<Vec<Array>, EvalError> {
     eval_jaxpr(&closed.jaxpr, &closed.consts, args)
+}
+
+thread_local! {
+    /// Whether the evaluation running on this thread checks every equation for NaNs it
+    /// produces ([`eval_closed_checking_nans`]); nested jaxprs see it too.
+    static CHECKING_NANS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// [`eval_closed`] as JAX's `jax_debug_nans` debugs: fails with
+/// [`EvalError::NanArgument`] when an argument holds a NaN, and otherwise with the first
+/// equation (inside called jaxprs and scan iterations too) whose result holds a NaN though
+/// none of its operands passed in or computed does, which is where a NaN that the outputs
+/// show came from (`equation 4 (log at src/model.rs:12:9): result 0 holds the first NaN, at
+/// [3]: ...`). A NaN constant or literal counts as new where an equation first reads it;
+/// the equations that merely carry a NaN along are not blamed.
+pub fn eval_closed_checking_nans(closed: &ClosedJaxpr, args: &[Array]) -> Result<Vec<Array>, EvalError> {
+    eval_jaxpr_checking_nans(&closed.jaxpr, &closed.consts, args)
+}
+
+/// [`eval_closed_checking_nans`] with the constants given apart, as [`eval_jaxpr`] takes
+/// them.
+pub fn eval_jaxpr_checking_nans(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec<Array>, EvalError> {
+    if let Some((index, position)) = args.iter().enumerate().find_map(|(i, a)| a.first_nan().map(|p| (i, p))) {
+        return Err(EvalError::NanArgument { index, position });
+    }
+    // Restores the flag however the evaluation ends.
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CHECKING_NANS.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(CHECKING_NANS.with(|c| c.replace(true)));
+    eval_jaxpr(jaxpr, consts, args)
+}
+
+/// Whether an error reports a NaN that [`eval_closed_checking_nans`] found, possibly inside
+/// a called jaxpr.
+pub fn is_nan_error(e: &EvalError) -> bool {
+    match e {
+        EvalError::NanArgument { .. } | EvalError::NanProduced { .. } => true,
+        EvalError::Equation { error, .. } | EvalError::Nested { error, .. } => is_nan_error(error),
+        _ => false,
+    }
+}
+
+/// The NaN check of one equation: its first result that holds a NaN, when no operand
+/// passed in or computed (a variable other than a constvar) does.
+fn produced_nan(jaxpr: &Jaxpr, eqn: &Eqn, operands: &[&Array], results: &[Array]) -> Option<EvalError> {
+    let carried = |(atom, value): (&Atom, &&Array)| match atom {
+        Atom::Var(v) => !jaxpr.constvars.contains(v) && value.has_nan(),
+        Atom::Lit(..) => false,
+    };
+    if eqn.invars.iter().zip(operands).any(carried) {
+        return None;
+    }
+    results
+        .iter()
+        .enumerate()
+        .find_map(|(result, a)| a.first_nan().map(|position| EvalError::NanProduced { result, position }))
 }
 
 /// Evaluates one equation: `prim` applied to `args`, whose results must have `out_avals`.
@@ -119,7 +196,13 @@ pub(crate) fn eval_jaxpr_refs(jaxpr: &Jaxpr, consts: &[&Array], args: &[&Array])
                 .collect::<Result<Vec<Cow<Array>>, EvalError>>()
                 .map_err(in_equation)?;
             let operands: Vec<&Array> = operands.iter().map(|c| c.as_ref()).collect();
-            eval_primitive_refs(&eqn.primitive, &operands, &out_avals).map_err(in_equation)?
+            let results = eval_primitive_refs(&eqn.primitive, &operands, &out_avals).map_err(in_equation)?;
+            if CHECKING_NANS.with(Cell::get) {
+                if let Some(error) = produced_nan(jaxpr, eqn, &operands, &results) {
+                    return Err(in_equation(error));
+                }
+            }
+            results
         };
         // Keep only what a later equation or the outputs read, so big programs stay small.
         for (&v, value) in eqn.outvars.iter().zip(results) {

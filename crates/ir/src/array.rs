@@ -63,6 +63,28 @@ impl Array {
         }
     }
 
+    /// The index of the first NaN in row-major order, if any (integers and booleans have
+    /// none).
+    pub fn first_nan(&self) -> Option<Vec<usize>> {
+        fn first<T: Copy>(a: &ArrayD<T>, is_nan: impl Fn(T) -> bool) -> Option<Vec<usize>> {
+            a.indexed_iter().find(|&(_, &x)| is_nan(x)).map(|(i, _)| ndarray::Dimension::slice(&i).to_vec())
+        }
+        match self {
+            Array::F32(a) => first(a, f32::is_nan),
+            Array::F64(a) => first(a, f64::is_nan),
+            Array::I32(_) | Array::Bool(_) => None,
+        }
+    }
+
+    /// Whether any element is a NaN (a quicker [`Array::first_nan`]`().is_some()`).
+    pub fn has_nan(&self) -> bool {
+        match self {
+            Array::F32(a) => a.iter().any(|x| x.is_nan()),
+            Array::F64(a) => a.iter().any(|x| x.is_nan()),
+            Array::I32(_) | Array::Bool(_) => false,
+        }
+    }
+
     /// Elements in row-major order, as `f64` (booleans are 0 or 1).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {

@@ -56,6 +56,30 @@ pub enum Error {
     Jit(#[from] JitError),
     #[error("evaluation failed: {0}")]
     Eval(#[from] EvalError),
+    /// A NaN that [`Nans`] asked to report: in an argument, or (with [`Nans::Debug`]) the
+    /// equation that produced the first one.
+    #[error("NaN check: {0}")]
+    Nan(EvalError),
+    /// With [`Nans::Debug`], an output holds a NaN that the reference interpreter does not
+    /// produce from the same arguments (a difference between the backends).
+    #[error("NaN check: output {output} holds NaN at {position:?}, but the reference interpreter computes none there")]
+    NanUnlocated { output: usize, position: Vec<usize> },
+}
+
+/// What a call does about NaNs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Nans {
+    /// An argument holding a NaN is an error naming the argument and the element
+    /// (`NaN check: argument 1 holds NaN at [3, 0]`): one pass over the arguments per call.
+    #[default]
+    RejectArguments,
+    /// JAX's behaviour: NaNs flow through the arithmetic, unchecked.
+    Propagate,
+    /// JAX's `jax_debug_nans`: arguments are checked, and when an output holds a NaN the
+    /// program is evaluated again by the reference interpreter, equation by equation, to
+    /// name the equation that produced the first one (`NaN check: equation 4 (log at
+    /// src/model.rs:12:9): result 0 holds the first NaN, at [3]: ...`).
+    Debug,
 }
 
 /// How a program runs: natively (the default) or with the reference interpreter.
@@ -78,38 +102,43 @@ fn leaf_avals<A: ArgTree>(args: &A) -> Vec<Aval> {
 
 /// A program compiled (or prepared for the interpreter) for one input signature.
 #[derive(Debug)]
-enum Prepared {
-    Native(Box<Compiled>),
-    Interp(ClosedJaxpr),
+struct Prepared {
+    jaxpr: ClosedJaxpr,
+    /// The native code, for [`Backend::Jit`].
+    native: Option<Box<Compiled>>,
 }
 
 impl Prepared {
     fn new(jaxpr: ClosedJaxpr, backend: Backend, options: &Options) -> Result<Prepared, Error> {
-        Ok(match backend {
-            Backend::Jit => {
-                Prepared::Native(Box::new(remat_jit::compile_with_options(&jaxpr.jaxpr, &jaxpr.consts, options)?))
-            }
-            Backend::Interp => Prepared::Interp(jaxpr),
-        })
+        let native = match backend {
+            Backend::Jit => Some(Box::new(remat_jit::compile_with_options(&jaxpr.jaxpr, &jaxpr.consts, options)?)),
+            Backend::Interp => None,
+        };
+        Ok(Prepared { jaxpr, native })
     }
 
-    fn run(&self, args: &[&Array]) -> Result<Vec<Array>, Error> {
-        Ok(match self {
-            Prepared::Native(c) => c.run(args)?,
-            Prepared::Interp(j) => {
-                remat_interp::eval_closed(j, &args.iter().map(|a| (*a).clone()).collect::<Vec<_>>())?
-            }
-        })
+    fn run(&self, args: &[&Array], nans: Nans) -> Result<Vec<Array>, Error> {
+        check_arguments(args, nans)?;
+        let outs = match &self.native {
+            Some(c) => c.run(args)?,
+            None => remat_interp::eval_closed(&self.jaxpr, &owned(args))?,
+        };
+        self.locate_nans(args, &outs, nans)?;
+        Ok(outs)
     }
 
     /// Runs writing into `outs`, which must have the program's output types (natively
     /// nothing is allocated; the interpreter computes fresh arrays and moves them in).
-    fn run_into(&self, args: &[&Array], outs: &mut [Array]) -> Result<(), Error> {
-        match self {
-            Prepared::Native(c) => Ok(c.run_into(args, outs)?),
-            Prepared::Interp(j) => {
-                let results = self.run(args)?;
-                let expected = j.jaxpr.out_avals();
+    fn run_into(&self, args: &[&Array], outs: &mut [Array], nans: Nans) -> Result<(), Error> {
+        match &self.native {
+            Some(c) => {
+                check_arguments(args, nans)?;
+                c.run_into(args, outs)?;
+                self.locate_nans(args, outs, nans)
+            }
+            None => {
+                let results = self.run(args, nans)?;
+                let expected = self.jaxpr.jaxpr.out_avals();
                 if outs.len() != expected.len() {
                     return Err(JitError::OutCount { expected: expected.len(), given: outs.len() }.into());
                 }
@@ -123,6 +152,40 @@ impl Prepared {
                 Ok(())
             }
         }
+    }
+
+    /// With [`Nans::Debug`], when an output holds a NaN: the equation that made the first
+    /// one, found by the interpreter.
+    fn locate_nans(&self, args: &[&Array], outs: &[Array], nans: Nans) -> Result<(), Error> {
+        if nans != Nans::Debug {
+            return Ok(());
+        }
+        let Some((output, position)) = outs.iter().enumerate().find_map(|(i, o)| o.first_nan().map(|p| (i, p))) else {
+            return Ok(());
+        };
+        match remat_interp::eval_closed_checking_nans(&self.jaxpr, &owned(args)) {
+            Ok(_) => Err(Error::NanUnlocated { output, position }),
+            Err(e) if remat_interp::is_nan_error(&e) => Err(Error::Nan(e)),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn owned(args: &[&Array]) -> Vec<Array> {
+    args.iter().map(|a| (*a).clone()).collect()
+}
+
+/// Unless `nans` lets them through, the first argument holding a NaN is an error.
+fn check_arguments(args: &[&Array], nans: Nans) -> Result<(), Error> {
+    if nans == Nans::Propagate {
+        return Ok(());
+    }
+    match args.iter().position(|a| a.has_nan()) {
+        Some(index) => {
+            let position = args[index].first_nan().unwrap_or_default();
+            Err(Error::Nan(EvalError::NanArgument { index, position }))
+        }
+        None => Ok(()),
     }
 }
 
@@ -173,7 +236,7 @@ fn arg_values<A: ArgTree>(args: &A) -> Result<Vec<&Array>, Error> {
 
 /// `jax.jit(f)`: traced once per input signature, compiled to native code, cached.
 pub fn jit<F>(f: F) -> Jit<F> {
-    Jit { f, backend: Backend::Jit, options: Options::default(), cache: Cache::default() }
+    Jit { f, backend: Backend::Jit, options: Options::default(), nans: Nans::default(), cache: Cache::default() }
 }
 
 /// A function compiled per input signature; see [`jit`].
@@ -182,6 +245,7 @@ pub struct Jit<F> {
     f: F,
     backend: Backend,
     options: Options,
+    nans: Nans,
     cache: Cache,
 }
 
@@ -199,12 +263,18 @@ impl<F> Jit<F> {
         self
     }
 
+    /// What a call does about NaNs (by default, an argument holding one is an error).
+    pub fn nans(mut self, nans: Nans) -> Self {
+        self.nans = nans;
+        self
+    }
+
     /// Calls the function on concrete arguments and returns its flattened results.
     pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run(&arg_values(args)?)
+        self.prepared(args)?.run(&arg_values(args)?, self.nans)
     }
 
     /// Like [`Jit::call`], writing the results into `outs` (for example the arrays an
@@ -213,7 +283,7 @@ impl<F> Jit<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_into(&arg_values(args)?, outs)
+        self.prepared(args)?.run_into(&arg_values(args)?, outs, self.nans)
     }
 
     /// The program traced and compiled for `args`' signature, from the cache or built now.
@@ -252,6 +322,7 @@ pub struct Grad<F> {
     with_value: bool,
     backend: Backend,
     options: Options,
+    nans: Nans,
     cache: Cache,
 }
 
@@ -263,6 +334,7 @@ impl<F> Grad<F> {
             with_value,
             backend: Backend::Jit,
             options: Options::default(),
+            nans: Nans::default(),
             cache: Cache::default(),
         }
     }
@@ -285,6 +357,14 @@ impl<F> Grad<F> {
     /// policy says, `CseScope::AcrossCheckpoints` always merges it (XLA's behaviour on CPU).
     pub fn options(mut self, options: Options) -> Self {
         self.options = options;
+        self
+    }
+
+    /// What a call does about NaNs (by default, an argument holding one is an error; with
+    /// [`Nans::Debug`], a NaN in the value or a gradient is traced to the equation of the
+    /// gradient program that made it).
+    pub fn nans(mut self, nans: Nans) -> Self {
+        self.nans = nans;
         self
     }
 
@@ -311,7 +391,7 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run(&arg_values(args)?)
+        self.prepared(args)?.run(&arg_values(args)?, self.nans)
     }
 
     /// Like [`Grad::call`], writing `[value,] grads...` into `outs` (for example the arrays
@@ -321,7 +401,7 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_into(&arg_values(args)?, outs)
+        self.prepared(args)?.run_into(&arg_values(args)?, outs, self.nans)
     }
 
     /// The gradient program differentiated and compiled for `args`' signature, from the

@@ -168,3 +168,60 @@ fn call_into_reuses_the_callers_arrays() {
         assert!(jitted.call_into(&args(), &mut []).is_err());
     }
 }
+
+// ---- NaNs ----
+
+fn f32_array(shape: &[usize], data: &[f32]) -> Array {
+    Array::F32(ndarray::ArrayD::from_shape_vec(shape.to_vec(), data.to_vec()).unwrap())
+}
+
+/// `sum(sqrt(x) * w)`: a NaN where `x` is negative.
+fn sqrt_weighted((x, w): (Tensor, Tensor)) -> Tensor {
+    (x.sqrt() * w).sum()
+}
+
+#[test]
+fn an_argument_holding_nan_is_an_error_unless_nans_may_propagate() {
+    let args = (f32_array(&[3], &[1., 4., 9.]), f32_array(&[3], &[1., f32::NAN, 1.]));
+    for backend in [Backend::Jit, Backend::Interp] {
+        let f = remat::jit(sqrt_weighted).backend(backend);
+        let e = f.call(&args).unwrap_err().to_string();
+        assert_eq!(e, "NaN check: argument 1 holds NaN at [1]");
+        let g = remat::grad(sqrt_weighted).backend(backend);
+        assert_eq!(g.call(&args).unwrap_err().to_string(), e);
+        let mut outs = vec![f32_array(&[3], &[0.; 3]), f32_array(&[3], &[0.; 3])];
+        assert_eq!(g.call_into(&args, &mut outs).unwrap_err().to_string(), e);
+
+        // JAX's behaviour when asked for: the NaN flows through.
+        let out = remat::jit(sqrt_weighted).backend(backend).nans(remat::Nans::Propagate).call(&args).unwrap();
+        assert!(out[0].has_nan());
+    }
+}
+
+#[test]
+fn debug_nans_names_the_equation_and_the_line_that_made_the_first_nan() {
+    let args = (f32_array(&[3], &[1., -4., 9.]), f32_array(&[3], &[1., 1., 1.]));
+    // The line of `x.sqrt()` in `sqrt_weighted`.
+    let line = 1 + include_str!("api.rs").lines().position(|l| l.trim() == "(x.sqrt() * w).sum()").unwrap();
+    for backend in [Backend::Jit, Backend::Interp] {
+        // Without the check, the value is NaN and nothing says why.
+        assert!(remat::jit(sqrt_weighted).backend(backend).call(&args).unwrap()[0].has_nan());
+        let f = remat::jit(sqrt_weighted).backend(backend).nans(remat::Nans::Debug);
+        let e = f.call(&args).unwrap_err().to_string();
+        assert!(e.starts_with("NaN check: equation 0 (sqrt at "), "{e}");
+        assert!(e.contains(&format!("api.rs:{line}:")), "{e}");
+        assert!(e.ends_with("result 0 holds the first NaN, at [1]: no operand passed in or computed holds one"), "{e}");
+
+        // In the gradient program: the forward `sqrt` again, not the backward's division
+        // that carries its NaN along.
+        let g = remat::value_and_grad(sqrt_weighted).backend(backend).nans(remat::Nans::Debug);
+        let e = g.call(&args).unwrap_err().to_string();
+        assert!(e.contains("(sqrt at ") && e.contains(&format!("api.rs:{line}:")), "{e}");
+        let mut outs = vec![f32_array(&[], &[0.]), f32_array(&[3], &[0.; 3]), f32_array(&[3], &[0.; 3])];
+        assert_eq!(g.call_into(&args, &mut outs).unwrap_err().to_string(), e);
+
+        // Without NaNs, the debug mode returns the values.
+        let fine = (f32_array(&[3], &[1., 4., 9.]), f32_array(&[3], &[1., 1., 1.]));
+        assert_eq!(f.call(&fine).unwrap()[0].to_f64_vec(), vec![6.0]);
+    }
+}

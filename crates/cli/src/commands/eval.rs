@@ -5,10 +5,10 @@ use std::path::Path;
 use remat_ir::Array;
 use serde_json::json;
 
-use crate::io::{read_arrays, read_jaxpr, write_json, CliError, Result};
-use crate::Backend;
+use crate::io::{locate_nans, read_arrays, read_jaxpr, reject_nans, write_json, CliError, Result};
+use crate::{Backend, Nans};
 
-pub fn run(file: &Path, inputs: &Path, out: Option<&Path>, backend: Backend) -> Result<()> {
+pub fn run(file: &Path, inputs: &Path, out: Option<&Path>, backend: Backend, nans: Nans) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
     if !jaxpr.constvars.is_empty() {
         return Err(CliError(format!(
@@ -18,9 +18,11 @@ pub fn run(file: &Path, inputs: &Path, out: Option<&Path>, backend: Backend) -> 
         )));
     }
     let args = read_arrays(inputs)?;
+    reject_nans(inputs, "input", &args, nans)?;
     let outputs = match backend {
         Backend::Interp => remat_interp::eval_jaxpr(&jaxpr, &[], &args)?,
         Backend::Jit => remat_jit::compile(&jaxpr)?.run(&args)?,
     };
+    locate_nans(&jaxpr, &args, &outputs, nans, "")?;
     write_json(out, &json!({ "outputs": outputs.iter().map(Array::to_json).collect::<Vec<_>>() }))
 }

@@ -7,10 +7,17 @@ use std::path::Path;
 use remat_ir::{Array, Jaxpr};
 use serde_json::{json, Value};
 
-use crate::io::{read_jaxpr, read_text, write_json, CliError, Result};
-use crate::Backend;
+use crate::io::{locate_nans, read_jaxpr, read_text, reject_nans, write_json, CliError, Result};
+use crate::{Backend, Nans};
 
-pub fn run(file: &Path, inputs: &Path, cotangents: &Path, out: Option<&Path>, backend: Backend) -> Result<()> {
+pub fn run(
+    file: &Path,
+    inputs: &Path,
+    cotangents: &Path,
+    out: Option<&Path>,
+    backend: Backend,
+    nans: Nans,
+) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
     if !jaxpr.constvars.is_empty() {
         return Err(CliError(format!(
@@ -40,12 +47,16 @@ pub fn run(file: &Path, inputs: &Path, cotangents: &Path, out: Option<&Path>, ba
             )));
         }
     }
+    reject_nans(inputs, "input", &args, nans)?;
+    reject_nans(cotangents, "cotangent", &cts, nans)?;
     let v = remat_ad::vjp(&jaxpr, &[])?;
     let fwd = eval(&v.fwd, &args, backend)?;
+    locate_nans(&v.fwd, &args, &fwd, nans, " in the forward half")?;
     let (outputs, residuals) = fwd.split_at(v.num_outs);
     let mut bwd_args = residuals.to_vec();
     bwd_args.extend(cts);
     let grads = eval(&v.bwd, &bwd_args, backend)?;
+    locate_nans(&v.bwd, &bwd_args, &grads, nans, " in the backward half")?;
     let to_json = |xs: &[Array]| xs.iter().map(Array::to_json).collect::<Vec<_>>();
     write_json(out, &json!({ "outputs": to_json(outputs), "grads": to_json(&grads) }))
 }
