@@ -99,6 +99,9 @@ enum Command {
         /// compiles the program as written.
         #[arg(long, value_enum, default_value_t = Cse::Auto)]
         cse: Cse,
+        /// What NaNs do (`debug` checks the warm-up run's results).
+        #[arg(long, value_enum, default_value_t = Nans::RejectInputs)]
+        nans: Nans,
     },
 }
 
@@ -150,8 +153,8 @@ fn main() -> ExitCode {
         Command::Eval { file, inputs, out, backend, nans } => {
             commands::eval::run(&file, &inputs, out.as_deref(), backend, nans)
         }
-        Command::Bench { file, inputs, runs, json, cse } => {
-            commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into())
+        Command::Bench { file, inputs, runs, json, cse, nans } => {
+            commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into(), nans)
         }
         Command::Residuals { file, arg_names } => commands::residuals::run(&file, arg_names.as_deref()),
         Command::FwdBwd { file } => commands::fwd_bwd::run(&file),

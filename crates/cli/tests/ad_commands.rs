@@ -238,6 +238,16 @@ fn debug_nans_names_the_equation_that_made_the_first_nan() {
 }
 
 #[test]
+fn bench_rejects_nan_inputs_and_debug_locates_a_nan_its_run_makes() {
+    let (ok, _, err) = run_sqrt("bench", NAN_INPUT, &["--runs", "1"]);
+    assert!(!ok && err.contains("in.json: input 1 holds NaN at [1]"), "{err}");
+    let (ok, out, err) = run_sqrt("bench", NAN_INPUT, &["--runs", "1", "--nans", "propagate"]);
+    assert!(ok && out.contains("run: median"), "{out} {err}");
+    let (ok, _, err) = run_sqrt("bench", NEGATIVE_INPUT, &["--runs", "1", "--nans", "debug"]);
+    assert!(!ok && err.contains("NaN check: equation 0 (sqrt at "), "{err}");
+}
+
+#[test]
 fn debug_nans_finds_a_nan_made_in_the_backward_half() {
     // At a = 0, b = 0 the forward half is NaN-free (sqrt(0) * 0 = 0), but the gradient in
     // `a` is b * 0.5 / sqrt(a) = 0 * inf: the backward half makes the NaN.

@@ -1,4 +1,4 @@
-//! `remat bench FILE [--inputs IN.json] [--runs N] [--json] [--cse SCOPE]`: compile with the JIT, run N
+//! `remat bench FILE [--inputs IN.json] [--runs N] [--json] [--cse SCOPE] [--nans MODE]`: compile with the JIT, run N
 //! times, report compile time (parse excluded), median run time, the plan's peak bytes and
 //! the GFLOP/s of the products (`crates/jit/bench/table.sh` reads the JSON line). Runs are timed
 //! both ways: writing into the previous run's output arrays (`run_into`: no allocation, the
@@ -11,18 +11,24 @@ use remat_ir::{Array, Aval, DType};
 use remat_jit::{CseScope, Options};
 use serde_json::json;
 
-use crate::io::{read_arrays, read_jaxpr, Result};
+use crate::io::{locate_nans, read_arrays, read_jaxpr, reject_nans, Result};
+use crate::Nans;
 
-pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: CseScope) -> Result<()> {
+pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: CseScope, nans: Nans) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
     let args = match inputs {
-        Some(path) => read_arrays(path)?,
+        Some(path) => {
+            let args = read_arrays(path)?;
+            reject_nans(path, "input", &args, nans)?;
+            args
+        }
         None => pseudo_random_inputs(&jaxpr.in_avals()),
     };
     let start = Instant::now();
     let compiled = remat_jit::compile_with_options(&jaxpr, &[], &Options { cse, ..Options::default() })?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
     let mut outs = compiled.run(&args)?; // warm-up: page in the arena and the code
+    locate_nans(&jaxpr, &args, &outs, nans, "")?;
 
     // The two ways alternate, call by call, so that the host's drift in speed (a shared VM
     // can change by tens of percent within a second) falls on both alike.
