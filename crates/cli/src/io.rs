@@ -4,6 +4,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
+use remat_interp::NanOrigin;
 use remat_ir::{Array, Jaxpr};
 use serde_json::Value;
 
@@ -96,7 +97,7 @@ pub fn reject_nans(path: &Path, what: &str, arrays: &[Array], nans: Nans) -> Res
     if nans == Nans::Propagate {
         return Ok(());
     }
-    match arrays.iter().enumerate().find_map(|(i, a)| a.first_nan().map(|p| (i, p))) {
+    match Array::first_nan_among(arrays) {
         Some((i, position)) => Err(CliError(format!(
             "{}: {what} {i} holds NaN at {position:?} (`--nans propagate` computes with it, as JAX does)",
             display_name(path)
@@ -112,13 +113,10 @@ pub fn locate_nans(jaxpr: &Jaxpr, args: &[Array], outputs: &[Array], nans: Nans,
     if nans != Nans::Debug {
         return Ok(());
     }
-    let Some((output, position)) = outputs.iter().enumerate().find_map(|(i, o)| o.first_nan().map(|p| (i, p))) else {
-        return Ok(());
-    };
-    match remat_interp::eval_jaxpr_checking_nans(jaxpr, &[], args) {
-        Err(e) if remat_interp::is_nan_error(&e) => Err(CliError(format!("NaN check{part}: {e}"))),
-        Err(e) => Err(e.into()),
-        Ok(_) => Err(CliError(format!(
+    match remat_interp::locate_nans(jaxpr, &[], args, outputs)? {
+        None => Ok(()),
+        Some(NanOrigin::Found(e)) => Err(CliError(format!("NaN check{part}: {e}"))),
+        Some(NanOrigin::NotReproduced { output, position }) => Err(CliError(format!(
             "NaN check{part}: output {output} holds NaN at {position:?}, but the reference interpreter computes none there"
         ))),
     }

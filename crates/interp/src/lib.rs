@@ -57,21 +57,12 @@ pub enum EvalError {
     #[error("{context}: {error}")]
     Nested { primitive: &'static str, context: String, error: Box<EvalError> },
     /// An argument holds a NaN ([`eval_closed_checking_nans`]).
-    #[error("argument {index} holds NaN at {}", Index(.position))]
+    #[error("argument {index} holds NaN at {position:?}")]
     NanArgument { index: usize, position: Vec<usize> },
     /// An equation's result holds a NaN though none of its operands passed in or computed
     /// does ([`eval_closed_checking_nans`]; the enclosing [`EvalError::Equation`] names it).
-    #[error("result {result} holds the first NaN, at {}: no operand passed in or computed holds one", Index(.position))]
+    #[error("result {result} holds the first NaN, at {position:?}: no operand passed in or computed holds one")]
     NanProduced { result: usize, position: Vec<usize> },
-}
-
-/// Prints an element's index, `[2, 0]`, or `[]` for a scalar's.
-struct Index<'a>(&'a [usize]);
-
-impl fmt::Display for Index<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.0)
-    }
 }
 
 /// Prints ` at file:line:col`, or nothing when the location is unknown.
@@ -119,7 +110,7 @@ pub fn eval_closed_checking_nans(closed: &ClosedJaxpr, args: &[Array]) -> Result
 /// [`eval_closed_checking_nans`] with the constants given apart, as [`eval_jaxpr`] takes
 /// them.
 pub fn eval_jaxpr_checking_nans(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec<Array>, EvalError> {
-    if let Some((index, position)) = args.iter().enumerate().find_map(|(i, a)| a.first_nan().map(|p| (i, p))) {
+    if let Some((index, position)) = Array::first_nan_among(args) {
         return Err(EvalError::NanArgument { index, position });
     }
     // Restores the flag however the evaluation ends.
@@ -133,9 +124,38 @@ pub fn eval_jaxpr_checking_nans(jaxpr: &Jaxpr, consts: &[Array], args: &[Array])
     eval_jaxpr(jaxpr, consts, args)
 }
 
+/// Where the first NaN of a program's `outputs` (computed from `args` by any backend) came
+/// from, by [`eval_jaxpr_checking_nans`]; `None` when the outputs hold none.
+#[derive(Debug)]
+pub enum NanOrigin {
+    /// The NaN error that names the argument or the equation.
+    Found(EvalError),
+    /// The interpreter computes no NaN from the same arguments (the backends differ):
+    /// where the first one is in the outputs.
+    NotReproduced { output: usize, position: Vec<usize> },
+}
+
+/// [`NanOrigin`] of the first NaN in `outputs`; an error that is not about NaNs (the
+/// program cannot be evaluated) is returned as such.
+pub fn locate_nans(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    args: &[Array],
+    outputs: &[Array],
+) -> Result<Option<NanOrigin>, EvalError> {
+    let Some((output, position)) = Array::first_nan_among(outputs) else {
+        return Ok(None);
+    };
+    match eval_jaxpr_checking_nans(jaxpr, consts, args) {
+        Ok(_) => Ok(Some(NanOrigin::NotReproduced { output, position })),
+        Err(e) if is_nan_error(&e) => Ok(Some(NanOrigin::Found(e))),
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether an error reports a NaN that [`eval_closed_checking_nans`] found, possibly inside
 /// a called jaxpr.
-pub fn is_nan_error(e: &EvalError) -> bool {
+fn is_nan_error(e: &EvalError) -> bool {
     match e {
         EvalError::NanArgument { .. } | EvalError::NanProduced { .. } => true,
         EvalError::Equation { error, .. } | EvalError::Nested { error, .. } => is_nan_error(error),

@@ -85,6 +85,12 @@ impl Array {
         }
     }
 
+    /// The first of `arrays` that holds a NaN: its place among them and the element's index.
+    pub fn first_nan_among<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Option<(usize, Vec<usize>)> {
+        let (i, a) = arrays.into_iter().enumerate().find(|(_, a)| a.has_nan())?;
+        a.first_nan().map(|position| (i, position))
+    }
+
     /// Elements in row-major order, as `f64` (booleans are 0 or 1).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {

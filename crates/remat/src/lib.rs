@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex};
 pub use ndarray;
 pub use remat_ad::{register_policy, side_by_side, AdError, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
+use remat_interp::NanOrigin;
 pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};
 pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
 pub use remat_trace::{
@@ -160,13 +161,10 @@ impl Prepared {
         if nans != Nans::Debug {
             return Ok(());
         }
-        let Some((output, position)) = outs.iter().enumerate().find_map(|(i, o)| o.first_nan().map(|p| (i, p))) else {
-            return Ok(());
-        };
-        match remat_interp::eval_closed_checking_nans(&self.jaxpr, &owned(args)) {
-            Ok(_) => Err(Error::NanUnlocated { output, position }),
-            Err(e) if remat_interp::is_nan_error(&e) => Err(Error::Nan(e)),
-            Err(e) => Err(e.into()),
+        match remat_interp::locate_nans(&self.jaxpr.jaxpr, &self.jaxpr.consts, &owned(args), outs)? {
+            None => Ok(()),
+            Some(NanOrigin::Found(e)) => Err(Error::Nan(e)),
+            Some(NanOrigin::NotReproduced { output, position }) => Err(Error::NanUnlocated { output, position }),
         }
     }
 }
@@ -180,11 +178,8 @@ fn check_arguments(args: &[&Array], nans: Nans) -> Result<(), Error> {
     if nans == Nans::Propagate {
         return Ok(());
     }
-    match args.iter().position(|a| a.has_nan()) {
-        Some(index) => {
-            let position = args[index].first_nan().unwrap_or_default();
-            Err(Error::Nan(EvalError::NanArgument { index, position }))
-        }
+    match Array::first_nan_among(args.iter().copied()) {
+        Some((index, position)) => Err(Error::Nan(EvalError::NanArgument { index, position })),
         None => Ok(()),
     }
 }
