@@ -6,21 +6,25 @@
 //! Criterion reports GEMM throughput in elements/s where one element is one flop (so
 //! `Gelem/s` reads as GFLOP/s); after each GEMM a line gives GFLOP/s and the percent of the
 //! machine's f32 peak: independent FMA chains on every core at once, with 256-bit vectors
-//! and, where the CPU has AVX-512, 512-bit ones, the faster counted (`peak`). The peak is
-//! measured at the start and again around each of seven timing rounds of each product,
-//! since a shared host's speed drifts; each round warms up for 20 ms and times at least
-//! 100 ms of calls (`median_ms`).
+//! and, where the CPU has AVX-512, 512-bit ones, the faster counted (`peak_over`). The peak
+//! is measured at the start, and each product is then timed in 40 slices of at least 10 ms
+//! interleaved with 10 ms measurements of the peak (`interleaved`), since a shared host's
+//! speed drifts: each slice is compared with the higher of the peaks measured just before
+//! and just after it.
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use remat_ir::{parse_jaxpr, Array};
 
-/// The f32 FMA peak of all cores together, in GFLOP/s, measured; `None` off x86-64 or
-/// without AVX2 + FMA. (The crate's only other `unsafe` is `native/`; calling functions
-/// compiled for detected CPU features needs it here too.)
+/// The f32 FMA peak of all cores together, in GFLOP/s, measured over `iters` steps of
+/// twelve FMA chains per core (20 million steps are ~40 ms on a 3 GHz core); `None` off
+/// x86-64 or without AVX2 + FMA. The threads, one pinned to each CPU, start together (a
+/// barrier); the time runs from the first one's start to the last one's end. (The crate's
+/// only other `unsafe` is `native/`; calling functions compiled for detected CPU features
+/// needs it here too.)
 #[allow(unsafe_code)]
-fn peak() -> Option<f64> {
+fn peak_over(iters: u64) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -51,15 +55,26 @@ fn peak() -> Option<f64> {
             return None;
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let iters = 20_000_000u64;
         let all_cores = |lanes: u64, run: fn(u64) -> f32| -> f64 {
-            let start = Instant::now();
-            let sum: f32 = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..threads).map(|_| s.spawn(move || run(iters))).collect();
-                handles.into_iter().map(|h| h.join().expect("FMA chains")).sum()
+            let start = std::sync::Barrier::new(threads);
+            let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|cpu| {
+                        let start = &start;
+                        s.spawn(move || {
+                            pin_to(cpu);
+                            start.wait();
+                            let t = Instant::now();
+                            std::hint::black_box(run(iters));
+                            (t, Instant::now())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("FMA chains")).collect()
             });
-            std::hint::black_box(sum);
-            (threads as u64 * iters * 12 * lanes * 2) as f64 / start.elapsed().as_secs_f64() / 1e9
+            let first = spans.iter().map(|s| s.0).min().expect("a thread");
+            let last = spans.iter().map(|s| s.1).max().expect("a thread");
+            (threads as u64 * iters * 12 * lanes * 2) as f64 / (last - first).as_secs_f64() / 1e9
         };
         // SAFETY (both closures): called only after the features were detected.
         let ymm = all_cores(8, |n| unsafe { chains256(n) });
@@ -67,7 +82,31 @@ fn peak() -> Option<f64> {
         Some(ymm.max(zmm))
     }
     #[cfg(not(target_arch = "x86_64"))]
-    None
+    {
+        let _ = iters;
+        None
+    }
+}
+
+/// Runs the calling thread on CPU `cpu` only. The peak's threads are pinned one per CPU, so
+/// that the peak is that of every core: left to the scheduler, a thread can land on the CPU
+/// of another (the benchmark host's kernel packs runnable threads onto fewer virtual CPUs,
+/// `sched_vcpu_pack` on its command line; remat's GEMM helper thread was seen on its
+/// caller's CPU in 7-88 of the ~2800 products of a 120-run `remat bench` of mlp_medium).
+#[allow(unsafe_code)]
+fn pin_to(cpu: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `set` is a plain bit mask, initialized by CPU_ZERO before use, and outlives the
+    // call, which only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+        // A failure (a CPU outside the process's mask) leaves the thread unpinned.
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
 }
 
 fn dot(m: usize, k: usize, n: usize, layout: &str) -> (String, u64) {
@@ -100,13 +139,22 @@ fn inputs(jaxpr: &remat_ir::Jaxpr) -> Vec<Array> {
 /// The median time of `f` in ms: after 20 ms of warm-up calls (the pool's threads wake up,
 /// and on a shared VM the second core comes back), at least 21 calls and 100 ms of them.
 fn median_ms(f: &mut impl FnMut()) -> f64 {
+    warm_up(f);
+    median_of_calls(f, 21, Duration::from_millis(100))
+}
+
+fn warm_up(f: &mut impl FnMut()) {
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(20) {
         f();
     }
+}
+
+/// The median time in ms of at least `calls` calls of `f` and `at_least` of calling.
+fn median_of_calls(f: &mut impl FnMut(), calls: usize, at_least: Duration) -> f64 {
     let start = Instant::now();
     let mut t = Vec::new();
-    while t.len() < 21 || start.elapsed() < Duration::from_millis(100) {
+    while t.len() < calls || start.elapsed() < at_least {
         let s = Instant::now();
         f();
         t.push(s.elapsed().as_secs_f64() * 1e3);
@@ -115,9 +163,29 @@ fn median_ms(f: &mut impl FnMut()) -> f64 {
     t[t.len() / 2]
 }
 
+/// `slices` slices of calling `f` (at least 3 calls and 10 ms each), with a ~10 ms
+/// measurement of the peak before the first and after each: for each slice, the median
+/// call in ms and the higher of the peaks either side (GFLOP/s, `None` where not measured;
+/// the higher, so that a dip of the peak alone does not flatter the product).
+fn interleaved(f: &mut impl FnMut(), slices: usize) -> Vec<(f64, Option<f64>)> {
+    const PEAK_STEPS: u64 = 5_000_000;
+    warm_up(f);
+    let mut before = peak_over(PEAK_STEPS);
+    (0..slices)
+        .map(|_| {
+            let ms = median_of_calls(f, 3, Duration::from_millis(10));
+            let after = peak_over(PEAK_STEPS);
+            let around = before.zip(after).map(|(b, a)| b.max(a));
+            before = after;
+            (ms, around)
+        })
+        .collect()
+}
+
 fn gemm(c: &mut Criterion) {
-    let first_peak =
-        (0..3).filter_map(|_| peak()).fold(None, |best: Option<f64>, p| Some(best.map_or(p, |b| b.max(p))));
+    let first_peak = (0..3)
+        .filter_map(|_| peak_over(20_000_000))
+        .fold(None, |best: Option<f64>, p| Some(best.map_or(p, |b| b.max(p))));
     match first_peak {
         Some(p) => println!("f32 FMA peak of all cores, measured: {p:.1} GFLOP/s"),
         None => println!("f32 FMA peak: not measured on this CPU"),
@@ -144,30 +212,34 @@ fn gemm(c: &mut Criterion) {
         g.throughput(Throughput::Elements(flops));
         let mut outs = compiled.run(&args).expect("runs");
         g.bench_function(&name, |b| b.iter(|| compiled.run_into(&args, &mut outs).expect("runs")));
-        // The host's speed drifts (a shared VM's peak moved between 125 and 200 GFLOP/s in
-        // one hour), so each of seven rounds measures the peak just before and just after
-        // the product and compares the product with their mean.
-        let mut rounds = Vec::new();
-        for _ in 0..7 {
-            let before = peak();
-            let ms = median_ms(&mut || compiled.run_into(&args, &mut outs).expect("runs"));
-            let gflops = flops as f64 / (ms * 1e-3) / 1e9;
-            let around = before.zip(peak()).map(|(b, a)| (b + a) / 2.0);
-            rounds.push((gflops, around.map(|p| gflops / p)));
+        // The host's speed drifts (a shared VM's peak moved between 99 and 200 GFLOP/s in
+        // one hour, and by 10-20% within seconds), so the product is timed in slices of at
+        // least 10 ms interleaved with 10 ms measurements of the peak, each slice compared
+        // with the higher of the peaks on either side of it.
+        let slices = interleaved(&mut || compiled.run_into(&args, &mut outs).expect("runs"), 40);
+        if std::env::var_os("REMAT_BENCH_SLICES").is_some() {
+            for (ms, around) in &slices {
+                let peak = around.map_or("not measured".to_string(), |p| format!("{p:.1} GFLOP/s"));
+                eprintln!("slice {name}: {:.1} GFLOP/s, peak around it {peak}", flops as f64 / (ms * 1e-3) / 1e9);
+            }
         }
-        rounds.sort_by(|x, y| x.0.total_cmp(&y.0));
-        let gflops = rounds[rounds.len() / 2].0;
-        let mut shares: Vec<f64> = rounds.iter().filter_map(|r| r.1).collect();
+        let mut gflops: Vec<f64> = slices.iter().map(|s| flops as f64 / (s.0 * 1e-3) / 1e9).collect();
+        gflops.sort_by(f64::total_cmp);
+        let mut shares: Vec<f64> =
+            slices.iter().filter_map(|s| s.1.map(|p| flops as f64 / (s.0 * 1e-3) / 1e9 / p)).collect();
         shares.sort_by(f64::total_cmp);
-        match (first_peak, shares.get(shares.len() / 2)) {
-            (Some(p), Some(share)) => println!(
-                "gemm/{name}: {gflops:.1} GFLOP/s (median of 7 rounds), {:.0}% of the peak measured at the start; \
-                 against the peak measured around each round: median {:.0}%, best {:.0}%",
-                100.0 * gflops / p,
-                100.0 * share,
-                100.0 * shares[shares.len() - 1]
+        let median = gflops[gflops.len() / 2];
+        match (first_peak, shares.len()) {
+            (Some(p), n) if n > 0 => println!(
+                "gemm/{name}: {median:.1} GFLOP/s (median of {} slices), {:.0}% of the peak measured at the start; \
+                 against the peak measured on either side of each slice: median {:.0}%, quartiles {:.0}-{:.0}%",
+                gflops.len(),
+                100.0 * median / p,
+                100.0 * shares[n / 2],
+                100.0 * shares[n / 4],
+                100.0 * shares[3 * n / 4],
             ),
-            _ => println!("gemm/{name}: {gflops:.1} GFLOP/s"),
+            _ => println!("gemm/{name}: {median:.1} GFLOP/s"),
         }
     }
     g.finish();
