@@ -216,17 +216,21 @@ fn gemm(c: &mut Criterion) {
         // one hour, and by 10-20% within seconds), so the product is timed in slices of at
         // least 10 ms interleaved with 10 ms measurements of the peak, each slice compared
         // with the higher of the peaks on either side of it.
-        let slices = interleaved(&mut || compiled.run_into(&args, &mut outs).expect("runs"), 40);
+        // Each slice's GFLOP/s, and the peak beside it.
+        let rates: Vec<(f64, Option<f64>)> =
+            interleaved(&mut || compiled.run_into(&args, &mut outs).expect("runs"), 40)
+                .into_iter()
+                .map(|(ms, around)| (flops as f64 / (ms * 1e-3) / 1e9, around))
+                .collect();
         if std::env::var_os("REMAT_BENCH_SLICES").is_some() {
-            for (ms, around) in &slices {
+            for (rate, around) in &rates {
                 let peak = around.map_or("not measured".to_string(), |p| format!("{p:.1} GFLOP/s"));
-                eprintln!("slice {name}: {:.1} GFLOP/s, peak around it {peak}", flops as f64 / (ms * 1e-3) / 1e9);
+                eprintln!("slice {name}: {rate:.1} GFLOP/s, peak around it {peak}");
             }
         }
-        let mut gflops: Vec<f64> = slices.iter().map(|s| flops as f64 / (s.0 * 1e-3) / 1e9).collect();
+        let mut gflops: Vec<f64> = rates.iter().map(|r| r.0).collect();
         gflops.sort_by(f64::total_cmp);
-        let mut shares: Vec<f64> =
-            slices.iter().filter_map(|s| s.1.map(|p| flops as f64 / (s.0 * 1e-3) / 1e9 / p)).collect();
+        let mut shares: Vec<f64> = rates.iter().filter_map(|&(rate, around)| around.map(|p| rate / p)).collect();
         shares.sort_by(f64::total_cmp);
         let median = gflops[gflops.len() / 2];
         match (first_peak, shares.len()) {
