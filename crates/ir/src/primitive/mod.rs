@@ -539,3 +539,129 @@ impl fmt::Display for Primitive {
         f.write_str(self.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::Array;
+    use crate::parse::parse_jaxpr;
+    use crate::print::pp_jaxpr;
+    use crate::shape::shape_rule;
+    use crate::verify::verify;
+
+    /// One program per call-like primitive; each has exactly one `sin`, inside the call.
+    const CALLS: [&str; 4] = [
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = jit[name=f jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }] a
+          in (b,) }",
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = custom_jvp_call[
+              name=f call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) } jvp=jvp symbolic_zeros=False
+            ] a
+          in (b,) }",
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = remat2[
+              differentiated=False jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) } policy=None
+              prevent_cse=True
+            ] a
+          in (b,) }",
+        "{ lambda ; a:f32[3] b:f32[2,3]. let
+            c:f32[3] d:f32[2,3] = scan[
+              jaxpr={ lambda ; e:f32[3] f:f32[3]. let g:f32[3] = add e f; h:f32[3] = sin f in (g, h) }
+              length=2 num_carry=1 num_consts=0 reverse=False unroll=1
+            ] a b
+          in (c, d) }",
+    ];
+
+    fn parse(text: &str) -> Jaxpr {
+        let j = parse_jaxpr(text, "test").unwrap();
+        verify(&j).unwrap();
+        j
+    }
+
+    /// `j` with its `sin`s turned into `cos`s, as a new jaxpr.
+    fn sin_to_cos(j: &Arc<Jaxpr>) -> Arc<Jaxpr> {
+        let mut j = (**j).clone();
+        for eqn in &mut j.eqns {
+            if let Primitive::Unary(UnaryOp::Sin) = eqn.primitive {
+                eqn.primitive = Primitive::Unary(UnaryOp::Cos);
+            }
+        }
+        Arc::new(j)
+    }
+
+    #[test]
+    fn mapping_the_identity_prints_the_same() {
+        for text in CALLS {
+            let before = parse(text);
+            let mut after = before.clone();
+            after.eqns[0].primitive = before.eqns[0].primitive.map_subjaxprs(Arc::clone);
+            assert_eq!(pp_jaxpr(&after), pp_jaxpr(&before));
+        }
+    }
+
+    #[test]
+    fn mapping_replaces_exactly_the_nested_jaxpr() {
+        for text in CALLS {
+            let before = parse(text);
+            let old = &before.eqns[0].primitive;
+            let mut new_body = None;
+            let new = old.map_subjaxprs(|body| {
+                let changed = sin_to_cos(body);
+                new_body = Some(changed.clone());
+                changed
+            });
+            let new_body = new_body.expect("f is called once");
+            assert_eq!(new.kind(), old.kind());
+            assert!(Arc::ptr_eq(new.subjaxprs()[0], &new_body), "{old}: the new jaxpr is held as returned");
+            // Every other parameter is unchanged.
+            for ((k_old, p_old), (k_new, p_new)) in old.params().into_iter().zip(new.params()) {
+                assert_eq!(k_old, k_new);
+                match (p_old, p_new) {
+                    (Param::Jaxpr(_), Param::Jaxpr(j)) => assert!(Arc::ptr_eq(&j, &new_body)),
+                    (p_old, p_new) => assert_eq!(format!("{p_old:?}"), format!("{p_new:?}"), "{old}: {k_old}"),
+                }
+            }
+            let mut after = before.clone();
+            after.eqns[0].primitive = new;
+            verify(&after).unwrap();
+            assert_eq!(pp_jaxpr(&after), pp_jaxpr(&before).replace(" sin ", " cos "));
+        }
+    }
+
+    #[test]
+    fn mapping_keeps_a_closed_jaxprs_consts() {
+        let body = Arc::new(parse("{ lambda a:f32[3] ; b:f32[3]. let c:f32[3] = mul a b in (c,) }"));
+        let consts = vec![Array::F32(ndarray::ArrayD::ones(vec![3]))];
+        let jit = Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr { jaxpr: body, consts } };
+        let mapped = jit.map_subjaxprs(|j| Arc::new((**j).clone()));
+        let Primitive::Jit { jaxpr, .. } = &mapped else { panic!("{mapped} is not a jit") };
+        assert_eq!(jaxpr.consts.len(), 1);
+        assert_eq!(jaxpr.consts[0].shape(), &[3]);
+        let f32_3 = Aval::new(DType::F32, vec![3]);
+        assert_eq!(shape_rule(&mapped, &[f32_3.clone()]), Ok(vec![f32_3]));
+    }
+
+    #[test]
+    fn try_map_returns_the_first_error_and_leaves_plain_primitives_alone() {
+        let remat = parse(CALLS[2]).eqns[0].primitive.clone();
+        assert_eq!(remat.try_map_subjaxprs(|_| Err("no")).err(), Some("no"));
+        let sin = Primitive::Unary(UnaryOp::Sin);
+        let mapped = sin.try_map_subjaxprs(|_| -> Result<Arc<Jaxpr>, &str> { panic!("sin has no nested jaxpr") });
+        assert_eq!(mapped.map(|p| p.kind()), Ok(PrimitiveKind::Unary(UnaryOp::Sin)));
+    }
+
+    #[test]
+    fn every_name_is_one_kind() {
+        let names = Primitive::all_names();
+        for name in &names {
+            let kind = PrimitiveKind::from_name(name).expect("a known name");
+            assert_eq!(kind.name(), *name);
+        }
+        let distinct: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len(), "a name is listed twice");
+        assert_eq!(PrimitiveKind::from_name("sinh"), None);
+        assert_eq!(UnaryOp::from_name("stop_gradient"), Some(UnaryOp::StopGradient));
+        assert_eq!(ReduceOp::ALL.map(ReduceOp::name), ["reduce_sum", "reduce_max", "reduce_min"]);
+    }
+}
