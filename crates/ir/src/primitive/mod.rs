@@ -639,7 +639,7 @@ mod tests {
         assert_eq!(jaxpr.consts.len(), 1);
         assert_eq!(jaxpr.consts[0].shape(), &[3]);
         let f32_3 = Aval::new(DType::F32, vec![3]);
-        assert_eq!(shape_rule(&mapped, &[f32_3.clone()]), Ok(vec![f32_3]));
+        assert_eq!(shape_rule(&mapped, std::slice::from_ref(&f32_3)), Ok(vec![f32_3]));
     }
 
     #[test]
