@@ -21,7 +21,9 @@ pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Va
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
-pub use primitive::{BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, Primitive, ReduceOp, UnaryOp};
+pub use primitive::{
+    BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, Primitive, PrimitiveKind, ReduceOp, UnaryOp,
+};
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};
 pub use types::{Aval, DType, MemorySpace, Shape};

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var, VarDecl};
 use crate::param::Param;
-use crate::primitive::Primitive;
+use crate::primitive::{Primitive, PrimitiveKind};
 use crate::types::{Aval, DType, MemorySpace};
 
 /// A parse error at a position in the text (1-based line and column).
@@ -315,7 +315,7 @@ impl<'s> Parser<'s> {
         self.skip_ws();
         let prim_pos = self.pos;
         let prim_name = self.name().ok_or_else(|| self.expected("a primitive name"))?;
-        if !Primitive::all_names().contains(&prim_name) {
+        if PrimitiveKind::from_name(prim_name).is_none() {
             return Err(self.err_at(prim_pos, format!("unknown primitive `{prim_name}`")));
         }
         let mut params = Vec::new();

@@ -1,8 +1,11 @@
 //! Shape rules: the output avals of one equation from its input avals, with JAX's typing
 //! rules (`jax/_src/lax/lax.py`, `slicing.py`, `control_flow/loops.py`).
 //!
-//! [`shape_rule`] is one exhaustive match over [`Primitive`]. What it keeps true:
-//! - it never panics, whatever the avals and parameters (a malformed nested jaxpr is an
+//! [`shape_rule`] is one exhaustive match over [`Primitive`] that calls each variant's
+//! rule in its family module (`primitive/elementwise.rs`, `structural.rs`,
+//! `reduction.rs`, `memory.rs`, `call.rs`); this file holds the helpers those rules share.
+//! What the rules keep true:
+//! - they never panic, whatever the avals and parameters (a malformed nested jaxpr is an
 //!   error, not an out-of-bounds index);
 //! - every error message starts with the primitive's name: `add: operand shapes f32[3] and
 //!   f32[4] differ`;
@@ -13,8 +16,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, Var};
-use crate::primitive::{BinaryOp, CompareOp, DotDimensionNumbers, Primitive, ReduceOp, UnaryOp};
+use crate::primitive::{call, elementwise, memory, reduction, structural, Primitive};
 use crate::types::{Aval, DType, Shape};
 
 /// Why an equation's operands do not fit its primitive.
@@ -25,297 +27,95 @@ pub struct ShapeError {
 }
 
 impl ShapeError {
-    fn new(prim: &str, message: impl fmt::Display) -> ShapeError {
+    /// `prim: message`.
+    pub(crate) fn new(prim: &str, message: impl fmt::Display) -> ShapeError {
         ShapeError { message: format!("{prim}: {message}") }
     }
 }
 
+/// Returns a [`ShapeError`] for primitive `$prim` with a formatted message.
 macro_rules! bail {
     ($prim:expr, $($fmt:tt)*) => {
-        return Err(ShapeError::new($prim, format!($($fmt)*)))
+        return Err($crate::shape::ShapeError::new($prim, format!($($fmt)*)))
     };
 }
 
+/// `bail!` unless `$cond` holds.
 macro_rules! ensure {
     ($cond:expr, $prim:expr, $($fmt:tt)*) => {
         if !$cond {
-            bail!($prim, $($fmt)*);
+            $crate::shape::bail!($prim, $($fmt)*);
         }
     };
 }
+
+pub(crate) use {bail, ensure};
 
 /// The output avals of `prim` applied to operands of types `in_avals`.
 pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    let name = prim.name();
-    let out = match prim {
-        Primitive::Unary(op) => {
-            let [x] = arity(name, in_avals)?;
-            unary(*op, x)?
-        }
-        Primitive::Binary(op) => {
-            let [x, y] = arity(name, in_avals)?;
-            binary(*op, x, y)?
-        }
-        Primitive::Compare(op) => {
-            let [x, y] = arity(name, in_avals)?;
-            compare(*op, x, y)?
-        }
-        Primitive::IntegerPow { y } => {
-            let [x] = arity(name, in_avals)?;
-            ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}");
-            ensure!(x.dtype.is_float() || *y >= 0, name, "integers cannot be raised to negative powers (y={y})");
-            device(x.dtype, x.shape.clone())
-        }
-        Primitive::SelectN => select_n(in_avals)?,
-        Primitive::Clamp => {
-            let [lo, x, hi] = arity(name, in_avals)?;
-            for (what, bound) in [("lo", lo), ("hi", hi)] {
-                ensure!(bound.dtype == x.dtype, name, "{what} {bound} and operand {x} have different dtypes");
-                ensure!(
-                    bound.rank() == 0 || bound.shape == x.shape,
-                    name,
-                    "{what} {bound} must be a scalar or have the operand's shape {x}"
-                );
-            }
-            device(x.dtype, x.shape.clone())
-        }
-        Primitive::ConvertElementType { new_dtype, .. } => {
-            let [x] = arity(name, in_avals)?;
-            device(*new_dtype, x.shape.clone())
-        }
-        Primitive::ReducePrecision { exponent_bits, .. } => {
-            let [x] = arity(name, in_avals)?;
-            ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}");
-            ensure!(*exponent_bits >= 1, name, "exponent_bits must be at least 1");
-            device(x.dtype, x.shape.clone())
-        }
+    use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+    let ins = in_avals;
+    match prim {
+        Primitive::Unary(op) => unary_shape(*op, ins),
+        Primitive::Binary(op) => binary_shape(*op, ins),
+        Primitive::Compare(op) => compare_shape(*op, ins),
+        Primitive::IntegerPow { y } => integer_pow_shape(*y, ins),
+        Primitive::SelectN => select_n_shape(ins),
+        Primitive::Clamp => clamp_shape(ins),
+        Primitive::ConvertElementType { new_dtype, weak_type: _ } => convert_element_type_shape(*new_dtype, ins),
+        Primitive::ReducePrecision { exponent_bits, mantissa_bits: _ } => reduce_precision_shape(*exponent_bits, ins),
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
-            let [x] = arity(name, in_avals)?;
-            broadcast_in_dim(x, shape, broadcast_dimensions)?
+            broadcast_in_dim_shape(shape, broadcast_dimensions, ins)
         }
-        Primitive::Reshape { new_sizes } => {
-            let [x] = arity(name, in_avals)?;
-            let (from, to) = (element_count(&x.shape), element_count(new_sizes));
-            let count = |n: Option<usize>| n.map_or("too many".to_string(), |n| n.to_string());
-            ensure!(
-                from.is_some() && from == to,
-                name,
-                "cannot reshape {x} ({} elements) to new_sizes {new_sizes:?} ({} elements)",
-                count(from),
-                count(to)
-            );
-            device(x.dtype, new_sizes.clone())
-        }
-        Primitive::Transpose { permutation } => {
-            let [x] = arity(name, in_avals)?;
-            ensure!(
-                is_permutation(permutation, x.rank()),
-                name,
-                "permutation {permutation:?} is not a permutation of the {} axes of {x}",
-                x.rank()
-            );
-            device(x.dtype, permutation.iter().map(|&p| x.shape[p]).collect())
-        }
-        Primitive::Squeeze { dimensions } => {
-            let [x] = arity(name, in_avals)?;
-            distinct_axes(name, "dimensions", dimensions, x)?;
-            for &d in dimensions {
-                ensure!(x.shape[d] == 1, name, "dimension {d} of {x} has size {}, not 1", x.shape[d]);
-            }
-            let shape = (0..x.rank()).filter(|d| !dimensions.contains(d)).map(|d| x.shape[d]).collect();
-            device(x.dtype, shape)
-        }
-        Primitive::ExpandDims { dimensions } => {
-            let [x] = arity(name, in_avals)?;
-            let out_rank = x.rank() + dimensions.len();
-            let set: HashSet<usize> = dimensions.iter().copied().collect();
-            ensure!(set.len() == dimensions.len(), name, "dimensions {dimensions:?} are not distinct");
-            ensure!(
-                dimensions.iter().all(|&d| d < out_rank),
-                name,
-                "dimensions {dimensions:?} must be positions in the output rank {out_rank}"
-            );
-            let mut rest = x.shape.iter();
-            let shape = (0..out_rank).map(|d| if set.contains(&d) { 1 } else { *rest.next().unwrap_or(&1) }).collect();
-            device(x.dtype, shape)
-        }
+        Primitive::Reshape { new_sizes } => reshape_shape(new_sizes, ins),
+        Primitive::Transpose { permutation } => transpose_shape(permutation, ins),
+        Primitive::Squeeze { dimensions } => squeeze_shape(dimensions, ins),
+        Primitive::ExpandDims { dimensions } => expand_dims_shape(dimensions, ins),
         Primitive::Slice { start_indices, limit_indices, strides } => {
-            let [x] = arity(name, in_avals)?;
-            slice(x, start_indices, limit_indices, strides.as_deref())?
+            slice_shape(start_indices, limit_indices, strides.as_deref(), ins)
         }
-        Primitive::Pad { padding_config } => {
-            let [x, padding_value] = arity(name, in_avals)?;
-            pad(x, padding_value, padding_config)?
-        }
-        Primitive::Concatenate { dimension } => concatenate(in_avals, *dimension)?,
-        Primitive::DynamicSlice { slice_sizes } => {
-            let Some((x, indices)) = in_avals.split_first() else {
-                bail!(name, "expected an operand and start indices")
-            };
-            start_indices(name, x, indices)?;
-            ensure!(
-                slice_sizes.len() == x.rank(),
-                name,
-                "slice_sizes {slice_sizes:?} must have one entry per axis of {x}"
-            );
-            for (d, (&size, &dim)) in slice_sizes.iter().zip(&x.shape).enumerate() {
-                ensure!(size <= dim, name, "slice size {size} exceeds dimension {d} of {x}");
-            }
-            device(x.dtype, slice_sizes.clone())
-        }
-        Primitive::DynamicUpdateSlice => {
-            let [x, update, indices @ ..] = in_avals else {
-                bail!(name, "expected an operand, an update and start indices")
-            };
-            ensure!(update.dtype == x.dtype, name, "update {update} and operand {x} have different dtypes");
-            ensure!(update.rank() == x.rank(), name, "update {update} and operand {x} have different ranks");
-            for (d, (&u, &dim)) in update.shape.iter().zip(&x.shape).enumerate() {
-                ensure!(u <= dim, name, "update {update} is larger than operand {x} in dimension {d}");
-            }
-            start_indices(name, x, indices)?;
-            device(x.dtype, x.shape.clone())
-        }
-        Primitive::Iota { dtype, shape, dimension } => {
-            let [] = arity(name, in_avals)?;
-            ensure!(*dimension < shape.len(), name, "dimension {dimension} is out of range for shape {shape:?}");
-            device(*dtype, shape.clone())
-        }
-        Primitive::Reduce { op, axes } => {
-            let [x] = arity(name, in_avals)?;
-            match op {
-                ReduceOp::Sum => ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}"),
-                ReduceOp::Max | ReduceOp::Min => {}
-            }
-            distinct_axes(name, "axes", axes, x)?;
-            device(x.dtype, remove_axes(&x.shape, axes))
-        }
-        Primitive::Argmax { axes, index_dtype } => {
-            let [x] = arity(name, in_avals)?;
-            ensure!(*index_dtype == DType::I32, name, "index_dtype must be int32, found {}", index_dtype.numpy_name());
-            let [axis] = axes.as_slice() else { bail!(name, "expects exactly one axis, found axes {axes:?}") };
-            ensure!(*axis < x.rank(), name, "axis {axis} is out of range for {x}");
-            ensure!(x.shape[*axis] > 0, name, "the reduced dimension {axis} of {x} is empty");
-            device(*index_dtype, remove_axes(&x.shape, axes))
-        }
+        Primitive::Pad { padding_config } => pad_shape(padding_config, ins),
+        Primitive::Concatenate { dimension } => concatenate_shape(*dimension, ins),
+        Primitive::DynamicSlice { slice_sizes } => dynamic_slice_shape(slice_sizes, ins),
+        Primitive::DynamicUpdateSlice => dynamic_update_slice_shape(ins),
+        Primitive::Iota { dtype, shape, dimension } => iota_shape(*dtype, shape, *dimension, ins),
+        Primitive::Reduce { op, axes } => reduce_shape(*op, axes, ins),
+        Primitive::Argmax { axes, index_dtype } => argmax_shape(axes, *index_dtype, ins),
         Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
-            let [lhs, rhs] = arity(name, in_avals)?;
-            dot_general(lhs, rhs, dimension_numbers, *preferred_element_type)?
+            dot_general_shape(dimension_numbers, *preferred_element_type, ins)
         }
-        Primitive::Name { .. } => {
-            let [x] = arity(name, in_avals)?;
-            device(x.dtype, x.shape.clone())
-        }
-        Primitive::DevicePut { devices, .. } => {
-            ensure!(
-                in_avals.len() == devices.len(),
-                name,
-                "{} operands for {} devices; device_put takes one device per operand",
-                in_avals.len(),
-                devices.len()
-            );
-            in_avals
-                .iter()
-                .zip(devices)
-                .map(|(x, &ms)| Aval::new(x.dtype, x.shape.clone()).with_memory_space(ms))
-                .collect()
-        }
-        Primitive::Jit { jaxpr, .. } => call(name, in_avals, jaxpr)?,
-        Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => {
-            ensure!(
-                *num_consts <= in_avals.len(),
-                name,
-                "num_consts={num_consts} but only {} operands",
-                in_avals.len()
-            );
-            call(name, in_avals, call_jaxpr)?
-        }
-        Primitive::Remat2 { jaxpr, .. } => {
-            ensure!(
-                jaxpr.constvars.is_empty(),
-                name,
-                "the inner jaxpr has {} constvars; remat2 takes a jaxpr whose constants are invars",
-                jaxpr.constvars.len()
-            );
-            check_operands(name, in_avals, &inner_avals(name, jaxpr, &jaxpr.invars)?)?;
-            inner_out_avals(name, jaxpr)?
-        }
+        Primitive::Name { name: _ } => name_shape(ins),
+        Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
+        Primitive::Jit { name: _, jaxpr } => jit_shape(jaxpr, ins),
+        Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
+        Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
-            scan(in_avals, jaxpr, *length, *num_consts, *num_carry)?
+            scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
         }
-    };
-    Ok(out)
+    }
 }
 
-fn device(dtype: DType, shape: Shape) -> Vec<Aval> {
+/// One result of `dtype` and `shape`, in device memory.
+pub(crate) fn device(dtype: DType, shape: Shape) -> Vec<Aval> {
     vec![Aval::new(dtype, shape)]
 }
 
 /// The operands as an array of exactly `N`, or an error naming the count.
-fn arity<'a, const N: usize>(name: &str, in_avals: &'a [Aval]) -> Result<&'a [Aval; N], ShapeError> {
+pub(crate) fn arity<'a, const N: usize>(name: &str, in_avals: &'a [Aval]) -> Result<&'a [Aval; N], ShapeError> {
     <&[Aval; N]>::try_from(in_avals).map_err(|_| {
         let plural = if N == 1 { "" } else { "s" };
         ShapeError::new(name, format!("expected {N} operand{plural}, found {}", in_avals.len()))
     })
 }
 
-fn unary(op: UnaryOp, x: &Aval) -> Result<Vec<Aval>, ShapeError> {
-    let name = op.name();
-    match op {
-        UnaryOp::StopGradient => {}
-        UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => {
-            ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}");
-        }
-        UnaryOp::Exp
-        | UnaryOp::Log
-        | UnaryOp::Log1p
-        | UnaryOp::Expm1
-        | UnaryOp::Sin
-        | UnaryOp::Cos
-        | UnaryOp::Tan
-        | UnaryOp::Tanh
-        | UnaryOp::Logistic
-        | UnaryOp::Sqrt
-        | UnaryOp::Rsqrt => ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}"),
-    }
-    Ok(device(x.dtype, x.shape.clone()))
-}
-
-fn binary(op: BinaryOp, x: &Aval, y: &Aval) -> Result<Vec<Aval>, ShapeError> {
-    let name = op.name();
-    match op {
-        // JAX's pow takes a float base and a float exponent of the same dtype or an
-        // integer exponent.
-        BinaryOp::Pow => {
-            ensure!(x.dtype.is_float(), name, "the base must be a float, found {x}");
-            ensure!(
-                y.dtype == x.dtype || y.dtype == DType::I32,
-                name,
-                "the exponent {y} must be an integer or have the base's dtype {}",
-                x.dtype
-            );
-        }
-        BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => {
-            same_dtype(name, x, y)?;
-            ensure!(x.dtype != DType::Bool, name, "operands must be numbers, found {x} and {y}");
-        }
-        BinaryOp::Max | BinaryOp::Min => same_dtype(name, x, y)?,
-    }
-    Ok(device(x.dtype, broadcast_shapes(name, x, y)?))
-}
-
-fn compare(op: CompareOp, x: &Aval, y: &Aval) -> Result<Vec<Aval>, ShapeError> {
-    same_dtype(op.name(), x, y)?;
-    Ok(device(DType::Bool, broadcast_shapes(op.name(), x, y)?))
-}
-
-fn same_dtype(name: &str, x: &Aval, y: &Aval) -> Result<(), ShapeError> {
+pub(crate) fn same_dtype(name: &str, x: &Aval, y: &Aval) -> Result<(), ShapeError> {
     ensure!(x.dtype == y.dtype, name, "operand dtypes differ: {x} and {y}");
     Ok(())
 }
 
 /// JAX's `broadcasting_shape_rule`: a rank-0 operand broadcasts against anything; other
 /// operands have one rank, and in each dimension their sizes are equal or 1.
-fn broadcast_shapes(name: &str, x: &Aval, y: &Aval) -> Result<Shape, ShapeError> {
+pub(crate) fn broadcast_shapes(name: &str, x: &Aval, y: &Aval) -> Result<Shape, ShapeError> {
     match (x.rank(), y.rank()) {
         (0, _) => return Ok(y.shape.clone()),
         (_, 0) => return Ok(x.shape.clone()),
@@ -337,296 +137,14 @@ fn broadcast_shapes(name: &str, x: &Aval, y: &Aval) -> Result<Shape, ShapeError>
         .collect()
 }
 
-/// `select_n pred case0 case1 ...`.
-fn select_n(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    let name = "select_n";
-    let Some((pred, cases)) = in_avals.split_first() else { bail!(name, "expected a predicate and at least one case") };
-    let Some(first) = cases.first() else { bail!(name, "expected at least one case") };
-    ensure!(matches!(pred.dtype, DType::Bool | DType::I32), name, "the predicate must be bool or i32, found {pred}");
-    ensure!(
-        pred.dtype != DType::Bool || cases.len() <= 2,
-        name,
-        "a bool predicate selects between at most 2 cases, found {}",
-        cases.len()
-    );
-    for (i, case) in cases.iter().enumerate() {
-        ensure!(case.same_type(first), name, "case {i} is {case} but case 0 is {first}; all cases must have one type");
-    }
-    ensure!(
-        pred.rank() == 0 || pred.shape == first.shape,
-        name,
-        "the predicate {pred} must be a scalar or have the cases' shape {first}"
-    );
-    Ok(device(first.dtype, first.shape.clone()))
-}
-
-fn broadcast_in_dim(x: &Aval, shape: &[usize], dims: &[usize]) -> Result<Vec<Aval>, ShapeError> {
-    let name = "broadcast_in_dim";
-    ensure!(
-        dims.len() == x.rank(),
-        name,
-        "operand {x} has rank {} but broadcast_dimensions {dims:?} has {} entries",
-        x.rank(),
-        dims.len()
-    );
-    ensure!(dims.windows(2).all(|w| w[0] < w[1]), name, "broadcast_dimensions {dims:?} must be strictly increasing");
-    for (i, &bd) in dims.iter().enumerate() {
-        ensure!(bd < shape.len(), name, "broadcast dimension {bd} is out of range for shape {shape:?}");
-        ensure!(
-            x.shape[i] == 1 || x.shape[i] == shape[bd],
-            name,
-            "operand dimension {i} of {x} has size {}, which is neither 1 nor the target size {} of dimension {bd}",
-            x.shape[i],
-            shape[bd]
-        );
-    }
-    Ok(device(x.dtype, shape.to_vec()))
-}
-
-fn element_count(shape: &[usize]) -> Option<usize> {
-    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
-}
-
-fn is_permutation(p: &[usize], rank: usize) -> bool {
-    let mut seen = vec![false; rank];
-    p.len() == rank && p.iter().all(|&i| i < rank && !std::mem::replace(&mut seen[i], true))
-}
-
 /// Axes that must be distinct and within the operand's rank.
-fn distinct_axes(name: &str, what: &str, axes: &[usize], x: &Aval) -> Result<(), ShapeError> {
+pub(crate) fn distinct_axes(name: &str, what: &str, axes: &[usize], x: &Aval) -> Result<(), ShapeError> {
     for &a in axes {
         ensure!(a < x.rank(), name, "{what} {axes:?} include axis {a}, out of range for {x}");
     }
     let set: HashSet<usize> = axes.iter().copied().collect();
     ensure!(set.len() == axes.len(), name, "{what} {axes:?} are not distinct");
     Ok(())
-}
-
-fn remove_axes(shape: &[usize], axes: &[usize]) -> Shape {
-    shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).collect()
-}
-
-fn slice(x: &Aval, start: &[usize], limit: &[usize], strides: Option<&[usize]>) -> Result<Vec<Aval>, ShapeError> {
-    let name = "slice";
-    let r = x.rank();
-    ensure!(
-        start.len() == r && limit.len() == r,
-        name,
-        "start_indices and limit_indices need one entry per axis of {x}"
-    );
-    if let Some(s) = strides {
-        ensure!(s.len() == r, name, "strides {s:?} need one entry per axis of {x}");
-    }
-    let mut shape = Vec::with_capacity(r);
-    for d in 0..r {
-        let stride = strides.map_or(1, |s| s[d]);
-        ensure!(stride >= 1, name, "stride {stride} in dimension {d} must be at least 1");
-        ensure!(
-            start[d] <= limit[d] && limit[d] <= x.shape[d],
-            name,
-            "dimension {d}: need start <= limit <= size, found start {} limit {} size {}",
-            start[d],
-            limit[d],
-            x.shape[d]
-        );
-        shape.push((limit[d] - start[d]).div_ceil(stride));
-    }
-    Ok(device(x.dtype, shape))
-}
-
-fn pad(x: &Aval, padding_value: &Aval, config: &[(i64, i64, i64)]) -> Result<Vec<Aval>, ShapeError> {
-    let name = "pad";
-    ensure!(
-        padding_value.dtype == x.dtype,
-        name,
-        "operand {x} and padding value {padding_value} have different dtypes"
-    );
-    ensure!(padding_value.rank() == 0, name, "the padding value must be a scalar, found {padding_value}");
-    ensure!(config.len() == x.rank(), name, "padding_config has {} entries for {x}", config.len());
-    let mut shape = Vec::with_capacity(config.len());
-    for (d, (&(lo, hi, interior), &n)) in config.iter().zip(&x.shape).enumerate() {
-        ensure!(interior >= 0, name, "interior padding {interior} in dimension {d} is negative");
-        let n = n as i128;
-        let size = lo as i128 + hi as i128 + n + (n - 1).max(0) * interior as i128;
-        ensure!(size >= 0, name, "dimension {d} of {x} padded by ({lo}, {hi}, {interior}) has negative size {size}");
-        let size = usize::try_from(size).map_err(|_| ShapeError::new(name, format!("dimension {d} is too large")))?;
-        shape.push(size);
-    }
-    Ok(device(x.dtype, shape))
-}
-
-fn concatenate(in_avals: &[Aval], dimension: usize) -> Result<Vec<Aval>, ShapeError> {
-    let name = "concatenate";
-    let Some(first) = in_avals.first() else { bail!(name, "expected at least one operand") };
-    ensure!(dimension < first.rank(), name, "dimension {dimension} is out of range for {first}");
-    let mut shape = first.shape.clone();
-    for (i, x) in in_avals.iter().enumerate().skip(1) {
-        ensure!(x.dtype == first.dtype, name, "operand {i} {x} and operand 0 {first} have different dtypes");
-        let same_elsewhere = x.rank() == first.rank()
-            && x.shape.iter().zip(&first.shape).enumerate().all(|(d, (a, b))| d == dimension || a == b);
-        ensure!(same_elsewhere, name, "operand {i} {x} and operand 0 {first} differ outside dimension {dimension}");
-        shape[dimension] += x.shape[dimension];
-    }
-    Ok(device(first.dtype, shape))
-}
-
-/// `dynamic_slice` and `dynamic_update_slice` start indices: one scalar i32 per axis.
-fn start_indices(name: &str, x: &Aval, indices: &[Aval]) -> Result<(), ShapeError> {
-    ensure!(indices.len() == x.rank(), name, "{} start indices for {x}; expected one per axis", indices.len());
-    for (i, idx) in indices.iter().enumerate() {
-        ensure!(idx.dtype == DType::I32 && idx.rank() == 0, name, "start index {i} must be a scalar i32, found {idx}");
-    }
-    Ok(())
-}
-
-/// JAX's `_dot_general_shape_rule`: batch dims pair up, contracting dims pair up, no dim
-/// is used twice; the output is batch dims, then lhs free dims, then rhs free dims.
-fn dot_general(
-    lhs: &Aval,
-    rhs: &Aval,
-    dn: &DotDimensionNumbers,
-    preferred: Option<DType>,
-) -> Result<Vec<Aval>, ShapeError> {
-    let name = "dot_general";
-    ensure!(lhs.dtype == rhs.dtype, name, "operand dtypes differ: {lhs} and {rhs}");
-    for (side, x, contracting, batch) in
-        [("lhs", lhs, &dn.lhs_contracting, &dn.lhs_batch), ("rhs", rhs, &dn.rhs_contracting, &dn.rhs_batch)]
-    {
-        let mut used = HashSet::new();
-        for &d in contracting.iter().chain(batch) {
-            ensure!(d < x.rank(), name, "{side} dimension {d} is out of range for {x}");
-            ensure!(used.insert(d), name, "{side} dimension {d} is used twice in dimension_numbers");
-        }
-    }
-    for (kind, l, r) in
-        [("contracting", &dn.lhs_contracting, &dn.rhs_contracting), ("batch", &dn.lhs_batch, &dn.rhs_batch)]
-    {
-        ensure!(l.len() == r.len(), name, "{} lhs {kind} dimensions but {} rhs {kind} dimensions", l.len(), r.len());
-        for (&a, &b) in l.iter().zip(r) {
-            ensure!(
-                lhs.shape[a] == rhs.shape[b],
-                name,
-                "{kind} dimension sizes differ: lhs dim {a} has {}, rhs dim {b} has {}",
-                lhs.shape[a],
-                rhs.shape[b]
-            );
-        }
-    }
-    let free = |x: &Aval, contracting: &[usize], batch: &[usize]| {
-        (0..x.rank()).filter(|d| !contracting.contains(d) && !batch.contains(d)).map(|d| x.shape[d]).collect::<Vec<_>>()
-    };
-    let mut shape: Shape = dn.lhs_batch.iter().map(|&d| lhs.shape[d]).collect();
-    shape.extend(free(lhs, &dn.lhs_contracting, &dn.lhs_batch));
-    shape.extend(free(rhs, &dn.rhs_contracting, &dn.rhs_batch));
-    Ok(device(preferred.unwrap_or(lhs.dtype), shape))
-}
-
-/// The avals of `vars` in a nested jaxpr, or an error if one is out of range.
-fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeError> {
-    vars.iter()
-        .map(|v| match j.vars.get(v.index()) {
-            Some(decl) => Ok(decl.aval.clone()),
-            None => bail!(name, "the inner jaxpr's variable {v:?} is out of range"),
-        })
-        .collect()
-}
-
-fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
-    j.outvars
-        .iter()
-        .map(|a| match a {
-            Atom::Var(v) => inner_avals(name, j, &[*v]).map(|mut avals| avals.remove(0)),
-            Atom::Lit(l) => Ok(l.aval()),
-        })
-        .collect()
-}
-
-/// A closed jaxpr's consts have its constvars' types.
-fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
-    let const_avals = inner_avals(name, &c.jaxpr, &c.jaxpr.constvars)?;
-    ensure!(
-        c.consts.len() == const_avals.len(),
-        name,
-        "the closed jaxpr has {} consts for {} constvars",
-        c.consts.len(),
-        const_avals.len()
-    );
-    for (i, (value, aval)) in c.consts.iter().zip(&const_avals).enumerate() {
-        ensure!(
-            value.dtype() == aval.dtype && value.shape() == aval.shape.as_slice(),
-            name,
-            "const {i} is {} but its constvar is {aval}",
-            Aval::new(value.dtype(), value.shape().to_vec())
-        );
-    }
-    Ok(())
-}
-
-/// Operands against a nested jaxpr's invars: same count, and equal avals including the
-/// memory space.
-fn check_operands(name: &str, in_avals: &[Aval], invars: &[Aval]) -> Result<(), ShapeError> {
-    ensure!(
-        in_avals.len() == invars.len(),
-        name,
-        "{} operands for an inner jaxpr with {} invars",
-        in_avals.len(),
-        invars.len()
-    );
-    for (i, (x, want)) in in_avals.iter().zip(invars).enumerate() {
-        ensure!(x == want, name, "operand {i} is {x} but the inner jaxpr's invar {i} is {want}");
-    }
-    Ok(())
-}
-
-/// `jit` and `custom_jvp_call`: operands match the invars, results are the outvars.
-fn call(name: &str, in_avals: &[Aval], c: &ClosedJaxpr) -> Result<Vec<Aval>, ShapeError> {
-    check_consts(name, c)?;
-    check_operands(name, in_avals, &inner_avals(name, &c.jaxpr, &c.jaxpr.invars)?)?;
-    inner_out_avals(name, &c.jaxpr)
-}
-
-/// `scan`: operands are consts, carries and xs; the body maps (consts, carries, x slices)
-/// to (carries, y slices); the results are the final carries and the stacked ys.
-fn scan(
-    in_avals: &[Aval],
-    body: &ClosedJaxpr,
-    length: usize,
-    num_consts: usize,
-    num_carry: usize,
-) -> Result<Vec<Aval>, ShapeError> {
-    let name = "scan";
-    check_consts(name, body)?;
-    ensure!(
-        num_consts + num_carry <= in_avals.len(),
-        name,
-        "num_consts={num_consts} and num_carry={num_carry} but only {} operands",
-        in_avals.len()
-    );
-    let (consts_and_carries, xs) = in_avals.split_at(num_consts + num_carry);
-    let carries = &consts_and_carries[num_consts..];
-    let mut body_in = consts_and_carries.to_vec();
-    for (i, x) in xs.iter().enumerate() {
-        ensure!(
-            x.shape.first() == Some(&length),
-            name,
-            "xs operand {i} is {x}; its leading dimension must be length={length}"
-        );
-        body_in.push(Aval { dtype: x.dtype, shape: x.shape[1..].to_vec(), memory_space: x.memory_space });
-    }
-    check_operands(name, &body_in, &inner_avals(name, &body.jaxpr, &body.jaxpr.invars)?)?;
-    let body_out = inner_out_avals(name, &body.jaxpr)?;
-    ensure!(body_out.len() >= num_carry, name, "the body has {} outputs for num_carry={num_carry}", body_out.len());
-    let (carry_out, ys) = body_out.split_at(num_carry);
-    for (i, (c_in, c_out)) in carries.iter().zip(carry_out).enumerate() {
-        ensure!(c_in == c_out, name, "carry {i} enters the body as {c_in} but leaves it as {c_out}");
-    }
-    let mut out = carries.to_vec();
-    out.extend(ys.iter().map(|y| {
-        let mut shape = vec![length];
-        shape.extend(&y.shape);
-        Aval { dtype: y.dtype, shape, memory_space: y.memory_space }
-    }));
-    Ok(out)
 }
 
 /// Whether `prim` may read an operand that lives in host memory: only `device_put`, which
@@ -641,8 +159,9 @@ mod tests {
 
     use super::*;
     use crate::array::Array;
+    use crate::jaxpr::{ClosedJaxpr, Jaxpr, Var};
     use crate::parse::parse_jaxpr;
-    use crate::primitive::CopySemantics;
+    use crate::primitive::{BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, ReduceOp, UnaryOp};
     use crate::types::MemorySpace;
 
     /// Avals as a jaxpr writes them, separated by spaces: `f32[3,4] i32[] f32<host>[5]`.

@@ -1,0 +1,253 @@
+//! Calls and loops, the primitives that hold a nested jaxpr: `jit`, `custom_jvp_call`,
+//! `remat2` (`checkpoint`) and `scan`.
+//!
+//! For each primitive, in this order: its parameters' text form (`*_params`, the
+//! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
+//! (`*_shape`, from `jax/_src/pjit.py`, `custom_derivatives.py`, `ad_checkpoint.py` and
+//! `control_flow/loops.py`). An operand matches an inner invar when dtype, shape and
+//! memory space are all equal; a malformed inner jaxpr (a variable out of range) is an
+//! error, never a panic.
+
+use std::sync::Arc;
+
+use super::params::{ParamReader, Params};
+use super::Primitive;
+use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, Var};
+use crate::param::Param;
+use crate::policy::Policy;
+use crate::shape::{bail, ensure, ShapeError};
+use crate::types::Aval;
+
+// `jit[name=relu jaxpr={...}] x0 ...`: `name` first.
+
+pub(super) fn jit_params(name: &str, jaxpr: &ClosedJaxpr) -> Params {
+    vec![("name", Param::Word(name.to_string())), ("jaxpr", Param::Jaxpr(jaxpr.jaxpr.clone()))]
+}
+
+pub(super) fn parse_jit(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Jit { name: p.word("name")?, jaxpr: ClosedJaxpr::new(p.jaxpr("jaxpr")?) })
+}
+
+pub(crate) fn jit_shape(jaxpr: &ClosedJaxpr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    call("jit", in_avals, jaxpr)
+}
+
+// `custom_jvp_call[name=relu call_jaxpr={...} jvp=jvp num_consts=1 symbolic_zeros=False]`:
+// `name` first; `num_consts` hidden when 0.
+
+pub(super) fn custom_jvp_call_params(
+    name: &str,
+    call_jaxpr: &ClosedJaxpr,
+    jvp: &str,
+    num_consts: usize,
+    symbolic_zeros: bool,
+) -> Params {
+    let mut ps = vec![
+        ("name", Param::Word(name.to_string())),
+        ("call_jaxpr", Param::Jaxpr(call_jaxpr.jaxpr.clone())),
+        ("jvp", Param::Word(jvp.to_string())),
+    ];
+    if num_consts != 0 {
+        ps.push(("num_consts", Param::Int(num_consts as i64)));
+    }
+    ps.push(("symbolic_zeros", Param::Bool(symbolic_zeros)));
+    ps
+}
+
+pub(super) fn parse_custom_jvp_call(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::CustomJvpCall {
+        name: p.word("name")?,
+        call_jaxpr: ClosedJaxpr::new(p.jaxpr("call_jaxpr")?),
+        jvp: p.word("jvp")?,
+        num_consts: if p.has("num_consts") { p.usize("num_consts")? } else { 0 },
+        symbolic_zeros: p.bool("symbolic_zeros")?,
+    })
+}
+
+pub(crate) fn custom_jvp_call_shape(
+    call_jaxpr: &ClosedJaxpr,
+    num_consts: usize,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "custom_jvp_call";
+    ensure!(num_consts <= in_avals.len(), name, "num_consts={num_consts} but only {} operands", in_avals.len());
+    call(name, in_avals, call_jaxpr)
+}
+
+// `remat2[differentiated=False jaxpr={...} policy=None prevent_cse=True]`.
+
+pub(super) fn remat2_params(
+    jaxpr: &Arc<Jaxpr>,
+    prevent_cse: bool,
+    differentiated: bool,
+    policy: Option<&Policy>,
+) -> Params {
+    vec![
+        ("differentiated", Param::Bool(differentiated)),
+        ("jaxpr", Param::Jaxpr(jaxpr.clone())),
+        ("policy", policy.map_or(Param::None, Policy::to_param)),
+        ("prevent_cse", Param::Bool(prevent_cse)),
+    ]
+}
+
+pub(super) fn parse_remat2(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Remat2 {
+        jaxpr: p.jaxpr("jaxpr")?,
+        prevent_cse: p.bool("prevent_cse")?,
+        differentiated: p.bool("differentiated")?,
+        policy: Policy::from_param(&p.take("policy")?)?,
+    })
+}
+
+pub(crate) fn remat2_shape(jaxpr: &Jaxpr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "remat2";
+    ensure!(
+        jaxpr.constvars.is_empty(),
+        name,
+        "the inner jaxpr has {} constvars; remat2 takes a jaxpr whose constants are invars",
+        jaxpr.constvars.len()
+    );
+    check_operands(name, in_avals, &inner_avals(name, jaxpr, &jaxpr.invars)?)?;
+    inner_out_avals(name, jaxpr)
+}
+
+// `scan[jaxpr={...} length=2 num_carry=1 num_consts=0 reverse=False unroll=1]`.
+
+pub(super) fn scan_params(
+    jaxpr: &ClosedJaxpr,
+    length: usize,
+    reverse: bool,
+    num_consts: usize,
+    num_carry: usize,
+    unroll: usize,
+) -> Params {
+    vec![
+        ("jaxpr", Param::Jaxpr(jaxpr.jaxpr.clone())),
+        ("length", Param::Int(length as i64)),
+        ("num_carry", Param::Int(num_carry as i64)),
+        ("num_consts", Param::Int(num_consts as i64)),
+        ("reverse", Param::Bool(reverse)),
+        ("unroll", Param::Int(unroll as i64)),
+    ]
+}
+
+pub(super) fn parse_scan(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Scan {
+        jaxpr: ClosedJaxpr::new(p.jaxpr("jaxpr")?),
+        length: p.usize("length")?,
+        reverse: p.bool("reverse")?,
+        num_consts: p.usize("num_consts")?,
+        num_carry: p.usize("num_carry")?,
+        unroll: p.usize("unroll")?,
+    })
+}
+
+/// `scan`: operands are consts, carries and xs; the body maps (consts, carries, x slices)
+/// to (carries, y slices); the results are the final carries and the stacked ys.
+pub(crate) fn scan_shape(
+    body: &ClosedJaxpr,
+    length: usize,
+    num_consts: usize,
+    num_carry: usize,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "scan";
+    check_consts(name, body)?;
+    ensure!(
+        num_consts + num_carry <= in_avals.len(),
+        name,
+        "num_consts={num_consts} and num_carry={num_carry} but only {} operands",
+        in_avals.len()
+    );
+    let (consts_and_carries, xs) = in_avals.split_at(num_consts + num_carry);
+    let carries = &consts_and_carries[num_consts..];
+    let mut body_in = consts_and_carries.to_vec();
+    for (i, x) in xs.iter().enumerate() {
+        ensure!(
+            x.shape.first() == Some(&length),
+            name,
+            "xs operand {i} is {x}; its leading dimension must be length={length}"
+        );
+        body_in.push(Aval { dtype: x.dtype, shape: x.shape[1..].to_vec(), memory_space: x.memory_space });
+    }
+    check_operands(name, &body_in, &inner_avals(name, &body.jaxpr, &body.jaxpr.invars)?)?;
+    let body_out = inner_out_avals(name, &body.jaxpr)?;
+    ensure!(body_out.len() >= num_carry, name, "the body has {} outputs for num_carry={num_carry}", body_out.len());
+    let (carry_out, ys) = body_out.split_at(num_carry);
+    for (i, (c_in, c_out)) in carries.iter().zip(carry_out).enumerate() {
+        ensure!(c_in == c_out, name, "carry {i} enters the body as {c_in} but leaves it as {c_out}");
+    }
+    let mut out = carries.to_vec();
+    out.extend(ys.iter().map(|y| {
+        let mut shape = vec![length];
+        shape.extend(&y.shape);
+        Aval { dtype: y.dtype, shape, memory_space: y.memory_space }
+    }));
+    Ok(out)
+}
+
+// Shared by the shape rules above.
+
+/// `jit` and `custom_jvp_call`: operands match the invars, results are the outvars.
+fn call(name: &str, in_avals: &[Aval], c: &ClosedJaxpr) -> Result<Vec<Aval>, ShapeError> {
+    check_consts(name, c)?;
+    check_operands(name, in_avals, &inner_avals(name, &c.jaxpr, &c.jaxpr.invars)?)?;
+    inner_out_avals(name, &c.jaxpr)
+}
+
+/// The avals of `vars` in a nested jaxpr, or an error if one is out of range.
+fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeError> {
+    vars.iter()
+        .map(|v| match j.vars.get(v.index()) {
+            Some(decl) => Ok(decl.aval.clone()),
+            None => bail!(name, "the inner jaxpr's variable {v:?} is out of range"),
+        })
+        .collect()
+}
+
+fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
+    j.outvars
+        .iter()
+        .map(|a| match a {
+            Atom::Var(v) => inner_avals(name, j, &[*v]).map(|mut avals| avals.remove(0)),
+            Atom::Lit(l) => Ok(l.aval()),
+        })
+        .collect()
+}
+
+/// A closed jaxpr's consts have its constvars' types.
+fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
+    let const_avals = inner_avals(name, &c.jaxpr, &c.jaxpr.constvars)?;
+    ensure!(
+        c.consts.len() == const_avals.len(),
+        name,
+        "the closed jaxpr has {} consts for {} constvars",
+        c.consts.len(),
+        const_avals.len()
+    );
+    for (i, (value, aval)) in c.consts.iter().zip(&const_avals).enumerate() {
+        ensure!(
+            value.dtype() == aval.dtype && value.shape() == aval.shape.as_slice(),
+            name,
+            "const {i} is {} but its constvar is {aval}",
+            Aval::new(value.dtype(), value.shape().to_vec())
+        );
+    }
+    Ok(())
+}
+
+/// Operands against a nested jaxpr's invars: same count, and equal avals including the
+/// memory space.
+fn check_operands(name: &str, in_avals: &[Aval], invars: &[Aval]) -> Result<(), ShapeError> {
+    ensure!(
+        in_avals.len() == invars.len(),
+        name,
+        "{} operands for an inner jaxpr with {} invars",
+        in_avals.len(),
+        invars.len()
+    );
+    for (i, (x, want)) in in_avals.iter().zip(invars).enumerate() {
+        ensure!(x == want, name, "operand {i} is {x} but the inner jaxpr's invar {i} is {want}");
+    }
+    Ok(())
+}

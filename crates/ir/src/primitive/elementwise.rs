@@ -1,0 +1,247 @@
+//! Elementwise primitives: the unary, binary and comparison ops, `integer_pow`,
+//! `select_n`, `clamp`, `convert_element_type` and `reduce_precision`.
+//!
+//! For each primitive, in this order: its parameters' text form (`*_params`, the
+//! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
+//! (`*_shape`, JAX's rule from `jax/_src/lax/lax.py`). Results keep the operands' shape
+//! (or broadcast it) and land in device memory.
+
+use super::params::{dtype_param, ParamReader, Params};
+use super::Primitive;
+use crate::param::Param;
+use crate::shape::{arity, bail, broadcast_shapes, device, ensure, same_dtype, ShapeError};
+use crate::types::{Aval, DType};
+
+named_enum! {
+    /// Elementwise functions of one operand.
+    pub enum UnaryOp {
+        Neg = "neg",
+        Sign = "sign",
+        Abs = "abs",
+        Exp = "exp",
+        Log = "log",
+        Log1p = "log1p",
+        Expm1 = "expm1",
+        Sin = "sin",
+        Cos = "cos",
+        Tan = "tan",
+        Tanh = "tanh",
+        Logistic = "logistic",
+        Sqrt = "sqrt",
+        Rsqrt = "rsqrt",
+        Square = "square",
+        StopGradient = "stop_gradient",
+    }
+}
+
+impl UnaryOp {
+    /// Whether the operand must be a float (transcendentals) rather than any number.
+    pub fn float_only(self) -> bool {
+        match self {
+            UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square | UnaryOp::StopGradient => false,
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Tanh
+            | UnaryOp::Logistic
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt => true,
+        }
+    }
+}
+
+named_enum! {
+    /// Elementwise arithmetic of two operands of one dtype (a scalar operand broadcasts).
+    pub enum BinaryOp {
+        Add = "add",
+        AddAny = "add_any",
+        Sub = "sub",
+        Mul = "mul",
+        Div = "div",
+        Pow = "pow",
+        Max = "max",
+        Min = "min",
+    }
+}
+
+named_enum! {
+    /// Elementwise comparisons; the result is `bool`.
+    pub enum CompareOp {
+        Eq = "eq",
+        Ne = "ne",
+        Lt = "lt",
+        Le = "le",
+        Gt = "gt",
+        Ge = "ge",
+    }
+}
+
+// Unary ops: no parameters printed; `accuracy=None` is accepted.
+
+pub(super) fn parse_unary(op: UnaryOp, p: &mut ParamReader) -> Result<Primitive, String> {
+    p.optional_none("accuracy")?;
+    Ok(Primitive::Unary(op))
+}
+
+pub(crate) fn unary_shape(op: UnaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = op.name();
+    let [x] = arity(name, in_avals)?;
+    match op {
+        UnaryOp::StopGradient => {}
+        UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => {
+            ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}");
+        }
+        UnaryOp::Exp
+        | UnaryOp::Log
+        | UnaryOp::Log1p
+        | UnaryOp::Expm1
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Tan
+        | UnaryOp::Tanh
+        | UnaryOp::Logistic
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt => ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}"),
+    }
+    Ok(device(x.dtype, x.shape.clone()))
+}
+
+// Binary ops: no parameters printed; `out_dtype=None` is accepted.
+
+pub(super) fn parse_binary(op: BinaryOp, p: &mut ParamReader) -> Result<Primitive, String> {
+    p.optional_none("out_dtype")?;
+    Ok(Primitive::Binary(op))
+}
+
+pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = op.name();
+    let [x, y] = arity(name, in_avals)?;
+    match op {
+        // JAX's pow takes a float base and a float exponent of the same dtype or an
+        // integer exponent.
+        BinaryOp::Pow => {
+            ensure!(x.dtype.is_float(), name, "the base must be a float, found {x}");
+            ensure!(
+                y.dtype == x.dtype || y.dtype == DType::I32,
+                name,
+                "the exponent {y} must be an integer or have the base's dtype {}",
+                x.dtype
+            );
+        }
+        BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => {
+            same_dtype(name, x, y)?;
+            ensure!(x.dtype != DType::Bool, name, "operands must be numbers, found {x} and {y}");
+        }
+        BinaryOp::Max | BinaryOp::Min => same_dtype(name, x, y)?,
+    }
+    Ok(device(x.dtype, broadcast_shapes(name, x, y)?))
+}
+
+// Comparisons: no parameters.
+
+pub(crate) fn compare_shape(op: CompareOp, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = op.name();
+    let [x, y] = arity(name, in_avals)?;
+    same_dtype(name, x, y)?;
+    Ok(device(DType::Bool, broadcast_shapes(name, x, y)?))
+}
+
+// `integer_pow[y=2] x`.
+
+pub(super) fn integer_pow_params(y: i32) -> Params {
+    vec![("y", Param::Int(y as i64))]
+}
+
+pub(super) fn parse_integer_pow(p: &mut ParamReader) -> Result<Primitive, String> {
+    let y = p.int("y")?;
+    Ok(Primitive::IntegerPow { y: i32::try_from(y).map_err(|_| format!("integer_pow: y={y} is out of range"))? })
+}
+
+pub(crate) fn integer_pow_shape(y: i32, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "integer_pow";
+    let [x] = arity(name, in_avals)?;
+    ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}");
+    ensure!(x.dtype.is_float() || y >= 0, name, "integers cannot be raised to negative powers (y={y})");
+    Ok(device(x.dtype, x.shape.clone()))
+}
+
+// `select_n pred case0 case1 ...`: no parameters.
+
+pub(crate) fn select_n_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "select_n";
+    let Some((pred, cases)) = in_avals.split_first() else { bail!(name, "expected a predicate and at least one case") };
+    let Some(first) = cases.first() else { bail!(name, "expected at least one case") };
+    ensure!(matches!(pred.dtype, DType::Bool | DType::I32), name, "the predicate must be bool or i32, found {pred}");
+    ensure!(
+        pred.dtype != DType::Bool || cases.len() <= 2,
+        name,
+        "a bool predicate selects between at most 2 cases, found {}",
+        cases.len()
+    );
+    for (i, case) in cases.iter().enumerate() {
+        ensure!(case.same_type(first), name, "case {i} is {case} but case 0 is {first}; all cases must have one type");
+    }
+    ensure!(
+        pred.rank() == 0 || pred.shape == first.shape,
+        name,
+        "the predicate {pred} must be a scalar or have the cases' shape {first}"
+    );
+    Ok(device(first.dtype, first.shape.clone()))
+}
+
+// `clamp lo x hi`: no parameters.
+
+pub(crate) fn clamp_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "clamp";
+    let [lo, x, hi] = arity(name, in_avals)?;
+    for (what, bound) in [("lo", lo), ("hi", hi)] {
+        ensure!(bound.dtype == x.dtype, name, "{what} {bound} and operand {x} have different dtypes");
+        ensure!(
+            bound.rank() == 0 || bound.shape == x.shape,
+            name,
+            "{what} {bound} must be a scalar or have the operand's shape {x}"
+        );
+    }
+    Ok(device(x.dtype, x.shape.clone()))
+}
+
+// `convert_element_type[new_dtype=float32 weak_type=False] x`; `sharding=None` is accepted.
+
+pub(super) fn convert_element_type_params(new_dtype: DType, weak_type: bool) -> Params {
+    vec![("new_dtype", dtype_param(new_dtype)), ("weak_type", Param::Bool(weak_type))]
+}
+
+pub(super) fn parse_convert_element_type(p: &mut ParamReader) -> Result<Primitive, String> {
+    p.optional_none("sharding")?;
+    Ok(Primitive::ConvertElementType { new_dtype: p.dtype("new_dtype")?, weak_type: p.bool("weak_type")? })
+}
+
+pub(crate) fn convert_element_type_shape(new_dtype: DType, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let [x] = arity("convert_element_type", in_avals)?;
+    Ok(device(new_dtype, x.shape.clone()))
+}
+
+// `reduce_precision[exponent_bits=8 mantissa_bits=23] x`.
+
+pub(super) fn reduce_precision_params(exponent_bits: u32, mantissa_bits: u32) -> Params {
+    vec![("exponent_bits", Param::Int(exponent_bits as i64)), ("mantissa_bits", Param::Int(mantissa_bits as i64))]
+}
+
+pub(super) fn parse_reduce_precision(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::ReducePrecision {
+        exponent_bits: p.usize("exponent_bits")? as u32,
+        mantissa_bits: p.usize("mantissa_bits")? as u32,
+    })
+}
+
+pub(crate) fn reduce_precision_shape(exponent_bits: u32, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "reduce_precision";
+    let [x] = arity(name, in_avals)?;
+    ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}");
+    ensure!(exponent_bits >= 1, name, "exponent_bits must be at least 1");
+    Ok(device(x.dtype, x.shape.clone()))
+}

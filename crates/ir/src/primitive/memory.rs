@@ -1,0 +1,98 @@
+//! Names and memory: `name` (`checkpoint_name`) and `device_put`.
+//!
+//! For each primitive, in this order: its parameters' text form (`*_params`, the
+//! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
+//! (`*_shape`). `device_put` is the only primitive that moves a value between memory
+//! spaces.
+
+use super::params::{ParamReader, Params};
+use super::Primitive;
+use crate::param::Param;
+use crate::shape::{arity, device, ensure, ShapeError};
+use crate::types::{Aval, MemorySpace};
+
+// `name[name=a] x`: an identity that names its operand for policies.
+
+pub(super) fn name_params(name: &str) -> Params {
+    vec![("name", Param::Word(name.to_string()))]
+}
+
+pub(super) fn parse_name(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Name { name: p.word("name")? })
+}
+
+pub(crate) fn name_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let [x] = arity("name", in_avals)?;
+    Ok(device(x.dtype, x.shape.clone()))
+}
+
+/// `device_put`'s `copy_semantics` entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CopySemantics {
+    AlwaysCopy,
+    ReuseInput,
+    DonateInput,
+}
+
+impl CopySemantics {
+    fn param_name(self) -> &'static str {
+        match self {
+            CopySemantics::AlwaysCopy => "ArrayCopySemantics.ALWAYS_COPY",
+            CopySemantics::ReuseInput => "ArrayCopySemantics.REUSE_INPUT",
+            CopySemantics::DonateInput => "ArrayCopySemantics.DONATE_INPUT",
+        }
+    }
+}
+
+// `device_put[copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) devices=(MemorySpace.Host,)
+// srcs=(None,)] x0 ...`: one entry per operand in each.
+
+pub(super) fn device_put_params(devices: &[MemorySpace], copy_semantics: &[CopySemantics]) -> Params {
+    let words = |ws: Vec<String>| Param::Tuple(ws.into_iter().map(Param::Word).collect());
+    vec![
+        ("copy_semantics", words(copy_semantics.iter().map(|c| c.param_name().to_string()).collect())),
+        ("devices", words(devices.iter().map(|d| format!("MemorySpace.{}", d.param_name())).collect())),
+        ("srcs", Param::Tuple(devices.iter().map(|_| Param::None).collect())),
+    ]
+}
+
+pub(super) fn parse_device_put(p: &mut ParamReader) -> Result<Primitive, String> {
+    let devices = p
+        .seq("devices")?
+        .iter()
+        .map(|d| match d {
+            Param::Word(w) if w == "MemorySpace.Device" => Ok(MemorySpace::Device),
+            Param::Word(w) if w == "MemorySpace.Host" => Ok(MemorySpace::Host),
+            other => Err(format!("device_put: unsupported device {other}")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let copy_semantics = p
+        .seq("copy_semantics")?
+        .iter()
+        .map(|c| match c {
+            Param::Word(w) if w == "ArrayCopySemantics.ALWAYS_COPY" => Ok(CopySemantics::AlwaysCopy),
+            Param::Word(w) if w == "ArrayCopySemantics.REUSE_INPUT" => Ok(CopySemantics::ReuseInput),
+            Param::Word(w) if w == "ArrayCopySemantics.DONATE_INPUT" => Ok(CopySemantics::DonateInput),
+            other => Err(format!("device_put: unknown copy semantics {other}")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let srcs = p.seq("srcs")?;
+    if srcs.iter().any(|s| !matches!(s, Param::None)) {
+        return Err("device_put: only srcs=(None, ...) is supported".into());
+    }
+    if srcs.len() != devices.len() || copy_semantics.len() != devices.len() {
+        return Err("device_put: devices, srcs and copy_semantics must have one entry per operand".into());
+    }
+    Ok(Primitive::DevicePut { devices, copy_semantics })
+}
+
+pub(crate) fn device_put_shape(devices: &[MemorySpace], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    ensure!(
+        in_avals.len() == devices.len(),
+        "device_put",
+        "{} operands for {} devices; device_put takes one device per operand",
+        in_avals.len(),
+        devices.len()
+    );
+    Ok(in_avals.iter().zip(devices).map(|(x, &ms)| Aval::new(x.dtype, x.shape.clone()).with_memory_space(ms)).collect())
+}

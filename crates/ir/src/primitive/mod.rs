@@ -1,0 +1,667 @@
+//! The closed set of primitives. Each variant carries its parameters; every rule over
+//! primitives (shape rules, evaluation, jvp, transpose, lowering) is one exhaustive match.
+//!
+//! Layout: this file holds the [`Primitive`] enum, the list of primitive names
+//! ([`PrimitiveKind`]) and the dispatchers over them; each family of primitives has a
+//! module holding, for each of its variants, the parameters' text form and the shape rule
+//! side by side: `elementwise.rs`, `structural.rs` (shapes and indexing), `reduction.rs`
+//! (reductions and contractions), `memory.rs` (names and memory), `call.rs` (calls and
+//! loops). [`Primitive::params`] gives the `key=value` pairs in printing order (defaults
+//! JAX hides are left out), [`Primitive::from_params`] reads them back, and
+//! [`crate::shape::shape_rule`] types an equation.
+//!
+//! Adding a primitive, in the IR: the variant below; its name in the `primitive_kinds!`
+//! list (or in its family's `named_enum!` list); its family module's `*_params`,
+//! `parse_*` and `*_shape` functions; and the dispatch arms the compiler then asks for
+//! (`kind`, `params`, `from_params`, `subjaxprs`, `try_map_subjaxprs`, `hoist_name`,
+//! `shape_rule`).
+
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::jaxpr::{ClosedJaxpr, Jaxpr};
+use crate::param::Param;
+use crate::policy::Policy;
+use crate::types::{Aval, DType, MemorySpace};
+
+/// Declares a field-less enum from one list of `Variant = "jax_name"` pairs, with `ALL`
+/// (every value, in the list's order), `name()` and `from_name()`, so that the list is the
+/// only place a value or its name is written.
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $Enum:ident { $($(#[$vmeta:meta])* $Variant:ident = $name:literal,)+ }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $Enum {
+            $($(#[$vmeta])* $Variant,)+
+        }
+
+        impl $Enum {
+            /// Every value, in declaration order.
+            pub const ALL: [$Enum; [$($name),+].len()] = [$($Enum::$Variant),+];
+
+            /// The name as JAX prints it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($Enum::$Variant => $name,)+
+                }
+            }
+
+            /// The value JAX prints as `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<$Enum> {
+                $Enum::ALL.into_iter().find(|v| v.name() == name)
+            }
+        }
+    };
+}
+
+pub(crate) mod call;
+pub(crate) mod elementwise;
+pub(crate) mod memory;
+mod params;
+pub(crate) mod reduction;
+pub(crate) mod structural;
+
+pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
+pub use memory::CopySemantics;
+pub use reduction::{DotDimensionNumbers, ReduceOp};
+
+use params::ParamReader;
+
+/// Declares [`PrimitiveKind`] from one list: the families whose names come from their op
+/// enum's `named_enum!` list, then every other primitive with its name.
+macro_rules! primitive_kinds {
+    (
+        families { $($(#[$fmeta:meta])* $Family:ident($Op:ident),)+ }
+        singles { $($Variant:ident = $name:literal,)+ }
+    ) => {
+        /// A primitive without its parameters: what a primitive's name says. The parser
+        /// maps a name to its kind ([`PrimitiveKind::from_name`], `None` for an unknown
+        /// name) and [`Primitive::from_params`] reads the kind's parameters.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum PrimitiveKind {
+            $($(#[$fmeta])* $Family($Op),)+
+            $($Variant,)+
+        }
+
+        impl PrimitiveKind {
+            /// The name as JAX prints it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(PrimitiveKind::$Family(op) => op.name(),)+
+                    $(PrimitiveKind::$Variant => $name,)+
+                }
+            }
+
+            /// Every kind: each family's ops in their list's order, then the others.
+            pub fn all() -> Vec<PrimitiveKind> {
+                let mut all = Vec::new();
+                $(all.extend($Op::ALL.map(PrimitiveKind::$Family));)+
+                all.extend([$(PrimitiveKind::$Variant),+]);
+                all
+            }
+
+            /// The kind JAX prints as `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<PrimitiveKind> {
+                PrimitiveKind::all().into_iter().find(|k| k.name() == name)
+            }
+        }
+    };
+}
+
+primitive_kinds! {
+    families {
+        /// `neg`, `sin`, ...: `elementwise.rs`.
+        Unary(UnaryOp),
+        /// `add`, `mul`, ...: `elementwise.rs`.
+        Binary(BinaryOp),
+        /// `eq`, `lt`, ...: `elementwise.rs`.
+        Compare(CompareOp),
+        /// `reduce_sum`, `reduce_max`, `reduce_min`: `reduction.rs`.
+        Reduce(ReduceOp),
+    }
+    singles {
+        IntegerPow = "integer_pow",
+        SelectN = "select_n",
+        Clamp = "clamp",
+        ConvertElementType = "convert_element_type",
+        ReducePrecision = "reduce_precision",
+        BroadcastInDim = "broadcast_in_dim",
+        Reshape = "reshape",
+        Transpose = "transpose",
+        Squeeze = "squeeze",
+        ExpandDims = "expand_dims",
+        Slice = "slice",
+        Pad = "pad",
+        Concatenate = "concatenate",
+        DynamicSlice = "dynamic_slice",
+        DynamicUpdateSlice = "dynamic_update_slice",
+        Iota = "iota",
+        Argmax = "argmax",
+        DotGeneral = "dot_general",
+        Name = "name",
+        DevicePut = "device_put",
+        Jit = "jit",
+        CustomJvpCall = "custom_jvp_call",
+        Remat2 = "remat2",
+        Scan = "scan",
+    }
+}
+
+/// A primitive with its parameters. Variants are grouped by family; each group's
+/// parameters text form and shape rules are in the module its comment names.
+#[derive(Clone, Debug)]
+pub enum Primitive {
+    // Elementwise: `elementwise.rs`.
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CompareOp),
+    IntegerPow {
+        y: i32,
+    },
+    /// `select_n pred case0 case1 ...`: picks `cases[pred]` elementwise.
+    SelectN,
+    /// `clamp lo x hi`.
+    Clamp,
+    ConvertElementType {
+        new_dtype: DType,
+        weak_type: bool,
+    },
+    /// Rounds floats to `exponent_bits`/`mantissa_bits`; an identity at f32's own 8/23.
+    ReducePrecision {
+        exponent_bits: u32,
+        mantissa_bits: u32,
+    },
+
+    // Shapes and indexing: `structural.rs`.
+    /// `shape` is not printed (the binder's aval gives it).
+    BroadcastInDim {
+        shape: Vec<usize>,
+        broadcast_dimensions: Vec<usize>,
+    },
+    Reshape {
+        new_sizes: Vec<usize>,
+    },
+    Transpose {
+        permutation: Vec<usize>,
+    },
+    Squeeze {
+        dimensions: Vec<usize>,
+    },
+    /// Inserts size-1 axes at `dimensions` (positions in the output).
+    ExpandDims {
+        dimensions: Vec<usize>,
+    },
+    Slice {
+        start_indices: Vec<usize>,
+        limit_indices: Vec<usize>,
+        strides: Option<Vec<usize>>,
+    },
+    /// `pad operand padding_value`; each entry is (low, high, interior), low/high may be negative.
+    Pad {
+        padding_config: Vec<(i64, i64, i64)>,
+    },
+    Concatenate {
+        dimension: usize,
+    },
+    /// `dynamic_slice operand i0 i1 ...` with scalar integer start indices (clamped as XLA does).
+    DynamicSlice {
+        slice_sizes: Vec<usize>,
+    },
+    /// `dynamic_update_slice operand update i0 i1 ...`.
+    DynamicUpdateSlice,
+    Iota {
+        dtype: DType,
+        shape: Vec<usize>,
+        dimension: usize,
+    },
+
+    // Reductions and contractions: `reduction.rs`.
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<usize>,
+    },
+    Argmax {
+        axes: Vec<usize>,
+        index_dtype: DType,
+    },
+    DotGeneral {
+        dimension_numbers: DotDimensionNumbers,
+        preferred_element_type: Option<DType>,
+    },
+
+    // Names and memory: `memory.rs`.
+    /// `checkpoint_name`: an identity that names its operand for policies.
+    Name {
+        name: String,
+    },
+    /// Moves values between memory spaces, one destination per operand.
+    DevicePut {
+        devices: Vec<MemorySpace>,
+        copy_semantics: Vec<CopySemantics>,
+    },
+
+    // Calls and loops: `call.rs`.
+    Jit {
+        name: String,
+        jaxpr: ClosedJaxpr,
+    },
+    CustomJvpCall {
+        name: String,
+        call_jaxpr: ClosedJaxpr,
+        jvp: String,
+        num_consts: usize,
+        symbolic_zeros: bool,
+    },
+    Remat2 {
+        jaxpr: Arc<Jaxpr>,
+        prevent_cse: bool,
+        differentiated: bool,
+        policy: Option<Policy>,
+    },
+    /// Operands: `num_consts` consts, `num_carry` carries, then the scanned-over xs.
+    Scan {
+        jaxpr: ClosedJaxpr,
+        length: usize,
+        reverse: bool,
+        num_consts: usize,
+        num_carry: usize,
+        unroll: usize,
+    },
+}
+
+impl Primitive {
+    /// What this primitive is, without its parameters.
+    pub fn kind(&self) -> PrimitiveKind {
+        match self {
+            Primitive::Unary(op) => PrimitiveKind::Unary(*op),
+            Primitive::Binary(op) => PrimitiveKind::Binary(*op),
+            Primitive::Compare(op) => PrimitiveKind::Compare(*op),
+            Primitive::IntegerPow { .. } => PrimitiveKind::IntegerPow,
+            Primitive::SelectN => PrimitiveKind::SelectN,
+            Primitive::Clamp => PrimitiveKind::Clamp,
+            Primitive::ConvertElementType { .. } => PrimitiveKind::ConvertElementType,
+            Primitive::ReducePrecision { .. } => PrimitiveKind::ReducePrecision,
+            Primitive::BroadcastInDim { .. } => PrimitiveKind::BroadcastInDim,
+            Primitive::Reshape { .. } => PrimitiveKind::Reshape,
+            Primitive::Transpose { .. } => PrimitiveKind::Transpose,
+            Primitive::Squeeze { .. } => PrimitiveKind::Squeeze,
+            Primitive::ExpandDims { .. } => PrimitiveKind::ExpandDims,
+            Primitive::Slice { .. } => PrimitiveKind::Slice,
+            Primitive::Pad { .. } => PrimitiveKind::Pad,
+            Primitive::Concatenate { .. } => PrimitiveKind::Concatenate,
+            Primitive::DynamicSlice { .. } => PrimitiveKind::DynamicSlice,
+            Primitive::DynamicUpdateSlice => PrimitiveKind::DynamicUpdateSlice,
+            Primitive::Iota { .. } => PrimitiveKind::Iota,
+            Primitive::Reduce { op, .. } => PrimitiveKind::Reduce(*op),
+            Primitive::Argmax { .. } => PrimitiveKind::Argmax,
+            Primitive::DotGeneral { .. } => PrimitiveKind::DotGeneral,
+            Primitive::Name { .. } => PrimitiveKind::Name,
+            Primitive::DevicePut { .. } => PrimitiveKind::DevicePut,
+            Primitive::Jit { .. } => PrimitiveKind::Jit,
+            Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
+            Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
+            Primitive::Scan { .. } => PrimitiveKind::Scan,
+        }
+    }
+
+    /// The primitive's name as JAX prints it.
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Every primitive name the parser knows, for error messages and docs.
+    pub fn all_names() -> Vec<&'static str> {
+        PrimitiveKind::all().into_iter().map(PrimitiveKind::name).collect()
+    }
+
+    /// The nested jaxprs this primitive calls, in parameter order.
+    pub fn subjaxprs(&self) -> Vec<&Arc<Jaxpr>> {
+        match self {
+            Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
+            Primitive::CustomJvpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
+            Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. } => Vec::new(),
+        }
+    }
+
+    /// The same primitive with each nested jaxpr replaced by `f` of it, in
+    /// [`subjaxprs`](Primitive::subjaxprs) order; every other parameter is unchanged. A
+    /// `ClosedJaxpr` (`jit`, `custom_jvp_call`, `scan`) keeps its consts, so `f` must keep
+    /// the constvars' number and types (the shape rule and the verifier check them);
+    /// `remat2` holds a bare jaxpr, which must stay without constvars. A primitive without
+    /// nested jaxprs comes back as a clone and `f` is not called.
+    ///
+    /// This is how a pass rebuilds a call with a transformed body:
+    /// `eqn.primitive.map_subjaxprs(|body| Arc::new(dce(body)))`.
+    pub fn map_subjaxprs(&self, mut f: impl FnMut(&Arc<Jaxpr>) -> Arc<Jaxpr>) -> Primitive {
+        match self.try_map_subjaxprs(|j| Ok::<_, Infallible>(f(j))) {
+            Ok(prim) => prim,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`map_subjaxprs`](Primitive::map_subjaxprs) with a fallible `f`: the first error
+    /// is returned and no primitive is built.
+    pub fn try_map_subjaxprs<E>(
+        &self,
+        mut f: impl FnMut(&Arc<Jaxpr>) -> Result<Arc<Jaxpr>, E>,
+    ) -> Result<Primitive, E> {
+        let mut prim = self.clone();
+        match &mut prim {
+            Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
+            Primitive::CustomJvpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
+            Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. } => {}
+        }
+        Ok(prim)
+    }
+
+    /// The `name` parameter JAX's printer uses to name a hoisted sub-jaxpr (only `jit`'s
+    /// raw parameters carry one).
+    pub fn hoist_name(&self) -> Option<&str> {
+        match self {
+            Primitive::Jit { name, .. } => Some(name),
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. }
+            | Primitive::CustomJvpCall { .. }
+            | Primitive::Remat2 { .. }
+            | Primitive::Scan { .. } => None,
+        }
+    }
+
+    /// The parameters in printing order, leaving out what JAX's printer hides.
+    pub fn params(&self) -> Vec<(&'static str, Param)> {
+        use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+        match self {
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::DynamicUpdateSlice => Vec::new(),
+            Primitive::IntegerPow { y } => integer_pow_params(*y),
+            Primitive::ConvertElementType { new_dtype, weak_type } => {
+                convert_element_type_params(*new_dtype, *weak_type)
+            }
+            Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
+                reduce_precision_params(*exponent_bits, *mantissa_bits)
+            }
+            Primitive::BroadcastInDim { shape: _, broadcast_dimensions } => {
+                broadcast_in_dim_params(broadcast_dimensions)
+            }
+            Primitive::Reshape { new_sizes } => reshape_params(new_sizes),
+            Primitive::Transpose { permutation } => transpose_params(permutation),
+            Primitive::Squeeze { dimensions } | Primitive::ExpandDims { dimensions } => dimensions_params(dimensions),
+            Primitive::Slice { start_indices, limit_indices, strides } => {
+                slice_params(start_indices, limit_indices, strides.as_deref())
+            }
+            Primitive::Pad { padding_config } => pad_params(padding_config),
+            Primitive::Concatenate { dimension } => concatenate_params(*dimension),
+            Primitive::DynamicSlice { slice_sizes } => dynamic_slice_params(slice_sizes),
+            Primitive::Iota { dtype, shape, dimension } => iota_params(*dtype, shape, *dimension),
+            Primitive::Reduce { op, axes } => reduce_params(*op, axes),
+            Primitive::Argmax { axes, index_dtype } => argmax_params(axes, *index_dtype),
+            Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+                dot_general_params(dimension_numbers, *preferred_element_type)
+            }
+            Primitive::Name { name } => name_params(name),
+            Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
+            Primitive::Jit { name, jaxpr } => jit_params(name, jaxpr),
+            Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
+                custom_jvp_call_params(name, call_jaxpr, jvp, *num_consts, *symbolic_zeros)
+            }
+            Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } => {
+                remat2_params(jaxpr, *prevent_cse, *differentiated, policy.as_ref())
+            }
+            Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => {
+                scan_params(jaxpr, *length, *reverse, *num_consts, *num_carry, *unroll)
+            }
+        }
+    }
+
+    /// Builds a primitive from its name and the parameters as read. `out_avals` are the
+    /// equation's binder types (some parameters JAX does not print, such as
+    /// `broadcast_in_dim`'s `shape`, come from them). Errors say which parameter is wrong.
+    pub fn from_params(name: &str, params: Vec<(String, Param)>, out_avals: &[Aval]) -> Result<Primitive, String> {
+        use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+        let kind = PrimitiveKind::from_name(name).ok_or_else(|| format!("unknown primitive `{name}`"))?;
+        let mut reader = ParamReader::new(name, params);
+        let p = &mut reader;
+        let prim = match kind {
+            PrimitiveKind::Unary(op) => parse_unary(op, p)?,
+            PrimitiveKind::Binary(op) => parse_binary(op, p)?,
+            PrimitiveKind::Compare(op) => Primitive::Compare(op),
+            PrimitiveKind::IntegerPow => parse_integer_pow(p)?,
+            PrimitiveKind::SelectN => Primitive::SelectN,
+            PrimitiveKind::Clamp => Primitive::Clamp,
+            PrimitiveKind::ConvertElementType => parse_convert_element_type(p)?,
+            PrimitiveKind::ReducePrecision => parse_reduce_precision(p)?,
+            PrimitiveKind::BroadcastInDim => parse_broadcast_in_dim(p, out_avals)?,
+            PrimitiveKind::Reshape => parse_reshape(p)?,
+            PrimitiveKind::Transpose => parse_transpose(p)?,
+            PrimitiveKind::Squeeze => parse_squeeze(p)?,
+            PrimitiveKind::ExpandDims => parse_expand_dims(p)?,
+            PrimitiveKind::Slice => parse_slice(p)?,
+            PrimitiveKind::Pad => parse_pad(p)?,
+            PrimitiveKind::Concatenate => parse_concatenate(p)?,
+            PrimitiveKind::DynamicSlice => parse_dynamic_slice(p)?,
+            PrimitiveKind::DynamicUpdateSlice => Primitive::DynamicUpdateSlice,
+            PrimitiveKind::Iota => parse_iota(p)?,
+            PrimitiveKind::Reduce(op) => parse_reduce(op, p)?,
+            PrimitiveKind::Argmax => parse_argmax(p)?,
+            PrimitiveKind::DotGeneral => parse_dot_general(p)?,
+            PrimitiveKind::Name => parse_name(p)?,
+            PrimitiveKind::DevicePut => parse_device_put(p)?,
+            PrimitiveKind::Jit => parse_jit(p)?,
+            PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
+            PrimitiveKind::Remat2 => parse_remat2(p)?,
+            PrimitiveKind::Scan => parse_scan(p)?,
+        };
+        reader.finish()?;
+        Ok(prim)
+    }
+}
+
+impl fmt::Display for Primitive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::Array;
+    use crate::parse::parse_jaxpr;
+    use crate::print::pp_jaxpr;
+    use crate::shape::shape_rule;
+    use crate::verify::verify;
+
+    /// One program per call-like primitive; each has exactly one `sin`, inside the call.
+    const CALLS: [&str; 4] = [
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = jit[name=f jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }] a
+          in (b,) }",
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = custom_jvp_call[
+              name=f call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) } jvp=jvp symbolic_zeros=False
+            ] a
+          in (b,) }",
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = remat2[
+              differentiated=False jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) } policy=None
+              prevent_cse=True
+            ] a
+          in (b,) }",
+        "{ lambda ; a:f32[3] b:f32[2,3]. let
+            c:f32[3] d:f32[2,3] = scan[
+              jaxpr={ lambda ; e:f32[3] f:f32[3]. let g:f32[3] = add e f; h:f32[3] = sin f in (g, h) }
+              length=2 num_carry=1 num_consts=0 reverse=False unroll=1
+            ] a b
+          in (c, d) }",
+    ];
+
+    fn parse(text: &str) -> Jaxpr {
+        let j = parse_jaxpr(text, "test").unwrap();
+        verify(&j).unwrap();
+        j
+    }
+
+    /// `j` with its `sin`s turned into `cos`s, as a new jaxpr.
+    fn sin_to_cos(j: &Arc<Jaxpr>) -> Arc<Jaxpr> {
+        let mut j = (**j).clone();
+        for eqn in &mut j.eqns {
+            if let Primitive::Unary(UnaryOp::Sin) = eqn.primitive {
+                eqn.primitive = Primitive::Unary(UnaryOp::Cos);
+            }
+        }
+        Arc::new(j)
+    }
+
+    #[test]
+    fn mapping_the_identity_prints_the_same() {
+        for text in CALLS {
+            let before = parse(text);
+            let mut after = before.clone();
+            after.eqns[0].primitive = before.eqns[0].primitive.map_subjaxprs(Arc::clone);
+            assert_eq!(pp_jaxpr(&after), pp_jaxpr(&before));
+        }
+    }
+
+    #[test]
+    fn mapping_replaces_exactly_the_nested_jaxpr() {
+        for text in CALLS {
+            let before = parse(text);
+            let old = &before.eqns[0].primitive;
+            let mut new_body = None;
+            let new = old.map_subjaxprs(|body| {
+                let changed = sin_to_cos(body);
+                new_body = Some(changed.clone());
+                changed
+            });
+            let new_body = new_body.expect("f is called once");
+            assert_eq!(new.kind(), old.kind());
+            assert!(Arc::ptr_eq(new.subjaxprs()[0], &new_body), "{old}: the new jaxpr is held as returned");
+            // Every other parameter is unchanged.
+            for ((k_old, p_old), (k_new, p_new)) in old.params().into_iter().zip(new.params()) {
+                assert_eq!(k_old, k_new);
+                match (p_old, p_new) {
+                    (Param::Jaxpr(_), Param::Jaxpr(j)) => assert!(Arc::ptr_eq(&j, &new_body)),
+                    (p_old, p_new) => assert_eq!(format!("{p_old:?}"), format!("{p_new:?}"), "{old}: {k_old}"),
+                }
+            }
+            let mut after = before.clone();
+            after.eqns[0].primitive = new;
+            verify(&after).unwrap();
+            assert_eq!(pp_jaxpr(&after), pp_jaxpr(&before).replace(" sin ", " cos "));
+        }
+    }
+
+    #[test]
+    fn mapping_keeps_a_closed_jaxprs_consts() {
+        let body = Arc::new(parse("{ lambda a:f32[3] ; b:f32[3]. let c:f32[3] = mul a b in (c,) }"));
+        let consts = vec![Array::F32(ndarray::ArrayD::ones(vec![3]))];
+        let jit = Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr { jaxpr: body, consts } };
+        let mapped = jit.map_subjaxprs(|j| Arc::new((**j).clone()));
+        let Primitive::Jit { jaxpr, .. } = &mapped else { panic!("{mapped} is not a jit") };
+        assert_eq!(jaxpr.consts.len(), 1);
+        assert_eq!(jaxpr.consts[0].shape(), &[3]);
+        let f32_3 = Aval::new(DType::F32, vec![3]);
+        assert_eq!(shape_rule(&mapped, std::slice::from_ref(&f32_3)), Ok(vec![f32_3]));
+    }
+
+    #[test]
+    fn try_map_returns_the_first_error_and_leaves_plain_primitives_alone() {
+        let remat = parse(CALLS[2]).eqns[0].primitive.clone();
+        assert_eq!(remat.try_map_subjaxprs(|_| Err("no")).err(), Some("no"));
+        let sin = Primitive::Unary(UnaryOp::Sin);
+        let mapped = sin.try_map_subjaxprs(|_| -> Result<Arc<Jaxpr>, &str> { panic!("sin has no nested jaxpr") });
+        assert_eq!(mapped.map(|p| p.kind()), Ok(PrimitiveKind::Unary(UnaryOp::Sin)));
+    }
+
+    #[test]
+    fn every_name_is_one_kind() {
+        let names = Primitive::all_names();
+        for name in &names {
+            let kind = PrimitiveKind::from_name(name).expect("a known name");
+            assert_eq!(kind.name(), *name);
+        }
+        let distinct: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len(), "a name is listed twice");
+        assert_eq!(PrimitiveKind::from_name("sinh"), None);
+        assert_eq!(UnaryOp::from_name("stop_gradient"), Some(UnaryOp::StopGradient));
+        assert_eq!(ReduceOp::ALL.map(ReduceOp::name), ["reduce_sum", "reduce_max", "reduce_min"]);
+    }
+}

@@ -1,0 +1,174 @@
+//! Reductions and contractions: `reduce_sum`, `reduce_max`, `reduce_min`, `argmax` and
+//! `dot_general`.
+//!
+//! For each primitive, in this order: its parameters' text form (`*_params`, the
+//! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
+//! (`*_shape`, JAX's rule from `jax/_src/lax/lax.py`). Results land in device memory.
+
+use std::collections::HashSet;
+
+use super::params::{dtype_param, usizes_of, ParamReader, Params};
+use super::Primitive;
+use crate::param::Param;
+use crate::shape::{arity, bail, device, distinct_axes, ensure, ShapeError};
+use crate::types::{Aval, DType, Shape};
+
+named_enum! {
+    /// Reductions over a set of axes.
+    pub enum ReduceOp {
+        Sum = "reduce_sum",
+        Max = "reduce_max",
+        Min = "reduce_min",
+    }
+}
+
+/// `dot_general`'s `dimension_numbers=((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct DotDimensionNumbers {
+    pub lhs_contracting: Vec<usize>,
+    pub rhs_contracting: Vec<usize>,
+    pub lhs_batch: Vec<usize>,
+    pub rhs_batch: Vec<usize>,
+}
+
+fn remove_axes(shape: &[usize], axes: &[usize]) -> Shape {
+    shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).collect()
+}
+
+// `reduce_sum[axes=(0,) out_sharding=None] x`; `reduce_max[axes=(0,)] x` and `reduce_min`
+// accept `out_sharding=None` but do not print it.
+
+pub(super) fn reduce_params(op: ReduceOp, axes: &[usize]) -> Params {
+    let mut ps = vec![("axes", Param::ints(axes.iter().copied()))];
+    match op {
+        ReduceOp::Sum => ps.push(("out_sharding", Param::None)),
+        ReduceOp::Max | ReduceOp::Min => {}
+    }
+    ps
+}
+
+pub(super) fn parse_reduce(op: ReduceOp, p: &mut ParamReader) -> Result<Primitive, String> {
+    p.optional_none("out_sharding")?;
+    Ok(Primitive::Reduce { op, axes: p.usizes("axes")? })
+}
+
+pub(crate) fn reduce_shape(op: ReduceOp, axes: &[usize], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = op.name();
+    let [x] = arity(name, in_avals)?;
+    match op {
+        ReduceOp::Sum => ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}"),
+        ReduceOp::Max | ReduceOp::Min => {}
+    }
+    distinct_axes(name, "axes", axes, x)?;
+    Ok(device(x.dtype, remove_axes(&x.shape, axes)))
+}
+
+// `argmax[axes=(1,) index_dtype=int32] x`.
+
+pub(super) fn argmax_params(axes: &[usize], index_dtype: DType) -> Params {
+    vec![("axes", Param::ints(axes.iter().copied())), ("index_dtype", dtype_param(index_dtype))]
+}
+
+pub(super) fn parse_argmax(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Argmax { axes: p.usizes("axes")?, index_dtype: p.dtype("index_dtype")? })
+}
+
+pub(crate) fn argmax_shape(axes: &[usize], index_dtype: DType, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "argmax";
+    let [x] = arity(name, in_avals)?;
+    ensure!(index_dtype == DType::I32, name, "index_dtype must be int32, found {}", index_dtype.numpy_name());
+    let [axis] = axes else { bail!(name, "expects exactly one axis, found axes {axes:?}") };
+    ensure!(*axis < x.rank(), name, "axis {axis} is out of range for {x}");
+    ensure!(x.shape[*axis] > 0, name, "the reduced dimension {axis} of {x} is empty");
+    Ok(device(index_dtype, remove_axes(&x.shape, axes)))
+}
+
+// `dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32]
+// lhs rhs`: `preferred_element_type` hidden when None; `precision=None` and
+// `out_sharding=None` are accepted but not printed.
+
+pub(super) fn dot_general_params(dn: &DotDimensionNumbers, preferred_element_type: Option<DType>) -> Params {
+    let pair = |a: &[usize], b: &[usize]| {
+        Param::Tuple(vec![Param::int_list(a.iter().copied()), Param::int_list(b.iter().copied())])
+    };
+    let mut ps = vec![(
+        "dimension_numbers",
+        Param::Tuple(vec![pair(&dn.lhs_contracting, &dn.rhs_contracting), pair(&dn.lhs_batch, &dn.rhs_batch)]),
+    )];
+    if let Some(t) = preferred_element_type {
+        ps.push(("preferred_element_type", dtype_param(t)));
+    }
+    ps
+}
+
+pub(super) fn parse_dot_general(p: &mut ParamReader) -> Result<Primitive, String> {
+    p.optional_none("precision")?;
+    p.optional_none("out_sharding")?;
+    let dn = p.take("dimension_numbers")?;
+    let bad = || {
+        format!(
+            "dot_general: dimension_numbers must be ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), found {dn}"
+        )
+    };
+    let pair = |q: &Param| -> Option<(Vec<usize>, Vec<usize>)> {
+        let s = q.as_seq()?;
+        if s.len() != 2 {
+            return None;
+        }
+        Some((usizes_of(&s[0])?, usizes_of(&s[1])?))
+    };
+    let outer = dn.as_seq().filter(|s| s.len() == 2).ok_or_else(bad)?;
+    let (lc, rc) = pair(&outer[0]).ok_or_else(bad)?;
+    let (lb, rb) = pair(&outer[1]).ok_or_else(bad)?;
+    let preferred_element_type = if p.is_none("preferred_element_type") || !p.has("preferred_element_type") {
+        p.optional_none("preferred_element_type")?;
+        None
+    } else {
+        Some(p.dtype("preferred_element_type")?)
+    };
+    let dimension_numbers =
+        DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb };
+    Ok(Primitive::DotGeneral { dimension_numbers, preferred_element_type })
+}
+
+/// JAX's `_dot_general_shape_rule`: batch dims pair up, contracting dims pair up, no dim
+/// is used twice; the output is batch dims, then lhs free dims, then rhs free dims.
+pub(crate) fn dot_general_shape(
+    dn: &DotDimensionNumbers,
+    preferred: Option<DType>,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "dot_general";
+    let [lhs, rhs] = arity(name, in_avals)?;
+    ensure!(lhs.dtype == rhs.dtype, name, "operand dtypes differ: {lhs} and {rhs}");
+    for (side, x, contracting, batch) in
+        [("lhs", lhs, &dn.lhs_contracting, &dn.lhs_batch), ("rhs", rhs, &dn.rhs_contracting, &dn.rhs_batch)]
+    {
+        let mut used = HashSet::new();
+        for &d in contracting.iter().chain(batch) {
+            ensure!(d < x.rank(), name, "{side} dimension {d} is out of range for {x}");
+            ensure!(used.insert(d), name, "{side} dimension {d} is used twice in dimension_numbers");
+        }
+    }
+    for (kind, l, r) in
+        [("contracting", &dn.lhs_contracting, &dn.rhs_contracting), ("batch", &dn.lhs_batch, &dn.rhs_batch)]
+    {
+        ensure!(l.len() == r.len(), name, "{} lhs {kind} dimensions but {} rhs {kind} dimensions", l.len(), r.len());
+        for (&a, &b) in l.iter().zip(r) {
+            ensure!(
+                lhs.shape[a] == rhs.shape[b],
+                name,
+                "{kind} dimension sizes differ: lhs dim {a} has {}, rhs dim {b} has {}",
+                lhs.shape[a],
+                rhs.shape[b]
+            );
+        }
+    }
+    let free = |x: &Aval, contracting: &[usize], batch: &[usize]| {
+        (0..x.rank()).filter(|d| !contracting.contains(d) && !batch.contains(d)).map(|d| x.shape[d]).collect::<Vec<_>>()
+    };
+    let mut shape: Shape = dn.lhs_batch.iter().map(|&d| lhs.shape[d]).collect();
+    shape.extend(free(lhs, &dn.lhs_contracting, &dn.lhs_batch));
+    shape.extend(free(rhs, &dn.rhs_contracting, &dn.rhs_batch));
+    Ok(device(preferred.unwrap_or(lhs.dtype), shape))
+}
