@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use remat_ir::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Primitive, Var, VarDecl};
+use remat_ir::{Atom, Eqn, HigherOrder, Jaxpr, LitValue, Primitive, Var, VarDecl};
 
 use crate::JitError;
 
@@ -152,26 +152,17 @@ impl Pass {
 
     /// The body to inline in place of a call equation, if the scope lets it be inlined.
     fn inlined<'p>(&self, prim: &'p Primitive) -> Option<&'p Jaxpr> {
-        match prim {
-            Primitive::Jit { jaxpr, .. } if jaxpr.jaxpr.constvars.is_empty() => Some(&jaxpr.jaxpr),
-            Primitive::Remat2 { jaxpr, prevent_cse, .. } if !*prevent_cse || self.across => Some(jaxpr),
-            _ => None,
-        }
+        let inline = match prim.higher_order()? {
+            HigherOrder::Jit => prim.subjaxprs()[0].constvars.is_empty(),
+            HigherOrder::Remat2 => matches!(prim, Primitive::Remat2 { prevent_cse: false, .. }) || self.across,
+            HigherOrder::CustomJvpCall | HigherOrder::Scan => false,
+        };
+        inline.then(|| &**prim.subjaxprs()[0])
     }
 
     /// `prim` with each body it calls rewritten on its own.
     fn primitive(&mut self, prim: &Primitive) -> Result<Primitive, JitError> {
-        let mut prim = prim.clone();
-        match &mut prim {
-            Primitive::Jit { jaxpr, .. }
-            | Primitive::Scan { jaxpr, .. }
-            | Primitive::CustomJvpCall { call_jaxpr: jaxpr, .. } => {
-                *jaxpr = ClosedJaxpr { jaxpr: self.body(&jaxpr.jaxpr)?, consts: std::mem::take(&mut jaxpr.consts) };
-            }
-            Primitive::Remat2 { jaxpr, .. } => *jaxpr = self.body(jaxpr)?,
-            _ => {}
-        }
-        Ok(prim)
+        prim.try_map_subjaxprs(|body| self.body(body))
     }
 
     fn body(&mut self, body: &Arc<Jaxpr>) -> Result<Arc<Jaxpr>, JitError> {

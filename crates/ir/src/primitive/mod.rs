@@ -151,6 +151,59 @@ primitive_kinds! {
     }
 }
 
+/// The primitives that call nested jaxprs, as the passes that walk into sub-programs see
+/// them ([`PrimitiveKind::higher_order`]). A pass matches on this, exhaustively, and treats
+/// every first-order primitive (`None`) alike, so a new first-order primitive touches no
+/// such pass while a new call-like one (`cond`, `while`) does not compile until each
+/// handles it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HigherOrder {
+    /// `jit`: a call of a closed jaxpr.
+    Jit,
+    /// `custom_jvp_call`: a call whose derivative JAX takes from its body.
+    CustomJvpCall,
+    /// `remat2`: a checkpointed call, split under its policy.
+    Remat2,
+    /// `scan`: a loop over a body.
+    Scan,
+}
+
+impl PrimitiveKind {
+    /// Whether this primitive calls nested jaxprs, and which kind of call it is.
+    pub fn higher_order(self) -> Option<HigherOrder> {
+        match self {
+            PrimitiveKind::Jit => Some(HigherOrder::Jit),
+            PrimitiveKind::CustomJvpCall => Some(HigherOrder::CustomJvpCall),
+            PrimitiveKind::Remat2 => Some(HigherOrder::Remat2),
+            PrimitiveKind::Scan => Some(HigherOrder::Scan),
+            PrimitiveKind::Unary(_)
+            | PrimitiveKind::Binary(_)
+            | PrimitiveKind::Compare(_)
+            | PrimitiveKind::Reduce(_)
+            | PrimitiveKind::IntegerPow
+            | PrimitiveKind::SelectN
+            | PrimitiveKind::Clamp
+            | PrimitiveKind::ConvertElementType
+            | PrimitiveKind::ReducePrecision
+            | PrimitiveKind::BroadcastInDim
+            | PrimitiveKind::Reshape
+            | PrimitiveKind::Transpose
+            | PrimitiveKind::Squeeze
+            | PrimitiveKind::ExpandDims
+            | PrimitiveKind::Slice
+            | PrimitiveKind::Pad
+            | PrimitiveKind::Concatenate
+            | PrimitiveKind::DynamicSlice
+            | PrimitiveKind::DynamicUpdateSlice
+            | PrimitiveKind::Iota
+            | PrimitiveKind::Argmax
+            | PrimitiveKind::DotGeneral
+            | PrimitiveKind::Name
+            | PrimitiveKind::DevicePut => None,
+        }
+    }
+}
+
 /// A primitive with its parameters. Variants are grouped by family; each group's
 /// parameters text form and shape rules are in the module its comment names.
 #[derive(Clone, Debug)]
@@ -306,6 +359,11 @@ impl Primitive {
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
         }
+    }
+
+    /// Whether this primitive calls nested jaxprs, and which kind of call it is.
+    pub fn higher_order(&self) -> Option<HigherOrder> {
+        self.kind().higher_order()
     }
 
     /// The primitive's name as JAX prints it.
@@ -577,6 +635,23 @@ mod tests {
         let j = parse_jaxpr(text, "test").unwrap();
         verify(&j).unwrap();
         j
+    }
+
+    /// A primitive is higher-order exactly when it calls nested jaxprs: every call-like
+    /// primitive of `CALLS`, and none of the first-order ones in their bodies or around them.
+    #[test]
+    fn higher_order_is_having_subjaxprs() {
+        let expected = [HigherOrder::Jit, HigherOrder::CustomJvpCall, HigherOrder::Remat2, HigherOrder::Scan];
+        for (text, want) in CALLS.iter().zip(expected) {
+            let j = parse(text);
+            let call = &j.eqns[0].primitive;
+            assert_eq!(call.higher_order(), Some(want), "{text}");
+            assert!(!call.subjaxprs().is_empty());
+            for eqn in &call.subjaxprs()[0].eqns {
+                assert_eq!(eqn.primitive.higher_order(), None, "{}", eqn.primitive);
+                assert!(eqn.primitive.subjaxprs().is_empty());
+            }
+        }
     }
 
     /// `j` with its `sin`s turned into `cos`s, as a new jaxpr.
