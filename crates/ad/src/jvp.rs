@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive};
 
-use crate::builder::{Builder, VarMap};
+use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::{check, jvp_rules, AdError};
 
 /// A tangent: symbolically zero, or a value of the primal's aval.
@@ -219,22 +219,6 @@ fn split_outs(outs: &[Atom], out_nonzeros: &[bool]) -> (Vec<Atom>, Vec<Tangent>)
         .map(|&nz| if nz { Tangent::Nz(*t.next().expect("a tangent per nonzero")) } else { Tangent::Zero })
         .collect();
     (p.to_vec(), tangents)
-}
-
-/// Copies `inner`'s equations into `b` with its constvars bound to `consts` and its invars
-/// to `args`; returns its outvars' atoms.
-pub(crate) fn inline_jaxpr(b: &mut Builder, inner: &Jaxpr, consts: &[Atom], args: &[Atom]) -> Vec<Atom> {
-    let mut map = VarMap::new(inner);
-    for (&c, &a) in inner.constvars.iter().zip(consts) {
-        map.set(c, a);
-    }
-    for (&v, &a) in inner.invars.iter().zip(args) {
-        map.set(v, a);
-    }
-    for eqn in &inner.eqns {
-        b.copy_eqn(inner, eqn, &mut map);
-    }
-    map.get_all(&inner.outvars)
 }
 
 /// Copies the equation itself onto the mapped primals (the primal half of a jvp rule),

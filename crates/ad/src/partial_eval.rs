@@ -27,9 +27,8 @@ use std::sync::Arc;
 
 use remat_ir::{Atom, CopySemantics, DType, Eqn, Jaxpr, Policy, Primitive, SourceInfo, Var};
 
-use crate::builder::{Builder, VarMap};
+use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::call::Call;
-use crate::jvp::inline_jaxpr;
 use crate::policy::{memory_space, resolve_policy, ResolvedPolicy, Saveability};
 use crate::{check, dce_jaxpr, scan, AdError};
 

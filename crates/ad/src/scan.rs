@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive, Var};
 
-use crate::builder::Builder;
+use crate::builder::{inline_jaxpr, Builder};
 use crate::dce::{dce_jaxpr_inst, pruned};
 use crate::jvp::{instantiate, jvp_jaxpr, Tangent};
 use crate::partial_eval::{partial_eval_jaxpr_custom, Pe, PeMode};
@@ -265,7 +265,7 @@ pub(crate) fn scan_partial_eval(pe: &mut Pe<'_>, eqn: &Eqn) -> Result<(), AdErro
     let hp = partial_eval_jaxpr_custom(&known_body, &hoist_unk, &hoist_unk, &ensure, &ensure, PeMode::Linearize)?;
     let hoisted_vals = {
         let saved = pe.kb.set_source(Some(eqn.source.clone()));
-        let vals = crate::jvp::inline_jaxpr(&mut pe.kb, &hp.known, &[], &known_ins[..nck]);
+        let vals = inline_jaxpr(&mut pe.kb, &hp.known, &[], &known_ins[..nck]);
         pe.kb.set_source(saved);
         vals
     };
@@ -447,7 +447,7 @@ pub(crate) fn scan_transpose(
     args.extend(&eres_v);
     args.extend(&ct_carry_v);
     args.extend(&ct_ys_v);
-    let cts = crate::jvp::inline_jaxpr(&mut tb, &t.jaxpr, &[], &args);
+    let cts = inline_jaxpr(&mut tb, &t.jaxpr, &[], &args);
     let (ct_consts, rest) = cts.split_at(lin_consts.len());
     let (ct_carry_in, ct_xs) = rest.split_at(ncarry);
     let mut outs = Vec::new();

@@ -15,10 +15,9 @@
 
 use remat_ir::{Atom, Eqn, Jaxpr};
 
-use crate::builder::{Builder, VarMap};
+use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::call::Call;
 use crate::dce::dce_jaxpr_inst;
-use crate::jvp::inline_jaxpr;
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
 use crate::{check, transpose_rules, AdError};
 

@@ -15,9 +15,9 @@
 
 use remat_ir::{Atom, Aval, Jaxpr};
 
-use crate::builder::{lit, Builder};
+use crate::builder::{inline_jaxpr, lit, Builder};
 use crate::dce::dce_jaxpr_inst;
-use crate::jvp::{inline_jaxpr, jvp_jaxpr, JvpJaxpr};
+use crate::jvp::{jvp_jaxpr, JvpJaxpr};
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
 use crate::residuals::{describe_residuals, residual_order, Residual};
 use crate::transpose::transpose_jaxpr_with;
