@@ -7,7 +7,8 @@
 //! - [`transpose_jaxpr`] (reverse mode on linear jaxprs; one transpose rule per linear
 //!   primitive),
 //! - [`linearize`] = jvp + partial evaluation, [`vjp`] = linearize + transpose, [`grad`],
-//! - [`saved_residuals`] and [`print_fwd_bwd`] to inspect what the forward half saves.
+//! - [`saved_residuals`], [`print_saved_residuals`] and [`fwd_bwd_strings`] to inspect what
+//!   the forward half saves (laying the two programs out on a terminal is the facade's).
 //!
 //! ```
 //! use remat_ir::parse_jaxpr;
@@ -48,11 +49,11 @@ pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
 pub use policy::{
     register_policy, registered_policy, resolve_policy, user_policy, PolicyRule, ResolvedPolicy, Saveability,
 };
-pub use residuals::{
-    fwd_bwd_strings, print_fwd_bwd, print_saved_residuals, saved_residuals, side_by_side, Residual, ResidualKind,
-};
+pub use residuals::{Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};
-pub use vjp::{grad, jvp, linearize, value_and_grad, vjp, Linearized, Vjp};
+pub use vjp::{
+    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, vjp, Linearized, Vjp,
+};
 
 use remat_ir::{Jaxpr, VerifyError};
 
