@@ -9,7 +9,8 @@ use remat_ad::fwd_bwd_strings;
 use remat_ir::parse_jaxpr;
 
 fn seed_fwd_bwd() -> (String, String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/conformance/seed_checkpoint_each_layer.json");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/conformance/seed_checkpoint_each_layer.json");
     let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let jaxpr = parse_jaxpr(case["jaxpr"].as_str().unwrap(), "case.jaxpr").unwrap();
     fwd_bwd_strings(&jaxpr).unwrap()
