@@ -33,13 +33,11 @@ pub mod builder;
 mod call;
 mod dce;
 mod jvp;
-mod jvp_rules;
 mod partial_eval;
 pub mod policy;
 mod residuals;
 mod scan;
 mod transpose;
-mod transpose_rules;
 mod vjp;
 
 pub use builder::{Builder, VarMap};
@@ -79,6 +77,15 @@ pub enum AdError {
 pub(crate) fn check(pass: &'static str, jaxpr: &Jaxpr) -> Result<(), AdError> {
     if cfg!(debug_assertions) {
         remat_ir::verify(jaxpr).map_err(|error| AdError::Verify { pass, error })?;
+    }
+    Ok(())
+}
+
+/// Runs `remat_ir::check_split` on a split's two halves in debug builds (and so in every
+/// test): the residuals `known` returns last are the ones `staged` takes first.
+pub(crate) fn check_split(pass: &'static str, known: &Jaxpr, staged: &Jaxpr, num_res: usize) -> Result<(), AdError> {
+    if cfg!(debug_assertions) {
+        remat_ir::check_split(known, staged, num_res).map_err(|error| AdError::Verify { pass, error })?;
     }
     Ok(())
 }

@@ -24,7 +24,7 @@ use crate::jvp::{jvp_jaxpr, JvpJaxpr};
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
 use crate::residuals::{describe_residuals, residual_order, residuals_text, Residual};
 use crate::transpose::transpose_jaxpr_with;
-use crate::{check, AdError};
+use crate::{check, check_split, AdError};
 
 /// A linearized jaxpr: the forward (known) half and the linear (staged) half.
 #[derive(Clone, Debug)]
@@ -76,6 +76,7 @@ pub fn linearize(jaxpr: &Jaxpr) -> Result<Linearized, AdError> {
     tangent.invars = order.iter().map(|&i| res_in[i]).chain(rest).collect();
     check("linearize (primal)", &primal)?;
     check("linearize (tangent)", &tangent)?;
+    check_split("linearize", &primal, &tangent, num_res)?;
     Ok(Linearized { primal, tangent, num_res, in_nonzeros, out_nonzeros: jvp.out_nonzeros })
 }
 
@@ -128,6 +129,7 @@ pub fn vjp(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<Vjp, AdError> {
     }
     let bwd = b.finish(grads);
     check("vjp (bwd)", &bwd)?;
+    check_split("vjp", &lin.primal, &bwd, lin.num_res)?;
     let residuals = describe_residuals(&lin.primal, num_outs, arg_names);
     Ok(Vjp { fwd: lin.primal, bwd, num_outs, residuals })
 }
