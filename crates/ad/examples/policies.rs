@@ -2,11 +2,11 @@
 //! `sin(W3 @ sin(W2 @ sin(W1 @ x)))`, traced from Rust, differentiated without a
 //! checkpoint and under three policies (and a user-written one), with the saved residuals
 //! printed as `jax.ad_checkpoint.print_saved_residuals` prints them, then the forward and
-//! backward halves of one of them side by side.
+//! backward halves of one of them (`remat::print_fwd_bwd` lays them side by side).
 //!
 //! Run with `cargo run -p remat-ad --example policies`.
 
-use remat_ad::{print_fwd_bwd, print_saved_residuals, register_policy, Saveability};
+use remat_ad::{fwd_bwd_strings, print_saved_residuals, register_policy, Saveability};
 use remat_ir::{Aval, DType, Policy, Primitive, UnaryOp};
 use remat_trace::{checkpoint, checkpoint_name, function_scope, make_jaxpr, named, Tensor};
 
@@ -63,7 +63,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(traced) = last {
         println!("== the forward and backward halves under big_sines_only");
-        print_fwd_bwd(&traced.jaxpr.jaxpr)?;
+        // One after the other: the two-column layout is the facade's (`remat::print_fwd_bwd`).
+        let (fwd, bwd) = fwd_bwd_strings(&traced.jaxpr.jaxpr)?;
+        println!("forward computation:\n\n{fwd}\n\nbackward computation:\n\n{bwd}");
     }
     Ok(())
 }

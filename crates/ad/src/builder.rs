@@ -10,7 +10,8 @@
 //! printed programs and the saved residuals depend on it.
 //!
 //! Old-to-new variable maps ([`VarMap`]) are explicit: a transformation reads an old
-//! jaxpr and writes a new one, and never re-traces.
+//! jaxpr and writes a new one, and never re-traces; `inline_jaxpr` copies a whole jaxpr
+//! into the one being built (the call a transformation makes when it splices a body in).
 
 use remat_ir::{
     shape_rule, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitValue, Literal, Primitive,
@@ -55,6 +56,22 @@ impl VarMap {
     pub fn get_vars(&self, olds: &[Var]) -> Vec<Atom> {
         olds.iter().map(|v| self.get(&Atom::Var(*v))).collect()
     }
+}
+
+/// Copies `inner`'s equations into `b` with its constvars bound to `consts` and its invars
+/// to `args`; returns its outvars' atoms.
+pub(crate) fn inline_jaxpr(b: &mut Builder, inner: &Jaxpr, consts: &[Atom], args: &[Atom]) -> Vec<Atom> {
+    let mut map = VarMap::new(inner);
+    for (&c, &a) in inner.constvars.iter().zip(consts) {
+        map.set(c, a);
+    }
+    for (&v, &a) in inner.invars.iter().zip(args) {
+        map.set(v, a);
+    }
+    for eqn in &inner.eqns {
+        b.copy_eqn(inner, eqn, &mut map);
+    }
+    map.get_all(&inner.outvars)
 }
 
 /// Builds one jaxpr. Equations get the builder's current source location.

@@ -4,7 +4,7 @@
 //! inputs are still read; the result's invars are only those (unless `instantiate`), its
 //! constvars all of the original's. Calls are pruned inside: a `jit` or `remat2` loses
 //! the outputs nobody reads and the inputs its body no longer needs, a `scan` the same
-//! with a fixpoint over its carries (`scan.rs`). A `custom_jvp_call` is kept whole when
+//! with a fixpoint over its carries. A `custom_jvp_call` is kept whole when
 //! any output is used (its opaque jvp rule may read every input). No primitive has
 //! effects, so an equation without used outputs is always removed.
 
@@ -13,7 +13,8 @@ use std::sync::Arc;
 use remat_ir::{Atom, ClosedJaxpr, Eqn, Jaxpr, Primitive, Var};
 
 use crate::builder::{Builder, VarMap};
-use crate::{check, scan, AdError};
+use crate::scan::ScanParams;
+use crate::{check, AdError};
 
 /// Removes what does not contribute to the used outputs; returns the pruned jaxpr and
 /// which inputs it still reads.
@@ -102,7 +103,7 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
             };
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }
-        Primitive::Scan { .. } => scan::scan_dce(eqn, used_outs),
+        Primitive::Scan { .. } => scan_dce(eqn, used_outs),
         Primitive::CustomJvpCall { .. }
         | Primitive::Unary(_)
         | Primitive::Binary(_)
@@ -129,6 +130,33 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
         | Primitive::Name { .. }
         | Primitive::DevicePut { .. } => Ok((eqn.clone(), vec![true; eqn.invars.len()])),
     }
+}
+
+/// `_scan_dce_rule`: prune the body's outputs and inputs, keeping a carry when either its
+/// output or its input is used (a fixpoint).
+fn scan_dce(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
+    let p = ScanParams::of(eqn)?;
+    let (nc, ncarry) = (p.num_consts, p.num_carry);
+    let nxs = p.body.jaxpr.invars.len() - nc - ncarry;
+    let mut used_carry_out = used_outs[..ncarry].to_vec();
+    let used_ys = &used_outs[ncarry..];
+    for _ in 0..=ncarry {
+        let mut used_outputs = used_carry_out.clone();
+        used_outputs.extend(used_ys);
+        let mut inst = vec![false; nc];
+        inst.extend(&used_carry_out);
+        inst.extend(vec![false; nxs]);
+        let (body, used_inputs) = dce_jaxpr_inst(&p.body.jaxpr, &used_outputs, &inst)?;
+        let used_carry_in = &used_inputs[nc..nc + ncarry];
+        if used_carry_in == used_carry_out.as_slice() {
+            let num_consts = used_inputs[..nc].iter().filter(|&&u| u).count();
+            let num_carry = used_carry_out.iter().filter(|&&u| u).count();
+            let prim = p.prim(body, p.body.consts.clone(), num_consts, num_carry, p.reverse);
+            return Ok((pruned(eqn, prim, &used_inputs, &used_outputs), used_inputs));
+        }
+        used_carry_out = used_carry_out.iter().zip(used_carry_in).map(|(a, b)| *a || *b).collect();
+    }
+    Err(AdError::Internal("scan dce: carry fixpoint not reached".into()))
 }
 
 /// `eqn` with primitive `prim`, only the used operands and the used binders.

@@ -5,15 +5,18 @@
 //! unless asked (`instantiate`). An equation whose input tangents are all zero is copied
 //! unchanged, as JAX's `JVPTrace.process_primitive` binds the primal alone. Integer and
 //! boolean values always have zero tangents. The per-primitive rules live in
-//! `jvp_rules.rs` (one match over every primitive); the rules for calls (`jit`, `remat2`,
-//! `custom_jvp_call`) are here and `scan`'s is in `scan.rs`.
+//! `jvp/rules.rs` (one match over every primitive); the rules for calls (`jit`, `remat2`,
+//! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`].
+
+mod rules;
 
 use std::sync::Arc;
 
 use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive};
 
-use crate::builder::{Builder, VarMap};
-use crate::{check, jvp_rules, AdError};
+use crate::builder::{inline_jaxpr, Builder, VarMap};
+use crate::scan::ScanParams;
+use crate::{check, AdError};
 
 /// A tangent: symbolically zero, or a value of the primal's aval.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -115,7 +118,7 @@ pub(crate) fn jvp_eqns(
         }
         let primals_in = primal.get_all(&eqn.invars);
         let saved = b.set_source(Some(eqn.source.clone()));
-        let (primals_out, tangents_out) = jvp_rules::jvp_rule(b, jaxpr, eqn, &primals_in, &tangents_in)?;
+        let (primals_out, tangents_out) = rules::jvp_rule(b, jaxpr, eqn, &primals_in, &tangents_in)?;
         b.set_source(saved);
         for ((&v, p), t) in eqn.outvars.iter().zip(primals_out).zip(tangents_out) {
             primal.set(v, p);
@@ -188,6 +191,90 @@ pub(crate) fn jvp_custom_jvp_call(
     }
 }
 
+/// `_scan_jvp`: the body's jvp, with a fixpoint making a carry's tangent nonzero when its
+/// output tangent is; the tangents join the consts, carries and xs as extra operands.
+pub(crate) fn scan_jvp(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let p = ScanParams::of(eqn)?;
+    let (nc, ncarry, nys) = (p.num_consts, p.num_carry, p.num_ys());
+    let nz: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
+    let (const_nz, rest) = nz.split_at(nc);
+    let (init_nz, xs_nz) = rest.split_at(ncarry);
+    let mut carry_nz = init_nz.to_vec();
+    let mut converged = None;
+    for _ in 0..=ncarry {
+        let nonzeros: Vec<bool> = const_nz.iter().chain(&carry_nz).chain(xs_nz).copied().collect();
+        let mut inst = carry_nz.clone();
+        inst.extend(vec![false; nys]);
+        let jvp = jvp_jaxpr(&p.body.jaxpr, &nonzeros, &inst)?;
+        let carry_nz_out = &jvp.out_nonzeros[..ncarry];
+        if carry_nz_out == carry_nz.as_slice() {
+            converged = Some(jvp);
+            break;
+        }
+        carry_nz = carry_nz.iter().zip(carry_nz_out).map(|(a, b)| *a || *b).collect();
+    }
+    let jvp = converged.ok_or_else(|| AdError::Internal("scan jvp: carry fixpoint not reached".into()))?;
+
+    // Rearrange the jvp body's binders to the scan convention:
+    // [consts, consts_dot, carries, carries_dot, xs, xs_dot] -> [carries, carries_dot, ys, ys_dot].
+    let n_in = primals.len();
+    let mut body = jvp.jaxpr;
+    let (pin, tin) = body.invars.split_at(n_in);
+    let n_cd = const_nz.iter().filter(|&&x| x).count();
+    let n_id = carry_nz.iter().filter(|&&x| x).count();
+    let mut invars = pin[..nc].to_vec();
+    invars.extend(&tin[..n_cd]);
+    invars.extend(&pin[nc..nc + ncarry]);
+    invars.extend(&tin[n_cd..n_cd + n_id]);
+    invars.extend(&pin[nc + ncarry..]);
+    invars.extend(&tin[n_cd + n_id..]);
+    body.invars = invars;
+    let n_out = ncarry + nys;
+    let (pout, tout) = body.outvars.split_at(n_out);
+    let mut outvars = pout[..ncarry].to_vec();
+    outvars.extend(&tout[..n_id]);
+    outvars.extend(&pout[ncarry..]);
+    outvars.extend(&tout[n_id..]);
+    body.outvars = outvars;
+
+    // Operands: tangents of carries that became nonzero are instantiated.
+    let mut ops = primals[..nc].to_vec();
+    let nz_tangent = |t: &Tangent| match t {
+        Tangent::Nz(a) => Some(*a),
+        Tangent::Zero => None,
+    };
+    ops.extend(tangents[..nc].iter().filter_map(nz_tangent));
+    ops.extend(&primals[nc..nc + ncarry]);
+    for i in 0..ncarry {
+        if carry_nz[i] {
+            let aval = b.aval(&primals[nc + i]);
+            ops.push(instantiate(b, tangents[nc + i], &aval)?);
+        }
+    }
+    ops.extend(&primals[nc + ncarry..]);
+    ops.extend(tangents[nc + ncarry..].iter().filter_map(nz_tangent));
+    let prim = p.prim(body, p.body.consts.clone(), nc + n_cd, ncarry + n_id, p.reverse);
+    let outs: Vec<Atom> = b.bind(prim, ops)?.into_iter().map(Atom::Var).collect();
+    let carry = &outs[..ncarry];
+    let carry_dot = &outs[ncarry..ncarry + n_id];
+    let ys = &outs[ncarry + n_id..ncarry + n_id + nys];
+    let ys_dot = &outs[ncarry + n_id + nys..];
+    let mut primals_out = carry.to_vec();
+    primals_out.extend(ys);
+    let mut dots = carry_dot.iter().chain(ys_dot);
+    let tangents_out = jvp
+        .out_nonzeros
+        .iter()
+        .map(|&nz| if nz { Tangent::Nz(*dots.next().expect("a tangent output")) } else { Tangent::Zero })
+        .collect();
+    Ok((primals_out, tangents_out))
+}
+
 fn with_tangents(primals: &[Atom], tangents: &[Tangent]) -> Vec<Atom> {
     let mut args = primals.to_vec();
     args.extend(tangents.iter().filter_map(|t| match t {
@@ -219,22 +306,6 @@ fn split_outs(outs: &[Atom], out_nonzeros: &[bool]) -> (Vec<Atom>, Vec<Tangent>)
         .map(|&nz| if nz { Tangent::Nz(*t.next().expect("a tangent per nonzero")) } else { Tangent::Zero })
         .collect();
     (p.to_vec(), tangents)
-}
-
-/// Copies `inner`'s equations into `b` with its constvars bound to `consts` and its invars
-/// to `args`; returns its outvars' atoms.
-pub(crate) fn inline_jaxpr(b: &mut Builder, inner: &Jaxpr, consts: &[Atom], args: &[Atom]) -> Vec<Atom> {
-    let mut map = VarMap::new(inner);
-    for (&c, &a) in inner.constvars.iter().zip(consts) {
-        map.set(c, a);
-    }
-    for (&v, &a) in inner.invars.iter().zip(args) {
-        map.set(v, a);
-    }
-    for eqn in &inner.eqns {
-        b.copy_eqn(inner, eqn, &mut map);
-    }
-    map.get_all(&inner.outvars)
 }
 
 /// Copies the equation itself onto the mapped primals (the primal half of a jvp rule),

@@ -7,7 +7,8 @@
 //! - [`transpose_jaxpr`] (reverse mode on linear jaxprs; one transpose rule per linear
 //!   primitive),
 //! - [`linearize`] = jvp + partial evaluation, [`vjp`] = linearize + transpose, [`grad`],
-//! - [`saved_residuals`] and [`print_fwd_bwd`] to inspect what the forward half saves.
+//! - [`saved_residuals`], [`print_saved_residuals`] and [`fwd_bwd_strings`] to inspect what
+//!   the forward half saves (laying the two programs out on a terminal is the facade's).
 //!
 //! ```
 //! use remat_ir::parse_jaxpr;
@@ -32,13 +33,11 @@ pub mod builder;
 mod call;
 mod dce;
 mod jvp;
-mod jvp_rules;
 mod partial_eval;
 pub mod policy;
 mod residuals;
 mod scan;
 mod transpose;
-mod transpose_rules;
 mod vjp;
 
 pub use builder::{Builder, VarMap};
@@ -48,11 +47,11 @@ pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
 pub use policy::{
     register_policy, registered_policy, resolve_policy, user_policy, PolicyRule, ResolvedPolicy, Saveability,
 };
-pub use residuals::{
-    fwd_bwd_strings, print_fwd_bwd, print_saved_residuals, saved_residuals, side_by_side, Residual, ResidualKind,
-};
+pub use residuals::{Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};
-pub use vjp::{grad, jvp, linearize, value_and_grad, vjp, Linearized, Vjp};
+pub use vjp::{
+    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, vjp, Linearized, Vjp,
+};
 
 use remat_ir::{Jaxpr, VerifyError};
 
@@ -78,6 +77,15 @@ pub enum AdError {
 pub(crate) fn check(pass: &'static str, jaxpr: &Jaxpr) -> Result<(), AdError> {
     if cfg!(debug_assertions) {
         remat_ir::verify(jaxpr).map_err(|error| AdError::Verify { pass, error })?;
+    }
+    Ok(())
+}
+
+/// Runs `remat_ir::check_split` on a split's two halves in debug builds (and so in every
+/// test): the residuals `known` returns last are the ones `staged` takes first.
+pub(crate) fn check_split(pass: &'static str, known: &Jaxpr, staged: &Jaxpr, num_res: usize) -> Result<(), AdError> {
+    if cfg!(debug_assertions) {
+        remat_ir::check_split(known, staged, num_res).map_err(|error| AdError::Verify { pass, error })?;
     }
     Ok(())
 }

@@ -20,18 +20,27 @@
 //! linearization, split by its own policy with its known half inlined and its staged half
 //! a `remat2[differentiated=True]`; inside a checkpoint, split with the enclosing policy
 //! into a known and a staged `remat2`), `jit` (a known and a staged `jit`, residuals that
-//! are inputs or outputs forwarded) and `scan` (in `scan.rs`).
+//! are inputs or outputs forwarded) and `scan` (`partial_eval/scan.rs`).
+//!
+//! The state of one split is `Pe` (`partial_eval/state.rs`), whose fields are private:
+//! the rules here and scan's rule speak its method API (`read`, `write`,
+//! `known_value`, `ensure_instantiated`, `residual`, `copy_known`, `emit_known`,
+//! `emit_staged`, ...). Every split's two halves pass `remat_ir::check_split` in debug
+//! builds: the residuals `known` returns are the ones `staged` takes, in number, order and
+//! type.
 
-use std::collections::HashMap;
+mod scan;
+mod state;
+
 use std::sync::Arc;
 
-use remat_ir::{Atom, CopySemantics, DType, Eqn, Jaxpr, Policy, Primitive, SourceInfo, Var};
+use remat_ir::{Atom, CopySemantics, DType, Eqn, Jaxpr, Policy, Primitive, SourceInfo};
 
-use crate::builder::{Builder, VarMap};
 use crate::call::Call;
-use crate::jvp::inline_jaxpr;
+use crate::dce::dce_jaxpr;
 use crate::policy::{memory_space, resolve_policy, ResolvedPolicy, Saveability};
-use crate::{check, dce_jaxpr, scan, AdError};
+use crate::{check, check_split, AdError};
+use state::Pe;
 
 /// Who decides what known equations may save.
 #[derive(Clone, Copy, Debug)]
@@ -84,29 +93,10 @@ pub fn partial_eval_jaxpr_custom(
     let mut pe = Pe::new(jaxpr, mode);
     let linearize = matches!(mode, PeMode::Linearize);
     for &c in &jaxpr.constvars {
-        let k = pe.kb.constvar(jaxpr.aval(c).clone());
-        pe.kmap.set(c, k);
-        if linearize {
-            pe.env[c.index()] = (false, false);
-        } else {
-            let s = pe.sb.constvar(jaxpr.aval(c).clone());
-            pe.smap.set(c, s);
-            pe.env[c.index()] = (false, true);
-        }
+        pe.constvar(c, !linearize);
     }
-    let mut staged_ins = Vec::new();
     for ((&v, &unk), &inst) in jaxpr.invars.iter().zip(in_unknowns).zip(in_inst) {
-        let aval = jaxpr.aval(v).clone();
-        if !unk {
-            let k = pe.kb.invar(aval.clone());
-            pe.kmap.set(v, k);
-        }
-        if inst {
-            let s = pe.sb.new_var(aval);
-            pe.smap.set(v, s);
-            staged_ins.push(s);
-        }
-        pe.env[v.index()] = (unk, inst);
+        pe.invar(v, unk, inst);
     }
     for eqn in &jaxpr.eqns {
         pe.eqn(eqn)?;
@@ -120,117 +110,30 @@ pub fn partial_eval_jaxpr_custom(
         let unk = unk || ensure_out_unknowns[i];
         let inst = inst || ensure_out_inst[i];
         if inst {
-            staged_outs.push(pe.staged_read(out));
+            staged_outs.push(pe.ensure_instantiated(out)?);
         }
         out_unknowns.push(unk);
         out_inst.push(inst);
     }
-    let mut known_outs: Vec<Atom> = jaxpr
+    let known_outs: Vec<Atom> = jaxpr
         .outvars
         .iter()
         .zip(&out_unknowns)
         .filter(|(_, &u)| !u)
-        .map(|(a, _)| pe.known_read(a))
+        .map(|(a, _)| pe.known_value(a))
         .collect::<Result<_, _>>()?;
-    known_outs.extend(pe.res_known.iter().map(|&v| Atom::Var(v)));
-    let num_res = pe.res_known.len();
-    let mut staged_invars = pe.res_staged.clone();
-    staged_invars.extend(staged_ins);
-    pe.sb.set_invars(staged_invars);
-    let known = pe.kb.finish(known_outs);
-    let staged = pe.sb.finish(staged_outs);
+    let (known, staged, num_res) = pe.finish(known_outs, staged_outs);
     check("partial_eval_jaxpr_custom (known)", &known)?;
     check("partial_eval_jaxpr_custom (staged)", &staged)?;
+    check_split("partial_eval_jaxpr_custom", &known, &staged, num_res)?;
     Ok(PartialEval { known, staged, out_unknowns, out_inst, num_res })
 }
 
-/// The state of one partial evaluation; `scan.rs` adds its rule through it.
-pub(crate) struct Pe<'a> {
-    pub old: &'a Jaxpr,
-    pub mode: PeMode<'a>,
-    pub kb: Builder,
-    pub sb: Builder,
-    pub kmap: VarMap,
-    pub smap: VarMap,
-    /// `(unknown, instantiated)` of each old variable.
-    pub env: Vec<(bool, bool)>,
-    pub res_known: Vec<Var>,
-    pub res_staged: Vec<Var>,
-    res_index: HashMap<Var, usize>,
-}
-
-impl<'a> Pe<'a> {
-    fn new(old: &'a Jaxpr, mode: PeMode<'a>) -> Pe<'a> {
-        Pe {
-            old,
-            mode,
-            kb: Builder::new(),
-            sb: Builder::new(),
-            kmap: VarMap::new(old),
-            smap: VarMap::new(old),
-            env: vec![(false, false); old.vars.len()],
-            res_known: Vec::new(),
-            res_staged: Vec::new(),
-            res_index: HashMap::new(),
-        }
-    }
-
-    pub fn read(&self, a: &Atom) -> (bool, bool) {
-        match a {
-            Atom::Lit(_) => (false, true),
-            Atom::Var(v) => self.env[v.index()],
-        }
-    }
-
-    /// A known value in the known half.
-    pub fn known_read(&self, a: &Atom) -> Result<Atom, AdError> {
-        match a {
-            Atom::Lit(_) => Ok(*a),
-            Atom::Var(v) => self
-                .kmap
-                .try_get(*v)
-                .ok_or_else(|| AdError::Internal(format!("partial eval: {v:?} has no known value"))),
-        }
-    }
-
-    /// The staged binder of a residual (a known-half variable), made on first use.
-    pub fn residual(&mut self, known: Var) -> Var {
-        if let Some(&i) = self.res_index.get(&known) {
-            return self.res_staged[i];
-        }
-        let s = self.sb.new_var(self.kb.var_aval(known).clone());
-        self.res_index.insert(known, self.res_known.len());
-        self.res_known.push(known);
-        self.res_staged.push(s);
-        s
-    }
-
-    /// A known-half atom as seen by the staged half: a literal, or a residual.
-    pub fn known_to_staged(&mut self, k: Atom) -> Atom {
-        match k {
-            Atom::Lit(_) => k,
-            Atom::Var(v) => Atom::Var(self.residual(v)),
-        }
-    }
-
-    /// An old atom as the staged half reads it (`ensure_instantiated`): its staged copy,
-    /// or a residual.
-    pub fn staged_read(&mut self, a: &Atom) -> Atom {
-        match a {
-            Atom::Lit(_) => *a,
-            Atom::Var(v) => match self.smap.try_get(*v) {
-                Some(s) => s,
-                None => {
-                    let k = self.kmap.get(a);
-                    self.known_to_staged(k)
-                }
-            },
-        }
-    }
-
+/// The rules, written against `Pe`'s method API.
+impl Pe<'_> {
     fn eqn(&mut self, eqn: &Eqn) -> Result<(), AdError> {
-        let any_unknown = eqn.invars.iter().any(|a| self.read(a).0);
-        let linearize = matches!(self.mode, PeMode::Linearize);
+        let any_unknown = eqn.invars.iter().any(|a| self.is_unknown(a));
+        let linearize = matches!(self.mode(), PeMode::Linearize);
         match pe_rule(&eqn.primitive) {
             PeRule::Remat if linearize && any_unknown => {
                 let Primitive::Remat2 { jaxpr, prevent_cse, policy, .. } = &eqn.primitive else {
@@ -245,11 +148,11 @@ impl<'a> Pe<'a> {
             PeRule::Scan if any_unknown || !linearize => scan::scan_partial_eval(self, eqn),
             PeRule::Remat | PeRule::Jit | PeRule::Scan | PeRule::None => {
                 if any_unknown {
-                    let ins: Vec<Atom> = eqn.invars.iter().map(|a| self.staged_read(a)).collect();
-                    let outs = self.sb.copy_eqn_with(self.old, eqn, ins);
+                    let ins: Vec<Atom> =
+                        eqn.invars.iter().map(|a| self.ensure_instantiated(a)).collect::<Result<_, _>>()?;
+                    let outs = self.copy_staged(eqn, ins);
                     for (&v, s) in eqn.outvars.iter().zip(outs) {
-                        self.smap.set(v, Atom::Var(s));
-                        self.env[v.index()] = (true, true);
+                        self.write(v, None, Some(s));
                     }
                     Ok(())
                 } else {
@@ -261,46 +164,40 @@ impl<'a> Pe<'a> {
 
     /// An equation whose inputs are all known: in the known half, and what the policy says.
     fn known_eqn(&mut self, eqn: &Eqn) -> Result<(), AdError> {
-        self.kb.copy_eqn(self.old, eqn, &mut self.kmap);
-        let decision = match self.mode {
+        let known_outs = self.copy_known(eqn)?;
+        let decision = match self.mode() {
             PeMode::Linearize => Saveability::Saveable,
             PeMode::Policy(p) => {
-                let in_avals: Vec<_> = eqn.invars.iter().map(|a| self.old.atom_aval(a)).collect();
+                let in_avals: Vec<_> = eqn.invars.iter().map(|a| self.old().atom_aval(a)).collect();
                 p.decide(&eqn.primitive, &in_avals)
             }
         };
         match decision {
             Saveability::Saveable => {
-                for &v in &eqn.outvars {
-                    self.env[v.index()] = (false, false);
+                for (&v, k) in eqn.outvars.iter().zip(known_outs) {
+                    self.write(v, Some(k), None);
                 }
             }
             Saveability::Recompute => {
-                let ins: Vec<Atom> = eqn.invars.iter().map(|a| self.staged_read(a)).collect();
-                let outs = self.sb.copy_eqn_with(self.old, eqn, ins);
-                for (&v, s) in eqn.outvars.iter().zip(outs) {
-                    self.smap.set(v, s);
-                    self.env[v.index()] = (false, true);
+                let ins: Vec<Atom> =
+                    eqn.invars.iter().map(|a| self.ensure_instantiated(a)).collect::<Result<_, _>>()?;
+                let outs = self.copy_staged(eqn, ins);
+                for ((&v, k), s) in eqn.outvars.iter().zip(known_outs).zip(outs) {
+                    self.write(v, Some(k), Some(s));
                 }
             }
             Saveability::Offloadable { src, dst } => {
                 let (src, dst) = (memory_space(&src)?, memory_space(&dst)?);
                 let n = eqn.outvars.len();
-                let known_outs: Vec<Atom> = eqn.outvars.iter().map(|&v| self.kmap.get(&Atom::Var(v))).collect();
-                let saved = self.kb.set_source(Some(SourceInfo::unknown()));
                 let put =
                     Primitive::DevicePut { devices: vec![dst; n], copy_semantics: vec![CopySemantics::AlwaysCopy; n] };
-                let offloaded = self.kb.bind(put, known_outs)?;
-                self.kb.set_source(saved);
-                let staged_res: Vec<Atom> = offloaded.iter().map(|&r| Atom::Var(self.residual(r))).collect();
-                let saved = self.sb.set_source(Some(SourceInfo::unknown()));
+                let offloaded = self.emit_known(put, known_outs.clone(), SourceInfo::unknown())?;
+                let staged_res: Vec<Atom> = offloaded.into_iter().map(|r| self.residual(r)).collect();
                 let back =
                     Primitive::DevicePut { devices: vec![src; n], copy_semantics: vec![CopySemantics::AlwaysCopy; n] };
-                let reloaded = self.sb.bind(back, staged_res)?;
-                self.sb.set_source(saved);
-                for (&v, s) in eqn.outvars.iter().zip(reloaded) {
-                    self.smap.set(v, s);
-                    self.env[v.index()] = (false, true);
+                let reloaded = self.emit_staged(back, staged_res, SourceInfo::unknown())?;
+                for ((&v, k), s) in eqn.outvars.iter().zip(known_outs).zip(reloaded) {
+                    self.write(v, Some(k), Some(s));
                 }
             }
         }
@@ -318,7 +215,7 @@ impl<'a> Pe<'a> {
         policy: Option<&Policy>,
     ) -> Result<(), AdError> {
         let resolved = resolve_policy(policy)?;
-        let unks: Vec<bool> = eqn.invars.iter().map(|a| self.read(a).0).collect();
+        let unks: Vec<bool> = eqn.invars.iter().map(|a| self.is_unknown(a)).collect();
         let (n_in, n_out) = (body.invars.len(), body.outvars.len());
         let pe = partial_eval_jaxpr_custom(
             body,
@@ -340,36 +237,38 @@ impl<'a> Pe<'a> {
         let num_res = used_res.iter().filter(|&&u| u).count();
         insert_reduce_precision(&mut known, num_res);
         check("remat partial eval (known, reduce_precision)", &known)?;
+        check_split("remat partial eval", &known, &staged, num_res)?;
 
-        let known_ins: Vec<Atom> =
-            eqn.invars.iter().zip(&unks).filter(|(_, &u)| !u).map(|(a, _)| self.kmap.get(a)).collect();
+        let known_ins: Vec<Atom> = eqn
+            .invars
+            .iter()
+            .zip(&unks)
+            .filter(|(_, &u)| !u)
+            .map(|(a, _)| self.known_value(a))
+            .collect::<Result<_, _>>()?;
         let args: Vec<Atom> = known_ins.into_iter().zip(&used_known_in).filter(|(_, &u)| u).map(|(a, _)| a).collect();
-        let outs = inline_jaxpr(&mut self.kb, &known, &[], &args);
+        let outs = self.inline_known(&known, &args);
         let (known_outs, res_atoms) = outs.split_at(num_known_outs);
 
-        let mut ins: Vec<Atom> = res_atoms.iter().map(|&k| self.known_to_staged(k)).collect();
+        let mut ins: Vec<Atom> = res_atoms.iter().map(|&k| self.residual(k)).collect();
         let staged_old: Vec<&Atom> =
             eqn.invars.iter().zip(used_ins_staged).filter(|(_, &u)| u).map(|(a, _)| a).collect();
         for a in staged_old {
-            let s = self.staged_read(a);
+            let s = self.ensure_instantiated(a)?;
             ins.push(s);
         }
         let prim =
             Primitive::Remat2 { jaxpr: Arc::new(staged), prevent_cse, differentiated: true, policy: policy.cloned() };
-        let saved = self.sb.set_source(Some(eqn.source.clone()));
-        let staged_outs = self.sb.bind(prim, ins)?;
-        self.sb.set_source(saved);
+        let staged_outs = self.emit_staged(prim, ins, eqn.source.clone())?;
         let mut known_outs = known_outs.iter();
         let mut staged_outs = staged_outs.into_iter();
         for (i, &v) in eqn.outvars.iter().enumerate() {
             if pe.out_unknowns[i] {
                 let s = staged_outs.next().ok_or_else(|| AdError::Internal("remat: missing staged output".into()))?;
-                self.smap.set(v, s);
-                self.env[v.index()] = (true, true);
+                self.write(v, None, Some(s));
             } else {
                 let k = *known_outs.next().ok_or_else(|| AdError::Internal("remat: missing known output".into()))?;
-                self.kmap.set(v, k);
-                self.env[v.index()] = (false, false);
+                self.write(v, Some(k), None);
             }
         }
         Ok(())
@@ -384,10 +283,15 @@ impl<'a> Pe<'a> {
         let forwarding = matches!(call, Call::Jit { .. });
         let (unks, inst): (Vec<bool>, Vec<bool>) = eqn.invars.iter().map(|a| self.read(a)).unzip();
         let n_out = body.outvars.len();
-        let pe = partial_eval_jaxpr_custom(body, &unks, &inst, &vec![false; n_out], &vec![false; n_out], self.mode)?;
+        let pe = partial_eval_jaxpr_custom(body, &unks, &inst, &vec![false; n_out], &vec![false; n_out], self.mode())?;
         let num_known_outs = pe.out_unknowns.iter().filter(|&&u| !u).count();
-        let known_ins: Vec<Atom> =
-            eqn.invars.iter().zip(&unks).filter(|(_, &u)| !u).map(|(a, _)| self.kmap.get(a)).collect();
+        let known_ins: Vec<Atom> = eqn
+            .invars
+            .iter()
+            .zip(&unks)
+            .filter(|(_, &u)| !u)
+            .map(|(a, _)| self.known_value(a))
+            .collect::<Result<_, _>>()?;
 
         // Which residuals are known inputs or known outputs of the call (forwarded).
         let mut known_body = pe.known.clone();
@@ -419,40 +323,30 @@ impl<'a> Pe<'a> {
 
         let known_prim = call.with_body(known_body, None);
         let staged_prim = call.with_body(pe.staged.clone(), Some(true));
-        let saved = self.kb.set_source(Some(eqn.source.clone()));
-        let known_outs = self.kb.bind(known_prim, known_ins.clone())?;
-        self.kb.set_source(saved);
+        let known_outs = self.emit_known(known_prim, known_ins.clone(), eqn.source.clone())?;
         let (primal_known, kept_res) = known_outs.split_at(num_known_outs);
         let mut kept_res = kept_res.iter();
         let res_atoms: Vec<Atom> = fwd
             .iter()
             .map(|f| match f {
                 Res::Input(p) => known_ins[*p],
-                Res::Output(q) => Atom::Var(primal_known[*q]),
-                Res::Kept => Atom::Var(*kept_res.next().expect("a kept residual")),
+                Res::Output(q) => primal_known[*q],
+                Res::Kept => *kept_res.next().expect("a kept residual"),
             })
             .collect();
-        let mut ins: Vec<Atom> = res_atoms.into_iter().map(|k| self.known_to_staged(k)).collect();
+        let mut ins: Vec<Atom> = res_atoms.into_iter().map(|k| self.residual(k)).collect();
         for (a, _) in eqn.invars.iter().zip(&inst).filter(|(_, &i)| i) {
-            let s = self.staged_read(a);
+            let s = self.ensure_instantiated(a)?;
             ins.push(s);
         }
-        let saved = self.sb.set_source(Some(eqn.source.clone()));
-        let staged_outs = self.sb.bind(staged_prim, ins)?;
-        self.sb.set_source(saved);
+        let staged_outs = self.emit_staged(staged_prim, ins, eqn.source.clone())?;
         let mut primal_known = primal_known.iter();
         let mut staged_outs = staged_outs.into_iter();
         for (i, &v) in eqn.outvars.iter().enumerate() {
             let (unk, inst) = (pe.out_unknowns[i], pe.out_inst[i]);
-            if !unk {
-                let k = *primal_known.next().expect("a known output");
-                self.kmap.set(v, k);
-            }
-            if inst {
-                let s = staged_outs.next().expect("a staged output");
-                self.smap.set(v, s);
-            }
-            self.env[v.index()] = (unk, inst);
+            let k = (!unk).then(|| *primal_known.next().expect("a known output"));
+            let s = inst.then(|| staged_outs.next().expect("a staged output"));
+            self.write(v, k, s);
         }
         Ok(())
     }

@@ -1,6 +1,10 @@
-//! What the forward half saves: `saved_residuals` and `print_saved_residuals` exactly as
-//! JAX's `jax.ad_checkpoint` prints them, and `print_fwd_bwd`, the forward and backward
-//! jaxprs side by side.
+//! What a forward jaxpr saves, described and worded exactly as JAX's
+//! `jax.ad_checkpoint.saved_residuals` and `print_saved_residuals` do.
+//!
+//! This module only reads a forward jaxpr that is given to it; `vjp.rs` computes the split
+//! and calls it (`vjp` -> `residuals`, never the reverse), and `saved_residuals`,
+//! `print_saved_residuals` and `fwd_bwd_strings` live there. Laying the two programs out
+//! on a terminal is the facade's (`remat::side_by_side`).
 //!
 //! JAX's order (`_saved_residuals`): literals, then constants, then arguments in argument
 //! order, then equation outputs in forward-program order; a `reduce_precision` producer is
@@ -10,12 +14,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::IsTerminal;
 
-use remat_ir::{pp_jaxpr, Atom, Aval, Jaxpr, Primitive, SourceInfo, Var};
-
-use crate::vjp::vjp;
-use crate::AdError;
+use remat_ir::{Atom, Aval, Jaxpr, Primitive, SourceInfo, Var};
 
 /// What a residual is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,93 +190,12 @@ pub(crate) fn describe_residuals(fwd: &Jaxpr, num_outs: usize, arg_names: &[Stri
         .collect()
 }
 
-/// `jax.ad_checkpoint.saved_residuals`: what the vjp of `jaxpr` saves, in JAX's order.
-pub fn saved_residuals(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<Vec<Residual>, AdError> {
-    Ok(vjp(jaxpr, arg_names)?.residuals)
-}
-
-/// `jax.ad_checkpoint.print_saved_residuals`, as a string (one line per residual).
-pub fn print_saved_residuals(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<String, AdError> {
+/// `jax.ad_checkpoint.print_saved_residuals`'s text: one line per residual.
+pub(crate) fn residuals_text(residuals: &[Residual]) -> String {
     let mut out = String::new();
-    for r in saved_residuals(jaxpr, arg_names)? {
+    for r in residuals {
         out.push_str(&r.to_string());
         out.push('\n');
     }
-    Ok(out)
-}
-
-/// The forward and backward jaxprs of the vjp of `jaxpr`, printed.
-pub fn fwd_bwd_strings(jaxpr: &Jaxpr) -> Result<(String, String), AdError> {
-    let v = vjp(jaxpr, &[])?;
-    Ok((pp_jaxpr(&v.fwd), pp_jaxpr(&v.bwd)))
-}
-
-/// Lays two texts out side by side under the headers "forward computation:" and
-/// "backward computation:". With a `width`, each column is at most half of it and longer
-/// lines wrap; without one, the columns are as wide as their longest line.
-pub fn side_by_side(left: &str, right: &str, width: Option<usize>) -> String {
-    const PAD: usize = 2;
-    const GAP: usize = 4;
-    let wrap = |text: &str, w: Option<usize>| -> Vec<String> {
-        let mut lines = Vec::new();
-        for line in text.lines() {
-            match w {
-                Some(w) => wrap_line(line, w, &mut lines),
-                None => lines.push(line.to_string()),
-            }
-        }
-        lines
-    };
-    let col = width.map(|w| (w.saturating_sub(PAD + GAP) / 2).max(20));
-    let mut l = vec!["forward computation:".to_string(), String::new()];
-    l.extend(wrap(left, col));
-    let mut r = vec!["backward computation:".to_string(), String::new()];
-    r.extend(wrap(right, col));
-    let lw = l.iter().map(|s| s.chars().count()).max().unwrap_or(0);
-    let lw = col.map_or(lw, |c| lw.min(c));
-    let mut out = String::new();
-    for i in 0..l.len().max(r.len()) {
-        let a = l.get(i).map_or("", String::as_str);
-        let b = r.get(i).map_or("", String::as_str);
-        let line = if b.is_empty() { format!("{:PAD$}{a}", "") } else { format!("{:PAD$}{a:<lw$}{:GAP$}{b}", "", "") };
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
     out
-}
-
-/// Wraps one line to `width` columns, breaking after a space where there is one;
-/// continuation lines are indented two more than the line.
-fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
-    let indent = line.chars().take_while(|c| *c == ' ').count();
-    let mut rest: Vec<char> = line.chars().collect();
-    let mut first = true;
-    loop {
-        let prefix = if first { 0 } else { (indent + 2).min(width / 2) };
-        let room = width - prefix;
-        if rest.len() <= room {
-            out.push(format!("{:prefix$}{}", "", rest.iter().collect::<String>()));
-            return;
-        }
-        let cut = rest[..room].iter().rposition(|c| *c == ' ').filter(|&p| p > indent).map_or(room, |p| p + 1);
-        out.push(format!("{:prefix$}{}", "", rest[..cut].iter().collect::<String>().trim_end()));
-        rest = rest[cut..].to_vec();
-        first = false;
-    }
-}
-
-/// Prints the forward and backward halves of the vjp of `jaxpr` side by side on standard
-/// output, fitted to the terminal's width (`COLUMNS`, else 160), or plain (unwrapped) when
-/// standard output is not a terminal.
-pub fn print_fwd_bwd(jaxpr: &Jaxpr) -> Result<(), AdError> {
-    let (fwd, bwd) = fwd_bwd_strings(jaxpr)?;
-    let width = if std::io::stdout().is_terminal() {
-        Some(std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(160))
-    } else {
-        None
-    };
-    let text = side_by_side(&fwd, &bwd, width);
-    // A closed pipe (`remat fwd-bwd f.jaxpr | head`) is not an error.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
-    Ok(())
 }

@@ -9,18 +9,21 @@
 //! Equations that read no linear value are evaluated forward first, in order (this is
 //! how a staged `remat2` or a recomputing checkpoint body recomputes its primal values);
 //! the linear equations are then transposed in reverse order, each by its primitive's
-//! rule (`transpose_rules.rs`). Cotangents are symbolic: a missing cotangent is zero and
+//! rule (`transpose/rules.rs`; calls' and `scan`'s rules are here, since they recurse
+//! into the driver). Cotangents are symbolic: a missing cotangent is zero and
 //! is never materialized unless a result asks for it; several contributions to one
 //! variable are summed with `add_any`.
 
-use remat_ir::{Atom, Eqn, Jaxpr};
+mod rules;
 
-use crate::builder::{Builder, VarMap};
+use remat_ir::{Atom, Aval, Eqn, Jaxpr};
+
+use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::call::Call;
 use crate::dce::dce_jaxpr_inst;
-use crate::jvp::inline_jaxpr;
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
-use crate::{check, transpose_rules, AdError};
+use crate::scan::ScanParams;
+use crate::{check, AdError};
 
 /// A transposed jaxpr and which linear inputs got a nonzero cotangent.
 #[derive(Clone, Debug)]
@@ -110,7 +113,7 @@ pub(crate) fn transpose_jaxpr_with(
             })
             .collect();
         let saved = b.set_source(Some(eqn.source.clone()));
-        let in_cts = transpose_rules::transpose_rule(&mut b, eqn, &ins, &ct_outs)?;
+        let in_cts = rules::transpose_rule(&mut b, eqn, &ins, &ct_outs)?;
         b.set_source(saved);
         for (a, ct) in eqn.invars.iter().zip(in_cts) {
             if let (Atom::Var(v), Some(ct)) = (a, ct) {
@@ -150,7 +153,7 @@ pub(crate) fn transpose_jaxpr_with(
 #[derive(Clone, Debug)]
 pub(crate) enum Operand {
     Value(Atom),
-    Linear(remat_ir::Aval),
+    Linear(Aval),
 }
 
 impl Operand {
@@ -263,4 +266,144 @@ fn remat_transpose_body(body: &Jaxpr, linear: &[bool], out_nz: &[bool]) -> Resul
     let (out, _) = dce_jaxpr_inst(&out, &vec![true; out.outvars.len()], &vec![true; n])?;
     check("remat transpose (body)", &out)?;
     Ok((out, t.in_ct_nonzero))
+}
+
+/// `_scan_transpose`: a scan in the other direction. Its consts are the non-linear consts;
+/// its carries accumulate the cotangents of the linear consts and carry the carries'
+/// cotangents; its xs are the ys' cotangents and the non-linear xs; it returns the
+/// cotangents of the linear consts, the initial carries and the linear xs.
+pub(crate) fn scan_transpose(
+    b: &mut Builder,
+    eqn: &Eqn,
+    ins: &[Operand],
+    ct_outs: &[Option<Atom>],
+) -> Result<Vec<Option<Atom>>, AdError> {
+    let p = ScanParams::of(eqn)?;
+    let (nc, ncarry, nys) = (p.num_consts, p.num_carry, p.num_ys());
+    let body = &p.body.jaxpr;
+    if !body.constvars.is_empty() {
+        return Err(AdError::Unsupported {
+            primitive: "scan",
+            message: "transposing a scan whose body has constvars".into(),
+        });
+    }
+    // A carry is linear when its operand is, or when the body makes it depend on a linear
+    // value (a tangent carry that starts from known zeros); its operand's cotangent is
+    // then dropped if the operand is a forward value.
+    let mut lin: Vec<bool> = ins.iter().map(Operand::is_linear).collect();
+    for _ in 0..=ncarry {
+        let deps = depends_on(body, &lin);
+        let mut changed = false;
+        for i in 0..ncarry {
+            if deps[i] && !lin[nc + i] {
+                lin[nc + i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if lin[nc..nc + ncarry].iter().any(|&l| !l) {
+        return Err(AdError::Unsupported {
+            primitive: "scan",
+            message: "cannot transpose a scan with a non-linear carry (partially evaluate it first)".into(),
+        });
+    }
+    let value = |i: usize| match &ins[i] {
+        Operand::Value(a) => Ok(*a),
+        Operand::Linear(_) => Err(AdError::Internal("scan transpose: a linear operand has no value".into())),
+    };
+    let aval_of = |i: usize, b: &Builder| match &ins[i] {
+        Operand::Value(a) => b.aval(a),
+        Operand::Linear(av) => av.clone(),
+    };
+    let t = transpose_jaxpr_with(body, &lin, &vec![true; ncarry + nys], true)?;
+
+    // The transposed body: (ires, acc consts, ct carries, ct ys, eres) ->
+    // (acc consts + ct consts, ct carries in, ct xs).
+    let ires: Vec<usize> = (0..nc).filter(|&i| !lin[i]).collect();
+    let lin_consts: Vec<usize> = (0..nc).filter(|&i| lin[i]).collect();
+    let xs_idx: Vec<usize> = (nc + ncarry..ins.len()).collect();
+    let lin_xs: Vec<usize> = xs_idx.iter().copied().filter(|&i| lin[i]).collect();
+    let eres: Vec<usize> = xs_idx.iter().copied().filter(|&i| !lin[i]).collect();
+    let body_aval = |i: usize| body.aval(body.invars[i]).clone();
+    let mut tb = Builder::new();
+    let ires_v: Vec<Atom> = ires.iter().map(|&i| Atom::Var(tb.invar(body_aval(i)))).collect();
+    let acc_v: Vec<Atom> = lin_consts.iter().map(|&i| Atom::Var(tb.invar(body_aval(i)))).collect();
+    let ct_carry_v: Vec<Atom> = (0..ncarry).map(|i| Atom::Var(tb.invar(body.atom_aval(&body.outvars[i])))).collect();
+    let ct_ys_v: Vec<Atom> = (0..nys).map(|i| Atom::Var(tb.invar(body.atom_aval(&body.outvars[ncarry + i])))).collect();
+    let eres_v: Vec<Atom> = eres.iter().map(|&i| Atom::Var(tb.invar(body_aval(i)))).collect();
+    // t's invars: the non-linear body invars in order (ires then eres), then the cts.
+    let mut args: Vec<Atom> = ires_v.clone();
+    args.extend(&eres_v);
+    args.extend(&ct_carry_v);
+    args.extend(&ct_ys_v);
+    let cts = inline_jaxpr(&mut tb, &t.jaxpr, &[], &args);
+    let (ct_consts, rest) = cts.split_at(lin_consts.len());
+    let (ct_carry_in, ct_xs) = rest.split_at(ncarry);
+    let mut outs = Vec::new();
+    for (acc, ct) in acc_v.iter().zip(ct_consts) {
+        outs.push(tb.add_any(*acc, *ct)?);
+    }
+    outs.extend(ct_carry_in);
+    outs.extend(ct_xs);
+    let tbody = tb.finish(outs);
+    check("scan transpose (body)", &tbody)?;
+
+    let mut ops: Vec<Atom> = ires.iter().map(|&i| value(i)).collect::<Result<_, _>>()?;
+    for &i in &lin_consts {
+        let z = b.zeros(&aval_of(i, b))?;
+        ops.push(z);
+    }
+    for (i, ct) in ct_outs[..ncarry].iter().enumerate() {
+        let aval = body.atom_aval(&body.outvars[i]);
+        ops.push(match ct {
+            Some(a) => *a,
+            None => b.zeros(&aval)?,
+        });
+    }
+    for (i, ct) in ct_outs[ncarry..].iter().enumerate() {
+        let y = body.atom_aval(&body.outvars[ncarry + i]);
+        let mut shape = vec![p.length];
+        shape.extend(&y.shape);
+        ops.push(match ct {
+            Some(a) => *a,
+            None => b.zeros(&Aval::new(y.dtype, shape))?,
+        });
+    }
+    for &i in &eres {
+        ops.push(value(i)?);
+    }
+    let prim = p.prim(tbody, Vec::new(), ires.len(), lin_consts.len() + ncarry, !p.reverse);
+    let results = b.bind(prim, ops)?;
+    let mut out: Vec<Option<Atom>> = vec![None; ins.len()];
+    let mut r = results.into_iter().map(Atom::Var);
+    for &i in &lin_consts {
+        out[i] = r.next();
+    }
+    for (i, slot) in out.iter_mut().enumerate().skip(nc).take(ncarry) {
+        let ct = r.next();
+        *slot = if ins[i].is_linear() { ct } else { None };
+    }
+    for &i in &lin_xs {
+        out[i] = r.next();
+    }
+    Ok(out)
+}
+
+/// Which outputs of `body` depend on the invars marked in `on`.
+fn depends_on(body: &Jaxpr, on: &[bool]) -> Vec<bool> {
+    let mut dep = vec![false; body.vars.len()];
+    for (&v, &d) in body.invars.iter().zip(on) {
+        dep[v.index()] = d;
+    }
+    for eqn in &body.eqns {
+        if eqn.invars.iter().any(|a| matches!(a, Atom::Var(v) if dep[v.index()])) {
+            for v in &eqn.outvars {
+                dep[v.index()] = true;
+            }
+        }
+    }
+    body.outvars.iter().map(|a| matches!(a, Atom::Var(v) if dep[v.index()])).collect()
 }

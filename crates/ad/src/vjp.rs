@@ -12,16 +12,19 @@
 //! checkpoints inside apply their policies. Residuals are ordered as JAX prints them
 //! (`saved_residuals`): constants, arguments in argument order, then equation outputs in
 //! forward-program order.
+//!
+//! `saved_residuals`, `print_saved_residuals` and `fwd_bwd_strings` are here because they
+//! run `vjp`; `residuals.rs` only describes the residuals of a forward jaxpr it is given.
 
-use remat_ir::{Atom, Aval, Jaxpr};
+use remat_ir::{pp_jaxpr, Atom, Aval, Jaxpr};
 
-use crate::builder::{lit, Builder};
+use crate::builder::{inline_jaxpr, lit, Builder};
 use crate::dce::dce_jaxpr_inst;
-use crate::jvp::{inline_jaxpr, jvp_jaxpr, JvpJaxpr};
+use crate::jvp::{jvp_jaxpr, JvpJaxpr};
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
-use crate::residuals::{describe_residuals, residual_order, Residual};
+use crate::residuals::{describe_residuals, residual_order, residuals_text, Residual};
 use crate::transpose::transpose_jaxpr_with;
-use crate::{check, AdError};
+use crate::{check, check_split, AdError};
 
 /// A linearized jaxpr: the forward (known) half and the linear (staged) half.
 #[derive(Clone, Debug)]
@@ -73,6 +76,7 @@ pub fn linearize(jaxpr: &Jaxpr) -> Result<Linearized, AdError> {
     tangent.invars = order.iter().map(|&i| res_in[i]).chain(rest).collect();
     check("linearize (primal)", &primal)?;
     check("linearize (tangent)", &tangent)?;
+    check_split("linearize", &primal, &tangent, num_res)?;
     Ok(Linearized { primal, tangent, num_res, in_nonzeros, out_nonzeros: jvp.out_nonzeros })
 }
 
@@ -125,8 +129,26 @@ pub fn vjp(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<Vjp, AdError> {
     }
     let bwd = b.finish(grads);
     check("vjp (bwd)", &bwd)?;
+    check_split("vjp", &lin.primal, &bwd, lin.num_res)?;
     let residuals = describe_residuals(&lin.primal, num_outs, arg_names);
     Ok(Vjp { fwd: lin.primal, bwd, num_outs, residuals })
+}
+
+/// `jax.ad_checkpoint.saved_residuals`: what the vjp of `jaxpr` saves, in JAX's order.
+pub fn saved_residuals(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<Vec<Residual>, AdError> {
+    Ok(vjp(jaxpr, arg_names)?.residuals)
+}
+
+/// `jax.ad_checkpoint.print_saved_residuals`, as a string (one line per residual).
+pub fn print_saved_residuals(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<String, AdError> {
+    Ok(residuals_text(&saved_residuals(jaxpr, arg_names)?))
+}
+
+/// The forward and backward jaxprs of the vjp of `jaxpr`, printed (`remat::side_by_side`
+/// lays them out in two columns).
+pub fn fwd_bwd_strings(jaxpr: &Jaxpr) -> Result<(String, String), AdError> {
+    let v = vjp(jaxpr, &[])?;
+    Ok((pp_jaxpr(&v.fwd), pp_jaxpr(&v.bwd)))
 }
 
 fn scalar_output(jaxpr: &Jaxpr) -> Result<Aval, AdError> {

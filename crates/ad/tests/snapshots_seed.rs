@@ -1,12 +1,12 @@
 //! Snapshots of what the seed examples save and how they split: `print_saved_residuals`
-//! and the forward and backward jaxprs (`print_fwd_bwd`'s two columns), for every seed
-//! program under the policy it uses. Source locations point into the case's jaxpr text
+//! and the forward and backward jaxprs, for every seed program under the policy it uses
+//! (their two-column layout is tested in `crates/remat/tests/pretty.rs`). Source locations point into the case's jaxpr text
 //! (`case.jaxpr:line:col`). Regenerate with `INSTA_UPDATE=always cargo test -p remat-ad`.
 
 mod common;
 
 use common::*;
-use remat_ad::{fwd_bwd_strings, print_saved_residuals, side_by_side};
+use remat_ad::{fwd_bwd_strings, print_saved_residuals};
 
 #[test]
 fn seed_examples() {
@@ -21,15 +21,4 @@ fn seed_examples() {
         insta::assert_snapshot!(format!("{name}__fwd"), fwd);
         insta::assert_snapshot!(format!("{name}__bwd"), bwd);
     }
-}
-
-#[test]
-fn fwd_bwd_side_by_side() {
-    let jaxpr = case_jaxpr(&case("seed_checkpoint_each_layer"));
-    let (fwd, bwd) = fwd_bwd_strings(&jaxpr).unwrap();
-    insta::assert_snapshot!("seed_checkpoint_each_layer__columns", side_by_side(&fwd, &bwd, None));
-    // Fitted to a narrow terminal, each column wraps at half the width.
-    let narrow = side_by_side(&fwd, &bwd, Some(100));
-    assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
-    insta::assert_snapshot!("seed_checkpoint_each_layer__columns_100", narrow);
 }

@@ -27,4 +27,4 @@ pub use primitive::{
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};
 pub use types::{Aval, DType, MemorySpace, Shape};
-pub use verify::{verify, verify_closed, Problem, VerifyError};
+pub use verify::{check_split, verify, verify_closed, Problem, VerifyError};

@@ -23,6 +23,13 @@
 //! A nested jaxpr shared by several equations (one `Arc`) is verified once, and its
 //! problems are reported at its first reference. [`verify_closed`] also checks that a
 //! closed jaxpr's consts have its constvars' types.
+//!
+//! [`check_split`] checks the seam between the two halves of a partial evaluation
+//! (autodidax's `typecheck_partial_eval_jaxpr`):
+//!
+//! 9. The residuals a known jaxpr returns (its last `num_res` outputs) are the ones its
+//!    staged jaxpr takes (its first `num_res` inputs): as many, in the same order, each of
+//!    the same aval (dtype, shape and memory space).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -91,6 +98,47 @@ pub fn verify_closed(c: &ClosedJaxpr) -> Result<(), VerifyError> {
     }
     v.jaxpr(&c.jaxpr);
     v.finish()
+}
+
+/// Invariant 9: `known` and `staged` are the halves of a partial evaluation with `num_res`
+/// residuals, laid out as JAX lays them out:
+///
+/// ```text
+/// known  : (known ins)             -> (known outs, residuals)
+/// staged : (residuals, staged ins) -> (staged outs)
+/// ```
+///
+/// Every residual that disagrees is reported by index (`residual 2`), with the type each
+/// side gives it, or with the side that has no value for it.
+pub fn check_split(known: &Jaxpr, staged: &Jaxpr, num_res: usize) -> Result<(), VerifyError> {
+    let (n_out, n_in) = (known.outvars.len(), staged.invars.len());
+    let mut problems = Vec::new();
+    for i in 0..num_res {
+        // Residual i is known's output `n_out - num_res + i` and staged's input `i`.
+        let produced = (n_out + i).checked_sub(num_res).map(|j| known.atom_aval(&known.outvars[j]));
+        let taken = staged.invars.get(i).map(|&v| staged.aval(v).clone());
+        let message = match (produced, taken) {
+            (Some(p), Some(t)) if p == t => continue,
+            (Some(p), Some(t)) => format!("the known jaxpr returns {p} but the staged jaxpr takes {t}"),
+            (Some(p), None) => {
+                format!(
+                    "the known jaxpr returns {p} but the staged jaxpr has only {n_in} inputs for {num_res} residuals"
+                )
+            }
+            (None, Some(t)) => {
+                format!(
+                    "the staged jaxpr takes {t} but the known jaxpr has only {n_out} outputs for {num_res} residuals"
+                )
+            }
+            (None, None) => format!("neither jaxpr has a value for it ({n_out} outputs, {n_in} inputs)"),
+        };
+        problems.push(Problem { path: format!("residual {i}"), message });
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(VerifyError { problems })
+    }
 }
 
 struct Verifier {
@@ -268,5 +316,78 @@ mod tests {
             ],
         };
         assert_eq!(e.to_string(), "eqn 0 (sin): one\noutvars: two");
+    }
+
+    /// A known half returning `d` and the residuals `a`, `b`, `c`.
+    const KNOWN: &str = "{ lambda ; a:f32[3] b:f32[2,3] c:i32[]. let d:f32[3] = sin a in (d, a, b, c) }";
+
+    /// `check_split(KNOWN, staged, num_res)`, as the problems' lines.
+    fn split_problems(staged: &str, num_res: usize) -> Vec<String> {
+        let known = parse_jaxpr(KNOWN, "known").unwrap();
+        let staged = parse_jaxpr(staged, "staged").unwrap();
+        match check_split(&known, &staged, num_res) {
+            Ok(()) => Vec::new(),
+            Err(e) => e.problems.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_matching_split_passes() {
+        let staged = "{ lambda ; r:f32[3] s:f32[2,3] t:i32[] u:f32[3]. let v:f32[3] = mul r u in (v,) }";
+        assert_eq!(split_problems(staged, 3), Vec::<String>::new());
+        // No residuals: nothing to compare.
+        assert_eq!(split_problems("{ lambda ; u:f32[3]. let  in (u,) }", 0), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_split_with_too_few_residuals_names_the_missing_one() {
+        let staged = "{ lambda ; r:f32[3] s:f32[2,3]. let  in (r,) }";
+        assert_eq!(
+            split_problems(staged, 3),
+            ["residual 2: the known jaxpr returns i32[] but the staged jaxpr has only 2 inputs for 3 residuals"]
+        );
+        // Five residuals claimed where each side has four values: residual 1 (`d` against
+        // `r`) happens to agree; the rest are shifted or missing.
+        let staged = "{ lambda ; q:f32[] r:f32[3] s:f32[2,3] t:i32[]. let  in (r,) }";
+        assert_eq!(
+            split_problems(staged, 5),
+            [
+                "residual 0: the staged jaxpr takes f32[] but the known jaxpr has only 4 outputs for 5 residuals",
+                "residual 2: the known jaxpr returns f32[3] but the staged jaxpr takes f32[2,3]",
+                "residual 3: the known jaxpr returns f32[2,3] but the staged jaxpr takes i32[]",
+                "residual 4: the known jaxpr returns i32[] but the staged jaxpr has only 4 inputs for 5 residuals",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_split_with_residuals_swapped_names_both() {
+        let staged = "{ lambda ; s:f32[2,3] r:f32[3] t:i32[] u:f32[3]. let v:f32[3] = mul r u in (v,) }";
+        assert_eq!(
+            split_problems(staged, 3),
+            [
+                "residual 0: the known jaxpr returns f32[3] but the staged jaxpr takes f32[2,3]",
+                "residual 1: the known jaxpr returns f32[2,3] but the staged jaxpr takes f32[3]",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_split_with_a_wrong_dtype_shape_or_memory_space_names_the_residual() {
+        let staged = "{ lambda ; r:f32[3] s:f32[2,3] t:f32[] u:f32[3]. let  in (u,) }";
+        assert_eq!(
+            split_problems(staged, 3),
+            ["residual 2: the known jaxpr returns i32[] but the staged jaxpr takes f32[]"]
+        );
+        let staged = "{ lambda ; r:f32[3] s:f32[3,2] t:i32[] u:f32[3]. let  in (u,) }";
+        assert_eq!(
+            split_problems(staged, 3),
+            ["residual 1: the known jaxpr returns f32[2,3] but the staged jaxpr takes f32[3,2]"]
+        );
+        let staged = "{ lambda ; r:f32<host>[3] s:f32[2,3] t:i32[] u:f32[3]. let  in (u,) }";
+        assert_eq!(
+            split_problems(staged, 3),
+            ["residual 0: the known jaxpr returns f32[3] but the staged jaxpr takes f32<host>[3]"]
+        );
     }
 }

@@ -32,11 +32,14 @@
 //! `remat-trace` (closures to jaxprs), `remat-ad` (differentiation and the
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
+mod pretty;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use ndarray;
-pub use remat_ad::{register_policy, side_by_side, AdError, Residual, ResidualKind, Saveability};
+pub use pretty::{print_fwd_bwd_text, side_by_side};
+pub use remat_ad::{register_policy, AdError, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
 use remat_interp::NanOrigin;
 pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};
@@ -482,8 +485,9 @@ pub fn fwd_bwd_strings<A: ArgTree, R: TensorTree>(
 
 /// Prints the forward and backward programs side by side, fitted to the terminal.
 pub fn print_fwd_bwd<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<(), Error> {
-    let traced = trace_closed(f, args)?;
-    Ok(remat_ad::print_fwd_bwd(&traced.jaxpr.jaxpr)?)
+    let (fwd, bwd) = fwd_bwd_strings(f, args)?;
+    pretty::write_stdout(&print_fwd_bwd_text(&fwd, &bwd));
+    Ok(())
 }
 
 /// The README's Rust example, compiled and run as a doctest so it stays true.

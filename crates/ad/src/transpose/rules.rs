@@ -6,9 +6,9 @@
 
 use remat_ir::{Atom, Aval, BinaryOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Primitive, ReduceOp, UnaryOp};
 
+use super::{scan_transpose, transpose_call, Operand};
 use crate::builder::{lit, Builder};
-use crate::transpose::{transpose_call, Operand};
-use crate::{scan, AdError};
+use crate::AdError;
 
 type Cts = Vec<Option<Atom>>;
 
@@ -313,7 +313,7 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::Jit { .. } | Primitive::Remat2 { .. } => return transpose_call(b, eqn, ins, ct_outs),
-        Primitive::Scan { .. } => return scan::scan_transpose(b, eqn, ins, ct_outs),
+        Primitive::Scan { .. } => return scan_transpose(b, eqn, ins, ct_outs),
     }
     Ok(out)
 }

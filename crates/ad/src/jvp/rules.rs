@@ -14,9 +14,9 @@
 
 use remat_ir::{Atom, BinaryOp, CompareOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
+use super::{emit_primal, instantiate, jvp_custom_jvp_call, jvp_jit, jvp_remat, scan_jvp, Tangent};
 use crate::builder::{lit, Builder};
-use crate::jvp::{emit_primal, instantiate, jvp_custom_jvp_call, jvp_jit, jvp_remat, Tangent};
-use crate::{scan, AdError};
+use crate::AdError;
 
 type JvpOut = (Vec<Atom>, Vec<Tangent>);
 
@@ -181,7 +181,7 @@ pub(crate) fn jvp_rule(
             None => jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents),
         },
         Primitive::Remat2 { .. } => jvp_remat(b, eqn, primals, tangents),
-        Primitive::Scan { .. } => scan::scan_jvp(b, eqn, primals, tangents),
+        Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
     }
 }
 

@@ -1,0 +1,27 @@
+//! The facade's terminal layout of a vjp's two programs (`side_by_side`), on the seed
+//! program `seed_checkpoint_each_layer`: plain, and wrapped to a 100-column terminal.
+//! Regenerate with `INSTA_UPDATE=always cargo test -p remat --test pretty`.
+
+use std::path::PathBuf;
+
+use remat::side_by_side;
+use remat_ad::fwd_bwd_strings;
+use remat_ir::parse_jaxpr;
+
+fn seed_fwd_bwd() -> (String, String) {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/conformance/seed_checkpoint_each_layer.json");
+    let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let jaxpr = parse_jaxpr(case["jaxpr"].as_str().unwrap(), "case.jaxpr").unwrap();
+    fwd_bwd_strings(&jaxpr).unwrap()
+}
+
+#[test]
+fn fwd_bwd_side_by_side() {
+    let (fwd, bwd) = seed_fwd_bwd();
+    insta::assert_snapshot!("seed_checkpoint_each_layer__columns", side_by_side(&fwd, &bwd, None));
+    // Fitted to a narrow terminal, each column wraps at half the width.
+    let narrow = side_by_side(&fwd, &bwd, Some(100));
+    assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
+    insta::assert_snapshot!("seed_checkpoint_each_layer__columns_100", narrow);
+}
