@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use remat_ir::{Atom, ClosedJaxpr, Eqn, Jaxpr, Primitive, Var};
+use remat_ir::{Atom, Eqn, HigherOrder, Jaxpr, Primitive, Var};
 
 use crate::builder::{Builder, VarMap};
 use crate::scan::ScanParams;
@@ -84,51 +84,20 @@ pub(crate) fn dce_jaxpr_inst(
 /// One live equation: the (possibly pruned) equation and which of its operands it reads.
 /// The returned equation's operands are the used ones only.
 fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
-    match &eqn.primitive {
-        Primitive::Jit { name, jaxpr } => {
-            let (inner, used_ins) = dce_jaxpr(&jaxpr.jaxpr, used_outs, false)?;
-            let prim = Primitive::Jit {
-                name: name.clone(),
-                jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner), consts: jaxpr.consts.clone() },
-            };
+    match eqn.primitive.higher_order() {
+        // A call's body is pruned to the used outputs, and the call to the inputs it reads.
+        Some(HigherOrder::Jit | HigherOrder::Remat2) => {
+            let mut used_ins = Vec::new();
+            let prim = eqn.primitive.try_map_subjaxprs(|body| {
+                let (inner, used) = dce_jaxpr(body, used_outs, false)?;
+                used_ins = used;
+                Ok::<_, AdError>(Arc::new(inner))
+            })?;
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }
-        Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } => {
-            let (inner, used_ins) = dce_jaxpr(jaxpr, used_outs, false)?;
-            let prim = Primitive::Remat2 {
-                jaxpr: Arc::new(inner),
-                prevent_cse: *prevent_cse,
-                differentiated: *differentiated,
-                policy: policy.clone(),
-            };
-            Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
-        }
-        Primitive::Scan { .. } => scan_dce(eqn, used_outs),
-        Primitive::CustomJvpCall { .. }
-        | Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::Compare(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::ConvertElementType { .. }
-        | Primitive::ReducePrecision { .. }
-        | Primitive::BroadcastInDim { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Squeeze { .. }
-        | Primitive::ExpandDims { .. }
-        | Primitive::Slice { .. }
-        | Primitive::Pad { .. }
-        | Primitive::Concatenate { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::Iota { .. }
-        | Primitive::Reduce { .. }
-        | Primitive::Argmax { .. }
-        | Primitive::DotGeneral { .. }
-        | Primitive::Name { .. }
-        | Primitive::DevicePut { .. } => Ok((eqn.clone(), vec![true; eqn.invars.len()])),
+        Some(HigherOrder::Scan) => scan_dce(eqn, used_outs),
+        // A custom_jvp_call and every first-order primitive live or die whole.
+        Some(HigherOrder::CustomJvpCall) | None => Ok((eqn.clone(), vec![true; eqn.invars.len()])),
     }
 }
 

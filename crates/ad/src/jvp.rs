@@ -128,43 +128,22 @@ pub(crate) fn jvp_eqns(
     Ok(())
 }
 
-/// `jit`'s jvp is a `jit` of the jvp'd body.
-pub(crate) fn jvp_jit(
-    b: &mut Builder,
-    name: &str,
-    jaxpr: &ClosedJaxpr,
-    primals: &[Atom],
-    tangents: &[Tangent],
-) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
-    let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
-    let inner = jvp_jaxpr(&jaxpr.jaxpr, &nonzeros, &vec![false; jaxpr.jaxpr.outvars.len()])?;
-    let prim = Primitive::Jit {
-        name: name.to_string(),
-        jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner.jaxpr), consts: jaxpr.consts.clone() },
-    };
-    call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
-}
-
-/// `remat2`'s jvp (`remat_jvp`): remat does nothing under jvp; the body's jvp stays inside
-/// a `remat2` with the same policy.
-pub(crate) fn jvp_remat(
+/// `jit`'s jvp is a `jit` of the jvp'd body; `remat2`'s (`remat_jvp`) likewise: remat does
+/// nothing under jvp, and the body's jvp stays inside a `remat2` with the same policy.
+pub(crate) fn jvp_call(
     b: &mut Builder,
     eqn: &Eqn,
     primals: &[Atom],
     tangents: &[Tangent],
 ) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
-    let Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } = &eqn.primitive else {
-        return Err(AdError::Internal("jvp_remat on a non-remat2 equation".into()));
-    };
     let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
-    let inner = jvp_jaxpr(jaxpr, &nonzeros, &vec![false; jaxpr.outvars.len()])?;
-    let prim = Primitive::Remat2 {
-        jaxpr: Arc::new(inner.jaxpr),
-        prevent_cse: *prevent_cse,
-        differentiated: *differentiated,
-        policy: policy.clone(),
-    };
-    call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
+    let mut out_nonzeros = Vec::new();
+    let prim = eqn.primitive.try_map_subjaxprs(|body| {
+        let inner = jvp_jaxpr(body, &nonzeros, &vec![false; body.outvars.len()])?;
+        out_nonzeros = inner.out_nonzeros;
+        Ok::<_, AdError>(Arc::new(inner.jaxpr))
+    })?;
+    call_with_tangents(b, prim, primals, tangents, &out_nonzeros)
 }
 
 /// `custom_jvp_call`: the custom rule is opaque text, so the primal function is

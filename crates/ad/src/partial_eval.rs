@@ -34,7 +34,7 @@ mod state;
 
 use std::sync::Arc;
 
-use remat_ir::{Atom, CopySemantics, DType, Eqn, Jaxpr, Policy, Primitive, SourceInfo};
+use remat_ir::{Atom, CopySemantics, DType, Eqn, HigherOrder, Jaxpr, Policy, Primitive, SourceInfo};
 
 use crate::call::Call;
 use crate::dce::dce_jaxpr;
@@ -404,36 +404,12 @@ enum PeRule {
 }
 
 fn pe_rule(prim: &Primitive) -> PeRule {
-    match prim {
-        Primitive::Remat2 { .. } => PeRule::Remat,
-        Primitive::Jit { .. } => PeRule::Jit,
-        Primitive::Scan { .. } => PeRule::Scan,
+    match prim.higher_order() {
+        Some(HigherOrder::Remat2) => PeRule::Remat,
+        Some(HigherOrder::Jit) => PeRule::Jit,
+        Some(HigherOrder::Scan) => PeRule::Scan,
         // `custom_jvp_call` is differentiated through its body, so only its primal form
         // (all inputs known) reaches partial evaluation.
-        Primitive::CustomJvpCall { .. }
-        | Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::Compare(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::ConvertElementType { .. }
-        | Primitive::ReducePrecision { .. }
-        | Primitive::BroadcastInDim { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Squeeze { .. }
-        | Primitive::ExpandDims { .. }
-        | Primitive::Slice { .. }
-        | Primitive::Pad { .. }
-        | Primitive::Concatenate { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::Iota { .. }
-        | Primitive::Reduce { .. }
-        | Primitive::Argmax { .. }
-        | Primitive::DotGeneral { .. }
-        | Primitive::Name { .. }
-        | Primitive::DevicePut { .. } => PeRule::None,
+        Some(HigherOrder::CustomJvpCall) | None => PeRule::None,
     }
 }

@@ -14,7 +14,7 @@
 
 use remat_ir::{Atom, BinaryOp, CompareOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
-use super::{emit_primal, instantiate, jvp_custom_jvp_call, jvp_jit, jvp_remat, scan_jvp, Tangent};
+use super::{emit_primal, instantiate, jvp_call, jvp_custom_jvp_call, scan_jvp, Tangent};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -175,12 +175,12 @@ pub(crate) fn jvp_rule(
             let out = emit_primal(b, old, eqn, primals);
             Ok((out, vec![tangents[0]]))
         }
-        Primitive::Jit { name, jaxpr } => jvp_jit(b, name, jaxpr, primals, tangents),
+        Primitive::Jit { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::CustomJvpCall { name, call_jaxpr, .. } => match KnownCustomJvp::of(name, primals.len()) {
             Some(rule) => rule.jvp(b, old, eqn, primals, tangents),
             None => jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents),
         },
-        Primitive::Remat2 { .. } => jvp_remat(b, eqn, primals, tangents),
+        Primitive::Remat2 { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
     }
 }
