@@ -343,6 +343,7 @@ pub(crate) fn eval_primitive_refs(
         }
         Primitive::Reshape { new_sizes } => one(structural::reshape(new_sizes, args))?,
         Primitive::Transpose { permutation } => one(structural::transpose(permutation, args))?,
+        Primitive::Rev { dimensions } => one(structural::rev(dimensions, args))?,
         Primitive::Squeeze { dimensions } => one(structural::squeeze(dimensions, args))?,
         Primitive::ExpandDims { dimensions } => one(structural::expand_dims(dimensions, args))?,
         Primitive::Slice { start_indices, limit_indices, strides } => {

@@ -1,5 +1,5 @@
 //! Layout primitives, which move elements without computing on them: `broadcast_in_dim`,
-//! `reshape` (row-major), `transpose`, `squeeze`, `expand_dims`, `slice`, `pad`,
+//! `reshape` (row-major), `transpose`, `rev`, `squeeze`, `expand_dims`, `slice`, `pad`,
 //! `concatenate`, `dynamic_slice`, `dynamic_update_slice`, and `iota`.
 //!
 //! Every rule checks its parameters against the operand before touching an index, so a
@@ -79,6 +79,25 @@ pub(crate) fn transpose(permutation: &[usize], args: &[&Array]) -> Result<Array,
         return Err(format!("permutation {permutation:?} is not a permutation of the axes of {}", x.aval()));
     }
     Ok(map_array!(x, a => a.view().permuted_axes(IxDyn(permutation)).as_standard_layout().into_owned()))
+}
+
+/// Reverses the elements along each of `dimensions`.
+pub(crate) fn rev(dimensions: &[usize], args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    let rank = x.shape().len();
+    let mut reversed = vec![false; rank];
+    for &d in dimensions {
+        if d >= rank || std::mem::replace(&mut reversed[d], true) {
+            return Err(format!("dimensions {dimensions:?} must be distinct axes of {}", x.aval()));
+        }
+    }
+    Ok(map_array!(x, a => {
+        let mut v = a.view();
+        for &d in dimensions {
+            v.invert_axis(Axis(d));
+        }
+        v.as_standard_layout().into_owned()
+    }))
 }
 
 pub(crate) fn squeeze(dimensions: &[usize], args: &[&Array]) -> Result<Array, String> {

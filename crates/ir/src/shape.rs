@@ -69,6 +69,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         }
         Primitive::Reshape { new_sizes } => reshape_shape(new_sizes, ins),
         Primitive::Transpose { permutation } => transpose_shape(permutation, ins),
+        Primitive::Rev { dimensions } => rev_shape(dimensions, ins),
         Primitive::Squeeze { dimensions } => squeeze_shape(dimensions, ins),
         Primitive::ExpandDims { dimensions } => expand_dims_shape(dimensions, ins),
         Primitive::Slice { start_indices, limit_indices, strides } => {

@@ -257,6 +257,17 @@ impl IndexMap {
         IndexMap { new_rank: perm.len(), old }
     }
 
+    /// `rev`: operand index `n - 1 - out` on the reversed axes of `shape`, `out` elsewhere
+    /// (a view with negative strides there).
+    pub fn rev(shape: &[usize], dimensions: &[usize]) -> IndexMap {
+        let old = shape
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| if dimensions.contains(&k) { (n as i64 - 1, Some((k, -1))) } else { (0, Some((k, 1))) })
+            .collect();
+        IndexMap { new_rank: shape.len(), old }
+    }
+
     /// `slice`: operand index `start + stride * out` on every axis.
     pub fn slice(start: &[usize], strides: &[usize]) -> IndexMap {
         let old =

@@ -114,6 +114,7 @@ pub(crate) fn jvp_rule(
         | Primitive::BroadcastInDim { .. }
         | Primitive::Reshape { .. }
         | Primitive::Transpose { .. }
+        | Primitive::Rev { .. }
         | Primitive::Squeeze { .. }
         | Primitive::ExpandDims { .. }
         | Primitive::Slice { .. }

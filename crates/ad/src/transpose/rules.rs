@@ -161,6 +161,12 @@ pub(crate) fn transpose_rule(
                 out[0] = Some(b.transpose(ct, &argsort(permutation))?);
             }
         }
+        // `rev` is its own transpose.
+        Primitive::Rev { dimensions } => {
+            if let Some(ct) = single() {
+                out[0] = Some(b.bind1(Primitive::Rev { dimensions: dimensions.clone() }, vec![ct])?);
+            }
+        }
         Primitive::Squeeze { dimensions } => {
             if let Some(ct) = single() {
                 out[0] = Some(b.expand_dims(ct, dimensions)?);

@@ -132,6 +132,7 @@ primitive_kinds! {
         BroadcastInDim = "broadcast_in_dim",
         Reshape = "reshape",
         Transpose = "transpose",
+        Rev = "rev",
         Squeeze = "squeeze",
         ExpandDims = "expand_dims",
         Slice = "slice",
@@ -188,6 +189,7 @@ impl PrimitiveKind {
             | PrimitiveKind::BroadcastInDim
             | PrimitiveKind::Reshape
             | PrimitiveKind::Transpose
+            | PrimitiveKind::Rev
             | PrimitiveKind::Squeeze
             | PrimitiveKind::ExpandDims
             | PrimitiveKind::Slice
@@ -240,6 +242,10 @@ pub enum Primitive {
     },
     Transpose {
         permutation: Vec<usize>,
+    },
+    /// Reverses the order of the elements along `dimensions`.
+    Rev {
+        dimensions: Vec<usize>,
     },
     Squeeze {
         dimensions: Vec<usize>,
@@ -341,6 +347,7 @@ impl Primitive {
             Primitive::BroadcastInDim { .. } => PrimitiveKind::BroadcastInDim,
             Primitive::Reshape { .. } => PrimitiveKind::Reshape,
             Primitive::Transpose { .. } => PrimitiveKind::Transpose,
+            Primitive::Rev { .. } => PrimitiveKind::Rev,
             Primitive::Squeeze { .. } => PrimitiveKind::Squeeze,
             Primitive::ExpandDims { .. } => PrimitiveKind::ExpandDims,
             Primitive::Slice { .. } => PrimitiveKind::Slice,
@@ -393,6 +400,7 @@ impl Primitive {
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
+            | Primitive::Rev { .. }
             | Primitive::Squeeze { .. }
             | Primitive::ExpandDims { .. }
             | Primitive::Slice { .. }
@@ -447,6 +455,7 @@ impl Primitive {
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
+            | Primitive::Rev { .. }
             | Primitive::Squeeze { .. }
             | Primitive::ExpandDims { .. }
             | Primitive::Slice { .. }
@@ -480,6 +489,7 @@ impl Primitive {
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
+            | Primitive::Rev { .. }
             | Primitive::Squeeze { .. }
             | Primitive::ExpandDims { .. }
             | Primitive::Slice { .. }
@@ -521,6 +531,7 @@ impl Primitive {
             }
             Primitive::Reshape { new_sizes } => reshape_params(new_sizes),
             Primitive::Transpose { permutation } => transpose_params(permutation),
+            Primitive::Rev { dimensions } => rev_params(dimensions),
             Primitive::Squeeze { dimensions } | Primitive::ExpandDims { dimensions } => dimensions_params(dimensions),
             Primitive::Slice { start_indices, limit_indices, strides } => {
                 slice_params(start_indices, limit_indices, strides.as_deref())
@@ -569,6 +580,7 @@ impl Primitive {
             PrimitiveKind::BroadcastInDim => parse_broadcast_in_dim(p, out_avals)?,
             PrimitiveKind::Reshape => parse_reshape(p)?,
             PrimitiveKind::Transpose => parse_transpose(p)?,
+            PrimitiveKind::Rev => parse_rev(p)?,
             PrimitiveKind::Squeeze => parse_squeeze(p)?,
             PrimitiveKind::ExpandDims => parse_expand_dims(p)?,
             PrimitiveKind::Slice => parse_slice(p)?,

@@ -1,4 +1,4 @@
-//! Shape and indexing primitives: `broadcast_in_dim`, `reshape`, `transpose`, `squeeze`,
+//! Shape and indexing primitives: `broadcast_in_dim`, `reshape`, `transpose`, `rev`, `squeeze`,
 //! `expand_dims`, `slice`, `pad`, `concatenate`, `dynamic_slice`, `dynamic_update_slice`
 //! and `iota`.
 //!
@@ -117,6 +117,23 @@ pub(crate) fn transpose_shape(permutation: &[usize], in_avals: &[Aval]) -> Resul
         x.rank()
     );
     Ok(device(x.dtype, permutation.iter().map(|&p| x.shape[p]).collect()))
+}
+
+// `rev[dimensions=(0, 1)] x`: JAX's `_rev_shape_rule` (distinct axes of x; same type).
+
+pub(super) fn rev_params(dimensions: &[usize]) -> Params {
+    vec![("dimensions", Param::ints(dimensions.iter().copied()))]
+}
+
+pub(super) fn parse_rev(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Rev { dimensions: p.usizes("dimensions")? })
+}
+
+pub(crate) fn rev_shape(dimensions: &[usize], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "rev";
+    let [x] = arity(name, in_avals)?;
+    distinct_axes(name, "dimensions", dimensions, x)?;
+    Ok(device(x.dtype, x.shape.clone()))
 }
 
 fn is_permutation(p: &[usize], rank: usize) -> bool {

@@ -1,7 +1,7 @@
 //! One rule per primitive: the exhaustive `match` of the lowering.
 //!
 //! Elementwise primitives build expression nodes; layout primitives that only move elements
-//! remap expressions; `pad`, `concatenate` and `dynamic_update_slice` write pieces of a new
+//! (`rev` among them, as negative strides) remap expressions; `pad`, `concatenate` and `dynamic_update_slice` write pieces of a new
 //! buffer; reductions, `argmax` and `dot_general` are steps of their own; calls inline;
 //! `scan` becomes a loop.
 
@@ -84,6 +84,10 @@ impl Lowering {
             Primitive::Reshape { new_sizes: _ } => Ok(vec![self.reshape(ins[0].clone(), out)]),
             Primitive::Transpose { permutation } => {
                 Ok(vec![self.remap(ins[0].clone(), &IndexMap::transpose(permutation), out.shape.clone())])
+            }
+            Primitive::Rev { dimensions } => {
+                let map = IndexMap::rev(&out.shape, dimensions);
+                Ok(vec![self.remap(ins[0].clone(), &map, out.shape.clone())])
             }
             Primitive::Squeeze { dimensions } => {
                 let kept: Vec<bool> = (0..ins[0].aval.rank()).map(|k| !dimensions.contains(&k)).collect();
@@ -332,8 +336,10 @@ impl Lowering {
         let rhs_order: Vec<usize> = [rb.as_slice(), rc, &rf].concat();
         let (mut lv, _) = self.as_view(lhs.clone());
         let (mut rv, _) = self.as_view(rhs.clone());
+        // The GEMMs walk their operands forwards: a reversed view (`rev`) is copied first.
+        let backwards = |v: &View| v.strides.iter().any(|&s| s < 0);
         let mut groups = dot_groups(&lv, &rv, lhs.shape(), rhs.shape(), dn, &lf, &rf);
-        if groups.is_none() {
+        if groups.is_none() || backwards(&lv) || backwards(&rv) {
             lv = self.canonical(&lhs, &lhs_order);
             rv = self.canonical(&rhs, &rhs_order);
             groups = dot_groups(&lv, &rv, lhs.shape(), rhs.shape(), dn, &lf, &rf);
