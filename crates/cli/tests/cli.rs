@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use remat_json::ArrayJson;
 use serde_json::Value;
 
 fn data(sub: &str) -> PathBuf {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use remat_interp::eval_jaxpr;
 use remat_ir::{parse_jaxpr, Array};
+use remat_json::ArrayJson;
 use serde_json::Value;
 
 fn cases_dir() -> PathBuf {

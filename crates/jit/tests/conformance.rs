@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use common::{check_close, differential, Rng};
 use remat_ir::{parse_jaxpr, Array};
+use remat_json::ArrayJson;
 use serde_json::Value;
 
 fn data_dir(sub: &str) -> PathBuf {

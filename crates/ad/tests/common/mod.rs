@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use remat_interp::eval_jaxpr;
 use remat_ir::{parse_jaxpr, Array, Jaxpr};
+use remat_json::ArrayJson;
 use serde_json::Value;
 
 pub fn cases_dir() -> PathBuf {

@@ -3,6 +3,7 @@
 
 use remat_interp::eval_jaxpr;
 use remat_ir::Array;
+use remat_json::ArrayJson;
 use remat_trace::{ArgTree, Traced};
 use serde_json::Value;
 
