@@ -3,14 +3,12 @@
 //! program under the policy it uses. Source locations point into the case's jaxpr text
 //! (`case.jaxpr:line:col`). Regenerate with `INSTA_UPDATE=always cargo test -p remat-ad`.
 
-mod common;
-
-use common::*;
 use remat_ad::{fwd_bwd_strings, print_saved_residuals, side_by_side};
+use remat_testkit::{arg_names, case_jaxpr, conformance_case, conformance_cases};
 
 #[test]
 fn seed_examples() {
-    for (name, case) in cases() {
+    for (name, case) in conformance_cases() {
         if !name.starts_with("seed_") {
             continue;
         }
@@ -25,7 +23,7 @@ fn seed_examples() {
 
 #[test]
 fn fwd_bwd_side_by_side() {
-    let jaxpr = case_jaxpr(&case("seed_checkpoint_each_layer"));
+    let jaxpr = case_jaxpr(&conformance_case("seed_checkpoint_each_layer"));
     let (fwd, bwd) = fwd_bwd_strings(&jaxpr).unwrap();
     insta::assert_snapshot!("seed_checkpoint_each_layer__columns", side_by_side(&fwd, &bwd, None));
     // Fitted to a narrow terminal, each column wraps at half the width.
