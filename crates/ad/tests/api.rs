@@ -3,10 +3,11 @@
 
 mod common;
 
-use common::*;
+use common::vjp_values;
 use remat_ad::{dce_jaxpr, grad, jvp, linearize, partial_eval_jaxpr_custom, resolve_policy, value_and_grad, PeMode};
 use remat_interp::eval_jaxpr;
 use remat_ir::{parse_jaxpr, pp_jaxpr, Array};
+use remat_testkit::{arrays, case_jaxpr, check_close, conformance_case};
 
 fn scalar(x: f32) -> Array {
     Array::F32(ndarray::arr0(x).into_dyn())
@@ -14,7 +15,7 @@ fn scalar(x: f32) -> Array {
 
 #[test]
 fn grad_and_value_and_grad_choose_arguments() {
-    let case = case("seed_loss_plain");
+    let case = conformance_case("seed_loss_plain");
     let jaxpr = case_jaxpr(&case);
     let args = arrays(&case, "args");
     // grad is the vjp of a unit cotangent.
@@ -31,7 +32,7 @@ fn grad_and_value_and_grad_choose_arguments() {
 
 #[test]
 fn grad_needs_one_real_scalar_output_and_valid_argnums() {
-    let vector = case_jaxpr(&case("seed_no_checkpoint"));
+    let vector = case_jaxpr(&conformance_case("seed_no_checkpoint"));
     let err = grad(&vector, &[0]).unwrap_err().to_string();
     assert_eq!(err, "grad requires a real scalar output, got f32[7]");
     let two = parse_jaxpr("{ lambda ; a:f32[]. let b:f32[] = sin a in (b, a) }", "t").unwrap();

@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::*;
+use common::vjp_values;
 use remat_ad::vjp;
+use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_cases};
 
 fn check_residuals(case: &serde_json::Value) -> Result<(), String> {
     let jaxpr = case_jaxpr(case);
@@ -41,7 +42,7 @@ fn check_grads(case: &serde_json::Value) -> Result<(), String> {
 }
 
 fn run(check: fn(&serde_json::Value) -> Result<(), String>) -> (usize, Vec<String>) {
-    let all = cases();
+    let all = conformance_cases();
     let mut failures = Vec::new();
     for (name, case) in &all {
         if let Err(e) = check(case) {

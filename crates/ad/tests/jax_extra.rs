@@ -9,14 +9,15 @@
 
 mod common;
 
-use common::*;
+use common::vjp_values;
 use remat_ad::vjp;
 use remat_ir::parse_jaxpr;
+use remat_testkit::{arg_names, arrays, check_close, read_json};
 use serde_json::Value;
 
 fn extra_cases() -> Vec<Value> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jax_extra_cases.json");
-    serde_json::from_str::<Value>(&std::fs::read_to_string(path).unwrap()).unwrap().as_array().unwrap().clone()
+    read_json(path).as_array().unwrap().clone()
 }
 
 fn strip_source(line: &str) -> String {

@@ -5,9 +5,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::*;
+use common::vjp_values;
 use remat_ad::{register_policy, resolve_policy, saved_residuals, vjp, Builder, Saveability};
 use remat_ir::{Atom, Jaxpr, Policy, Primitive};
+use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_case, conformance_cases};
 
 /// `jax.checkpoint(f, policy=policy)` around the whole of `jaxpr`.
 fn checkpointed(jaxpr: &Jaxpr, policy: Option<Policy>) -> Jaxpr {
@@ -52,7 +53,7 @@ fn builtin_policies() -> Vec<Option<Policy>> {
 fn gradients_do_not_depend_on_the_policy() {
     let mut failures = Vec::new();
     let mut runs = 0;
-    for (name, case) in cases() {
+    for (name, case) in conformance_cases() {
         let jaxpr = case_jaxpr(&case);
         for policy in builtin_policies() {
             let wrapped = checkpointed(&jaxpr, policy.clone());
@@ -84,7 +85,7 @@ fn residual_lines(jaxpr: &Jaxpr, names: &[&str]) -> Vec<String> {
 fn everything_saveable_around_a_function_saves_what_no_checkpoint_saves() {
     // Outside any checkpoint everything may be saved, so the whole-function
     // `everything_saveable` checkpoint saves exactly the plain function's residuals.
-    for (name, case) in cases() {
+    for (name, case) in conformance_cases() {
         let jaxpr = case_jaxpr(&case);
         if name.contains("scan") || jaxpr.eqns.iter().any(|e| !e.primitive.subjaxprs().is_empty()) {
             continue;
@@ -105,7 +106,7 @@ fn a_user_policy_is_a_rust_closure_attached_by_name() {
         Saveability::from_bool(is_sin && in_avals[0].size() >= 6)
     });
     assert_eq!(policy, Policy::Function { name: "big_sines_only".into(), repr: "<function big_sines_only>".into() });
-    let case = case("seed_no_checkpoint");
+    let case = conformance_case("seed_no_checkpoint");
     let wrapped = checkpointed(&case_jaxpr(&case), Some(policy));
     let lines = residual_lines(&wrapped, &["W1", "W2", "W3", "x"]);
     assert_eq!(
@@ -133,7 +134,7 @@ fn a_user_policy_can_offload() {
             Saveability::Recompute
         }
     });
-    let case = case("seed_no_checkpoint");
+    let case = conformance_case("seed_no_checkpoint");
     let wrapped = checkpointed(&case_jaxpr(&case), Some(policy));
     let lines = residual_lines(&wrapped, &["W1", "W2", "W3", "x"]);
     assert_eq!(&lines[4..], ["f32<host>[5] output of device_put from ", "f32<host>[6] output of device_put from "]);
@@ -164,7 +165,7 @@ fn invalid_policies_are_jax_value_errors() {
     let unknown = Policy::Function { name: "mystery".into(), repr: "<function mystery at 0x1>".into() };
     assert!(resolve_policy(Some(&unknown)).unwrap_err().to_string().contains("unknown policy function `mystery`"));
     // And a checkpoint with such a policy cannot be differentiated.
-    let wrapped = checkpointed(&case_jaxpr(&case("seed_no_checkpoint")), Some(overlap));
+    let wrapped = checkpointed(&case_jaxpr(&conformance_case("seed_no_checkpoint")), Some(overlap));
     assert!(vjp(&wrapped, &[]).is_err());
 }
 

@@ -3,8 +3,6 @@
 //! below, the jvp's tangent matches the finite difference, and the linear half of its
 //! linearization transposes consistently.
 
-mod common;
-
 use std::sync::Arc;
 
 use ndarray::{ArrayD, IxDyn};
@@ -14,6 +12,7 @@ use remat_ir::{
     Array, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, DType, DotDimensionNumbers, Jaxpr, LitValue,
     Literal, MemorySpace, Policy, Primitive, ReduceOp, UnaryOp,
 };
+use remat_testkit::within;
 
 /// How an input is drawn.
 #[derive(Clone, Copy)]
@@ -348,10 +347,6 @@ fn axpy(x: &Array, t: &Array, eps: f64) -> Array {
     }
 }
 
-fn close(a: f64, b: f64, rel: f64, abs: f64) -> bool {
-    (a - b).abs() <= (rel * b.abs()).max(abs)
-}
-
 #[test]
 fn every_jvp_rule_matches_finite_differences() {
     let mut failures = Vec::new();
@@ -393,7 +388,7 @@ fn every_jvp_rule_matches_finite_differences() {
             let is_float = a.dtype().is_float();
             for (k, (got, want)) in values(t).iter().zip(&fd).enumerate() {
                 let want = if is_float && !zero_by_definition { *want } else { 0.0 };
-                if !close(*got, want, tol, tol) {
+                if !within(*got, want, tol, tol) {
                     failures.push(format!("{}: output {o} element {k}: jvp {got}, finite difference {want}", p.name));
                     break;
                 }
@@ -434,7 +429,7 @@ fn every_transpose_rule_passes_the_dot_product_test() {
         let lhs = dotp(&cts, &jt);
         let rhs = dotp(&jtct, &ts);
         let tol = if p.name.contains("f32") { 1e-6 } else { 1e-9 };
-        if !close(lhs, rhs, tol, tol) {
+        if !within(lhs, rhs, tol, tol) {
             failures.push(format!("{}: <ct, J t> = {lhs} but <J^T ct, t> = {rhs}", p.name));
         }
     }

@@ -7,6 +7,7 @@ use ndarray::{ArrayD, IxDyn};
 use remat_ad::{linearize, transpose_jaxpr};
 use remat_interp::eval_jaxpr;
 use remat_ir::{parse_jaxpr, Array, Aval};
+use remat_testkit::data_files;
 
 fn random(aval: &Aval, seed: &mut u64) -> Array {
     let data: Vec<f32> = (0..aval.size())
@@ -32,17 +33,10 @@ fn dot(a: &[Array], b: &[Array]) -> (f64, f64) {
 
 #[test]
 fn gradient_programs_transpose_consistently() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/bench");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "jaxpr")
-                && !p.to_string_lossy().contains("large")
-                && !p.to_string_lossy().contains("medium")
-        })
+    let paths: Vec<_> = data_files("bench", "jaxpr")
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().contains("large") && !p.to_string_lossy().contains("medium"))
         .collect();
-    paths.sort();
     assert!(paths.len() >= 6);
     let mut seed = 7u64;
     for path in paths {

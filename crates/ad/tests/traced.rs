@@ -2,12 +2,10 @@
 //! with source locations pointing at this file; and recursive checkpointing over a chain
 //! of `sin`s keeps O(log n) residuals.
 
-mod common;
-
-use common::*;
 use remat_ad::{vjp, Residual, ResidualKind};
 use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Policy};
+use remat_testkit::{arrays, check_close, conformance_case};
 use remat_trace::{
     checkpoint, checkpoint_name, function_scope, make_jaxpr, named, nn, recursive_checkpoint, scan, ArgTree, Named,
     Tensor, TensorTree,
@@ -88,7 +86,7 @@ fn check<A: ArgTree, R: TensorTree>(
     f: impl FnOnce(A::Traced) -> R,
     args: impl FnOnce(&serde_json::Value) -> A,
 ) -> Result<(), String> {
-    let case = case(name);
+    let case = conformance_case(name);
     let args = args(&case);
     let traced = make_jaxpr(f, &args).map_err(|e| e.to_string())?;
     let v = vjp(&traced.jaxpr.jaxpr, &traced.arg_names).map_err(|e| e.to_string())?;
@@ -187,7 +185,7 @@ fn traced_seed_programs_save_what_jax_saves() {
 
 #[test]
 fn traced_residuals_point_at_the_rust_source() {
-    let case = case("seed_no_checkpoint");
+    let case = conformance_case("seed_no_checkpoint");
     let args = seed_args(&case);
     let traced = make_jaxpr(f_plain, &args).unwrap();
     let v = vjp(&traced.jaxpr.jaxpr, &traced.arg_names).unwrap();

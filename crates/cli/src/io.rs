@@ -6,6 +6,7 @@ use std::path::Path;
 
 use remat_interp::NanOrigin;
 use remat_ir::{Array, Jaxpr};
+use remat_json::ArrayJson;
 use serde_json::Value;
 
 use crate::Nans;

@@ -2,27 +2,20 @@
 //! case: the residual lines are JAX's (with source locations in the file), the split
 //! prints, and the gradients are JAX's on both backends.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use remat_testkit::{conformance_cases, data_dir, within};
 use serde_json::Value;
 
 fn remat(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_remat")).args(args).output().expect("run remat")
 }
 
+/// Every conformance case as `(name, its file, case)`.
 fn cases() -> Vec<(String, PathBuf, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/conformance");
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let case = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            out.push((path.file_stem().unwrap().to_string_lossy().into_owned(), path, case));
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    let dir = data_dir().join("conformance");
+    conformance_cases().into_iter().map(|(name, case)| (name.clone(), dir.join(format!("{name}.json")), case)).collect()
 }
 
 /// A fresh directory for a test's files, removed when the returned guard drops.
@@ -102,7 +95,7 @@ fn check_grads(name: &str, got: &Value, case: &Value) {
             assert_eq!(gi["shape"], wi["shape"], "{name}: {field} shape");
             for (a, b) in gi["data"].as_array().unwrap().iter().zip(wi["data"].as_array().unwrap()) {
                 let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
-                assert!((a - b).abs() <= (1e-4 * b.abs()).max(1e-5), "{name}: {field}: got {a}, JAX gave {b}");
+                assert!(within(a, b, 1e-4, 1e-5), "{name}: {field}: got {a}, JAX gave {b}");
             }
         }
     }

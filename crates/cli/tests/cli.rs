@@ -2,40 +2,24 @@
 //! and every benchmark program, `eval` reproduces every case's outputs, and bad input
 //! gives a located error on stderr with a non-zero exit.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use remat_json::ArrayJson;
+use remat_testkit::{conformance_cases, data_dir, data_files, within};
 use serde_json::Value;
-
-fn data(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
-}
 
 fn remat(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_remat")).args(args).output().expect("run remat")
 }
 
-fn cases() -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(data("conformance")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let case = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            out.push((path.file_stem().unwrap().to_string_lossy().into_owned(), case));
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
 fn close(got: f64, want: f64) -> bool {
-    (got - want).abs() <= f64::max(1e-4 * want.abs(), 1e-5) || (got.is_nan() && want.is_nan())
+    within(got, want, 1e-4, 1e-5) || (got.is_nan() && want.is_nan())
 }
 
 #[test]
 fn print_and_eval_reproduce_every_conformance_case() {
     let dir = tempdir("cases");
-    let cases = cases();
+    let cases = conformance_cases();
     assert_eq!(cases.len(), 32);
     for (name, case) in &cases {
         let jaxpr_path = dir.path().join(format!("{name}.jaxpr"));
@@ -76,21 +60,18 @@ fn print_and_eval_reproduce_every_conformance_case() {
 #[test]
 fn print_round_trips_every_benchmark_program() {
     let mut n = 0;
-    for entry in std::fs::read_dir(data("bench")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "jaxpr") {
-            n += 1;
-            let printed = remat(&["print", path.to_str().unwrap()]);
-            assert!(printed.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&printed.stderr));
-            assert_eq!(String::from_utf8(printed.stdout).unwrap(), std::fs::read_to_string(&path).unwrap());
-        }
+    for path in data_files("bench", "jaxpr") {
+        n += 1;
+        let printed = remat(&["print", path.to_str().unwrap()]);
+        assert!(printed.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&printed.stderr));
+        assert_eq!(String::from_utf8(printed.stdout).unwrap(), std::fs::read_to_string(&path).unwrap());
     }
     assert_eq!(n, 12);
 }
 
 #[test]
 fn eval_reads_a_conformance_case_as_inputs_and_writes_to_stdout() {
-    let case = data("conformance/seed_chain_sin8.json");
+    let case = data_dir().join("conformance/seed_chain_sin8.json");
     let dir = tempdir("stdout");
     let jaxpr = dir.path().join("chain.jaxpr");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&case).unwrap()).unwrap();
@@ -150,7 +131,7 @@ fn tempdir(tag: &str) -> tempfile::TempDir {
 #[test]
 fn eval_with_the_jit_backend_reproduces_every_conformance_case() {
     let dir = tempdir("jit_cases");
-    for (name, case) in &cases() {
+    for (name, case) in &conformance_cases() {
         let jaxpr = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&jaxpr, case["jaxpr"].as_str().unwrap()).unwrap();
         let inputs = dir.path().join(format!("{name}.json"));
@@ -169,7 +150,7 @@ fn eval_with_the_jit_backend_reproduces_every_conformance_case() {
 
 #[test]
 fn bench_reports_compile_time_run_time_and_peak_bytes_as_json() {
-    let file = data("bench").join("mlp_small_dots.jaxpr");
+    let file = data_dir().join("bench").join("mlp_small_dots.jaxpr");
     let out = remat(&["bench", file.to_str().unwrap(), "--runs", "3", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();

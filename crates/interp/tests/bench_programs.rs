@@ -1,16 +1,12 @@
 //! The benchmark programs (up to 1024x1024x1024 products) evaluate in reasonable time on
 //! deterministic inputs, giving finite values of the declared types.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use ndarray::{ArrayD, IxDyn};
 use remat_interp::eval_jaxpr;
 use remat_ir::{parse_jaxpr, Array, DType};
-
-fn bench_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/bench")
-}
+use remat_testkit::data_files;
 
 /// Small values in [-0.5, 0.5), different for every element and argument.
 fn input(arg: usize, shape: &[usize]) -> Array {
@@ -21,12 +17,7 @@ fn input(arg: usize, shape: &[usize]) -> Array {
 
 #[test]
 fn benchmark_programs_evaluate() {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(bench_dir())
-        .expect("the bench directory exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
-        .collect();
-    paths.sort();
+    let paths = data_files("bench", "jaxpr");
     assert_eq!(paths.len(), 12, "expected 12 benchmark programs");
     for path in &paths {
         let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();

@@ -1,9 +1,7 @@
-//! Concrete values: an `ndarray` array of one of the four dtypes, and its JSON form
-//! (`{"dtype": "f32", "shape": [5, 4], "data": [...]}`, row-major) used by the
-//! conformance cases and the command-line tool.
+//! Concrete values: an `ndarray` array of one of the four dtypes. Its JSON form lives in
+//! `remat-json`.
 
 use ndarray::{ArrayD, IxDyn};
-use serde_json::{json, Value};
 
 use crate::types::{Aval, DType};
 
@@ -15,11 +13,6 @@ pub enum Array {
     I32(ArrayD<i32>),
     Bool(ArrayD<bool>),
 }
-
-/// A malformed JSON array value.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct JsonArrayError(pub String);
 
 impl Array {
     pub fn dtype(&self) -> DType {
@@ -99,110 +92,5 @@ impl Array {
             Array::I32(a) => a.iter().map(|&x| x as f64).collect(),
             Array::Bool(a) => a.iter().map(|&x| x as u8 as f64).collect(),
         }
-    }
-
-    /// Reads the conformance JSON form.
-    pub fn from_json(v: &Value) -> Result<Array, JsonArrayError> {
-        let err = |m: String| JsonArrayError(m);
-        let obj = v.as_object().ok_or_else(|| err("an array must be a JSON object".into()))?;
-        let dtype_s =
-            obj.get("dtype").and_then(Value::as_str).ok_or_else(|| err("missing string field \"dtype\"".into()))?;
-        let dtype = DType::from_short_name(dtype_s)
-            .or_else(|| DType::from_numpy_name(dtype_s))
-            .ok_or_else(|| err(format!("unknown dtype {dtype_s:?} (expected f32, f64, i32 or bool)")))?;
-        let shape = obj
-            .get("shape")
-            .and_then(Value::as_array)
-            .ok_or_else(|| err("missing array field \"shape\"".into()))?
-            .iter()
-            .map(|d| d.as_u64().map(|d| d as usize))
-            .collect::<Option<Vec<usize>>>()
-            .ok_or_else(|| err("\"shape\" must hold non-negative integers".into()))?;
-        let data = obj.get("data").ok_or_else(|| err("missing field \"data\"".into()))?;
-        let mut flat = Vec::new();
-        flatten_json(data, &mut flat);
-        let n: usize = shape.iter().product();
-        if flat.len() != n {
-            return Err(err(format!("\"data\" has {} elements but shape {:?} needs {n}", flat.len(), shape)));
-        }
-        let bad = |i: usize| err(format!("element {i} of \"data\" is not a valid {dtype_s} value"));
-        let ix = IxDyn(&shape);
-        Ok(match dtype {
-            DType::F32 | DType::F64 => {
-                let mut xs = Vec::with_capacity(n);
-                for (i, e) in flat.iter().enumerate() {
-                    xs.push(json_float(e).ok_or_else(|| bad(i))?);
-                }
-                if dtype == DType::F32 {
-                    Array::F32(ArrayD::from_shape_vec(ix, xs.into_iter().map(|x| x as f32).collect()).unwrap())
-                } else {
-                    Array::F64(ArrayD::from_shape_vec(ix, xs).unwrap())
-                }
-            }
-            DType::I32 => {
-                let mut xs = Vec::with_capacity(n);
-                for (i, e) in flat.iter().enumerate() {
-                    let x = e.as_i64().and_then(|x| i32::try_from(x).ok()).ok_or_else(|| bad(i))?;
-                    xs.push(x);
-                }
-                Array::I32(ArrayD::from_shape_vec(ix, xs).unwrap())
-            }
-            DType::Bool => {
-                let mut xs = Vec::with_capacity(n);
-                for (i, e) in flat.iter().enumerate() {
-                    let x = match e {
-                        Value::Bool(b) => *b,
-                        Value::Number(x) if x.as_i64() == Some(0) => false,
-                        Value::Number(x) if x.as_i64() == Some(1) => true,
-                        _ => return Err(bad(i)),
-                    };
-                    xs.push(x);
-                }
-                Array::Bool(ArrayD::from_shape_vec(ix, xs).unwrap())
-            }
-        })
-    }
-
-    /// Writes the conformance JSON form. Non-finite floats are written as the strings
-    /// `"nan"`, `"inf"` and `"-inf"`, which [`Array::from_json`] reads back.
-    pub fn to_json(&self) -> Value {
-        let data: Vec<Value> = match self {
-            Array::F32(a) => a.iter().map(|&x| float_json(x as f64)).collect(),
-            Array::F64(a) => a.iter().map(|&x| float_json(x)).collect(),
-            Array::I32(a) => a.iter().map(|&x| json!(x)).collect(),
-            Array::Bool(a) => a.iter().map(|&x| json!(x)).collect(),
-        };
-        json!({ "dtype": self.dtype().short_name(), "shape": self.shape(), "data": data })
-    }
-}
-
-fn flatten_json<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
-    match v {
-        Value::Array(xs) => xs.iter().for_each(|x| flatten_json(x, out)),
-        other => out.push(other),
-    }
-}
-
-fn json_float(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(x) => x.as_f64(),
-        Value::String(s) => match s.as_str() {
-            "nan" | "NaN" => Some(f64::NAN),
-            "inf" | "Infinity" => Some(f64::INFINITY),
-            "-inf" | "-Infinity" => Some(f64::NEG_INFINITY),
-            _ => None,
-        },
-        Value::Bool(b) => Some(*b as u8 as f64),
-        Value::Null | Value::Array(_) | Value::Object(_) => None,
-    }
-}
-
-fn float_json(x: f64) -> Value {
-    if x.is_nan() {
-        json!("nan")
-    } else if x.is_infinite() {
-        json!(if x > 0.0 { "inf" } else { "-inf" })
-    } else {
-        json!(x)
     }
 }

@@ -1,8 +1,6 @@
 //! No input makes the parser panic or loop: truncations and byte-level mutations of real
 //! JAX texts either parse (and then print without panicking) or give an error.
 
-mod common;
-
 use proptest::prelude::*;
 
 fn corpus() -> &'static [String] {
@@ -11,7 +9,7 @@ fn corpus() -> &'static [String] {
 }
 
 fn read_corpus() -> Vec<String> {
-    common::conformance_texts().into_iter().map(|(_, text)| text).collect()
+    remat_testkit::conformance_texts().into_iter().map(|(_, text)| text).collect()
 }
 
 fn parse_and_print(text: &str) {

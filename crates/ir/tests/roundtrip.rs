@@ -1,8 +1,6 @@
 //! Round trip: every jaxpr JAX printed in the conformance cases and benchmark programs
 //! parses and prints back character for character.
 
-mod common;
-
 use remat_ir::{parse_jaxpr, pp_jaxpr};
 
 fn check(name: &str, text: &str) -> Result<(), String> {
@@ -30,15 +28,15 @@ fn check_all(texts: Vec<(String, String)>, expected: impl Fn(usize) -> bool, wha
 
 #[test]
 fn conformance_jaxprs_round_trip() {
-    check_all(common::conformance_texts(), |n| n == 96, "expected 32 cases with 3 jaxprs each");
+    check_all(remat_testkit::conformance_texts(), |n| n == 96, "expected 32 cases with 3 jaxprs each");
 }
 
 #[test]
 fn benchmark_programs_round_trip() {
-    check_all(common::jaxpr_files("bench"), |n| n == 12, "expected 12 benchmark programs");
+    check_all(remat_testkit::jaxpr_files("bench"), |n| n == 12, "expected 12 benchmark programs");
 }
 
 #[test]
 fn extra_jax_texts_round_trip() {
-    check_all(common::jaxpr_files("jax_extra"), |n| n >= 4, "expected the extra JAX texts");
+    check_all(remat_testkit::jaxpr_files("jax_extra"), |n| n >= 4, "expected the extra JAX texts");
 }

@@ -3,8 +3,6 @@
 //! below (which the parser accepts) is rejected with a message naming the problem and the
 //! equation it is in.
 
-mod common;
-
 use std::sync::Arc;
 
 use remat_ir::{
@@ -27,12 +25,12 @@ fn check_all(texts: Vec<(String, String)>) -> usize {
 
 #[test]
 fn conformance_jaxprs_verify() {
-    assert_eq!(check_all(common::conformance_texts()), 96, "expected 32 cases with 3 jaxprs each");
+    assert_eq!(check_all(remat_testkit::conformance_texts()), 96, "expected 32 cases with 3 jaxprs each");
 }
 
 #[test]
 fn benchmark_programs_verify() {
-    assert_eq!(check_all(common::jaxpr_files("bench")), 12);
+    assert_eq!(check_all(remat_testkit::jaxpr_files("bench")), 12);
 }
 
 /// Parses `text` (which must parse) and returns the verifier's complaint, one problem a line.

@@ -4,24 +4,10 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{check_close, differential, Rng};
+use common::differential;
 use remat_ir::{parse_jaxpr, Array};
+use remat_testkit::{check_close, conformance_cases, data_files, try_arrays, Rng};
 use serde_json::Value;
-
-fn data_dir(sub: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(sub)
-}
-
-fn arrays(case: &Value, field: &str) -> Result<Vec<Array>, String> {
-    case[field]
-        .as_array()
-        .ok_or_else(|| format!("field {field:?} is not a list"))?
-        .iter()
-        .map(|v| Array::from_json(v).map_err(|e| format!("{field}: {e}")))
-        .collect()
-}
 
 fn run_text(case: &Value, field: &str, args: &[Array]) -> Result<Vec<Array>, String> {
     let text = case[field].as_str().ok_or_else(|| format!("field {field:?} is not a string"))?;
@@ -32,47 +18,31 @@ fn run_text(case: &Value, field: &str, args: &[Array]) -> Result<Vec<Array>, Str
 }
 
 fn check_case(case: &Value) -> Result<(), String> {
-    let args = arrays(case, "args")?;
-    let outputs = arrays(case, "outputs")?;
+    let args = try_arrays(case, "args")?;
+    let outputs = try_arrays(case, "outputs")?;
     check_close("output vs JAX", &run_text(case, "jaxpr", &args)?, &outputs, 1e-4, 1e-5)?;
     let fwd = run_text(case, "jax_fwd_jaxpr", &args)?;
     let (primals, residuals) = fwd.split_at(outputs.len().min(fwd.len()));
     check_close("fwd output vs JAX", primals, &outputs, 1e-4, 1e-5)?;
-    let bwd_args: Vec<Array> = residuals.iter().cloned().chain(arrays(case, "cotangents")?).collect();
-    check_close("grad vs JAX", &run_text(case, "jax_bwd_jaxpr", &bwd_args)?, &arrays(case, "grads")?, 1e-4, 1e-5)
+    let bwd_args: Vec<Array> = residuals.iter().cloned().chain(try_arrays(case, "cotangents")?).collect();
+    check_close("grad vs JAX", &run_text(case, "jax_bwd_jaxpr", &bwd_args)?, &try_arrays(case, "grads")?, 1e-4, 1e-5)
 }
 
 #[test]
 fn conformance_cases_match_the_interpreter_and_jax() {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(data_dir("conformance"))
-        .expect("the conformance directory exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
+    let cases = conformance_cases();
     let mut failures = Vec::new();
-    for path in &paths {
-        let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
-        let result = std::fs::read_to_string(path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
-            .and_then(|case| check_case(&case));
-        if let Err(e) = result {
+    for (name, case) in &cases {
+        if let Err(e) = check_case(case) {
             failures.push(format!("{name}: {e}"));
         }
     }
-    assert_eq!(paths.len(), 32, "expected 32 conformance cases");
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), paths.len(), failures.join("\n"));
+    assert_eq!(cases.len(), 32, "expected 32 conformance cases");
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
 fn bench_programs() -> Vec<(String, remat_ir::Jaxpr)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(data_dir("bench"))
-        .expect("the bench directory exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jaxpr"))
-        .collect();
-    paths.sort();
-    paths
+    data_files("bench", "jaxpr")
         .iter()
         .map(|path| {
             let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();

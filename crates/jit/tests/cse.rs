@@ -3,18 +3,17 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{count_eqns, differential_with, Rng};
+use common::{count_eqns, differential_with};
 use remat_ir::{parse_jaxpr, pp_jaxpr, Array, Jaxpr, Primitive};
 use remat_jit::{compile_with_options, cse, CseScope, Options};
+use remat_testkit::{data_dir, Rng};
 
 fn parse(text: &str) -> Jaxpr {
     parse_jaxpr(text, "test").expect("parses")
 }
 
 fn bench(name: &str) -> Jaxpr {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/bench").join(format!("{name}.jaxpr"));
+    let path = data_dir().join("bench").join(format!("{name}.jaxpr"));
     parse_jaxpr(&std::fs::read_to_string(path).expect("readable"), name).expect("parses")
 }
 

@@ -6,8 +6,9 @@
 
 mod common;
 
-use common::{differential, Rng};
+use common::differential;
 use remat_ir::{parse_jaxpr, Array};
+use remat_testkit::Rng;
 
 #[test]
 fn hand_written_programs_match_the_interpreter() {

@@ -11,13 +11,14 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{count_eqns, differential_with, Rng};
+use common::{count_eqns, differential_with};
 use proptest::prelude::*;
 use remat_ir::{
     shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Jaxpr,
     LitValue, Literal, MemorySpace, Primitive, ReduceOp, SourceInfo, UnaryOp, Var,
 };
 use remat_jit::{CseScope, Options};
+use remat_testkit::Rng;
 
 /// A small deterministic generator of choices.
 struct Gen(u64);

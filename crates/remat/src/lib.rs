@@ -44,6 +44,7 @@ pub use remat_interp::EvalError;
 use remat_interp::NanOrigin;
 pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};
 pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
+pub use remat_json as json;
 pub use remat_trace::{
     self as trace, checkpoint, checkpoint_name, function_scope, make_jaxpr, named, nn, numpy, recursive_checkpoint,
     scan, ArgTree, Tensor, TensorTree, TraceError, Traced,

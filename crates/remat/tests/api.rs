@@ -3,6 +3,7 @@
 //! arguments are errors.
 
 use remat::{checkpoint, named, Array, Aval, Backend, CseScope, DType, Options, Policy, Tensor};
+use remat_testkit::within;
 
 fn f32s(shape: &[usize]) -> Aval {
     Aval::new(DType::F32, shape.to_vec())
@@ -27,7 +28,7 @@ fn assert_close(a: &[Array], b: &[Array]) {
     for (x, y) in a.iter().zip(b) {
         assert_eq!(x.aval(), y.aval());
         for (p, q) in x.to_f64_vec().into_iter().zip(y.to_f64_vec()) {
-            assert!((p - q).abs() <= 1e-5_f64.max(1e-4 * q.abs()), "{p} vs {q}");
+            assert!(within(p, q, 1e-4, 1e-5), "{p} vs {q}");
         }
     }
 }

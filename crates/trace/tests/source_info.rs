@@ -110,8 +110,7 @@ fn library_functions_record_the_users_line() {
 fn a_jitted_closure_prints_as_jax_prints_a_lambda() {
     let g = jit(|y: Tensor| y.cos() + 1.0);
     let traced = make_jaxpr(|x: Tensor| g.call(g.call(x)), &f32s(&[3])).unwrap();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/jax_extra/jit_shared_lambda_hoisted.jaxpr");
+    let path = remat_testkit::data_dir().join("jax_extra/jit_shared_lambda_hoisted.jaxpr");
     let want = std::fs::read_to_string(path).unwrap();
     assert_eq!(traced.to_string(), want.trim_end());
 }

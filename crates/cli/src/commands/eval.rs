@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use remat_ir::Array;
+use remat_json::ArrayJson;
 use serde_json::json;
 
 use crate::io::{locate_nans, read_arrays, read_jaxpr, reject_nans, write_json, CliError, Result};

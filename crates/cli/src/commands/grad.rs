@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use remat_ir::{Array, Jaxpr};
+use remat_json::ArrayJson;
 use serde_json::{json, Value};
 
 use crate::io::{locate_nans, read_jaxpr, read_text, reject_nans, write_json, CliError, Result};

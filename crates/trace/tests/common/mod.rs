@@ -3,8 +3,8 @@
 
 use remat_interp::eval_jaxpr;
 use remat_ir::Array;
+use remat_testkit::{arg_names, arrays, conformance_case, within};
 use remat_trace::{ArgTree, Traced};
-use serde_json::Value;
 
 /// One case recorded from JAX: its program's text, arguments and outputs.
 pub struct Case {
@@ -19,18 +19,13 @@ pub struct Case {
 
 impl Case {
     pub fn load(name: &str) -> Case {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/conformance/{name}.json"));
-        let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let arrays = |field: &str| -> Vec<Array> {
-            json[field].as_array().unwrap().iter().map(|v| Array::from_json(v).unwrap()).collect()
-        };
+        let json = conformance_case(name);
         Case {
             name: name.to_string(),
             jaxpr: json["jaxpr"].as_str().unwrap().to_string(),
-            args: arrays("args"),
-            outputs: arrays("outputs"),
-            arg_names: json["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect(),
+            args: arrays(&json, "args"),
+            outputs: arrays(&json, "outputs"),
+            arg_names: arg_names(&json),
             saved_residuals: json["saved_residuals"]
                 .as_array()
                 .unwrap()
@@ -65,7 +60,7 @@ impl Case {
         for (i, (g, w)) in got.iter().zip(&self.outputs).enumerate() {
             assert_eq!(g.aval(), w.aval(), "{}: output {i} type", self.name);
             for (j, (a, b)) in g.to_f64_vec().into_iter().zip(w.to_f64_vec()).enumerate() {
-                let close = (a - b).abs() <= (1e-4 * b.abs()).max(1e-5) || a == b;
+                let close = within(a, b, 1e-4, 1e-5) || a == b;
                 assert!(close, "{}: output {i}, element {j}: got {a}, JAX gave {b}", self.name);
             }
         }

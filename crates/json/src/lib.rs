@@ -1,0 +1,191 @@
+//! remat's JSON boundary: the JSON form of an [`Array`]
+//! (`{"dtype": "f32", "shape": [5, 4], "data": [...]}`, row-major), read and written by the
+//! command-line tool and the conformance cases.
+//!
+//! Architecture invariant: `remat-ir` knows nothing of JSON; every JSON form of its data
+//! lives here. [`ArrayJson`] adds `Array::to_json` and `Array::from_json` where it is in
+//! scope.
+
+use ndarray::{ArrayD, IxDyn};
+use remat_ir::{Array, DType};
+use serde_json::{json, Value};
+
+/// A malformed JSON array value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JsonArrayError(pub String);
+
+/// The JSON form of an [`Array`].
+pub trait ArrayJson: Sized {
+    /// Writes the conformance JSON form. Non-finite floats are written as the strings
+    /// `"nan"`, `"inf"` and `"-inf"`, which [`ArrayJson::from_json`] reads back.
+    fn to_json(&self) -> Value;
+
+    /// Reads the conformance JSON form.
+    fn from_json(v: &Value) -> Result<Self, JsonArrayError>;
+}
+
+impl ArrayJson for Array {
+    fn to_json(&self) -> Value {
+        let data: Vec<Value> = match self {
+            Array::F32(a) => a.iter().map(|&x| float_json(x as f64)).collect(),
+            Array::F64(a) => a.iter().map(|&x| float_json(x)).collect(),
+            Array::I32(a) => a.iter().map(|&x| json!(x)).collect(),
+            Array::Bool(a) => a.iter().map(|&x| json!(x)).collect(),
+        };
+        json!({ "dtype": self.dtype().short_name(), "shape": self.shape(), "data": data })
+    }
+
+    fn from_json(v: &Value) -> Result<Array, JsonArrayError> {
+        let err = |m: String| JsonArrayError(m);
+        let obj = v.as_object().ok_or_else(|| err("an array must be a JSON object".into()))?;
+        let dtype_s =
+            obj.get("dtype").and_then(Value::as_str).ok_or_else(|| err("missing string field \"dtype\"".into()))?;
+        let dtype = DType::from_short_name(dtype_s)
+            .or_else(|| DType::from_numpy_name(dtype_s))
+            .ok_or_else(|| err(format!("unknown dtype {dtype_s:?} (expected f32, f64, i32 or bool)")))?;
+        let shape = obj
+            .get("shape")
+            .and_then(Value::as_array)
+            .ok_or_else(|| err("missing array field \"shape\"".into()))?
+            .iter()
+            .map(|d| d.as_u64().map(|d| d as usize))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| err("\"shape\" must hold non-negative integers".into()))?;
+        let data = obj.get("data").ok_or_else(|| err("missing field \"data\"".into()))?;
+        let mut flat = Vec::new();
+        flatten_json(data, &mut flat);
+        let n: usize = shape.iter().product();
+        if flat.len() != n {
+            return Err(err(format!("\"data\" has {} elements but shape {:?} needs {n}", flat.len(), shape)));
+        }
+        let bad = |i: usize| err(format!("element {i} of \"data\" is not a valid {dtype_s} value"));
+        let ix = IxDyn(&shape);
+        Ok(match dtype {
+            DType::F32 | DType::F64 => {
+                let mut xs = Vec::with_capacity(n);
+                for (i, e) in flat.iter().enumerate() {
+                    xs.push(json_float(e).ok_or_else(|| bad(i))?);
+                }
+                if dtype == DType::F32 {
+                    Array::F32(ArrayD::from_shape_vec(ix, xs.into_iter().map(|x| x as f32).collect()).unwrap())
+                } else {
+                    Array::F64(ArrayD::from_shape_vec(ix, xs).unwrap())
+                }
+            }
+            DType::I32 => {
+                let mut xs = Vec::with_capacity(n);
+                for (i, e) in flat.iter().enumerate() {
+                    let x = e.as_i64().and_then(|x| i32::try_from(x).ok()).ok_or_else(|| bad(i))?;
+                    xs.push(x);
+                }
+                Array::I32(ArrayD::from_shape_vec(ix, xs).unwrap())
+            }
+            DType::Bool => {
+                let mut xs = Vec::with_capacity(n);
+                for (i, e) in flat.iter().enumerate() {
+                    let x = match e {
+                        Value::Bool(b) => *b,
+                        Value::Number(x) if x.as_i64() == Some(0) => false,
+                        Value::Number(x) if x.as_i64() == Some(1) => true,
+                        _ => return Err(bad(i)),
+                    };
+                    xs.push(x);
+                }
+                Array::Bool(ArrayD::from_shape_vec(ix, xs).unwrap())
+            }
+        })
+    }
+}
+
+fn flatten_json<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+    match v {
+        Value::Array(xs) => xs.iter().for_each(|x| flatten_json(x, out)),
+        other => out.push(other),
+    }
+}
+
+fn json_float(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(x) => x.as_f64(),
+        Value::String(s) => match s.as_str() {
+            "nan" | "NaN" => Some(f64::NAN),
+            "inf" | "Infinity" => Some(f64::INFINITY),
+            "-inf" | "-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        Value::Bool(b) => Some(*b as u8 as f64),
+        Value::Null | Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+fn float_json(x: f64) -> Value {
+    if x.is_nan() {
+        json!("nan")
+    } else if x.is_infinite() {
+        json!(if x > 0.0 { "inf" } else { "-inf" })
+    } else {
+        json!(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(v: Value) -> Result<Array, String> {
+        Array::from_json(&v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_dtype_round_trips_with_non_finite_floats_as_strings() {
+        let f32s =
+            Array::F32(ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![1.5, f32::NAN, f32::INFINITY, -0.25]).unwrap());
+        let json = f32s.to_json();
+        assert_eq!(json, json!({ "dtype": "f32", "shape": [2, 2], "data": [1.5, "nan", "inf", -0.25] }));
+        let back = Array::from_json(&json).unwrap();
+        assert_eq!(back.aval(), f32s.aval());
+        assert_eq!(format!("{:?}", back.to_f64_vec()), format!("{:?}", f32s.to_f64_vec()));
+        for a in [
+            Array::F64(ArrayD::from_shape_vec(IxDyn(&[3]), vec![1e-300, f64::NEG_INFINITY, 2.0]).unwrap()),
+            Array::I32(ArrayD::from_shape_vec(IxDyn(&[]), vec![-7]).unwrap()),
+            Array::Bool(ArrayD::from_shape_vec(IxDyn(&[1, 2]), vec![true, false]).unwrap()),
+            Array::F32(ArrayD::zeros(IxDyn(&[0, 3]))),
+        ] {
+            assert_eq!(Array::from_json(&a.to_json()).unwrap(), a);
+        }
+    }
+
+    #[test]
+    fn nested_data_numpy_dtype_names_and_integer_booleans_are_read() {
+        let a = read(json!({ "dtype": "float32", "shape": [2, 2], "data": [[1, 2], [3, "-Infinity"]] })).unwrap();
+        assert_eq!(a.to_f64_vec(), [1.0, 2.0, 3.0, f64::NEG_INFINITY]);
+        let b = read(json!({ "dtype": "bool", "shape": [3], "data": [0, 1, true] })).unwrap();
+        assert_eq!(b.to_f64_vec(), [0.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn malformed_arrays_are_rejected_with_their_fault() {
+        let cases = [
+            (json!([1, 2]), "an array must be a JSON object"),
+            (json!({ "shape": [1], "data": [1] }), "missing string field \"dtype\""),
+            (
+                json!({ "dtype": "f16", "shape": [1], "data": [1] }),
+                "unknown dtype \"f16\" (expected f32, f64, i32 or bool)",
+            ),
+            (json!({ "dtype": "f32", "data": [1] }), "missing array field \"shape\""),
+            (json!({ "dtype": "f32", "shape": [-1], "data": [] }), "\"shape\" must hold non-negative integers"),
+            (json!({ "dtype": "f32", "shape": [1] }), "missing field \"data\""),
+            (json!({ "dtype": "f32", "shape": [2], "data": [1] }), "\"data\" has 1 elements but shape [2] needs 2"),
+            (json!({ "dtype": "f32", "shape": [1], "data": ["x"] }), "element 0 of \"data\" is not a valid f32 value"),
+            (
+                json!({ "dtype": "i32", "shape": [2], "data": [1, 1.5] }),
+                "element 1 of \"data\" is not a valid i32 value",
+            ),
+            (json!({ "dtype": "bool", "shape": [1], "data": [2] }), "element 0 of \"data\" is not a valid bool value"),
+        ];
+        for (json, message) in cases {
+            assert_eq!(read(json.clone()).unwrap_err(), message, "{json}");
+        }
+    }
+}

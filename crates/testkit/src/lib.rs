@@ -1,0 +1,19 @@
+//! Test helpers shared by every crate's tests: the data under `tests/data` (conformance
+//! cases, benchmark programs, extra JAX texts) and the arrays in them, the tolerance rule
+//! results are compared by, and seeded pseudo-random arrays.
+//!
+//! Architecture invariant: this crate depends only on `remat-ir` and `remat-json`, so that
+//! any crate of the pipeline can take it as a dev-dependency without a second copy of
+//! itself in its tests. Helpers that need a later stage (the interpreter, autodiff, the JIT,
+//! the tracer) stay in that crate's tests.
+
+mod close;
+mod data;
+mod rng;
+
+pub use close::{check_close, within};
+pub use data::{
+    arg_names, arrays, case_jaxpr, conformance_case, conformance_cases, conformance_texts, data_dir, data_files,
+    jaxpr_files, read_json, try_arrays,
+};
+pub use rng::Rng;

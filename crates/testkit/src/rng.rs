@@ -1,0 +1,26 @@
+//! Seeded pseudo-random arrays: the same seed gives the same arrays on every machine.
+
+use ndarray::{ArrayD, IxDyn};
+use remat_ir::{Array, Aval, DType};
+
+/// Deterministic pseudo-random values in [-1, 1] (a 64-bit LCG).
+#[derive(Debug)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+
+    /// An array of `aval`: floats in [-1, 1], integers in -4..=4, booleans.
+    pub fn array(&mut self, aval: &Aval) -> Array {
+        let shape = IxDyn(&aval.shape);
+        match aval.dtype {
+            DType::F32 => Array::F32(ArrayD::from_shape_fn(shape, |_| self.next_f64() as f32)),
+            DType::F64 => Array::F64(ArrayD::from_shape_fn(shape, |_| self.next_f64())),
+            DType::I32 => Array::I32(ArrayD::from_shape_fn(shape, |_| (self.next_f64() * 5.0) as i32)),
+            DType::Bool => Array::Bool(ArrayD::from_shape_fn(shape, |_| self.next_f64() > 0.0)),
+        }
+    }
+}
