@@ -5,7 +5,7 @@ mod common;
 
 use common::vjp_values;
 use remat_ad::vjp;
-use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_cases};
+use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_cases, primitive_cases};
 
 fn check_residuals(case: &serde_json::Value) -> Result<(), String> {
     let jaxpr = case_jaxpr(case);
@@ -42,7 +42,13 @@ fn check_grads(case: &serde_json::Value) -> Result<(), String> {
 }
 
 fn run(check: fn(&serde_json::Value) -> Result<(), String>) -> (usize, Vec<String>) {
-    let all = conformance_cases();
+    run_over(conformance_cases(), check)
+}
+
+fn run_over(
+    all: Vec<(String, serde_json::Value)>,
+    check: fn(&serde_json::Value) -> Result<(), String>,
+) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     for (name, case) in &all {
         if let Err(e) = check(case) {
@@ -64,4 +70,14 @@ fn gradients_match_jax_on_every_case() {
     let (n, failures) = run(check_grads);
     assert!(failures.is_empty(), "{}/{n} cases differ:\n{}", failures.len(), failures.join("\n"));
     assert_eq!(n, 32);
+}
+
+/// The per-primitive cases (`tests/data/primitives`): JAX's residuals and gradients too.
+#[test]
+fn primitive_cases_save_and_differentiate_as_jax_does() {
+    for check in [check_residuals, check_grads] {
+        let (n, failures) = run_over(primitive_cases(), check);
+        assert!(n > 0, "no cases in tests/data/primitives");
+        assert!(failures.is_empty(), "{}/{n} cases differ:\n{}", failures.len(), failures.join("\n"));
+    }
 }

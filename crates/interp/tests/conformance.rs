@@ -3,7 +3,7 @@
 
 use remat_interp::eval_jaxpr;
 use remat_ir::{parse_jaxpr, Array};
-use remat_testkit::{check_close, conformance_cases, try_arrays};
+use remat_testkit::{check_close, conformance_cases, primitive_cases, try_arrays};
 use serde_json::Value;
 
 fn eval_text(case: &Value, field: &str, args: &[Array]) -> Result<Vec<Array>, String> {
@@ -39,5 +39,14 @@ fn conformance_cases_match_jax() {
         }
     }
     assert_eq!(cases.len(), 32, "expected 32 conformance cases");
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn primitive_cases_match_jax() {
+    let cases = primitive_cases();
+    let failures: Vec<String> =
+        cases.iter().filter_map(|(name, case)| check_case(case).err().map(|e| format!("{name}: {e}"))).collect();
+    assert!(!cases.is_empty(), "no cases in tests/data/primitives");
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::differential;
 use remat_ir::{parse_jaxpr, Array};
-use remat_testkit::{check_close, conformance_cases, data_files, try_arrays, Rng};
+use remat_testkit::{check_close, conformance_cases, data_files, primitive_cases, try_arrays, Rng};
 use serde_json::Value;
 
 fn run_text(case: &Value, field: &str, args: &[Array]) -> Result<Vec<Array>, String> {
@@ -38,6 +38,15 @@ fn conformance_cases_match_the_interpreter_and_jax() {
         }
     }
     assert_eq!(cases.len(), 32, "expected 32 conformance cases");
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn primitive_cases_match_the_interpreter_and_jax() {
+    let cases = primitive_cases();
+    let failures: Vec<String> =
+        cases.iter().filter_map(|(name, case)| check_case(case).err().map(|e| format!("{name}: {e}"))).collect();
+    assert!(!cases.is_empty(), "no cases in tests/data/primitives");
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 

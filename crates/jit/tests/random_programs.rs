@@ -147,7 +147,7 @@ fn scan_body(carry: &Aval, x: &Aval) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype != DType::Bool;
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(28) {
+    match g.below(29) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let mut x = if op.float_only() {
@@ -396,6 +396,15 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 earlier.primitive.clone()
             };
             b.eqn(prim, earlier.invars.clone())?;
+        }
+        27 => {
+            let x = b.of(g, |a| a.rank() > 0)?;
+            let r = b.aval(x).rank();
+            let mut dimensions: Vec<usize> = (0..r).filter(|_| g.chance(50)).collect();
+            if dimensions.is_empty() {
+                dimensions.push(g.below(r));
+            }
+            b.eqn(Primitive::Rev { dimensions }, vec![x.into()])?;
         }
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;

@@ -2,18 +2,12 @@
 //! program `seed_checkpoint_each_layer`: plain, and wrapped to a 100-column terminal.
 //! Regenerate with `INSTA_UPDATE=always cargo test -p remat --test pretty`.
 
-use std::path::PathBuf;
-
 use remat::side_by_side;
 use remat_ad::fwd_bwd_strings;
-use remat_ir::parse_jaxpr;
+use remat_testkit::{case_jaxpr, conformance_case};
 
 fn seed_fwd_bwd() -> (String, String) {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/conformance/seed_checkpoint_each_layer.json");
-    let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let jaxpr = parse_jaxpr(case["jaxpr"].as_str().unwrap(), "case.jaxpr").unwrap();
-    fwd_bwd_strings(&jaxpr).unwrap()
+    fwd_bwd_strings(&case_jaxpr(&conformance_case("seed_checkpoint_each_layer"))).unwrap()
 }
 
 #[test]

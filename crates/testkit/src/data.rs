@@ -41,6 +41,16 @@ pub fn conformance_cases() -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Every per-primitive case (`tests/data/primitives/*.json`, recorded from JAX 0.10.2 by
+/// `gen_primitives.py` in the conformance format), as `(name, case)`, sorted by name: one
+/// small program for each primitive the shared conformance set does not exercise.
+pub fn primitive_cases() -> Vec<(String, Value)> {
+    data_files("primitives", "json")
+        .into_iter()
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), read_json(&p)))
+        .collect()
+}
+
 /// The conformance case `name`.
 pub fn conformance_case(name: &str) -> Value {
     read_json(data_dir().join(format!("conformance/{name}.json")))
