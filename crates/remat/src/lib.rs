@@ -38,6 +38,9 @@ pub mod run;
 use std::sync::Arc;
 
 pub use ndarray;
+/// The autodiff crate, for inspecting a jaxpr's vjp (`print_saved_residuals`, `print_fwd_bwd`)
+/// when the program is a jaxpr rather than a closure.
+pub use remat_ad as ad;
 pub use remat_ad::{register_policy, side_by_side, AdError, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
 pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};

@@ -7,6 +7,6 @@ use crate::io::{read_jaxpr, Result};
 
 pub fn run(file: &Path) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
-    remat_ad::print_fwd_bwd(&jaxpr)?;
+    remat::ad::print_fwd_bwd(&jaxpr)?;
     Ok(())
 }
