@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Inspect, evaluate and (in later versions) differentiate and compile jaxprs, including
-/// the text `jax.make_jaxpr` prints.
+/// Print, evaluate, differentiate and benchmark jaxprs (including the text
+/// `jax.make_jaxpr` prints), and show what their vjp saves and its two halves.
 #[derive(Debug, Parser)]
 #[command(name = "remat", version, about)]
 struct Cli {
