@@ -4,12 +4,9 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
-use remat_interp::NanOrigin;
-use remat_ir::{Array, Jaxpr};
-use remat_json::ArrayJson;
+use remat::json::ArrayJson;
+use remat::{AdError, Array, Error, EvalError, Jaxpr, JitError};
 use serde_json::Value;
-
-use crate::Nans;
 
 /// A command's failure, already worded for the user.
 #[derive(Debug)]
@@ -21,9 +18,36 @@ impl fmt::Display for CliError {
     }
 }
 
-impl<E: std::error::Error> From<E> for CliError {
-    fn from(e: E) -> CliError {
+impl From<Error> for CliError {
+    fn from(e: Error) -> CliError {
+        CliError(words(e))
+    }
+}
+
+impl From<AdError> for CliError {
+    fn from(e: AdError) -> CliError {
         CliError(e.to_string())
+    }
+}
+
+impl From<JitError> for CliError {
+    fn from(e: JitError) -> CliError {
+        CliError(e.to_string())
+    }
+}
+
+/// The facade's error as the tool words it: a stage's failure in that stage's own words
+/// (without the facade's `compilation or native run failed: `), a NaN check as the facade
+/// words it (`NaN check in the backward half: equation 3 ...`).
+fn words(e: Error) -> String {
+    match e {
+        Error::Trace(e) => e.to_string(),
+        Error::Ad(e) => e.to_string(),
+        Error::Jit(e) => e.to_string(),
+        Error::Eval(e) => e.to_string(),
+        // Only a NaN check says which half of a vjp it is in.
+        Error::InHalf { error, .. } if !matches!(*error, Error::Nan(_) | Error::NanUnlocated { .. }) => words(*error),
+        Error::Nan(_) | Error::NanUnlocated { .. } | Error::NanCotangent { .. } | Error::InHalf { .. } => e.to_string(),
     }
 }
 
@@ -50,8 +74,8 @@ fn display_name(path: &Path) -> String {
 pub fn read_jaxpr(path: &Path) -> Result<Jaxpr> {
     let text = read_text(path)?;
     let name = display_name(path);
-    let jaxpr = remat_ir::parse_jaxpr(&text, &name).map_err(|e| CliError(format!("{name}: {e}")))?;
-    remat_ir::verify::verify(&jaxpr).map_err(|e| CliError(format!("{name}: the jaxpr is not well-typed:\n{e}")))?;
+    let jaxpr = remat::ir::parse_jaxpr(&text, &name).map_err(|e| CliError(format!("{name}: {e}")))?;
+    remat::ir::verify::verify(&jaxpr).map_err(|e| CliError(format!("{name}: the jaxpr is not well-typed:\n{e}")))?;
     Ok(jaxpr)
 }
 
@@ -92,33 +116,16 @@ pub fn write_json(out: Option<&Path>, value: &Value) -> Result<()> {
     }
 }
 
-/// With `nans` other than `propagate`: the first of `arrays` (the `what`s of `path`) that
-/// holds a NaN is an error naming it and the element.
-pub fn reject_nans(path: &Path, what: &str, arrays: &[Array], nans: Nans) -> Result<()> {
-    if nans == Nans::Propagate {
-        return Ok(());
-    }
-    match Array::first_nan_among(arrays) {
-        Some((i, position)) => Err(CliError(format!(
-            "{}: {what} {i} holds NaN at {position:?} (`--nans propagate` computes with it, as JAX does)",
-            display_name(path)
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// With `--nans debug`, when one of `outputs` of `jaxpr` at `args` holds a NaN: the
-/// equation that made the first one, found by the interpreter (`part` says which program
-/// it is, for example " in the backward half").
-pub fn locate_nans(jaxpr: &Jaxpr, args: &[Array], outputs: &[Array], nans: Nans, part: &str) -> Result<()> {
-    if nans != Nans::Debug {
-        return Ok(());
-    }
-    match remat_interp::locate_nans(jaxpr, &[], args, outputs)? {
-        None => Ok(()),
-        Some(NanOrigin::Found(e)) => Err(CliError(format!("NaN check{part}: {e}"))),
-        Some(NanOrigin::NotReproduced { output, position }) => Err(CliError(format!(
-            "NaN check{part}: output {output} holds NaN at {position:?}, but the reference interpreter computes none there"
-        ))),
+/// `checked` is the facade's NaN check of the arrays read from `path` (its `what`s): a NaN
+/// it found is an error naming the file, the array and the element.
+pub fn reject_nans(path: &Path, what: &str, checked: std::result::Result<(), Error>) -> Result<()> {
+    match checked {
+        Err(Error::Nan(EvalError::NanArgument { index, position }) | Error::NanCotangent { index, position }) => {
+            Err(CliError(format!(
+                "{}: {what} {index} holds NaN at {position:?} (`--nans propagate` computes with it, as JAX does)",
+                display_name(path)
+            )))
+        }
+        other => Ok(other?),
     }
 }

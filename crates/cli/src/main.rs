@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Inspect, evaluate and (in later versions) differentiate and compile jaxprs, including
-/// the text `jax.make_jaxpr` prints.
+/// Print, evaluate, differentiate and benchmark jaxprs (including the text
+/// `jax.make_jaxpr` prints), and show what their vjp saves and its two halves.
 #[derive(Debug, Parser)]
 #[command(name = "remat", version, about)]
 struct Cli {
@@ -105,7 +105,7 @@ enum Command {
     },
 }
 
-/// `remat_jit::CseScope` on the command line.
+/// `remat::CseScope` on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Cse {
     Off,
@@ -114,18 +114,18 @@ pub enum Cse {
     AcrossCheckpoints,
 }
 
-impl From<Cse> for remat_jit::CseScope {
-    fn from(c: Cse) -> remat_jit::CseScope {
+impl From<Cse> for remat::CseScope {
+    fn from(c: Cse) -> remat::CseScope {
         match c {
-            Cse::Off => remat_jit::CseScope::Off,
-            Cse::WithinCheckpoints => remat_jit::CseScope::WithinCheckpoints,
-            Cse::Auto => remat_jit::CseScope::Auto,
-            Cse::AcrossCheckpoints => remat_jit::CseScope::AcrossCheckpoints,
+            Cse::Off => remat::CseScope::Off,
+            Cse::WithinCheckpoints => remat::CseScope::WithinCheckpoints,
+            Cse::Auto => remat::CseScope::Auto,
+            Cse::AcrossCheckpoints => remat::CseScope::AcrossCheckpoints,
         }
     }
 }
 
-/// What NaNs in the inputs, or made by the program, do.
+/// `remat::Nans` on the command line: what NaNs in the inputs, or made by the program, do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Nans {
     /// An input holding a NaN is an error naming the input and the element.
@@ -137,7 +137,17 @@ pub enum Nans {
     Debug,
 }
 
-/// How a program is run.
+impl From<Nans> for remat::Nans {
+    fn from(n: Nans) -> remat::Nans {
+        match n {
+            Nans::RejectInputs => remat::Nans::RejectArguments,
+            Nans::Propagate => remat::Nans::Propagate,
+            Nans::Debug => remat::Nans::Debug,
+        }
+    }
+}
+
+/// `remat::Backend` on the command line: how a program is run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
     /// The reference interpreter.
@@ -146,20 +156,29 @@ pub enum Backend {
     Jit,
 }
 
+impl From<Backend> for remat::Backend {
+    fn from(b: Backend) -> remat::Backend {
+        match b {
+            Backend::Interp => remat::Backend::Interp,
+            Backend::Jit => remat::Backend::Jit,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Print { file } => commands::print::run(&file),
         Command::Eval { file, inputs, out, backend, nans } => {
-            commands::eval::run(&file, &inputs, out.as_deref(), backend, nans)
+            commands::eval::run(&file, &inputs, out.as_deref(), backend.into(), nans.into())
         }
         Command::Bench { file, inputs, runs, json, cse, nans } => {
-            commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into(), nans)
+            commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into(), nans.into())
         }
         Command::Residuals { file, arg_names } => commands::residuals::run(&file, arg_names.as_deref()),
         Command::FwdBwd { file } => commands::fwd_bwd::run(&file),
         Command::Grad { file, inputs, cotangents, out, backend, nans } => {
-            commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend, nans)
+            commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend.into(), nans.into())
         }
     };
     match result {

@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use remat_json::ArrayJson;
+use remat::json::ArrayJson;
 use remat_testkit::{conformance_cases, data_dir, data_files, within};
 use serde_json::Value;
 
@@ -140,7 +140,7 @@ fn eval_with_the_jit_backend_reproduces_every_conformance_case() {
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let got: Value = serde_json::from_slice(&out.stdout).unwrap();
         for (g, w) in got["outputs"].as_array().unwrap().iter().zip(case["outputs"].as_array().unwrap()) {
-            let (g, w) = (remat_ir::Array::from_json(g).unwrap(), remat_ir::Array::from_json(w).unwrap());
+            let (g, w) = (remat::Array::from_json(g).unwrap(), remat::Array::from_json(w).unwrap());
             for (a, b) in g.to_f64_vec().into_iter().zip(w.to_f64_vec()) {
                 assert!(close(a, b), "{name}: got {a}, expected {b}");
             }

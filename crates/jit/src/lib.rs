@@ -15,7 +15,6 @@
 //! Architecture invariant: this is the only crate that names Cranelift types, and the
 //! reference interpreter (`remat-interp`) defines what every compiled program must compute.
 
-mod cache;
 mod codegen;
 mod cse;
 mod expr;
@@ -29,7 +28,6 @@ use std::sync::Mutex;
 
 use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 
-pub use cache::{jit, JitFn};
 pub use cse::{cse, CseScope};
 pub use program::DotDesc;
 
@@ -57,9 +55,6 @@ pub enum JitError {
     /// An output array of `run_into` has the wrong dtype or shape, or is not row-major.
     #[error("output {index}: expected a row-major {expected}, got {given}")]
     OutType { index: usize, expected: Aval, given: String },
-    /// Tracing a function for [`jit`] failed.
-    #[error("tracing failed: {0}")]
-    Trace(String),
 }
 
 /// What the static plan decided: memory and code sizes.

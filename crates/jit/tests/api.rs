@@ -102,23 +102,3 @@ fn compiled_programs_are_send_and_sync() {
         assert!(outs.windows(2).all(|w| w[0] == w[1]));
     });
 }
-
-#[test]
-fn jit_traces_once_per_input_signature() {
-    let traces = std::sync::atomic::AtomicUsize::new(0);
-    let f = remat_jit::jit(|avals: &[Aval]| {
-        traces.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let [a] = avals else { return Err("expected one argument".to_string()) };
-        let n = a.shape[0];
-        let text = format!("{{ lambda ; a:f32[{n}]. let b:f32[{n}] = sin a in (b,) }}");
-        parse_jaxpr(&text, "f").map(|j| remat_ir::ClosedJaxpr::new(std::sync::Arc::new(j))).map_err(|e| e.to_string())
-    });
-    let x3 = f32s(&[3], vec![0.0, 1.0, 2.0]);
-    let x5 = f32s(&[5], vec![0.0; 5]);
-    assert_eq!(f.call(std::slice::from_ref(&x3)).expect("runs")[0].to_f64_vec()[1], (1.0f32).sin() as f64);
-    f.call(std::slice::from_ref(&x3)).expect("runs");
-    f.call(std::slice::from_ref(&x5)).expect("runs");
-    assert_eq!(traces.load(std::sync::atomic::Ordering::SeqCst), 2);
-    assert_eq!(f.compiled_signatures(), 2);
-    assert!(matches!(f.call(&[]), Err(JitError::Trace(_))));
-}

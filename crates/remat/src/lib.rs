@@ -3,7 +3,8 @@
 //! This crate is the thin public facade over the pipeline's crates: it re-exports the
 //! tracer's API and adds the functions that act on a user's closure as a whole —
 //! [`jit`], [`grad`], [`value_and_grad`], [`vjp`], [`saved_residuals`],
-//! [`print_saved_residuals`] and [`print_fwd_bwd`].
+//! [`print_saved_residuals`] and [`print_fwd_bwd`]. Running a program, with its backend and
+//! NaN policy, has one home: [`run`] (which the `remat` command-line tool uses too).
 //!
 //! ```
 //! use remat::{checkpoint, named, Array, Aval, DType, Policy, Tensor};
@@ -33,15 +34,17 @@
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
 mod pretty;
+pub mod run;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub use ndarray;
 pub use pretty::{print_fwd_bwd_text, side_by_side};
+/// The autodiff crate, for inspecting a jaxpr's vjp (`saved_residuals`, `fwd_bwd_strings`)
+/// when the program is a jaxpr rather than a closure.
+pub use remat_ad as ad;
 pub use remat_ad::{register_policy, AdError, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
-use remat_interp::NanOrigin;
 pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};
 pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
 pub use remat_json as json;
@@ -49,6 +52,9 @@ pub use remat_trace::{
     self as trace, checkpoint, checkpoint_name, function_scope, make_jaxpr, named, nn, numpy, recursive_checkpoint,
     scan, ArgTree, Tensor, TensorTree, TraceError, Traced,
 };
+pub use run::{Backend, Nans};
+
+use run::{Cache, Program, RunOptions};
 
 /// Anything that can go wrong between a user's closure and its results.
 #[derive(Debug, thiserror::Error)]
@@ -67,32 +73,15 @@ pub enum Error {
     Nan(EvalError),
     /// With [`Nans::Debug`], an output holds a NaN that the reference interpreter does not
     /// produce from the same arguments (a difference between the backends).
-    #[error("NaN check: output {output} holds NaN at {position:?}, but the reference interpreter computes none there")]
+    #[error("NaN check: {}", run::unlocated(*.output, .position))]
     NanUnlocated { output: usize, position: Vec<usize> },
-}
-
-/// What a call does about NaNs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Nans {
-    /// An argument holding a NaN is an error naming the argument and the element
-    /// (`NaN check: argument 1 holds NaN at [3, 0]`): one pass over the arguments per call.
-    #[default]
-    RejectArguments,
-    /// JAX's behaviour: NaNs flow through the arithmetic, unchecked.
-    Propagate,
-    /// JAX's `jax_debug_nans`: arguments are checked, and when an output holds a NaN the
-    /// program is evaluated again by the reference interpreter, equation by equation, to
-    /// name the equation that produced the first one (`NaN check: equation 4 (log at
-    /// src/model.rs:12:9): result 0 holds the first NaN, at [3]: ...`).
-    Debug,
-}
-
-/// How a program runs: natively (the default) or with the reference interpreter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Backend {
-    #[default]
-    Jit,
-    Interp,
+    /// A cotangent given to [`run::VjpRunner::run`] holds a NaN (unless [`Nans::Propagate`]).
+    #[error("NaN check: cotangent {index} holds NaN at {position:?}")]
+    NanCotangent { index: usize, position: Vec<usize> },
+    /// An error of running one half of a vjp ([`run::VjpRunner::run`]); a NaN check's
+    /// reads `NaN check in the backward half: ...`.
+    #[error("{}", run::in_half(.half, .error))]
+    InHalf { half: run::Half, error: Box<Error> },
 }
 
 fn trace_closed<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<Traced, Error> {
@@ -103,116 +92,6 @@ fn leaf_avals<A: ArgTree>(args: &A) -> Vec<Aval> {
     let mut specs = Vec::new();
     args.specs("args", &mut specs);
     specs.into_iter().map(|(_, a)| a).collect()
-}
-
-/// A program compiled (or prepared for the interpreter) for one input signature.
-#[derive(Debug)]
-struct Prepared {
-    jaxpr: ClosedJaxpr,
-    /// The native code, for [`Backend::Jit`].
-    native: Option<Box<Compiled>>,
-}
-
-impl Prepared {
-    fn new(jaxpr: ClosedJaxpr, backend: Backend, options: &Options) -> Result<Prepared, Error> {
-        let native = match backend {
-            Backend::Jit => Some(Box::new(remat_jit::compile_with_options(&jaxpr.jaxpr, &jaxpr.consts, options)?)),
-            Backend::Interp => None,
-        };
-        Ok(Prepared { jaxpr, native })
-    }
-
-    fn run(&self, args: &[&Array], nans: Nans) -> Result<Vec<Array>, Error> {
-        check_arguments(args, nans)?;
-        let outs = match &self.native {
-            Some(c) => c.run(args)?,
-            None => remat_interp::eval_closed(&self.jaxpr, &owned(args))?,
-        };
-        self.locate_nans(args, &outs, nans)?;
-        Ok(outs)
-    }
-
-    /// Runs writing into `outs`, which must have the program's output types (natively
-    /// nothing is allocated; the interpreter computes fresh arrays and moves them in).
-    fn run_into(&self, args: &[&Array], outs: &mut [Array], nans: Nans) -> Result<(), Error> {
-        match &self.native {
-            Some(c) => {
-                check_arguments(args, nans)?;
-                c.run_into(args, outs)?;
-                self.locate_nans(args, outs, nans)
-            }
-            None => {
-                let results = self.run(args, nans)?;
-                let expected = self.jaxpr.jaxpr.out_avals();
-                if outs.len() != expected.len() {
-                    return Err(JitError::OutCount { expected: expected.len(), given: outs.len() }.into());
-                }
-                for (index, (o, a)) in outs.iter().zip(&expected).enumerate() {
-                    if o.dtype() != a.dtype || o.shape() != a.shape.as_slice() {
-                        let given = o.aval().to_string();
-                        return Err(JitError::OutType { index, expected: a.clone(), given }.into());
-                    }
-                }
-                outs.iter_mut().zip(results).for_each(|(o, r)| *o = r);
-                Ok(())
-            }
-        }
-    }
-
-    /// With [`Nans::Debug`], when an output holds a NaN: the equation that made the first
-    /// one, found by the interpreter.
-    fn locate_nans(&self, args: &[&Array], outs: &[Array], nans: Nans) -> Result<(), Error> {
-        if nans != Nans::Debug {
-            return Ok(());
-        }
-        match remat_interp::locate_nans(&self.jaxpr.jaxpr, &self.jaxpr.consts, &owned(args), outs)? {
-            None => Ok(()),
-            Some(NanOrigin::Found(e)) => Err(Error::Nan(e)),
-            Some(NanOrigin::NotReproduced { output, position }) => Err(Error::NanUnlocated { output, position }),
-        }
-    }
-}
-
-fn owned(args: &[&Array]) -> Vec<Array> {
-    args.iter().map(|a| (*a).clone()).collect()
-}
-
-/// Unless `nans` lets them through, the first argument holding a NaN is an error.
-fn check_arguments(args: &[&Array], nans: Nans) -> Result<(), Error> {
-    if nans == Nans::Propagate {
-        return Ok(());
-    }
-    match Array::first_nan_among(args.iter().copied()) {
-        Some((index, position)) => Err(Error::Nan(EvalError::NanArgument { index, position })),
-        None => Ok(()),
-    }
-}
-
-/// A per-signature cache of prepared programs.
-#[derive(Debug, Default)]
-struct Cache {
-    programs: Mutex<HashMap<Vec<Aval>, Arc<Prepared>>>,
-}
-
-impl Cache {
-    fn get_or_build(
-        &self,
-        avals: Vec<Aval>,
-        build: impl FnOnce() -> Result<Prepared, Error>,
-    ) -> Result<Arc<Prepared>, Error> {
-        if let Some(p) = self.programs.lock().ok().and_then(|m| m.get(&avals).cloned()) {
-            return Ok(p);
-        }
-        let p = Arc::new(build()?);
-        if let Ok(mut m) = self.programs.lock() {
-            m.insert(avals, p.clone());
-        }
-        Ok(p)
-    }
-
-    fn len(&self) -> usize {
-        self.programs.lock().map(|m| m.len()).unwrap_or(0)
-    }
 }
 
 /// Flattens concrete arguments (borrowed, not copied), checking every leaf is an array.
@@ -235,36 +114,34 @@ fn arg_values<A: ArgTree>(args: &A) -> Result<Vec<&Array>, Error> {
 
 /// `jax.jit(f)`: traced once per input signature, compiled to native code, cached.
 pub fn jit<F>(f: F) -> Jit<F> {
-    Jit { f, backend: Backend::Jit, options: Options::default(), nans: Nans::default(), cache: Cache::default() }
+    Jit { f, run: RunOptions::default(), cache: Cache::default() }
 }
 
 /// A function compiled per input signature; see [`jit`].
 #[derive(Debug)]
 pub struct Jit<F> {
     f: F,
-    backend: Backend,
-    options: Options,
-    nans: Nans,
+    run: RunOptions,
     cache: Cache,
 }
 
 impl<F> Jit<F> {
     /// Runs with `backend` instead of native code.
     pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
+        self.run.backend = backend;
         self
     }
 
     /// Compiles with these code-generator options (for example [`Options::cse`]: whether a
     /// checkpoint's recompute may merge with the forward pass).
     pub fn options(mut self, options: Options) -> Self {
-        self.options = options;
+        self.run.jit = options;
         self
     }
 
     /// What a call does about NaNs (by default, an argument holding one is an error).
     pub fn nans(mut self, nans: Nans) -> Self {
-        self.nans = nans;
+        self.run.nans = nans;
         self
     }
 
@@ -273,7 +150,7 @@ impl<F> Jit<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run(&arg_values(args)?, self.nans)
+        self.prepared(args)?.run_with(&arg_values(args)?, self.run.nans)
     }
 
     /// Like [`Jit::call`], writing the results into `outs` (for example the arrays an
@@ -282,17 +159,17 @@ impl<F> Jit<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_into(&arg_values(args)?, outs, self.nans)
+        self.prepared(args)?.run_into_with(&arg_values(args)?, outs, self.run.nans)
     }
 
     /// The program traced and compiled for `args`' signature, from the cache or built now.
-    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Prepared>, Error>
+    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Program>, Error>
     where
         F: Fn(A::Traced) -> R,
     {
         self.cache.get_or_build(leaf_avals(args), || {
             let traced = trace_closed(&self.f, args)?;
-            Prepared::new(traced.jaxpr, self.backend, &self.options)
+            Program::new(traced.jaxpr, &self.run)
         })
     }
 
@@ -319,23 +196,13 @@ pub struct Grad<F> {
     f: F,
     argnums: Option<Vec<usize>>,
     with_value: bool,
-    backend: Backend,
-    options: Options,
-    nans: Nans,
+    run: RunOptions,
     cache: Cache,
 }
 
 impl<F> Grad<F> {
     fn new(f: F, with_value: bool) -> Grad<F> {
-        Grad {
-            f,
-            argnums: None,
-            with_value,
-            backend: Backend::Jit,
-            options: Options::default(),
-            nans: Nans::default(),
-            cache: Cache::default(),
-        }
+        Grad { f, argnums: None, with_value, run: RunOptions::default(), cache: Cache::default() }
     }
 
     /// Differentiates with respect to these flattened arguments only.
@@ -346,7 +213,7 @@ impl<F> Grad<F> {
 
     /// Runs with `backend` instead of native code.
     pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
+        self.run.backend = backend;
         self
     }
 
@@ -355,7 +222,7 @@ impl<F> Grad<F> {
     /// grow; `Options { cse: CseScope::WithinCheckpoints, .. }` always recomputes what the
     /// policy says, `CseScope::AcrossCheckpoints` always merges it (XLA's behaviour on CPU).
     pub fn options(mut self, options: Options) -> Self {
-        self.options = options;
+        self.run.jit = options;
         self
     }
 
@@ -363,7 +230,7 @@ impl<F> Grad<F> {
     /// [`Nans::Debug`], a NaN in the value or a gradient is traced to the equation of the
     /// gradient program that made it).
     pub fn nans(mut self, nans: Nans) -> Self {
-        self.nans = nans;
+        self.run.nans = nans;
         self
     }
 
@@ -390,7 +257,7 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run(&arg_values(args)?, self.nans)
+        self.prepared(args)?.run_with(&arg_values(args)?, self.run.nans)
     }
 
     /// Like [`Grad::call`], writing `[value,] grads...` into `outs` (for example the arrays
@@ -400,16 +267,16 @@ impl<F> Grad<F> {
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_into(&arg_values(args)?, outs, self.nans)
+        self.prepared(args)?.run_into_with(&arg_values(args)?, outs, self.run.nans)
     }
 
     /// The gradient program differentiated and compiled for `args`' signature, from the
     /// cache or built now.
-    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Prepared>, Error>
+    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Program>, Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        self.cache.get_or_build(leaf_avals(args), || Prepared::new(self.jaxpr(args)?, self.backend, &self.options))
+        self.cache.get_or_build(leaf_avals(args), || Program::new(self.jaxpr(args)?, &self.run))
     }
 }
 

@@ -1,8 +1,11 @@
 //! The facade over whole closures: `jit` compiles once per signature, `grad` and
-//! `value_and_grad` agree across backends and policies, `vjp` halves compile, and bad
-//! arguments are errors.
+//! `value_and_grad` agree across backends and policies, `vjp` halves compile, bad
+//! arguments are errors, and `run` runs parsed programs and their vjps with located NaNs.
 
-use remat::{checkpoint, named, Array, Aval, Backend, CseScope, DType, Options, Policy, Tensor};
+use remat::run::{Half, Program, RunOptions, VjpRunner};
+use remat::{
+    checkpoint, named, Array, Aval, Backend, ClosedJaxpr, CseScope, DType, Error, EvalError, Options, Policy, Tensor,
+};
 use remat_testkit::within;
 
 fn f32s(shape: &[usize]) -> Aval {
@@ -224,5 +227,76 @@ fn debug_nans_names_the_equation_and_the_line_that_made_the_first_nan() {
         // Without NaNs, the debug mode returns the values.
         let fine = (f32_array(&[3], &[1., 4., 9.]), f32_array(&[3], &[1., 1., 1.]));
         assert_eq!(f.call(&fine).unwrap()[0].to_f64_vec(), vec![6.0]);
+    }
+}
+
+// ---- run: programs given as jaxprs ----
+
+/// A closure is traced once per input signature; a second call of the same signature
+/// reuses the cached program.
+#[test]
+fn jit_traces_once_per_input_signature() {
+    let traces = std::sync::atomic::AtomicUsize::new(0);
+    let f = remat::jit(|x: Tensor| {
+        traces.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        x.sin()
+    });
+    let x3 = array(&[3], 0.0);
+    assert_close(
+        &f.call(&x3).unwrap(),
+        &[Array::F32(x3.to_f64_vec().iter().map(|v| v.sin() as f32).collect::<ndarray::Array1<f32>>().into_dyn())],
+    );
+    f.call(&x3).unwrap();
+    f.call(&array(&[5], 0.0)).unwrap();
+    assert_eq!(traces.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(f.compiled_signatures(), 2);
+}
+
+fn parsed(text: &str) -> ClosedJaxpr {
+    ClosedJaxpr::new(std::sync::Arc::new(remat::ir::parse_jaxpr(text, "f.jaxpr").unwrap()))
+}
+
+/// `sum(sqrt(a) * b)` as a jaxpr file writes it.
+const SQRT_WEIGHTED: &str = "{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = sqrt a
+    d:f32[3] = mul c b
+    e:f32[] = reduce_sum[axes=(0,) out_sharding=None] d
+  in (e,) }";
+
+/// A parsed program runs on either backend; its errors say which argument, cotangent or
+/// half of a vjp holds or makes a NaN, in structured form.
+#[test]
+fn programs_and_vjps_run_on_both_backends_and_name_their_nans() {
+    let (a, b) = (f32_array(&[3], &[1., 4., 9.]), f32_array(&[3], &[1., 1., 1.]));
+    let nan_b = f32_array(&[3], &[1., f32::NAN, 1.]);
+    let one = f32_array(&[], &[1.]);
+    for backend in [Backend::Jit, Backend::Interp] {
+        let options = RunOptions { backend, ..RunOptions::default() };
+        let p = Program::new(parsed(SQRT_WEIGHTED), &options).unwrap();
+        assert_eq!(p.compiled().is_some(), backend == Backend::Jit);
+        assert_eq!(p.run(&[&a, &b]).unwrap()[0].to_f64_vec(), vec![6.0]);
+        let mut outs = vec![f32_array(&[], &[0.])];
+        p.run_into(&[&a, &b], &mut outs).unwrap();
+        assert_eq!(outs[0].to_f64_vec(), vec![6.0]);
+        let e = p.run(&[&a, &nan_b]).unwrap_err();
+        assert!(matches!(&e, Error::Nan(EvalError::NanArgument { index: 1, position }) if position == &[1]), "{e}");
+
+        let v = VjpRunner::new(&parsed(SQRT_WEIGHTED), &options).unwrap();
+        let r = v.run(&[&a, &b], &[&one]).unwrap();
+        assert_eq!(r.outputs[0].to_f64_vec(), vec![6.0]);
+        assert_close(&r.grads, &[f32_array(&[3], &[0.5, 0.25, 1. / 6.]), f32_array(&[3], &[1., 2., 3.])]);
+        let nan_ct = f32_array(&[], &[f32::NAN]);
+        assert!(matches!(v.run(&[&a, &b], &[&nan_ct]), Err(Error::NanCotangent { index: 0, .. })));
+
+        // At a = 0, b = 0 only the backward half makes a NaN (0 * 0.5 / sqrt(0)).
+        let debug =
+            VjpRunner::new(&parsed(SQRT_WEIGHTED), &RunOptions { nans: remat::Nans::Debug, ..options }).unwrap();
+        let zeros = (f32_array(&[3], &[1., 0., 9.]), f32_array(&[3], &[1., 0., 1.]));
+        let e = debug.run(&[&zeros.0, &zeros.1], &[&one]).unwrap_err();
+        assert!(matches!(&e, Error::InHalf { half: Half::Backward, error } if matches!(**error, Error::Nan(_))), "{e}");
+        assert!(e.to_string().starts_with("NaN check in the backward half: equation "), "{e}");
+        let negative = f32_array(&[3], &[1., -4., 9.]);
+        let e = debug.run(&[&negative, &b], &[&one]).unwrap_err().to_string();
+        assert!(e.starts_with("NaN check in the forward half: equation 0 (sqrt at f.jaxpr:2:5)"), "{e}");
     }
 }

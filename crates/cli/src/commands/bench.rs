@@ -5,30 +5,34 @@
 //! steady state of a training loop) and with fresh output arrays (`run`, as a JAX call).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use remat_ir::{Array, Aval, DType};
-use remat_jit::{CseScope, Options};
+use remat::run::{check_arguments, Program, RunOptions};
+use remat::{Array, Aval, Backend, ClosedJaxpr, CseScope, DType, Nans, Options};
 use serde_json::json;
 
-use crate::io::{locate_nans, read_arrays, read_jaxpr, reject_nans, Result};
-use crate::Nans;
+use crate::io::{read_arrays, read_jaxpr, reject_nans, CliError, Result};
 
 pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: CseScope, nans: Nans) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
     let args = match inputs {
         Some(path) => {
             let args = read_arrays(path)?;
-            reject_nans(path, "input", &args, nans)?;
+            reject_nans(path, "input", check_arguments(&args.iter().collect::<Vec<_>>(), nans))?;
             args
         }
         None => pseudo_random_inputs(&jaxpr.in_avals()),
     };
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr));
+    let options = RunOptions { backend: Backend::Jit, nans, jit: Options { cse, ..Options::default() } };
     let start = Instant::now();
-    let compiled = remat_jit::compile_with_options(&jaxpr, &[], &Options { cse, ..Options::default() })?;
+    let program = Program::new(closed, &options)?;
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
-    let mut outs = compiled.run(&args)?; // warm-up: page in the arena and the code
-    locate_nans(&jaxpr, &args, &outs, nans, "")?;
+    // Warm-up: page in the arena and the code; `--nans debug` locates a NaN it makes.
+    let mut outs = program.run(&args.iter().collect::<Vec<_>>())?;
+    // The timed runs call the native code directly: it checks no values.
+    let compiled = program.compiled().ok_or_else(|| CliError("the JIT backend compiled no native code".into()))?;
 
     // The two ways alternate, call by call, so that the host's drift in speed (a shared VM
     // can change by tens of percent within a second) falls on both alike.

@@ -1,13 +1,14 @@
 //! `remat eval FILE --inputs IN.json`: evaluate a jaxpr and write `{"outputs": [...]}`.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use remat_ir::Array;
-use remat_json::ArrayJson;
+use remat::json::ArrayJson;
+use remat::run::{check_arguments, Program, RunOptions};
+use remat::{Array, Backend, ClosedJaxpr, Nans};
 use serde_json::json;
 
-use crate::io::{locate_nans, read_arrays, read_jaxpr, reject_nans, write_json, CliError, Result};
-use crate::{Backend, Nans};
+use crate::io::{read_arrays, read_jaxpr, reject_nans, write_json, CliError, Result};
 
 pub fn run(file: &Path, inputs: &Path, out: Option<&Path>, backend: Backend, nans: Nans) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
@@ -19,11 +20,11 @@ pub fn run(file: &Path, inputs: &Path, out: Option<&Path>, backend: Backend, nan
         )));
     }
     let args = read_arrays(inputs)?;
-    reject_nans(inputs, "input", &args, nans)?;
-    let outputs = match backend {
-        Backend::Interp => remat_interp::eval_jaxpr(&jaxpr, &[], &args)?,
-        Backend::Jit => remat_jit::compile(&jaxpr)?.run(&args)?,
-    };
-    locate_nans(&jaxpr, &args, &outputs, nans, "")?;
+    let args: Vec<&Array> = args.iter().collect();
+    // Checked before compiling, to name the file.
+    reject_nans(inputs, "input", check_arguments(&args, nans))?;
+    let program =
+        Program::new(ClosedJaxpr::new(Arc::new(jaxpr)), &RunOptions { backend, nans, ..RunOptions::default() })?;
+    let outputs = program.run(&args)?;
     write_json(out, &json!({ "outputs": outputs.iter().map(Array::to_json).collect::<Vec<_>>() }))
 }

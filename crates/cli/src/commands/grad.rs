@@ -1,15 +1,17 @@
 //! `remat grad FILE --inputs IN.json --cotangents CT.json`: the vjp of the file's jaxpr at
 //! the inputs, applied to the cotangents; writes `{"outputs": [...], "grads": [...]}` (one
-//! gradient per input). The forward and backward halves run on the chosen backend.
+//! gradient per input). The forward and backward halves run on the chosen backend
+//! (`remat::run::VjpRunner`).
 
 use std::path::Path;
+use std::sync::Arc;
 
-use remat_ir::{Array, Jaxpr};
-use remat_json::ArrayJson;
+use remat::json::ArrayJson;
+use remat::run::{check_arguments, check_cotangents, RunOptions, VjpRunner};
+use remat::{Array, Backend, ClosedJaxpr, Nans};
 use serde_json::{json, Value};
 
-use crate::io::{locate_nans, read_jaxpr, read_text, reject_nans, write_json, CliError, Result};
-use crate::{Backend, Nans};
+use crate::io::{read_jaxpr, read_text, reject_nans, write_json, CliError, Result};
 
 pub fn run(
     file: &Path,
@@ -48,25 +50,14 @@ pub fn run(
             )));
         }
     }
-    reject_nans(inputs, "input", &args, nans)?;
-    reject_nans(cotangents, "cotangent", &cts, nans)?;
-    let v = remat_ad::vjp(&jaxpr, &[])?;
-    let fwd = eval(&v.fwd, &args, backend)?;
-    locate_nans(&v.fwd, &args, &fwd, nans, " in the forward half")?;
-    let (outputs, residuals) = fwd.split_at(v.num_outs);
-    let mut bwd_args = residuals.to_vec();
-    bwd_args.extend(cts);
-    let grads = eval(&v.bwd, &bwd_args, backend)?;
-    locate_nans(&v.bwd, &bwd_args, &grads, nans, " in the backward half")?;
+    let (args, cts): (Vec<&Array>, Vec<&Array>) = (args.iter().collect(), cts.iter().collect());
+    // Checked before differentiating, to name the files.
+    reject_nans(inputs, "input", check_arguments(&args, nans))?;
+    reject_nans(cotangents, "cotangent", check_cotangents(&cts, nans))?;
+    let options = RunOptions { backend, nans, ..RunOptions::default() };
+    let results = VjpRunner::new(&ClosedJaxpr::new(Arc::new(jaxpr)), &options)?.run(&args, &cts)?;
     let to_json = |xs: &[Array]| xs.iter().map(Array::to_json).collect::<Vec<_>>();
-    write_json(out, &json!({ "outputs": to_json(outputs), "grads": to_json(&grads) }))
-}
-
-fn eval(jaxpr: &Jaxpr, args: &[Array], backend: Backend) -> Result<Vec<Array>> {
-    Ok(match backend {
-        Backend::Interp => remat_interp::eval_jaxpr(jaxpr, &[], args)?,
-        Backend::Jit => remat_jit::compile(jaxpr)?.run(args)?,
-    })
+    write_json(out, &json!({ "outputs": to_json(&results.outputs), "grads": to_json(&results.grads) }))
 }
 
 /// A JSON array of arrays, or an object (a conformance case) with the array in `field`.

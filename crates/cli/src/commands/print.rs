@@ -6,6 +6,6 @@ use crate::io::{read_jaxpr, Result};
 
 pub fn run(file: &Path) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
-    println!("{}", remat_ir::pp_jaxpr(&jaxpr));
+    println!("{}", remat::ir::pp_jaxpr(&jaxpr));
     Ok(())
 }

@@ -21,7 +21,7 @@ pub fn run(file: &Path, arg_names: Option<&str>) -> Result<()> {
             file.display()
         )));
     }
-    let text = remat_ad::print_saved_residuals(&jaxpr, &names)?;
+    let text = remat::ad::print_saved_residuals(&jaxpr, &names)?;
     // A closed pipe (`remat residuals f.jaxpr | head`) is not an error.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     Ok(())
