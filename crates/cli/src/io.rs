@@ -110,7 +110,7 @@ pub fn write_json(out: Option<&Path>, value: &Value) -> Result<()> {
     match out {
         Some(path) => std::fs::write(path, text + "\n").map_err(|e| CliError(format!("{}: {e}", path.display()))),
         None => {
-            println!("{text}");
+            remat::pretty::write_stdout(&(text + "\n"));
             Ok(())
         }
     }

@@ -161,3 +161,31 @@ fn bench_reports_compile_time_run_time_and_peak_bytes_as_json() {
     assert!(last["peak_bytes"].as_u64().unwrap() > 0);
     assert!(stdout.lines().last().unwrap().starts_with("{\"compile_ms\""));
 }
+
+/// Output into a pipe whose reader has gone (`remat print big.jaxpr | head`) ends quietly:
+/// exit 0, no panic (`println!` panics on a closed pipe).
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    let dir = tempdir("pipe");
+    // ~150 KB of text: more than a pipe holds, so the writer meets the closed end.
+    let mut text = String::from("{ lambda ; a:f32[8]. let\n");
+    for i in 0..4000 {
+        let (x, y) = (if i == 0 { "a".to_string() } else { format!("v{}", i - 1) }, format!("v{i}"));
+        text += &format!("    {y}:f32[8] = sin {x}\n");
+    }
+    text += "  in (v3999,) }";
+    let path = dir.path().join("long.jaxpr");
+    std::fs::write(&path, &text).unwrap();
+    for command in ["print", "residuals", "fwd-bwd"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_remat"))
+            .args([command, path.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run remat");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !stderr.contains("panicked"), "{command}: {:?} {stderr}", out.status);
+    }
+}

@@ -33,7 +33,7 @@
 //! `remat-trace` (closures to jaxprs), `remat-ad` (differentiation and the
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
-mod pretty;
+pub mod pretty;
 pub mod run;
 
 use std::sync::Arc;
@@ -338,7 +338,7 @@ pub fn saved_residuals_text<A: ArgTree, R: TensorTree>(
 
 /// Prints [`saved_residuals_text`] to standard output, as JAX's function does.
 pub fn print_saved_residuals<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<(), Error> {
-    print!("{}", saved_residuals_text(f, args)?);
+    pretty::write_stdout(&saved_residuals_text(f, args)?);
     Ok(())
 }
 

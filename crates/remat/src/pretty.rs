@@ -16,8 +16,9 @@ pub fn print_fwd_bwd_text(fwd: &str, bwd: &str) -> String {
     side_by_side(fwd, bwd, width)
 }
 
-/// Writes `text` to standard output; a closed pipe (`... | head`) is not an error.
-pub(crate) fn write_stdout(text: &str) {
+/// Writes `text` to standard output; a closed pipe (`... | head`) is not an error (where
+/// `print!` would panic).
+pub fn write_stdout(text: &str) {
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
 }
 

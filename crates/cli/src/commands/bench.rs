@@ -50,17 +50,17 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
     fresh.sort_by(f64::total_cmp);
     let (median, fresh_median) = (reused[reused.len() / 2], fresh[fresh.len() / 2]);
     let plan = compiled.plan();
-    println!("{}: compile {compile_ms:.2} ms", file.display());
-    println!(
+    let mut report = format!("{}: compile {compile_ms:.2} ms\n", file.display());
+    report += &format!(
         "run: median {median:.4} ms over {} runs (min {:.4}, max {:.4}) into the previous outputs; \
-         {fresh_median:.4} ms with fresh output arrays",
+         {fresh_median:.4} ms with fresh output arrays\n",
         reused.len(),
         reused[0],
         reused[reused.len() - 1]
     );
-    println!(
+    report += &format!(
         "plan: peak {} bytes in the arena, {} bytes in the host pool, {} buffers ({} inside outputs not yet written), \
-         {} functions, {} split over threads; cse {:?}",
+         {} functions, {} split over threads; cse {:?}\n",
         plan.peak_bytes,
         plan.host_bytes,
         plan.buffers,
@@ -75,10 +75,11 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
         let gflop = compiled.dot_flops() as f64 / 1e9;
         let (g, gs) = (json!(gflop), json!(gflop / (median * 1e-3)));
         let m = json!(plan.cse == CseScope::AcrossCheckpoints);
-        println!(
-            "{{\"compile_ms\": {c}, \"run_median_ms\": {r}, \"run_fresh_outputs_median_ms\": {f}, \"peak_bytes\": {p}, \"dot_gflop\": {g}, \"gflops\": {gs}, \"merged_across_checkpoints\": {m}}}"
+        report += &format!(
+            "{{\"compile_ms\": {c}, \"run_median_ms\": {r}, \"run_fresh_outputs_median_ms\": {f}, \"peak_bytes\": {p}, \"dot_gflop\": {g}, \"gflops\": {gs}, \"merged_across_checkpoints\": {m}}}\n"
         );
     }
+    remat::pretty::write_stdout(&report);
     Ok(())
 }
 

@@ -9,7 +9,6 @@ pub fn run(file: &Path) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
     let (fwd, bwd) = remat::ad::fwd_bwd_strings(&jaxpr)?;
     let text = remat::print_fwd_bwd_text(&fwd, &bwd);
-    // A closed pipe (`remat fwd-bwd f.jaxpr | head`) is not an error.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    remat::pretty::write_stdout(&text);
     Ok(())
 }

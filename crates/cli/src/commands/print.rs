@@ -6,6 +6,6 @@ use crate::io::{read_jaxpr, Result};
 
 pub fn run(file: &Path) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
-    println!("{}", remat::ir::pp_jaxpr(&jaxpr));
+    remat::pretty::write_stdout(&format!("{}\n", remat::ir::pp_jaxpr(&jaxpr)));
     Ok(())
 }

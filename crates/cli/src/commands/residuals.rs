@@ -23,7 +23,7 @@ pub fn run(file: &Path, arg_names: Option<&str>) -> Result<()> {
     }
     let text = remat::ad::print_saved_residuals(&jaxpr, &names)?;
     // A closed pipe (`remat residuals f.jaxpr | head`) is not an error.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    remat::pretty::write_stdout(&text);
     Ok(())
 }
 
