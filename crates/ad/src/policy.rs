@@ -130,9 +130,7 @@ pub fn resolve_policy(policy: Option<&Policy>) -> Result<ResolvedPolicy, AdError
             Some(b) => Ok(ResolvedPolicy::Builtin(b)),
             None => match registered_policy(name) {
                 Some(rule) => Ok(ResolvedPolicy::User { name: name.clone(), rule }),
-                None => Err(AdError::Invalid(format!(
-                    "unknown policy function `{name}`: register it with remat_ad::register_policy"
-                ))),
+                None => Err(unknown_function(name)),
             },
         },
         other => Ok(ResolvedPolicy::Builtin(other.clone())),
@@ -182,9 +180,18 @@ fn validate(p: &Policy) -> Result<(), AdError> {
         | Policy::SaveOnlyTheseNames { .. }
         | Policy::SaveAnyNamesButThese { .. }
         | Policy::SaveAnythingExceptTheseNames { .. }
-        | Policy::OffloadDotWithNoBatchDims { .. }
-        | Policy::Function { .. } => Ok(()),
+        | Policy::OffloadDotWithNoBatchDims { .. } => Ok(()),
+        // Nested or not, a function policy must be JAX's or registered: an unknown one is
+        // an error, never silently "recompute".
+        Policy::Function { name, .. } => match builtin_function(name).is_some() || registered_policy(name).is_some() {
+            true => Ok(()),
+            false => Err(unknown_function(name)),
+        },
     }
+}
+
+fn unknown_function(name: &str) -> AdError {
+    AdError::Invalid(format!("unknown policy function `{name}`: register it with remat_ad::register_policy"))
 }
 
 fn can_offload(p: &Policy) -> bool {

@@ -60,7 +60,12 @@ pub fn linearize(jaxpr: &Jaxpr) -> Result<Linearized, AdError> {
     // keeps its primal inputs and only the residuals the staged half reads.
     let mut inst = vec![false; pe.num_res];
     inst.extend(vec![true; n_t]);
-    let (mut tangent, used) = dce_jaxpr_inst(&pe.staged, &vec![true; n_tout], &inst)?;
+    // The staged half returns every instantiated output: the tangents, and a primal output
+    // that is a literal (available to both halves, as in JAX's `read`); only the tangents
+    // stay.
+    let staged_used: Vec<bool> =
+        pe.out_inst.iter().enumerate().filter(|(_, &returned)| returned).map(|(i, _)| i >= n_out).collect();
+    let (mut tangent, used) = dce_jaxpr_inst(&pe.staged, &staged_used, &inst)?;
     let mut used_known = vec![true; n_out];
     used_known.extend_from_slice(&used[..pe.num_res]);
     let (mut primal, _) = dce_jaxpr_inst(&pe.known, &used_known, &vec![true; n])?;

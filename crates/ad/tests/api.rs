@@ -119,3 +119,32 @@ fn partial_eval_with_a_policy_recomputes_and_dce_prunes() {
     assert_eq!(used, [true, false]);
     assert_eq!(pp_jaxpr(&d), "{ lambda ; a:f32[3]. let b:f32[3] = cos a in (b,) }");
 }
+
+/// Outputs that do not depend on the inputs (a literal, an input's integer cast) have zero
+/// gradients, as JAX gives; the split saves nothing for them (issue 22's reproducer 5: this
+/// was "dce_jaxpr: 0 flags for 1 outputs").
+#[test]
+fn constant_outputs_have_zero_gradients() {
+    // JAX 0.10.2 saves nothing for the first, `f32[] output of cos` for the second.
+    for (text, grad_want, residuals) in [
+        ("{ lambda ; a:f32[]. let  in (1.0:f32[],) }", vec![0.0], vec![]),
+        (
+            "{ lambda ; a:f32[] b:f32[]. let c:f32[] = sin a in (2.0:f32[], c) }",
+            vec![0.5f32.cos() * 3.0, 0.0],
+            vec!["f32[] output of cos"],
+        ),
+    ] {
+        let jaxpr = parse_jaxpr(text, "const.jaxpr").unwrap();
+        let v = remat_ad::vjp(&jaxpr, &[]).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let saved: Vec<String> =
+            v.residuals.iter().map(|r| format!("{} {} of {}", r.aval, r.kind.kind_name(), r.kind.what())).collect();
+        assert_eq!(saved, residuals, "{text}");
+        let args: Vec<Array> = jaxpr.invars.iter().map(|_| scalar(0.5)).collect();
+        let cts: Vec<Array> = jaxpr.outvars.iter().map(|_| scalar(3.0)).collect();
+        let (_, grads) = vjp_values(&v, &args, &cts).unwrap();
+        let want: Vec<Array> = grad_want.iter().map(|&g| scalar(g)).collect();
+        check_close("grad", &grads, &want, 1e-6, 1e-7).unwrap();
+    }
+    let g = grad(&parse_jaxpr("{ lambda ; a:f32[]. let  in (1.0:f32[],) }", "g").unwrap(), &[0]).unwrap();
+    assert_eq!(eval_jaxpr(&g, &[], &[scalar(0.5)]).unwrap(), vec![scalar(0.0)]);
+}

@@ -164,6 +164,15 @@ fn invalid_policies_are_jax_value_errors() {
     assert!(resolve_policy(Some(&both)).unwrap_err().to_string().contains("must return booleans"));
     let unknown = Policy::Function { name: "mystery".into(), repr: "<function mystery at 0x1>".into() };
     assert!(resolve_policy(Some(&unknown)).unwrap_err().to_string().contains("unknown policy function `mystery`"));
+    // Nested inside save_from_both_policies too (it was silently "recompute" there).
+    let nested = Policy::SaveFromBothPolicies {
+        policy_1: Box::new(Policy::DotsSaveable { only_if_no_batch_dims: false }),
+        policy_2: Box::new(unknown.clone()),
+    };
+    let err = resolve_policy(Some(&nested)).unwrap_err().to_string();
+    assert!(err.contains("unknown policy function `mystery`"), "{err}");
+    let wrapped = checkpointed(&case_jaxpr(&conformance_case("seed_no_checkpoint")), Some(nested));
+    assert!(vjp(&wrapped, &[]).unwrap_err().to_string().contains("mystery"));
     // And a checkpoint with such a policy cannot be differentiated.
     let wrapped = checkpointed(&case_jaxpr(&conformance_case("seed_no_checkpoint")), Some(overlap));
     assert!(vjp(&wrapped, &[]).is_err());
