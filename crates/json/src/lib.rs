@@ -41,9 +41,12 @@ impl ArrayJson for Array {
         let obj = v.as_object().ok_or_else(|| err("an array must be a JSON object".into()))?;
         let dtype_s =
             obj.get("dtype").and_then(Value::as_str).ok_or_else(|| err("missing string field \"dtype\"".into()))?;
-        let dtype = DType::from_short_name(dtype_s)
-            .or_else(|| DType::from_numpy_name(dtype_s))
-            .ok_or_else(|| err(format!("unknown dtype {dtype_s:?} (expected f32, f64, i32 or bool)")))?;
+        // Dtypes are written as JAX prints them in avals (`f32`), and only so.
+        let dtype = DType::from_short_name(dtype_s).ok_or_else(|| {
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.short_name()).collect();
+            let hint = DType::from_numpy_name(dtype_s).map_or(String::new(), |d| format!("; {dtype_s} is written {d}"));
+            err(format!("unknown dtype {dtype_s:?} (expected one of {}{hint})", names.join(", ")))
+        })?;
         let shape = obj
             .get("shape")
             .and_then(Value::as_array)
@@ -55,7 +58,10 @@ impl ArrayJson for Array {
         let data = obj.get("data").ok_or_else(|| err("missing field \"data\"".into()))?;
         let mut flat = Vec::new();
         flatten_json(data, &mut flat);
-        let n: usize = shape.iter().product();
+        let n = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| err(format!("shape {shape:?} has more elements than this machine can address")))?;
         if flat.len() != n {
             return Err(err(format!("\"data\" has {} elements but shape {:?} needs {n}", flat.len(), shape)));
         }
@@ -65,7 +71,15 @@ impl ArrayJson for Array {
             DType::F32 | DType::F64 => {
                 let mut xs = Vec::with_capacity(n);
                 for (i, e) in flat.iter().enumerate() {
-                    xs.push(json_float(e).ok_or_else(|| bad(i))?);
+                    let x = json_float(e).ok_or_else(|| bad(i))?;
+                    // A finite number beyond f32's range would silently become infinity.
+                    if dtype == DType::F32 && x.is_finite() && (x as f32).is_infinite() {
+                        return Err(err(format!(
+                            "element {i} of \"data\" is {x:e}, out of range for f32 (largest finite {:e})",
+                            f32::MAX
+                        )));
+                    }
+                    xs.push(x);
                 }
                 if dtype == DType::F32 {
                     Array::F32(ArrayD::from_shape_vec(ix, xs.into_iter().map(|x| x as f32).collect()).unwrap())
@@ -157,8 +171,8 @@ mod tests {
     }
 
     #[test]
-    fn nested_data_numpy_dtype_names_and_integer_booleans_are_read() {
-        let a = read(json!({ "dtype": "float32", "shape": [2, 2], "data": [[1, 2], [3, "-Infinity"]] })).unwrap();
+    fn nested_data_and_integer_booleans_are_read() {
+        let a = read(json!({ "dtype": "f32", "shape": [2, 2], "data": [[1, 2], [3, "-Infinity"]] })).unwrap();
         assert_eq!(a.to_f64_vec(), [1.0, 2.0, 3.0, f64::NEG_INFINITY]);
         let b = read(json!({ "dtype": "bool", "shape": [3], "data": [0, 1, true] })).unwrap();
         assert_eq!(b.to_f64_vec(), [0.0, 1.0, 1.0]);
@@ -171,7 +185,21 @@ mod tests {
             (json!({ "shape": [1], "data": [1] }), "missing string field \"dtype\""),
             (
                 json!({ "dtype": "f16", "shape": [1], "data": [1] }),
-                "unknown dtype \"f16\" (expected f32, f64, i32 or bool)",
+                "unknown dtype \"f16\" (expected one of f32, f64, i32, bool)",
+            ),
+            // numpy's names are not JSON dtypes (issue 22's reproducer 7): one spelling only.
+            (
+                json!({ "dtype": "float32", "shape": [1], "data": [1] }),
+                "unknown dtype \"float32\" (expected one of f32, f64, i32, bool; float32 is written f32)",
+            ),
+            // Nor does a finite number become infinity on the way in (reproducer 7).
+            (
+                json!({ "dtype": "f32", "shape": [1], "data": [3.5e38] }),
+                "element 0 of \"data\" is 3.5e38, out of range for f32 (largest finite 3.4028235e38)",
+            ),
+            (
+                json!({ "dtype": "f32", "shape": [4294967296u64, 4294967296u64], "data": [] }),
+                "shape [4294967296, 4294967296] has more elements than this machine can address",
             ),
             (json!({ "dtype": "f32", "data": [1] }), "missing array field \"shape\""),
             (json!({ "dtype": "f32", "shape": [-1], "data": [] }), "\"shape\" must hold non-negative integers"),
