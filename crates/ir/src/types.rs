@@ -184,13 +184,20 @@ impl Aval {
         self.checked_size()?.checked_mul(self.dtype.size_in_bytes())
     }
 
-    /// The byte size if it is within [`max_value_bytes`]; otherwise why not, in words:
+    /// The byte size if it is within `limit` bytes (normally [`max_value_bytes`]);
+    /// otherwise why not, in words:
     /// `needs 909.5 TiB; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)`.
-    pub fn bytes_within_limit(&self) -> Result<usize, String> {
-        let limit = max_value_bytes()?;
+    pub fn bytes_within(&self, limit: usize) -> Result<usize, String> {
         match self.checked_bytes() {
             Some(bytes) if bytes <= limit => Ok(bytes),
-            Some(bytes) => Err(format!("needs {}; {}", format_bytes(bytes as u128), limit_words(limit))),
+            Some(bytes) => {
+                let (need, have) = (format_bytes(bytes as u128), format_bytes(limit as u128));
+                if need == have {
+                    Err(format!("needs {bytes} bytes; the limit is {limit} bytes ({MAX_VALUE_BYTES_VAR})"))
+                } else {
+                    Err(format!("needs {need}; {}", limit_words(limit)))
+                }
+            }
             None => Err(format!("needs more than 2^64 bytes; {}", limit_words(limit))),
         }
     }

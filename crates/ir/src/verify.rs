@@ -42,7 +42,7 @@ use std::fmt;
 use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::param::Param;
 use crate::shape::{reads_host_memory, shape_rule};
-use crate::types::{Aval, MemorySpace};
+use crate::types::{max_value_bytes, Aval, MemorySpace, MAX_VALUE_BYTES_VAR};
 
 /// One problem: where it is and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,14 +79,14 @@ impl fmt::Display for VerifyError {
 
 /// Checks every invariant in this module's documentation.
 pub fn verify(jaxpr: &Jaxpr) -> Result<(), VerifyError> {
-    let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new() };
+    let mut v = Verifier::new();
     v.jaxpr(jaxpr);
     v.finish()
 }
 
 /// [`verify`], and that `c.consts` have the types of the constvars they are bound to.
 pub fn verify_closed(c: &ClosedJaxpr) -> Result<(), VerifyError> {
-    let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new() };
+    let mut v = Verifier::new();
     let constvars = &c.jaxpr.constvars;
     if c.consts.len() != constvars.len() {
         v.report("consts", format!("{} consts for {} constvars", c.consts.len(), constvars.len()));
@@ -153,6 +153,8 @@ struct Verifier {
     /// The equations and parameters leading to the jaxpr being verified:
     /// `eqn 2 (remat2) param jaxpr`.
     context: Vec<String>,
+    /// [`max_value_bytes`]; `None` if it is misconfigured (reported once, at the start).
+    limit: Option<usize>,
 }
 
 /// Where a variable was bound, for "bound twice" messages.
@@ -180,6 +182,15 @@ struct Scope<'j> {
 }
 
 impl Verifier {
+    fn new() -> Verifier {
+        let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new(), limit: None };
+        match max_value_bytes() {
+            Ok(limit) => v.limit = Some(limit),
+            Err(e) => v.report(MAX_VALUE_BYTES_VAR, e),
+        }
+        v
+    }
+
     fn finish(self) -> Result<(), VerifyError> {
         if self.problems.is_empty() {
             Ok(())
@@ -274,7 +285,7 @@ impl Verifier {
             return self.report(here, format!("variable {v:?} is out of range ({} variables)", scope.jaxpr.vars.len()));
         };
         let aval = &scope.jaxpr.vars[v.index()].aval;
-        if let Err(why) = aval.bytes_within_limit() {
+        if let Err(why) = self.limit.map_or(Ok(0), |limit| aval.bytes_within(limit)) {
             self.report(here, format!("variable {v:?}:{aval} {why}"));
         }
         match *slot {
@@ -358,7 +369,7 @@ mod tests {
         assert_eq!(problems("{ lambda ; a:bool[68719476736]. let  in (a,) }"), Vec::<String>::new());
         assert_eq!(
             problems("{ lambda ; a:bool[68719476737]. let  in (a,) }"),
-            ["invars: variable %0:bool[68719476737] needs 64.0 GiB; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
+            ["invars: variable %0:bool[68719476737] needs 68719476737 bytes; the limit is 68719476736 bytes (REMAT_MAX_VALUE_BYTES)"]
         );
         // In a nested jaxpr.
         let text = "{ lambda ; a:f32[]. let b:f32[] = jit[name=f jaxpr={ lambda ; c:f32[]. let d:f32[99999999999999] = broadcast_in_dim[broadcast_dimensions=() shape=(99999999999999,) sharding=None] c; e:f32[] = reduce_sum[axes=(0,)] d in (e,) }] a in (b,) }";
