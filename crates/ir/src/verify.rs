@@ -33,8 +33,8 @@
 //! (autodidax's `typecheck_partial_eval_jaxpr`):
 //!
 //! 10. The residuals a known jaxpr returns (its last `num_res` outputs) are the ones its
-//!    staged jaxpr takes (its first `num_res` inputs): as many, in the same order, each of
-//!    the same aval (dtype, shape and memory space).
+//!     staged jaxpr takes (its first `num_res` inputs): as many, in the same order, each of
+//!     the same aval (dtype, shape and memory space).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -105,7 +105,7 @@ pub fn verify_closed(c: &ClosedJaxpr) -> Result<(), VerifyError> {
     v.finish()
 }
 
-/// Invariant 9: `known` and `staged` are the halves of a partial evaluation with `num_res`
+/// Invariant 10: `known` and `staged` are the halves of a partial evaluation with `num_res`
 /// residuals, laid out as JAX lays them out:
 ///
 /// ```text

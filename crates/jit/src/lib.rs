@@ -227,7 +227,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         parallel_steps: built.parallel_steps,
         cse: scope,
     };
-    let arena_bytes = layout.device_bytes.checked_add(layout.host_bytes).unwrap_or(usize::MAX);
+    let arena_bytes = layout.device_bytes.saturating_add(layout.host_bytes);
     let limit = remat_ir::max_value_bytes().map_err(JitError::TooLarge)?;
     if arena_bytes > limit {
         return Err(JitError::TooLarge(format!(
