@@ -26,5 +26,7 @@ pub use primitive::{
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};
-pub use types::{Aval, DType, MemorySpace, Shape};
+pub use types::{
+    format_bytes, max_value_bytes, Aval, DType, MemorySpace, Shape, DEFAULT_MAX_VALUE_BYTES, MAX_VALUE_BYTES_VAR,
+};
 pub use verify::{check_split, verify, verify_closed, Problem, VerifyError};

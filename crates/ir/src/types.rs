@@ -83,6 +83,56 @@ impl MemorySpace {
     }
 }
 
+/// The default of [`max_value_bytes`]: 64 GiB. Every real program's values are far below it
+/// (the benchmark models' largest is a few MiB), and it is a size a machine with tens of GiB
+/// can attempt when a user means it, while a shape product that wrapped around or a typo
+/// (`f32[1000000000000]`) is well above it and is rejected by the verifier instead of
+/// aborting the process on allocation or running on a wrapped size.
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 64 << 30;
+
+/// The environment variable that replaces [`DEFAULT_MAX_VALUE_BYTES`]: a byte count
+/// (`REMAT_MAX_VALUE_BYTES=137438953472`), read once per process.
+pub const MAX_VALUE_BYTES_VAR: &str = "REMAT_MAX_VALUE_BYTES";
+
+/// The most bytes one value (an input, constant, equation binder, or the JIT's arena) may
+/// take: [`MAX_VALUE_BYTES_VAR`] if it is set, else [`DEFAULT_MAX_VALUE_BYTES`]. An error
+/// if the variable is set but is not a byte count.
+pub fn max_value_bytes() -> Result<usize, String> {
+    static LIMIT: std::sync::OnceLock<Result<usize, String>> = std::sync::OnceLock::new();
+    LIMIT
+        .get_or_init(|| match std::env::var(MAX_VALUE_BYTES_VAR) {
+            Err(std::env::VarError::NotPresent) => Ok(DEFAULT_MAX_VALUE_BYTES),
+            Ok(text) => text
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{MAX_VALUE_BYTES_VAR}={text:?} is not a byte count (a non-negative integer)")),
+            Err(std::env::VarError::NotUnicode(text)) => {
+                Err(format!("{MAX_VALUE_BYTES_VAR}={text:?} is not a byte count (a non-negative integer)"))
+            }
+        })
+        .clone()
+}
+
+/// `the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)`.
+pub fn limit_words(limit: usize) -> String {
+    format!("the limit is {} ({MAX_VALUE_BYTES_VAR})", format_bytes(limit as u128))
+}
+
+/// A byte count in binary units: `512 B`, `1.5 KiB`, `64.0 GiB`, `909.5 TiB`.
+pub fn format_bytes(bytes: u128) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// A static shape: one extent per dimension.
 pub type Shape = Vec<usize>;
 
@@ -112,12 +162,44 @@ impl Aval {
         self.shape.len()
     }
 
+    /// The element count. Unchecked: for an aval of a verified jaxpr (the verifier bounds
+    /// every aval by [`max_value_bytes`]); anything else goes through
+    /// [`Aval::checked_size`].
     pub fn size(&self) -> usize {
         self.shape.iter().product()
     }
 
+    /// The byte size. Unchecked, as [`Aval::size`]; see [`Aval::checked_bytes`].
     pub fn size_in_bytes(&self) -> usize {
         self.size() * self.dtype.size_in_bytes()
+    }
+
+    /// The element count, or `None` if it overflows `usize`.
+    pub fn checked_size(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+    }
+
+    /// The byte size, or `None` if it overflows `usize`.
+    pub fn checked_bytes(&self) -> Option<usize> {
+        self.checked_size()?.checked_mul(self.dtype.size_in_bytes())
+    }
+
+    /// The byte size if it is within `limit` bytes (normally [`max_value_bytes`]);
+    /// otherwise why not, in words:
+    /// `needs 909.5 TiB; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)`.
+    pub fn bytes_within(&self, limit: usize) -> Result<usize, String> {
+        match self.checked_bytes() {
+            Some(bytes) if bytes <= limit => Ok(bytes),
+            Some(bytes) => {
+                let (need, have) = (format_bytes(bytes as u128), format_bytes(limit as u128));
+                if need == have {
+                    Err(format!("needs {bytes} bytes; the limit is {limit} bytes ({MAX_VALUE_BYTES_VAR})"))
+                } else {
+                    Err(format!("needs {need}; {}", limit_words(limit)))
+                }
+            }
+            None => Err(format!("needs more than 2^64 bytes; {}", limit_words(limit))),
+        }
     }
 
     /// Same dtype and shape, ignoring the memory space.

@@ -17,7 +17,12 @@
 //!    operands match its nested jaxpr's invars and a closed jaxpr's consts its constvars.
 //! 7. Only `device_put` and calls (`jit`, `custom_jvp_call`, `remat2`, `scan`) read an
 //!    operand in host memory (`f32<host>[5]`); everything else computes on the device.
-//! 8. Literals are scalars. [`Literal`](crate::Literal) can only hold a scalar, so this
+//! 8. Every bound variable's aval (constvars, invars, binders, in nested jaxprs too) has an
+//!    element count and byte size that do not overflow, and takes at most
+//!    [`max_value_bytes`](crate::max_value_bytes) bytes (64 GiB unless
+//!    `REMAT_MAX_VALUE_BYTES` says otherwise), so that every size computed from it is exact
+//!    and every allocation of it is one a user meant.
+//! 9. Literals are scalars. [`Literal`](crate::Literal) can only hold a scalar, so this
 //!    holds by construction and needs no check.
 //!
 //! A nested jaxpr shared by several equations (one `Arc`) is verified once, and its
@@ -27,9 +32,9 @@
 //! [`check_split`] checks the seam between the two halves of a partial evaluation
 //! (autodidax's `typecheck_partial_eval_jaxpr`):
 //!
-//! 9. The residuals a known jaxpr returns (its last `num_res` outputs) are the ones its
-//!    staged jaxpr takes (its first `num_res` inputs): as many, in the same order, each of
-//!    the same aval (dtype, shape and memory space).
+//! 10. The residuals a known jaxpr returns (its last `num_res` outputs) are the ones its
+//!     staged jaxpr takes (its first `num_res` inputs): as many, in the same order, each of
+//!     the same aval (dtype, shape and memory space).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -37,7 +42,7 @@ use std::fmt;
 use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::param::Param;
 use crate::shape::{reads_host_memory, shape_rule};
-use crate::types::{Aval, MemorySpace};
+use crate::types::{max_value_bytes, Aval, MemorySpace, MAX_VALUE_BYTES_VAR};
 
 /// One problem: where it is and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,14 +79,14 @@ impl fmt::Display for VerifyError {
 
 /// Checks every invariant in this module's documentation.
 pub fn verify(jaxpr: &Jaxpr) -> Result<(), VerifyError> {
-    let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new() };
+    let mut v = Verifier::new();
     v.jaxpr(jaxpr);
     v.finish()
 }
 
 /// [`verify`], and that `c.consts` have the types of the constvars they are bound to.
 pub fn verify_closed(c: &ClosedJaxpr) -> Result<(), VerifyError> {
-    let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new() };
+    let mut v = Verifier::new();
     let constvars = &c.jaxpr.constvars;
     if c.consts.len() != constvars.len() {
         v.report("consts", format!("{} consts for {} constvars", c.consts.len(), constvars.len()));
@@ -100,7 +105,7 @@ pub fn verify_closed(c: &ClosedJaxpr) -> Result<(), VerifyError> {
     v.finish()
 }
 
-/// Invariant 9: `known` and `staged` are the halves of a partial evaluation with `num_res`
+/// Invariant 10: `known` and `staged` are the halves of a partial evaluation with `num_res`
 /// residuals, laid out as JAX lays them out:
 ///
 /// ```text
@@ -148,6 +153,8 @@ struct Verifier {
     /// The equations and parameters leading to the jaxpr being verified:
     /// `eqn 2 (remat2) param jaxpr`.
     context: Vec<String>,
+    /// [`max_value_bytes`]; `None` if it is misconfigured (reported once, at the start).
+    limit: Option<usize>,
 }
 
 /// Where a variable was bound, for "bound twice" messages.
@@ -175,6 +182,15 @@ struct Scope<'j> {
 }
 
 impl Verifier {
+    fn new() -> Verifier {
+        let mut v = Verifier { problems: Vec::new(), seen: HashSet::new(), context: Vec::new(), limit: None };
+        match max_value_bytes() {
+            Ok(limit) => v.limit = Some(limit),
+            Err(e) => v.report(MAX_VALUE_BYTES_VAR, e),
+        }
+        v
+    }
+
     fn finish(self) -> Result<(), VerifyError> {
         if self.problems.is_empty() {
             Ok(())
@@ -263,11 +279,15 @@ impl Verifier {
         }
     }
 
-    /// Invariants 1, 2: binds `v` at `site`.
+    /// Invariants 1, 2, 8: binds `v` at `site`.
     fn bind(&mut self, scope: &mut Scope<'_>, v: Var, site: Site, here: &str) {
         let Some(slot) = scope.bound.get_mut(v.index()) else {
             return self.report(here, format!("variable {v:?} is out of range ({} variables)", scope.jaxpr.vars.len()));
         };
+        let aval = &scope.jaxpr.vars[v.index()].aval;
+        if let Err(why) = self.limit.map_or(Ok(0), |limit| aval.bytes_within(limit)) {
+            self.report(here, format!("variable {v:?}:{aval} {why}"));
+        }
         match *slot {
             Some(first) => self.report(here, format!("variable {v:?} is bound again; it was bound by {first}")),
             None => *slot = Some(site),
@@ -316,6 +336,62 @@ mod tests {
             ],
         };
         assert_eq!(e.to_string(), "eqn 0 (sin): one\noutvars: two");
+    }
+
+    fn problems(text: &str) -> Vec<String> {
+        let j = parse_jaxpr(text, "t").unwrap();
+        match verify(&j) {
+            Ok(()) => Vec::new(),
+            Err(e) => e.problems.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn an_aval_too_large_or_overflowing_is_named_with_its_size() {
+        // 2^64 elements: the product overflows.
+        assert_eq!(
+            problems("{ lambda ; a:f32[4294967296,4294967296]. let  in (a,) }"),
+            ["invars: variable %0:f32[4294967296,4294967296] needs more than 2^64 bytes; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
+        );
+        // 2^62 + 1 rows of 4: the element count wraps to 4 in release builds.
+        let text = "{ lambda ; a:f32[]. let b:f32[4611686018427387905,4] = broadcast_in_dim[broadcast_dimensions=() shape=(4611686018427387905, 4) sharding=None] a in (b,) }";
+        assert_eq!(
+            problems(text),
+            ["eqn 0 (broadcast_in_dim) at t:1:25: variable %1:f32[4611686018427387905,4] needs more than 2^64 bytes; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
+        );
+        // Fits in 64 bits, but 909.5 TiB is beyond the limit.
+        let text = "{ lambda ; a:f32[]. let b:f32[250000000000000] = broadcast_in_dim[broadcast_dimensions=() shape=(250000000000000,) sharding=None] a in (a,) }";
+        assert_eq!(
+            problems(text),
+            ["eqn 0 (broadcast_in_dim) at t:1:25: variable %1:f32[250000000000000] needs 909.5 TiB; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
+        );
+        // Exactly the limit is allowed; a byte more is not.
+        assert_eq!(problems("{ lambda ; a:bool[68719476736]. let  in (a,) }"), Vec::<String>::new());
+        assert_eq!(
+            problems("{ lambda ; a:bool[68719476737]. let  in (a,) }"),
+            ["invars: variable %0:bool[68719476737] needs 68719476737 bytes; the limit is 68719476736 bytes (REMAT_MAX_VALUE_BYTES)"]
+        );
+        // In a nested jaxpr.
+        let text = "{ lambda ; a:f32[]. let b:f32[] = jit[name=f jaxpr={ lambda ; c:f32[]. let d:f32[99999999999999] = broadcast_in_dim[broadcast_dimensions=() shape=(99999999999999,) sharding=None] c; e:f32[] = reduce_sum[axes=(0,)] d in (e,) }] a in (b,) }";
+        let got = problems(text);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].starts_with("in eqn 0 (jit) param jaxpr, eqn 0 (broadcast_in_dim"), "{got:?}");
+        assert!(
+            got[0].ends_with(
+                "variable %1:f32[99999999999999] needs 363.8 TiB; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"
+            ),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn byte_counts_read_in_binary_units() {
+        use crate::format_bytes;
+        assert_eq!(format_bytes(0), "0 B");
+        assert_eq!(format_bytes(1023), "1023 B");
+        assert_eq!(format_bytes(1536), "1.5 KiB");
+        assert_eq!(format_bytes(64 << 30), "64.0 GiB");
+        assert_eq!(format_bytes(u64::MAX as u128), "16.0 EiB");
     }
 
     /// A known half returning `d` and the residuals `a`, `b`, `c`.

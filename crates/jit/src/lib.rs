@@ -55,6 +55,13 @@ pub enum JitError {
     /// An output array of `run_into` has the wrong dtype or shape, or is not row-major.
     #[error("output {index}: expected a row-major {expected}, got {given}")]
     OutType { index: usize, expected: Aval, given: String },
+    /// The planned arena is larger than one allocation may be
+    /// ([`remat_ir::max_value_bytes`]), or that limit is misconfigured.
+    #[error("{0}")]
+    TooLarge(String),
+    /// The allocator refused a run's arena or an output (`what`), of `bytes` bytes.
+    #[error("cannot allocate {bytes} bytes for {what}: out of memory")]
+    OutOfMemory { what: String, bytes: usize },
 }
 
 /// What the static plan decided: memory and code sizes.
@@ -220,7 +227,15 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         parallel_steps: built.parallel_steps,
         cse: scope,
     };
-    let arena_bytes = layout.device_bytes + layout.host_bytes;
+    let arena_bytes = layout.device_bytes.saturating_add(layout.host_bytes);
+    let limit = remat_ir::max_value_bytes().map_err(JitError::TooLarge)?;
+    if arena_bytes > limit {
+        return Err(JitError::TooLarge(format!(
+            "the plan's arena needs {}; {}",
+            remat_ir::format_bytes(arena_bytes as u128),
+            remat_ir::types::limit_words(limit)
+        )));
+    }
     let threaded = plan.parallel_steps > 0 || dots.iter().any(native::dot_is_parallel);
     Ok(Compiled {
         code: native::NativeCode::new(built.module, built.entry),
@@ -304,8 +319,8 @@ impl Compiled {
     /// Arguments may be given as owned arrays or references (`&[Array]` or `&[&Array]`).
     pub fn run<A: Borrow<Array>>(&self, args: &[A]) -> Result<Vec<Array>, JitError> {
         self.check_args(args)?;
-        let mut outs: Vec<Array> = self.out_avals.iter().map(native::fresh_output).collect();
-        self.run_checked(args, &mut outs);
+        let mut outs: Vec<Array> = self.out_avals.iter().map(native::fresh_output).collect::<Result<_, _>>()?;
+        self.run_checked(args, &mut outs)?;
         Ok(outs)
     }
 
@@ -330,8 +345,7 @@ impl Compiled {
                 });
             }
         }
-        self.run_checked(args, outs);
-        Ok(())
+        self.run_checked(args, outs)
     }
 
     fn check_args<A: Borrow<Array>>(&self, args: &[A]) -> Result<(), JitError> {
@@ -349,7 +363,7 @@ impl Compiled {
 
     /// Runs on checked arguments and outputs. The outputs are distinct owned arrays, so
     /// they overlap neither each other nor an argument.
-    fn run_checked<A: Borrow<Array>>(&self, args: &[A], outs: &mut [Array]) {
+    fn run_checked<A: Borrow<Array>>(&self, args: &[A], outs: &mut [Array]) -> Result<(), JitError> {
         // Non-contiguous inputs are copied; the code reads row-major memory. (No other
         // allocation on this path: a repeated `run_into` allocates nothing.)
         let args = || args.iter().map(Borrow::borrow);
@@ -373,10 +387,12 @@ impl Compiled {
         let need = self.arena_bytes + plan::ALIGN;
         let arena = &mut scratch.arena;
         if arena.len() < need {
-            *arena = vec![0u8; need];
+            *arena = native::try_zeroed(need)
+                .ok_or_else(|| JitError::OutOfMemory { what: "the arena".into(), bytes: need })?;
         }
         let skew = (arena.as_ptr() as usize).wrapping_neg() % plan::ALIGN;
         self.code.call(&mut arena[skew..skew + self.arena_bytes], table, self.threaded);
+        Ok(())
     }
 
     /// Floating-point operations one run spends in `dot_general` (`2*m*n*k` per product),

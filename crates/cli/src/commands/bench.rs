@@ -22,7 +22,7 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
             reject_nans(path, "input", check_arguments(&args.iter().collect::<Vec<_>>(), nans))?;
             args
         }
-        None => pseudo_random_inputs(&jaxpr.in_avals()),
+        None => pseudo_random_inputs(&jaxpr.in_avals())?,
     };
     let closed = ClosedJaxpr::new(Arc::new(jaxpr));
     let options = RunOptions { backend: Backend::Jit, nans, jit: Options { cse, ..Options::default() } };
@@ -83,8 +83,10 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
     Ok(())
 }
 
-/// Deterministic inputs in [-1, 1] (integers in -5..=5, booleans by sign).
-fn pseudo_random_inputs(avals: &[Aval]) -> Vec<Array> {
+/// Deterministic inputs in [-1, 1] (integers in -5..=5, booleans by sign). The avals are
+/// verified (within `REMAT_MAX_VALUE_BYTES`); an allocation the allocator refuses is an
+/// error, not an abort.
+fn pseudo_random_inputs(avals: &[Aval]) -> Result<Vec<Array>> {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move || {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -92,14 +94,25 @@ fn pseudo_random_inputs(avals: &[Aval]) -> Vec<Array> {
     };
     avals
         .iter()
-        .map(|a| {
+        .enumerate()
+        .map(|(i, a)| {
             let shape = ndarray::IxDyn(&a.shape);
-            match a.dtype {
-                DType::F32 => Array::F32(ndarray::ArrayD::from_shape_fn(shape, |_| next() as f32)),
-                DType::F64 => Array::F64(ndarray::ArrayD::from_shape_fn(shape, |_| next())),
-                DType::I32 => Array::I32(ndarray::ArrayD::from_shape_fn(shape, |_| (next() * 5.0).round() as i32)),
-                DType::Bool => Array::Bool(ndarray::ArrayD::from_shape_fn(shape, |_| next() > 0.0)),
-            }
+            let oom = || CliError(format!("cannot allocate input {i} ({a}) for the benchmark: out of memory"));
+            let n = a.checked_size().ok_or_else(oom)?;
+            Ok(match a.dtype {
+                DType::F32 => Array::F32(filled(shape, n, || next() as f32).ok_or_else(oom)?),
+                DType::F64 => Array::F64(filled(shape, n, &mut next).ok_or_else(oom)?),
+                DType::I32 => Array::I32(filled(shape, n, || (next() * 5.0).round() as i32).ok_or_else(oom)?),
+                DType::Bool => Array::Bool(filled(shape, n, || next() > 0.0).ok_or_else(oom)?),
+            })
         })
         .collect()
+}
+
+/// An array of `n` elements of `shape` from `f`, or `None` if the allocator refuses.
+fn filled<T>(shape: ndarray::IxDyn, n: usize, mut f: impl FnMut() -> T) -> Option<ndarray::ArrayD<T>> {
+    let mut data = Vec::new();
+    data.try_reserve_exact(n).ok()?;
+    data.extend((0..n).map(|_| f()));
+    ndarray::ArrayD::from_shape_vec(shape, data).ok()
 }

@@ -429,31 +429,64 @@ const HUGE_PAGE: usize = 2 << 20;
 /// touched by the run (fresh from the kernel, it costs address space, not memory). The
 /// array is an ordinary owned, row-major `ndarray` array whose data starts inside its
 /// allocation (as after a slice).
-pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> remat_ir::Array {
+///
+/// Every output's size is checked: an allocation the allocator refuses is a
+/// [`JitError::OutOfMemory`](crate::JitError) naming the output, not an abort.
+pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<remat_ir::Array, crate::JitError> {
     use remat_ir::Array;
-    if !cfg!(target_os = "linux") || aval.size_in_bytes() < HUGE_PAGE {
-        return Array::zeros(aval);
+    let oom = || crate::JitError::OutOfMemory {
+        what: format!("an output {aval}"),
+        bytes: aval.checked_bytes().unwrap_or(usize::MAX),
+    };
+    let pad =
+        if cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE { HUGE_PAGE } else { 0 };
+    Ok(match aval.dtype {
+        DType::F32 => Array::F32(huge_page_zeros::<f32>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::F64 => Array::F64(huge_page_zeros::<f64>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::I32 => Array::I32(huge_page_zeros::<i32>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::Bool => Array::Bool(huge_page_zeros::<bool>(&aval.shape, 0).ok_or_else(oom)?),
+    })
+}
+
+/// A type whose all-zero bit pattern is its zero (`0`, `0.0`, `false`).
+pub(crate) trait ZeroBits: Copy {}
+impl ZeroBits for u8 {}
+impl ZeroBits for f32 {}
+impl ZeroBits for f64 {}
+impl ZeroBits for i32 {}
+impl ZeroBits for bool {}
+
+/// `vec![0; n]` without aborting: `None` if the size overflows or the allocator refuses.
+/// Like `vec!`, it is `calloc`: fresh pages stay untouched until the run writes them.
+pub(crate) fn try_zeroed<T: ZeroBits>(n: usize) -> Option<Vec<T>> {
+    if n == 0 || size_of::<T>() == 0 {
+        return Some(Vec::new());
     }
-    match aval.dtype {
-        DType::F32 => Array::F32(huge_page_zeros(&aval.shape, 0.0)),
-        DType::F64 => Array::F64(huge_page_zeros(&aval.shape, 0.0)),
-        DType::I32 => Array::I32(huge_page_zeros(&aval.shape, 0)),
-        DType::Bool => Array::zeros(aval),
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size; the memory is zeroed, and zero bits are a valid
+    // `T` (`ZeroBits`); the vector owns the allocation with the layout it was made with.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout) as *mut T;
+        (!ptr.is_null()).then(|| Vec::from_raw_parts(ptr, n, n))
     }
 }
 
-/// Zeros of `shape` starting on a huge-page boundary of a larger zeroed allocation.
-fn huge_page_zeros<T: Clone>(shape: &[usize], zero: T) -> ndarray::ArrayD<T> {
+/// Zeros of `shape`; with `pad` (a huge page, or 0) starting on a `pad` boundary of a larger
+/// zeroed allocation. `None` if the allocator refuses.
+fn huge_page_zeros<T: ZeroBits>(shape: &[usize], pad: usize) -> Option<ndarray::ArrayD<T>> {
     let size = size_of::<T>();
-    let n: usize = shape.iter().product();
-    // `vec![0; len]` is `calloc`: fresh pages stay untouched until the run writes them.
-    let data = vec![zero; n + HUGE_PAGE / size];
-    let skew = (data.as_ptr() as usize).wrapping_neg() % HUGE_PAGE / size;
-    advise_huge_pages(data.as_ptr() as usize + skew * size, n * size);
-    ndarray::Array1::from_vec(data)
-        .slice_move(ndarray::s![skew..skew + n])
-        .into_shape_with_order(ndarray::IxDyn(shape))
-        .expect("a contiguous slice takes any shape of its length")
+    let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+    let data = try_zeroed::<T>(n.checked_add(pad / size)?)?;
+    let skew = if pad == 0 { 0 } else { (data.as_ptr() as usize).wrapping_neg() % pad / size };
+    if pad > 0 {
+        advise_huge_pages(data.as_ptr() as usize + skew * size, n * size);
+    }
+    Some(
+        ndarray::Array1::from_vec(data)
+            .slice_move(ndarray::s![skew..skew + n])
+            .into_shape_with_order(ndarray::IxDyn(shape))
+            .expect("a contiguous slice takes any shape of its length"),
+    )
 }
 
 /// Advises the whole 2 MiB pages of `ptr..ptr + len` onto transparent huge pages.
