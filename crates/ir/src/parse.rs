@@ -43,7 +43,8 @@ impl fmt::Display for ParseError {
 /// Parses a whole jaxpr text, such as `jax.make_jaxpr` output. `file` names the text in
 /// the equations' source locations.
 pub fn parse_jaxpr(src: &str, file: &str) -> Result<Jaxpr, ParseError> {
-    let mut p = Parser { src, pos: 0, file: Arc::from(file), shared: HashMap::new(), depth: 0 };
+    let line_starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
+    let mut p = Parser { src, pos: 0, file: Arc::from(file), shared: HashMap::new(), depth: 0, line_starts };
     p.file_()
 }
 
@@ -56,6 +57,10 @@ struct Parser<'s> {
     file: Arc<str>,
     shared: HashMap<String, Arc<Jaxpr>>,
     depth: usize,
+    /// The byte offset at which each line starts, so that an equation's line and column
+    /// cost a binary search rather than a scan from the start of the text (which made
+    /// parsing quadratic in the number of equations).
+    line_starts: Vec<usize>,
 }
 
 /// One jaxpr's names in scope.
@@ -69,9 +74,9 @@ impl<'s> Parser<'s> {
     // ---- positions and errors ----
 
     fn line_col(&self, pos: usize) -> (usize, usize) {
-        let before = &self.src[..pos];
-        let line = before.matches('\n').count() + 1;
-        let col = before.rfind('\n').map_or(before.chars().count(), |i| before[i + 1..].chars().count()) + 1;
+        // The last line starting at or before `pos` (line_starts[0] = 0, so there is one).
+        let line = self.line_starts.partition_point(|&start| start <= pos);
+        let col = self.src[self.line_starts[line - 1]..pos].chars().count() + 1;
         (line, col)
     }
 
