@@ -3,9 +3,10 @@
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 use remat::json::ArrayJson;
-use remat::{AdError, Array, Error, EvalError, Jaxpr, JitError};
+use remat::{AdError, Array, ClosedJaxpr, Error, EvalError, Jaxpr, JitError};
 use serde_json::Value;
 
 /// A command's failure, already worded for the user.
@@ -77,6 +78,20 @@ pub fn read_jaxpr(path: &Path) -> Result<Jaxpr> {
     let jaxpr = remat::ir::parse_jaxpr(&text, &name).map_err(|e| CliError(format!("{name}: {e}")))?;
     remat::ir::verify::verify(&jaxpr).map_err(|e| CliError(format!("{name}: the jaxpr is not well-typed:\n{e}")))?;
     Ok(jaxpr)
+}
+
+/// [`read_jaxpr`] for a program to run: a text file cannot carry constants' values, so a
+/// jaxpr with constvars is an error.
+pub fn read_program(path: &Path) -> Result<ClosedJaxpr> {
+    let jaxpr = read_jaxpr(path)?;
+    if !jaxpr.constvars.is_empty() {
+        return Err(CliError(format!(
+            "{}: the jaxpr has {} constvars, whose values a text file cannot carry",
+            path.display(),
+            jaxpr.constvars.len()
+        )));
+    }
+    Ok(ClosedJaxpr::new(Arc::new(jaxpr)))
 }
 
 /// Reads input arrays: a JSON array of arrays, or an object with an `args` field (a

@@ -4,14 +4,13 @@
 //! (`remat::run::VjpRunner`).
 
 use std::path::Path;
-use std::sync::Arc;
 
 use remat::json::ArrayJson;
 use remat::run::{check_arguments, check_cotangents, RunOptions, VjpRunner};
-use remat::{Array, Backend, ClosedJaxpr, Nans};
+use remat::{Array, Backend, Nans};
 use serde_json::{json, Value};
 
-use crate::io::{read_jaxpr, read_text, reject_nans, write_json, CliError, Result};
+use crate::io::{read_program, read_text, reject_nans, write_json, CliError, Result};
 
 pub fn run(
     file: &Path,
@@ -21,14 +20,8 @@ pub fn run(
     backend: Backend,
     nans: Nans,
 ) -> Result<()> {
-    let jaxpr = read_jaxpr(file)?;
-    if !jaxpr.constvars.is_empty() {
-        return Err(CliError(format!(
-            "{}: the jaxpr has {} constvars, whose values a text file cannot carry",
-            file.display(),
-            jaxpr.constvars.len()
-        )));
-    }
+    let closed = read_program(file)?;
+    let jaxpr = &closed.jaxpr;
     let args = read_field(inputs, "args")?;
     let cts = read_field(cotangents, "cotangents")?;
     if cts.len() != jaxpr.outvars.len() {
@@ -55,7 +48,7 @@ pub fn run(
     reject_nans(inputs, "input", check_arguments(&args, nans))?;
     reject_nans(cotangents, "cotangent", check_cotangents(&cts, nans))?;
     let options = RunOptions { backend, nans, ..RunOptions::default() };
-    let results = VjpRunner::new(&ClosedJaxpr::new(Arc::new(jaxpr)), &options)?.run(&args, &cts)?;
+    let results = VjpRunner::new(&closed, &options)?.run(&args, &cts)?;
     let to_json = |xs: &[Array]| xs.iter().map(Array::to_json).collect::<Vec<_>>();
     write_json(out, &json!({ "outputs": to_json(&results.outputs), "grads": to_json(&results.grads) }))
 }
