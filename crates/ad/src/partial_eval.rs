@@ -115,13 +115,7 @@ pub fn partial_eval_jaxpr_custom(
         out_unknowns.push(unk);
         out_inst.push(inst);
     }
-    let known_outs: Vec<Atom> = jaxpr
-        .outvars
-        .iter()
-        .zip(&out_unknowns)
-        .filter(|(_, &u)| !u)
-        .map(|(a, _)| pe.known_value(a))
-        .collect::<Result<_, _>>()?;
+    let known_outs: Vec<Atom> = pe.known_values(&jaxpr.outvars, &out_unknowns)?;
     let (known, staged, num_res) = pe.finish(known_outs, staged_outs);
     check("partial_eval_jaxpr_custom (known)", &known)?;
     check("partial_eval_jaxpr_custom (staged)", &staged)?;
@@ -239,13 +233,7 @@ impl Pe<'_> {
         check("remat partial eval (known, reduce_precision)", &known)?;
         check_split("remat partial eval", &known, &staged, num_res)?;
 
-        let known_ins: Vec<Atom> = eqn
-            .invars
-            .iter()
-            .zip(&unks)
-            .filter(|(_, &u)| !u)
-            .map(|(a, _)| self.known_value(a))
-            .collect::<Result<_, _>>()?;
+        let known_ins: Vec<Atom> = self.known_values(&eqn.invars, &unks)?;
         let args: Vec<Atom> = known_ins.into_iter().zip(&used_known_in).filter(|(_, &u)| u).map(|(a, _)| a).collect();
         let outs = self.inline_known(&known, &args);
         let (known_outs, res_atoms) = outs.split_at(num_known_outs);
@@ -285,13 +273,7 @@ impl Pe<'_> {
         let n_out = body.outvars.len();
         let pe = partial_eval_jaxpr_custom(body, &unks, &inst, &vec![false; n_out], &vec![false; n_out], self.mode())?;
         let num_known_outs = pe.out_unknowns.iter().filter(|&&u| !u).count();
-        let known_ins: Vec<Atom> = eqn
-            .invars
-            .iter()
-            .zip(&unks)
-            .filter(|(_, &u)| !u)
-            .map(|(a, _)| self.known_value(a))
-            .collect::<Result<_, _>>()?;
+        let known_ins: Vec<Atom> = self.known_values(&eqn.invars, &unks)?;
 
         // Which residuals are known inputs or known outputs of the call (forwarded).
         let mut known_body = pe.known.clone();

@@ -66,13 +66,7 @@ pub(crate) fn scan_partial_eval(pe: &mut Pe<'_>, eqn: &Eqn) -> Result<(), AdErro
     let num_res = body_pe.num_res;
     let out_unknowns = body_pe.out_unknowns.clone();
     let num_known_outs = out_unknowns.iter().filter(|&&u| !u).count();
-    let known_ins: Vec<Atom> = eqn
-        .invars
-        .iter()
-        .zip(&unknowns)
-        .filter(|(_, &u)| !u)
-        .map(|(a, _)| pe.known_value(a))
-        .collect::<Result<_, _>>()?;
+    let known_ins: Vec<Atom> = pe.known_values(&eqn.invars, &unknowns)?;
     let nck = const_uk.iter().filter(|&&u| !u).count();
     let ncarry_k = carry_uk.iter().filter(|&&u| !u).count();
 

@@ -120,6 +120,12 @@ impl<'a> Pe<'a> {
         }
     }
 
+    /// The known values of the `atoms` not marked in `unknown`, in order (what the known
+    /// half passes to a call, or returns).
+    pub fn known_values(&self, atoms: &[Atom], unknown: &[bool]) -> Result<Vec<Atom>, AdError> {
+        atoms.iter().zip(unknown).filter(|(_, &u)| !u).map(|(a, _)| self.known_value(a)).collect()
+    }
+
     /// JAX's `ensure_instantiated`: an old value as the staged half reads it, its staged
     /// copy if it has one, else its known value made a residual.
     pub fn ensure_instantiated(&mut self, a: &Atom) -> Result<Atom, AdError> {
