@@ -51,6 +51,17 @@ pub fn primitive_cases() -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Every real-model case (`tests/data/zoo/*.json`, copied from the shared conformance zoo:
+/// ordinary training programs recorded from JAX 0.10.2, in the conformance format extended
+/// with more dtypes, `forward_only`, `null` grads and cotangents and `reduced_precision`),
+/// as `(name, case)`, sorted by name.
+pub fn zoo_cases() -> Vec<(String, Value)> {
+    data_files("zoo", "json")
+        .into_iter()
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), read_json(&p)))
+        .collect()
+}
+
 /// The conformance case `name`.
 pub fn conformance_case(name: &str) -> Value {
     read_json(data_dir().join(format!("conformance/{name}.json")))

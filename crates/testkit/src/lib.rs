@@ -14,6 +14,6 @@ mod rng;
 pub use close::{check_close, within};
 pub use data::{
     arg_names, arrays, case_jaxpr, conformance_case, conformance_cases, conformance_texts, data_dir, data_files,
-    jaxpr_files, primitive_cases, read_json, try_arrays,
+    jaxpr_files, primitive_cases, read_json, try_arrays, zoo_cases,
 };
 pub use rng::Rng;
