@@ -23,7 +23,7 @@ pub(crate) fn dot_general(
     args: &[&Array],
 ) -> Result<Array, String> {
     let [lhs, rhs] = operands(args)?;
-    if lhs.dtype() != rhs.dtype() {
+    if lhs.dtype() != rhs.dtype() && preferred_element_type.is_none() {
         return Err(format!("operands have different dtypes: {} and {}", lhs.aval(), rhs.aval()));
     }
     let (ls, rs) = (lhs.shape(), rhs.shape());
@@ -62,18 +62,31 @@ pub(crate) fn dot_general(
     };
 
     let out_dtype = preferred_element_type.unwrap_or(lhs.dtype());
-    let (lhs, rhs) = (converted(lhs, out_dtype)?, converted(rhs, out_dtype)?);
+    // 16-bit floats multiply and accumulate in f32 and round once at the end, as XLA's CPU
+    // dot does.
+    let compute_dtype = if out_dtype.is_narrow_float() { DType::F32 } else { out_dtype };
+    let (lhs, rhs) = (converted(lhs, compute_dtype)?, converted(rhs, compute_dtype)?);
     let (lhs, rhs) = (lhs.as_ref(), rhs.as_ref());
-    Ok(match out_dtype {
+    fn int_loop<T: Num + Default>(l: Array3<T>, r: Array3<T>) -> Array3<T> {
+        matmul_loop(l, r, |acc, x, y| acc.add(x.mul(y)))
+    }
+    let product = match compute_dtype {
         DType::F32 => Array::F32(layout.product::<f32>(lhs, rhs, &out_shape, matmul_float)?),
         DType::F64 => Array::F64(layout.product::<f64>(lhs, rhs, &out_shape, matmul_float)?),
-        DType::I32 => Array::I32(layout.product::<i32>(lhs, rhs, &out_shape, |l, r| {
-            matmul_loop(l, r, |acc, x, y| acc.wrapping_add(x.wrapping_mul(y)))
-        })?),
+        DType::I8 => Array::I8(layout.product::<i8>(lhs, rhs, &out_shape, int_loop)?),
+        DType::I16 => Array::I16(layout.product::<i16>(lhs, rhs, &out_shape, int_loop)?),
+        DType::I32 => Array::I32(layout.product::<i32>(lhs, rhs, &out_shape, int_loop)?),
+        DType::I64 => Array::I64(layout.product::<i64>(lhs, rhs, &out_shape, int_loop)?),
+        DType::U8 => Array::U8(layout.product::<u8>(lhs, rhs, &out_shape, int_loop)?),
+        DType::U32 => Array::U32(layout.product::<u32>(lhs, rhs, &out_shape, int_loop)?),
         DType::Bool => Array::Bool(
             layout.product::<bool>(lhs, rhs, &out_shape, |l, r| matmul_loop(l, r, |acc, x, y| acc | (x & y)))?,
         ),
-    })
+        DType::BF16 | DType::F16 | DType::Key => {
+            return Err(format!("dot_general is not defined on {}", lhs.dtype()));
+        }
+    };
+    converted(&product, out_dtype).map(Cow::into_owned)
 }
 
 fn converted(a: &Array, dtype: DType) -> Result<Cow<'_, Array>, String> {

@@ -1,14 +1,18 @@
-//! The four dtypes as Rust types: one trait impl per dtype, and macros that pick the Rust
-//! type for a runtime [`DType`], so that each rule is written once, generically.
+//! The dtypes as Rust types: one trait impl per dtype, and macros that pick the Rust type
+//! for a runtime [`DType`], so that each rule is written once, generically.
 //!
-//! Integer arithmetic here is XLA's: `+`, `-`, `*` wrap around; `x / 0` is `-1` and
-//! `i32::MIN / -1` is `i32::MIN` (XLA's documented results), so no operation panics.
+//! Integer arithmetic here is XLA's: `+`, `-`, `*` wrap around; `x / 0` is all ones (`-1`
+//! signed, the maximum unsigned) and `MIN / -1` is `MIN` (XLA's documented results), so no
+//! operation panics. `bf16` and `f16` compute in `f32` and round to their own width at each
+//! operation's result, as XLA does on CPU. Keys (`key<fry>`) are elements only for the
+//! structural rules (reshape, slice, select, ...); the shape rules keep them out of
+//! arithmetic and conversions.
 
 use std::fmt::Debug;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use ndarray::{ArrayD, IxDyn};
-use remat_ir::{Array, DType};
+use remat_ir::{bf16, f16, Array, DType, PrngKey};
 
 /// An element type of an [`Array`].
 pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
@@ -26,6 +30,16 @@ pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
     /// `convert_element_type` from `f64`: floats round to nearest, integers truncate and
     /// saturate (NaN gives 0), `bool` is `x != 0` (NaN gives `true`).
     fn from_f64(x: f64) -> Self;
+    /// Integers and `bool` as an exact `i128` (`None` for floats and keys), so that
+    /// integer-to-integer conversions are exact and wrap as XLA's do.
+    fn to_i128(self) -> Option<i128> {
+        None
+    }
+    /// `convert_element_type` from an integer: integers wrap to their width, `bool` is
+    /// `x != 0`, floats round.
+    fn from_i128(x: i128) -> Self {
+        Self::from_f64(x as f64)
+    }
 
     /// XLA's `max`: NaN if either operand is NaN.
     fn max_nan(self, other: Self) -> Self {
@@ -58,7 +72,7 @@ pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
     }
 }
 
-/// The numeric dtypes (`f32`, `f64`, `i32`), with XLA's arithmetic.
+/// The numeric dtypes (floats and integers), with XLA's arithmetic.
 pub(crate) trait Num: Elem {
     const ZERO: Self;
     const ONE: Self;
@@ -86,15 +100,16 @@ pub(crate) trait Float:
 }
 
 macro_rules! float_impls {
-    ($t:ident, $variant:ident, $other:ident) => {
+    ($t:ident, $variant:ident) => {
         impl Elem for $t {
             const DTYPE: DType = DType::$variant;
             const LOWEST: $t = $t::NEG_INFINITY;
             const HIGHEST: $t = $t::INFINITY;
             fn get(a: &Array) -> Option<&ArrayD<$t>> {
-                match a {
-                    Array::$variant(a) => Some(a),
-                    Array::$other(_) | Array::I32(_) | Array::Bool(_) => None,
+                if let Array::$variant(a) = a {
+                    Some(a)
+                } else {
+                    None
                 }
             }
             fn wrap(a: ArrayD<$t>) -> Array {
@@ -166,63 +181,200 @@ macro_rules! float_impls {
     };
 }
 
-float_impls!(f32, F32, F64);
-float_impls!(f64, F64, F32);
+float_impls!(f32, F32);
+float_impls!(f64, F64);
 
-impl Elem for i32 {
-    const DTYPE: DType = DType::I32;
-    const LOWEST: i32 = i32::MIN;
-    const HIGHEST: i32 = i32::MAX;
-    fn get(a: &Array) -> Option<&ArrayD<i32>> {
-        match a {
-            Array::I32(a) => Some(a),
-            Array::F32(_) | Array::F64(_) | Array::Bool(_) => None,
+/// The 16-bit floats: every operation computes in `f32` (the `f32` rule, so results agree
+/// with the `f32` interpreter before rounding) and rounds once to the storage width.
+macro_rules! narrow_float_impls {
+    ($t:ident, $variant:ident) => {
+        impl Elem for $t {
+            const DTYPE: DType = DType::$variant;
+            const LOWEST: $t = $t::NEG_INFINITY;
+            const HIGHEST: $t = $t::INFINITY;
+            fn get(a: &Array) -> Option<&ArrayD<$t>> {
+                if let Array::$variant(a) = a {
+                    Some(a)
+                } else {
+                    None
+                }
+            }
+            fn wrap(a: ArrayD<$t>) -> Array {
+                Array::$variant(a)
+            }
+            fn is_nan(self) -> bool {
+                $t::is_nan(self)
+            }
+            fn to_f64(self) -> f64 {
+                $t::to_f64(self)
+            }
+            fn from_f64(x: f64) -> $t {
+                $t::from_f64(x)
+            }
         }
+
+        impl Num for $t {
+            const ZERO: $t = $t::ZERO;
+            const ONE: $t = $t::ONE;
+            fn add(self, other: $t) -> $t {
+                $t::from_f32(self.to_f32() + other.to_f32())
+            }
+            fn sub(self, other: $t) -> $t {
+                $t::from_f32(self.to_f32() - other.to_f32())
+            }
+            fn mul(self, other: $t) -> $t {
+                $t::from_f32(self.to_f32() * other.to_f32())
+            }
+            fn div(self, other: $t) -> $t {
+                $t::from_f32(self.to_f32() / other.to_f32())
+            }
+        }
+
+        narrow_float_impls!(@float $t; abs exp ln ln_1p exp_m1 sin cos tan tanh sqrt);
+    };
+    (@float $t:ident; $($f:ident)*) => {
+        impl Float for $t {
+            $(fn $f(self) -> $t {
+                $t::from_f32(Float::$f(self.to_f32()))
+            })*
+            fn powf(self, y: $t) -> $t {
+                $t::from_f32(self.to_f32().powf(y.to_f32()))
+            }
+        }
+    };
+}
+
+/// The 16-bit floats' link to `f32`, in which they compute.
+pub(crate) trait Narrow: Elem {
+    fn to_f32(self) -> f32;
+    fn from_f32(x: f32) -> Self;
+}
+
+impl Narrow for bf16 {
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
     }
-    fn wrap(a: ArrayD<i32>) -> Array {
-        Array::I32(a)
-    }
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn from_f64(x: f64) -> i32 {
-        x as i32
+    fn from_f32(x: f32) -> bf16 {
+        bf16::from_f32(x)
     }
 }
 
-impl Num for i32 {
-    const ZERO: i32 = 0;
-    const ONE: i32 = 1;
-    fn add(self, other: i32) -> i32 {
-        self.wrapping_add(other)
+impl Narrow for f16 {
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
     }
-    fn sub(self, other: i32) -> i32 {
-        self.wrapping_sub(other)
-    }
-    fn mul(self, other: i32) -> i32 {
-        self.wrapping_mul(other)
-    }
-    /// Truncates toward zero; `x / 0 = -1` and `MIN / -1 = MIN`, as XLA defines them.
-    fn div(self, other: i32) -> i32 {
-        if other == 0 {
-            -1
-        } else {
-            self.wrapping_div(other)
-        }
+    fn from_f32(x: f32) -> f16 {
+        f16::from_f32(x)
     }
 }
+
+narrow_float_impls!(bf16, BF16);
+narrow_float_impls!(f16, F16);
+
+/// The integer dtypes: the methods `elementwise.rs` needs beyond [`Num`].
+pub(crate) trait Int: Num {
+    fn wrapping_neg(self) -> Self;
+    fn wrapping_abs(self) -> Self;
+    fn signum(self) -> Self;
+}
+
+macro_rules! int_impls {
+    ($t:ident, $variant:ident) => {
+        impl Elem for $t {
+            const DTYPE: DType = DType::$variant;
+            const LOWEST: $t = $t::MIN;
+            const HIGHEST: $t = $t::MAX;
+            fn get(a: &Array) -> Option<&ArrayD<$t>> {
+                if let Array::$variant(a) = a {
+                    Some(a)
+                } else {
+                    None
+                }
+            }
+            fn wrap(a: ArrayD<$t>) -> Array {
+                Array::$variant(a)
+            }
+            fn is_nan(self) -> bool {
+                false
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(x: f64) -> $t {
+                x as $t
+            }
+            fn to_i128(self) -> Option<i128> {
+                Some(self as i128)
+            }
+            fn from_i128(x: i128) -> $t {
+                x as $t
+            }
+        }
+
+        impl Num for $t {
+            const ZERO: $t = 0;
+            const ONE: $t = 1;
+            fn add(self, other: $t) -> $t {
+                self.wrapping_add(other)
+            }
+            fn sub(self, other: $t) -> $t {
+                self.wrapping_sub(other)
+            }
+            fn mul(self, other: $t) -> $t {
+                self.wrapping_mul(other)
+            }
+            /// Truncates toward zero; `x / 0` is all ones and `MIN / -1 = MIN`, as XLA
+            /// defines them.
+            fn div(self, other: $t) -> $t {
+                if other == 0 {
+                    !0
+                } else {
+                    self.wrapping_div(other)
+                }
+            }
+        }
+
+        impl Int for $t {
+            fn wrapping_neg(self) -> $t {
+                $t::wrapping_neg(self)
+            }
+            fn wrapping_abs(self) -> $t {
+                // Negative only for signed types (`MIN` stays `MIN`, as it wraps).
+                if (self as i128) < 0 {
+                    self.wrapping_neg()
+                } else {
+                    self
+                }
+            }
+            fn signum(self) -> $t {
+                if (self as i128) > 0 {
+                    1
+                } else if (self as i128) < 0 {
+                    !0
+                } else {
+                    0
+                }
+            }
+        }
+    };
+}
+
+int_impls!(i8, I8);
+int_impls!(i16, I16);
+int_impls!(i32, I32);
+int_impls!(i64, I64);
+int_impls!(u8, U8);
+int_impls!(u32, U32);
 
 impl Elem for bool {
     const DTYPE: DType = DType::Bool;
     const LOWEST: bool = false;
     const HIGHEST: bool = true;
     fn get(a: &Array) -> Option<&ArrayD<bool>> {
-        match a {
-            Array::Bool(a) => Some(a),
-            Array::F32(_) | Array::F64(_) | Array::I32(_) => None,
+        if let Array::Bool(a) = a {
+            Some(a)
+        } else {
+            None
         }
     }
     fn wrap(a: ArrayD<bool>) -> Array {
@@ -236,6 +388,39 @@ impl Elem for bool {
     }
     fn from_f64(x: f64) -> bool {
         x != 0.0
+    }
+    fn to_i128(self) -> Option<i128> {
+        Some(self as i128)
+    }
+    fn from_i128(x: i128) -> bool {
+        x != 0
+    }
+}
+
+/// Keys only move: the shape rules reject every numeric use of them, so the numeric
+/// methods below are never reached on a verified program; they give the all-zero key.
+impl Elem for PrngKey {
+    const DTYPE: DType = DType::Key;
+    const LOWEST: PrngKey = PrngKey([0, 0]);
+    const HIGHEST: PrngKey = PrngKey([u32::MAX, u32::MAX]);
+    fn get(a: &Array) -> Option<&ArrayD<PrngKey>> {
+        if let Array::Key(a) = a {
+            Some(a)
+        } else {
+            None
+        }
+    }
+    fn wrap(a: ArrayD<PrngKey>) -> Array {
+        Array::Key(a)
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+    fn to_f64(self) -> f64 {
+        0.0
+    }
+    fn from_f64(_: f64) -> PrngKey {
+        PrngKey::default()
     }
 }
 
@@ -251,21 +436,54 @@ macro_rules! any_dtype {
                 type $T = f64;
                 $body
             }
+            DType::BF16 => {
+                type $T = remat_ir::bf16;
+                $body
+            }
+            DType::F16 => {
+                type $T = remat_ir::f16;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
             DType::I32 => {
                 type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
                 $body
             }
             DType::Bool => {
                 type $T = bool;
                 $body
             }
+            DType::Key => {
+                type $T = remat_ir::PrngKey;
+                $body
+            }
         }
     };
 }
 
-/// Runs `$body` with `$T` naming the Rust type of a numeric `$dtype`; `$bool` for `bool`.
+/// Runs `$body` with `$T` naming the Rust type of a numeric `$dtype`; `$other` for `bool`
+/// and keys.
 macro_rules! num_dtype {
-    ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr) => {
+    ($dtype:expr, $T:ident => $body:expr, bool => $other:expr) => {
         match $dtype {
             DType::F32 => {
                 type $T = f32;
@@ -275,29 +493,45 @@ macro_rules! num_dtype {
                 type $T = f64;
                 $body
             }
+            DType::BF16 => {
+                type $T = remat_ir::bf16;
+                $body
+            }
+            DType::F16 => {
+                type $T = remat_ir::f16;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
             DType::I32 => {
                 type $T = i32;
                 $body
             }
-            DType::Bool => $bool,
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::Bool | DType::Key => $other,
         }
     };
 }
 
-/// Maps an [`Array`] of any dtype to one of the same dtype: `$body` sees the inner
-/// `ArrayD` as `$a` and must give an `ArrayD` of the same element type.
-macro_rules! map_array {
-    ($x:expr, $a:ident => $body:expr) => {
-        match $x {
-            Array::F32($a) => Array::F32($body),
-            Array::F64($a) => Array::F64($body),
-            Array::I32($a) => Array::I32($body),
-            Array::Bool($a) => Array::Bool($body),
-        }
-    };
-}
-
-pub(crate) use {any_dtype, map_array, num_dtype};
+pub(crate) use remat_ir::map_array;
+pub(crate) use {any_dtype, num_dtype};
 
 /// The operand as an array of `T`, or an error naming what was found.
 pub(crate) fn typed<T: Elem>(a: &Array) -> Result<&ArrayD<T>, String> {
@@ -308,6 +542,15 @@ pub(crate) fn typed<T: Elem>(a: &Array) -> Result<&ArrayD<T>, String> {
 pub(crate) fn operands<'a, const N: usize>(args: &[&'a Array]) -> Result<[&'a Array; N], String> {
     <[&Array; N]>::try_from(args)
         .map_err(|_| format!("expected {N} operand{}, got {}", if N == 1 { "" } else { "s" }, args.len()))
+}
+
+/// The value of a rank-0 integer array (an index operand), as `i128`; `None` for any
+/// other array.
+pub(crate) fn integer_scalar(a: &Array) -> Option<i128> {
+    if !a.shape().is_empty() || !a.dtype().is_integer() {
+        return None;
+    }
+    any_dtype!(a.dtype(), T => T::get(a).and_then(|x| x.first().copied()).and_then(Elem::to_i128))
 }
 
 /// A rank-0 array.

@@ -10,7 +10,7 @@
 use ndarray::{ArrayD, IxDyn, Zip};
 use remat_ir::{Array, BinaryOp, CompareOp, DType, UnaryOp};
 
-use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Float, Num};
+use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Float, Int, Narrow, Num};
 
 pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
@@ -18,10 +18,23 @@ pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
     Ok(match x {
         Array::F32(a) => Array::F32(a.mapv(float_unary(op))),
         Array::F64(a) => Array::F64(a.mapv(float_unary(op))),
+        Array::BF16(a) => Array::BF16(narrow_map(a, float_unary(op))),
+        Array::F16(a) => Array::F16(narrow_map(a, float_unary(op))),
+        Array::I8(a) => Array::I8(a.mapv(int_unary(op).ok_or_else(undefined)?)),
+        Array::I16(a) => Array::I16(a.mapv(int_unary(op).ok_or_else(undefined)?)),
         Array::I32(a) => Array::I32(a.mapv(int_unary(op).ok_or_else(undefined)?)),
-        Array::Bool(_) if op == UnaryOp::StopGradient => x.clone(),
-        Array::Bool(_) => return Err(undefined()),
+        Array::I64(a) => Array::I64(a.mapv(int_unary(op).ok_or_else(undefined)?)),
+        Array::U8(a) => Array::U8(a.mapv(int_unary(op).ok_or_else(undefined)?)),
+        Array::U32(a) => Array::U32(a.mapv(int_unary(op).ok_or_else(undefined)?)),
+        Array::Bool(_) | Array::Key(_) if op == UnaryOp::StopGradient => x.clone(),
+        Array::Bool(_) | Array::Key(_) => return Err(undefined()),
     })
+}
+
+/// A 16-bit float operation: the `f32` rule, rounded once to the storage width (XLA's CPU
+/// backend upcasts each such operation to `f32`).
+fn narrow_map<T: Narrow>(a: &ArrayD<T>, f: impl Fn(f32) -> f32) -> ArrayD<T> {
+    a.mapv(|x| T::from_f32(f(x.to_f32())))
 }
 
 fn float_unary<T: Float>(op: UnaryOp) -> fn(T) -> T {
@@ -54,12 +67,12 @@ fn float_unary<T: Float>(op: UnaryOp) -> fn(T) -> T {
 }
 
 /// `None` for the transcendentals, which JAX defines on floats only.
-fn int_unary(op: UnaryOp) -> Option<fn(i32) -> i32> {
+fn int_unary<T: Int>(op: UnaryOp) -> Option<fn(T) -> T> {
     match op {
-        UnaryOp::Neg => Some(i32::wrapping_neg),
-        UnaryOp::Sign => Some(i32::signum),
-        UnaryOp::Abs => Some(i32::wrapping_abs),
-        UnaryOp::Square => Some(|x| x.wrapping_mul(x)),
+        UnaryOp::Neg => Some(T::wrapping_neg),
+        UnaryOp::Sign => Some(T::signum),
+        UnaryOp::Abs => Some(T::wrapping_abs),
+        UnaryOp::Square => Some(|x| x.mul(x)),
         UnaryOp::StopGradient => Some(|x| x),
         UnaryOp::Exp
         | UnaryOp::Log
@@ -79,22 +92,38 @@ pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
     let [x, y] = operands(args)?;
     let shape = broadcast_shapes(x, y)?;
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
+    let int = |_: ()| int_binary_undefined(op).map_or(Ok(()), |()| Err(undefined()));
     Ok(match (x, y) {
         (Array::F32(a), Array::F32(b)) => Array::F32(zip_with(a, b, &shape, float_binary(op))?),
         (Array::F64(a), Array::F64(b)) => Array::F64(zip_with(a, b, &shape, float_binary(op))?),
-        (Array::I32(a), Array::I32(b)) => Array::I32(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
+        (Array::BF16(a), Array::BF16(b)) => Array::BF16(narrow_zip(a, b, &shape, float_binary(op))?),
+        (Array::F16(a), Array::F16(b)) => Array::F16(narrow_zip(a, b, &shape, float_binary(op))?),
+        (Array::I8(a), Array::I8(b)) => Array::I8(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
+        (Array::I16(a), Array::I16(b)) => Array::I16(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
+        (Array::I32(a), Array::I32(b)) => Array::I32(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
+        (Array::I64(a), Array::I64(b)) => Array::I64(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
+        (Array::U8(a), Array::U8(b)) => Array::U8(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
+        (Array::U32(a), Array::U32(b)) => Array::U32(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
         (Array::Bool(a), Array::Bool(b)) => {
             Array::Bool(zip_with(a, b, &shape, bool_binary(op).ok_or_else(undefined)?)?)
         }
         // lax.pow also takes an integer exponent, which it converts to the base's dtype.
-        (Array::F32(a), Array::I32(b)) if op == BinaryOp::Pow => {
-            Array::F32(zip_with(a, b, &shape, |x, y| x.powf(y as f32))?)
-        }
-        (Array::F64(a), Array::I32(b)) if op == BinaryOp::Pow => {
-            Array::F64(zip_with(a, b, &shape, |x, y| x.powf(y as f64))?)
+        (_, _) if op == BinaryOp::Pow && x.dtype().is_float() && y.dtype().is_integer() => {
+            let exponent = convert_element_type(x.dtype(), &[y])?;
+            return binary(op, &[x, &exponent]);
         }
         _ => return Err(format!("operands have different dtypes: {} and {}", x.aval(), y.aval())),
     })
+}
+
+/// [`narrow_map`] for two operands.
+fn narrow_zip<T: Narrow>(
+    a: &ArrayD<T>,
+    b: &ArrayD<T>,
+    shape: &[usize],
+    f: fn(f32, f32) -> f32,
+) -> Result<ArrayD<T>, String> {
+    zip_with(a, b, shape, |x, y| T::from_f32(f(x.to_f32(), y.to_f32())))
 }
 
 fn float_binary<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
@@ -109,15 +138,22 @@ fn float_binary<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
     }
 }
 
-fn int_binary(op: BinaryOp) -> Option<fn(i32, i32) -> i32> {
+/// `Some(())` where the op is not defined on integers (`pow`: JAX's lax.pow needs a float
+/// base).
+fn int_binary_undefined(op: BinaryOp) -> Option<()> {
+    (op == BinaryOp::Pow).then_some(())
+}
+
+/// Integer arithmetic, wrapping as XLA's; `pow` is rejected by [`int_binary_undefined`]
+/// before this is used.
+fn int_binary<T: Int>(op: BinaryOp) -> fn(T, T) -> T {
     match op {
-        BinaryOp::Add | BinaryOp::AddAny => Some(Num::add),
-        BinaryOp::Sub => Some(Num::sub),
-        BinaryOp::Mul => Some(Num::mul),
-        BinaryOp::Div => Some(Num::div),
-        BinaryOp::Max => Some(Elem::max_nan),
-        BinaryOp::Min => Some(Elem::min_nan),
-        BinaryOp::Pow => None,
+        BinaryOp::Add | BinaryOp::AddAny => Num::add,
+        BinaryOp::Sub => Num::sub,
+        BinaryOp::Mul => Num::mul,
+        BinaryOp::Div | BinaryOp::Pow => Num::div,
+        BinaryOp::Max => Elem::max_nan,
+        BinaryOp::Min => Elem::min_nan,
     }
 }
 
@@ -239,7 +275,16 @@ pub(crate) fn select_n(args: &[&Array]) -> Result<Array, String> {
         Array::Bool(p) if n <= 2 => p.mapv(|b| usize::from(b).min(n - 1)),
         Array::I32(p) => p.mapv(|i| usize::try_from(i).unwrap_or(0).min(n - 1)),
         Array::Bool(_) => return Err(format!("a bool predicate selects between at most 2 cases, got {n}")),
-        Array::F32(_) | Array::F64(_) => return Err(format!("the predicate must be bool or i32, got {}", pred.aval())),
+        Array::F32(_)
+        | Array::F64(_)
+        | Array::BF16(_)
+        | Array::F16(_)
+        | Array::I8(_)
+        | Array::I16(_)
+        | Array::I64(_)
+        | Array::U8(_)
+        | Array::U32(_)
+        | Array::Key(_) => return Err(format!("the predicate must be bool or i32, got {}", pred.aval())),
     };
     if let Some(&k) = which.first().filter(|_| which.ndim() == 0) {
         return Ok(cases[k].clone());
@@ -274,13 +319,21 @@ pub(crate) fn clamp(args: &[&Array]) -> Result<Array, String> {
 }
 
 /// Floats to integers truncate toward zero and saturate, NaN gives 0; numbers to `bool`
-/// are `x != 0`; `bool` to numbers is 0 or 1. (Rust's `as` does exactly this, and every
-/// value passes through `f64` exactly.)
+/// are `x != 0`; `bool` to numbers is 0 or 1; integers to integers wrap to the new width
+/// (two's complement, as XLA's convert); floats to floats round to nearest even. (Rust's
+/// `as` does exactly this; integers pass through `i128` and floats through `f64`, both
+/// exactly.)
 pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
+    if x.dtype() == DType::Key || new_dtype == DType::Key {
+        return Err(format!("keys cannot be converted, found {} to {}", x.aval(), new_dtype.numpy_name()));
+    }
     any_dtype!(x.dtype(), S => {
         let xs = typed::<S>(x)?;
-        any_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| D::from_f64(v.to_f64())))))
+        any_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| match v.to_i128() {
+            Some(i) => D::from_i128(i),
+            None => D::from_f64(v.to_f64()),
+        }))))
     })
 }
 
@@ -293,18 +346,7 @@ pub(crate) fn reduce_precision(exponent_bits: u32, mantissa_bits: u32, args: &[&
         return Err("exponent_bits must be at least 1".to_string());
     }
     Ok(match x {
-        Array::F32(a) => Array::F32(a.mapv(|v| {
-            let bits = reduce_bits(v.to_bits() as u64, 32, 8, 23, exponent_bits, mantissa_bits) as u32;
-            if v.is_nan() {
-                if mantissa_bits > 0 {
-                    v
-                } else {
-                    f32::INFINITY
-                }
-            } else {
-                f32::from_bits(bits)
-            }
-        })),
+        Array::F32(a) => Array::F32(a.mapv(|v| reduce_precision_f32(v, exponent_bits, mantissa_bits))),
         Array::F64(a) => Array::F64(a.mapv(|v| {
             let bits = reduce_bits(v.to_bits(), 64, 11, 52, exponent_bits, mantissa_bits);
             if v.is_nan() {
@@ -317,10 +359,25 @@ pub(crate) fn reduce_precision(exponent_bits: u32, mantissa_bits: u32, args: &[&
                 f64::from_bits(bits)
             }
         })),
-        Array::I32(_) | Array::Bool(_) => {
-            return Err(format!("reduce_precision needs a float operand, got {}", x.aval()))
-        }
+        Array::BF16(a) => Array::BF16(narrow_map(a, |v| reduce_precision_f32(v, exponent_bits, mantissa_bits))),
+        Array::F16(a) => Array::F16(narrow_map(a, |v| reduce_precision_f32(v, exponent_bits, mantissa_bits))),
+        Array::I8(_)
+        | Array::I16(_)
+        | Array::I32(_)
+        | Array::I64(_)
+        | Array::U8(_)
+        | Array::U32(_)
+        | Array::Bool(_)
+        | Array::Key(_) => return Err(format!("reduce_precision needs a float operand, got {}", x.aval())),
     })
+}
+
+/// `reduce_precision` of one `f32`.
+fn reduce_precision_f32(v: f32, exponent_bits: u32, mantissa_bits: u32) -> f32 {
+    if v.is_nan() {
+        return if mantissa_bits > 0 { v } else { f32::INFINITY };
+    }
+    f32::from_bits(reduce_bits(v.to_bits() as u64, 32, 8, 23, exponent_bits, mantissa_bits) as u32)
 }
 
 /// XLA's bit manipulation for a float of `width` bits with `src_exp`/`src_man` field widths.

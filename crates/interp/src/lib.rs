@@ -277,7 +277,14 @@ fn read<'a>(jaxpr: &Jaxpr, env: &'a [Option<Cow<'a, Array>>], atom: &Atom) -> Re
         Atom::Lit(lit) => Ok(Cow::Owned(match lit.value {
             LitValue::F32(x) => elem::scalar(x),
             LitValue::F64(x) => elem::scalar(x),
+            LitValue::BF16(x) => elem::scalar(x),
+            LitValue::F16(x) => elem::scalar(x),
+            LitValue::I8(x) => elem::scalar(x),
+            LitValue::I16(x) => elem::scalar(x),
             LitValue::I32(x) => elem::scalar(x),
+            LitValue::I64(x) => elem::scalar(x),
+            LitValue::U8(x) => elem::scalar(x),
+            LitValue::U32(x) => elem::scalar(x),
             LitValue::Bool(x) => elem::scalar(x),
         })),
         Atom::Var(v) => {

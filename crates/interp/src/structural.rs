@@ -8,7 +8,7 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
 use remat_ir::{Array, DType};
 
-use crate::elem::{any_dtype, checked_size, fmt_shape, map_array, num_dtype, operands, typed, Elem};
+use crate::elem::{any_dtype, checked_size, fmt_shape, integer_scalar, map_array, num_dtype, operands, typed, Elem};
 
 pub(crate) fn broadcast_in_dim(
     shape: &[usize],
@@ -288,14 +288,9 @@ fn clamped_starts(indices: &[&Array], shape: &[usize], sizes: &[usize]) -> Resul
         .iter()
         .zip(shape.iter().zip(sizes))
         .enumerate()
-        .map(|(k, (idx, (&d, &s)))| match idx {
-            Array::I32(i) if i.ndim() == 0 => {
-                let i = i.first().copied().unwrap_or(0);
-                Ok(usize::try_from(i).unwrap_or(0).min(d - s))
-            }
-            Array::I32(_) | Array::F32(_) | Array::F64(_) | Array::Bool(_) => {
-                Err(format!("start index {k} must be an i32 scalar, got {}", idx.aval()))
-            }
+        .map(|(k, (idx, (&d, &s)))| match integer_scalar(idx) {
+            Some(i) => Ok(usize::try_from(i).unwrap_or(0).min(d - s)),
+            None => Err(format!("start index {k} must be an integer scalar, got {}", idx.aval())),
         })
         .collect()
 }

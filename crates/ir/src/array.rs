@@ -1,17 +1,75 @@
-//! Concrete values: an `ndarray` array of one of the four dtypes. Its JSON form lives in
+//! Concrete values: an `ndarray` array of one of the dtypes. Its JSON form lives in
 //! `remat-json`.
 
+use half::{bf16, f16};
 use ndarray::{ArrayD, IxDyn};
 
 use crate::types::{Aval, DType};
+
+/// A threefry PRNG key (`key<fry>[]` element): the two `u32` words JAX's `random_unwrap`
+/// gives back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PrngKey(pub [u32; 2]);
 
 /// A dense array of any supported dtype.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Array {
     F32(ArrayD<f32>),
     F64(ArrayD<f64>),
+    BF16(ArrayD<bf16>),
+    F16(ArrayD<f16>),
+    I8(ArrayD<i8>),
+    I16(ArrayD<i16>),
     I32(ArrayD<i32>),
+    I64(ArrayD<i64>),
+    U8(ArrayD<u8>),
+    U32(ArrayD<u32>),
     Bool(ArrayD<bool>),
+    Key(ArrayD<PrngKey>),
+}
+
+/// `for_each_array!(array, a => expr)`: `expr` with `a` bound to the inner `ArrayD` of
+/// whichever variant `array` is (the expression is compiled once per element type).
+#[macro_export]
+macro_rules! for_each_array {
+    ($array:expr, $a:ident => $body:expr) => {
+        match $array {
+            $crate::Array::F32($a) => $body,
+            $crate::Array::F64($a) => $body,
+            $crate::Array::BF16($a) => $body,
+            $crate::Array::F16($a) => $body,
+            $crate::Array::I8($a) => $body,
+            $crate::Array::I16($a) => $body,
+            $crate::Array::I32($a) => $body,
+            $crate::Array::I64($a) => $body,
+            $crate::Array::U8($a) => $body,
+            $crate::Array::U32($a) => $body,
+            $crate::Array::Bool($a) => $body,
+            $crate::Array::Key($a) => $body,
+        }
+    };
+}
+
+/// `map_array!(array, a => expr)`: the same variant around `expr`, which maps the inner
+/// `ArrayD` `a` to an `ArrayD` of the same element type.
+#[macro_export]
+macro_rules! map_array {
+    ($array:expr, $a:ident => $body:expr) => {
+        match $array {
+            $crate::Array::F32($a) => $crate::Array::F32($body),
+            $crate::Array::F64($a) => $crate::Array::F64($body),
+            $crate::Array::BF16($a) => $crate::Array::BF16($body),
+            $crate::Array::F16($a) => $crate::Array::F16($body),
+            $crate::Array::I8($a) => $crate::Array::I8($body),
+            $crate::Array::I16($a) => $crate::Array::I16($body),
+            $crate::Array::I32($a) => $crate::Array::I32($body),
+            $crate::Array::I64($a) => $crate::Array::I64($body),
+            $crate::Array::U8($a) => $crate::Array::U8($body),
+            $crate::Array::U32($a) => $crate::Array::U32($body),
+            $crate::Array::Bool($a) => $crate::Array::Bool($body),
+            $crate::Array::Key($a) => $crate::Array::Key($body),
+        }
+    };
 }
 
 impl Array {
@@ -19,18 +77,21 @@ impl Array {
         match self {
             Array::F32(_) => DType::F32,
             Array::F64(_) => DType::F64,
+            Array::BF16(_) => DType::BF16,
+            Array::F16(_) => DType::F16,
+            Array::I8(_) => DType::I8,
+            Array::I16(_) => DType::I16,
             Array::I32(_) => DType::I32,
+            Array::I64(_) => DType::I64,
+            Array::U8(_) => DType::U8,
+            Array::U32(_) => DType::U32,
             Array::Bool(_) => DType::Bool,
+            Array::Key(_) => DType::Key,
         }
     }
 
     pub fn shape(&self) -> &[usize] {
-        match self {
-            Array::F32(a) => a.shape(),
-            Array::F64(a) => a.shape(),
-            Array::I32(a) => a.shape(),
-            Array::Bool(a) => a.shape(),
-        }
+        for_each_array!(self, a => a.shape())
     }
 
     pub fn aval(&self) -> Aval {
@@ -45,19 +106,27 @@ impl Array {
         self.len() == 0
     }
 
-    /// A zero-filled array of the given aval.
+    /// A zero-filled array of the given aval (`false` for `bool`, the all-zero key for keys).
     pub fn zeros(aval: &Aval) -> Array {
         let shape = IxDyn(&aval.shape);
         match aval.dtype {
             DType::F32 => Array::F32(ArrayD::zeros(shape)),
             DType::F64 => Array::F64(ArrayD::zeros(shape)),
+            DType::BF16 => Array::BF16(ArrayD::from_elem(shape, bf16::ZERO)),
+            DType::F16 => Array::F16(ArrayD::from_elem(shape, f16::ZERO)),
+            DType::I8 => Array::I8(ArrayD::zeros(shape)),
+            DType::I16 => Array::I16(ArrayD::zeros(shape)),
             DType::I32 => Array::I32(ArrayD::zeros(shape)),
+            DType::I64 => Array::I64(ArrayD::zeros(shape)),
+            DType::U8 => Array::U8(ArrayD::zeros(shape)),
+            DType::U32 => Array::U32(ArrayD::zeros(shape)),
             DType::Bool => Array::Bool(ArrayD::from_elem(shape, false)),
+            DType::Key => Array::Key(ArrayD::from_elem(shape, PrngKey::default())),
         }
     }
 
-    /// The index of the first NaN in row-major order, if any (integers and booleans have
-    /// none).
+    /// The index of the first NaN in row-major order, if any (integers, booleans and keys
+    /// have none).
     pub fn first_nan(&self) -> Option<Vec<usize>> {
         fn first<T: Copy>(a: &ArrayD<T>, is_nan: impl Fn(T) -> bool) -> Option<Vec<usize>> {
             a.indexed_iter().find(|&(_, &x)| is_nan(x)).map(|(i, _)| ndarray::Dimension::slice(&i).to_vec())
@@ -65,7 +134,16 @@ impl Array {
         match self {
             Array::F32(a) => first(a, f32::is_nan),
             Array::F64(a) => first(a, f64::is_nan),
-            Array::I32(_) | Array::Bool(_) => None,
+            Array::BF16(a) => first(a, bf16::is_nan),
+            Array::F16(a) => first(a, f16::is_nan),
+            Array::I8(_)
+            | Array::I16(_)
+            | Array::I32(_)
+            | Array::I64(_)
+            | Array::U8(_)
+            | Array::U32(_)
+            | Array::Bool(_)
+            | Array::Key(_) => None,
         }
     }
 
@@ -74,7 +152,16 @@ impl Array {
         match self {
             Array::F32(a) => a.iter().any(|x| x.is_nan()),
             Array::F64(a) => a.iter().any(|x| x.is_nan()),
-            Array::I32(_) | Array::Bool(_) => false,
+            Array::BF16(a) => a.iter().any(|x| x.is_nan()),
+            Array::F16(a) => a.iter().any(|x| x.is_nan()),
+            Array::I8(_)
+            | Array::I16(_)
+            | Array::I32(_)
+            | Array::I64(_)
+            | Array::U8(_)
+            | Array::U32(_)
+            | Array::Bool(_)
+            | Array::Key(_) => false,
         }
     }
 
@@ -84,13 +171,22 @@ impl Array {
         a.first_nan().map(|position| (i, position))
     }
 
-    /// Elements in row-major order, as `f64` (booleans are 0 or 1).
+    /// Elements in row-major order, as `f64` (booleans are 0 or 1; `i64` values beyond
+    /// 2^53 round; a key gives its two words, so a key array yields twice its length).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
             Array::F32(a) => a.iter().map(|&x| x as f64).collect(),
             Array::F64(a) => a.iter().copied().collect(),
+            Array::BF16(a) => a.iter().map(|&x| x.to_f64()).collect(),
+            Array::F16(a) => a.iter().map(|&x| x.to_f64()).collect(),
+            Array::I8(a) => a.iter().map(|&x| x as f64).collect(),
+            Array::I16(a) => a.iter().map(|&x| x as f64).collect(),
             Array::I32(a) => a.iter().map(|&x| x as f64).collect(),
+            Array::I64(a) => a.iter().map(|&x| x as f64).collect(),
+            Array::U8(a) => a.iter().map(|&x| x as f64).collect(),
+            Array::U32(a) => a.iter().map(|&x| x as f64).collect(),
             Array::Bool(a) => a.iter().map(|&x| x as u8 as f64).collect(),
+            Array::Key(a) => a.iter().flat_map(|k| k.0.map(f64::from)).collect(),
         }
     }
 }

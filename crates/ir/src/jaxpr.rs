@@ -38,12 +38,19 @@ pub struct VarDecl {
 }
 
 /// A scalar literal value. Floats keep their own precision; `f32` literals print through
-/// `f64` exactly as Python prints `np.float32(x).item()`.
+/// `f64` exactly as Python prints `np.float32(x).item()`. There are no key literals.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LitValue {
     F32(f32),
     F64(f64),
+    BF16(half::bf16),
+    F16(half::f16),
+    I8(i8),
+    I16(i16),
     I32(i32),
+    I64(i64),
+    U8(u8),
+    U32(u32),
     Bool(bool),
 }
 
@@ -52,29 +59,60 @@ impl LitValue {
         match self {
             LitValue::F32(_) => DType::F32,
             LitValue::F64(_) => DType::F64,
+            LitValue::BF16(_) => DType::BF16,
+            LitValue::F16(_) => DType::F16,
+            LitValue::I8(_) => DType::I8,
+            LitValue::I16(_) => DType::I16,
             LitValue::I32(_) => DType::I32,
+            LitValue::I64(_) => DType::I64,
+            LitValue::U8(_) => DType::U8,
+            LitValue::U32(_) => DType::U32,
             LitValue::Bool(_) => DType::Bool,
         }
     }
 
-    /// The value as an `f64` (booleans are 0 or 1).
+    /// The value as an `f64` (booleans are 0 or 1; `i64` beyond 2^53 rounds).
     pub fn as_f64(self) -> f64 {
         match self {
             LitValue::F32(x) => x as f64,
             LitValue::F64(x) => x,
+            LitValue::BF16(x) => x.to_f64(),
+            LitValue::F16(x) => x.to_f64(),
+            LitValue::I8(x) => x as f64,
+            LitValue::I16(x) => x as f64,
             LitValue::I32(x) => x as f64,
+            LitValue::I64(x) => x as f64,
+            LitValue::U8(x) => x as f64,
+            LitValue::U32(x) => x as f64,
             LitValue::Bool(b) => b as u8 as f64,
         }
     }
 
-    /// A literal of `dtype` holding `x` converted as `convert_element_type` would.
-    pub fn from_f64(dtype: DType, x: f64) -> LitValue {
-        match dtype {
+    /// A literal of `dtype` holding `x` converted as `convert_element_type` would (floats
+    /// round to nearest, integers truncate and saturate, NaN gives 0). `None` for keys.
+    pub fn try_from_f64(dtype: DType, x: f64) -> Option<LitValue> {
+        Some(match dtype {
             DType::F32 => LitValue::F32(x as f32),
             DType::F64 => LitValue::F64(x),
+            DType::BF16 => LitValue::BF16(half::bf16::from_f64(x)),
+            DType::F16 => LitValue::F16(half::f16::from_f64(x)),
+            DType::I8 => LitValue::I8(x as i8),
+            DType::I16 => LitValue::I16(x as i16),
             DType::I32 => LitValue::I32(x as i32),
+            DType::I64 => LitValue::I64(x as i64),
+            DType::U8 => LitValue::U8(x as u8),
+            DType::U32 => LitValue::U32(x as u32),
             DType::Bool => LitValue::Bool(x != 0.0),
-        }
+            DType::Key => return None,
+        })
+    }
+
+    /// [`LitValue::try_from_f64`] for a dtype that has literals.
+    ///
+    /// # Panics
+    /// On `DType::Key`, which has no literals: callers build literals of value dtypes.
+    pub fn from_f64(dtype: DType, x: f64) -> LitValue {
+        LitValue::try_from_f64(dtype, x).unwrap_or_else(|| panic!("no literal of dtype {dtype}"))
     }
 }
 

@@ -16,7 +16,8 @@ pub mod shape;
 pub mod types;
 pub mod verify;
 
-pub use array::Array;
+pub use array::{Array, PrngKey};
+pub use half::{bf16, f16};
 pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var, VarDecl};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};

@@ -271,9 +271,18 @@ impl<'s> Parser<'s> {
     fn aval(&mut self) -> Result<Aval, ParseError> {
         self.skip_ws();
         let start = self.pos;
-        let dt = self.name().ok_or_else(|| self.expected("a dtype (f32, f64, i32, bool)"))?;
-        let dtype = DType::from_short_name(dt)
-            .ok_or_else(|| self.err_at(start, format!("expected a dtype (f32, f64, i32, bool), found `{dt}`")))?;
+        let dt = self.name().ok_or_else(|| self.expected(&format!("a dtype ({})", dtype_names())))?;
+        let dtype = if dt == "key" {
+            // A PRNG key: `key<fry>`; threefry is the only implementation.
+            let impl_start = self.pos;
+            if !self.eat("<fry>") {
+                return Err(self.err_at(impl_start, "expected `<fry>` after `key` (threefry keys are the only ones)"));
+            }
+            DType::Key
+        } else {
+            DType::from_short_name(dt)
+                .ok_or_else(|| self.err_at(start, format!("expected a dtype ({}), found `{dt}`", dtype_names())))?
+        };
         let mut memory_space = MemorySpace::Device;
         if self.src[self.pos..].starts_with('<') {
             self.pos += 1;
@@ -411,8 +420,9 @@ impl<'s> Parser<'s> {
             return Err(self.err_at(start, format!("literal `{value_text}` must be a scalar, found type {aval}")));
         }
         let bad = || format!("`{value_text}` is not a valid {} literal", aval.dtype);
+        let int = |text: &str| -> Option<i128> { text.parse::<i128>().ok() };
         let value = match aval.dtype {
-            DType::F32 | DType::F64 => {
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
                 let x: f64 = match value_text {
                     "inf" => f64::INFINITY,
                     "-inf" => f64::NEG_INFINITY,
@@ -424,12 +434,30 @@ impl<'s> Parser<'s> {
                 };
                 LitValue::from_f64(aval.dtype, x)
             }
-            DType::I32 => LitValue::I32(value_text.parse().map_err(|_| self.err_at(start, bad()))?),
+            DType::I8 => {
+                LitValue::I8(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
+            }
+            DType::I16 => {
+                LitValue::I16(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
+            }
+            DType::I32 => {
+                LitValue::I32(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
+            }
+            DType::I64 => {
+                LitValue::I64(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
+            }
+            DType::U8 => {
+                LitValue::U8(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
+            }
+            DType::U32 => {
+                LitValue::U32(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
+            }
             DType::Bool => match value_text {
                 "True" => LitValue::Bool(true),
                 "False" => LitValue::Bool(false),
                 _ => return Err(self.err_at(start, bad())),
             },
+            DType::Key => return Err(self.err_at(start, format!("`{value_text}`: key values have no literals"))),
         };
         Ok(Atom::Lit(Literal { value }))
     }
@@ -597,4 +625,9 @@ fn is_name_start(c: char) -> bool {
 
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// `f32, f64, bf16, ...`: the dtypes an aval may have, for error messages.
+fn dtype_names() -> String {
+    DType::ALL.map(DType::short_name).join(", ")
 }

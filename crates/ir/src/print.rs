@@ -48,7 +48,14 @@ fn literal_value_text(v: LitValue) -> String {
     match v {
         LitValue::F32(x) => py_float_repr(x as f64),
         LitValue::F64(x) => py_float_repr(x),
+        LitValue::BF16(x) => py_float_repr(x.to_f64()),
+        LitValue::F16(x) => py_float_repr(x.to_f64()),
+        LitValue::I8(x) => x.to_string(),
+        LitValue::I16(x) => x.to_string(),
         LitValue::I32(x) => x.to_string(),
+        LitValue::I64(x) => x.to_string(),
+        LitValue::U8(x) => x.to_string(),
+        LitValue::U32(x) => x.to_string(),
         LitValue::Bool(b) => (if b { "True" } else { "False" }).to_string(),
     }
 }

@@ -460,7 +460,23 @@ mod tests {
         check(&dot(&[0], &[0], &[0], &[1]), "f32[3,3] f32[3,3]", "dot_general: lhs dimension 0 is used twice");
         check(&dot(&[2], &[0], &[], &[]), "f32[3,4] f32[4,5]", "lhs dimension 2 is out of range for f32[3,4]");
         check(&dot(&[1], &[], &[], &[]), "f32[3,4] f32[4,5]", "1 lhs contracting dimensions but 0 rhs");
-        check(&dot(&[1], &[0], &[], &[]), "f32[3,4] i32[4,5]", "operand dtypes differ: f32[3,4] and i32[4,5]");
+        // Mixed operand dtypes need an accumulation type (the transpose of a bf16 product
+        // multiplies an f32 cotangent by a bf16 operand); without one they are an error.
+        check(&dot(&[1], &[0], &[], &[]), "f32[3,4] i32[4,5]", "-> f32[3,5]");
+        let untyped = Primitive::DotGeneral {
+            dimension_numbers: DotDimensionNumbers {
+                lhs_contracting: vec![1],
+                rhs_contracting: vec![0],
+                lhs_batch: vec![],
+                rhs_batch: vec![],
+            },
+            preferred_element_type: None,
+        };
+        check(
+            &untyped,
+            "f32[3,4] i32[4,5]",
+            "operand dtypes differ: f32[3,4] and i32[4,5] (without a preferred_element_type)",
+        );
     }
 
     #[test]

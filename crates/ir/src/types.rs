@@ -3,34 +3,76 @@
 use std::fmt;
 
 /// An element type. Closed: every rule matches on it exhaustively.
+///
+/// `BF16` and `F16` are stored in their own width; arithmetic on them computes in `f32` and
+/// rounds to the storage type at each primitive's output, as XLA does on CPU. `Key` is a
+/// threefry PRNG key (`key<fry>[...]`): two `u32` words per element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     F32,
     F64,
+    BF16,
+    F16,
+    I8,
+    I16,
     I32,
+    I64,
+    U8,
+    U32,
     Bool,
+    Key,
 }
 
 impl DType {
-    pub const ALL: [DType; 4] = [DType::F32, DType::F64, DType::I32, DType::Bool];
+    pub const ALL: [DType; 12] = [
+        DType::F32,
+        DType::F64,
+        DType::BF16,
+        DType::F16,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U32,
+        DType::Bool,
+        DType::Key,
+    ];
 
-    /// The short name used in avals: `f32`, `f64`, `i32`, `bool`.
+    /// The short name used in avals: `f32`, `bf16`, `u32`, `bool`, `key<fry>`.
     pub fn short_name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::BF16 => "bf16",
+            DType::F16 => "f16",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
             DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::U32 => "u32",
             DType::Bool => "bool",
+            DType::Key => "key<fry>",
         }
     }
 
-    /// The NumPy name used in parameters: `float32`, `float64`, `int32`, `bool`.
+    /// The NumPy name used in parameters: `float32`, `bfloat16`, `uint32`, `bool`
+    /// (`key<fry>` for keys, as JAX prints a key dtype).
     pub fn numpy_name(self) -> &'static str {
         match self {
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::BF16 => "bfloat16",
+            DType::F16 => "float16",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
             DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U32 => "uint32",
             DType::Bool => "bool",
+            DType::Key => "key<fry>",
         }
     }
 
@@ -44,17 +86,45 @@ impl DType {
 
     pub fn size_in_bytes(self) -> usize {
         match self {
-            DType::F32 | DType::I32 => 4,
-            DType::F64 => 8,
-            DType::Bool => 1,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::BF16 | DType::F16 | DType::I16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::Key => 8,
         }
     }
 
+    /// Floating dtypes: the ones that carry tangents.
     pub fn is_float(self) -> bool {
         match self {
-            DType::F32 | DType::F64 => true,
-            DType::I32 | DType::Bool => false,
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => true,
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
+                false
+            }
         }
+    }
+
+    /// The 16-bit floats, which compute in `f32` and round at each primitive's output.
+    pub fn is_narrow_float(self) -> bool {
+        matches!(self, DType::BF16 | DType::F16)
+    }
+
+    /// Signed and unsigned integers (not `bool`).
+    pub fn is_integer(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32)
+    }
+
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U32)
+    }
+
+    /// Numbers: floats and integers (arithmetic is defined on them).
+    pub fn is_numeric(self) -> bool {
+        self.is_float() || self.is_integer()
+    }
+
+    /// The width in bits of one element (a key's is 64: two `u32` words).
+    pub fn bits(self) -> usize {
+        8 * self.size_in_bytes()
     }
 }
 

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use remat_ir::{Atom, Eqn, HigherOrder, Jaxpr, LitValue, Primitive, Var, VarDecl};
+use remat_ir::{Atom, DType, Eqn, HigherOrder, Jaxpr, LitValue, Primitive, Var, VarDecl};
 
 use crate::JitError;
 
@@ -70,7 +70,9 @@ enum AtomKey {
     Var(u32),
     F32(u32),
     F64(u64),
-    I32(i32),
+    BF16(u16),
+    F16(u16),
+    Int(DType, i64),
     Bool(bool),
 }
 
@@ -81,7 +83,14 @@ impl AtomKey {
             Atom::Lit(l) => match l.value {
                 LitValue::F32(x) => AtomKey::F32(x.to_bits()),
                 LitValue::F64(x) => AtomKey::F64(x.to_bits()),
-                LitValue::I32(x) => AtomKey::I32(x),
+                LitValue::BF16(x) => AtomKey::BF16(x.to_bits()),
+                LitValue::F16(x) => AtomKey::F16(x.to_bits()),
+                LitValue::I8(x) => AtomKey::Int(DType::I8, x.into()),
+                LitValue::I16(x) => AtomKey::Int(DType::I16, x.into()),
+                LitValue::I32(x) => AtomKey::Int(DType::I32, x.into()),
+                LitValue::I64(x) => AtomKey::Int(DType::I64, x),
+                LitValue::U8(x) => AtomKey::Int(DType::U8, x.into()),
+                LitValue::U32(x) => AtomKey::Int(DType::U32, x.into()),
                 LitValue::Bool(x) => AtomKey::Bool(x),
             },
         }

@@ -7,7 +7,7 @@
 //! scope.
 
 use ndarray::{ArrayD, IxDyn};
-use remat_ir::{Array, DType};
+use remat_ir::{bf16, f16, Array, DType, PrngKey};
 use serde_json::{json, Value};
 
 /// A malformed JSON array value.
@@ -30,8 +30,17 @@ impl ArrayJson for Array {
         let data: Vec<Value> = match self {
             Array::F32(a) => a.iter().map(|&x| float_json(x as f64)).collect(),
             Array::F64(a) => a.iter().map(|&x| float_json(x)).collect(),
+            Array::BF16(a) => a.iter().map(|&x| float_json(x.to_f64())).collect(),
+            Array::F16(a) => a.iter().map(|&x| float_json(x.to_f64())).collect(),
+            Array::I8(a) => a.iter().map(|&x| json!(x)).collect(),
+            Array::I16(a) => a.iter().map(|&x| json!(x)).collect(),
             Array::I32(a) => a.iter().map(|&x| json!(x)).collect(),
+            Array::I64(a) => a.iter().map(|&x| json!(x)).collect(),
+            Array::U8(a) => a.iter().map(|&x| json!(x)).collect(),
+            Array::U32(a) => a.iter().map(|&x| json!(x)).collect(),
             Array::Bool(a) => a.iter().map(|&x| json!(x)).collect(),
+            // A key is its two words, as `random_unwrap` gives them.
+            Array::Key(a) => a.iter().map(|k| json!(k.0)).collect(),
         };
         json!({ "dtype": self.dtype().short_name(), "shape": self.shape(), "data": data })
     }
@@ -62,39 +71,50 @@ impl ArrayJson for Array {
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(d))
             .ok_or_else(|| err(format!("shape {shape:?} has more elements than this machine can address")))?;
-        if flat.len() != n {
-            return Err(err(format!("\"data\" has {} elements but shape {:?} needs {n}", flat.len(), shape)));
+        // A key element is written as its two u32 words.
+        let per_element = if dtype == DType::Key { 2 } else { 1 };
+        if flat.len() != n.saturating_mul(per_element) {
+            let needs = n.saturating_mul(per_element);
+            return Err(err(format!("\"data\" has {} elements but shape {:?} needs {needs}", flat.len(), shape)));
         }
         let bad = |i: usize| err(format!("element {i} of \"data\" is not a valid {dtype_s} value"));
         let ix = IxDyn(&shape);
-        Ok(match dtype {
-            DType::F32 | DType::F64 => {
-                let mut xs = Vec::with_capacity(n);
-                for (i, e) in flat.iter().enumerate() {
+        // `largest` is the dtype's largest finite value and its shortest spelling.
+        let floats = |(largest, largest_text): (f64, String)| -> Result<Vec<f64>, JsonArrayError> {
+            flat.iter()
+                .enumerate()
+                .map(|(i, e)| {
                     let x = json_float(e).ok_or_else(|| bad(i))?;
-                    // A finite number beyond f32's range would silently become infinity.
-                    if dtype == DType::F32 && x.is_finite() && (x as f32).is_infinite() {
+                    // A finite number beyond the dtype's range would silently become infinity.
+                    if x.is_finite() && x.abs() > largest {
                         return Err(err(format!(
-                            "element {i} of \"data\" is {x:e}, out of range for f32 (largest finite {:e})",
-                            f32::MAX
+                            "element {i} of \"data\" is {x:e}, out of range for {dtype_s} (largest finite {largest_text})"
                         )));
                     }
-                    xs.push(x);
-                }
-                if dtype == DType::F32 {
-                    Array::F32(ArrayD::from_shape_vec(ix, xs.into_iter().map(|x| x as f32).collect()).unwrap())
-                } else {
-                    Array::F64(ArrayD::from_shape_vec(ix, xs).unwrap())
-                }
-            }
-            DType::I32 => {
-                let mut xs = Vec::with_capacity(n);
-                for (i, e) in flat.iter().enumerate() {
-                    let x = e.as_i64().and_then(|x| i32::try_from(x).ok()).ok_or_else(|| bad(i))?;
-                    xs.push(x);
-                }
-                Array::I32(ArrayD::from_shape_vec(ix, xs).unwrap())
-            }
+                    Ok(x)
+                })
+                .collect()
+        };
+        Ok(match dtype {
+            DType::F32 => Array::F32(from_vec(
+                &ix,
+                floats((f32::MAX as f64, format!("{:e}", f32::MAX)))?.into_iter().map(|x| x as f32),
+            )),
+            DType::F64 => Array::F64(from_vec(&ix, floats((f64::MAX, format!("{:e}", f64::MAX)))?)),
+            DType::BF16 => Array::BF16(from_vec(
+                &ix,
+                floats((bf16::MAX.to_f64(), format!("{:e}", bf16::MAX.to_f32())))?.into_iter().map(bf16::from_f64),
+            )),
+            DType::F16 => Array::F16(from_vec(
+                &ix,
+                floats((f16::MAX.to_f64(), format!("{:e}", f16::MAX.to_f32())))?.into_iter().map(f16::from_f64),
+            )),
+            DType::I8 => Array::I8(from_vec(&ix, ints(&flat, &bad)?)),
+            DType::I16 => Array::I16(from_vec(&ix, ints(&flat, &bad)?)),
+            DType::I32 => Array::I32(from_vec(&ix, ints(&flat, &bad)?)),
+            DType::I64 => Array::I64(from_vec(&ix, ints(&flat, &bad)?)),
+            DType::U8 => Array::U8(from_vec(&ix, ints(&flat, &bad)?)),
+            DType::U32 => Array::U32(from_vec(&ix, ints(&flat, &bad)?)),
             DType::Bool => {
                 let mut xs = Vec::with_capacity(n);
                 for (i, e) in flat.iter().enumerate() {
@@ -106,10 +126,40 @@ impl ArrayJson for Array {
                     };
                     xs.push(x);
                 }
-                Array::Bool(ArrayD::from_shape_vec(ix, xs).unwrap())
+                Array::Bool(from_vec(&ix, xs))
+            }
+            DType::Key => {
+                // Each key is a pair of u32 words: `data` holds 2 numbers per element.
+                let words: Vec<u32> = ints(&flat, &bad)?;
+                Array::Key(from_vec(&ix, words.chunks_exact(2).map(|w| PrngKey([w[0], w[1]]))))
             }
         })
     }
+}
+
+fn from_vec<T>(ix: &IxDyn, xs: impl IntoIterator<Item = T>) -> ArrayD<T> {
+    ArrayD::from_shape_vec(ix.clone(), xs.into_iter().collect())
+        .expect("the element count was checked against the shape")
+}
+
+/// Integers of type `T`, each in `T`'s range (JSON integers only: `2.0` is not an integer).
+fn ints<T: TryFrom<i64> + TryFrom<u64>>(
+    flat: &[&Value],
+    bad: &dyn Fn(usize) -> JsonArrayError,
+) -> Result<Vec<T>, JsonArrayError> {
+    flat.iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let x = match e {
+                Value::Number(x) => x
+                    .as_i64()
+                    .and_then(|x| T::try_from(x).ok())
+                    .or_else(|| x.as_u64().and_then(|x| T::try_from(x).ok())),
+                _ => None,
+            };
+            x.ok_or_else(|| bad(i))
+        })
+        .collect()
 }
 
 fn flatten_json<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
@@ -165,6 +215,14 @@ mod tests {
             Array::I32(ArrayD::from_shape_vec(IxDyn(&[]), vec![-7]).unwrap()),
             Array::Bool(ArrayD::from_shape_vec(IxDyn(&[1, 2]), vec![true, false]).unwrap()),
             Array::F32(ArrayD::zeros(IxDyn(&[0, 3]))),
+            Array::BF16(ArrayD::from_shape_vec(IxDyn(&[2]), vec![bf16::from_f32(0.1), bf16::INFINITY]).unwrap()),
+            Array::F16(ArrayD::from_shape_vec(IxDyn(&[2]), vec![f16::from_f32(-0.1), f16::MAX]).unwrap()),
+            Array::I8(ArrayD::from_shape_vec(IxDyn(&[2]), vec![i8::MIN, i8::MAX]).unwrap()),
+            Array::I16(ArrayD::from_shape_vec(IxDyn(&[2]), vec![i16::MIN, i16::MAX]).unwrap()),
+            Array::I64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![i64::MIN, i64::MAX]).unwrap()),
+            Array::U8(ArrayD::from_shape_vec(IxDyn(&[2]), vec![0, u8::MAX]).unwrap()),
+            Array::U32(ArrayD::from_shape_vec(IxDyn(&[2]), vec![0, u32::MAX]).unwrap()),
+            Array::Key(ArrayD::from_shape_vec(IxDyn(&[2]), vec![PrngKey([0, 42]), PrngKey([u32::MAX, 7])]).unwrap()),
         ] {
             assert_eq!(Array::from_json(&a.to_json()).unwrap(), a);
         }
@@ -184,13 +242,13 @@ mod tests {
             (json!([1, 2]), "an array must be a JSON object"),
             (json!({ "shape": [1], "data": [1] }), "missing string field \"dtype\""),
             (
-                json!({ "dtype": "f16", "shape": [1], "data": [1] }),
-                "unknown dtype \"f16\" (expected one of f32, f64, i32, bool)",
+                json!({ "dtype": "f8", "shape": [1], "data": [1] }),
+                "unknown dtype \"f8\" (expected one of f32, f64, bf16, f16, i8, i16, i32, i64, u8, u32, bool, key<fry>)",
             ),
             // numpy's names are not JSON dtypes (issue 22's reproducer 7): one spelling only.
             (
                 json!({ "dtype": "float32", "shape": [1], "data": [1] }),
-                "unknown dtype \"float32\" (expected one of f32, f64, i32, bool; float32 is written f32)",
+                "unknown dtype \"float32\" (expected one of f32, f64, bf16, f16, i8, i16, i32, i64, u8, u32, bool, key<fry>; float32 is written f32)",
             ),
             // Nor does a finite number become infinity on the way in (reproducer 7).
             (
@@ -211,6 +269,17 @@ mod tests {
                 "element 1 of \"data\" is not a valid i32 value",
             ),
             (json!({ "dtype": "bool", "shape": [1], "data": [2] }), "element 0 of \"data\" is not a valid bool value"),
+            (json!({ "dtype": "u8", "shape": [1], "data": [256] }), "element 0 of \"data\" is not a valid u8 value"),
+            (json!({ "dtype": "u32", "shape": [1], "data": [-1] }), "element 0 of \"data\" is not a valid u32 value"),
+            (
+                json!({ "dtype": "bf16", "shape": [1], "data": [1e39] }),
+                "element 0 of \"data\" is 1e39, out of range for bf16 (largest finite 3.3895314e38)",
+            ),
+            (
+                json!({ "dtype": "f16", "shape": [1], "data": [70000] }),
+                "element 0 of \"data\" is 7e4, out of range for f16 (largest finite 6.5504e4)",
+            ),
+            (json!({ "dtype": "key<fry>", "shape": [1], "data": [1] }), "\"data\" has 1 elements but shape [1] needs 2"),
         ];
         for (json, message) in cases {
             assert_eq!(read(json.clone()).unwrap_err(), message, "{json}");

@@ -45,7 +45,7 @@ pub use pretty::{print_fwd_bwd_text, side_by_side};
 pub use remat_ad as ad;
 pub use remat_ad::{register_policy, AdError, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
-pub use remat_ir::{self as ir, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy};
+pub use remat_ir::{self as ir, bf16, f16, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy, PrngKey};
 pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
 pub use remat_json as json;
 pub use remat_trace::{

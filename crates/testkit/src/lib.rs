@@ -10,6 +10,7 @@
 mod close;
 mod data;
 mod rng;
+mod zoo;
 
 pub use close::{check_close, within};
 pub use data::{
@@ -17,3 +18,4 @@ pub use data::{
     jaxpr_files, primitive_cases, read_json, try_arrays, zoo_cases,
 };
 pub use rng::Rng;
+pub use zoo::{check_zoo_values, forward_only, optional_arrays, reduced_precision, zoo_cotangents};

@@ -148,38 +148,86 @@ impl Arg {
     }
 }
 
-/// A point of JAX's type lattice (restricted to our dtypes), in lattice order.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// A point of JAX's type promotion lattice (`jax._src.dtypes._type_promotion_lattice`),
+/// restricted to our dtypes: a dtype, or a weakly typed Python scalar kind.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
-    Bool,
+    Strong(DType),
     WeakInt,
-    I32,
     WeakFloat,
-    F32,
-    F64,
+}
+
+/// The lattice's edges from `k` (JAX's, with `u16`/`u64` absent: `u8` goes to `u32` through
+/// the missing `u16`, and `u32` to `i64`, as their upper sets are JAX's). Keys are apart.
+fn parents(k: Kind) -> &'static [Kind] {
+    use DType::*;
+    use Kind::{Strong as S, WeakFloat, WeakInt};
+    match k {
+        S(Bool) => &[WeakInt],
+        WeakInt => &[S(U8), S(I8)],
+        S(U8) => &[S(U32), S(I16)],
+        S(U32) => &[S(I64)],
+        S(I8) => &[S(I16)],
+        S(I16) => &[S(I32)],
+        S(I32) => &[S(I64)],
+        S(I64) => &[WeakFloat],
+        WeakFloat => &[S(BF16), S(F16)],
+        S(BF16) | S(F16) => &[S(F32)],
+        S(F32) => &[S(F64)],
+        S(F64) | S(Key) => &[],
+    }
+}
+
+/// `k` and everything above it.
+fn upper_set(k: Kind) -> Vec<Kind> {
+    let mut set = vec![k];
+    let mut i = 0;
+    while i < set.len() {
+        for &p in parents(set[i]) {
+            if !set.contains(&p) {
+                set.push(p);
+            }
+        }
+        i += 1;
+    }
+    set
 }
 
 fn kind((dtype, weak): (DType, bool)) -> Kind {
     match (dtype, weak) {
-        (DType::Bool, _) => Kind::Bool,
-        (DType::I32, true) => Kind::WeakInt,
-        (DType::I32, false) => Kind::I32,
-        (DType::F32 | DType::F64, true) => Kind::WeakFloat,
-        (DType::F32, false) => Kind::F32,
-        (DType::F64, false) => Kind::F64,
+        (d, true) if d.is_integer() => Kind::WeakInt,
+        (d, true) if d.is_float() => Kind::WeakFloat,
+        (d, _) => Kind::Strong(d),
     }
 }
 
-/// The dtype and weak flag operands of these types are computed in (`jnp.result_type`).
-pub(crate) fn result_type(types: &[(DType, bool)]) -> (DType, bool) {
-    match types.iter().map(|&t| kind(t)).max().unwrap_or(Kind::WeakFloat) {
-        Kind::Bool => (DType::Bool, false),
-        Kind::WeakInt => (DType::I32, true),
-        Kind::I32 => (DType::I32, false),
-        Kind::WeakFloat => (DType::F32, true),
-        Kind::F32 => (DType::F32, false),
-        Kind::F64 => (DType::F64, false),
+/// The dtype and weak flag operands of these types are computed in (`jnp.result_type`): the
+/// least upper bound in the lattice. A weak int alone is `i32`, a weak float `f32`; an
+/// error if there is none (keys mix with nothing else).
+pub(crate) fn try_result_type(types: &[(DType, bool)]) -> Result<(DType, bool), String> {
+    let kinds: Vec<Kind> = types.iter().map(|&t| kind(t)).collect();
+    let Some(&first) = kinds.first() else { return Ok((DType::F32, true)) };
+    let mut common = upper_set(first);
+    for &k in &kinds[1..] {
+        let up = upper_set(k);
+        common.retain(|c| up.contains(c));
     }
+    // The least element of the common upper set: the one whose own upper set is all of it.
+    let lub = common.iter().copied().find(|&c| common.iter().all(|d| upper_set(c).contains(d)));
+    match lub {
+        Some(Kind::Strong(d)) => Ok((d, false)),
+        Some(Kind::WeakInt) => Ok((DType::I32, true)),
+        Some(Kind::WeakFloat) => Ok((DType::F32, true)),
+        None => {
+            let names: Vec<String> = types.iter().map(|(d, _)| d.to_string()).collect();
+            Err(format!("no common dtype for {}", names.join(", ")))
+        }
+    }
+}
+
+/// [`try_result_type`] for operands that have one (every pair of value dtypes does).
+pub(crate) fn result_type(types: &[(DType, bool)]) -> (DType, bool) {
+    try_result_type(types).unwrap_or((DType::F32, false))
 }
 
 /// The NumPy broadcast of `shapes` (trailing axes align; size 1 stretches), or an error

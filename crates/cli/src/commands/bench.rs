@@ -83,7 +83,8 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
     Ok(())
 }
 
-/// Deterministic inputs in [-1, 1] (integers in -5..=5, booleans by sign). The avals are
+/// Deterministic inputs in [-1, 1] (integers in -5..=5, unsigned 0..=5, booleans by sign,
+/// keys of arbitrary words). The avals are
 /// verified (within `REMAT_MAX_VALUE_BYTES`); an allocation the allocator refuses is an
 /// error, not an abort.
 fn pseudo_random_inputs(avals: &[Aval]) -> Result<Vec<Array>> {
@@ -103,7 +104,21 @@ fn pseudo_random_inputs(avals: &[Aval]) -> Result<Vec<Array>> {
                 DType::F32 => Array::F32(filled(shape, n, || next() as f32).ok_or_else(oom)?),
                 DType::F64 => Array::F64(filled(shape, n, &mut next).ok_or_else(oom)?),
                 DType::I32 => Array::I32(filled(shape, n, || (next() * 5.0).round() as i32).ok_or_else(oom)?),
+                DType::BF16 => Array::BF16(filled(shape, n, || remat::bf16::from_f64(next())).ok_or_else(oom)?),
+                DType::F16 => Array::F16(filled(shape, n, || remat::f16::from_f64(next())).ok_or_else(oom)?),
+                DType::I8 => Array::I8(filled(shape, n, || (next() * 5.0).round() as i8).ok_or_else(oom)?),
+                DType::I16 => Array::I16(filled(shape, n, || (next() * 5.0).round() as i16).ok_or_else(oom)?),
+                DType::I64 => Array::I64(filled(shape, n, || (next() * 5.0).round() as i64).ok_or_else(oom)?),
+                DType::U8 => Array::U8(filled(shape, n, || (next().abs() * 5.0).round() as u8).ok_or_else(oom)?),
+                DType::U32 => Array::U32(filled(shape, n, || (next().abs() * 5.0).round() as u32).ok_or_else(oom)?),
                 DType::Bool => Array::Bool(filled(shape, n, || next() > 0.0).ok_or_else(oom)?),
+                DType::Key => Array::Key(
+                    filled(shape, n, || {
+                        let word = |x: f64| (x.abs() * u32::MAX as f64) as u32;
+                        remat::PrngKey([word(next()), word(next())])
+                    })
+                    .ok_or_else(oom)?,
+                ),
             })
         })
         .collect()

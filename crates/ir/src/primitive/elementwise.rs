@@ -93,7 +93,7 @@ pub(crate) fn unary_shape(op: UnaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>, S
     match op {
         UnaryOp::StopGradient => {}
         UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => {
-            ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}");
+            ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}");
         }
         UnaryOp::Exp
         | UnaryOp::Log
@@ -134,9 +134,12 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
         }
         BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => {
             same_dtype(name, x, y)?;
-            ensure!(x.dtype != DType::Bool, name, "operands must be numbers, found {x} and {y}");
+            ensure!(x.dtype.is_numeric(), name, "operands must be numbers, found {x} and {y}");
         }
-        BinaryOp::Max | BinaryOp::Min => same_dtype(name, x, y)?,
+        BinaryOp::Max | BinaryOp::Min => {
+            same_dtype(name, x, y)?;
+            ensure!(x.dtype != DType::Key, name, "operands must be numbers or booleans, found {x} and {y}");
+        }
     }
     Ok(device(x.dtype, broadcast_shapes(name, x, y)?))
 }
@@ -147,6 +150,11 @@ pub(crate) fn compare_shape(op: CompareOp, in_avals: &[Aval]) -> Result<Vec<Aval
     let name = op.name();
     let [x, y] = arity(name, in_avals)?;
     same_dtype(name, x, y)?;
+    ensure!(
+        x.dtype != DType::Key || matches!(op, CompareOp::Eq | CompareOp::Ne),
+        name,
+        "keys can only be compared with eq and ne, found {x} and {y}"
+    );
     Ok(device(DType::Bool, broadcast_shapes(name, x, y)?))
 }
 
@@ -164,7 +172,7 @@ pub(super) fn parse_integer_pow(p: &mut ParamReader) -> Result<Primitive, String
 pub(crate) fn integer_pow_shape(y: i32, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     let name = "integer_pow";
     let [x] = arity(name, in_avals)?;
-    ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}");
+    ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}");
     ensure!(x.dtype.is_float() || y >= 0, name, "integers cannot be raised to negative powers (y={y})");
     Ok(device(x.dtype, x.shape.clone()))
 }
@@ -221,7 +229,14 @@ pub(super) fn parse_convert_element_type(p: &mut ParamReader) -> Result<Primitiv
 }
 
 pub(crate) fn convert_element_type_shape(new_dtype: DType, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    let [x] = arity("convert_element_type", in_avals)?;
+    let name = "convert_element_type";
+    let [x] = arity(name, in_avals)?;
+    ensure!(
+        x.dtype != DType::Key && new_dtype != DType::Key,
+        name,
+        "keys cannot be converted (random_wrap and random_unwrap make and take keys), found {x} to {}",
+        new_dtype.numpy_name()
+    );
     Ok(device(new_dtype, x.shape.clone()))
 }
 

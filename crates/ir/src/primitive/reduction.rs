@@ -56,8 +56,10 @@ pub(crate) fn reduce_shape(op: ReduceOp, axes: &[usize], in_avals: &[Aval]) -> R
     let name = op.name();
     let [x] = arity(name, in_avals)?;
     match op {
-        ReduceOp::Sum => ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}"),
-        ReduceOp::Max | ReduceOp::Min => {}
+        ReduceOp::Sum => ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}"),
+        ReduceOp::Max | ReduceOp::Min => {
+            ensure!(x.dtype != DType::Key, name, "operand must be a number or boolean, found {x}")
+        }
     }
     distinct_axes(name, "axes", axes, x)?;
     Ok(device(x.dtype, remove_axes(&x.shape, axes)))
@@ -140,7 +142,19 @@ pub(crate) fn dot_general_shape(
 ) -> Result<Vec<Aval>, ShapeError> {
     let name = "dot_general";
     let [lhs, rhs] = arity(name, in_avals)?;
-    ensure!(lhs.dtype == rhs.dtype, name, "operand dtypes differ: {lhs} and {rhs}");
+    // JAX accepts operands of different dtypes when the accumulation type is given (the
+    // transpose of a bf16 x bf16 -> f32 product multiplies an f32 cotangent by a bf16
+    // operand); both are converted to it.
+    ensure!(
+        lhs.dtype == rhs.dtype || preferred.is_some(),
+        name,
+        "operand dtypes differ: {lhs} and {rhs} (without a preferred_element_type)"
+    );
+    ensure!(
+        lhs.dtype != DType::Key && rhs.dtype != DType::Key,
+        name,
+        "operands must be numbers, found {lhs} and {rhs}"
+    );
     for (side, x, contracting, batch) in
         [("lhs", lhs, &dn.lhs_contracting, &dn.lhs_batch), ("rhs", rhs, &dn.rhs_contracting, &dn.rhs_batch)]
     {

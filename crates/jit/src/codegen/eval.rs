@@ -28,6 +28,13 @@ impl Fx<'_, '_> {
             LitValue::F64(x) => self.b.ins().f64const(x),
             LitValue::I32(x) => self.b.ins().iconst(types::I32, x as i64),
             LitValue::Bool(x) => self.b.ins().iconst(types::I8, x as i64),
+            LitValue::BF16(_)
+            | LitValue::F16(_)
+            | LitValue::I8(_)
+            | LitValue::I16(_)
+            | LitValue::I64(_)
+            | LitValue::U8(_)
+            | LitValue::U32(_) => crate::rejected_dtype(l.dtype()),
         };
         if vector {
             self.b.ins().splat(types::F32X4, s)
@@ -85,6 +92,14 @@ impl Fx<'_, '_> {
                         let z = self.b.ins().icmp_imm_s(IntCC::NotEqual, i, 0);
                         self.b.ins().uextend(types::I8, z)
                     }
+                    DType::BF16
+                    | DType::F16
+                    | DType::I8
+                    | DType::I16
+                    | DType::I64
+                    | DType::U8
+                    | DType::U32
+                    | DType::Key => crate::rejected_dtype(d),
                 }
             }
             Expr::Unary(op, d, x) => {
@@ -272,6 +287,9 @@ impl Fx<'_, '_> {
 
     pub(super) fn binary(&mut self, op: BinaryOp, d: DType, x: Value, y: Value, vector: bool) -> Value {
         match d {
+            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+                crate::rejected_dtype(d)
+            }
             DType::I32 => match op {
                 BinaryOp::Add | BinaryOp::AddAny => self.b.ins().iadd(x, y),
                 BinaryOp::Sub => self.b.ins().isub(x, y),
@@ -329,6 +347,9 @@ impl Fx<'_, '_> {
 
     fn compare(&mut self, op: CompareOp, d: DType, x: Value, y: Value) -> Value {
         match d {
+            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+                crate::rejected_dtype(d)
+            }
             DType::F32 | DType::F64 => {
                 let cc = match op {
                     CompareOp::Eq => FloatCC::Equal,
@@ -391,6 +412,9 @@ impl Fx<'_, '_> {
             return acc;
         }
         match d {
+            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+                crate::rejected_dtype(d)
+            }
             DType::I32 => {
                 let one = self.b.ins().iconst(types::I32, 1);
                 self.int_div(one, acc)
@@ -426,12 +450,23 @@ impl Fx<'_, '_> {
             | (DType::F64, DType::F64)
             | (DType::I32, DType::I32)
             | (DType::Bool, DType::Bool) => x,
+            (
+                DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key,
+                _,
+            )
+            | (
+                _,
+                DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key,
+            ) => crate::rejected_dtype(format!("{from} to {to}")),
         }
     }
 
     /// XLA's `ReducePrecision`, bit for bit (scalar code).
     fn reduce_precision(&mut self, d: DType, exp_bits: u32, man_bits: u32, x: Value) -> Value {
         let (ity, width, src_exp, src_man): (Type, u32, u32, u32) = match d {
+            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+                crate::rejected_dtype(d)
+            }
             DType::F64 => (types::I64, 64, 11, 52),
             DType::F32 | DType::I32 | DType::Bool => (types::I32, 32, 8, 23),
         };
@@ -492,6 +527,9 @@ impl Fx<'_, '_> {
     /// Whether `v` replaces `best` in `argmax`: `best` is not NaN and `v` is NaN or larger.
     pub(super) fn argmax_better(&mut self, d: DType, v: Value, best: Value) -> Value {
         match d {
+            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+                crate::rejected_dtype(d)
+            }
             DType::F32 | DType::F64 => {
                 let best_ok = self.b.ins().fcmp(FloatCC::Ordered, best, best);
                 let vnan = self.b.ins().fcmp(FloatCC::Unordered, v, v);

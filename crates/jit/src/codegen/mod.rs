@@ -335,6 +335,9 @@ pub(crate) fn mem() -> MemFlagsData {
 
 pub(crate) fn clif_type(d: DType) -> Type {
     match d {
+        DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+            crate::rejected_dtype(d)
+        }
         DType::F32 => types::F32,
         DType::F64 => types::F64,
         DType::I32 => types::I32,

@@ -64,6 +64,14 @@ impl Lowering {
             }
             Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
                 let (e, m) = match ins[0].aval.dtype {
+                    DType::BF16
+                    | DType::F16
+                    | DType::I8
+                    | DType::I16
+                    | DType::I64
+                    | DType::U8
+                    | DType::U32
+                    | DType::Key => crate::rejected_dtype(ins[0].aval.dtype),
                     DType::F64 => (11, 52),
                     DType::F32 | DType::I32 | DType::Bool => (8, 23),
                 };
@@ -532,5 +540,9 @@ pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
         (ReduceOp::Min, DType::F64) => LitValue::F64(f64::INFINITY),
         (ReduceOp::Min, DType::I32) => LitValue::I32(i32::MAX),
         (ReduceOp::Min, DType::Bool) => LitValue::Bool(true),
+        (
+            ReduceOp::Max | ReduceOp::Min,
+            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key,
+        ) => crate::rejected_dtype(dtype),
     }
 }

@@ -228,6 +228,9 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
             oo += *i as isize * os;
         }
         match d.dtype {
+            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+                crate::rejected_dtype(d.dtype)
+            }
             #[cfg(target_arch = "x86_64")]
             DType::F32 if dot_uses_own_sgemm(d) => own_sgemm_at(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
@@ -441,6 +444,9 @@ pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<remat_ir::Array, cra
     let pad =
         if cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE { HUGE_PAGE } else { 0 };
     Ok(match aval.dtype {
+        DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
+            crate::rejected_dtype(aval.dtype)
+        }
         DType::F32 => Array::F32(huge_page_zeros::<f32>(&aval.shape, pad).ok_or_else(oom)?),
         DType::F64 => Array::F64(huge_page_zeros::<f64>(&aval.shape, pad).ok_or_else(oom)?),
         DType::I32 => Array::I32(huge_page_zeros::<i32>(&aval.shape, pad).ok_or_else(oom)?),

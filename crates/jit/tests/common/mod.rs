@@ -46,7 +46,15 @@ fn garbage_like(a: &Array) -> Array {
         Array::F32(x) => Array::F32(x.mapv(|_| f32::from_bits(0x7fc0_1234))),
         Array::F64(x) => Array::F64(x.mapv(|_| -1.234_567e300)),
         Array::I32(x) => Array::I32(x.mapv(|_| 0x5a5a_5a5a)),
+        Array::BF16(x) => Array::BF16(x.mapv(|_| remat_ir::bf16::from_bits(0x7fc1))),
+        Array::F16(x) => Array::F16(x.mapv(|_| remat_ir::f16::from_bits(0x7e01))),
+        Array::I8(x) => Array::I8(x.mapv(|_| 0x5a)),
+        Array::I16(x) => Array::I16(x.mapv(|_| 0x5a5a)),
+        Array::I64(x) => Array::I64(x.mapv(|_| 0x5a5a_5a5a_5a5a_5a5a)),
+        Array::U8(x) => Array::U8(x.mapv(|_| 0xa5)),
+        Array::U32(x) => Array::U32(x.mapv(|_| 0xa5a5_a5a5)),
         Array::Bool(x) => Array::Bool(x.mapv(|v| !v)),
+        Array::Key(x) => Array::Key(x.mapv(|_| remat_ir::PrngKey([0x5a5a_5a5a, 0xa5a5_a5a5]))),
     }
 }
 
@@ -57,6 +65,12 @@ fn same_bits(a: &Array, b: &Array) -> bool {
             x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
         }
         (Array::F64(x), Array::F64(y)) => {
+            x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (Array::BF16(x), Array::BF16(y)) => {
+            x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (Array::F16(x), Array::F16(y)) => {
             x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
         }
         _ => a == b,
