@@ -17,7 +17,7 @@ pub mod types;
 pub mod verify;
 
 pub use array::Array;
-pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var, VarDecl};
+pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;

@@ -3,7 +3,7 @@
 //! Grammar (whitespace, including newlines, separates tokens anywhere):
 //!
 //! ```text
-//! file    := ("let" NAME "=" jaxpr "in")* jaxpr
+//! file    := ("let" NAME "=" jaxpr "in")* jaxpr     a hoisted NAME may be used before it is defined
 //! jaxpr   := "{" "lambda" binder* ";" binder* "." "let" eqn* "in" "(" atom ("," atom)* [","] ")" "}"
 //! binder  := NAME ":" aval                      NAME is a..z, ba.., or "_"
 //! aval    := DTYPE ["<host>"] "[" [INT ("," INT)*] "]"
@@ -14,6 +14,12 @@
 //!          | "{" value ("," value)* "}" | "<" ... ">" | jaxpr | NAME-of-a-hoisted-jaxpr
 //! ```
 //!
+//! Where a token's meaning depends on layout, JAX's printer decides it (`print.rs`): an
+//! operand never carries a type and a literal always does, so `nan` is a variable and
+//! `nan:f32[]` a literal; but a line that starts with `nan:f32[]` at the column of the
+//! equation being read starts the next equation (a variable may be named `nan` or `inf`),
+//! while one indented further continues the operands (JAX wraps operands at +2).
+//!
 //! Every error names the line and column, what was expected and what was found. The
 //! parser never panics and always advances, so it terminates on any input.
 
@@ -21,9 +27,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var, VarDecl};
+use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 use crate::param::Param;
 use crate::primitive::{Primitive, PrimitiveKind};
+use crate::print::literal_value_text;
 use crate::types::{Aval, DType, MemorySpace};
 
 /// A parse error at a position in the text (1-based line and column).
@@ -44,7 +51,7 @@ impl fmt::Display for ParseError {
 /// the equations' source locations.
 pub fn parse_jaxpr(src: &str, file: &str) -> Result<Jaxpr, ParseError> {
     let line_starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
-    let mut p = Parser { src, pos: 0, file: Arc::from(file), shared: HashMap::new(), depth: 0, line_starts };
+    let mut p = Parser { src, pos: 0, file: Arc::from(file), hoisted: HashMap::new(), depth: 0, line_starts };
     p.file_()
 }
 
@@ -55,13 +62,37 @@ struct Parser<'s> {
     src: &'s str,
     pos: usize,
     file: Arc<str>,
-    shared: HashMap<String, Arc<Jaxpr>>,
+    /// The hoisted jaxprs (`let NAME = {...} in`) by name. A hoisted jaxpr may refer to one
+    /// defined after it (JAX prints them in breadth-first order of discovery), so each is
+    /// parsed when first needed.
+    hoisted: HashMap<String, Hoisted>,
     depth: usize,
     /// The byte offset at which each line starts, so that an equation's line and column
     /// cost a binary search rather than a scan from the start of the text (which made
     /// parsing quadratic in the number of equations).
     line_starts: Vec<usize>,
 }
+
+/// The parameter keys whose values are jaxprs (or tuples of jaxprs, `branches`): JAX's
+/// `jaxprs_in_params` finds them by type; a word in their place names a hoisted jaxpr.
+const JAXPR_KEYS: [&str; 6] = ["jaxpr", "call_jaxpr", "branches", "cond_jaxpr", "body_jaxpr", "update_jaxpr"];
+
+/// A hoisted jaxpr: where its text starts, and the jaxpr once parsed.
+struct Hoisted {
+    start: usize,
+    state: HoistState,
+}
+
+enum HoistState {
+    Unparsed,
+    /// Being parsed: a reference now is a cycle.
+    Parsing,
+    Parsed(Arc<Jaxpr>),
+}
+
+/// The literals words start: `True:bool[]`, `nan:f32[]`, `inf:f32[]` (`-inf` starts with
+/// `-`). Variables may be named `nan` and `inf`, never `True` or `False`.
+const WORD_LITERALS: [&str; 4] = ["True", "False", "nan", "inf"];
 
 /// One jaxpr's names in scope.
 #[derive(Default)]
@@ -182,23 +213,85 @@ impl<'s> Parser<'s> {
     // ---- structure ----
 
     fn file_(&mut self) -> Result<Jaxpr, ParseError> {
+        // First the extent of every hoisted jaxpr, then each parsed in order (a reference to
+        // a later one parses that one first), then the main jaxpr.
+        let mut names = Vec::new();
         while self.peek_keyword("let") {
             let start = self.pos;
             self.pos += 3;
             let name = self.name().ok_or_else(|| self.expected("a name for the hoisted jaxpr"))?;
-            if self.shared.contains_key(name) {
+            if self.hoisted.contains_key(name) {
                 return Err(self.err_at(start, format!("jaxpr `{name}` is defined twice")));
             }
             self.expect("=", "`=`")?;
-            let j = self.jaxpr()?;
+            self.skip_ws();
+            let body = self.pos;
+            self.skip_braced()?;
             if !self.eat_keyword("in") {
                 return Err(self.expected("`in` after a hoisted jaxpr"));
             }
-            self.shared.insert(name.to_string(), Arc::new(j));
+            self.hoisted.insert(name.to_string(), Hoisted { start: body, state: HoistState::Unparsed });
+            names.push((name, body));
         }
+        let main = self.pos;
+        for (name, body) in names {
+            self.hoisted_jaxpr(name, body)?;
+        }
+        self.pos = main;
         let j = self.jaxpr()?;
         if self.peek().is_some() {
             return Err(self.expected("end of input after the jaxpr"));
+        }
+        Ok(j)
+    }
+
+    /// Skips a `{ ... }` whose braces balance (outside quoted strings), without reading it.
+    fn skip_braced(&mut self) -> Result<(), ParseError> {
+        let start = self.pos;
+        if !self.src[start..].starts_with('{') {
+            return Err(self.expected("`{` to open a jaxpr"));
+        }
+        let mut depth = 0usize;
+        let mut quote = None;
+        for (i, c) in self.src[start..].char_indices() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), '\n') => break,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '{') => depth += 1,
+                (None, '}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.pos = start + i + 1;
+                        return Ok(());
+                    }
+                }
+                (None, _) => {}
+            }
+        }
+        Err(self.err_at(start, "unclosed `{`"))
+    }
+
+    /// The hoisted jaxpr `name`, parsed now if it was not yet; `at` is where it is needed.
+    fn hoisted_jaxpr(&mut self, name: &str, at: usize) -> Result<Arc<Jaxpr>, ParseError> {
+        let Some(h) = self.hoisted.get_mut(name) else {
+            return Err(self.err_at(at, format!("`{name}` is not a jaxpr defined with `let {name} = ...`")));
+        };
+        let start = h.start;
+        match &h.state {
+            HoistState::Parsed(j) => return Ok(j.clone()),
+            HoistState::Parsing => {
+                return Err(self.err_at(at, format!("jaxpr `{name}` refers to itself")));
+            }
+            HoistState::Unparsed => h.state = HoistState::Parsing,
+        }
+        let resume = self.pos;
+        self.pos = start;
+        let j = Arc::new(self.jaxpr()?);
+        self.pos = resume;
+        if let Some(h) = self.hoisted.get_mut(name) {
+            h.state = HoistState::Parsed(j.clone());
         }
         Ok(j)
     }
@@ -341,28 +434,31 @@ impl<'s> Parser<'s> {
                 params.push((key.to_string(), value));
             }
         }
+        let eqn_column = self.column_if_first_on_line(start);
         let mut invars = Vec::new();
+        let mut literals = Vec::new();
         loop {
             match self.peek() {
                 Some(c) if is_name_start(c) => {
                     let after = self.char_after_name();
-                    let word_is_literal = {
-                        let rest = &self.src[self.pos..];
-                        ["True", "False", "inf", "nan"]
-                            .iter()
-                            .any(|w| rest.starts_with(w) && !rest[w.len()..].starts_with(is_name_char))
-                    };
-                    if after == Some(':') && word_is_literal {
-                        invars.push(self.atom(scope)?);
+                    if after == Some(':') && self.peek_word_literal() {
+                        // `nan:f32[]` first on a line at this equation's column is the next
+                        // equation's binder (a variable named `nan`); elsewhere a literal.
+                        let next_eqn = eqn_column.is_some() && self.column_if_first_on_line(self.pos) == eqn_column;
+                        let is_bool = self.peek_str("True") || self.peek_str("False");
+                        if next_eqn && !is_bool {
+                            break;
+                        }
                     } else if after == Some(':') || after == Some('=') {
                         break; // the next equation's binders
                     } else if self.peek_keyword("in") && after == Some('(') {
                         break;
-                    } else {
-                        invars.push(self.atom(scope)?);
                     }
+                    self.operand(scope, &mut invars, &mut literals)?;
                 }
-                Some(c) if c.is_ascii_digit() || c == '-' || c == '[' => invars.push(self.atom(scope)?),
+                Some(c) if c.is_ascii_digit() || c == '-' || c == '[' => {
+                    self.operand(scope, &mut invars, &mut literals)?
+                }
                 _ => break,
             }
         }
@@ -371,18 +467,50 @@ impl<'s> Parser<'s> {
         let (line, column) = self.line_col(start);
         let source = SourceInfo { file: self.file.clone(), line: line as u32, column: column as u32, function: None };
         let mut eqn = Eqn::new(primitive, invars, outvars, source);
-        eqn.spelling = spelling;
+        eqn.spelling = Spelling { params: spelling, literals };
         Ok(eqn)
+    }
+
+    /// One operand, noting the text of a literal whose text is not its value's repr.
+    fn operand(
+        &mut self,
+        scope: &Scope,
+        invars: &mut Vec<Atom>,
+        literals: &mut Vec<(usize, String)>,
+    ) -> Result<(), ParseError> {
+        self.skip_ws();
+        let start = self.pos;
+        let atom = self.atom(scope)?;
+        if let Atom::Lit(lit) = atom {
+            let text = &self.src[start..self.pos];
+            let value_text = text.split(':').next().unwrap_or(text);
+            if value_text != literal_value_text(lit.value) {
+                literals.push((invars.len(), value_text.to_string()));
+            }
+        }
+        invars.push(atom);
+        Ok(())
+    }
+
+    /// Whether the next token is a literal's word followed by `:` (`nan:f32[]`).
+    fn peek_word_literal(&mut self) -> bool {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        WORD_LITERALS.iter().any(|w| rest.starts_with(w) && rest[w.len()..].starts_with(':'))
+    }
+
+    /// The column of `pos` if only spaces precede it on its line.
+    fn column_if_first_on_line(&self, pos: usize) -> Option<usize> {
+        let line_start = self.src[..pos].rfind('\n').map_or(0, |i| i + 1);
+        let before = &self.src[line_start..pos];
+        before.chars().all(|c| c == ' ').then_some(before.len())
     }
 
     fn atom(&mut self, scope: &Scope) -> Result<Atom, ParseError> {
         self.skip_ws();
         let start = self.pos;
         let c = self.peek().ok_or_else(|| self.expected("a variable or literal"))?;
-        let is_word_literal = ["True", "False", "inf", "nan"].iter().any(|w| {
-            let rest = &self.src[self.pos..];
-            rest.starts_with(w) && !rest[w.len()..].starts_with(is_name_char)
-        });
+        let is_word_literal = self.peek_word_literal();
         if is_name_start(c) && !is_word_literal {
             let name = self.name().unwrap_or_default();
             return match scope.names.get(name) {
@@ -410,27 +538,8 @@ impl<'s> Parser<'s> {
         if !aval.shape.is_empty() {
             return Err(self.err_at(start, format!("literal `{value_text}` must be a scalar, found type {aval}")));
         }
-        let bad = || format!("`{value_text}` is not a valid {} literal", aval.dtype);
-        let value = match aval.dtype {
-            DType::F32 | DType::F64 => {
-                let x: f64 = match value_text {
-                    "inf" => f64::INFINITY,
-                    "-inf" => f64::NEG_INFINITY,
-                    "nan" | "-nan" => f64::NAN,
-                    t if t.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
-                        t.parse().map_err(|_| self.err_at(start, bad()))?
-                    }
-                    _ => return Err(self.err_at(start, bad())),
-                };
-                LitValue::from_f64(aval.dtype, x)
-            }
-            DType::I32 => LitValue::I32(value_text.parse().map_err(|_| self.err_at(start, bad()))?),
-            DType::Bool => match value_text {
-                "True" => LitValue::Bool(true),
-                "False" => LitValue::Bool(false),
-                _ => return Err(self.err_at(start, bad())),
-            },
-        };
+        let value = literal_value(aval.dtype, value_text)
+            .ok_or_else(|| self.err_at(start, format!("`{value_text}` is not a valid {} literal", aval.dtype)))?;
         Ok(Atom::Lit(Literal { value }))
     }
 
@@ -531,11 +640,8 @@ impl<'s> Parser<'s> {
                     return Ok(Param::Call { func: word, args, kwargs });
                 }
                 // A reference to a hoisted jaxpr.
-                if matches!(key, "jaxpr" | "call_jaxpr") {
-                    if let Some(j) = self.shared.get(&word) {
-                        return Ok(Param::Jaxpr(j.clone()));
-                    }
-                    return Err(self.err_at(start, format!("`{word}` is not a jaxpr defined with `let {word} = ...`")));
+                if JAXPR_KEYS.contains(&key) {
+                    return Ok(Param::Jaxpr(self.hoisted_jaxpr(&word, start)?));
                 }
                 Ok(Param::Word(word))
             }
@@ -589,6 +695,33 @@ impl<'s> Parser<'s> {
         }
         Err(self.err_at(start, "unterminated string"))
     }
+}
+
+/// The value of a literal of `dtype` written `text`, as Python writes it (`2.0`, `1e-05`,
+/// `nan`, `-inf`, `7`, `True`); `None` if `text` is not one, or is out of range.
+fn literal_value(dtype: DType, text: &str) -> Option<LitValue> {
+    if dtype == DType::Bool {
+        return match text {
+            "True" => Some(LitValue::from_f64(dtype, 1.0)),
+            "False" => Some(LitValue::from_f64(dtype, 0.0)),
+            _ => None,
+        };
+    }
+    if dtype.is_float() {
+        let x: f64 = match text {
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            "nan" | "-nan" => f64::NAN,
+            t if t.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => t.parse().ok()?,
+            _ => return None,
+        };
+        return Some(LitValue::from_f64(dtype, x));
+    }
+    // An integer: it must survive the conversion to `dtype`.
+    // Dtype leftover: values beyond 2^53 need an integer path for 64-bit dtypes.
+    let x: i64 = text.parse().ok()?;
+    let v = LitValue::from_f64(dtype, x as f64);
+    (v.as_f64() == x as f64).then_some(v)
 }
 
 fn is_name_start(c: char) -> bool {

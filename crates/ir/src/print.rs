@@ -44,7 +44,8 @@ pub fn pp_literal(lit: &Literal) -> String {
     format!("{}:{}", literal_value_text(lit.value), lit.aval())
 }
 
-fn literal_value_text(v: LitValue) -> String {
+/// The text JAX prints for a literal's value: Python's repr of `np.asarray(v).item()`.
+pub(crate) fn literal_value_text(v: LitValue) -> String {
     match v {
         LitValue::F32(x) => py_float_repr(x as f64),
         LitValue::F64(x) => py_float_repr(x),
@@ -270,7 +271,15 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
         let pairs: Vec<Doc> = params.iter().map(|(k, v)| kv_doc(ctx, eqn, k, v)).collect();
         group(concat(vec![nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])), brk(""), text("]")]))
     };
-    let args: Vec<String> = eqn.invars.iter().map(|a| ctx.atom_text(j, a)).collect();
+    let args: Vec<String> = eqn
+        .invars
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match (a, spelled_literal(eqn, i)) {
+            (Atom::Lit(lit), Some(raw)) if spelling_denotes(raw, lit) => format!("{raw}:{}", lit.aval()),
+            _ => ctx.atom_text(j, a),
+        })
+        .collect();
     let rhs = vec![text(eqn.primitive.name()), kv, concat(vec![text(" "), vars_doc(args, "")])];
     if eqn.outvars.is_empty() {
         concat(rhs)
@@ -281,12 +290,35 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
     }
 }
 
+/// How the text this equation was read from wrote literal operand `i`, if not canonically.
+fn spelled_literal(eqn: &Eqn, i: usize) -> Option<&str> {
+    eqn.spelling.literals.iter().find(|(k, _)| *k == i).map(|(_, raw)| raw.as_str())
+}
+
+/// Whether `raw` (a Python float such as `0.1`) still denotes `lit` in its dtype.
+fn spelling_denotes(raw: &str, lit: &Literal) -> bool {
+    let dtype = lit.value.dtype();
+    dtype.is_float() && raw.parse::<f64>().is_ok_and(|x| LitValue::from_f64(dtype, x) == lit.value)
+}
+
+/// `core.pp_jaxprs`: a tuple of jaxprs (`cond`'s `branches`), `(`, then each jaxpr on its
+/// own line at +2, then `)`, unless the whole tuple fits on the line.
+fn jaxprs_doc(ctx: &mut Ctx, jaxprs: &[&Jaxpr]) -> Doc {
+    let docs: Vec<Doc> = jaxprs.iter().map(|j| jaxpr_doc(ctx, j)).collect();
+    group(concat(vec![nest(2, concat(vec![text("("), brk(""), join(brk(" "), docs)])), brk(""), text(")")]))
+}
+
 fn kv_doc(ctx: &mut Ctx, eqn: &Eqn, key: &str, value: &Param) -> Doc {
     let value_doc = match value {
         Param::Jaxpr(sub) => jaxpr_doc(ctx, sub),
+        Param::Tuple(items) if items.iter().all(|p| matches!(p, Param::Jaxpr(_))) && !items.is_empty() => {
+            let subs: Vec<&Jaxpr> =
+                items.iter().filter_map(|p| if let Param::Jaxpr(j) = p { Some(&**j) } else { None }).collect();
+            jaxprs_doc(ctx, &subs)
+        }
         _ => {
             let canonical = mask_addresses(&value.repr());
-            let spelled = eqn.spelling.iter().find(|(k, _)| k == key).map(|(_, raw)| raw);
+            let spelled = eqn.spelling.params.iter().find(|(k, _)| k == key).map(|(_, raw)| raw);
             match spelled {
                 Some(raw) if strip_numpy_ints(raw) == canonical => text(raw.clone()),
                 _ => text(canonical),
