@@ -587,7 +587,20 @@ impl<'s> Parser<'s> {
                 }
             }
             '<' => {
-                let end = self.src[self.pos..].find('>').ok_or_else(|| self.err_at(start, "unclosed `<`"))?;
+                // Angle brackets nest: `<function f.<locals>.policy at 0xXXXX>`.
+                let mut depth = 0usize;
+                let end = self.src[self.pos..]
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        match c {
+                            '<' => depth += 1,
+                            '>' => depth -= 1,
+                            _ => {}
+                        }
+                        depth == 0
+                    })
+                    .map(|(i, _)| i)
+                    .ok_or_else(|| self.err_at(start, "unclosed `<`"))?;
                 let text = &self.src[self.pos..self.pos + end + 1];
                 if text.contains('\n') {
                     return Err(self.err_at(start, "unclosed `<` on this line"));
