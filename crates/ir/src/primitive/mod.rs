@@ -145,6 +145,7 @@ primitive_kinds! {
         DotGeneral = "dot_general",
         Name = "name",
         DevicePut = "device_put",
+        Empty2 = "empty2",
         Jit = "jit",
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
@@ -201,7 +202,8 @@ impl PrimitiveKind {
             | PrimitiveKind::Argmax
             | PrimitiveKind::DotGeneral
             | PrimitiveKind::Name
-            | PrimitiveKind::DevicePut => None,
+            | PrimitiveKind::DevicePut
+            | PrimitiveKind::Empty2 => None,
         }
     }
 }
@@ -302,6 +304,13 @@ pub enum Primitive {
         devices: Vec<MemorySpace>,
         copy_semantics: Vec<CopySemantics>,
     },
+    /// `empty2[dtype=float32 memory_space=MemorySpace.Device]`: an uninitialised scalar
+    /// (JAX's placeholder for a cond branch's residual it does not compute); remat's value
+    /// is zero, as XLA's lowering gives.
+    Empty2 {
+        dtype: DType,
+        memory_space: MemorySpace,
+    },
 
     // Calls and loops: `call.rs`.
     Jit {
@@ -361,6 +370,7 @@ impl Primitive {
             Primitive::DotGeneral { .. } => PrimitiveKind::DotGeneral,
             Primitive::Name { .. } => PrimitiveKind::Name,
             Primitive::DevicePut { .. } => PrimitiveKind::DevicePut,
+            Primitive::Empty2 { .. } => PrimitiveKind::Empty2,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
@@ -413,7 +423,8 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => Vec::new(),
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. } => Vec::new(),
         }
     }
 
@@ -468,7 +479,8 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => {}
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. } => {}
         }
         Ok(prim)
     }
@@ -503,6 +515,7 @@ impl Primitive {
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
             | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. } => None,
@@ -547,6 +560,7 @@ impl Primitive {
             }
             Primitive::Name { name } => name_params(name),
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
+            Primitive::Empty2 { dtype, memory_space } => empty2_params(*dtype, *memory_space),
             Primitive::Jit { name, jaxpr } => jit_params(name, jaxpr),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
                 custom_jvp_call_params(name, call_jaxpr, jvp, *num_consts, *symbolic_zeros)
@@ -594,6 +608,7 @@ impl Primitive {
             PrimitiveKind::DotGeneral => parse_dot_general(p)?,
             PrimitiveKind::Name => parse_name(p)?,
             PrimitiveKind::DevicePut => parse_device_put(p)?,
+            PrimitiveKind::Empty2 => parse_empty2(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,
