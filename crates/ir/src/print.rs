@@ -264,13 +264,7 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
     }
     let lhs_items = eqn.outvars.iter().map(|v| format!("{}:{}", ctx.var_name(j, *v), j.aval(*v))).collect();
     let lhs = vars_doc(lhs_items, "");
-    let params = eqn.primitive.params();
-    let kv = if params.is_empty() {
-        Doc::Nil
-    } else {
-        let pairs: Vec<Doc> = params.iter().map(|(k, v)| kv_doc(ctx, eqn, k, v)).collect();
-        group(concat(vec![nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])), brk(""), text("]")]))
-    };
+    let kv = kv_pairs_doc(ctx, eqn, &eqn.primitive.params());
     let args: Vec<String> = eqn
         .invars
         .iter()
@@ -288,6 +282,15 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
         parts.extend(rhs);
         concat(parts)
     }
+}
+
+/// `core.pp_kv_pairs`: `[`, the pairs at +2, `]`, all on one line if they fit.
+fn kv_pairs_doc(ctx: &mut Ctx, eqn: &Eqn, params: &[(&str, Param)]) -> Doc {
+    if params.is_empty() {
+        return Doc::Nil;
+    }
+    let pairs: Vec<Doc> = params.iter().map(|(k, v)| kv_doc(ctx, eqn, k, v)).collect();
+    group(concat(vec![nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])), brk(""), text("]")]))
 }
 
 /// How the text this equation was read from wrote literal operand `i`, if not canonically.
@@ -350,6 +353,43 @@ mod tests {
         let names: Vec<String> =
             [0, 1, 25, 26, 27, 51, 52, 701, 702].iter().map(|&n| encode_digits_alphabetic(n)).collect();
         assert_eq!(names, ["a", "b", "z", "ba", "bb", "bz", "ca", "baz", "bba"]);
+    }
+
+    /// `{ lambda ; x:f32[]. let y:f32[] = OP x in (y,) }`.
+    fn unary_body(op: crate::UnaryOp) -> Arc<Jaxpr> {
+        let mut j = Jaxpr::default();
+        let x = j.new_var(crate::Aval::scalar(crate::DType::F32));
+        let y = j.new_var(crate::Aval::scalar(crate::DType::F32));
+        j.invars.push(x);
+        j.eqns.push(Eqn::new(Primitive::Unary(op), vec![x.into()], vec![y], crate::SourceInfo::unknown()));
+        j.outvars.push(y.into());
+        Arc::new(j)
+    }
+
+    /// A tuple of jaxprs lays out as JAX's `pp_jaxprs` (`cond`'s `branches`): the text is
+    /// JAX's for `lax.cond(p, jnp.sin, jnp.cos, x)`, the equation at its usual place.
+    #[test]
+    fn a_tuple_of_jaxprs_prints_one_per_line() {
+        let mut ctx = Ctx { names: HashMap::new(), counter: 4, shared_names: HashSet::new(), shared: HashMap::new() };
+        let eqn = Eqn::new(Primitive::SelectN, vec![], vec![], crate::SourceInfo::unknown());
+        let branches = Param::Tuple(vec![
+            Param::Jaxpr(unary_body(crate::UnaryOp::Cos)),
+            Param::Jaxpr(unary_body(crate::UnaryOp::Sin)),
+        ]);
+        let params = kv_pairs_doc(&mut ctx, &eqn, &[("branches", branches)]);
+        let doc = concat(vec![text("    "), nest(4, concat(vec![text("d:f32[] = cond"), params, text(" c b")]))]);
+        let want = "    d:f32[] = cond[
+      branches=(
+        { lambda ; e:f32[]. let f:f32[] = cos e in (f,) }
+        { lambda ; g:f32[]. let h:f32[] = sin g in (h,) }
+      )
+    ] c b";
+        assert_eq!(pp::format(&doc, WIDTH), want);
+        // Short enough, the tuple stays on one line.
+        let mut ctx = Ctx { names: HashMap::new(), counter: 0, shared_names: HashSet::new(), shared: HashMap::new() };
+        let one = Param::Tuple(vec![Param::Jaxpr(unary_body(crate::UnaryOp::Sin))]);
+        let doc = kv_pairs_doc(&mut ctx, &eqn, &[("branches", one)]);
+        assert_eq!(pp::format(&doc, WIDTH), "[branches=({ lambda ; a:f32[]. let b:f32[] = sin a in (b,) })]");
     }
 
     #[test]
