@@ -189,7 +189,7 @@ fn printing_forms_round_trip() {
 fn a_hoisted_name_is_one_shared_jaxpr_even_when_used_before_its_definition() {
     let j = parse_jaxpr(FORWARD_REFERENCE, "fwd.jaxpr").unwrap();
     let call = |e: &remat_ir::Eqn| match &e.primitive {
-        remat_ir::Primitive::Jit { jaxpr, .. } => jaxpr.jaxpr.clone(),
+        Primitive::Jit { jaxpr, .. } => jaxpr.jaxpr.clone(),
         other => panic!("expected a jit, found {other}"),
     };
     let (outer1, outer2) = (call(&j.eqns[0]), call(&j.eqns[2]));
@@ -200,15 +200,15 @@ fn a_hoisted_name_is_one_shared_jaxpr_even_when_used_before_its_definition() {
 #[test]
 fn weak_and_strong_literals_hold_the_same_f32_and_keep_their_text() {
     let j = parse_jaxpr(WEAK_AND_STRONG_LITERALS, "lit.jaxpr").unwrap();
-    let lit = |a: &remat_ir::Atom| match a {
-        remat_ir::Atom::Lit(l) => l.value,
-        remat_ir::Atom::Var(v) => panic!("expected a literal, found {v:?}"),
+    let lit = |a: &Atom| match a {
+        Atom::Lit(l) => l.value,
+        Atom::Var(v) => panic!("expected a literal, found {v:?}"),
     };
     assert_eq!(lit(&j.eqns[0].invars[1]), LitValue::F32(0.1));
     assert_eq!(lit(&j.eqns[2].invars[0]), LitValue::F32(0.1));
     // A spelling that no longer denotes the value is not used.
     let mut changed = j.clone();
-    changed.eqns[0].invars[1] = remat_ir::Atom::Lit(remat_ir::Literal { value: LitValue::F32(0.25) });
+    changed.eqns[0].invars[1] = Atom::Lit(remat_ir::Literal { value: LitValue::F32(0.25) });
     assert!(pp_jaxpr(&changed).contains("b:f32[] = mul a 0.25:f32[]"));
 }
 
