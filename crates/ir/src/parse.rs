@@ -194,6 +194,18 @@ impl<'s> Parser<'s> {
         Some(&rest[..len])
     }
 
+    /// A primitive's name: a name that may contain `-` (`scatter-add`).
+    fn primitive_name(&mut self) -> Option<&'s str> {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        if !rest.starts_with(is_name_start) {
+            return None;
+        }
+        let len = rest.find(|c| !(is_name_char(c) || c == '-')).unwrap_or(rest.len());
+        self.pos += len;
+        Some(&rest[..len])
+    }
+
     /// What follows the next name, without consuming anything.
     fn char_after_name(&mut self) -> Option<char> {
         self.skip_ws();
@@ -412,7 +424,7 @@ impl<'s> Parser<'s> {
         self.expect("=", "`=` after the equation's binders")?;
         self.skip_ws();
         let prim_pos = self.pos;
-        let prim_name = self.name().ok_or_else(|| self.expected("a primitive name"))?;
+        let prim_name = self.primitive_name().ok_or_else(|| self.expected("a primitive name"))?;
         if PrimitiveKind::from_name(prim_name).is_none() {
             return Err(self.err_at(prim_pos, format!("unknown primitive `{prim_name}`")));
         }
@@ -565,14 +577,19 @@ impl<'s> Parser<'s> {
                 while !self.eat(close) {
                     items.push(self.value(key)?);
                     trailing_comma = self.eat(",");
-                    if !trailing_comma && !self.peek_str(close) {
+                    // A tuple of jaxprs (`branches=(...)`, JAX's `pp_jaxprs`) separates them by
+                    // spaces or line breaks, not commas; each is inline or a hoisted name.
+                    let jaxpr_follows = matches!(items.last(), Some(Param::Jaxpr(_)))
+                        && self.peek().is_some_and(|c| c == '{' || is_name_start(c));
+                    if !trailing_comma && !self.peek_str(close) && !jaxpr_follows {
                         return Err(self.expected(&format!("`,` or `{close}`")));
                     }
                 }
+                let one_jaxpr = matches!(items.as_slice(), [Param::Jaxpr(_)]);
                 Ok(if c == '[' {
                     Param::List(items)
-                } else if items.len() == 1 && !trailing_comma {
-                    items.pop().unwrap() // a parenthesised value, not a tuple
+                } else if items.len() == 1 && !trailing_comma && !one_jaxpr {
+                    items.pop().unwrap() // a parenthesised value, not a tuple (a jaxpr's is one)
                 } else {
                     Param::Tuple(items)
                 })
@@ -743,4 +760,59 @@ fn is_name_start(c: char) -> bool {
 
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parameter value read as key `key`, with the hoisted jaxprs of `hoisted` in scope.
+    fn value(key: &str, text: &str, hoisted: &str) -> Result<Param, ParseError> {
+        let src = format!("{hoisted}{text}");
+        let line_starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let mut p = Parser { src: &src, pos: 0, file: Arc::from("t"), hoisted: HashMap::new(), depth: 0, line_starts };
+        // Register the hoisted definitions as `file_` does, then read the value.
+        while p.peek_keyword("let") {
+            p.pos += 3;
+            let name = p.name().unwrap().to_string();
+            p.expect("=", "`=`")?;
+            p.skip_ws();
+            let start = p.pos;
+            p.skip_braced()?;
+            assert!(p.eat_keyword("in"));
+            p.hoisted.insert(name, Hoisted { start, state: HoistState::Unparsed });
+        }
+        p.value(key)
+    }
+
+    fn jaxprs(p: &Param) -> Vec<usize> {
+        match p {
+            Param::Tuple(xs) => xs
+                .iter()
+                .map(|x| match x {
+                    Param::Jaxpr(j) => j.eqns.len(),
+                    other => panic!("expected a jaxpr, found {other}"),
+                })
+                .collect(),
+            other => panic!("expected a tuple, found {other}"),
+        }
+    }
+
+    /// `cond`'s `branches` as JAX prints them: one per line, or on one line with a hoisted
+    /// name among them (both texts are JAX's).
+    #[test]
+    fn a_tuple_of_jaxprs_has_no_commas() {
+        let broken = "(
+        { lambda ; s:f32[6]. let t:f32[6] = cos s; u:f32[6] = sub t s in (u,) }
+        { lambda ; v:f32[6]. let  in (v,) }
+      )";
+        assert_eq!(jaxprs(&value("branches", broken, "").unwrap()), [2, 0]);
+        let hoisted = "let jaxpr = { lambda ; a:f32[]. let b:f32[] = sin a in (b,) } in\n";
+        let flat = "({ lambda ; q:f32[]. let r:f32[] = cos q in (r,) } jaxpr)";
+        assert_eq!(jaxprs(&value("branches", flat, hoisted).unwrap()), [1, 1]);
+        // One jaxpr in parentheses is a tuple of one: JAX never parenthesises a lone jaxpr.
+        assert_eq!(jaxprs(&value("branches", "(jaxpr)", hoisted).unwrap()), [1]);
+        let err = value("branches", "({ lambda ; a:f32[]. let  in (a,) } 3)", "").unwrap_err();
+        assert!(err.message.contains("expected `,` or `)`"), "{err}");
+    }
 }

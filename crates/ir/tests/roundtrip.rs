@@ -57,7 +57,9 @@ fn zoo_texts() -> Vec<(String, String)> {
 /// Whether a parse error is one the primitives or dtypes still missing from remat explain
 /// (others add them), rather than a printing form the parser does not read.
 fn is_missing_primitive_or_dtype(e: &remat_ir::ParseError) -> bool {
-    e.message.starts_with("unknown primitive `") || e.message.starts_with("expected a dtype")
+    e.message.starts_with("unknown primitive `")
+        || e.message.starts_with("expected a dtype")
+        || e.message.contains(": unsupported dtype `")
 }
 
 #[test]
