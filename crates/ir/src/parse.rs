@@ -440,7 +440,10 @@ impl<'s> Parser<'s> {
                 let vstart = self.pos;
                 let value = self.value(key)?;
                 let raw = &self.src[vstart..self.pos];
-                if raw.contains("np.") {
+                // Nested jaxprs keep their own equations' spellings.
+                let holds_jaxpr = |v: &Param| matches!(v, Param::Jaxpr(_));
+                let is_jaxprs = holds_jaxpr(&value) || value.as_seq().is_some_and(|xs| xs.iter().any(holds_jaxpr));
+                if raw.contains("np.") && !is_jaxprs {
                     spelling.push((key.to_string(), raw.to_string()));
                 }
                 params.push((key.to_string(), value));

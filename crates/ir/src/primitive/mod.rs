@@ -393,7 +393,11 @@ impl Primitive {
         PrimitiveKind::all().into_iter().map(PrimitiveKind::name).collect()
     }
 
-    /// The nested jaxprs this primitive calls, in parameter order.
+    /// The nested jaxprs this primitive calls, in the order of JAX's params dict (the
+    /// order `bind` received them, not the sorted printing order: `while` gives
+    /// `cond_jaxpr` then `body_jaxpr`; `cond` its `branches` in order). The printer's
+    /// hoisting walk (`core.pp_toplevel_jaxpr`) visits them in this order, which decides
+    /// the order and names of hoisted jaxprs.
     pub fn subjaxprs(&self) -> Vec<&Arc<Jaxpr>> {
         match self {
             Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
@@ -486,7 +490,8 @@ impl Primitive {
     }
 
     /// The `name` parameter JAX's printer uses to name a hoisted sub-jaxpr (only `jit`'s
-    /// raw parameters carry one).
+    /// raw parameters carry one: `custom_jvp_call`'s and `custom_vjp_call`'s `name` is
+    /// added by their printers, so their hoisted jaxprs are named `jaxpr`).
     pub fn hoist_name(&self) -> Option<&str> {
         match self {
             Primitive::Jit { name, .. } => Some(name),
