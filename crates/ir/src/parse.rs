@@ -516,9 +516,11 @@ impl<'s> Parser<'s> {
 
     /// The column of `pos` if only spaces precede it on its line.
     fn column_if_first_on_line(&self, pos: usize) -> Option<usize> {
-        let line_start = self.src[..pos].rfind('\n').map_or(0, |i| i + 1);
-        let before = &self.src[line_start..pos];
-        before.chars().all(|c| c == ' ').then_some(before.len())
+        // The line's start by binary search, and the scan stops at its first non-space, so
+        // this costs little even on a very long line.
+        let line = self.line_starts.partition_point(|&start| start <= pos);
+        let before = &self.src[self.line_starts[line - 1]..pos];
+        before.bytes().all(|b| b == b' ').then_some(before.len())
     }
 
     fn atom(&mut self, scope: &Scope) -> Result<Atom, ParseError> {
