@@ -192,6 +192,9 @@ pub struct Jaxpr {
     pub invars: Vec<Var>,
     pub eqns: Vec<Eqn>,
     pub outvars: Vec<Atom>,
+    /// How the text this jaxpr was read from wrote its literal outputs, where not
+    /// canonically (`in (0.1:f32[],)`: only [`Spelling::literals`] is used, by output index).
+    pub spelling: Spelling,
 }
 
 impl Jaxpr {

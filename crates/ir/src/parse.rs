@@ -337,13 +337,15 @@ impl<'s> Parser<'s> {
         }
         self.expect("(", "`(` to open the outputs")?;
         let mut outvars = Vec::new();
+        let mut literals = Vec::new();
         while !self.eat(")") {
-            outvars.push(self.atom(&scope)?);
+            self.operand(&scope, &mut outvars, &mut literals)?;
             if !self.eat(",") && !self.peek_str(")") {
                 return Err(self.expected("`,` or `)` in the outputs"));
             }
         }
         scope.jaxpr.outvars = outvars;
+        scope.jaxpr.spelling.literals = literals;
         self.expect("}", "`}` to close the jaxpr")?;
         self.depth -= 1;
         Ok(scope.jaxpr)
@@ -486,11 +488,12 @@ impl<'s> Parser<'s> {
         Ok(eqn)
     }
 
-    /// One operand, noting the text of a literal whose text is not its value's repr.
+    /// One operand (or output), noting the text of a literal whose text is not its value's
+    /// repr, by its index in `atoms`.
     fn operand(
         &mut self,
         scope: &Scope,
-        invars: &mut Vec<Atom>,
+        atoms: &mut Vec<Atom>,
         literals: &mut Vec<(usize, String)>,
     ) -> Result<(), ParseError> {
         self.skip_ws();
@@ -500,10 +503,10 @@ impl<'s> Parser<'s> {
             let text = &self.src[start..self.pos];
             let value_text = text.split(':').next().unwrap_or(text);
             if value_text != literal_value_text(lit.value) {
-                literals.push((invars.len(), value_text.to_string()));
+                literals.push((atoms.len(), value_text.to_string()));
             }
         }
-        invars.push(atom);
+        atoms.push(atom);
         Ok(())
     }
 

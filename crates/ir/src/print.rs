@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Var};
+use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Spelling, Var};
 use crate::param::{py_float_repr, strip_numpy_ints, Param};
 use crate::pp::{self, brk, concat, group, join, nest, text, Doc};
 use crate::primitive::Primitive;
@@ -226,7 +226,8 @@ fn skeleton_doc(ctx: &mut Ctx, j: &Jaxpr) -> Doc {
     let invars = binders_doc(ctx, j, &j.invars);
     let eqn_docs: Vec<Doc> = j.eqns.iter().map(|e| eqn_doc(ctx, j, e)).collect();
     let eqns = join(brk("; "), eqn_docs);
-    let outs: Vec<String> = j.outvars.iter().map(|a| ctx.atom_text(j, a)).collect();
+    let outs: Vec<String> =
+        j.outvars.iter().enumerate().map(|(i, a)| spelled_atom_text(ctx, j, &j.spelling, i, a)).collect();
     let close = if j.outvars.len() == 1 { ",)" } else { ")" };
     let outvars = concat(vec![text("("), vars_doc(outs, ","), text(close)]);
     // The closing ` }` is inside the group, so it counts when deciding whether the
@@ -265,15 +266,8 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
     let lhs_items = eqn.outvars.iter().map(|v| format!("{}:{}", ctx.var_name(j, *v), j.aval(*v))).collect();
     let lhs = vars_doc(lhs_items, "");
     let kv = kv_pairs_doc(ctx, eqn, &eqn.primitive.params());
-    let args: Vec<String> = eqn
-        .invars
-        .iter()
-        .enumerate()
-        .map(|(i, a)| match (a, spelled_literal(eqn, i)) {
-            (Atom::Lit(lit), Some(raw)) if spelling_denotes(raw, lit) => format!("{raw}:{}", lit.aval()),
-            _ => ctx.atom_text(j, a),
-        })
-        .collect();
+    let args: Vec<String> =
+        eqn.invars.iter().enumerate().map(|(i, a)| spelled_atom_text(ctx, j, &eqn.spelling, i, a)).collect();
     let rhs = vec![text(eqn.primitive.name()), kv, concat(vec![text(" "), vars_doc(args, "")])];
     if eqn.outvars.is_empty() {
         concat(rhs)
@@ -293,9 +287,14 @@ fn kv_pairs_doc(ctx: &mut Ctx, eqn: &Eqn, params: &[(&str, Param)]) -> Doc {
     group(concat(vec![nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])), brk(""), text("]")]))
 }
 
-/// How the text this equation was read from wrote literal operand `i`, if not canonically.
-fn spelled_literal(eqn: &Eqn, i: usize) -> Option<&str> {
-    eqn.spelling.literals.iter().find(|(k, _)| *k == i).map(|(_, raw)| raw.as_str())
+/// Atom `i` of an equation's operands or a jaxpr's outputs, as the text it was read from
+/// wrote it where that still denotes its value (`0.1:f32[]`).
+fn spelled_atom_text(ctx: &mut Ctx, j: &Jaxpr, spelling: &Spelling, i: usize, a: &Atom) -> String {
+    let raw = spelling.literals.iter().find(|(k, _)| *k == i).map(|(_, raw)| raw.as_str());
+    match (a, raw) {
+        (Atom::Lit(lit), Some(raw)) if spelling_denotes(raw, lit) => format!("{raw}:{}", lit.aval()),
+        _ => ctx.atom_text(j, a),
+    }
 }
 
 /// Whether `raw` (a Python float such as `0.1`) still denotes `lit` in its dtype.

@@ -164,6 +164,10 @@ const NUMPY_INTS: &str = "{ lambda ; a:f32[4]. let
     p:f32[4] = add_any m o
   in (p,) }";
 
+/// Weak float literals among a jaxpr's outputs (`lambda x: (x, 0.1)`; a cond branch
+/// `lambda x: 0.1` prints `{ lambda ; e:f32[]. let  in (0.1:f32[],) }`).
+const LITERAL_OUTPUT: &str = "{ lambda ; a:f32[]. let  in (a, 0.1:f32[]) }";
+
 /// An empty body (`let  in`, two spaces) in a jit of `lambda y: y`.
 const EMPTY_BODY: &str = "{ lambda ; a:f32[4]. let
     b:f32[4] = sin a
@@ -182,6 +186,7 @@ fn printing_forms_round_trip() {
         ("iota", IOTA),
         ("numpy ints", NUMPY_INTS),
         ("empty body", EMPTY_BODY),
+        ("literal output", LITERAL_OUTPUT),
     ];
     let failures: Vec<String> = texts.iter().filter_map(|(name, text)| check(name, text).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
