@@ -45,7 +45,8 @@ pub use dce::dce_jaxpr;
 pub use jvp::{jvp_jaxpr, JvpJaxpr};
 pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
 pub use policy::{
-    register_policy, registered_policy, resolve_policy, user_policy, PolicyRule, ResolvedPolicy, Saveability,
+    register_policy, registered_policy, resolve_policy, set_policy_names, user_policy, PolicyNames, PolicyRule,
+    ResolvedPolicy, Saveability,
 };
 pub use residuals::{Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};

@@ -208,7 +208,12 @@ impl Pe<'_> {
         prevent_cse: bool,
         policy: Option<&Policy>,
     ) -> Result<(), AdError> {
-        let resolved = resolve_policy(policy)?;
+        // A policy error names the checkpoint's equation.
+        let at = if eqn.source.is_unknown() { String::new() } else { format!(" at {}", eqn.source) };
+        let resolved = resolve_policy(policy).map_err(|e| match e {
+            AdError::Invalid(m) => AdError::Invalid(format!("remat2{at}: {m}")),
+            other => other,
+        })?;
         let unks: Vec<bool> = eqn.invars.iter().map(|a| self.is_unknown(a)).collect();
         let (n_in, n_out) = (body.invars.len(), body.outvars.len());
         let pe = partial_eval_jaxpr_custom(

@@ -13,6 +13,12 @@
 //! policy is data, a user rule is attached to a checkpoint by name through a process-wide
 //! registry: [`register_policy`] returns the `Policy::Function { name, .. }` to put in the
 //! checkpoint, and [`resolve_policy`] finds the rule again by that name.
+//!
+//! A policy JAX made with a closure prints without its arguments
+//! (`<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>`), so a
+//! parsed program holds it as `Policy::Opaque`; [`set_policy_names`] (the command line's
+//! `--policy-names save=a,b offload=c`) gives such policies their meaning, and
+//! differentiating through one without a meaning is an error.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -108,6 +114,88 @@ pub fn register_policy(name: &str, rule: impl PolicyRule + 'static) -> Policy {
     Policy::Function { name: name.to_string(), repr: format!("<function {name}>") }
 }
 
+/// The names `save_and_offload_only_these_names` was called with: the meaning of the
+/// opaque policies it made, which JAX's text does not carry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PolicyNames {
+    /// `names_which_can_be_saved`.
+    pub saved: Vec<String>,
+    /// `names_which_can_be_offloaded` (from `"device"` to `"pinned_host"`).
+    pub offloaded: Vec<String>,
+}
+
+impl PolicyNames {
+    /// Reads the command line's form: words `save=a,b` and `offload=c` (either may be
+    /// absent or empty; repeated words add names).
+    pub fn parse<S: AsRef<str>>(words: &[S]) -> Result<PolicyNames, AdError> {
+        let mut names = PolicyNames::default();
+        for word in words {
+            let word = word.as_ref();
+            let (key, list) = word.split_once('=').ok_or_else(|| {
+                AdError::Invalid(format!("policy names: expected `save=NAMES` or `offload=NAMES`, found `{word}`"))
+            })?;
+            let target = match key {
+                "save" => &mut names.saved,
+                "offload" => &mut names.offloaded,
+                other => {
+                    return Err(AdError::Invalid(format!(
+                        "policy names: expected `save=` or `offload=`, found `{other}=`"
+                    )))
+                }
+            };
+            target.extend(list.split(',').filter(|n| !n.is_empty()).map(str::to_string));
+        }
+        Ok(names)
+    }
+
+    /// `save_and_offload_only_these_names(saved, offloaded, offload_src="device",
+    /// offload_dst="pinned_host")`.
+    pub fn policy(&self) -> Policy {
+        Policy::SaveAndOffloadOnlyTheseNames {
+            saved: self.saved.clone(),
+            offloaded: self.offloaded.clone(),
+            offload_src: "device".into(),
+            offload_dst: "pinned_host".into(),
+        }
+    }
+}
+
+/// The factory of the opaque policies [`PolicyNames`] gives a meaning to.
+const SAVE_AND_OFFLOAD: &str = "save_and_offload_only_these_names";
+
+fn opaque_meanings() -> &'static RwLock<HashMap<String, Policy>> {
+    static MEANINGS: OnceLock<RwLock<HashMap<String, Policy>>> = OnceLock::new();
+    MEANINGS.get_or_init(|| RwLock::new(HashMap::new()))
+}
+
+/// Gives every opaque `save_and_offload_only_these_names` policy (in any program
+/// differentiated afterwards, process-wide) the meaning of `names`; checks that no name is
+/// both saved and offloaded, as JAX does.
+pub fn set_policy_names(names: &PolicyNames) -> Result<(), AdError> {
+    let policy = names.policy();
+    validate(&policy)?;
+    opaque_meanings().write().unwrap_or_else(|e| e.into_inner()).insert(SAVE_AND_OFFLOAD.to_string(), policy);
+    Ok(())
+}
+
+/// The meaning given to the opaque policy printed `repr`, if any.
+fn opaque_meaning(repr: &str) -> Option<Policy> {
+    let factory = Policy::opaque_factory(repr)?;
+    opaque_meanings().read().unwrap_or_else(|e| e.into_inner()).get(factory).cloned()
+}
+
+fn no_meaning(repr: &str) -> AdError {
+    let how = match Policy::opaque_factory(repr) {
+        Some(SAVE_AND_OFFLOAD) => {
+            "give it one with `--policy-names save=NAMES offload=NAMES` (remat_ad::set_policy_names)"
+        }
+        _ => "remat knows no way to give this one a meaning",
+    };
+    AdError::Invalid(format!(
+        "policy {repr} does not say what it saves (JAX prints a closure without its arguments): {how}"
+    ))
+}
+
 /// A registered user policy.
 pub fn registered_policy(name: &str) -> Option<Arc<dyn PolicyRule>> {
     registry().read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
@@ -133,6 +221,7 @@ pub fn resolve_policy(policy: Option<&Policy>) -> Result<ResolvedPolicy, AdError
                 None => Err(unknown_function(name)),
             },
         },
+        Policy::Opaque { repr } => opaque_meaning(repr).map(ResolvedPolicy::Builtin).ok_or_else(|| no_meaning(repr)),
         other => Ok(ResolvedPolicy::Builtin(other.clone())),
     }
 }
@@ -187,6 +276,7 @@ fn validate(p: &Policy) -> Result<(), AdError> {
             true => Ok(()),
             false => Err(unknown_function(name)),
         },
+        Policy::Opaque { repr } => opaque_meaning(repr).map(|_| ()).ok_or_else(|| no_meaning(repr)),
     }
 }
 
@@ -233,6 +323,8 @@ fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
             Some(q) => builtin(&q, prim, in_avals),
             None => registered_policy(name).map_or(Saveability::Recompute, |r| r.decide(prim, in_avals)),
         },
+        // `validate` rejected an opaque policy without a meaning.
+        Policy::Opaque { repr } => opaque_meaning(repr).map_or(Saveability::Recompute, |q| builtin(&q, prim, in_avals)),
     }
 }
 

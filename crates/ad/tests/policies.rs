@@ -221,3 +221,30 @@ fn builtin_policies_decide_as_jax_does() {
     assert_eq!(decide(function("nothing_saveable"), &dot(false)), Recompute);
     assert_eq!(decide(function("everything_saveable"), &sin), Saveable);
 }
+
+/// An opaque `save_and_offload_only_these_names` closure means what `set_policy_names`
+/// says (process-wide: this is the only test here that sets it, so no test sees it unset
+/// and set by turns; the command-line tests check the error without it).
+#[test]
+fn policy_names_give_an_opaque_closure_its_meaning() {
+    use remat_ad::{set_policy_names, PolicyNames};
+    let names = PolicyNames::parse(&["save=a,b", "offload=c", "save=d"]).unwrap();
+    assert_eq!(names.saved, ["a", "b", "d"]);
+    assert_eq!(names.offloaded, ["c"]);
+    assert!(PolicyNames::parse(&["save"]).unwrap_err().to_string().contains("expected `save=NAMES`"));
+    set_policy_names(&names).unwrap();
+    let opaque = Policy::Opaque {
+        repr: "<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>".into(),
+    };
+    let resolved = resolve_policy(Some(&opaque)).unwrap();
+    let name = |n: &str| Primitive::Name { name: n.into() };
+    assert_eq!(resolved.decide(&name("a"), &[]), Saveability::Saveable);
+    assert_eq!(
+        resolved.decide(&name("c"), &[]),
+        Saveability::Offloadable { src: "device".into(), dst: "pinned_host".into() }
+    );
+    assert_eq!(resolved.decide(&name("e"), &[]), Saveability::Recompute);
+    // Other closures stay without a meaning.
+    let lambda = Policy::Opaque { repr: "<function <lambda> at 0xXXXXXXXXXXXX>".into() };
+    assert!(resolve_policy(Some(&lambda)).unwrap_err().to_string().contains("knows no way to give this one a meaning"));
+}

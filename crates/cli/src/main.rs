@@ -47,6 +47,8 @@ enum Command {
     Residuals {
         /// The jaxpr text file (`-` for standard input).
         file: PathBuf,
+        #[command(flatten)]
+        policy_names: PolicyNamesArg,
         /// The arguments' names (`W1,W2,W3,x`); default: the file's binder names.
         #[arg(long)]
         arg_names: Option<String>,
@@ -55,12 +57,16 @@ enum Command {
     FwdBwd {
         /// The jaxpr text file (`-` for standard input).
         file: PathBuf,
+        #[command(flatten)]
+        policy_names: PolicyNamesArg,
     },
     /// Differentiate a jaxpr (vjp at the inputs, applied to the cotangents) and write
     /// `{"outputs": [...], "grads": [...]}`, one gradient per input.
     Grad {
         /// The jaxpr text file (`-` for standard input).
         file: PathBuf,
+        #[command(flatten)]
+        policy_names: PolicyNamesArg,
         /// Input arrays as for `eval` (or a conformance case: its `args`).
         #[arg(long)]
         inputs: PathBuf,
@@ -103,6 +109,27 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Nans::RejectInputs)]
         nans: Nans,
     },
+}
+
+/// The meaning of the opaque remat policies a program holds, for every subcommand that
+/// differentiates.
+#[derive(Debug, clap::Args)]
+struct PolicyNamesArg {
+    /// What a `<function save_and_offload_only_these_names.<locals>.policy at 0x...>`
+    /// policy saves (JAX prints it without its arguments): `save=a,b offload=c` means
+    /// `save_and_offload_only_these_names(['a', 'b'], ['c'])`, offloading to pinned host.
+    #[arg(long, num_args = 1.., value_name = "save=NAMES offload=NAMES")]
+    policy_names: Vec<String>,
+}
+
+impl PolicyNamesArg {
+    /// Gives the opaque policies their meaning (process-wide, as the tool runs one command).
+    fn apply(&self) -> Result<(), remat::AdError> {
+        if self.policy_names.is_empty() {
+            return Ok(());
+        }
+        remat::set_policy_names(&remat::PolicyNames::parse(&self.policy_names)?)
+    }
 }
 
 /// `remat::CseScope` on the command line.
@@ -175,10 +202,17 @@ fn main() -> ExitCode {
         Command::Bench { file, inputs, runs, json, cse, nans } => {
             commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into(), nans.into())
         }
-        Command::Residuals { file, arg_names } => commands::residuals::run(&file, arg_names.as_deref()),
-        Command::FwdBwd { file } => commands::fwd_bwd::run(&file),
-        Command::Grad { file, inputs, cotangents, out, backend, nans } => {
-            commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend.into(), nans.into())
+        Command::Residuals { file, policy_names, arg_names } => policy_names
+            .apply()
+            .map_err(Into::into)
+            .and_then(|()| commands::residuals::run(&file, arg_names.as_deref())),
+        Command::FwdBwd { file, policy_names } => {
+            policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file))
+        }
+        Command::Grad { file, policy_names, inputs, cotangents, out, backend, nans } => {
+            policy_names.apply().map_err(Into::into).and_then(|()| {
+                commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend.into(), nans.into())
+            })
         }
     };
     match result {

@@ -259,3 +259,54 @@ fn cotangents_holding_nan_are_rejected() {
     assert!(!ok);
     assert!(err.contains("ct.json: cotangent 0 holds NaN at []"), "{err}");
 }
+
+/// A checkpoint under JAX's `save_and_offload_only_these_names` closure, which prints
+/// without its arguments (as in the zoo's `scan_of_blocks_offload`).
+const OPAQUE_POLICY: &str = "{ lambda ; a:f32[3]. let
+    b:f32[3] = remat2[
+      differentiated=False
+      jaxpr={ lambda ; c:f32[3]. let
+          d:f32[3] = sin c
+          e:f32[3] = name[name=attn] d
+          f:f32[3] = sin e
+          g:f32[3] = name[name=mlp_hidden] f
+          h:f32[3] = sin g
+        in (h,) }
+      policy=<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>
+      prevent_cse=True
+    ] a
+    i:f32[] = reduce_sum[axes=(0,) out_sharding=None] b
+  in (i,) }";
+
+#[test]
+fn policy_names_give_an_opaque_policy_its_meaning() {
+    let dir = tempdir("opaque-policy");
+    let file = dir.path().join("opaque.jaxpr");
+    std::fs::write(&file, OPAQUE_POLICY).unwrap();
+    let file = file.to_str().unwrap();
+
+    // Without a meaning, every differentiating command names the checkpoint's equation.
+    for command in ["residuals", "fwd-bwd"] {
+        let out = remat(&[command, file]);
+        assert!(!out.status.success(), "{command} succeeded without --policy-names");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("remat2 at ") && err.contains("opaque.jaxpr:2:5"), "{command}: {err}");
+        assert!(err.contains("--policy-names save=NAMES offload=NAMES"), "{command}: {err}");
+    }
+
+    let out = remat(&["residuals", file, "--policy-names", "save=attn", "offload=mlp_hidden"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().map(without_source).collect();
+    assert_eq!(lines, ["f32[3] from the argument a", "f32[3] named 'attn'", "f32<host>[3] output of device_put"]);
+
+    let out = remat(&["fwd-bwd", file, "--policy-names", "save=attn", "offload=mlp_hidden"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The opaque policy prints back as JAX printed it.
+    assert!(String::from_utf8(out.stdout).unwrap().contains("policy=<function save_and_offload_only_these_names"));
+
+    let out = remat(&["residuals", file, "--policy-names", "keep=attn"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected `save=` or `offload=`, found `keep=`"));
+    let out = remat(&["residuals", file, "--policy-names", "save=attn", "offload=attn"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("both saveable and offloadable"));
+}

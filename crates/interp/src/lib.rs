@@ -361,6 +361,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::DynamicSlice { slice_sizes } => one(structural::dynamic_slice(slice_sizes, args))?,
         Primitive::DynamicUpdateSlice => one(structural::dynamic_update_slice(args))?,
         Primitive::Iota { dtype, shape, dimension } => one(structural::iota(*dtype, shape, *dimension, args))?,
+        Primitive::Empty2 { dtype, memory_space: _ } => one(structural::empty2(*dtype, args))?,
         Primitive::Reduce { op, axes } => one(reduce::reduce(*op, axes, args))?,
         Primitive::Argmax { axes, index_dtype } => one(reduce::argmax(axes, *index_dtype, args))?,
         Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {

@@ -6,7 +6,7 @@
 //! malformed equation is an error, never an out-of-bounds panic.
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
-use remat_ir::{Array, DType};
+use remat_ir::{Array, Aval, DType};
 
 use crate::elem::{any_dtype, checked_size, fmt_shape, integer_scalar, map_array, num_dtype, operands, typed, Elem};
 
@@ -293,6 +293,12 @@ fn clamped_starts(indices: &[&Array], shape: &[usize], sizes: &[usize]) -> Resul
             None => Err(format!("start index {k} must be an integer scalar, got {}", idx.aval())),
         })
         .collect()
+}
+
+/// `empty2`: JAX leaves the scalar uninitialised; XLA's lowering, and remat, give zero.
+pub(crate) fn empty2(dtype: DType, args: &[&Array]) -> Result<Array, String> {
+    operands::<0>(args)?;
+    Ok(Array::zeros(&Aval::scalar(dtype)))
 }
 
 pub(crate) fn iota(dtype: DType, shape: &[usize], dimension: usize, args: &[&Array]) -> Result<Array, String> {

@@ -196,15 +196,28 @@ pub struct Eqn {
     pub invars: Vec<Atom>,
     pub outvars: Vec<Var>,
     pub source: SourceInfo,
-    /// Parameter text as it was read, where it differs from the canonical spelling only in
-    /// how integers are written (JAX sometimes prints `np.int64(0)` for `0`). The printer
-    /// uses it while it still denotes the current parameter value, so a round trip is exact.
-    pub spelling: Vec<(String, String)>,
+    /// Text as it was read where it differs from the canonical spelling of the same value
+    /// (see [`Spelling`]), so that a round trip is exact.
+    pub spelling: Spelling,
+}
+
+/// How JAX wrote some values of one equation, where the text differs from the canonical
+/// spelling of the same value. The printer uses a spelling only while it still denotes
+/// the current value, so transformations may copy it freely.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spelling {
+    /// `(key, text)` of parameters that write integers as NumPy scalars: JAX prints
+    /// `np.int64(0)` for `0` where it computed a parameter with NumPy.
+    pub params: Vec<(String, String)>,
+    /// `(operand index, value text)` of literal operands whose text is not the repr of
+    /// their value in their dtype: a weak-typed Python float JAX never rounded, such as
+    /// `0.1:f32[]` (the `f32` value's repr is `0.10000000149011612`).
+    pub literals: Vec<(usize, String)>,
 }
 
 impl Eqn {
     pub fn new(primitive: Primitive, invars: Vec<Atom>, outvars: Vec<Var>, source: SourceInfo) -> Eqn {
-        Eqn { primitive, invars, outvars, source, spelling: Vec::new() }
+        Eqn { primitive, invars, outvars, source, spelling: Spelling::default() }
     }
 }
 
@@ -217,6 +230,9 @@ pub struct Jaxpr {
     pub invars: Vec<Var>,
     pub eqns: Vec<Eqn>,
     pub outvars: Vec<Atom>,
+    /// How the text this jaxpr was read from wrote its literal outputs, where not
+    /// canonically (`in (0.1:f32[],)`: only [`Spelling::literals`] is used, by output index).
+    pub spelling: Spelling,
 }
 
 impl Jaxpr {

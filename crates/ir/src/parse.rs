@@ -3,7 +3,7 @@
 //! Grammar (whitespace, including newlines, separates tokens anywhere):
 //!
 //! ```text
-//! file    := ("let" NAME "=" jaxpr "in")* jaxpr
+//! file    := ("let" NAME "=" jaxpr "in")* jaxpr     a hoisted NAME may be used before it is defined
 //! jaxpr   := "{" "lambda" binder* ";" binder* "." "let" eqn* "in" "(" atom ("," atom)* [","] ")" "}"
 //! binder  := NAME ":" aval                      NAME is a..z, ba.., or "_"
 //! aval    := DTYPE ["<host>"] "[" [INT ("," INT)*] "]"
@@ -14,6 +14,12 @@
 //!          | "{" value ("," value)* "}" | "<" ... ">" | jaxpr | NAME-of-a-hoisted-jaxpr
 //! ```
 //!
+//! Where a token's meaning depends on layout, JAX's printer decides it (`print.rs`): an
+//! operand never carries a type and a literal always does, so `nan` is a variable and
+//! `nan:f32[]` a literal; but a line that starts with `nan:f32[]` at the column of the
+//! equation being read starts the next equation (a variable may be named `nan` or `inf`),
+//! while one indented further continues the operands (JAX wraps operands at +2).
+//!
 //! Every error names the line and column, what was expected and what was found. The
 //! parser never panics and always advances, so it terminates on any input.
 
@@ -21,9 +27,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var, VarDecl};
+use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 use crate::param::Param;
 use crate::primitive::{Primitive, PrimitiveKind};
+use crate::print::literal_value_text;
 use crate::types::{Aval, DType, MemorySpace};
 
 /// A parse error at a position in the text (1-based line and column).
@@ -44,7 +51,7 @@ impl fmt::Display for ParseError {
 /// the equations' source locations.
 pub fn parse_jaxpr(src: &str, file: &str) -> Result<Jaxpr, ParseError> {
     let line_starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
-    let mut p = Parser { src, pos: 0, file: Arc::from(file), shared: HashMap::new(), depth: 0, line_starts };
+    let mut p = Parser { src, pos: 0, file: Arc::from(file), hoisted: HashMap::new(), depth: 0, line_starts };
     p.file_()
 }
 
@@ -55,13 +62,37 @@ struct Parser<'s> {
     src: &'s str,
     pos: usize,
     file: Arc<str>,
-    shared: HashMap<String, Arc<Jaxpr>>,
+    /// The hoisted jaxprs (`let NAME = {...} in`) by name. A hoisted jaxpr may refer to one
+    /// defined after it (JAX prints them in breadth-first order of discovery), so each is
+    /// parsed when first needed.
+    hoisted: HashMap<String, Hoisted>,
     depth: usize,
     /// The byte offset at which each line starts, so that an equation's line and column
     /// cost a binary search rather than a scan from the start of the text (which made
     /// parsing quadratic in the number of equations).
     line_starts: Vec<usize>,
 }
+
+/// The parameter keys whose values are jaxprs (or tuples of jaxprs, `branches`): JAX's
+/// `jaxprs_in_params` finds them by type; a word in their place names a hoisted jaxpr.
+const JAXPR_KEYS: [&str; 6] = ["jaxpr", "call_jaxpr", "branches", "cond_jaxpr", "body_jaxpr", "update_jaxpr"];
+
+/// A hoisted jaxpr: where its text starts, and the jaxpr once parsed.
+struct Hoisted {
+    start: usize,
+    state: HoistState,
+}
+
+enum HoistState {
+    Unparsed,
+    /// Being parsed: a reference now is a cycle.
+    Parsing,
+    Parsed(Arc<Jaxpr>),
+}
+
+/// The literals words start: `True:bool[]`, `nan:f32[]`, `inf:f32[]` (`-inf` starts with
+/// `-`). Variables may be named `nan` and `inf`, never `True` or `False`.
+const WORD_LITERALS: [&str; 4] = ["True", "False", "nan", "inf"];
 
 /// One jaxpr's names in scope.
 #[derive(Default)]
@@ -163,6 +194,18 @@ impl<'s> Parser<'s> {
         Some(&rest[..len])
     }
 
+    /// A primitive's name: a name that may contain `-` (`scatter-add`).
+    fn primitive_name(&mut self) -> Option<&'s str> {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        if !rest.starts_with(is_name_start) {
+            return None;
+        }
+        let len = rest.find(|c| !(is_name_char(c) || c == '-')).unwrap_or(rest.len());
+        self.pos += len;
+        Some(&rest[..len])
+    }
+
     /// What follows the next name, without consuming anything.
     fn char_after_name(&mut self) -> Option<char> {
         self.skip_ws();
@@ -182,23 +225,85 @@ impl<'s> Parser<'s> {
     // ---- structure ----
 
     fn file_(&mut self) -> Result<Jaxpr, ParseError> {
+        // First the extent of every hoisted jaxpr, then each parsed in order (a reference to
+        // a later one parses that one first), then the main jaxpr.
+        let mut names = Vec::new();
         while self.peek_keyword("let") {
             let start = self.pos;
             self.pos += 3;
             let name = self.name().ok_or_else(|| self.expected("a name for the hoisted jaxpr"))?;
-            if self.shared.contains_key(name) {
+            if self.hoisted.contains_key(name) {
                 return Err(self.err_at(start, format!("jaxpr `{name}` is defined twice")));
             }
             self.expect("=", "`=`")?;
-            let j = self.jaxpr()?;
+            self.skip_ws();
+            let body = self.pos;
+            self.skip_braced()?;
             if !self.eat_keyword("in") {
                 return Err(self.expected("`in` after a hoisted jaxpr"));
             }
-            self.shared.insert(name.to_string(), Arc::new(j));
+            self.hoisted.insert(name.to_string(), Hoisted { start: body, state: HoistState::Unparsed });
+            names.push((name, body));
         }
+        let main = self.pos;
+        for (name, body) in names {
+            self.hoisted_jaxpr(name, body)?;
+        }
+        self.pos = main;
         let j = self.jaxpr()?;
         if self.peek().is_some() {
             return Err(self.expected("end of input after the jaxpr"));
+        }
+        Ok(j)
+    }
+
+    /// Skips a `{ ... }` whose braces balance (outside quoted strings), without reading it.
+    fn skip_braced(&mut self) -> Result<(), ParseError> {
+        let start = self.pos;
+        if !self.src[start..].starts_with('{') {
+            return Err(self.expected("`{` to open a jaxpr"));
+        }
+        let mut depth = 0usize;
+        let mut quote = None;
+        for (i, c) in self.src[start..].char_indices() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), '\n') => break,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '{') => depth += 1,
+                (None, '}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.pos = start + i + 1;
+                        return Ok(());
+                    }
+                }
+                (None, _) => {}
+            }
+        }
+        Err(self.err_at(start, "unclosed `{`"))
+    }
+
+    /// The hoisted jaxpr `name`, parsed now if it was not yet; `at` is where it is needed.
+    fn hoisted_jaxpr(&mut self, name: &str, at: usize) -> Result<Arc<Jaxpr>, ParseError> {
+        let Some(h) = self.hoisted.get_mut(name) else {
+            return Err(self.err_at(at, format!("`{name}` is not a jaxpr defined with `let {name} = ...`")));
+        };
+        let start = h.start;
+        match &h.state {
+            HoistState::Parsed(j) => return Ok(j.clone()),
+            HoistState::Parsing => {
+                return Err(self.err_at(at, format!("jaxpr `{name}` refers to itself")));
+            }
+            HoistState::Unparsed => h.state = HoistState::Parsing,
+        }
+        let resume = self.pos;
+        self.pos = start;
+        let j = Arc::new(self.jaxpr()?);
+        self.pos = resume;
+        if let Some(h) = self.hoisted.get_mut(name) {
+            h.state = HoistState::Parsed(j.clone());
         }
         Ok(j)
     }
@@ -232,13 +337,15 @@ impl<'s> Parser<'s> {
         }
         self.expect("(", "`(` to open the outputs")?;
         let mut outvars = Vec::new();
+        let mut literals = Vec::new();
         while !self.eat(")") {
-            outvars.push(self.atom(&scope)?);
+            self.operand(&scope, &mut outvars, &mut literals)?;
             if !self.eat(",") && !self.peek_str(")") {
                 return Err(self.expected("`,` or `)` in the outputs"));
             }
         }
         scope.jaxpr.outvars = outvars;
+        scope.jaxpr.spelling.literals = literals;
         self.expect("}", "`}` to close the jaxpr")?;
         self.depth -= 1;
         Ok(scope.jaxpr)
@@ -328,7 +435,7 @@ impl<'s> Parser<'s> {
         self.expect("=", "`=` after the equation's binders")?;
         self.skip_ws();
         let prim_pos = self.pos;
-        let prim_name = self.name().ok_or_else(|| self.expected("a primitive name"))?;
+        let prim_name = self.primitive_name().ok_or_else(|| self.expected("a primitive name"))?;
         if PrimitiveKind::from_name(prim_name).is_none() {
             return Err(self.err_at(prim_pos, format!("unknown primitive `{prim_name}`")));
         }
@@ -344,34 +451,40 @@ impl<'s> Parser<'s> {
                 let vstart = self.pos;
                 let value = self.value(key)?;
                 let raw = &self.src[vstart..self.pos];
-                if raw.contains("np.") {
+                // Nested jaxprs keep their own equations' spellings.
+                let holds_jaxpr = |v: &Param| matches!(v, Param::Jaxpr(_));
+                let is_jaxprs = holds_jaxpr(&value) || value.as_seq().is_some_and(|xs| xs.iter().any(holds_jaxpr));
+                if raw.contains("np.") && !is_jaxprs {
                     spelling.push((key.to_string(), raw.to_string()));
                 }
                 params.push((key.to_string(), value));
             }
         }
+        let eqn_column = self.column_if_first_on_line(start);
         let mut invars = Vec::new();
+        let mut literals = Vec::new();
         loop {
             match self.peek() {
                 Some(c) if is_name_start(c) => {
                     let after = self.char_after_name();
-                    let word_is_literal = {
-                        let rest = &self.src[self.pos..];
-                        ["True", "False", "inf", "nan"]
-                            .iter()
-                            .any(|w| rest.starts_with(w) && !rest[w.len()..].starts_with(is_name_char))
-                    };
-                    if after == Some(':') && word_is_literal {
-                        invars.push(self.atom(scope)?);
+                    if after == Some(':') && self.peek_word_literal() {
+                        // `nan:f32[]` first on a line at this equation's column is the next
+                        // equation's binder (a variable named `nan`); elsewhere a literal.
+                        let next_eqn = eqn_column.is_some() && self.column_if_first_on_line(self.pos) == eqn_column;
+                        let is_bool = self.peek_str("True") || self.peek_str("False");
+                        if next_eqn && !is_bool {
+                            break;
+                        }
                     } else if after == Some(':') || after == Some('=') {
                         break; // the next equation's binders
                     } else if self.peek_keyword("in") && after == Some('(') {
                         break;
-                    } else {
-                        invars.push(self.atom(scope)?);
                     }
+                    self.operand(scope, &mut invars, &mut literals)?;
                 }
-                Some(c) if c.is_ascii_digit() || c == '-' || c == '[' => invars.push(self.atom(scope)?),
+                Some(c) if c.is_ascii_digit() || c == '-' || c == '[' => {
+                    self.operand(scope, &mut invars, &mut literals)?
+                }
                 _ => break,
             }
         }
@@ -380,18 +493,53 @@ impl<'s> Parser<'s> {
         let (line, column) = self.line_col(start);
         let source = SourceInfo { file: self.file.clone(), line: line as u32, column: column as u32, function: None };
         let mut eqn = Eqn::new(primitive, invars, outvars, source);
-        eqn.spelling = spelling;
+        eqn.spelling = Spelling { params: spelling, literals };
         Ok(eqn)
+    }
+
+    /// One operand (or output), noting the text of a literal whose text is not its value's
+    /// repr, by its index in `atoms`.
+    fn operand(
+        &mut self,
+        scope: &Scope,
+        atoms: &mut Vec<Atom>,
+        literals: &mut Vec<(usize, String)>,
+    ) -> Result<(), ParseError> {
+        self.skip_ws();
+        let start = self.pos;
+        let atom = self.atom(scope)?;
+        if let Atom::Lit(lit) = atom {
+            let text = &self.src[start..self.pos];
+            let value_text = text.split(':').next().unwrap_or(text);
+            if value_text != literal_value_text(lit.value) {
+                literals.push((atoms.len(), value_text.to_string()));
+            }
+        }
+        atoms.push(atom);
+        Ok(())
+    }
+
+    /// Whether the next token is a literal's word followed by `:` (`nan:f32[]`).
+    fn peek_word_literal(&mut self) -> bool {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        WORD_LITERALS.iter().any(|w| rest.starts_with(w) && rest[w.len()..].starts_with(':'))
+    }
+
+    /// The column of `pos` if only spaces precede it on its line.
+    fn column_if_first_on_line(&self, pos: usize) -> Option<usize> {
+        // The line's start by binary search, and the scan stops at its first non-space, so
+        // this costs little even on a very long line.
+        let line = self.line_starts.partition_point(|&start| start <= pos);
+        let before = &self.src[self.line_starts[line - 1]..pos];
+        before.bytes().all(|b| b == b' ').then_some(before.len())
     }
 
     fn atom(&mut self, scope: &Scope) -> Result<Atom, ParseError> {
         self.skip_ws();
         let start = self.pos;
         let c = self.peek().ok_or_else(|| self.expected("a variable or literal"))?;
-        let is_word_literal = ["True", "False", "inf", "nan"].iter().any(|w| {
-            let rest = &self.src[self.pos..];
-            rest.starts_with(w) && !rest[w.len()..].starts_with(is_name_char)
-        });
+        let is_word_literal = self.peek_word_literal();
         if is_name_start(c) && !is_word_literal {
             let name = self.name().unwrap_or_default();
             return match scope.names.get(name) {
@@ -419,46 +567,8 @@ impl<'s> Parser<'s> {
         if !aval.shape.is_empty() {
             return Err(self.err_at(start, format!("literal `{value_text}` must be a scalar, found type {aval}")));
         }
-        let bad = || format!("`{value_text}` is not a valid {} literal", aval.dtype);
-        let int = |text: &str| -> Option<i128> { text.parse::<i128>().ok() };
-        let value = match aval.dtype {
-            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
-                let x: f64 = match value_text {
-                    "inf" => f64::INFINITY,
-                    "-inf" => f64::NEG_INFINITY,
-                    "nan" | "-nan" => f64::NAN,
-                    t if t.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
-                        t.parse().map_err(|_| self.err_at(start, bad()))?
-                    }
-                    _ => return Err(self.err_at(start, bad())),
-                };
-                LitValue::from_f64(aval.dtype, x)
-            }
-            DType::I8 => {
-                LitValue::I8(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
-            }
-            DType::I16 => {
-                LitValue::I16(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
-            }
-            DType::I32 => {
-                LitValue::I32(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
-            }
-            DType::I64 => {
-                LitValue::I64(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
-            }
-            DType::U8 => {
-                LitValue::U8(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
-            }
-            DType::U32 => {
-                LitValue::U32(int(value_text).and_then(|x| x.try_into().ok()).ok_or_else(|| self.err_at(start, bad()))?)
-            }
-            DType::Bool => match value_text {
-                "True" => LitValue::Bool(true),
-                "False" => LitValue::Bool(false),
-                _ => return Err(self.err_at(start, bad())),
-            },
-            DType::Key => return Err(self.err_at(start, format!("`{value_text}`: key values have no literals"))),
-        };
+        let value = literal_value(aval.dtype, value_text)
+            .ok_or_else(|| self.err_at(start, format!("`{value_text}` is not a valid {} literal", aval.dtype)))?;
         Ok(Atom::Lit(Literal { value }))
     }
 
@@ -484,14 +594,19 @@ impl<'s> Parser<'s> {
                 while !self.eat(close) {
                     items.push(self.value(key)?);
                     trailing_comma = self.eat(",");
-                    if !trailing_comma && !self.peek_str(close) {
+                    // A tuple of jaxprs (`branches=(...)`, JAX's `pp_jaxprs`) separates them by
+                    // spaces or line breaks, not commas; each is inline or a hoisted name.
+                    let jaxpr_follows = matches!(items.last(), Some(Param::Jaxpr(_)))
+                        && self.peek().is_some_and(|c| c == '{' || is_name_start(c));
+                    if !trailing_comma && !self.peek_str(close) && !jaxpr_follows {
                         return Err(self.expected(&format!("`,` or `{close}`")));
                     }
                 }
+                let one_jaxpr = matches!(items.as_slice(), [Param::Jaxpr(_)]);
                 Ok(if c == '[' {
                     Param::List(items)
-                } else if items.len() == 1 && !trailing_comma {
-                    items.pop().unwrap() // a parenthesised value, not a tuple
+                } else if items.len() == 1 && !trailing_comma && !one_jaxpr {
+                    items.pop().unwrap() // a parenthesised value, not a tuple (a jaxpr's is one)
                 } else {
                     Param::Tuple(items)
                 })
@@ -506,7 +621,20 @@ impl<'s> Parser<'s> {
                 }
             }
             '<' => {
-                let end = self.src[self.pos..].find('>').ok_or_else(|| self.err_at(start, "unclosed `<`"))?;
+                // Angle brackets nest: `<function f.<locals>.policy at 0xXXXX>`.
+                let mut depth = 0usize;
+                let end = self.src[self.pos..]
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        match c {
+                            '<' => depth += 1,
+                            '>' => depth -= 1,
+                            _ => {}
+                        }
+                        depth == 0
+                    })
+                    .map(|(i, _)| i)
+                    .ok_or_else(|| self.err_at(start, "unclosed `<`"))?;
                 let text = &self.src[self.pos..self.pos + end + 1];
                 if text.contains('\n') {
                     return Err(self.err_at(start, "unclosed `<` on this line"));
@@ -559,11 +687,8 @@ impl<'s> Parser<'s> {
                     return Ok(Param::Call { func: word, args, kwargs });
                 }
                 // A reference to a hoisted jaxpr.
-                if matches!(key, "jaxpr" | "call_jaxpr") {
-                    if let Some(j) = self.shared.get(&word) {
-                        return Ok(Param::Jaxpr(j.clone()));
-                    }
-                    return Err(self.err_at(start, format!("`{word}` is not a jaxpr defined with `let {word} = ...`")));
+                if JAXPR_KEYS.contains(&key) {
+                    return Ok(Param::Jaxpr(self.hoisted_jaxpr(&word, start)?));
                 }
                 Ok(Param::Word(word))
             }
@@ -619,6 +744,39 @@ impl<'s> Parser<'s> {
     }
 }
 
+/// The value of a literal of `dtype` written `text`, as Python writes it (`2.0`, `1e-05`,
+/// `nan`, `-inf`, `7`, `True`); `None` if `text` is not one, or is out of range.
+fn literal_value(dtype: DType, text: &str) -> Option<LitValue> {
+    if dtype == DType::Bool {
+        return match text {
+            "True" => Some(LitValue::from_f64(dtype, 1.0)),
+            "False" => Some(LitValue::from_f64(dtype, 0.0)),
+            _ => None,
+        };
+    }
+    if dtype.is_float() {
+        let x: f64 = match text {
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            "nan" | "-nan" => f64::NAN,
+            t if t.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => t.parse().ok()?,
+            _ => return None,
+        };
+        return Some(LitValue::from_f64(dtype, x));
+    }
+    // An integer, exactly, in its dtype's range (no literal of a key).
+    let x: i128 = text.parse().ok()?;
+    Some(match dtype {
+        DType::I8 => LitValue::I8(x.try_into().ok()?),
+        DType::I16 => LitValue::I16(x.try_into().ok()?),
+        DType::I32 => LitValue::I32(x.try_into().ok()?),
+        DType::I64 => LitValue::I64(x.try_into().ok()?),
+        DType::U8 => LitValue::U8(x.try_into().ok()?),
+        DType::U32 => LitValue::U32(x.try_into().ok()?),
+        DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Bool | DType::Key => return None,
+    })
+}
+
 fn is_name_start(c: char) -> bool {
     c.is_ascii_alphabetic() || c == '_'
 }
@@ -630,4 +788,59 @@ fn is_name_char(c: char) -> bool {
 /// `f32, f64, bf16, ...`: the dtypes an aval may have, for error messages.
 fn dtype_names() -> String {
     DType::ALL.map(DType::short_name).join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parameter value read as key `key`, with the hoisted jaxprs of `hoisted` in scope.
+    fn value(key: &str, text: &str, hoisted: &str) -> Result<Param, ParseError> {
+        let src = format!("{hoisted}{text}");
+        let line_starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let mut p = Parser { src: &src, pos: 0, file: Arc::from("t"), hoisted: HashMap::new(), depth: 0, line_starts };
+        // Register the hoisted definitions as `file_` does, then read the value.
+        while p.peek_keyword("let") {
+            p.pos += 3;
+            let name = p.name().unwrap().to_string();
+            p.expect("=", "`=`")?;
+            p.skip_ws();
+            let start = p.pos;
+            p.skip_braced()?;
+            assert!(p.eat_keyword("in"));
+            p.hoisted.insert(name, Hoisted { start, state: HoistState::Unparsed });
+        }
+        p.value(key)
+    }
+
+    fn jaxprs(p: &Param) -> Vec<usize> {
+        match p {
+            Param::Tuple(xs) => xs
+                .iter()
+                .map(|x| match x {
+                    Param::Jaxpr(j) => j.eqns.len(),
+                    other => panic!("expected a jaxpr, found {other}"),
+                })
+                .collect(),
+            other => panic!("expected a tuple, found {other}"),
+        }
+    }
+
+    /// `cond`'s `branches` as JAX prints them: one per line, or on one line with a hoisted
+    /// name among them (both texts are JAX's).
+    #[test]
+    fn a_tuple_of_jaxprs_has_no_commas() {
+        let broken = "(
+        { lambda ; s:f32[6]. let t:f32[6] = cos s; u:f32[6] = sub t s in (u,) }
+        { lambda ; v:f32[6]. let  in (v,) }
+      )";
+        assert_eq!(jaxprs(&value("branches", broken, "").unwrap()), [2, 0]);
+        let hoisted = "let jaxpr = { lambda ; a:f32[]. let b:f32[] = sin a in (b,) } in\n";
+        let flat = "({ lambda ; q:f32[]. let r:f32[] = cos q in (r,) } jaxpr)";
+        assert_eq!(jaxprs(&value("branches", flat, hoisted).unwrap()), [1, 1]);
+        // One jaxpr in parentheses is a tuple of one: JAX never parenthesises a lone jaxpr.
+        assert_eq!(jaxprs(&value("branches", "(jaxpr)", hoisted).unwrap()), [1]);
+        let err = value("branches", "({ lambda ; a:f32[]. let  in (a,) } 3)", "").unwrap_err();
+        assert!(err.message.contains("expected `,` or `)`"), "{err}");
+    }
 }

@@ -42,6 +42,13 @@ pub enum Policy {
         name: String,
         repr: String,
     },
+    /// A policy JAX made with a closure (`save_and_offload_only_these_names(...)` prints
+    /// `<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>`)
+    /// or a lambda: the text does not carry what it decides, so it is kept as printed and
+    /// given a meaning by the caller (remat_ad's `set_policy_names`).
+    Opaque {
+        repr: String,
+    },
 }
 
 impl Policy {
@@ -82,8 +89,16 @@ impl Policy {
                     ("offload_dst", Param::Str(offload_dst.clone())),
                 ],
             ),
-            Policy::Function { repr, .. } => Param::Opaque(repr.clone()),
+            Policy::Function { repr, .. } | Policy::Opaque { repr } => Param::Opaque(repr.clone()),
         }
+    }
+
+    /// The function that made an opaque policy: `save_and_offload_only_these_names` for
+    /// `<function save_and_offload_only_these_names.<locals>.policy at 0x...>`, `<lambda>`
+    /// for a user lambda.
+    pub fn opaque_factory(repr: &str) -> Option<&str> {
+        let name = repr.strip_prefix("<function ")?.split_whitespace().next()?;
+        Some(name.split_once(".<locals>.").map_or(name, |(factory, _)| factory))
     }
 
     /// Reads a policy from its parameter form; `Ok(None)` for `None`.
@@ -95,6 +110,10 @@ impl Policy {
                     .strip_prefix("<function ")
                     .and_then(|r| r.split_whitespace().next())
                     .ok_or_else(|| format!("expected a policy, found {repr}"))?;
+                // A closure (`f.<locals>.policy`) or a lambda is not known by its name.
+                if name.contains('<') {
+                    return Ok(Some(Policy::Opaque { repr: repr.clone() }));
+                }
                 Ok(Some(Policy::Function { name: name.to_string(), repr: repr.clone() }))
             }
             Param::Call { func, args, kwargs } => {
@@ -181,5 +200,24 @@ impl<'a> Kwargs<'a> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closures_and_lambdas_are_opaque_module_functions_are_known_by_name() {
+        let read = |repr: &str| Policy::from_param(&Param::Opaque(repr.into())).unwrap().unwrap();
+        let offload = "<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>";
+        assert_eq!(read(offload), Policy::Opaque { repr: offload.into() });
+        assert_eq!(Policy::opaque_factory(offload), Some("save_and_offload_only_these_names"));
+        assert_eq!(read(offload).to_param().repr(), offload);
+        let lambda = "<function <lambda> at 0xXXXXXXXXXXXX>";
+        assert_eq!(read(lambda), Policy::Opaque { repr: lambda.into() });
+        assert_eq!(Policy::opaque_factory(lambda), Some("<lambda>"));
+        let named = "<function nothing_saveable at 0xXXXXXXXXXXXX>";
+        assert_eq!(read(named), Policy::Function { name: "nothing_saveable".into(), repr: named.into() });
     }
 }

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Var};
+use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Spelling, Var};
 use crate::param::{py_float_repr, strip_numpy_ints, Param};
 use crate::pp::{self, brk, concat, group, join, nest, text, Doc};
 use crate::primitive::Primitive;
@@ -44,7 +44,8 @@ pub fn pp_literal(lit: &Literal) -> String {
     format!("{}:{}", literal_value_text(lit.value), lit.aval())
 }
 
-fn literal_value_text(v: LitValue) -> String {
+/// The text JAX prints for a literal's value: Python's repr of `np.asarray(v).item()`.
+pub(crate) fn literal_value_text(v: LitValue) -> String {
     match v {
         LitValue::F32(x) => py_float_repr(x as f64),
         LitValue::F64(x) => py_float_repr(x),
@@ -232,7 +233,8 @@ fn skeleton_doc(ctx: &mut Ctx, j: &Jaxpr) -> Doc {
     let invars = binders_doc(ctx, j, &j.invars);
     let eqn_docs: Vec<Doc> = j.eqns.iter().map(|e| eqn_doc(ctx, j, e)).collect();
     let eqns = join(brk("; "), eqn_docs);
-    let outs: Vec<String> = j.outvars.iter().map(|a| ctx.atom_text(j, a)).collect();
+    let outs: Vec<String> =
+        j.outvars.iter().enumerate().map(|(i, a)| spelled_atom_text(ctx, j, &j.spelling, i, a)).collect();
     let close = if j.outvars.len() == 1 { ",)" } else { ")" };
     let outvars = concat(vec![text("("), vars_doc(outs, ","), text(close)]);
     // The closing ` }` is inside the group, so it counts when deciding whether the
@@ -270,14 +272,9 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
     }
     let lhs_items = eqn.outvars.iter().map(|v| format!("{}:{}", ctx.var_name(j, *v), j.aval(*v))).collect();
     let lhs = vars_doc(lhs_items, "");
-    let params = eqn.primitive.params();
-    let kv = if params.is_empty() {
-        Doc::Nil
-    } else {
-        let pairs: Vec<Doc> = params.iter().map(|(k, v)| kv_doc(ctx, eqn, k, v)).collect();
-        group(concat(vec![nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])), brk(""), text("]")]))
-    };
-    let args: Vec<String> = eqn.invars.iter().map(|a| ctx.atom_text(j, a)).collect();
+    let kv = kv_pairs_doc(ctx, eqn, &eqn.primitive.params());
+    let args: Vec<String> =
+        eqn.invars.iter().enumerate().map(|(i, a)| spelled_atom_text(ctx, j, &eqn.spelling, i, a)).collect();
     let rhs = vec![text(eqn.primitive.name()), kv, concat(vec![text(" "), vars_doc(args, "")])];
     if eqn.outvars.is_empty() {
         concat(rhs)
@@ -288,12 +285,49 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
     }
 }
 
+/// `core.pp_kv_pairs`: `[`, the pairs at +2, `]`, all on one line if they fit.
+fn kv_pairs_doc(ctx: &mut Ctx, eqn: &Eqn, params: &[(&str, Param)]) -> Doc {
+    if params.is_empty() {
+        return Doc::Nil;
+    }
+    let pairs: Vec<Doc> = params.iter().map(|(k, v)| kv_doc(ctx, eqn, k, v)).collect();
+    group(concat(vec![nest(2, concat(vec![text("["), brk(""), join(brk(" "), pairs)])), brk(""), text("]")]))
+}
+
+/// Atom `i` of an equation's operands or a jaxpr's outputs, as the text it was read from
+/// wrote it where that still denotes its value (`0.1:f32[]`).
+fn spelled_atom_text(ctx: &mut Ctx, j: &Jaxpr, spelling: &Spelling, i: usize, a: &Atom) -> String {
+    let raw = spelling.literals.iter().find(|(k, _)| *k == i).map(|(_, raw)| raw.as_str());
+    match (a, raw) {
+        (Atom::Lit(lit), Some(raw)) if spelling_denotes(raw, lit) => format!("{raw}:{}", lit.aval()),
+        _ => ctx.atom_text(j, a),
+    }
+}
+
+/// Whether `raw` (a Python float such as `0.1`) still denotes `lit` in its dtype.
+fn spelling_denotes(raw: &str, lit: &Literal) -> bool {
+    let dtype = lit.value.dtype();
+    dtype.is_float() && raw.parse::<f64>().is_ok_and(|x| LitValue::from_f64(dtype, x) == lit.value)
+}
+
+/// `core.pp_jaxprs`: a tuple of jaxprs (`cond`'s `branches`), `(`, then each jaxpr on its
+/// own line at +2, then `)`, unless the whole tuple fits on the line.
+fn jaxprs_doc(ctx: &mut Ctx, jaxprs: &[&Jaxpr]) -> Doc {
+    let docs: Vec<Doc> = jaxprs.iter().map(|j| jaxpr_doc(ctx, j)).collect();
+    group(concat(vec![nest(2, concat(vec![text("("), brk(""), join(brk(" "), docs)])), brk(""), text(")")]))
+}
+
 fn kv_doc(ctx: &mut Ctx, eqn: &Eqn, key: &str, value: &Param) -> Doc {
     let value_doc = match value {
         Param::Jaxpr(sub) => jaxpr_doc(ctx, sub),
+        Param::Tuple(items) if items.iter().all(|p| matches!(p, Param::Jaxpr(_))) && !items.is_empty() => {
+            let subs: Vec<&Jaxpr> =
+                items.iter().filter_map(|p| if let Param::Jaxpr(j) = p { Some(&**j) } else { None }).collect();
+            jaxprs_doc(ctx, &subs)
+        }
         _ => {
             let canonical = mask_addresses(&value.repr());
-            let spelled = eqn.spelling.iter().find(|(k, _)| k == key).map(|(_, raw)| raw);
+            let spelled = eqn.spelling.params.iter().find(|(k, _)| k == key).map(|(_, raw)| raw);
             match spelled {
                 Some(raw) if strip_numpy_ints(raw) == canonical => text(raw.clone()),
                 _ => text(canonical),
@@ -325,6 +359,43 @@ mod tests {
         let names: Vec<String> =
             [0, 1, 25, 26, 27, 51, 52, 701, 702].iter().map(|&n| encode_digits_alphabetic(n)).collect();
         assert_eq!(names, ["a", "b", "z", "ba", "bb", "bz", "ca", "baz", "bba"]);
+    }
+
+    /// `{ lambda ; x:f32[]. let y:f32[] = OP x in (y,) }`.
+    fn unary_body(op: crate::UnaryOp) -> Arc<Jaxpr> {
+        let mut j = Jaxpr::default();
+        let x = j.new_var(crate::Aval::scalar(crate::DType::F32));
+        let y = j.new_var(crate::Aval::scalar(crate::DType::F32));
+        j.invars.push(x);
+        j.eqns.push(Eqn::new(Primitive::Unary(op), vec![x.into()], vec![y], crate::SourceInfo::unknown()));
+        j.outvars.push(y.into());
+        Arc::new(j)
+    }
+
+    /// A tuple of jaxprs lays out as JAX's `pp_jaxprs` (`cond`'s `branches`): the text is
+    /// JAX's for `lax.cond(p, jnp.sin, jnp.cos, x)`, the equation at its usual place.
+    #[test]
+    fn a_tuple_of_jaxprs_prints_one_per_line() {
+        let mut ctx = Ctx { names: HashMap::new(), counter: 4, shared_names: HashSet::new(), shared: HashMap::new() };
+        let eqn = Eqn::new(Primitive::SelectN, vec![], vec![], crate::SourceInfo::unknown());
+        let branches = Param::Tuple(vec![
+            Param::Jaxpr(unary_body(crate::UnaryOp::Cos)),
+            Param::Jaxpr(unary_body(crate::UnaryOp::Sin)),
+        ]);
+        let params = kv_pairs_doc(&mut ctx, &eqn, &[("branches", branches)]);
+        let doc = concat(vec![text("    "), nest(4, concat(vec![text("d:f32[] = cond"), params, text(" c b")]))]);
+        let want = "    d:f32[] = cond[
+      branches=(
+        { lambda ; e:f32[]. let f:f32[] = cos e in (f,) }
+        { lambda ; g:f32[]. let h:f32[] = sin g in (h,) }
+      )
+    ] c b";
+        assert_eq!(pp::format(&doc, WIDTH), want);
+        // Short enough, the tuple stays on one line.
+        let mut ctx = Ctx { names: HashMap::new(), counter: 0, shared_names: HashSet::new(), shared: HashMap::new() };
+        let one = Param::Tuple(vec![Param::Jaxpr(unary_body(crate::UnaryOp::Sin))]);
+        let doc = kv_pairs_doc(&mut ctx, &eqn, &[("branches", one)]);
+        assert_eq!(pp::format(&doc, WIDTH), "[branches=({ lambda ; a:f32[]. let b:f32[] = sin a in (b,) })]");
     }
 
     #[test]

@@ -87,6 +87,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         }
         Primitive::Name { name: _ } => name_shape(ins),
         Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
+        Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
         Primitive::Jit { name: _, jaxpr } => jit_shape(jaxpr, ins),
         Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
         Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),

@@ -319,6 +319,11 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             }
             let dimension = g.below(shape.len());
             let dtype = g.pick(&[DType::F32, DType::I32, DType::F64]);
+            if g.chance(25) {
+                // `empty2`, the other operand-free primitive: a zero scalar.
+                b.eqn(Primitive::Empty2 { dtype, memory_space: MemorySpace::Device }, vec![])?;
+                return Some(());
+            }
             b.eqn(Primitive::Iota { dtype, shape, dimension }, vec![])?;
         }
         21 => {

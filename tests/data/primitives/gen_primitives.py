@@ -20,5 +20,16 @@ def rev_flip(x, w):
     # `x[::-1]` binds rev on one axis; jnp.flip on both axes is a `jit[name=_flip]` of rev.
     return jnp.sum(jnp.sin(x[::-1, :]) * jnp.flip(w, (0, 1)))
 
+import numpy as np
+from jax._src import core
+from jax._src.lax.lax import empty2
+
+@g.case("empty2_zero", "primitives", lambda: (g.rnd(3, 4),),
+        "empty2: the uninitialised scalar JAX's cond partial eval makes for a branch's unused "
+        "residual (its lowering gives zero); no operands, printed with a trailing space")
+def empty2_zero(x):
+    e = empty2(np.dtype("float32"), memory_space=core.MemorySpace.Device)
+    return jnp.sum(jnp.sin(x) * x + e)
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -102,6 +102,7 @@ pub(crate) fn transpose_rule(
         | Primitive::IntegerPow { .. }
         | Primitive::Clamp
         | Primitive::Iota { .. }
+        | Primitive::Empty2 { .. }
         | Primitive::Argmax { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
         Primitive::SelectN => {

@@ -1,15 +1,15 @@
-//! Names and memory: `name` (`checkpoint_name`) and `device_put`.
+//! Names and memory: `name` (`checkpoint_name`), `device_put` and `empty2`.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`, the
 //! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
 //! (`*_shape`). `device_put` is the only primitive that moves a value between memory
 //! spaces.
 
-use super::params::{ParamReader, Params};
+use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
 use crate::shape::{arity, device, ensure, ShapeError};
-use crate::types::{Aval, MemorySpace};
+use crate::types::{Aval, DType, MemorySpace};
 
 // `name[name=a] x`: an identity that names its operand for policies.
 
@@ -51,7 +51,7 @@ pub(super) fn device_put_params(devices: &[MemorySpace], copy_semantics: &[CopyS
     let words = |ws: Vec<String>| Param::Tuple(ws.into_iter().map(Param::Word).collect());
     vec![
         ("copy_semantics", words(copy_semantics.iter().map(|c| c.param_name().to_string()).collect())),
-        ("devices", words(devices.iter().map(|d| format!("MemorySpace.{}", d.param_name())).collect())),
+        ("devices", Param::Tuple(devices.iter().map(|&d| memory_space_param(d)).collect())),
         ("srcs", Param::Tuple(devices.iter().map(|_| Param::None).collect())),
     ]
 }
@@ -60,11 +60,7 @@ pub(super) fn parse_device_put(p: &mut ParamReader) -> Result<Primitive, String>
     let devices = p
         .seq("devices")?
         .iter()
-        .map(|d| match d {
-            Param::Word(w) if w == "MemorySpace.Device" => Ok(MemorySpace::Device),
-            Param::Word(w) if w == "MemorySpace.Host" => Ok(MemorySpace::Host),
-            other => Err(format!("device_put: unsupported device {other}")),
-        })
+        .map(|d| memory_space_of(d).ok_or_else(|| format!("device_put: unsupported device {d}")))
         .collect::<Result<Vec<_>, _>>()?;
     let copy_semantics = p
         .seq("copy_semantics")?
@@ -95,4 +91,41 @@ pub(crate) fn device_put_shape(devices: &[MemorySpace], in_avals: &[Aval]) -> Re
         devices.len()
     );
     Ok(in_avals.iter().zip(devices).map(|(x, &ms)| Aval::new(x.dtype, x.shape.clone()).with_memory_space(ms)).collect())
+}
+
+/// `MemorySpace.Device` or `MemorySpace.Host` as a parameter value.
+fn memory_space_param(ms: MemorySpace) -> Param {
+    Param::Word(format!("MemorySpace.{}", ms.param_name()))
+}
+
+fn memory_space_of(p: &Param) -> Option<MemorySpace> {
+    match p {
+        Param::Word(w) if w == "MemorySpace.Device" => Some(MemorySpace::Device),
+        Param::Word(w) if w == "MemorySpace.Host" => Some(MemorySpace::Host),
+        _ => None,
+    }
+}
+
+// `empty2[dtype=float32 memory_space=MemorySpace.Device] `: no operands, one scalar.
+
+pub(super) fn empty2_params(dtype: DType, memory_space: MemorySpace) -> Params {
+    vec![("dtype", dtype_param(dtype)), ("memory_space", memory_space_param(memory_space))]
+}
+
+pub(super) fn parse_empty2(p: &mut ParamReader) -> Result<Primitive, String> {
+    let dtype = p.dtype("dtype")?;
+    let ms = p.take("memory_space")?;
+    let memory_space = memory_space_of(&ms)
+        .ok_or_else(|| format!("empty2: memory_space must be MemorySpace.Device or MemorySpace.Host, found {ms}"))?;
+    Ok(Primitive::Empty2 { dtype, memory_space })
+}
+
+/// JAX's `_empty2_abstract_eval`: a scalar of `dtype` in `memory_space`.
+pub(crate) fn empty2_shape(
+    dtype: DType,
+    memory_space: MemorySpace,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let [] = arity("empty2", in_avals)?;
+    Ok(vec![Aval::scalar(dtype).with_memory_space(memory_space)])
 }

@@ -145,6 +145,7 @@ primitive_kinds! {
         DotGeneral = "dot_general",
         Name = "name",
         DevicePut = "device_put",
+        Empty2 = "empty2",
         Jit = "jit",
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
@@ -201,7 +202,8 @@ impl PrimitiveKind {
             | PrimitiveKind::Argmax
             | PrimitiveKind::DotGeneral
             | PrimitiveKind::Name
-            | PrimitiveKind::DevicePut => None,
+            | PrimitiveKind::DevicePut
+            | PrimitiveKind::Empty2 => None,
         }
     }
 }
@@ -302,6 +304,13 @@ pub enum Primitive {
         devices: Vec<MemorySpace>,
         copy_semantics: Vec<CopySemantics>,
     },
+    /// `empty2[dtype=float32 memory_space=MemorySpace.Device]`: an uninitialised scalar
+    /// (JAX's placeholder for a cond branch's residual it does not compute); remat's value
+    /// is zero, as XLA's lowering gives.
+    Empty2 {
+        dtype: DType,
+        memory_space: MemorySpace,
+    },
 
     // Calls and loops: `call.rs`.
     Jit {
@@ -361,6 +370,7 @@ impl Primitive {
             Primitive::DotGeneral { .. } => PrimitiveKind::DotGeneral,
             Primitive::Name { .. } => PrimitiveKind::Name,
             Primitive::DevicePut { .. } => PrimitiveKind::DevicePut,
+            Primitive::Empty2 { .. } => PrimitiveKind::Empty2,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
@@ -383,7 +393,11 @@ impl Primitive {
         PrimitiveKind::all().into_iter().map(PrimitiveKind::name).collect()
     }
 
-    /// The nested jaxprs this primitive calls, in parameter order.
+    /// The nested jaxprs this primitive calls, in the order of JAX's params dict (the
+    /// order `bind` received them, not the sorted printing order: `while` gives
+    /// `cond_jaxpr` then `body_jaxpr`; `cond` its `branches` in order). The printer's
+    /// hoisting walk (`core.pp_toplevel_jaxpr`) visits them in this order, which decides
+    /// the order and names of hoisted jaxprs.
     pub fn subjaxprs(&self) -> Vec<&Arc<Jaxpr>> {
         match self {
             Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
@@ -413,7 +427,8 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => Vec::new(),
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. } => Vec::new(),
         }
     }
 
@@ -468,13 +483,15 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => {}
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. } => {}
         }
         Ok(prim)
     }
 
     /// The `name` parameter JAX's printer uses to name a hoisted sub-jaxpr (only `jit`'s
-    /// raw parameters carry one).
+    /// raw parameters carry one: `custom_jvp_call`'s and `custom_vjp_call`'s `name` is
+    /// added by their printers, so their hoisted jaxprs are named `jaxpr`).
     pub fn hoist_name(&self) -> Option<&str> {
         match self {
             Primitive::Jit { name, .. } => Some(name),
@@ -503,6 +520,7 @@ impl Primitive {
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
             | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. } => None,
@@ -547,6 +565,7 @@ impl Primitive {
             }
             Primitive::Name { name } => name_params(name),
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
+            Primitive::Empty2 { dtype, memory_space } => empty2_params(*dtype, *memory_space),
             Primitive::Jit { name, jaxpr } => jit_params(name, jaxpr),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
                 custom_jvp_call_params(name, call_jaxpr, jvp, *num_consts, *symbolic_zeros)
@@ -594,6 +613,7 @@ impl Primitive {
             PrimitiveKind::DotGeneral => parse_dot_general(p)?,
             PrimitiveKind::Name => parse_name(p)?,
             PrimitiveKind::DevicePut => parse_device_put(p)?,
+            PrimitiveKind::Empty2 => parse_empty2(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,

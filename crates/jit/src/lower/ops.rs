@@ -131,6 +131,8 @@ impl Lowering {
                 }
                 node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
             }
+            // JAX leaves `empty2`'s scalar uninitialised; its lowering (and remat's) is zero.
+            Primitive::Empty2 { dtype, memory_space: _ } => node(Expr::Lit(LitValue::from_f64(*dtype, 0.0))),
             Primitive::Iota { dtype, shape, dimension } => {
                 let mut coeffs = vec![0i64; shape.len()];
                 coeffs[*dimension] = 1;
