@@ -8,6 +8,7 @@
 //! `jvp/rules.rs` (one match over every primitive); the rules for calls (`jit`, `remat2`,
 //! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`].
 
+mod indexing;
 mod rules;
 
 use std::sync::Arc;

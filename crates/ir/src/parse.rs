@@ -319,7 +319,13 @@ impl<'s> Parser<'s> {
         self.expect("=", "`=` after the equation's binders")?;
         self.skip_ws();
         let prim_pos = self.pos;
-        let prim_name = self.name().ok_or_else(|| self.expected("a primitive name"))?;
+        self.name().ok_or_else(|| self.expected("a primitive name"))?;
+        // A hyphenated name (`scatter-add`) continues past its hyphens.
+        while self.src[self.pos..].starts_with('-') && self.src[self.pos + 1..].starts_with(is_name_start) {
+            self.pos += 1;
+            self.name();
+        }
+        let prim_name = &self.src[prim_pos..self.pos];
         if PrimitiveKind::from_name(prim_name).is_none() {
             return Err(self.err_at(prim_pos, format!("unknown primitive `{prim_name}`")));
         }
@@ -490,6 +496,17 @@ impl<'s> Parser<'s> {
             c if c.is_ascii_digit() || c == '-' => {
                 let rest = &self.src[self.pos..];
                 let len = 1 + rest[1..].find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len() - 1);
+                // A float (`1.5`, `1e-05`, `-inf`) runs on past the integer digits.
+                let float_len =
+                    1 + rest[1..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).unwrap_or(rest.len() - 1);
+                let float_len = float_len + exponent_sign_len(&rest[float_len..], &rest[..float_len]);
+                if float_len > len {
+                    let t = &rest[..float_len];
+                    let x: f64 =
+                        t.parse().map_err(|_| self.err_at(start, format!("expected a number, found `{t}`")))?;
+                    self.pos += float_len;
+                    return Ok(Param::Float(x));
+                }
                 let t = &rest[..len];
                 let x: i64 = t.parse().map_err(|_| self.err_at(start, format!("expected an integer, found `{t}`")))?;
                 self.pos += len;
@@ -531,7 +548,7 @@ impl<'s> Parser<'s> {
                     return Ok(Param::Call { func: word, args, kwargs });
                 }
                 // A reference to a hoisted jaxpr.
-                if matches!(key, "jaxpr" | "call_jaxpr") {
+                if matches!(key, "jaxpr" | "call_jaxpr" | "update_jaxpr") {
                     if let Some(j) = self.shared.get(&word) {
                         return Ok(Param::Jaxpr(j.clone()));
                     }
@@ -597,4 +614,13 @@ fn is_name_start(c: char) -> bool {
 
 fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// After a number's leading part `head` ending in `e` (`1e`), the length of an exponent's
+/// sign and digits in `rest` (`-05`), else 0.
+fn exponent_sign_len(rest: &str, head: &str) -> usize {
+    if !head.ends_with(['e', 'E']) || !rest.starts_with(['-', '+']) {
+        return 0;
+    }
+    1 + rest[1..].find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len() - 1)
 }

@@ -40,3 +40,23 @@ fn benchmark_programs_round_trip() {
 fn extra_jax_texts_round_trip() {
     check_all(remat_testkit::jaxpr_files("jax_extra"), |n| n >= 4, "expected the extra JAX texts");
 }
+
+/// The real-model cases whose every primitive is known here: their program, forward half
+/// and backward half (gather, scatter-add, sort, top_k, split, the cumulative ops).
+/// `scans_and_sorts`'s two halves hold `u32` values (sort's jvp), a dtype still to come.
+#[test]
+fn zoo_indexing_and_sorting_texts_round_trip() {
+    let mut texts = Vec::new();
+    for (name, case) in remat_testkit::zoo_cases() {
+        if !matches!(name.as_str(), "scans_and_sorts" | "embedding_grad") {
+            continue;
+        }
+        let fields: &[&str] =
+            if name == "scans_and_sorts" { &["jaxpr"] } else { &["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"] };
+        for field in fields {
+            let text = case[*field].as_str().expect("a jaxpr text").to_string();
+            texts.push((format!("{name}.{field}"), text));
+        }
+    }
+    check_all(texts, |n| n == 4, "expected 2 zoo cases' 4 jaxprs");
+}

@@ -12,9 +12,9 @@
 //! equation otherwise), emits the primal equation first, and returns the primal outputs
 //! and one tangent per output.
 
-use remat_ir::{Atom, BinaryOp, CompareOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
+use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
-use super::{emit_primal, instantiate, jvp_call, jvp_custom_jvp_call, scan_jvp, Tangent};
+use super::{emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, scan_jvp, Tangent};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -31,7 +31,9 @@ pub(crate) fn jvp_rule(
     match &eqn.primitive {
         Primitive::Unary(op) => unary(b, old, eqn, *op, primals, tangents),
         Primitive::Binary(op) => binary(b, old, eqn, *op, primals, tangents),
-        Primitive::Compare(_) | Primitive::Argmax { .. } | Primitive::Iota { .. } => zero(b, old, eqn, primals),
+        Primitive::Compare(_) | Primitive::Argmax { .. } | Primitive::Argmin { .. } | Primitive::Iota { .. } => {
+            zero(b, old, eqn, primals)
+        }
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];
@@ -120,7 +122,8 @@ pub(crate) fn jvp_rule(
         | Primitive::Slice { .. }
         | Primitive::Pad { .. }
         | Primitive::Concatenate { .. }
-        | Primitive::DevicePut { .. } => linear(b, old, eqn, primals, tangents),
+        | Primitive::DevicePut { .. }
+        | Primitive::Split { .. } => linear(b, old, eqn, primals, tangents),
         Primitive::DynamicSlice { .. } => {
             // Linear in the operand; the start indices are integers.
             let out = emit_primal(b, old, eqn, primals);
@@ -183,6 +186,12 @@ pub(crate) fn jvp_rule(
         },
         Primitive::Remat2 { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
+        Primitive::Gather { .. } => indexing::gather(b, old, eqn, primals, tangents),
+        Primitive::Scatter { .. } => indexing::scatter(b, old, eqn, primals, tangents),
+        Primitive::Sort { .. } => indexing::sort(b, eqn, primals, tangents),
+        Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
+        Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
     }
 }
 

@@ -1,0 +1,248 @@
+//! The jvp rules of the indexing, sorting and cumulative primitives, each JAX 0.10.2's
+//! (`jax/_src/lax/slicing.py`, `lax.py`, `control_flow/loops.py`).
+//!
+//! `gather` and `scatter-add` are linear in their arrays (the indices are integers);
+//! `sort` and `top_k` gather the tangents through the permutation the primal computes;
+//! `cumprod`, `cummax` and `cummin` differentiate JAX's `associative_scan` expansion, so
+//! the forward half saves the same slices JAX's does.
+
+use remat_ir::{
+    Atom, Aval, BinaryOp, CumulativeOp, DType, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr, Primitive,
+    ScatterOp,
+};
+
+use super::{emit_primal, instantiate, jvp_eqns, Tangent};
+use crate::builder::{lit, Builder, VarMap};
+use crate::AdError;
+
+type JvpOut = (Vec<Atom>, Vec<Tangent>);
+
+fn unsupported(prim: &Primitive, message: &str) -> AdError {
+    AdError::Unsupported { primitive: prim.name(), message: message.into() }
+}
+
+/// `_gather_jvp_rule`: the same gather of the operand's tangent, with `fill_value=0`.
+pub(super) fn gather(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(g) = tangents[0] else { return Ok((out, vec![Tangent::Zero])) };
+    let Primitive::Gather { dimension_numbers, indices_are_sorted, mode, slice_sizes, unique_indices, .. } =
+        &eqn.primitive
+    else {
+        return Err(unsupported(&eqn.primitive, "is not a gather"));
+    };
+    let prim = Primitive::Gather {
+        dimension_numbers: dimension_numbers.clone(),
+        fill_value: Some(0.0),
+        indices_are_sorted: *indices_are_sorted,
+        mode: *mode,
+        slice_sizes: slice_sizes.clone(),
+        unique_indices: *unique_indices,
+    };
+    let t = b.bind1(prim, vec![g, primals[1]])?;
+    Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// `_scatter_add_jvp`: `scatter-add` of the tangents, zeros instantiated. The other
+/// scatters' jvps (`.at[].set`'s id-scatter trick, `mul`, `min`, `max`) are not here yet.
+pub(super) fn scatter(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { op, .. } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    if *op != ScatterOp::Add {
+        return Err(unsupported(&eqn.primitive, "has no jvp rule here yet (only scatter-add)"));
+    }
+    let out = emit_primal(b, old, eqn, primals);
+    let (op_aval, up_aval) = (b.aval(&primals[0]), b.aval(&primals[2]));
+    let t_op = instantiate(b, tangents[0], &op_aval)?;
+    let t_up = instantiate(b, tangents[2], &up_aval)?;
+    let t = b.bind1(eqn.primitive.clone(), vec![t_op, primals[1], t_up])?;
+    Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// A gather along `axis` of an operand shaped like `indices` (without its trailing 1),
+/// every other axis a batching axis: `x[..., indices[...], ...]` elementwise.
+fn take_along(b: &mut Builder, x: Atom, indices: Atom, axis: usize, mode: GatherScatterMode) -> Result<Atom, AdError> {
+    let rank = b.aval(&x).rank();
+    let batch: Vec<usize> = (0..rank).filter(|&d| d != axis).collect();
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: Vec::new(),
+            collapsed_slice_dims: vec![axis],
+            start_index_map: vec![axis],
+            operand_batching_dims: batch.clone(),
+            start_indices_batching_dims: batch,
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode,
+        slice_sizes: vec![1; rank],
+        unique_indices: false,
+    };
+    b.bind1(prim, vec![x, indices])
+}
+
+/// `_sort_jvp`: sorts an iota along, then gathers each nonzero tangent by it. JAX's iota
+/// is unsigned (`u32`); until that dtype exists here it is `i32`.
+pub(super) fn sort(b: &mut Builder, eqn: &Eqn, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let Primitive::Sort { dimension, is_stable, num_keys } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a sort"));
+    };
+    let shape = b.aval(&primals[0]).shape;
+    let iota = b.bind1(Primitive::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, Vec::new())?;
+    let mut ins = primals.to_vec();
+    ins.push(iota);
+    let sorted = b.bind(Primitive::Sort { dimension, is_stable, num_keys }, ins)?;
+    let (perm, outs) = sorted.split_last().expect("sort has the iota's output");
+    let mut idx_shape = shape.clone();
+    idx_shape.push(1);
+    let idx = b.expand_dims(Atom::Var(*perm), &[shape.len()])?;
+    let mut ts = Vec::with_capacity(tangents.len());
+    for t in tangents {
+        ts.push(match t {
+            Tangent::Zero => Tangent::Zero,
+            Tangent::Nz(t) => Tangent::Nz(take_along(b, *t, idx, dimension, GatherScatterMode::PromiseInBounds)?),
+        });
+    }
+    Ok((outs.iter().map(|v| Atom::Var(*v)).collect(), ts))
+}
+
+/// `_top_k_jvp`: the tangent gathered at the indices (reshaped with a trailing 1).
+pub(super) fn top_k(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::TopK { axis, .. } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not top_k"));
+    };
+    let out = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(g) = tangents[0] else { return Ok((out, vec![Tangent::Zero, Tangent::Zero])) };
+    let mut shape = b.aval(&out[1]).shape;
+    shape.push(1);
+    let idx = b.reshape(out[1], &shape)?;
+    let t = take_along(b, g, idx, axis, GatherScatterMode::PromiseInBounds)?;
+    Ok((out, vec![Tangent::Nz(t), Tangent::Zero]))
+}
+
+/// `cumprod`, `cummax`, `cummin`: `_cumulative_jvp_rule`, the jvp of `associative_scan`
+/// with the combining function, inlined. `cumlogsumexp`'s is not here yet.
+pub(super) fn cumulative(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Cumulative { op, axis, reverse } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a cumulative reduction"));
+    };
+    let combine = match op {
+        CumulativeOp::Prod => BinaryOp::Mul,
+        CumulativeOp::Max => BinaryOp::Max,
+        CumulativeOp::Min => BinaryOp::Min,
+        CumulativeOp::Sum | CumulativeOp::LogSumExp => {
+            return Err(unsupported(&eqn.primitive, "has no associative_scan jvp here"));
+        }
+    };
+    let aval = b.aval(&primals[0]);
+    let inner = associative_scan(&aval, combine, axis, reverse, eqn)?;
+    let mut primal = VarMap::new(&inner);
+    primal.set(inner.invars[0], primals[0]);
+    let mut ts = vec![Tangent::Zero; inner.vars.len()];
+    ts[inner.invars[0].index()] = tangents[0];
+    jvp_eqns(b, &inner, &mut primal, &mut ts)?;
+    let out = primal.get(&inner.outvars[0]);
+    let t = match inner.outvars[0] {
+        Atom::Var(v) => ts[v.index()],
+        Atom::Lit(_) => Tangent::Zero,
+    };
+    Ok((vec![out], vec![t]))
+}
+
+/// JAX's `associative_scan(fn, x, reverse, axis)` as a jaxpr `x -> scan`: combine pairs,
+/// recurse on the half, interleave (with the source of `eqn` on every equation).
+fn associative_scan(aval: &Aval, combine: BinaryOp, axis: usize, reverse: bool, eqn: &Eqn) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    b.set_source(Some(eqn.source.clone()));
+    let x = Atom::Var(b.invar(aval.clone()));
+    let x = if reverse { b.bind1(Primitive::Rev { dimensions: vec![axis] }, vec![x])? } else { x };
+    let out = scan_level(&mut b, x, combine, axis)?;
+    let out = if reverse { b.bind1(Primitive::Rev { dimensions: vec![axis] }, vec![out])? } else { out };
+    Ok(b.finish(vec![out]))
+}
+
+/// `slicing.slice_in_dim(x, start, limit, stride, axis)`.
+fn slice_in_dim(
+    b: &mut Builder,
+    x: Atom,
+    start: usize,
+    limit: usize,
+    stride: usize,
+    axis: usize,
+) -> Result<Atom, AdError> {
+    let shape = b.aval(&x).shape;
+    let mut starts = vec![0; shape.len()];
+    let mut limits = shape.clone();
+    let mut strides = vec![1; shape.len()];
+    starts[axis] = start.min(limit);
+    limits[axis] = limit;
+    strides[axis] = stride;
+    b.bind1(Primitive::Slice { start_indices: starts, limit_indices: limits, strides: Some(strides) }, vec![x])
+}
+
+/// `_scan` inside `associative_scan`.
+fn scan_level(b: &mut Builder, x: Atom, combine: BinaryOp, axis: usize) -> Result<Atom, AdError> {
+    let n = b.aval(&x).shape[axis];
+    if n < 2 {
+        return Ok(x);
+    }
+    let evens = slice_in_dim(b, x, 0, n - 1, 2, axis)?;
+    let odds = slice_in_dim(b, x, 1, n, 2, axis)?;
+    let reduced = b.binary(combine, evens, odds)?;
+    let odd_elems = scan_level(b, reduced, combine, axis)?;
+    let even_elems = if n % 2 == 0 {
+        let m = b.aval(&odd_elems).shape[axis];
+        let head = slice_in_dim(b, odd_elems, 0, m.saturating_sub(1), 1, axis)?;
+        let tail = slice_in_dim(b, x, 2, n, 2, axis)?;
+        b.binary(combine, head, tail)?
+    } else {
+        let tail = slice_in_dim(b, x, 2, n, 2, axis)?;
+        b.binary(combine, odd_elems, tail)?
+    };
+    let first = slice_in_dim(b, x, 0, 1, 1, axis)?;
+    let even_elems = b.bind1(Primitive::Concatenate { dimension: axis }, vec![first, even_elems])?;
+    interleave(b, even_elems, odd_elems, axis)
+}
+
+/// `_interleave(a, b, axis)`: `a`'s elements at even positions, `b`'s at odd ones.
+fn interleave(b: &mut Builder, x: Atom, y: Atom, axis: usize) -> Result<Atom, AdError> {
+    let xa = b.aval(&x);
+    let rank = xa.rank();
+    let (nx, ny) = (xa.shape[axis], b.aval(&y).shape[axis]);
+    let mut x_pad = vec![(0, 0, 0); rank];
+    let mut y_pad = vec![(0, 0, 0); rank];
+    if nx == ny {
+        x_pad[axis] = (0, 1, 1);
+        y_pad[axis] = (1, 0, 1);
+    } else {
+        x_pad[axis] = (0, 0, 1);
+        y_pad[axis] = (1, 1, 1);
+    }
+    let zero = lit(xa.dtype, 0.0);
+    let px = b.bind1(Primitive::Pad { padding_config: x_pad }, vec![x, zero])?;
+    let py = b.bind1(Primitive::Pad { padding_config: y_pad }, vec![y, zero])?;
+    b.add(px, py)
+}
