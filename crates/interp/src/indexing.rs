@@ -9,7 +9,8 @@
 
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 use remat_ir::{
-    Array, Aval, DType, GatherDimensionNumbers, GatherScatterMode, Primitive, ScatterDimensionNumbers, ScatterOp,
+    Array, Aval, DType, FillValue, GatherDimensionNumbers, GatherScatterMode, Primitive, ScatterDimensionNumbers,
+    ScatterOp,
 };
 
 use crate::elem::{any_dtype, map_array, num_dtype, typed, Elem, Num};
@@ -79,7 +80,7 @@ fn start_of(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gather(
     dn: &GatherDimensionNumbers,
-    fill_value: Option<f64>,
+    fill_value: Option<FillValue>,
     mode: GatherScatterMode,
     slice_sizes: &[usize],
     prim: &Primitive,
@@ -95,7 +96,7 @@ pub(crate) fn gather(
     let batching = (dn.operand_batching_dims.as_slice(), dn.start_indices_batching_dims.as_slice());
     any_dtype!(x.dtype(), T => {
         let a = typed::<T>(x)?;
-        let fill = fill_value.map_or_else(default_fill::<T>, T::from_f64);
+        let fill = fill_value.map_or_else(default_fill::<T>, |f| T::from_f64(f.to_f64()));
         let out = ArrayD::from_shape_fn(IxDyn(&out_shape), |o| {
             let g: Vec<usize> = batch_dims.iter().map(|&d| o[d]).collect();
             let (mut pos, in_bounds) = start_of(idx, &g, &dn.start_index_map, batching, &hi);

@@ -22,8 +22,8 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, GatherDimensionNumbers, GatherScatterMode,
-    HigherOrder, Primitive, PrimitiveKind, ReduceOp, ScatterDimensionNumbers, ScatterOp, UnaryOp,
+    BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue, GatherDimensionNumbers,
+    GatherScatterMode, HigherOrder, Primitive, PrimitiveKind, ReduceOp, ScatterDimensionNumbers, ScatterOp, UnaryOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};

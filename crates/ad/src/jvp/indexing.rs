@@ -7,8 +7,8 @@
 //! the forward half saves the same slices JAX's does.
 
 use remat_ir::{
-    Atom, Aval, BinaryOp, CumulativeOp, DType, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr, Primitive,
-    ScatterOp,
+    Atom, Aval, BinaryOp, CumulativeOp, DType, Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr,
+    Primitive, ScatterOp,
 };
 
 use super::{emit_primal, instantiate, jvp_eqns, Tangent};
@@ -38,7 +38,7 @@ pub(super) fn gather(
     };
     let prim = Primitive::Gather {
         dimension_numbers: dimension_numbers.clone(),
-        fill_value: Some(0.0),
+        fill_value: Some(FillValue::Int(0)),
         indices_are_sorted: *indices_are_sorted,
         mode: *mode,
         slice_sizes: slice_sizes.clone(),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use remat_ir::{Atom, Aval, GatherDimensionNumbers, Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp};
+use remat_ir::{Atom, Aval, FillValue, GatherDimensionNumbers, Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp};
 
 use crate::builder::Builder;
 use crate::AdError;
@@ -81,7 +81,7 @@ pub(crate) fn scatter_add_transpose_updates(
             operand_batching_dims: dn.operand_batching_dims.clone(),
             start_indices_batching_dims: dn.scatter_indices_batching_dims.clone(),
         },
-        fill_value: Some(0.0),
+        fill_value: Some(FillValue::Int(0)),
         indices_are_sorted: *indices_are_sorted,
         mode: *mode,
         slice_sizes,

@@ -41,6 +41,29 @@ named_enum! {
     }
 }
 
+/// `gather`'s `fill_value` as JAX prints it: the Python int or float it was given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FillValue {
+    Int(i64),
+    Float(f64),
+}
+
+impl FillValue {
+    pub fn to_f64(self) -> f64 {
+        match self {
+            FillValue::Int(x) => x as f64,
+            FillValue::Float(x) => x,
+        }
+    }
+
+    fn param(self) -> Param {
+        match self {
+            FillValue::Int(x) => Param::Int(x),
+            FillValue::Float(x) => Param::Float(x),
+        }
+    }
+}
+
 /// `GatherDimensionNumbers(offset_dims=..., collapsed_slice_dims=..., start_index_map=...,
 /// operand_batching_dims=..., start_indices_batching_dims=...)`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -143,7 +166,7 @@ const SCATTER_KEYS: [&str; 5] = [
 
 pub(super) fn gather_params(
     dn: &GatherDimensionNumbers,
-    fill_value: Option<f64>,
+    fill_value: Option<FillValue>,
     indices_are_sorted: bool,
     mode: GatherScatterMode,
     slice_sizes: &[usize],
@@ -158,7 +181,7 @@ pub(super) fn gather_params(
     ];
     vec![
         ("dimension_numbers", dims_param("GatherDimensionNumbers", fields)),
-        ("fill_value", fill_value.map_or(Param::None, Param::Float)),
+        ("fill_value", fill_value.map_or(Param::None, FillValue::param)),
         ("indices_are_sorted", Param::Bool(indices_are_sorted)),
         ("mode", Param::Word(mode.name().into())),
         ("slice_sizes", Param::ints(slice_sizes.iter().copied())),
@@ -172,10 +195,10 @@ pub(super) fn parse_gather(p: &mut ParamReader) -> Result<Primitive, String> {
             .map_err(|_| "gather: malformed dimension_numbers".to_string())?;
     let fill_value = match p.take("fill_value")? {
         Param::None => None,
-        Param::Float(x) => Some(x),
-        Param::Int(x) => Some(x as f64),
-        Param::Word(w) if w == "nan" => Some(f64::NAN),
-        Param::Word(w) if w == "inf" => Some(f64::INFINITY),
+        Param::Float(x) => Some(FillValue::Float(x)),
+        Param::Word(w) if w == "nan" => Some(FillValue::Float(f64::NAN)),
+        Param::Word(w) if w == "inf" => Some(FillValue::Float(f64::INFINITY)),
+        v if v.as_int().is_some() => v.as_int().map(FillValue::Int),
         v => return Err(format!("gather: parameter `fill_value` must be None or a number, found {v}")),
     };
     Ok(Primitive::Gather {

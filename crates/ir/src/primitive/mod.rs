@@ -68,7 +68,7 @@ pub(crate) mod sorting;
 pub(crate) mod structural;
 
 pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
-pub use indexing::{GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
+pub use indexing::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
 pub use memory::CopySemantics;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
 pub use sorting::CumulativeOp;
@@ -362,7 +362,7 @@ pub enum Primitive {
         dimension_numbers: GatherDimensionNumbers,
         /// The value of an out-of-bounds slice under `FILL_OR_DROP`; `None` is NaN for
         /// floats and the lowest value for integers (JAX's default).
-        fill_value: Option<f64>,
+        fill_value: Option<FillValue>,
         indices_are_sorted: bool,
         mode: GatherScatterMode,
         slice_sizes: Vec<usize>,
