@@ -100,17 +100,20 @@ pub(crate) fn argmin(axes: &[usize], index_dtype: DType, args: &[&Array]) -> Res
     let x = args[0];
     any_dtype!(x.dtype(), T => {
         let a = typed::<T>(x)?;
-        Ok(Array::I32(a.map_axis(Axis(axes[0]), |lane| {
-            let mut best = 0;
-            for (i, &v) in lane.iter().enumerate() {
-                let b = lane[best];
-                if !b.is_nan() && (v.is_nan() || v < b) {
-                    best = i;
-                }
-            }
-            i32::try_from(best).unwrap_or(i32::MAX)
-        })))
+        Ok(Array::I32(a.map_axis(Axis(axes[0]), |lane| i32::try_from(first_min(lane)).unwrap_or(i32::MAX))))
     })
+}
+
+/// The index of the first minimum of a non-empty lane, NaN being the smallest value.
+fn first_min<T: Elem>(lane: ndarray::ArrayView1<T>) -> usize {
+    let mut best = 0;
+    for (i, &v) in lane.iter().enumerate() {
+        let b = lane[best];
+        if !b.is_nan() && (v.is_nan() || v < b) {
+            best = i;
+        }
+    }
+    best
 }
 
 /// `logaddexp` as JAX's `cumlogsumexp` combines: `max + log1p(exp(-|x - y|))`, or `x + y`

@@ -213,7 +213,7 @@ fn scan_level(b: &mut Builder, x: Atom, combine: BinaryOp, axis: usize) -> Resul
     let odds = slice_in_dim(b, x, 1, n, 2, axis)?;
     let reduced = b.binary(combine, evens, odds)?;
     let odd_elems = scan_level(b, reduced, combine, axis)?;
-    let even_elems = if n % 2 == 0 {
+    let even_elems = if n.is_multiple_of(2) {
         let m = b.aval(&odd_elems).shape[axis];
         let head = slice_in_dim(b, odd_elems, 0, m.saturating_sub(1), 1, axis)?;
         let tail = slice_in_dim(b, x, 2, n, 2, axis)?;
