@@ -212,7 +212,7 @@ impl Lowering {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Argmin { .. }
-            | Primitive::Cumulative { .. } => Err(unsupported(prim, "is not compiled yet (the interpreter runs it)")),
+            | Primitive::Cumulative { .. } => Ok(self.native(prim, ins, out_avals, targets)),
         }
     }
 
