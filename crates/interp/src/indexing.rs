@@ -58,7 +58,7 @@ fn start_of(
     g: &[usize],
     index_map: &[usize],
     batching: (&[usize], &[usize]),
-    hi: &[usize],
+    hi: &[i64],
 ) -> (Vec<usize>, bool) {
     let mut start = vec![0usize; hi.len()];
     let mut in_bounds = true;
@@ -67,9 +67,9 @@ fn start_of(
     for (k, &od) in index_map.iter().enumerate() {
         at[g.len()] = k;
         let s = i64::from(idx[IxDyn(&at)]);
-        let h = hi[od] as i64;
+        let h = hi[od];
         in_bounds &= (0..=h).contains(&s);
-        start[od] = s.clamp(0, h) as usize;
+        start[od] = s.clamp(0, h.max(0)) as usize;
     }
     for (&od, &id) in batching.0.iter().zip(batching.1) {
         start[od] = g[id];
@@ -89,7 +89,7 @@ pub(crate) fn gather(
     let out_shape = check(prim, args)?.remove(0).shape;
     let (x, idx) = (args[0], typed::<i32>(args[1])?);
     let rank = x.shape().len();
-    let hi: Vec<usize> = x.shape().iter().zip(slice_sizes).map(|(&n, &s)| n - s).collect();
+    let hi: Vec<i64> = x.shape().iter().zip(slice_sizes).map(|(&n, &s)| n as i64 - s as i64).collect();
     let batch_dims: Vec<usize> = (0..out_shape.len()).filter(|d| !dn.offset_dims.contains(d)).collect();
     let kept: Vec<usize> =
         (0..rank).filter(|d| !dn.collapsed_slice_dims.contains(d) && !dn.operand_batching_dims.contains(d)).collect();
@@ -147,11 +147,12 @@ pub(crate) fn scatter(
 }
 
 /// Where an update lands: which update axes are scatter axes, which operand axes the
-/// window axes fill, and the largest in-bounds start of each operand axis.
+/// window axes fill, and the largest in-bounds start of each operand axis (negative when
+/// no window fits, as when an inserted axis is empty).
 struct Window {
     scatter_dims: Vec<usize>,
     window_operand_dims: Vec<usize>,
-    hi: Vec<usize>,
+    hi: Vec<i64>,
 }
 
 impl Window {
@@ -166,7 +167,7 @@ impl Window {
         Window {
             scatter_dims: (0..updates.len()).filter(|d| !dn.update_window_dims.contains(d)).collect(),
             window_operand_dims,
-            hi: operand.iter().zip(&size).map(|(&n, &s)| n - s).collect(),
+            hi: operand.iter().zip(&size).map(|(&n, &s)| n as i64 - s as i64).collect(),
         }
     }
 }
@@ -188,7 +189,8 @@ impl Scatter<'_> {
         for (ui, &v) in u.indexed_iter() {
             let g: Vec<usize> = w.scatter_dims.iter().map(|&d| ui[d]).collect();
             let (mut pos, in_bounds) = start_of(self.idx, &g, &dn.scatter_dims_to_operand_dims, batching, &w.hi);
-            if !in_bounds && self.mode != GatherScatterMode::Clip {
+            let fits = w.hi.iter().all(|&h| h >= 0);
+            if !fits || (!in_bounds && self.mode != GatherScatterMode::Clip) {
                 continue;
             }
             for (&od, &ud) in w.window_operand_dims.iter().zip(&dn.update_window_dims) {

@@ -355,8 +355,8 @@ pub(crate) fn scatter_shape(
     let name = op.name();
     let [x, indices, updates] = arity(name, in_avals)?;
     ensure!(updates.dtype == x.dtype, name, "updates {updates} and operand {x} have different dtypes");
-    if op != ScatterOp::Set {
-        ensure!(x.dtype != DType::Bool || op != ScatterOp::Add, name, "cannot add booleans");
+    if matches!(op, ScatterOp::Add | ScatterOp::Mul) {
+        ensure!(x.dtype != DType::Bool, name, "operand {x} is not numeric");
     }
     distinct_axes(name, "scatter_dims_to_operand_dims", &dn.scatter_dims_to_operand_dims, x)?;
     let mut inserted = dn.inserted_window_dims.clone();

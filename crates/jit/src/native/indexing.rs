@@ -253,7 +253,7 @@ fn start_of(
     g: &[usize],
     index_map: &[usize],
     batching: (&[usize], &[usize]),
-    hi: &[usize],
+    hi: &[i64],
 ) -> (Vec<usize>, bool) {
     let mut start = vec![0usize; hi.len()];
     let mut in_bounds = true;
@@ -262,9 +262,9 @@ fn start_of(
     for (k, &od) in index_map.iter().enumerate() {
         at[g.len()] = k;
         let s = i64::from(idx[IxDyn(&at)]);
-        let h = hi[od] as i64;
+        let h = hi[od];
         in_bounds &= (0..=h).contains(&s);
-        start[od] = s.clamp(0, h) as usize;
+        start[od] = s.clamp(0, h.max(0)) as usize;
     }
     for (&od, &id) in batching.0.iter().zip(batching.1) {
         start[od] = g[id];
@@ -290,7 +290,7 @@ fn whole_rows(operand: &[usize], sizes: &[usize], kept: &[usize], ends: &[usize]
 fn gather<T: El>(prim: &Primitive, x: &ArrayViewD<T>, idx: &ArrayViewD<i32>, out: &mut ArrayViewMutD<T>) {
     let Primitive::Gather { dimension_numbers: dn, fill_value, mode, slice_sizes, .. } = prim else { return };
     let rank = x.ndim();
-    let hi: Vec<usize> = x.shape().iter().zip(slice_sizes).map(|(&n, &s)| n - s).collect();
+    let hi: Vec<i64> = x.shape().iter().zip(slice_sizes).map(|(&n, &s)| n as i64 - s as i64).collect();
     let out_rank = out.ndim();
     let batch_dims: Vec<usize> = (0..out_rank).filter(|d| !dn.offset_dims.contains(d)).collect();
     let kept: Vec<usize> =
@@ -347,7 +347,11 @@ fn scatter<T: El>(
     for (&od, &ud) in window_operand_dims.iter().zip(&dn.update_window_dims) {
         size[od] = upd.shape()[ud];
     }
-    let hi: Vec<usize> = x.shape().iter().zip(&size).map(|(&n, &s)| n - s).collect();
+    // Negative when no window fits (an empty inserted axis): every update is dropped.
+    let hi: Vec<i64> = x.shape().iter().zip(&size).map(|(&n, &s)| n as i64 - s as i64).collect();
+    if hi.iter().any(|&h| h < 0) {
+        return;
+    }
     let scatter_dims: Vec<usize> = (0..upd.ndim()).filter(|d| !dn.update_window_dims.contains(d)).collect();
     let batching = (dn.operand_batching_dims.as_slice(), dn.scatter_indices_batching_dims.as_slice());
     let combine: fn(T, T) -> T = match op {
