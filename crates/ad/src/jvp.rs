@@ -11,6 +11,8 @@
 mod indexing;
 mod rules;
 
+pub(crate) use indexing::{add_jaxpr, window_slice_sizes};
+
 use std::sync::Arc;
 
 use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive};

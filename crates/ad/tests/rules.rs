@@ -374,6 +374,34 @@ fn indexing_programs() -> Vec<Program> {
             vec![bind1(b, prim, vec![x[0], x[1], s])]
         }));
     }
+    // `.at[].set`: repeated indices (the id trick), then unique ones (an iota).
+    let set = |unique_indices, mode| Primitive::Scatter {
+        op: ScatterOp::Set,
+        dimension_numbers: ScatterDimensionNumbers {
+            update_window_dims: vec![1],
+            inserted_window_dims: vec![0],
+            scatter_dims_to_operand_dims: vec![0],
+            ..Default::default()
+        },
+        indices_are_sorted: false,
+        mode,
+        unique_indices,
+        update_jaxpr: None,
+    };
+    for (name, mode) in
+        [("scatter_set_repeated", GatherScatterMode::FillOrDrop), ("scatter_set_clip", GatherScatterMode::Clip)]
+    {
+        let prim = set(false, mode);
+        ps.push(program(name, &[n(&[4, 3]), ints(&[6, 1], 5), n(&[6, 3])], |b, x| {
+            let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
+            vec![bind1(b, prim, vec![s, x[1], x[2]])]
+        }));
+    }
+    let prim = set(true, GatherScatterMode::FillOrDrop);
+    ps.push(program("scatter_set_unique", &[n(&[5, 3]), n(&[4, 3])], |b, x| {
+        let idx = bind1(b, Primitive::Iota { dtype: DType::I32, shape: vec![4, 1], dimension: 0 }, vec![]);
+        vec![bind1(b, prim, vec![x[0], idx, x[1]])]
+    }));
     ps.push(program("sort", &[n(&[3, 5])], |b, x| {
         all_outs(b, Primitive::Sort { dimension: 1, is_stable: true, num_keys: 1 }, x.to_vec())
     }));

@@ -6,9 +6,11 @@
 //! `cumprod`, `cummax` and `cummin` differentiate JAX's `associative_scan` expansion, so
 //! the forward half saves the same slices JAX's does.
 
+use std::sync::Arc;
+
 use remat_ir::{
-    Atom, Aval, BinaryOp, CumulativeOp, DType, Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr,
-    Primitive, ScatterOp,
+    Atom, Aval, BinaryOp, CompareOp, CumulativeOp, DType, Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode,
+    Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp,
 };
 
 use super::{emit_primal, instantiate, jvp_eqns, Tangent};
@@ -48,8 +50,9 @@ pub(super) fn gather(
     Ok((out, vec![Tangent::Nz(t)]))
 }
 
-/// `_scatter_add_jvp`: `scatter-add` of the tangents, zeros instantiated. The other
-/// scatters' jvps (`.at[].set`'s id-scatter trick, `mul`, `min`, `max`) are not here yet.
+/// `_scatter_add_jvp`: `scatter-add` of the tangents, zeros instantiated; `scatter`'s
+/// (`.at[].set`) is the same with unique indices, else `_scatter_jvp`'s id trick
+/// (`scatter_set`). The jvps of `scatter-mul`, `-min` and `-max` are not here yet.
 pub(super) fn scatter(
     b: &mut Builder,
     old: &Jaxpr,
@@ -57,11 +60,16 @@ pub(super) fn scatter(
     primals: &[Atom],
     tangents: &[Tangent],
 ) -> Result<JvpOut, AdError> {
-    let Primitive::Scatter { op, .. } = &eqn.primitive else {
+    let Primitive::Scatter { op, unique_indices, .. } = &eqn.primitive else {
         return Err(unsupported(&eqn.primitive, "is not a scatter"));
     };
-    if *op != ScatterOp::Add {
-        return Err(unsupported(&eqn.primitive, "has no jvp rule here yet (only scatter-add)"));
+    match op {
+        ScatterOp::Add => {}
+        ScatterOp::Set if !*unique_indices => return scatter_set(b, eqn, primals, tangents),
+        ScatterOp::Set => {}
+        ScatterOp::Mul | ScatterOp::Min | ScatterOp::Max => {
+            return Err(unsupported(&eqn.primitive, "has no jvp rule here yet (scatter-add and scatter have)"));
+        }
     }
     let out = emit_primal(b, old, eqn, primals);
     let (op_aval, up_aval) = (b.aval(&primals[0]), b.aval(&primals[2]));
@@ -69,6 +77,108 @@ pub(super) fn scatter(
     let t_up = instantiate(b, tangents[2], &up_aval)?;
     let t = b.bind1(eqn.primitive.clone(), vec![t_op, primals[1], t_up])?;
     Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// `_scatter_jvp` for possibly repeated indices: scatter ids of the updates, gather them
+/// back, and keep only the operand elements no update hit and the updates that won; the
+/// primal and the tangent are then `scatter-add`s of the masked values. JAX's ids are
+/// unsigned (`u32`); until that dtype exists here they are `i32`.
+fn scatter_set(b: &mut Builder, eqn: &Eqn, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { dimension_numbers: dn, indices_are_sorted, mode, unique_indices, .. } = &eqn.primitive
+    else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    let (operand, indices, updates) = (primals[0], primals[1], primals[2]);
+    let (op_aval, up_aval) = (b.aval(&operand), b.aval(&updates));
+    let g_operand = instantiate(b, tangents[0], &op_aval)?;
+    let g_updates = instantiate(b, tangents[2], &up_aval)?;
+    let ids_shape: Vec<usize> =
+        (0..up_aval.rank()).map(|d| if dn.update_window_dims.contains(&d) { 1 } else { up_aval.shape[d] }).collect();
+    let num_ids = ids_shape.iter().product();
+    let id = DType::I32;
+    let iota = b.bind1(Primitive::Iota { dtype: id, shape: vec![num_ids], dimension: 0 }, Vec::new())?;
+    let iota = b.reshape(iota, &ids_shape)?;
+    let ones = b.full(&Aval::new(id, up_aval.shape.clone()), 1.0)?;
+    let update_ids = b.add(iota, ones)?;
+    let id_zeros = b.zeros(&Aval::new(id, op_aval.shape.clone()))?;
+    let scatter = |op| Primitive::Scatter {
+        op,
+        dimension_numbers: dn.clone(),
+        indices_are_sorted: *indices_are_sorted,
+        mode: *mode,
+        unique_indices: *unique_indices,
+        update_jaxpr: None,
+    };
+    let scattered_ids = b.bind1(scatter(ScatterOp::Set), vec![id_zeros, indices, update_ids])?;
+    let gather = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: dn.update_window_dims.clone(),
+            collapsed_slice_dims: dn.inserted_window_dims.clone(),
+            start_index_map: dn.scatter_dims_to_operand_dims.clone(),
+            operand_batching_dims: dn.operand_batching_dims.clone(),
+            start_indices_batching_dims: dn.scatter_indices_batching_dims.clone(),
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes: window_slice_sizes(&op_aval, &up_aval, dn),
+        unique_indices: false,
+    };
+    let gathered_ids = b.bind1(gather, vec![scattered_ids, indices])?;
+    // `lax.select(ids == other, x, zeros)`, each predicate computed afresh as JAX does.
+    let masked = |b: &mut Builder, ids: Atom, other: Atom, x: Atom| -> Result<Atom, AdError> {
+        let eq = b.compare(CompareOp::Eq, ids, other)?;
+        let aval = b.aval(&x);
+        let zeros = b.zeros(&aval)?;
+        b.select_n(eq, vec![zeros, x])
+    };
+    let id_aval = Aval::new(id, op_aval.shape.clone());
+    let z = b.zeros(&id_aval)?;
+    let masked_operand = masked(b, scattered_ids, z, operand)?;
+    let masked_updates = masked(b, update_ids, gathered_ids, updates)?;
+    let z = b.zeros(&id_aval)?;
+    let masked_g_operand = masked(b, scattered_ids, z, g_operand)?;
+    let masked_g_updates = masked(b, update_ids, gathered_ids, g_updates)?;
+    let mut add = scatter(ScatterOp::Add);
+    if let Primitive::Scatter { update_jaxpr, .. } = &mut add {
+        *update_jaxpr = Some(add_jaxpr(op_aval.dtype)?);
+    }
+    let out = b.bind1(add.clone(), vec![masked_operand, indices, masked_updates])?;
+    let t = b.bind1(add, vec![masked_g_operand, indices, masked_g_updates])?;
+    Ok((vec![out], vec![Tangent::Nz(t)]))
+}
+
+/// The slice sizes of the gather that reads a scatter's windows back.
+pub(crate) fn window_slice_sizes(operand: &Aval, updates: &Aval, dn: &ScatterDimensionNumbers) -> Vec<usize> {
+    let mut window = dn.update_window_dims.iter();
+    (0..operand.rank())
+        .map(|i| {
+            if dn.inserted_window_dims.contains(&i) || dn.operand_batching_dims.contains(&i) {
+                1
+            } else {
+                window.next().map_or(1, |&u| updates.shape[u])
+            }
+        })
+        .collect()
+}
+
+/// `{ lambda ; a:T[] b:T[]. let c:T[] = add a b in (c,) }`, `scatter_add`'s
+/// `update_jaxpr`: one per dtype, shared (as JAX caches it, so it prints hoisted).
+pub(crate) fn add_jaxpr(dtype: DType) -> Result<Arc<Jaxpr>, AdError> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<Vec<(DType, Arc<Jaxpr>)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if let Some(j) = CACHE.with(|c| c.borrow().iter().find(|(d, _)| *d == dtype).map(|(_, j)| j.clone())) {
+        return Ok(j);
+    }
+    let mut b = Builder::new();
+    let scalar = Aval::new(dtype, Vec::new());
+    let x = Atom::Var(b.invar(scalar.clone()));
+    let y = Atom::Var(b.invar(scalar));
+    let z = b.add(x, y)?;
+    let j = Arc::new(b.finish(vec![z]));
+    CACHE.with(|c| c.borrow_mut().push((dtype, j.clone())));
+    Ok(j)
 }
 
 /// A gather along `axis` of an operand shaped like `indices` (without its trailing 1),

@@ -1,22 +1,11 @@
 //! The transpose rules of `gather` and `scatter-add` (JAX 0.10.2's `slicing.py`): each is
 //! the other with its dimension numbers renamed.
 
-use std::sync::Arc;
-
-use remat_ir::{Atom, Aval, FillValue, GatherDimensionNumbers, Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp};
+use remat_ir::{Atom, Aval, FillValue, GatherDimensionNumbers, Primitive, ScatterDimensionNumbers, ScatterOp};
 
 use crate::builder::Builder;
+use crate::jvp::{add_jaxpr, window_slice_sizes};
 use crate::AdError;
-
-/// `{ lambda ; a:T[] b:T[]. let c:T[] = add a b in (c,) }`: `scatter_add`'s `update_jaxpr`.
-fn add_jaxpr(aval: &Aval) -> Result<Arc<Jaxpr>, AdError> {
-    let mut b = Builder::new();
-    let scalar = Aval::new(aval.dtype, Vec::new());
-    let x = Atom::Var(b.invar(scalar.clone()));
-    let y = Atom::Var(b.invar(scalar));
-    let z = b.add(x, y)?;
-    Ok(Arc::new(b.finish(vec![z])))
-}
 
 /// `_gather_transpose_rule`: `scatter-add` of the cotangent into zeros of the operand.
 pub(crate) fn gather_transpose(
@@ -42,7 +31,7 @@ pub(crate) fn gather_transpose(
         indices_are_sorted: *indices_are_sorted,
         mode: *mode,
         unique_indices: *unique_indices,
-        update_jaxpr: Some(add_jaxpr(operand)?),
+        update_jaxpr: Some(add_jaxpr(operand.dtype)?),
     };
     b.bind1(scatter, vec![zeros, indices, ct])
 }
@@ -59,20 +48,7 @@ pub(crate) fn scatter_add_transpose_updates(
     let Primitive::Scatter { dimension_numbers: dn, indices_are_sorted, mode, unique_indices, .. } = prim else {
         return Err(AdError::Unsupported { primitive: prim.name(), message: "is not a scatter".into() });
     };
-    let rank = b.aval(&ct).rank();
-    let mut window = dn.update_window_dims.iter();
-    let mut slice_sizes = Vec::with_capacity(rank);
-    for i in 0..rank {
-        if dn.inserted_window_dims.contains(&i) || dn.operand_batching_dims.contains(&i) {
-            slice_sizes.push(1);
-        } else {
-            let &u = window.next().ok_or_else(|| AdError::Unsupported {
-                primitive: prim.name(),
-                message: "has fewer update window dims than operand window axes".into(),
-            })?;
-            slice_sizes.push(updates.shape[u]);
-        }
-    }
+    let slice_sizes = window_slice_sizes(&b.aval(&ct), updates, dn);
     let gather = Primitive::Gather {
         dimension_numbers: GatherDimensionNumbers {
             offset_dims: dn.update_window_dims.clone(),
@@ -88,4 +64,30 @@ pub(crate) fn scatter_add_transpose_updates(
         unique_indices: *unique_indices,
     };
     b.bind1(gather, vec![ct, indices])
+}
+
+/// `_scatter_transpose_rule` (unique indices): the operand's cotangent is the cotangent
+/// with the scattered windows zeroed; the updates' is the gather of the windows.
+pub(crate) fn scatter_transpose(
+    b: &mut Builder,
+    prim: &Primitive,
+    ct: Atom,
+    linear: (bool, bool),
+    updates: &Aval,
+    indices: Atom,
+) -> Result<(Option<Atom>, Option<Atom>), AdError> {
+    let Primitive::Scatter { unique_indices: true, .. } = prim else {
+        return Err(AdError::Unsupported {
+            primitive: prim.name(),
+            message: "is transposed only with unique_indices=True, as in JAX".into(),
+        });
+    };
+    let operand_t = if linear.0 {
+        let zeros = b.zeros(updates)?;
+        Some(b.bind1(prim.clone(), vec![ct, indices, zeros])?)
+    } else {
+        None
+    };
+    let update_t = if linear.1 { Some(scatter_add_transpose_updates(b, prim, ct, updates, indices)?) } else { None };
+    Ok((operand_t, update_t))
 }

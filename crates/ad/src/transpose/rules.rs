@@ -361,6 +361,14 @@ pub(crate) fn transpose_rule(
                 }
             }
         }
+        Primitive::Scatter { op: ScatterOp::Set, .. } => {
+            if let Some(ct) = single() {
+                let updates = aval(2, b);
+                let (o, u) = indexing::scatter_transpose(b, prim, ct, (lin(0), lin(2)), &updates, value(1)?)?;
+                out[0] = o;
+                out[2] = u;
+            }
+        }
         Primitive::Scatter { .. } => return Err(not_linear()),
         Primitive::Cumulative { op: CumulativeOp::Sum, axis, reverse } => {
             if let Some(ct) = single() {
