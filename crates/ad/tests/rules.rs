@@ -410,9 +410,6 @@ fn indexing_programs() -> Vec<Program> {
     }));
     ps.push(program("top_k", &[n(&[3, 5])], |b, x| all_outs(b, Primitive::TopK { axis: 1, k: 3 }, x.to_vec())));
     for op in CumulativeOp::ALL {
-        if op == CumulativeOp::LogSumExp {
-            continue; // its jvp (JAX's associative_scan of logaddexp) is not here yet
-        }
         for (axis, reverse) in [(1, false), (0, true), (1, true)] {
             let prim = Primitive::Cumulative { op, axis, reverse };
             ps.push(program(&format!("{}_{axis}_{reverse}", op.name()), &[n(&[3, 5])], |b, x| {

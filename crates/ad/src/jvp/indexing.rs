@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use remat_ir::{
-    Atom, Aval, BinaryOp, CompareOp, CumulativeOp, DType, Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode,
-    Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp,
+    Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CumulativeOp, DType, Eqn, FillValue, GatherDimensionNumbers,
+    GatherScatterMode, Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp, UnaryOp,
 };
 
 use super::{emit_primal, instantiate, jvp_eqns, Tangent};
@@ -248,8 +248,8 @@ pub(super) fn top_k(
     Ok((out, vec![Tangent::Nz(t), Tangent::Zero]))
 }
 
-/// `cumprod`, `cummax`, `cummin`: `_cumulative_jvp_rule`, the jvp of `associative_scan`
-/// with the combining function, inlined. `cumlogsumexp`'s is not here yet.
+/// `cumprod`, `cummax`, `cummin`, `cumlogsumexp`: `_cumulative_jvp_rule`, the jvp of
+/// `associative_scan` with the combining function, inlined.
 pub(super) fn cumulative(
     b: &mut Builder,
     eqn: &Eqn,
@@ -260,12 +260,11 @@ pub(super) fn cumulative(
         return Err(unsupported(&eqn.primitive, "is not a cumulative reduction"));
     };
     let combine = match op {
-        CumulativeOp::Prod => BinaryOp::Mul,
-        CumulativeOp::Max => BinaryOp::Max,
-        CumulativeOp::Min => BinaryOp::Min,
-        CumulativeOp::Sum | CumulativeOp::LogSumExp => {
-            return Err(unsupported(&eqn.primitive, "has no associative_scan jvp here"));
-        }
+        CumulativeOp::Prod => Combine::Binary(BinaryOp::Mul),
+        CumulativeOp::Max => Combine::Binary(BinaryOp::Max),
+        CumulativeOp::Min => Combine::Binary(BinaryOp::Min),
+        CumulativeOp::LogSumExp => Combine::LogAddExp,
+        CumulativeOp::Sum => return Err(unsupported(&eqn.primitive, "is linear")),
     };
     let aval = b.aval(&primals[0]);
     let inner = associative_scan(&aval, combine, axis, reverse, eqn)?;
@@ -282,9 +281,55 @@ pub(super) fn cumulative(
     Ok((vec![out], vec![t]))
 }
 
+/// `associative_scan`'s combining function: a binary op, or JAX's `logaddexp` (a
+/// `custom_jvp_call` whose rule `KnownCustomJvp::LogAddExp` knows).
+#[derive(Clone, Copy)]
+enum Combine {
+    Binary(BinaryOp),
+    LogAddExp,
+}
+
+impl Combine {
+    fn apply(self, b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
+        match self {
+            Combine::Binary(op) => b.binary(op, x, y),
+            Combine::LogAddExp => {
+                let aval = b.aval(&x);
+                let call_jaxpr = ClosedJaxpr::new(Arc::new(logaddexp_body(&aval)?));
+                let prim = Primitive::CustomJvpCall {
+                    name: "logaddexp".into(),
+                    call_jaxpr,
+                    jvp: "_logaddexp_jvp".into(),
+                    num_consts: 0,
+                    symbolic_zeros: false,
+                };
+                b.bind1(prim, vec![x, y])
+            }
+        }
+    }
+}
+
+/// JAX's `logaddexp(x1, x2)`: `select(isnan(x1 - x2), x1 + x2, max + log1p(exp(-|x1 - x2|)))`.
+fn logaddexp_body(aval: &Aval) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    let x1 = Atom::Var(b.invar(aval.clone()));
+    let x2 = Atom::Var(b.invar(aval.clone()));
+    let amax = b.binary(BinaryOp::Max, x1, x2)?;
+    let delta = b.sub(x1, x2)?;
+    let is_nan = b.compare(CompareOp::Ne, delta, delta)?;
+    let sum = b.add(x1, x2)?;
+    let abs = b.unary(UnaryOp::Abs, delta)?;
+    let neg = b.neg(abs)?;
+    let exp = b.unary(UnaryOp::Exp, neg)?;
+    let log1p = b.unary(UnaryOp::Log1p, exp)?;
+    let out = b.add(amax, log1p)?;
+    let out = b.select_n(is_nan, vec![out, sum])?;
+    Ok(b.finish(vec![out]))
+}
+
 /// JAX's `associative_scan(fn, x, reverse, axis)` as a jaxpr `x -> scan`: combine pairs,
 /// recurse on the half, interleave (with the source of `eqn` on every equation).
-fn associative_scan(aval: &Aval, combine: BinaryOp, axis: usize, reverse: bool, eqn: &Eqn) -> Result<Jaxpr, AdError> {
+fn associative_scan(aval: &Aval, combine: Combine, axis: usize, reverse: bool, eqn: &Eqn) -> Result<Jaxpr, AdError> {
     let mut b = Builder::new();
     b.set_source(Some(eqn.source.clone()));
     let x = Atom::Var(b.invar(aval.clone()));
@@ -314,23 +359,23 @@ fn slice_in_dim(
 }
 
 /// `_scan` inside `associative_scan`.
-fn scan_level(b: &mut Builder, x: Atom, combine: BinaryOp, axis: usize) -> Result<Atom, AdError> {
+fn scan_level(b: &mut Builder, x: Atom, combine: Combine, axis: usize) -> Result<Atom, AdError> {
     let n = b.aval(&x).shape[axis];
     if n < 2 {
         return Ok(x);
     }
     let evens = slice_in_dim(b, x, 0, n - 1, 2, axis)?;
     let odds = slice_in_dim(b, x, 1, n, 2, axis)?;
-    let reduced = b.binary(combine, evens, odds)?;
+    let reduced = combine.apply(b, evens, odds)?;
     let odd_elems = scan_level(b, reduced, combine, axis)?;
     let even_elems = if n.is_multiple_of(2) {
         let m = b.aval(&odd_elems).shape[axis];
         let head = slice_in_dim(b, odd_elems, 0, m.saturating_sub(1), 1, axis)?;
         let tail = slice_in_dim(b, x, 2, n, 2, axis)?;
-        b.binary(combine, head, tail)?
+        combine.apply(b, head, tail)?
     } else {
         let tail = slice_in_dim(b, x, 2, n, 2, axis)?;
-        b.binary(combine, odd_elems, tail)?
+        combine.apply(b, odd_elems, tail)?
     };
     let first = slice_in_dim(b, x, 0, 1, 1, axis)?;
     let even_elems = b.bind1(Primitive::Concatenate { dimension: axis }, vec![first, even_elems])?;
