@@ -1,6 +1,7 @@
 //! The only module with `unsafe` code: entering JIT code, the runtime functions JIT code
-//! calls (GEMM over raw pointers, libm wrappers, `vmath`'s `exp`/`tanh` over rows), and the
-//! page advice for fresh outputs.
+//! calls (GEMM over raw pointers, libm wrappers, `vmath`'s `exp`/`tanh` over rows,
+//! `indexing`'s gathers, scatters, sorts and scans over whole buffers), and the page advice
+//! for fresh outputs.
 //!
 //! The workspace denies `unsafe_code`; this module allows it because calling generated
 //! machine code and handing raw buffer pointers to a GEMM cannot be expressed in safe Rust.
