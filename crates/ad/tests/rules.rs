@@ -402,6 +402,30 @@ fn indexing_programs() -> Vec<Program> {
         let idx = bind1(b, Primitive::Iota { dtype: DType::I32, shape: vec![4, 1], dimension: 0 }, vec![]);
         vec![bind1(b, prim, vec![x[0], idx, x[1]])]
     }));
+    // `.at[].mul`: in the operand with repeated indices, in both with unique ones.
+    let mul = |unique_indices| match set(unique_indices, GatherScatterMode::FillOrDrop) {
+        Primitive::Scatter { dimension_numbers, indices_are_sorted, mode, .. } => Primitive::Scatter {
+            op: ScatterOp::Mul,
+            dimension_numbers,
+            indices_are_sorted,
+            mode,
+            unique_indices,
+            update_jaxpr: None,
+        },
+        other => other,
+    };
+    let prim = mul(false);
+    ps.push(program("scatter_mul_repeated", &[n(&[4, 3]), ints(&[6, 1], 5)], |b, x| {
+        let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
+        let updates = b.full(&f64a(&[6, 3]), 1.5).unwrap();
+        vec![bind1(b, prim, vec![s, x[1], updates])]
+    }));
+    let prim = mul(true);
+    ps.push(program("scatter_mul_unique", &[n(&[5, 3]), n(&[4, 3])], |b, x| {
+        let idx = bind1(b, Primitive::Iota { dtype: DType::I32, shape: vec![4, 1], dimension: 0 }, vec![]);
+        let s = b.unary(UnaryOp::Sin, x[1]).unwrap();
+        vec![bind1(b, prim, vec![x[0], idx, s])]
+    }));
     ps.push(program("sort", &[n(&[3, 5])], |b, x| {
         all_outs(b, Primitive::Sort { dimension: 1, is_stable: true, num_keys: 1 }, x.to_vec())
     }));

@@ -67,8 +67,12 @@ pub(super) fn scatter(
         ScatterOp::Add => {}
         ScatterOp::Set if !*unique_indices => return scatter_set(b, eqn, primals, tangents),
         ScatterOp::Set => {}
-        ScatterOp::Mul | ScatterOp::Min | ScatterOp::Max => {
-            return Err(unsupported(&eqn.primitive, "has no jvp rule here yet (scatter-add and scatter have)"));
+        ScatterOp::Mul => return scatter_mul(b, old, eqn, primals, tangents),
+        ScatterOp::Min | ScatterOp::Max => {
+            return Err(unsupported(
+                &eqn.primitive,
+                "has no jvp rule here yet (scatter-add, scatter and scatter-mul have)",
+            ));
         }
     }
     let out = emit_primal(b, old, eqn, primals);
@@ -77,6 +81,52 @@ pub(super) fn scatter(
     let t_up = instantiate(b, tangents[2], &up_aval)?;
     let t = b.bind1(eqn.primitive.clone(), vec![t_op, primals[1], t_up])?;
     Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// `scatter-mul`'s `defjvp`: `scatter-mul(g, i, y)` for the operand; for the updates
+/// (`_scatter_mul_jvp_rhs`, unique indices only, as in JAX) `x * scatter-add(0, i, g)`;
+/// the two summed with `add_any`.
+fn scatter_mul(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { dimension_numbers, indices_are_sorted, mode, unique_indices, .. } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    if !tangents[2].is_zero() && !*unique_indices {
+        return Err(unsupported(
+            &eqn.primitive,
+            "is differentiated in its updates only with unique_indices=True, as in JAX",
+        ));
+    }
+    let out = emit_primal(b, old, eqn, primals);
+    let (x, indices, y) = (primals[0], primals[1], primals[2]);
+    let mut acc = None;
+    if let Tangent::Nz(g) = tangents[0] {
+        acc = Some(b.bind1(eqn.primitive.clone(), vec![g, indices, y])?);
+    }
+    if let Tangent::Nz(g) = tangents[2] {
+        let aval = b.aval(&x);
+        let zeros = b.zeros(&aval)?;
+        let add = Primitive::Scatter {
+            op: ScatterOp::Add,
+            dimension_numbers: dimension_numbers.clone(),
+            indices_are_sorted: *indices_are_sorted,
+            mode: *mode,
+            unique_indices: *unique_indices,
+            update_jaxpr: Some(add_jaxpr(aval.dtype)?),
+        };
+        let s = b.bind1(add, vec![zeros, indices, g])?;
+        let t = b.mul(x, s)?;
+        acc = Some(match acc {
+            Some(a) => b.add_any(a, t)?,
+            None => t,
+        });
+    }
+    Ok((out, vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
 }
 
 /// `_scatter_jvp` for possibly repeated indices: scatter ids of the updates, gather them

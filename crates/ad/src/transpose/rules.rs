@@ -369,6 +369,15 @@ pub(crate) fn transpose_rule(
                 out[2] = u;
             }
         }
+        Primitive::Scatter { op: ScatterOp::Mul, .. } => {
+            // `_scatter_mul_transpose_rule`: linear in the operand, the updates a value.
+            if lin(2) {
+                return Err(not_linear());
+            }
+            if let (Some(ct), true) = (single(), lin(0)) {
+                out[0] = Some(b.bind1(prim.clone(), vec![ct, value(1)?, value(2)?])?);
+            }
+        }
         Primitive::Scatter { .. } => return Err(not_linear()),
         Primitive::Cumulative { op: CumulativeOp::Sum, axis, reverse } => {
             if let Some(ct) = single() {
