@@ -426,6 +426,26 @@ fn indexing_programs() -> Vec<Program> {
         let s = b.unary(UnaryOp::Sin, x[1]).unwrap();
         vec![bind1(b, prim, vec![x[0], idx, s])]
     }));
+    // `.at[].min` / `.at[].max` with repeated indices.
+    for op in [ScatterOp::Min, ScatterOp::Max] {
+        let prim = match set(false, GatherScatterMode::FillOrDrop) {
+            Primitive::Scatter { dimension_numbers, indices_are_sorted, mode, unique_indices, .. } => {
+                Primitive::Scatter {
+                    op,
+                    dimension_numbers,
+                    indices_are_sorted,
+                    mode,
+                    unique_indices,
+                    update_jaxpr: None,
+                }
+            }
+            other => other,
+        };
+        ps.push(program(op.name(), &[n(&[4, 3]), ints(&[6, 1], 5), n(&[6, 3])], |b, x| {
+            let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
+            vec![bind1(b, prim, vec![s, x[1], x[2]])]
+        }));
+    }
     ps.push(program("sort", &[n(&[3, 5])], |b, x| {
         all_outs(b, Primitive::Sort { dimension: 1, is_stable: true, num_keys: 1 }, x.to_vec())
     }));

@@ -52,7 +52,7 @@ pub(super) fn gather(
 
 /// `_scatter_add_jvp`: `scatter-add` of the tangents, zeros instantiated; `scatter`'s
 /// (`.at[].set`) is the same with unique indices, else `_scatter_jvp`'s id trick
-/// (`scatter_set`). The jvps of `scatter-mul`, `-min` and `-max` are not here yet.
+/// (`scatter_set`); `scatter-mul`'s and `scatter-min`/`-max`'s below.
 pub(super) fn scatter(
     b: &mut Builder,
     old: &Jaxpr,
@@ -68,12 +68,7 @@ pub(super) fn scatter(
         ScatterOp::Set if !*unique_indices => return scatter_set(b, eqn, primals, tangents),
         ScatterOp::Set => {}
         ScatterOp::Mul => return scatter_mul(b, old, eqn, primals, tangents),
-        ScatterOp::Min | ScatterOp::Max => {
-            return Err(unsupported(
-                &eqn.primitive,
-                "has no jvp rule here yet (scatter-add, scatter and scatter-mul have)",
-            ));
-        }
+        ScatterOp::Min | ScatterOp::Max => return scatter_extremal(b, old, eqn, primals, tangents),
     }
     let out = emit_primal(b, old, eqn, primals);
     let (op_aval, up_aval) = (b.aval(&primals[0]), b.aval(&primals[2]));
@@ -127,6 +122,86 @@ fn scatter_mul(
         });
     }
     Ok((out, vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
+}
+
+/// `_scatter_extremal_jvp` (`scatter-min`, `scatter-max`): the tangent of each element
+/// averages the tangents of the values that tie for it (the operand's and the winning
+/// updates'), through gathers of `scatter-add`ed counts.
+fn scatter_extremal(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { dimension_numbers: dn, indices_are_sorted, mode, unique_indices, .. } = &eqn.primitive
+    else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    let out = emit_primal(b, old, eqn, primals);
+    let (operand, indices, updates) = (primals[0], primals[1], primals[2]);
+    let (op_aval, up_aval) = (b.aval(&operand), b.aval(&updates));
+    let g_operand = instantiate(b, tangents[0], &op_aval)?;
+    let g_updates = instantiate(b, tangents[2], &up_aval)?;
+    let dt = op_aval.dtype;
+    let gather = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: dn.update_window_dims.clone(),
+            collapsed_slice_dims: dn.inserted_window_dims.clone(),
+            start_index_map: dn.scatter_dims_to_operand_dims.clone(),
+            operand_batching_dims: dn.operand_batching_dims.clone(),
+            start_indices_batching_dims: dn.scatter_indices_batching_dims.clone(),
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes: window_slice_sizes(&op_aval, &up_aval, dn),
+        unique_indices: false,
+    };
+    let add = |sorted, unique, mode| -> Result<Primitive, AdError> {
+        Ok(Primitive::Scatter {
+            op: ScatterOp::Add,
+            dimension_numbers: dn.clone(),
+            indices_are_sorted: sorted,
+            mode,
+            unique_indices: unique,
+            update_jaxpr: Some(add_jaxpr(dt)?),
+        })
+    };
+    let initial_vals = b.bind1(gather.clone(), vec![operand, indices])?;
+    let target_vals = b.bind1(gather.clone(), vec![out[0], indices])?;
+    let successful = b.compare(CompareOp::Eq, updates, target_vals)?;
+    let retained = b.compare(CompareOp::Eq, initial_vals, target_vals)?;
+    let zeros = b.zeros(&op_aval)?;
+    let ones = b.full(&up_aval, 1.0)?;
+    let up_zeros = b.zeros(&up_aval)?;
+    let won = b.select_n(successful, vec![up_zeros, ones])?;
+    let counts = b.bind1(add(false, false, GatherScatterMode::FillOrDrop)?, vec![zeros, indices, won])?;
+    let num_updates = b.bind1(gather.clone(), vec![counts, indices])?;
+    let zeros = b.zeros(&op_aval)?;
+    let ones = b.full(&up_aval, 1.0)?;
+    let refs = b.bind1(add(false, false, GatherScatterMode::FillOrDrop)?, vec![zeros, indices, ones])?;
+    let num_refs = b.bind1(gather.clone(), vec![refs, indices])?;
+    let one = lit(dt, 1.0);
+    let n1 = b.add(num_updates, one)?;
+    let inv_n1 = b.div(one, n1)?;
+    let inv_n = b.div(one, num_updates)?;
+    let updates_normalizer = b.select_n(retained, vec![inv_n, inv_n1])?;
+    let up_zeros = b.zeros(&up_aval)?;
+    let updates_coef = b.select_n(successful, vec![up_zeros, updates_normalizer])?;
+    let n1 = b.add(num_updates, one)?;
+    let inv_n1 = b.div(one, n1)?;
+    let n_aval = b.aval(&num_updates);
+    let n_zeros = b.zeros(&n_aval)?;
+    let operand_normalizer = b.select_n(retained, vec![n_zeros, inv_n1])?;
+    let shifted = b.add(lit(dt, -1.0), operand_normalizer)?;
+    let operand_coef = b.div(shifted, num_refs)?;
+    let target_tangents = b.bind1(gather, vec![g_operand, indices])?;
+    let from_operand = b.mul(target_tangents, operand_coef)?;
+    let from_updates = b.mul(g_updates, updates_coef)?;
+    let tangent_updates = b.add(from_operand, from_updates)?;
+    let t = b.bind1(add(*indices_are_sorted, *unique_indices, *mode)?, vec![g_operand, indices, tangent_updates])?;
+    Ok((out, vec![Tangent::Nz(t)]))
 }
 
 /// `_scatter_jvp` for possibly repeated indices: scatter ids of the updates, gather them
