@@ -8,7 +8,10 @@
 //! `jvp/rules.rs` (one match over every primitive); the rules for calls (`jit`, `remat2`,
 //! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`].
 
+mod indexing;
 mod rules;
+
+pub(crate) use indexing::{add_jaxpr, window_slice_sizes};
 
 use std::sync::Arc;
 

@@ -14,6 +14,7 @@
 //! is never materialized unless a result asks for it; several contributions to one
 //! variable are summed with `add_any`.
 
+mod indexing;
 mod rules;
 
 use remat_ir::{Atom, Aval, Eqn, Jaxpr};

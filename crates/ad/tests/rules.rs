@@ -9,8 +9,9 @@ use ndarray::{ArrayD, IxDyn};
 use remat_ad::{jvp_jaxpr, linearize, transpose_jaxpr, Builder};
 use remat_interp::eval_jaxpr;
 use remat_ir::{
-    Array, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, DType, DotDimensionNumbers, Jaxpr, LitValue,
-    Literal, MemorySpace, Policy, Primitive, ReduceOp, UnaryOp,
+    Array, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers,
+    FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace, Policy, Primitive,
+    ReduceOp, ScatterDimensionNumbers, ScatterOp, UnaryOp,
 };
 use remat_testkit::within;
 
@@ -294,6 +295,172 @@ fn programs() -> Vec<Program> {
         let zero = b.full(&f64a(&[2]), 1.0).unwrap();
         b.bind(scan2, vec![zero, x[0]]).unwrap().into_iter().map(Atom::Var).collect()
     }));
+    ps.extend(indexing_programs());
+    ps
+}
+
+/// Integers in `0..k` of `shape`.
+fn ints(shape: &[usize], k: i32) -> (Aval, Dist) {
+    (Aval::new(DType::I32, shape.to_vec()), Dist::Int(k))
+}
+
+fn all_outs(b: &mut Builder, p: Primitive, ins: Vec<Atom>) -> Vec<Atom> {
+    b.bind(p, ins).unwrap().into_iter().map(Atom::Var).collect()
+}
+
+/// `split`, `gather`, `scatter-add`, `sort`, `top_k` and the cumulative reductions, with
+/// indices out of bounds where the mode allows them.
+fn indexing_programs() -> Vec<Program> {
+    let mut ps = Vec::new();
+    ps.push(program("split", &[n(&[3, 5])], |b, x| {
+        all_outs(b, Primitive::Split { axis: 1, sizes: vec![2, 0, 3] }, x.to_vec())
+    }));
+    let take = |mode, fill_value| Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: vec![1],
+            collapsed_slice_dims: vec![0],
+            start_index_map: vec![0],
+            ..Default::default()
+        },
+        fill_value,
+        indices_are_sorted: false,
+        mode,
+        slice_sizes: vec![1, 4],
+        unique_indices: false,
+    };
+    for (name, mode, k) in [
+        ("gather_take", GatherScatterMode::PromiseInBounds, 6),
+        ("gather_take_clip", GatherScatterMode::Clip, 9),
+        ("gather_take_fill", GatherScatterMode::FillOrDrop, 9),
+    ] {
+        let prim = take(mode, Some(FillValue::Float(0.5)));
+        ps.push(program(name, &[n(&[6, 4]), ints(&[5, 1], k)], |b, x| vec![bind1(b, prim, x.to_vec())]));
+    }
+    let along = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: vec![],
+            collapsed_slice_dims: vec![1],
+            start_index_map: vec![1],
+            operand_batching_dims: vec![0],
+            start_indices_batching_dims: vec![0],
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::FillOrDrop,
+        slice_sizes: vec![1, 1],
+        unique_indices: false,
+    };
+    ps.push(program("gather_take_along_axis", &[n(&[3, 5]), ints(&[3, 4, 1], 5)], |b, x| {
+        vec![bind1(b, along, x.to_vec())]
+    }));
+    for (name, mode) in
+        [("scatter_add_drop", GatherScatterMode::FillOrDrop), ("scatter_add_clip", GatherScatterMode::Clip)]
+    {
+        let prim = Primitive::Scatter {
+            op: ScatterOp::Add,
+            dimension_numbers: ScatterDimensionNumbers {
+                update_window_dims: vec![1],
+                inserted_window_dims: vec![0],
+                scatter_dims_to_operand_dims: vec![0],
+                ..Default::default()
+            },
+            indices_are_sorted: false,
+            mode,
+            unique_indices: false,
+            update_jaxpr: None,
+        };
+        ps.push(program(name, &[n(&[6, 4]), ints(&[5, 1], 9), n(&[5, 4])], |b, x| {
+            let s = b.unary(UnaryOp::Sin, x[2]).unwrap();
+            vec![bind1(b, prim, vec![x[0], x[1], s])]
+        }));
+    }
+    // `.at[].set`: repeated indices (the id trick), then unique ones (an iota).
+    let set = |unique_indices, mode| Primitive::Scatter {
+        op: ScatterOp::Set,
+        dimension_numbers: ScatterDimensionNumbers {
+            update_window_dims: vec![1],
+            inserted_window_dims: vec![0],
+            scatter_dims_to_operand_dims: vec![0],
+            ..Default::default()
+        },
+        indices_are_sorted: false,
+        mode,
+        unique_indices,
+        update_jaxpr: None,
+    };
+    for (name, mode) in
+        [("scatter_set_repeated", GatherScatterMode::FillOrDrop), ("scatter_set_clip", GatherScatterMode::Clip)]
+    {
+        let prim = set(false, mode);
+        ps.push(program(name, &[n(&[4, 3]), ints(&[6, 1], 5), n(&[6, 3])], |b, x| {
+            let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
+            vec![bind1(b, prim, vec![s, x[1], x[2]])]
+        }));
+    }
+    let prim = set(true, GatherScatterMode::FillOrDrop);
+    ps.push(program("scatter_set_unique", &[n(&[5, 3]), n(&[4, 3])], |b, x| {
+        let idx = bind1(b, Primitive::Iota { dtype: DType::I32, shape: vec![4, 1], dimension: 0 }, vec![]);
+        vec![bind1(b, prim, vec![x[0], idx, x[1]])]
+    }));
+    // `.at[].mul`: in the operand with repeated indices, in both with unique ones.
+    let mul = |unique_indices| match set(unique_indices, GatherScatterMode::FillOrDrop) {
+        Primitive::Scatter { dimension_numbers, indices_are_sorted, mode, .. } => Primitive::Scatter {
+            op: ScatterOp::Mul,
+            dimension_numbers,
+            indices_are_sorted,
+            mode,
+            unique_indices,
+            update_jaxpr: None,
+        },
+        other => other,
+    };
+    let prim = mul(false);
+    ps.push(program("scatter_mul_repeated", &[n(&[4, 3]), ints(&[6, 1], 5)], |b, x| {
+        let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
+        let updates = b.full(&f64a(&[6, 3]), 1.5).unwrap();
+        vec![bind1(b, prim, vec![s, x[1], updates])]
+    }));
+    let prim = mul(true);
+    ps.push(program("scatter_mul_unique", &[n(&[5, 3]), n(&[4, 3])], |b, x| {
+        let idx = bind1(b, Primitive::Iota { dtype: DType::I32, shape: vec![4, 1], dimension: 0 }, vec![]);
+        let s = b.unary(UnaryOp::Sin, x[1]).unwrap();
+        vec![bind1(b, prim, vec![x[0], idx, s])]
+    }));
+    // `.at[].min` / `.at[].max` with repeated indices.
+    for op in [ScatterOp::Min, ScatterOp::Max] {
+        let prim = match set(false, GatherScatterMode::FillOrDrop) {
+            Primitive::Scatter { dimension_numbers, indices_are_sorted, mode, unique_indices, .. } => {
+                Primitive::Scatter {
+                    op,
+                    dimension_numbers,
+                    indices_are_sorted,
+                    mode,
+                    unique_indices,
+                    update_jaxpr: None,
+                }
+            }
+            other => other,
+        };
+        ps.push(program(op.name(), &[n(&[4, 3]), ints(&[6, 1], 5), n(&[6, 3])], |b, x| {
+            let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
+            vec![bind1(b, prim, vec![s, x[1], x[2]])]
+        }));
+    }
+    ps.push(program("sort", &[n(&[3, 5])], |b, x| {
+        all_outs(b, Primitive::Sort { dimension: 1, is_stable: true, num_keys: 1 }, x.to_vec())
+    }));
+    ps.push(program("sort_two_operands", &[n(&[4, 3]), n(&[4, 3])], |b, x| {
+        all_outs(b, Primitive::Sort { dimension: 0, is_stable: true, num_keys: 1 }, x.to_vec())
+    }));
+    ps.push(program("top_k", &[n(&[3, 5])], |b, x| all_outs(b, Primitive::TopK { axis: 1, k: 3 }, x.to_vec())));
+    for op in CumulativeOp::ALL {
+        for (axis, reverse) in [(1, false), (0, true), (1, true)] {
+            let prim = Primitive::Cumulative { op, axis, reverse };
+            ps.push(program(&format!("{}_{axis}_{reverse}", op.name()), &[n(&[3, 5])], |b, x| {
+                vec![bind1(b, prim, x.to_vec())]
+            }));
+        }
+    }
     ps
 }
 

@@ -531,7 +531,34 @@ macro_rules! num_dtype {
 }
 
 pub(crate) use remat_ir::map_array;
-pub(crate) use {any_dtype, num_dtype};
+/// Runs `$body` with `$T` naming the Rust type of a float `$dtype`; `$other` for the rest.
+macro_rules! float_dtype {
+    ($dtype:expr, $T:ident => $body:expr, other => $other:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::BF16 => {
+                type $T = remat_ir::bf16;
+                $body
+            }
+            DType::F16 => {
+                type $T = remat_ir::f16;
+                $body
+            }
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
+                $other
+            }
+        }
+    };
+}
+
+pub(crate) use {any_dtype, float_dtype, num_dtype};
 
 /// The operand as an array of `T`, or an error naming what was found.
 pub(crate) fn typed<T: Elem>(a: &Array) -> Result<&ArrayD<T>, String> {

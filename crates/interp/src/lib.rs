@@ -11,14 +11,17 @@
 //! Memory spaces (`f32<host>[6]`) are ignored: they do not change values.
 //!
 //! Files: `elem` (the dtypes as Rust types), `elementwise`, `structural` (layout ops),
-//! `reduce`, `dot` (`dot_general`) and `control` (calls and `scan`); this file holds the
+//! `reduce`, `dot` (`dot_general`), `indexing` (`split`, `gather`, scatters), `sorting`
+//! (`sort`, `top_k`, `argmin`, cumulative reductions) and `control` (calls and `scan`); this file holds the
 //! evaluation loop and the one `match` over [`Primitive`].
 
 mod control;
 mod dot;
 mod elem;
 mod elementwise;
+mod indexing;
 mod reduce;
+mod sorting;
 mod structural;
 
 use std::borrow::Cow;
@@ -390,6 +393,19 @@ pub(crate) fn eval_primitive_refs(
             },
             args,
         )?,
+        Primitive::Split { axis, sizes } => indexing::split(*axis, sizes, args).map_err(invalid)?,
+        Primitive::Gather { dimension_numbers, fill_value, mode, slice_sizes, .. } => {
+            one(indexing::gather(dimension_numbers, *fill_value, *mode, slice_sizes, prim, args))?
+        }
+        Primitive::Scatter { op, dimension_numbers, mode, .. } => {
+            one(indexing::scatter(*op, dimension_numbers, *mode, prim, args))?
+        }
+        Primitive::Sort { dimension, is_stable, num_keys } => {
+            sorting::sort(*dimension, *is_stable, *num_keys, args).map_err(invalid)?
+        }
+        Primitive::TopK { axis, k } => sorting::top_k(*axis, *k, args).map_err(invalid)?,
+        Primitive::Argmin { axes, index_dtype } => one(sorting::argmin(axes, *index_dtype, args))?,
+        Primitive::Cumulative { op, axis, reverse } => one(sorting::cumulative(*op, *axis, *reverse, args))?,
     };
     check_results(primitive, &results, out_avals)?;
     Ok(results)

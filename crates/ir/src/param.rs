@@ -15,6 +15,8 @@ pub enum Param {
     None,
     Bool(bool),
     Int(i64),
+    /// A Python float that is not an integer literal: `1.5`, `-inf` (`nan` reads as a word).
+    Float(f64),
     /// A quoted Python string: `'device'`.
     Str(String),
     /// An unquoted word: a name (`relu`, `_where`), a dtype (`float32`), or a dotted
@@ -51,6 +53,7 @@ impl Param {
             Param::None => "None",
             Param::Bool(_) => "a boolean",
             Param::Int(_) => "an integer",
+            Param::Float(_) => "a float",
             Param::Str(_) => "a string",
             Param::Word(_) => "a name",
             Param::Tuple(_) => "a tuple",
@@ -88,6 +91,7 @@ impl Param {
             Param::None => out.push_str("None"),
             Param::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
             Param::Int(x) => write!(out, "{x}").unwrap(),
+            Param::Float(x) => out.push_str(&py_float_repr(*x)),
             Param::Str(s) => write_py_str(s, out),
             Param::Word(w) => out.push_str(w),
             Param::Tuple(xs) => {

@@ -646,6 +646,17 @@ impl<'s> Parser<'s> {
             c if c.is_ascii_digit() || c == '-' => {
                 let rest = &self.src[self.pos..];
                 let len = 1 + rest[1..].find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len() - 1);
+                // A float (`1.5`, `1e-05`, `-inf`) runs on past the integer digits.
+                let float_len =
+                    1 + rest[1..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).unwrap_or(rest.len() - 1);
+                let float_len = float_len + exponent_sign_len(&rest[float_len..], &rest[..float_len]);
+                if float_len > len {
+                    let t = &rest[..float_len];
+                    let x: f64 =
+                        t.parse().map_err(|_| self.err_at(start, format!("expected a number, found `{t}`")))?;
+                    self.pos += float_len;
+                    return Ok(Param::Float(x));
+                }
                 let t = &rest[..len];
                 let x: i64 = t.parse().map_err(|_| self.err_at(start, format!("expected an integer, found `{t}`")))?;
                 self.pos += len;
@@ -788,6 +799,15 @@ fn is_name_char(c: char) -> bool {
 /// `f32, f64, bf16, ...`: the dtypes an aval may have, for error messages.
 fn dtype_names() -> String {
     DType::ALL.map(DType::short_name).join(", ")
+}
+
+/// After a number's leading part `head` ending in `e` (`1e`), the length of an exponent's
+/// sign and digits in `rest` (`-05`), else 0.
+fn exponent_sign_len(rest: &str, head: &str) -> usize {
+    if !head.ends_with(['e', 'E']) || !rest.starts_with(['-', '+']) {
+        return 0;
+    }
+    1 + rest[1..].find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len() - 1)
 }
 
 #[cfg(test)]

@@ -168,7 +168,7 @@ fn toplevel_doc(top: &Jaxpr) -> Doc {
             *c += 1;
         }
         for eqn in &j.eqns {
-            let subs = eqn.primitive.subjaxprs();
+            let subs = eqn.primitive.jaxprs_in_params();
             match eqn.primitive.hoist_name() {
                 None => queue.extend(subs.into_iter().map(|s| &**s)),
                 Some(name) => {

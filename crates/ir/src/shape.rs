@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::primitive::{call, elementwise, memory, reduction, structural, Primitive};
+use crate::primitive::{call, elementwise, indexing, memory, reduction, sorting, structural, Primitive};
 use crate::types::{Aval, DType, Shape};
 
 /// Why an equation's operands do not fit its primitive.
@@ -53,7 +53,7 @@ pub(crate) use {bail, ensure};
 
 /// The output avals of `prim` applied to operands of types `in_avals`.
 pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+    use self::{call::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
     let ins = in_avals;
     match prim {
         Primitive::Unary(op) => unary_shape(*op, ins),
@@ -94,6 +94,13 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
             scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
         }
+        Primitive::Split { axis, sizes } => split_shape(*axis, sizes, ins),
+        Primitive::Gather { dimension_numbers, slice_sizes, .. } => gather_shape(dimension_numbers, slice_sizes, ins),
+        Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
+        Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
+        Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
+        Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
+        Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
     }
 }
 

@@ -63,3 +63,32 @@ fn deep_nesting_is_an_error() {
     let err = remat_ir::parse_jaxpr(&src, "deep.jaxpr").unwrap_err();
     assert!(err.message.contains("nesting deeper than"), "{err}");
 }
+
+/// The indexing, sorting and cumulative primitives' malformed parameters, in a snapshot of
+/// their own.
+const INDEXING_CASES: &[(&str, &str)] = &[
+    ("unknown hyphenated primitive", "{ lambda ; a:f32[3]. let\n    b:f32[3] = scatter-frobnicate a\n  in (b,) }"),
+    ("gather mode unknown", "{ lambda ; a:f32[4,5] b:i32[3,1]. let\n    c:f32[3,5] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.WRAP slice_sizes=(1, 5) unique_indices=False] a b\n  in (c,) }"),
+    ("gather dimension numbers missing a field", "{ lambda ; a:f32[4,5] b:i32[3,1]. let\n    c:f32[3,5] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,)) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(1, 5) unique_indices=False] a b\n  in (c,) }"),
+    ("gather dimension numbers as a tuple", "{ lambda ; a:f32[4,5] b:i32[3,1]. let\n    c:f32[3,5] = gather[dimension_numbers=((1,), (0,), (0,), (), ()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(1, 5) unique_indices=False] a b\n  in (c,) }"),
+    ("gather fill_value not a number", "{ lambda ; a:f32[4,5] b:i32[3,1]. let\n    c:f32[3,5] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value='x' indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(1, 5) unique_indices=False] a b\n  in (c,) }"),
+    ("malformed float", "{ lambda ; a:f32[4,5] b:i32[3,1]. let\n    c:f32[3,5] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value=1.5.5 indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(1, 5) unique_indices=False] a b\n  in (c,) }"),
+    ("scatter update_consts", "{ lambda ; a:f32[4] b:i32[1,1] c:f32[1]. let\n    d:f32[4] = scatter-add[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()) indices_are_sorted=False mode=GatherScatterMode.CLIP unique_indices=False update_consts=(1,) update_jaxpr=None] a b c\n  in (d,) }"),
+    ("scatter update_jaxpr a name", "{ lambda ; a:f32[4] b:i32[1,1] c:f32[1]. let\n    d:f32[4] = scatter-add[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()) indices_are_sorted=False mode=GatherScatterMode.CLIP unique_indices=False update_consts=() update_jaxpr=add_fn] a b c\n  in (d,) }"),
+    ("sort missing num_keys", "{ lambda ; a:f32[4]. let\n    b:f32[4] = sort[dimension=0 is_stable=True] a\n  in (b,) }"),
+    ("split sizes negative", "{ lambda ; a:f32[4]. let\n    b:f32[4] = split[axis=0 sizes=(-1, 5)] a\n  in (b,) }"),
+    ("cumsum reverse not a bool", "{ lambda ; a:f32[4]. let\n    b:f32[4] = cumsum[axis=0 reverse=1] a\n  in (b,) }"),
+];
+
+#[test]
+fn indexing_parse_error_messages() {
+    let mut report = String::new();
+    for (what, text) in INDEXING_CASES {
+        let err = match remat_ir::parse_jaxpr(text, "input.jaxpr") {
+            Ok(j) => panic!("{what}: expected a parse error, got\n{}", remat_ir::pp_jaxpr(&j)),
+            Err(e) => e,
+        };
+        report.push_str(&format!("{what}:\n    {err}\n"));
+    }
+    insta::assert_snapshot!(report);
+}

@@ -190,3 +190,54 @@ fn closed_jaxpr_consts_match_constvars() {
     let missing = ClosedJaxpr::new(j);
     assert_eq!(verify_closed(&missing).unwrap_err().to_string(), "consts: 0 consts for 1 constvars");
 }
+
+#[test]
+fn gather_with_indices_of_the_wrong_vector_length() {
+    let err = rejected(
+        "{ lambda ; a:f32[4,5] b:i32[3,2]. let
+    c:f32[3,5] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(1, 5) unique_indices=False] a b
+  in (c,) }",
+    );
+    assert_eq!(
+        err,
+        "eqn 0 (gather) at bad.jaxpr:2:5: gather: the index vectors of i32[3,2] have 2 entries, expected 1"
+    );
+}
+
+#[test]
+fn gather_slice_larger_than_the_operand() {
+    let err = rejected(
+        "{ lambda ; a:f32[4,5] b:i32[3,1]. let
+    c:f32[3,6] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(1, 6) unique_indices=False] a b
+  in (c,) }",
+    );
+    assert_eq!(err, "eqn 0 (gather) at bad.jaxpr:2:5: gather: slice size 6 exceeds dimension 1 of f32[4,5]");
+}
+
+#[test]
+fn scatter_updates_of_the_wrong_shape() {
+    let err = rejected(
+        "{ lambda ; a:f32[4,5] b:i32[3,1] c:f32[2,5]. let
+    d:f32[4,5] = scatter-add[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()) indices_are_sorted=False mode=GatherScatterMode.FILL_OR_DROP unique_indices=False update_consts=() update_jaxpr=None] a b c
+  in (d,) }",
+    );
+    assert_eq!(
+        err,
+        "eqn 0 (scatter-add) at bad.jaxpr:2:5: scatter-add: scatter axis 0 of f32[2,5] and the indices' batch axes differ"
+    );
+}
+
+#[test]
+fn split_sizes_that_do_not_add_up() {
+    let err =
+        rejected("{ lambda ; a:f32[4,5]. let\n    b:f32[4,1] c:f32[4,3] = split[axis=1 sizes=(1, 3)] a\n  in (b, c) }");
+    assert_eq!(err, "eqn 0 (split) at bad.jaxpr:2:5: split: sizes [1, 3] do not add up to dimension 1 of f32[4,5]");
+}
+
+#[test]
+fn sort_of_operands_of_different_shapes_and_top_k_too_large() {
+    let err = rejected("{ lambda ; a:f32[4] b:i32[5]. let\n    c:f32[4] d:i32[5] = sort[dimension=0 is_stable=True num_keys=1] a b\n  in (c, d) }");
+    assert_eq!(err, "eqn 0 (sort) at bad.jaxpr:2:5: sort: operand 1 i32[5] and operand 0 f32[4] differ in shape");
+    let err = rejected("{ lambda ; a:f32[4]. let\n    b:f32[5] c:i32[5] = top_k[axis=0 k=5] a\n  in (b, c) }");
+    assert_eq!(err, "eqn 0 (top_k) at bad.jaxpr:2:5: top_k: k=5 exceeds dimension 0 of f32[4]");
+}

@@ -28,6 +28,8 @@ use std::sync::Mutex;
 
 use remat_ir::{Array, Aval, ClosedJaxpr, DType, Jaxpr};
 
+use crate::native::indexing::NativeDesc;
+
 pub use cse::{cse, CseScope};
 pub use program::DotDesc;
 
@@ -115,6 +117,8 @@ pub struct Compiled {
     scratch: Mutex<Scratch>,
     /// Owned here because the code holds their addresses.
     _dots: Box<[DotDesc]>,
+    /// The native steps' descriptors, which compiled code points into.
+    _natives: Box<[NativeDesc]>,
 }
 
 /// The front end under one CSE scope: merged, verified, lowered and planned.
@@ -208,7 +212,9 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
     let flops = dot_flops(&prog.steps, &prog.dots);
     let dots: Box<[DotDesc]> = prog.dots.clone().into_boxed_slice();
     let dot_addrs: Vec<usize> = dots.iter().map(|d| d as *const DotDesc as usize).collect();
-    let built = codegen::build(&prog, &layout, &dot_addrs)?;
+    let natives: Box<[NativeDesc]> = prog.natives.clone().into_boxed_slice();
+    let native_addrs: Vec<usize> = natives.iter().map(|d| d as *const NativeDesc as usize).collect();
+    let built = codegen::build(&prog, &layout, &dot_addrs, &native_addrs)?;
     let in_avals = jaxpr.in_avals();
     let out_avals = jaxpr.out_avals();
     let io = |host: bool| -> usize {
@@ -252,6 +258,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         threaded,
         scratch: Mutex::new(Scratch::default()),
         _dots: dots,
+        _natives: natives,
     })
 }
 

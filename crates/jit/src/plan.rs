@@ -230,7 +230,11 @@ fn number(
                 touch(*counter, e, first, last);
                 loops.push((s, e));
             }
-            Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. } => {
+            Step::Kernel { .. }
+            | Step::Reduce { .. }
+            | Step::Argmax { .. }
+            | Step::Dot { .. }
+            | Step::Native { .. } => {
                 let mut bufs = Vec::new();
                 step.buffers(&mut bufs);
                 for b in bufs {

@@ -67,6 +67,9 @@ pub(crate) enum Step {
     Argmax { space: Vec<usize>, axis: usize, dst: BufId, src: Expr },
     /// A product by the runtime's GEMM; `desc` is an index into the program's descriptors.
     Dot { desc: usize, lhs: View, rhs: View, dst: BufId },
+    /// A runtime function over whole row-major buffers (`native::indexing`): `bufs` are
+    /// the operands' then the results'; `desc` indexes the program's `natives`.
+    Native { desc: usize, bufs: Vec<BufId>, num_ins: usize },
     /// `for i in 0..length`: store `i` (or `length - 1 - i` reversed) in the `i32` buffer
     /// `counter`, then run `body`.
     Loop { length: usize, reverse: bool, counter: BufId, body: Vec<Step> },
@@ -100,6 +103,7 @@ impl Step {
                 view(rhs, out);
                 out.push(*dst);
             }
+            Step::Native { bufs, .. } => out.extend(bufs),
             Step::Loop { counter, body, .. } => {
                 out.push(*counter);
                 body.iter().for_each(|s| s.buffers(out));
@@ -145,6 +149,9 @@ impl Step {
             // The descriptor's address is passed after the buffers' (its contents are in the
             // key the code generator builds).
             Step::Dot { lhs, rhs, dst, .. } => Step::Dot { desc: 0, lhs: view(lhs), rhs: view(rhs), dst: rename(*dst) },
+            Step::Native { bufs, num_ins, .. } => {
+                Step::Native { desc: 0, bufs: bufs.iter().map(|&b| rename(b)).collect(), num_ins: *num_ins }
+            }
             Step::Loop { .. } => self.clone(),
         };
         canonical_shared_ids(&format!("{renamed:?}"))
@@ -180,6 +187,7 @@ pub(crate) struct Program {
     pub buffers: Vec<Buffer>,
     pub steps: Vec<Step>,
     pub dots: Vec<DotDesc>,
+    pub natives: Vec<crate::native::indexing::NativeDesc>,
     pub num_args: usize,
     pub num_consts: usize,
     pub num_outs: usize,
@@ -247,6 +255,11 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
                 name(dst),
                 reads.join(" ")
             )
+        }
+        Step::Native { desc, bufs, num_ins } => {
+            let (ins, outs) = bufs.split_at(*num_ins);
+            let names = |bs: &[BufId]| bs.iter().map(name).collect::<Vec<_>>().join(" ");
+            format!("{} -> {} reads {}", prog.natives[*desc].prim, names(outs), names(ins))
         }
         Step::Loop { length, body, .. } => format!("loop x{length} ({} steps)", body.len()),
     }

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use common::{count_eqns, differential_with};
 use proptest::prelude::*;
 use remat_ir::{
-    shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Jaxpr,
-    LitValue, Literal, MemorySpace, Primitive, ReduceOp, SourceInfo, UnaryOp, Var,
+    shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers,
+    Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace, Primitive,
+    ReduceOp, ScatterDimensionNumbers, ScatterOp, SourceInfo, UnaryOp, Var,
 };
 use remat_jit::{CseScope, Options};
 use remat_testkit::Rng;
@@ -411,6 +412,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             }
             b.eqn(Primitive::Rev { dimensions }, vec![x.into()])?;
         }
+        _ if g.chance(50) => indexing(b, g)?,
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;
             let ca = b.aval(c);
@@ -540,4 +542,101 @@ fn the_generator_gives_values_that_live_in_outputs() {
         .count();
     eprintln!("values in outputs' memory in {lent} of 300 programs");
     assert!(lent >= 15, "only {lent} of 300 programs keep a value in an output's memory");
+}
+
+/// One indexing, sorting or cumulative equation on a random operand (index inputs hold
+/// -4..=4, so every out-of-bounds mode is exercised).
+fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
+    let x = b.of(g, |a| a.rank() > 0)?;
+    let xa = b.aval(x);
+    let (r, axis) = (xa.rank(), g.below(xa.rank()));
+    let n = xa.shape[axis];
+    let others: Vec<usize> = (0..r).filter(|&d| d != axis).collect();
+    let mode = g.pick(&[GatherScatterMode::Clip, GatherScatterMode::FillOrDrop, GatherScatterMode::PromiseInBounds]);
+    match g.below(7) {
+        0 => {
+            let first = g.below(n + 1);
+            b.eqn(Primitive::Split { axis, sizes: vec![first, n - first] }, vec![x.into()])?;
+        }
+        1 | 2 => {
+            // `take` along `axis` (offset dims the others), or `take_along_axis` (the
+            // others batching dims).
+            let along = g.chance(50);
+            let k = g.dim();
+            let (idx_shape, dn, slice_sizes) = if along {
+                let mut shape = xa.shape.clone();
+                shape[axis] = k;
+                shape.push(1);
+                let dn = GatherDimensionNumbers {
+                    offset_dims: Vec::new(),
+                    collapsed_slice_dims: vec![axis],
+                    start_index_map: vec![axis],
+                    operand_batching_dims: others.clone(),
+                    start_indices_batching_dims: others.clone(),
+                };
+                (shape, dn, vec![1; r])
+            } else {
+                let mut sizes = xa.shape.clone();
+                sizes[axis] = 1;
+                let dn = GatherDimensionNumbers {
+                    offset_dims: (1..r).collect(),
+                    collapsed_slice_dims: vec![axis],
+                    start_index_map: vec![axis],
+                    ..Default::default()
+                };
+                (vec![k, 1], dn, sizes)
+            };
+            let idx = b.input(Aval::new(DType::I32, idx_shape));
+            let fill_value = if g.chance(50) { None } else { Some(FillValue::Int(1)) };
+            let prim = Primitive::Gather {
+                dimension_numbers: dn,
+                fill_value,
+                indices_are_sorted: false,
+                mode,
+                slice_sizes,
+                unique_indices: false,
+            };
+            b.eqn(prim, vec![x.into(), idx.into()])?;
+        }
+        3 => {
+            let op = g.pick(&ScatterOp::ALL);
+            let k = g.dim();
+            let idx = b.input(Aval::new(DType::I32, vec![k, 1]));
+            let mut upd = vec![k];
+            upd.extend(others.iter().map(|&d| xa.shape[d]));
+            let updates = b.input(Aval::new(xa.dtype, upd));
+            let dn = ScatterDimensionNumbers {
+                update_window_dims: (1..r).collect(),
+                inserted_window_dims: vec![axis],
+                scatter_dims_to_operand_dims: vec![axis],
+                ..Default::default()
+            };
+            let prim = Primitive::Scatter {
+                op,
+                dimension_numbers: dn,
+                indices_are_sorted: false,
+                mode,
+                unique_indices: false,
+                update_jaxpr: None,
+            };
+            b.eqn(prim, vec![x.into(), idx.into(), updates.into()])?;
+        }
+        4 => {
+            let y = b.input(Aval::new(g.dtype(), xa.shape.clone()));
+            let num_keys = g.pick(&[1, 1, 2]);
+            b.eqn(Primitive::Sort { dimension: axis, is_stable: true, num_keys }, vec![x.into(), y.into()])?;
+        }
+        5 => {
+            if n > 0 && g.chance(50) {
+                b.eqn(Primitive::Argmin { axes: vec![axis], index_dtype: DType::I32 }, vec![x.into()])?;
+            } else {
+                b.eqn(Primitive::TopK { axis, k: g.below(n + 1) }, vec![x.into()])?;
+            }
+        }
+        _ => {
+            let op = g.pick(&CumulativeOp::ALL);
+            b.eqn(Primitive::Cumulative { op, axis, reverse: g.chance(50) }, vec![x.into()])?;
+        }
+    }
+    Some(())
 }

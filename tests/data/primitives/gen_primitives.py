@@ -30,6 +30,45 @@ from jax._src.lax.lax import empty2
 def empty2_zero(x):
     e = empty2(np.dtype("float32"), memory_space=core.MemorySpace.Device)
     return jnp.sum(jnp.sin(x) * x + e)
+from jax import lax
+
+@g.case("gather_take", "primitives", lambda: (g.rnd(6, 5), g.rnd(3, 4)),
+        "gather: an embedding lookup (PROMISE_IN_BOUNDS), take with mode='fill' and 'clip' "
+        "(indices out of bounds), take_along_axis (batching dims); its transpose is scatter-add")
+def gather_take(table, x):
+    idx = jnp.argsort(lax.stop_gradient(x), axis=1)        # i32[3,4], values 0..3
+    emb = table[idx]                                        # f32[3,4,5]
+    filled = jnp.take(table, idx + 4, axis=0, mode="fill", fill_value=0.5)
+    clipped = jnp.take(table, idx * 3 - 2, axis=0, mode="clip")
+    along = jnp.take_along_axis(x, idx, axis=1)
+    return (jnp.sum(jnp.sin(emb) * filled) + jnp.sum(clipped ** 2)
+            + jnp.sum(jnp.cos(along) * x))
+
+@g.case("scatter_add", "primitives", lambda: (g.rnd(6, 5), g.rnd(3, 5)),
+        "scatter-add: .at[].add with repeated and out-of-bounds (dropped) rows; linear in "
+        "both operand and updates, its updates' transpose a gather")
+def scatter_add(table, w):
+    order = jnp.argsort(lax.stop_gradient(w[:, 0]))       # i32[3]: 0, 1, 2 in some order
+    t = table.at[order * 3].add(jnp.sin(w))                 # rows 0, 3, 6 (6 is dropped)
+    t = t.at[order].add(jnp.cos(w))
+    return jnp.sum(jnp.tanh(t) * table)
+
+@g.case("top_k_split", "primitives", lambda: (g.rnd(4, 6),),
+        "top_k (values, and i32 indices gathered into the tangent) and split (multi-output; "
+        "its transpose a concatenate)")
+def top_k_split(x):
+    v, i = lax.top_k(jnp.sin(x), 3)
+    a, b, c = jnp.split(x, [1, 4], axis=1)
+    return jnp.sum(v ** 2) + jnp.sum(jnp.sin(a)) + jnp.sum(jnp.cos(b)) + jnp.sum(c ** 3)
+
+@g.case("cumsum", "primitives", lambda: (g.rnd(3, 5),),
+        "cumsum: linear, transposed to a reversed cumsum, forwards and reversed. (cumprod, "
+        "cummax and cummin differentiate JAX's associative_scan, whose pads' 0.0 JAX saves "
+        "as literal residuals, which remat does not yet do: they are checked in "
+        "crates/ad/tests/rules.rs and tests/data/indexing instead.)")
+def cumsum(x):
+    return (jnp.sum(jnp.sin(lax.cumsum(x, axis=1)))
+            + jnp.sum(lax.cumsum(x, axis=0, reverse=True) ** 2))
 
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

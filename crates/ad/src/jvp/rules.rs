@@ -12,9 +12,9 @@
 //! equation otherwise), emits the primal equation first, and returns the primal outputs
 //! and one tangent per output.
 
-use remat_ir::{Atom, BinaryOp, CompareOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
+use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
-use super::{emit_primal, instantiate, jvp_call, jvp_custom_jvp_call, scan_jvp, Tangent};
+use super::{emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, scan_jvp, Tangent};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -31,9 +31,11 @@ pub(crate) fn jvp_rule(
     match &eqn.primitive {
         Primitive::Unary(op) => unary(b, old, eqn, *op, primals, tangents),
         Primitive::Binary(op) => binary(b, old, eqn, *op, primals, tangents),
-        Primitive::Compare(_) | Primitive::Argmax { .. } | Primitive::Iota { .. } | Primitive::Empty2 { .. } => {
-            zero(b, old, eqn, primals)
-        }
+        Primitive::Compare(_)
+        | Primitive::Argmax { .. }
+        | Primitive::Argmin { .. }
+        | Primitive::Iota { .. }
+        | Primitive::Empty2 { .. } => zero(b, old, eqn, primals),
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];
@@ -122,7 +124,8 @@ pub(crate) fn jvp_rule(
         | Primitive::Slice { .. }
         | Primitive::Pad { .. }
         | Primitive::Concatenate { .. }
-        | Primitive::DevicePut { .. } => linear(b, old, eqn, primals, tangents),
+        | Primitive::DevicePut { .. }
+        | Primitive::Split { .. } => linear(b, old, eqn, primals, tangents),
         Primitive::DynamicSlice { .. } => {
             // Linear in the operand; the start indices are integers.
             let out = emit_primal(b, old, eqn, primals);
@@ -185,6 +188,12 @@ pub(crate) fn jvp_rule(
         },
         Primitive::Remat2 { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
+        Primitive::Gather { .. } => indexing::gather(b, old, eqn, primals, tangents),
+        Primitive::Scatter { .. } => indexing::scatter(b, old, eqn, primals, tangents),
+        Primitive::Sort { .. } => indexing::sort(b, eqn, primals, tangents),
+        Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
+        Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
     }
 }
 
@@ -449,12 +458,16 @@ fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
 enum KnownCustomJvp {
     /// `jax.nn.relu`: `select(x > 0, g, full_like(g, 0))`.
     Relu,
+    /// `logaddexp` (`cumlogsumexp`'s combiner): `t1 * exp(x1 - out) + t2 * exp(x2 - out)`
+    /// with `+inf` replaced by 0 in each exponent's terms (`_logaddexp_jvp`).
+    LogAddExp,
 }
 
 impl KnownCustomJvp {
     fn of(name: &str, num_operands: usize) -> Option<KnownCustomJvp> {
         match (name, num_operands) {
             ("relu", 1) => Some(KnownCustomJvp::Relu),
+            ("logaddexp", 2) => Some(KnownCustomJvp::LogAddExp),
             _ => None,
         }
     }
@@ -470,6 +483,9 @@ impl KnownCustomJvp {
         tangents: &[Tangent],
     ) -> Result<JvpOut, AdError> {
         let out = emit_primal(b, old, eqn, primals);
+        if self == KnownCustomJvp::LogAddExp {
+            return logaddexp_jvp(b, out, primals, tangents);
+        }
         let Tangent::Nz(g) = tangents[0] else {
             return Ok((out, vec![Tangent::Zero]));
         };
@@ -482,6 +498,32 @@ impl KnownCustomJvp {
                 let t = b.select_n(positive, vec![zeros, g])?;
                 Ok((out, vec![Tangent::Nz(t)]))
             }
+            KnownCustomJvp::LogAddExp => logaddexp_jvp(b, out, primals, tangents),
         }
     }
+}
+
+/// `_logaddexp_jvp`: both tangents instantiated (a `custom_jvp` without symbolic zeros).
+fn logaddexp_jvp(b: &mut Builder, out: Vec<Atom>, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let ans = out[0];
+    let mut terms = Vec::with_capacity(2);
+    for (x, t) in primals.iter().zip(tangents) {
+        let aval = b.aval(x);
+        let t = instantiate(b, *t, &aval)?;
+        let x = replace_inf(b, *x)?;
+        let a = replace_inf(b, ans)?;
+        let d = b.sub(x, a)?;
+        let e = b.unary(UnaryOp::Exp, d)?;
+        terms.push(b.mul(t, e)?);
+    }
+    let t = b.add(terms[0], terms[1])?;
+    Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// `_replace_inf(x)`: `select(x == inf, zeros, x)`.
+fn replace_inf(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let is_inf = b.compare(CompareOp::Eq, x, lit(aval.dtype, f64::INFINITY))?;
+    let zeros = b.zeros(&aval)?;
+    b.select_n(is_inf, vec![x, zeros])
 }

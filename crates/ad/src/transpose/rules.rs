@@ -4,9 +4,12 @@
 //! for a symbolic zero), and returns one cotangent per operand (`None` for a forward
 //! value or a zero). Primitives that are never linear in an operand are errors.
 
-use remat_ir::{Atom, Aval, BinaryOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Primitive, ReduceOp, UnaryOp};
+use remat_ir::{
+    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, Primitive, ReduceOp, ScatterOp,
+    UnaryOp,
+};
 
-use super::{scan_transpose, transpose_call, Operand};
+use super::{indexing, scan_transpose, transpose_call, Operand};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -104,6 +107,9 @@ pub(crate) fn transpose_rule(
         | Primitive::Iota { .. }
         | Primitive::Empty2 { .. }
         | Primitive::Argmax { .. }
+        | Primitive::Argmin { .. }
+        | Primitive::Sort { .. }
+        | Primitive::TopK { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
         Primitive::SelectN => {
             if lin(0) {
@@ -321,6 +327,66 @@ pub(crate) fn transpose_rule(
         }
         Primitive::Jit { .. } | Primitive::Remat2 { .. } => return transpose_call(b, eqn, ins, ct_outs),
         Primitive::Scan { .. } => return scan_transpose(b, eqn, ins, ct_outs),
+        Primitive::Split { axis, sizes } => {
+            // `_split_transpose_rule`: the cotangents concatenated, zeros instantiated.
+            if lin(0) && ct_outs.iter().any(Option::is_some) {
+                let operand = aval(0, b);
+                let mut cts = Vec::with_capacity(ct_outs.len());
+                for (ct, &size) in ct_outs.iter().zip(sizes) {
+                    cts.push(match ct {
+                        Some(ct) => *ct,
+                        None => {
+                            let mut piece = operand.clone();
+                            piece.shape[*axis] = size;
+                            b.zeros(&piece)?
+                        }
+                    });
+                }
+                out[0] = Some(b.bind1(Primitive::Concatenate { dimension: *axis }, cts)?);
+            }
+        }
+        Primitive::Gather { .. } => {
+            if let Some(ct) = single() {
+                let operand = aval(0, b);
+                out[0] = Some(indexing::gather_transpose(b, prim, ct, &operand, value(1)?)?);
+            }
+        }
+        Primitive::Scatter { op: ScatterOp::Add, .. } => {
+            if let Some(ct) = single() {
+                if lin(0) {
+                    out[0] = Some(ct);
+                }
+                if lin(2) {
+                    let updates = aval(2, b);
+                    out[2] = Some(indexing::scatter_add_transpose_updates(b, prim, ct, &updates, value(1)?)?);
+                }
+            }
+        }
+        Primitive::Scatter { op: ScatterOp::Set, .. } => {
+            if let Some(ct) = single() {
+                let updates = aval(2, b);
+                let (o, u) = indexing::scatter_transpose(b, prim, ct, (lin(0), lin(2)), &updates, value(1)?)?;
+                out[0] = o;
+                out[2] = u;
+            }
+        }
+        Primitive::Scatter { op: ScatterOp::Mul, .. } => {
+            // `_scatter_mul_transpose_rule`: linear in the operand, the updates a value.
+            if lin(2) {
+                return Err(not_linear());
+            }
+            if let (Some(ct), true) = (single(), lin(0)) {
+                out[0] = Some(b.bind1(prim.clone(), vec![ct, value(1)?, value(2)?])?);
+            }
+        }
+        Primitive::Scatter { .. } => return Err(not_linear()),
+        Primitive::Cumulative { op: CumulativeOp::Sum, axis, reverse } => {
+            if let Some(ct) = single() {
+                let p = Primitive::Cumulative { op: CumulativeOp::Sum, axis: *axis, reverse: !*reverse };
+                out[0] = Some(b.bind1(p, vec![ct])?);
+            }
+        }
+        Primitive::Cumulative { .. } => return Err(not_linear()),
     }
     Ok(out)
 }

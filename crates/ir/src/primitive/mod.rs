@@ -60,14 +60,18 @@ macro_rules! named_enum {
 
 pub(crate) mod call;
 pub(crate) mod elementwise;
+pub(crate) mod indexing;
 pub(crate) mod memory;
 mod params;
 pub(crate) mod reduction;
+pub(crate) mod sorting;
 pub(crate) mod structural;
 
 pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
+pub use indexing::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
 pub use memory::CopySemantics;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
+pub use sorting::CumulativeOp;
 
 use params::ParamReader;
 
@@ -122,6 +126,10 @@ primitive_kinds! {
         Compare(CompareOp),
         /// `reduce_sum`, `reduce_max`, `reduce_min`: `reduction.rs`.
         Reduce(ReduceOp),
+        /// `scatter`, `scatter-add`, ...: `indexing.rs`.
+        Scatter(ScatterOp),
+        /// `cumsum`, `cumprod`, ...: `sorting.rs`.
+        Cumulative(CumulativeOp),
     }
     singles {
         IntegerPow = "integer_pow",
@@ -150,6 +158,11 @@ primitive_kinds! {
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
         Scan = "scan",
+        Split = "split",
+        Gather = "gather",
+        Sort = "sort",
+        TopK = "top_k",
+        Argmin = "argmin",
     }
 }
 
@@ -203,7 +216,14 @@ impl PrimitiveKind {
             | PrimitiveKind::DotGeneral
             | PrimitiveKind::Name
             | PrimitiveKind::DevicePut
-            | PrimitiveKind::Empty2 => None,
+            | PrimitiveKind::Empty2
+            | PrimitiveKind::Split
+            | PrimitiveKind::Gather
+            | PrimitiveKind::Scatter(_)
+            | PrimitiveKind::Sort
+            | PrimitiveKind::TopK
+            | PrimitiveKind::Argmin
+            | PrimitiveKind::Cumulative(_) => None,
         }
     }
 }
@@ -339,6 +359,56 @@ pub enum Primitive {
         num_carry: usize,
         unroll: usize,
     },
+
+    // Indexing, sorting and scans: `indexing.rs`, `sorting.rs`.
+    /// Splits the operand along `axis` into pieces of `sizes`: one result per piece.
+    Split {
+        axis: usize,
+        sizes: Vec<usize>,
+    },
+    /// `gather operand indices`: XLA's gather, the index vector the indices' last axis.
+    Gather {
+        dimension_numbers: GatherDimensionNumbers,
+        /// The value of an out-of-bounds slice under `FILL_OR_DROP`; `None` is NaN for
+        /// floats and the lowest value for integers (JAX's default).
+        fill_value: Option<FillValue>,
+        indices_are_sorted: bool,
+        mode: GatherScatterMode,
+        slice_sizes: Vec<usize>,
+        unique_indices: bool,
+    },
+    /// `scatter* operand indices updates`: XLA's scatter combining with `op`;
+    /// `update_jaxpr` is JAX's scalar combiner, kept for printing (`op` says what it does).
+    Scatter {
+        op: ScatterOp,
+        dimension_numbers: ScatterDimensionNumbers,
+        indices_are_sorted: bool,
+        mode: GatherScatterMode,
+        unique_indices: bool,
+        update_jaxpr: Option<Arc<Jaxpr>>,
+    },
+    /// Sorts every operand along `dimension` by the first `num_keys` (NaNs last).
+    Sort {
+        dimension: usize,
+        is_stable: bool,
+        num_keys: usize,
+    },
+    /// The `k` largest elements along `axis` and their i32 indices.
+    TopK {
+        axis: usize,
+        k: usize,
+    },
+    /// The index of the first minimum along one axis.
+    Argmin {
+        axes: Vec<usize>,
+        index_dtype: DType,
+    },
+    /// `cumsum`, `cumprod`, ... along `axis`, from the end when `reverse`.
+    Cumulative {
+        op: CumulativeOp,
+        axis: usize,
+        reverse: bool,
+    },
 }
 
 impl Primitive {
@@ -375,6 +445,13 @@ impl Primitive {
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
+            Primitive::Split { .. } => PrimitiveKind::Split,
+            Primitive::Gather { .. } => PrimitiveKind::Gather,
+            Primitive::Scatter { op, .. } => PrimitiveKind::Scatter(*op),
+            Primitive::Sort { .. } => PrimitiveKind::Sort,
+            Primitive::TopK { .. } => PrimitiveKind::TopK,
+            Primitive::Argmin { .. } => PrimitiveKind::Argmin,
+            Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
         }
     }
 
@@ -391,6 +468,18 @@ impl Primitive {
     /// Every primitive name the parser knows, for error messages and docs.
     pub fn all_names() -> Vec<&'static str> {
         PrimitiveKind::all().into_iter().map(PrimitiveKind::name).collect()
+    }
+
+    /// Every jaxpr among the parameters, as JAX's `jaxprs_in_params` finds them for
+    /// printing: the bodies of [`Primitive::subjaxprs`] and also `scatter`'s scalar
+    /// `update_jaxpr`, which is data (no pass runs it) but is hoisted like a body when two
+    /// scatters share it.
+    pub fn jaxprs_in_params(&self) -> Vec<&Arc<Jaxpr>> {
+        let mut all = self.subjaxprs();
+        if let Primitive::Scatter { update_jaxpr: Some(j), .. } = self {
+            all.push(j);
+        }
+        all
     }
 
     /// The nested jaxprs this primitive calls, in the order of JAX's params dict (the
@@ -428,7 +517,14 @@ impl Primitive {
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
             | Primitive::DevicePut { .. }
-            | Primitive::Empty2 { .. } => Vec::new(),
+            | Primitive::Empty2 { .. }
+            | Primitive::Split { .. }
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cumulative { .. } => Vec::new(),
         }
     }
 
@@ -484,7 +580,14 @@ impl Primitive {
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
             | Primitive::DevicePut { .. }
-            | Primitive::Empty2 { .. } => {}
+            | Primitive::Empty2 { .. }
+            | Primitive::Split { .. }
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cumulative { .. } => {}
         }
         Ok(prim)
     }
@@ -523,13 +626,20 @@ impl Primitive {
             | Primitive::Empty2 { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
-            | Primitive::Scan { .. } => None,
+            | Primitive::Scan { .. }
+            | Primitive::Split { .. }
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cumulative { .. } => None,
         }
     }
 
     /// The parameters in printing order, leaving out what JAX's printer hides.
     pub fn params(&self) -> Vec<(&'static str, Param)> {
-        use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+        use self::{call::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
         match self {
             Primitive::Unary(_)
             | Primitive::Binary(_)
@@ -576,6 +686,24 @@ impl Primitive {
             Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => {
                 scan_params(jaxpr, *length, *reverse, *num_consts, *num_carry, *unroll)
             }
+            Primitive::Split { axis, sizes } => split_params(*axis, sizes),
+            Primitive::Gather {
+                dimension_numbers,
+                fill_value,
+                indices_are_sorted,
+                mode,
+                slice_sizes,
+                unique_indices,
+            } => {
+                gather_params(dimension_numbers, *fill_value, *indices_are_sorted, *mode, slice_sizes, *unique_indices)
+            }
+            Primitive::Scatter { op: _, dimension_numbers, indices_are_sorted, mode, unique_indices, update_jaxpr } => {
+                scatter_params(dimension_numbers, *indices_are_sorted, *mode, *unique_indices, update_jaxpr.as_ref())
+            }
+            Primitive::Sort { dimension, is_stable, num_keys } => sort_params(*dimension, *is_stable, *num_keys),
+            Primitive::TopK { axis, k } => top_k_params(*axis, *k),
+            Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
+            Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
         }
     }
 
@@ -583,7 +711,7 @@ impl Primitive {
     /// equation's binder types (some parameters JAX does not print, such as
     /// `broadcast_in_dim`'s `shape`, come from them). Errors say which parameter is wrong.
     pub fn from_params(name: &str, params: Vec<(String, Param)>, out_avals: &[Aval]) -> Result<Primitive, String> {
-        use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+        use self::{call::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
         let kind = PrimitiveKind::from_name(name).ok_or_else(|| format!("unknown primitive `{name}`"))?;
         let mut reader = ParamReader::new(name, params);
         let p = &mut reader;
@@ -618,6 +746,13 @@ impl Primitive {
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,
             PrimitiveKind::Scan => parse_scan(p)?,
+            PrimitiveKind::Split => parse_split(p)?,
+            PrimitiveKind::Gather => parse_gather(p)?,
+            PrimitiveKind::Scatter(op) => parse_scatter(op, p)?,
+            PrimitiveKind::Sort => parse_sort(p)?,
+            PrimitiveKind::TopK => parse_top_k(p)?,
+            PrimitiveKind::Argmin => parse_argmin(p)?,
+            PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
         };
         reader.finish()?;
         Ok(prim)

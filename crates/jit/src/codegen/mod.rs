@@ -62,9 +62,16 @@ pub(crate) struct Env<'a> {
     pub fma: bool,
     /// Addresses of the dot descriptors (owned by the compiled program).
     pub dot_descs: &'a [usize],
+    /// Addresses of the native steps' descriptors (owned by the compiled program).
+    pub native_descs: &'a [usize],
 }
 
-pub(crate) fn build(prog: &Program, layout: &Layout, dot_descs: &[usize]) -> Result<Built, JitError> {
+pub(crate) fn build(
+    prog: &Program,
+    layout: &Layout,
+    dot_descs: &[usize],
+    native_descs: &[usize],
+) -> Result<Built, JitError> {
     let mut flags = settings::builder();
     flags.set("opt_level", "speed").map_err(codegen_err)?;
     flags.set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" }).map_err(codegen_err)?;
@@ -84,7 +91,7 @@ pub(crate) fn build(prog: &Program, layout: &Layout, dot_descs: &[usize]) -> Res
         let id = module.declare_function(imp.name(), Linkage::Import, &sig).map_err(codegen_err)?;
         imports.insert(imp, id);
     }
-    let env = Env { prog, layout, imports, fma, dot_descs };
+    let env = Env { prog, layout, imports, fma, dot_descs, native_descs };
     let mut fctx = FunctionBuilderContext::new();
     let mut count = 0usize;
     let mut compiled = HashMap::new();
@@ -120,7 +127,7 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
         ImportSig::F64F64ToF64 => (&[types::F64, types::F64], Some(types::F64)),
         ImportSig::Dot => (&[types::I64; 4], None),
         ImportSig::ParallelFor => (&[types::I64; 4], None),
-        ImportSig::Slice => (&[types::I64; 2], None),
+        ImportSig::Slice | ImportSig::Native => (&[types::I64; 2], None),
     };
     s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     s.returns.extend(ret.map(AbiParam::new));
@@ -133,7 +140,7 @@ fn max_buffers(steps: &[Step]) -> usize {
         .iter()
         .map(|s| match s {
             Step::Loop { body, .. } => max_buffers(body),
-            Step::Dot { .. } => s.canonical_buffers().len() + 1,
+            Step::Dot { .. } | Step::Native { .. } => s.canonical_buffers().len() + 1,
             _ => s.canonical_buffers().len(),
         })
         .max()
@@ -430,6 +437,16 @@ impl<'a, 'b> Fx<'a, 'b> {
                 let dptr = self.b.ins().load(types::I64, mem(), *bases, (slots.len() * 8) as i32);
                 self.call(Import::Dot, &[dptr, l, r, o]);
             }
+            Step::Native { .. } => {
+                // The descriptor's address follows the buffers' in the base array, which
+                // the runtime reads whole.
+                let Addressing::Step { bases, slots } = &self.addressing else {
+                    unreachable!("steps are compiled as step functions")
+                };
+                let bases = *bases;
+                let dptr = self.b.ins().load(types::I64, mem(), bases, (slots.len() * 8) as i32);
+                self.call(Import::Native, &[dptr, bases]);
+            }
             Step::Loop { .. } => unreachable!("loops are emitted by the entry function"),
         }
         Ok(())
@@ -444,6 +461,10 @@ impl<'a, 'b> Fx<'a, 'b> {
         }
         if let Step::Dot { desc, .. } = step {
             let d = self.iconst(self.env.dot_descs[*desc] as i64);
+            self.b.ins().stack_store(types::I64, d, slot, (canon.len() * 8) as i32);
+        }
+        if let Step::Native { desc, .. } = step {
+            let d = self.iconst(self.env.native_descs[*desc] as i64);
             self.b.ins().stack_store(types::I64, d, slot, (canon.len() * 8) as i32);
         }
         self.b.ins().stack_addr(types::I64, slot, 0)

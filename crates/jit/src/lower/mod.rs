@@ -11,6 +11,7 @@
 //! long as the expression can be evaluated (buffers are written once, and a scan's carry
 //! buffers are rewritten only after every value of the iteration has been computed).
 
+mod native;
 mod ops;
 mod scan;
 mod share;

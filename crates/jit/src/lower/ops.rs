@@ -205,6 +205,24 @@ impl Lowering {
                 };
                 self.scan(&s, ins, out_avals, targets)
             }
+            Primitive::Split { axis, sizes } => {
+                let x = &ins[0];
+                let mut start = vec![0; x.aval.rank()];
+                let ones = vec![1; x.aval.rank()];
+                let mut outs = Vec::with_capacity(sizes.len());
+                for (&size, aval) in sizes.iter().zip(out_avals) {
+                    let map = IndexMap::slice(&start, &ones);
+                    outs.push(self.remap(x.clone(), &map, aval.shape.clone()));
+                    start[*axis] += size;
+                }
+                Ok(outs)
+            }
+            Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cumulative { .. } => Ok(self.native(prim, ins, out_avals, targets)),
         }
     }
 

@@ -51,6 +51,7 @@ fn writes(step: &Step, out: &mut Vec<BufId>) {
     match step {
         Step::Kernel { dst, .. } => out.push(dst.buf),
         Step::Reduce { dst, .. } | Step::Argmax { dst, .. } | Step::Dot { dst, .. } => out.push(*dst),
+        Step::Native { bufs, num_ins, .. } => out.extend(&bufs[*num_ins..]),
         Step::Loop { counter, body, .. } => {
             out.push(*counter);
             body.iter().for_each(|s| writes(s, out));

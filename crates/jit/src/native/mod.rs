@@ -1,6 +1,7 @@
 //! The only module with `unsafe` code: entering JIT code, the runtime functions JIT code
-//! calls (GEMM over raw pointers, libm wrappers, `vmath`'s `exp`/`tanh` over rows), and the
-//! page advice for fresh outputs.
+//! calls (GEMM over raw pointers, libm wrappers, `vmath`'s `exp`/`tanh` over rows,
+//! `indexing`'s gathers, scatters, sorts and scans over whole buffers), and the page advice
+//! for fresh outputs.
 //!
 //! The workspace denies `unsafe_code`; this module allows it because calling generated
 //! machine code and handing raw buffer pointers to a GEMM cannot be expressed in safe Rust.
@@ -18,6 +19,7 @@ use remat_ir::DType;
 
 use crate::program::DotDesc;
 
+pub(crate) mod indexing;
 #[cfg(target_arch = "x86_64")]
 mod sgemm;
 pub(crate) mod vmath;
@@ -43,6 +45,8 @@ pub(crate) enum Import {
     ExpF32Slice,
     /// `tanh` in place over a contiguous run of f32 (`vmath`).
     TanhF32Slice,
+    /// A gather, scatter, sort, ... over whole buffers (`indexing`).
+    Native,
 }
 
 /// The Cranelift signature shape of an import.
@@ -57,6 +61,8 @@ pub(crate) enum ImportSig {
     ParallelFor,
     /// `(ptr, len)` of a run of f32 changed in place.
     Slice,
+    /// `(desc, bases)`, both pointers.
+    Native,
 }
 
 extern "C" fn exp_f64(x: f64) -> f64 {
@@ -97,7 +103,7 @@ extern "C" fn tan_f32(x: f32) -> f32 {
 }
 
 impl Import {
-    pub const ALL: [Import; 16] = [
+    pub const ALL: [Import; 17] = [
         Import::Dot,
         Import::ParallelFor,
         Import::ExpF64,
@@ -114,6 +120,7 @@ impl Import {
         Import::TanF32,
         Import::ExpF32Slice,
         Import::TanhF32Slice,
+        Import::Native,
     ];
 
     pub fn name(self) -> &'static str {
@@ -134,12 +141,14 @@ impl Import {
             Import::TanF32 => "remat_tan_f32",
             Import::ExpF32Slice => "remat_exp_f32_slice",
             Import::TanhF32Slice => "remat_tanh_f32_slice",
+            Import::Native => "remat_native",
         }
     }
 
     pub fn signature(self) -> ImportSig {
         match self {
             Import::Dot => ImportSig::Dot,
+            Import::Native => ImportSig::Native,
             Import::ParallelFor => ImportSig::ParallelFor,
             Import::PowF64 => ImportSig::F64F64ToF64,
             Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
@@ -173,6 +182,7 @@ impl Import {
             Import::TanF32 => tan_f32 as *const u8,
             Import::ExpF32Slice => vmath::slice_fn(vmath::SliceOp::Exp, vmath::width()) as *const u8,
             Import::TanhF32Slice => vmath::slice_fn(vmath::SliceOp::Tanh, vmath::width()) as *const u8,
+            Import::Native => indexing::remat_native as *const u8,
         }
     }
 }

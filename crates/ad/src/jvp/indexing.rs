@@ -1,0 +1,528 @@
+//! The jvp rules of the indexing, sorting and cumulative primitives, each JAX 0.10.2's
+//! (`jax/_src/lax/slicing.py`, `lax.py`, `control_flow/loops.py`).
+//!
+//! `gather` and `scatter-add` are linear in their arrays (the indices are integers);
+//! `sort` and `top_k` gather the tangents through the permutation the primal computes;
+//! `cumprod`, `cummax` and `cummin` differentiate JAX's `associative_scan` expansion, so
+//! the forward half saves the same slices JAX's does.
+
+use std::sync::Arc;
+
+use remat_ir::{
+    Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CumulativeOp, DType, Eqn, FillValue, GatherDimensionNumbers,
+    GatherScatterMode, Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp, UnaryOp,
+};
+
+use super::{emit_primal, instantiate, jvp_eqns, Tangent};
+use crate::builder::{lit, Builder, VarMap};
+use crate::AdError;
+
+type JvpOut = (Vec<Atom>, Vec<Tangent>);
+
+fn unsupported(prim: &Primitive, message: &str) -> AdError {
+    AdError::Unsupported { primitive: prim.name(), message: message.into() }
+}
+
+/// `_gather_jvp_rule`: the same gather of the operand's tangent, with `fill_value=0`.
+pub(super) fn gather(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(g) = tangents[0] else { return Ok((out, vec![Tangent::Zero])) };
+    let Primitive::Gather { dimension_numbers, indices_are_sorted, mode, slice_sizes, unique_indices, .. } =
+        &eqn.primitive
+    else {
+        return Err(unsupported(&eqn.primitive, "is not a gather"));
+    };
+    let prim = Primitive::Gather {
+        dimension_numbers: dimension_numbers.clone(),
+        fill_value: Some(FillValue::Int(0)),
+        indices_are_sorted: *indices_are_sorted,
+        mode: *mode,
+        slice_sizes: slice_sizes.clone(),
+        unique_indices: *unique_indices,
+    };
+    let t = b.bind1(prim, vec![g, primals[1]])?;
+    Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// `_scatter_add_jvp`: `scatter-add` of the tangents, zeros instantiated; `scatter`'s
+/// (`.at[].set`) is the same with unique indices, else `_scatter_jvp`'s id trick
+/// (`scatter_set`); `scatter-mul`'s and `scatter-min`/`-max`'s below.
+pub(super) fn scatter(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { op, unique_indices, .. } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    match op {
+        ScatterOp::Add => {}
+        ScatterOp::Set if !*unique_indices => return scatter_set(b, eqn, primals, tangents),
+        ScatterOp::Set => {}
+        ScatterOp::Mul => return scatter_mul(b, old, eqn, primals, tangents),
+        ScatterOp::Min | ScatterOp::Max => return scatter_extremal(b, old, eqn, primals, tangents),
+    }
+    let out = emit_primal(b, old, eqn, primals);
+    let (op_aval, up_aval) = (b.aval(&primals[0]), b.aval(&primals[2]));
+    let t_op = instantiate(b, tangents[0], &op_aval)?;
+    let t_up = instantiate(b, tangents[2], &up_aval)?;
+    let t = b.bind1(eqn.primitive.clone(), vec![t_op, primals[1], t_up])?;
+    Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// `scatter-mul`'s `defjvp`: `scatter-mul(g, i, y)` for the operand; for the updates
+/// (`_scatter_mul_jvp_rhs`, unique indices only, as in JAX) `x * scatter-add(0, i, g)`;
+/// the two summed with `add_any`.
+fn scatter_mul(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { dimension_numbers, indices_are_sorted, mode, unique_indices, .. } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    if !tangents[2].is_zero() && !*unique_indices {
+        return Err(unsupported(
+            &eqn.primitive,
+            "is differentiated in its updates only with unique_indices=True, as in JAX",
+        ));
+    }
+    let out = emit_primal(b, old, eqn, primals);
+    let (x, indices, y) = (primals[0], primals[1], primals[2]);
+    let mut acc = None;
+    if let Tangent::Nz(g) = tangents[0] {
+        acc = Some(b.bind1(eqn.primitive.clone(), vec![g, indices, y])?);
+    }
+    if let Tangent::Nz(g) = tangents[2] {
+        let aval = b.aval(&x);
+        let zeros = b.zeros(&aval)?;
+        let add = Primitive::Scatter {
+            op: ScatterOp::Add,
+            dimension_numbers: dimension_numbers.clone(),
+            indices_are_sorted: *indices_are_sorted,
+            mode: *mode,
+            unique_indices: *unique_indices,
+            update_jaxpr: Some(add_jaxpr(aval.dtype)?),
+        };
+        let s = b.bind1(add, vec![zeros, indices, g])?;
+        let t = b.mul(x, s)?;
+        acc = Some(match acc {
+            Some(a) => b.add_any(a, t)?,
+            None => t,
+        });
+    }
+    Ok((out, vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
+}
+
+/// `_scatter_extremal_jvp` (`scatter-min`, `scatter-max`): the tangent of each element
+/// averages the tangents of the values that tie for it (the operand's and the winning
+/// updates'), through gathers of `scatter-add`ed counts.
+fn scatter_extremal(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { dimension_numbers: dn, indices_are_sorted, mode, unique_indices, .. } = &eqn.primitive
+    else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    let out = emit_primal(b, old, eqn, primals);
+    let (operand, indices, updates) = (primals[0], primals[1], primals[2]);
+    let (op_aval, up_aval) = (b.aval(&operand), b.aval(&updates));
+    let g_operand = instantiate(b, tangents[0], &op_aval)?;
+    let g_updates = instantiate(b, tangents[2], &up_aval)?;
+    let dt = op_aval.dtype;
+    let gather = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: dn.update_window_dims.clone(),
+            collapsed_slice_dims: dn.inserted_window_dims.clone(),
+            start_index_map: dn.scatter_dims_to_operand_dims.clone(),
+            operand_batching_dims: dn.operand_batching_dims.clone(),
+            start_indices_batching_dims: dn.scatter_indices_batching_dims.clone(),
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes: window_slice_sizes(&op_aval, &up_aval, dn),
+        unique_indices: false,
+    };
+    let add = |sorted, unique, mode| -> Result<Primitive, AdError> {
+        Ok(Primitive::Scatter {
+            op: ScatterOp::Add,
+            dimension_numbers: dn.clone(),
+            indices_are_sorted: sorted,
+            mode,
+            unique_indices: unique,
+            update_jaxpr: Some(add_jaxpr(dt)?),
+        })
+    };
+    let initial_vals = b.bind1(gather.clone(), vec![operand, indices])?;
+    let target_vals = b.bind1(gather.clone(), vec![out[0], indices])?;
+    let successful = b.compare(CompareOp::Eq, updates, target_vals)?;
+    let retained = b.compare(CompareOp::Eq, initial_vals, target_vals)?;
+    let zeros = b.zeros(&op_aval)?;
+    let ones = b.full(&up_aval, 1.0)?;
+    let up_zeros = b.zeros(&up_aval)?;
+    let won = b.select_n(successful, vec![up_zeros, ones])?;
+    let counts = b.bind1(add(false, false, GatherScatterMode::FillOrDrop)?, vec![zeros, indices, won])?;
+    let num_updates = b.bind1(gather.clone(), vec![counts, indices])?;
+    let zeros = b.zeros(&op_aval)?;
+    let ones = b.full(&up_aval, 1.0)?;
+    let refs = b.bind1(add(false, false, GatherScatterMode::FillOrDrop)?, vec![zeros, indices, ones])?;
+    let num_refs = b.bind1(gather.clone(), vec![refs, indices])?;
+    let one = lit(dt, 1.0);
+    let n1 = b.add(num_updates, one)?;
+    let inv_n1 = b.div(one, n1)?;
+    let inv_n = b.div(one, num_updates)?;
+    let updates_normalizer = b.select_n(retained, vec![inv_n, inv_n1])?;
+    let up_zeros = b.zeros(&up_aval)?;
+    let updates_coef = b.select_n(successful, vec![up_zeros, updates_normalizer])?;
+    let n1 = b.add(num_updates, one)?;
+    let inv_n1 = b.div(one, n1)?;
+    let n_aval = b.aval(&num_updates);
+    let n_zeros = b.zeros(&n_aval)?;
+    let operand_normalizer = b.select_n(retained, vec![n_zeros, inv_n1])?;
+    let shifted = b.add(lit(dt, -1.0), operand_normalizer)?;
+    let operand_coef = b.div(shifted, num_refs)?;
+    let target_tangents = b.bind1(gather, vec![g_operand, indices])?;
+    let from_operand = b.mul(target_tangents, operand_coef)?;
+    let from_updates = b.mul(g_updates, updates_coef)?;
+    let tangent_updates = b.add(from_operand, from_updates)?;
+    let t = b.bind1(add(*indices_are_sorted, *unique_indices, *mode)?, vec![g_operand, indices, tangent_updates])?;
+    Ok((out, vec![Tangent::Nz(t)]))
+}
+
+/// `_scatter_jvp` for possibly repeated indices: scatter ids of the updates, gather them
+/// back, and keep only the operand elements no update hit and the updates that won; the
+/// primal and the tangent are then `scatter-add`s of the masked values. JAX's ids are
+/// unsigned (`u32`); until that dtype exists here they are `i32`.
+fn scatter_set(b: &mut Builder, eqn: &Eqn, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let Primitive::Scatter { dimension_numbers: dn, indices_are_sorted, mode, unique_indices, .. } = &eqn.primitive
+    else {
+        return Err(unsupported(&eqn.primitive, "is not a scatter"));
+    };
+    let (operand, indices, updates) = (primals[0], primals[1], primals[2]);
+    let (op_aval, up_aval) = (b.aval(&operand), b.aval(&updates));
+    let g_operand = instantiate(b, tangents[0], &op_aval)?;
+    let g_updates = instantiate(b, tangents[2], &up_aval)?;
+    let ids_shape: Vec<usize> =
+        (0..up_aval.rank()).map(|d| if dn.update_window_dims.contains(&d) { 1 } else { up_aval.shape[d] }).collect();
+    let num_ids = ids_shape.iter().product();
+    let id = DType::U32;
+    let iota = b.bind1(Primitive::Iota { dtype: id, shape: vec![num_ids], dimension: 0 }, Vec::new())?;
+    let iota = b.reshape(iota, &ids_shape)?;
+    let ones = b.full(&Aval::new(id, up_aval.shape.clone()), 1.0)?;
+    let update_ids = b.add(iota, ones)?;
+    let id_zeros = b.zeros(&Aval::new(id, op_aval.shape.clone()))?;
+    let scatter = |op| Primitive::Scatter {
+        op,
+        dimension_numbers: dn.clone(),
+        indices_are_sorted: *indices_are_sorted,
+        mode: *mode,
+        unique_indices: *unique_indices,
+        update_jaxpr: None,
+    };
+    let scattered_ids = b.bind1(scatter(ScatterOp::Set), vec![id_zeros, indices, update_ids])?;
+    let gather = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: dn.update_window_dims.clone(),
+            collapsed_slice_dims: dn.inserted_window_dims.clone(),
+            start_index_map: dn.scatter_dims_to_operand_dims.clone(),
+            operand_batching_dims: dn.operand_batching_dims.clone(),
+            start_indices_batching_dims: dn.scatter_indices_batching_dims.clone(),
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes: window_slice_sizes(&op_aval, &up_aval, dn),
+        unique_indices: false,
+    };
+    let gathered_ids = b.bind1(gather, vec![scattered_ids, indices])?;
+    // `lax.select(ids == other, x, zeros)`, each predicate computed afresh as JAX does.
+    let masked = |b: &mut Builder, ids: Atom, other: Atom, x: Atom| -> Result<Atom, AdError> {
+        let eq = b.compare(CompareOp::Eq, ids, other)?;
+        let aval = b.aval(&x);
+        let zeros = b.zeros(&aval)?;
+        b.select_n(eq, vec![zeros, x])
+    };
+    let id_aval = Aval::new(id, op_aval.shape.clone());
+    let z = b.zeros(&id_aval)?;
+    let masked_operand = masked(b, scattered_ids, z, operand)?;
+    let masked_updates = masked(b, update_ids, gathered_ids, updates)?;
+    let z = b.zeros(&id_aval)?;
+    let masked_g_operand = masked(b, scattered_ids, z, g_operand)?;
+    let masked_g_updates = masked(b, update_ids, gathered_ids, g_updates)?;
+    let mut add = scatter(ScatterOp::Add);
+    if let Primitive::Scatter { update_jaxpr, .. } = &mut add {
+        *update_jaxpr = Some(add_jaxpr(op_aval.dtype)?);
+    }
+    let out = b.bind1(add.clone(), vec![masked_operand, indices, masked_updates])?;
+    let t = b.bind1(add, vec![masked_g_operand, indices, masked_g_updates])?;
+    Ok((vec![out], vec![Tangent::Nz(t)]))
+}
+
+/// The slice sizes of the gather that reads a scatter's windows back.
+pub(crate) fn window_slice_sizes(operand: &Aval, updates: &Aval, dn: &ScatterDimensionNumbers) -> Vec<usize> {
+    let mut window = dn.update_window_dims.iter();
+    (0..operand.rank())
+        .map(|i| {
+            if dn.inserted_window_dims.contains(&i) || dn.operand_batching_dims.contains(&i) {
+                1
+            } else {
+                window.next().map_or(1, |&u| updates.shape[u])
+            }
+        })
+        .collect()
+}
+
+/// `{ lambda ; a:T[] b:T[]. let c:T[] = add a b in (c,) }`, `scatter_add`'s
+/// `update_jaxpr`: one per dtype, shared (as JAX caches it, so it prints hoisted).
+pub(crate) fn add_jaxpr(dtype: DType) -> Result<Arc<Jaxpr>, AdError> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<Vec<(DType, Arc<Jaxpr>)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if let Some(j) = CACHE.with(|c| c.borrow().iter().find(|(d, _)| *d == dtype).map(|(_, j)| j.clone())) {
+        return Ok(j);
+    }
+    let mut b = Builder::new();
+    let scalar = Aval::new(dtype, Vec::new());
+    let x = Atom::Var(b.invar(scalar.clone()));
+    let y = Atom::Var(b.invar(scalar));
+    let z = b.add(x, y)?;
+    let j = Arc::new(b.finish(vec![z]));
+    CACHE.with(|c| c.borrow_mut().push((dtype, j.clone())));
+    Ok(j)
+}
+
+/// A gather along `axis` of an operand shaped like `indices` (without its trailing 1),
+/// every other axis a batching axis: `x[..., indices[...], ...]` elementwise.
+fn take_along(b: &mut Builder, x: Atom, indices: Atom, axis: usize, mode: GatherScatterMode) -> Result<Atom, AdError> {
+    let rank = b.aval(&x).rank();
+    let batch: Vec<usize> = (0..rank).filter(|&d| d != axis).collect();
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: Vec::new(),
+            collapsed_slice_dims: vec![axis],
+            start_index_map: vec![axis],
+            operand_batching_dims: batch.clone(),
+            start_indices_batching_dims: batch,
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode,
+        slice_sizes: vec![1; rank],
+        unique_indices: false,
+    };
+    b.bind1(prim, vec![x, indices])
+}
+
+/// `_sort_jvp`: sorts an unsigned (`u32`) iota along, as JAX does, then gathers each
+/// nonzero tangent by it.
+pub(super) fn sort(b: &mut Builder, eqn: &Eqn, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let Primitive::Sort { dimension, is_stable, num_keys } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a sort"));
+    };
+    let shape = b.aval(&primals[0]).shape;
+    let iota = b.bind1(Primitive::Iota { dtype: DType::U32, shape: shape.clone(), dimension }, Vec::new())?;
+    let mut ins = primals.to_vec();
+    ins.push(iota);
+    let sorted = b.bind(Primitive::Sort { dimension, is_stable, num_keys }, ins)?;
+    let (perm, outs) = sorted.split_last().expect("sort has the iota's output");
+    let mut idx_shape = shape.clone();
+    idx_shape.push(1);
+    let idx = b.expand_dims(Atom::Var(*perm), &[shape.len()])?;
+    let mut ts = Vec::with_capacity(tangents.len());
+    for t in tangents {
+        ts.push(match t {
+            Tangent::Zero => Tangent::Zero,
+            Tangent::Nz(t) => Tangent::Nz(take_along(b, *t, idx, dimension, GatherScatterMode::PromiseInBounds)?),
+        });
+    }
+    Ok((outs.iter().map(|v| Atom::Var(*v)).collect(), ts))
+}
+
+/// `_top_k_jvp`: the tangent gathered at the indices (reshaped with a trailing 1).
+pub(super) fn top_k(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::TopK { axis, .. } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not top_k"));
+    };
+    let out = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(g) = tangents[0] else { return Ok((out, vec![Tangent::Zero, Tangent::Zero])) };
+    let mut shape = b.aval(&out[1]).shape;
+    shape.push(1);
+    let idx = b.reshape(out[1], &shape)?;
+    let t = take_along(b, g, idx, axis, GatherScatterMode::PromiseInBounds)?;
+    Ok((out, vec![Tangent::Nz(t), Tangent::Zero]))
+}
+
+/// `cumprod`, `cummax`, `cummin`, `cumlogsumexp`: `_cumulative_jvp_rule`, the jvp of
+/// `associative_scan` with the combining function, inlined.
+pub(super) fn cumulative(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Cumulative { op, axis, reverse } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a cumulative reduction"));
+    };
+    let combine = match op {
+        CumulativeOp::Prod => Combine::Binary(BinaryOp::Mul),
+        CumulativeOp::Max => Combine::Binary(BinaryOp::Max),
+        CumulativeOp::Min => Combine::Binary(BinaryOp::Min),
+        CumulativeOp::LogSumExp => Combine::LogAddExp,
+        CumulativeOp::Sum => return Err(unsupported(&eqn.primitive, "is linear")),
+    };
+    let aval = b.aval(&primals[0]);
+    let inner = associative_scan(&aval, combine, axis, reverse, eqn)?;
+    let mut primal = VarMap::new(&inner);
+    primal.set(inner.invars[0], primals[0]);
+    let mut ts = vec![Tangent::Zero; inner.vars.len()];
+    ts[inner.invars[0].index()] = tangents[0];
+    jvp_eqns(b, &inner, &mut primal, &mut ts)?;
+    let out = primal.get(&inner.outvars[0]);
+    let t = match inner.outvars[0] {
+        Atom::Var(v) => ts[v.index()],
+        Atom::Lit(_) => Tangent::Zero,
+    };
+    Ok((vec![out], vec![t]))
+}
+
+/// `associative_scan`'s combining function: a binary op, or JAX's `logaddexp` (a
+/// `custom_jvp_call` whose rule `KnownCustomJvp::LogAddExp` knows).
+#[derive(Clone, Copy)]
+enum Combine {
+    Binary(BinaryOp),
+    LogAddExp,
+}
+
+impl Combine {
+    fn apply(self, b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
+        match self {
+            Combine::Binary(op) => b.binary(op, x, y),
+            Combine::LogAddExp => {
+                let aval = b.aval(&x);
+                let call_jaxpr = ClosedJaxpr::new(Arc::new(logaddexp_body(&aval)?));
+                let prim = Primitive::CustomJvpCall {
+                    name: "logaddexp".into(),
+                    call_jaxpr,
+                    jvp: "_logaddexp_jvp".into(),
+                    num_consts: 0,
+                    symbolic_zeros: false,
+                };
+                b.bind1(prim, vec![x, y])
+            }
+        }
+    }
+}
+
+/// JAX's `logaddexp(x1, x2)`: `select(isnan(x1 - x2), x1 + x2, max + log1p(exp(-|x1 - x2|)))`.
+fn logaddexp_body(aval: &Aval) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    let x1 = Atom::Var(b.invar(aval.clone()));
+    let x2 = Atom::Var(b.invar(aval.clone()));
+    let amax = b.binary(BinaryOp::Max, x1, x2)?;
+    let delta = b.sub(x1, x2)?;
+    let is_nan = b.compare(CompareOp::Ne, delta, delta)?;
+    let sum = b.add(x1, x2)?;
+    let abs = b.unary(UnaryOp::Abs, delta)?;
+    let neg = b.neg(abs)?;
+    let exp = b.unary(UnaryOp::Exp, neg)?;
+    let log1p = b.unary(UnaryOp::Log1p, exp)?;
+    let out = b.add(amax, log1p)?;
+    let out = b.select_n(is_nan, vec![out, sum])?;
+    Ok(b.finish(vec![out]))
+}
+
+/// JAX's `associative_scan(fn, x, reverse, axis)` as a jaxpr `x -> scan`: combine pairs,
+/// recurse on the half, interleave (with the source of `eqn` on every equation).
+fn associative_scan(aval: &Aval, combine: Combine, axis: usize, reverse: bool, eqn: &Eqn) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    b.set_source(Some(eqn.source.clone()));
+    let x = Atom::Var(b.invar(aval.clone()));
+    let x = if reverse { b.bind1(Primitive::Rev { dimensions: vec![axis] }, vec![x])? } else { x };
+    let out = scan_level(&mut b, x, combine, axis)?;
+    let out = if reverse { b.bind1(Primitive::Rev { dimensions: vec![axis] }, vec![out])? } else { out };
+    Ok(b.finish(vec![out]))
+}
+
+/// `slicing.slice_in_dim(x, start, limit, stride, axis)`.
+fn slice_in_dim(
+    b: &mut Builder,
+    x: Atom,
+    start: usize,
+    limit: usize,
+    stride: usize,
+    axis: usize,
+) -> Result<Atom, AdError> {
+    let shape = b.aval(&x).shape;
+    let mut starts = vec![0; shape.len()];
+    let mut limits = shape.clone();
+    let mut strides = vec![1; shape.len()];
+    starts[axis] = start.min(limit);
+    limits[axis] = limit;
+    strides[axis] = stride;
+    b.bind1(Primitive::Slice { start_indices: starts, limit_indices: limits, strides: Some(strides) }, vec![x])
+}
+
+/// `_scan` inside `associative_scan`.
+fn scan_level(b: &mut Builder, x: Atom, combine: Combine, axis: usize) -> Result<Atom, AdError> {
+    let n = b.aval(&x).shape[axis];
+    if n < 2 {
+        return Ok(x);
+    }
+    let evens = slice_in_dim(b, x, 0, n - 1, 2, axis)?;
+    let odds = slice_in_dim(b, x, 1, n, 2, axis)?;
+    let reduced = combine.apply(b, evens, odds)?;
+    let odd_elems = scan_level(b, reduced, combine, axis)?;
+    let even_elems = if n.is_multiple_of(2) {
+        let m = b.aval(&odd_elems).shape[axis];
+        let head = slice_in_dim(b, odd_elems, 0, m.saturating_sub(1), 1, axis)?;
+        let tail = slice_in_dim(b, x, 2, n, 2, axis)?;
+        combine.apply(b, head, tail)?
+    } else {
+        let tail = slice_in_dim(b, x, 2, n, 2, axis)?;
+        combine.apply(b, odd_elems, tail)?
+    };
+    let first = slice_in_dim(b, x, 0, 1, 1, axis)?;
+    let even_elems = b.bind1(Primitive::Concatenate { dimension: axis }, vec![first, even_elems])?;
+    interleave(b, even_elems, odd_elems, axis)
+}
+
+/// `_interleave(a, b, axis)`: `a`'s elements at even positions, `b`'s at odd ones.
+fn interleave(b: &mut Builder, x: Atom, y: Atom, axis: usize) -> Result<Atom, AdError> {
+    let xa = b.aval(&x);
+    let rank = xa.rank();
+    let (nx, ny) = (xa.shape[axis], b.aval(&y).shape[axis]);
+    let mut x_pad = vec![(0, 0, 0); rank];
+    let mut y_pad = vec![(0, 0, 0); rank];
+    if nx == ny {
+        x_pad[axis] = (0, 1, 1);
+        y_pad[axis] = (1, 0, 1);
+    } else {
+        x_pad[axis] = (0, 0, 1);
+        y_pad[axis] = (1, 1, 1);
+    }
+    let zero = lit(xa.dtype, 0.0);
+    let px = b.bind1(Primitive::Pad { padding_config: x_pad }, vec![x, zero])?;
+    let py = b.bind1(Primitive::Pad { padding_config: y_pad }, vec![y, zero])?;
+    b.add(px, py)
+}
