@@ -9,6 +9,7 @@
 //! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`].
 
 mod rules;
+mod special;
 
 use std::sync::Arc;
 

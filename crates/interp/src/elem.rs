@@ -70,7 +70,13 @@ pub(crate) trait Num: Elem {
 
 /// The float dtypes, with their own-precision math.
 pub(crate) trait Float:
-    Num + Neg<Output = Self> + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self>
+    Num
+    + remat_math::MathFloat
+    + Neg<Output = Self>
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
 {
     fn abs(self) -> Self;
     fn exp(self) -> Self;

@@ -1,5 +1,6 @@
 //! Elementwise primitives: unary math, binary arithmetic, comparisons, `integer_pow`,
-//! `select_n`, `clamp`, `convert_element_type` and `reduce_precision`.
+//! `select_n`, `clamp`, `convert_element_type`, `reduce_precision` and `round` (the
+//! integer bit operations are in `bits.rs`, the special functions in `remat-math`).
 //!
 //! Operands of a binary op or comparison have one dtype and shapes that are equal, or one
 //! is a rank-0 scalar, or they have equal rank and differ only where one has extent 1 (JAX's
@@ -8,24 +9,29 @@
 //! numbers, transcendentals on floats, `max`/`min`/comparisons also on `bool`.
 
 use ndarray::{ArrayD, IxDyn, Zip};
-use remat_ir::{Array, BinaryOp, CompareOp, DType, UnaryOp};
+use remat_ir::{Array, BinaryOp, CompareOp, DType, RoundingMethod, UnaryOp};
 
+use crate::bits::{int_bit_op, Int};
 use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Float, Num};
 
 pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
     Ok(match x {
-        Array::F32(a) => Array::F32(a.mapv(float_unary(op))),
-        Array::F64(a) => Array::F64(a.mapv(float_unary(op))),
+        Array::F32(a) if op == UnaryOp::IsFinite => Array::Bool(a.mapv(f32::is_finite)),
+        Array::F64(a) if op == UnaryOp::IsFinite => Array::Bool(a.mapv(f64::is_finite)),
+        Array::F32(a) => Array::F32(a.mapv(float_unary(op).ok_or_else(undefined)?)),
+        Array::F64(a) => Array::F64(a.mapv(float_unary(op).ok_or_else(undefined)?)),
         Array::I32(a) => Array::I32(a.mapv(int_unary(op).ok_or_else(undefined)?)),
-        Array::Bool(_) if op == UnaryOp::StopGradient => x.clone(),
+        Array::Bool(_) if matches!(op, UnaryOp::StopGradient | UnaryOp::Copy) => x.clone(),
+        Array::Bool(a) if op == UnaryOp::Not => Array::Bool(a.mapv(|b| !b)),
         Array::Bool(_) => return Err(undefined()),
     })
 }
 
-fn float_unary<T: Float>(op: UnaryOp) -> fn(T) -> T {
-    match op {
+/// `None` for the ops not defined on floats (`not`, and `is_finite`, whose result is bool).
+fn float_unary<T: Float>(op: UnaryOp) -> Option<fn(T) -> T> {
+    Some(match op {
         UnaryOp::Neg => |x| -x,
         UnaryOp::Sign => |x| {
             if x > T::ZERO {
@@ -49,18 +55,46 @@ fn float_unary<T: Float>(op: UnaryOp) -> fn(T) -> T {
         UnaryOp::Sqrt => T::sqrt,
         UnaryOp::Rsqrt => |x| T::ONE / x.sqrt(),
         UnaryOp::Square => |x| x * x,
-        UnaryOp::StopGradient => |x| x,
-    }
+        UnaryOp::StopGradient | UnaryOp::Copy => |x| x,
+        UnaryOp::Not | UnaryOp::IsFinite => return None,
+        // The special functions: one definition shared with the JIT (`remat-math`).
+        UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::Cbrt
+        | UnaryOp::Exp2
+        | UnaryOp::Asin
+        | UnaryOp::Acos
+        | UnaryOp::Atan
+        | UnaryOp::Sinh
+        | UnaryOp::Cosh
+        | UnaryOp::Asinh
+        | UnaryOp::Acosh
+        | UnaryOp::Atanh
+        | UnaryOp::Erf
+        | UnaryOp::Erfc
+        | UnaryOp::ErfInv
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma => return T::unary(op),
+    })
 }
 
-/// `None` for the transcendentals, which JAX defines on floats only.
-fn int_unary(op: UnaryOp) -> Option<fn(i32) -> i32> {
+/// `None` for the ops JAX defines on floats only.
+fn int_unary<T: Int + Ord>(op: UnaryOp) -> Option<fn(T) -> T> {
     match op {
-        UnaryOp::Neg => Some(i32::wrapping_neg),
-        UnaryOp::Sign => Some(i32::signum),
-        UnaryOp::Abs => Some(i32::wrapping_abs),
-        UnaryOp::Square => Some(|x| x.wrapping_mul(x)),
-        UnaryOp::StopGradient => Some(|x| x),
+        UnaryOp::Neg => Some(|x| T::ZERO.sub(x)),
+        UnaryOp::Sign => Some(|x| {
+            if x > T::ZERO {
+                T::ONE
+            } else if x < T::ZERO {
+                T::ZERO.sub(T::ONE)
+            } else {
+                x
+            }
+        }),
+        UnaryOp::Abs => Some(|x| if x < T::ZERO { T::ZERO.sub(x) } else { x }),
+        UnaryOp::Square => Some(|x| x.mul(x)),
+        UnaryOp::StopGradient | UnaryOp::Copy => Some(|x| x),
+        UnaryOp::Not => Some(|x| !x),
         UnaryOp::Exp
         | UnaryOp::Log
         | UnaryOp::Log1p
@@ -71,7 +105,25 @@ fn int_unary(op: UnaryOp) -> Option<fn(i32) -> i32> {
         | UnaryOp::Tanh
         | UnaryOp::Logistic
         | UnaryOp::Sqrt
-        | UnaryOp::Rsqrt => None,
+        | UnaryOp::Rsqrt
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::IsFinite
+        | UnaryOp::Cbrt
+        | UnaryOp::Exp2
+        | UnaryOp::Asin
+        | UnaryOp::Acos
+        | UnaryOp::Atan
+        | UnaryOp::Sinh
+        | UnaryOp::Cosh
+        | UnaryOp::Asinh
+        | UnaryOp::Acosh
+        | UnaryOp::Atanh
+        | UnaryOp::Erf
+        | UnaryOp::Erfc
+        | UnaryOp::ErfInv
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma => None,
     }
 }
 
@@ -80,8 +132,8 @@ pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
     let shape = broadcast_shapes(x, y)?;
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
     Ok(match (x, y) {
-        (Array::F32(a), Array::F32(b)) => Array::F32(zip_with(a, b, &shape, float_binary(op))?),
-        (Array::F64(a), Array::F64(b)) => Array::F64(zip_with(a, b, &shape, float_binary(op))?),
+        (Array::F32(a), Array::F32(b)) => Array::F32(zip_with(a, b, &shape, float_binary(op).ok_or_else(undefined)?)?),
+        (Array::F64(a), Array::F64(b)) => Array::F64(zip_with(a, b, &shape, float_binary(op).ok_or_else(undefined)?)?),
         (Array::I32(a), Array::I32(b)) => Array::I32(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
         (Array::Bool(a), Array::Bool(b)) => {
             Array::Bool(zip_with(a, b, &shape, bool_binary(op).ok_or_else(undefined)?)?)
@@ -97,8 +149,8 @@ pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
     })
 }
 
-fn float_binary<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
-    match op {
+fn float_binary<T: Float>(op: BinaryOp) -> Option<fn(T, T) -> T> {
+    Some(match op {
         BinaryOp::Add | BinaryOp::AddAny => |x, y| x + y,
         BinaryOp::Sub => |x, y| x - y,
         BinaryOp::Mul => |x, y| x * y,
@@ -106,10 +158,17 @@ fn float_binary<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
         BinaryOp::Pow => T::powf,
         BinaryOp::Max => T::max_nan,
         BinaryOp::Min => T::min_nan,
-    }
+        BinaryOp::Rem | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => return T::binary(op),
+        BinaryOp::And
+        | BinaryOp::Or
+        | BinaryOp::Xor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => return None,
+    })
 }
 
-fn int_binary(op: BinaryOp) -> Option<fn(i32, i32) -> i32> {
+fn int_binary<T: Int>(op: BinaryOp) -> Option<fn(T, T) -> T> {
     match op {
         BinaryOp::Add | BinaryOp::AddAny => Some(Num::add),
         BinaryOp::Sub => Some(Num::sub),
@@ -117,15 +176,35 @@ fn int_binary(op: BinaryOp) -> Option<fn(i32, i32) -> i32> {
         BinaryOp::Div => Some(Num::div),
         BinaryOp::Max => Some(Elem::max_nan),
         BinaryOp::Min => Some(Elem::min_nan),
-        BinaryOp::Pow => None,
+        BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => None,
+        BinaryOp::Rem
+        | BinaryOp::And
+        | BinaryOp::Or
+        | BinaryOp::Xor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => int_bit_op(op),
     }
 }
 
 fn bool_binary(op: BinaryOp) -> Option<fn(bool, bool) -> bool> {
     match op {
-        BinaryOp::Max => Some(|x, y| x | y),
-        BinaryOp::Min => Some(|x, y| x & y),
-        BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => None,
+        BinaryOp::Max | BinaryOp::Or => Some(|x, y| x | y),
+        BinaryOp::Min | BinaryOp::And => Some(|x, y| x & y),
+        BinaryOp::Xor => Some(|x, y| x ^ y),
+        BinaryOp::Add
+        | BinaryOp::AddAny
+        | BinaryOp::Sub
+        | BinaryOp::Mul
+        | BinaryOp::Div
+        | BinaryOp::Pow
+        | BinaryOp::Rem
+        | BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => None,
     }
 }
 
@@ -281,6 +360,17 @@ pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<
     any_dtype!(x.dtype(), S => {
         let xs = typed::<S>(x)?;
         any_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| D::from_f64(v.to_f64())))))
+    })
+}
+
+/// `round[rounding_method=m] x`: halves away from zero (0) or to even (1).
+pub(crate) fn round(rounding_method: RoundingMethod, args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    let to_even = rounding_method == RoundingMethod::ToNearestEven;
+    Ok(match x {
+        Array::F32(a) => Array::F32(a.mapv(|v| remat_math::round_f32(v, to_even))),
+        Array::F64(a) => Array::F64(a.mapv(|v| remat_math::round_f64(v, to_even))),
+        Array::I32(_) | Array::Bool(_) => return Err(format!("round needs a float operand, got {}", x.aval())),
     })
 }
 

@@ -65,7 +65,7 @@ mod params;
 pub(crate) mod reduction;
 pub(crate) mod structural;
 
-pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
+pub use elementwise::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
 pub use memory::CopySemantics;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
 
@@ -129,6 +129,8 @@ primitive_kinds! {
         Clamp = "clamp",
         ConvertElementType = "convert_element_type",
         ReducePrecision = "reduce_precision",
+        Round = "round",
+        BitcastConvertType = "bitcast_convert_type",
         BroadcastInDim = "broadcast_in_dim",
         Reshape = "reshape",
         Transpose = "transpose",
@@ -186,6 +188,8 @@ impl PrimitiveKind {
             | PrimitiveKind::Clamp
             | PrimitiveKind::ConvertElementType
             | PrimitiveKind::ReducePrecision
+            | PrimitiveKind::Round
+            | PrimitiveKind::BitcastConvertType
             | PrimitiveKind::BroadcastInDim
             | PrimitiveKind::Reshape
             | PrimitiveKind::Transpose
@@ -229,6 +233,14 @@ pub enum Primitive {
     ReducePrecision {
         exponent_bits: u32,
         mantissa_bits: u32,
+    },
+    /// `round[rounding_method=m]`.
+    Round {
+        rounding_method: RoundingMethod,
+    },
+    /// `bitcast_convert_type[new_dtype=d]`: the operand's bits read as `new_dtype`.
+    BitcastConvertType {
+        new_dtype: DType,
     },
 
     // Shapes and indexing: `structural.rs`.
@@ -344,6 +356,8 @@ impl Primitive {
             Primitive::Clamp => PrimitiveKind::Clamp,
             Primitive::ConvertElementType { .. } => PrimitiveKind::ConvertElementType,
             Primitive::ReducePrecision { .. } => PrimitiveKind::ReducePrecision,
+            Primitive::Round { .. } => PrimitiveKind::Round,
+            Primitive::BitcastConvertType { .. } => PrimitiveKind::BitcastConvertType,
             Primitive::BroadcastInDim { .. } => PrimitiveKind::BroadcastInDim,
             Primitive::Reshape { .. } => PrimitiveKind::Reshape,
             Primitive::Transpose { .. } => PrimitiveKind::Transpose,
@@ -397,6 +411,8 @@ impl Primitive {
             | Primitive::Clamp
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
@@ -452,6 +468,8 @@ impl Primitive {
             | Primitive::Clamp
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
@@ -486,6 +504,8 @@ impl Primitive {
             | Primitive::Clamp
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
@@ -526,6 +546,8 @@ impl Primitive {
             Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
                 reduce_precision_params(*exponent_bits, *mantissa_bits)
             }
+            Primitive::Round { rounding_method } => round_params(*rounding_method),
+            Primitive::BitcastConvertType { new_dtype } => bitcast_convert_type_params(*new_dtype),
             Primitive::BroadcastInDim { shape: _, broadcast_dimensions } => {
                 broadcast_in_dim_params(broadcast_dimensions)
             }
@@ -577,6 +599,8 @@ impl Primitive {
             PrimitiveKind::Clamp => Primitive::Clamp,
             PrimitiveKind::ConvertElementType => parse_convert_element_type(p)?,
             PrimitiveKind::ReducePrecision => parse_reduce_precision(p)?,
+            PrimitiveKind::Round => parse_round(p)?,
+            PrimitiveKind::BitcastConvertType => parse_bitcast_convert_type(p)?,
             PrimitiveKind::BroadcastInDim => parse_broadcast_in_dim(p, out_avals)?,
             PrimitiveKind::Reshape => parse_reshape(p)?,
             PrimitiveKind::Transpose => parse_transpose(p)?,

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
-use remat_ir::DType;
+use remat_ir::{BinaryOp, DType, UnaryOp};
 
 use crate::program::DotDesc;
 
@@ -43,6 +43,12 @@ pub(crate) enum Import {
     ExpF32Slice,
     /// `tanh` in place over a contiguous run of f32 (`vmath`).
     TanhF32Slice,
+    /// `remat-math`'s unary functions: `(op index in UnaryOp::ALL, x)`.
+    MathUnaryF32,
+    MathUnaryF64,
+    /// `remat-math`'s binary functions: `(op index in BinaryOp::ALL, x, y)`.
+    MathBinaryF32,
+    MathBinaryF64,
 }
 
 /// The Cranelift signature shape of an import.
@@ -57,6 +63,12 @@ pub(crate) enum ImportSig {
     ParallelFor,
     /// `(ptr, len)` of a run of f32 changed in place.
     Slice,
+    /// `(op, x)` with an `i32` op index.
+    OpF32ToF32,
+    OpF64ToF64,
+    /// `(op, x, y)` with an `i32` op index.
+    OpF32F32ToF32,
+    OpF64F64ToF64,
 }
 
 extern "C" fn exp_f64(x: f64) -> f64 {
@@ -86,6 +98,23 @@ extern "C" fn tanh_f64(x: f64) -> f64 {
 extern "C" fn pow_f64(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
+/// The function of `UnaryOp::ALL[op]` from `remat-math`; NaN for an op it does not define
+/// (the lowering passes only ops it does).
+extern "C" fn math_unary<T: remat_math::MathFloat + From<f32>>(op: i32, x: T) -> T {
+    match UnaryOp::ALL.get(op as usize).and_then(|&op| T::unary(op)) {
+        Some(f) => f(x),
+        None => T::from(f32::NAN),
+    }
+}
+
+/// The function of `BinaryOp::ALL[op]` from `remat-math`, as [`math_unary`].
+extern "C" fn math_binary<T: remat_math::MathFloat + From<f32>>(op: i32, x: T, y: T) -> T {
+    match BinaryOp::ALL.get(op as usize).and_then(|&op| T::binary(op)) {
+        Some(f) => f(x, y),
+        None => T::from(f32::NAN),
+    }
+}
+
 extern "C" fn sin_f32(x: f32) -> f32 {
     x.sin()
 }
@@ -97,7 +126,7 @@ extern "C" fn tan_f32(x: f32) -> f32 {
 }
 
 impl Import {
-    pub const ALL: [Import; 16] = [
+    pub const ALL: [Import; 20] = [
         Import::Dot,
         Import::ParallelFor,
         Import::ExpF64,
@@ -114,6 +143,10 @@ impl Import {
         Import::TanF32,
         Import::ExpF32Slice,
         Import::TanhF32Slice,
+        Import::MathUnaryF32,
+        Import::MathUnaryF64,
+        Import::MathBinaryF32,
+        Import::MathBinaryF64,
     ];
 
     pub fn name(self) -> &'static str {
@@ -134,6 +167,10 @@ impl Import {
             Import::TanF32 => "remat_tan_f32",
             Import::ExpF32Slice => "remat_exp_f32_slice",
             Import::TanhF32Slice => "remat_tanh_f32_slice",
+            Import::MathUnaryF32 => "remat_math_unary_f32",
+            Import::MathUnaryF64 => "remat_math_unary_f64",
+            Import::MathBinaryF32 => "remat_math_binary_f32",
+            Import::MathBinaryF64 => "remat_math_binary_f64",
         }
     }
 
@@ -144,6 +181,10 @@ impl Import {
             Import::PowF64 => ImportSig::F64F64ToF64,
             Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
             Import::ExpF32Slice | Import::TanhF32Slice => ImportSig::Slice,
+            Import::MathUnaryF32 => ImportSig::OpF32ToF32,
+            Import::MathUnaryF64 => ImportSig::OpF64ToF64,
+            Import::MathBinaryF32 => ImportSig::OpF32F32ToF32,
+            Import::MathBinaryF64 => ImportSig::OpF64F64ToF64,
             Import::ExpF64
             | Import::LogF64
             | Import::Log1pF64
@@ -173,6 +214,10 @@ impl Import {
             Import::TanF32 => tan_f32 as *const u8,
             Import::ExpF32Slice => vmath::slice_fn(vmath::SliceOp::Exp, vmath::width()) as *const u8,
             Import::TanhF32Slice => vmath::slice_fn(vmath::SliceOp::Tanh, vmath::width()) as *const u8,
+            Import::MathUnaryF32 => math_unary::<f32> as *const u8,
+            Import::MathUnaryF64 => math_unary::<f64> as *const u8,
+            Import::MathBinaryF32 => math_binary::<f32> as *const u8,
+            Import::MathBinaryF64 => math_binary::<f64> as *const u8,
         }
     }
 }
