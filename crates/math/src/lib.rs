@@ -78,7 +78,7 @@ library! {
         Sinh => libm::sinh, libm::sinhf;
         Cosh => libm::cosh, libm::coshf;
         Asinh => libm::asinh, libm::asinhf;
-        Acosh => libm::acosh, libm::acoshf;
+        Acosh => acosh, |x| if x < 1.0 { f32::NAN } else { libm::acoshf(x) };
         Atanh => libm::atanh, libm::atanhf;
         Erf => libm::erf, libm::erff;
         Erfc => libm::erfc, libm::erfcf;
@@ -91,6 +91,15 @@ library! {
         Atan2 => libm::atan2, libm::atan2f;
         Nextafter => libm::nextafter, libm::nextafterf;
         Polygamma => polygamma, |m, x| polygamma(m as f64, x as f64) as f32;
+    }
+}
+
+/// `acosh`, NaN below 1 (where libm's gives a number).
+fn acosh(x: f64) -> f64 {
+    if x < 1.0 {
+        f64::NAN
+    } else {
+        libm::acosh(x)
     }
 }
 
@@ -126,6 +135,13 @@ mod tests {
         }
         assert!(f32::unary(UnaryOp::Exp).is_none());
         assert!(f64::binary(BinaryOp::Add).is_none());
+    }
+
+    #[test]
+    fn acosh_is_nan_below_one() {
+        assert!(f64::unary(UnaryOp::Acosh).unwrap()(0.5).is_nan());
+        assert!(f32::unary(UnaryOp::Acosh).unwrap()(-100.5).is_nan());
+        assert_eq!(f32::unary(UnaryOp::Acosh).unwrap()(1.0), 0.0);
     }
 
     #[test]
