@@ -11,8 +11,6 @@ import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../../shared/conformance"))
 import gen_cases as g
 import jax.numpy as jnp
-from jax import lax
-from jax._src.lax import special
 
 g.CASES.clear()
 
@@ -21,6 +19,10 @@ g.CASES.clear()
 def rev_flip(x, w):
     # `x[::-1]` binds rev on one axis; jnp.flip on both axes is a `jit[name=_flip]` of rev.
     return jnp.sum(jnp.sin(x[::-1, :]) * jnp.flip(w, (0, 1)))
+
+# The elementwise primitives of real programs (REAL_MODELS_NOTES §4).
+from jax import lax
+from jax._src.lax import special
 
 @g.case("bitwise_and_shifts", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
         "and/or/xor/not on i32 and bool, the three shifts (amounts 0..40, past the width too), "
