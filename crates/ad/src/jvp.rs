@@ -10,6 +10,7 @@
 
 mod indexing;
 mod rules;
+mod special;
 
 pub(crate) use indexing::{add_jaxpr, window_slice_sizes};
 

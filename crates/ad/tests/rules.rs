@@ -11,7 +11,7 @@ use remat_interp::eval_jaxpr;
 use remat_ir::{
     Array, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers,
     FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace, Policy, Primitive,
-    ReduceOp, ScatterDimensionNumbers, ScatterOp, UnaryOp,
+    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryOp,
 };
 use remat_testkit::within;
 
@@ -21,6 +21,10 @@ enum Dist {
     Normal,
     /// |normal| + 0.5: for logs, square roots and divisors.
     Positive,
+    /// Uniform in (-0.9, 0.9): for asin, acos, atanh, erf_inv.
+    Unit,
+    /// |normal| + 1.5: for acosh.
+    AboveOne,
     /// Small integers in `0..n`.
     Int(i32),
 }
@@ -87,16 +91,35 @@ fn sub_jaxpr(inputs: &[Aval], body: impl FnOnce(&mut Builder, &[Atom]) -> Vec<At
 fn programs() -> Vec<Program> {
     let mut ps = Vec::new();
     let s = [2, 3];
-    for op in UnaryOp::ALL {
+    // Every unary op on floats (`not` on integers is below).
+    for op in UnaryOp::ALL.into_iter().filter(|&op| op != UnaryOp::Not) {
         let dist = match op {
             UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sqrt | UnaryOp::Rsqrt => Dist::Positive,
+            UnaryOp::Lgamma | UnaryOp::Digamma => Dist::Positive,
+            UnaryOp::Asin | UnaryOp::Acos | UnaryOp::Atanh | UnaryOp::ErfInv => Dist::Unit,
+            UnaryOp::Acosh => Dist::AboveOne,
             _ => Dist::Normal,
         };
         ps.push(program(op.name(), &[(f64a(&s), dist)], |b, x| vec![b.unary(op, x[0]).unwrap()]));
     }
-    for op in BinaryOp::ALL {
+    // Every binary op on floats but `polygamma` (differentiable in x only, below) and
+    // `nextafter` (no derivative); the integer ones are below.
+    let float_binary = BinaryOp::ALL.into_iter().filter(|op| {
+        !matches!(
+            op,
+            BinaryOp::Polygamma
+                | BinaryOp::Nextafter
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::ShiftRightArithmetic
+        )
+    });
+    for op in float_binary {
         let (dx, dy) = match op {
-            BinaryOp::Div => (Dist::Normal, Dist::Positive),
+            BinaryOp::Div | BinaryOp::Rem => (Dist::Normal, Dist::Positive),
             BinaryOp::Pow => (Dist::Positive, Dist::Normal),
             _ => (Dist::Normal, Dist::Normal),
         };
@@ -109,6 +132,45 @@ fn programs() -> Vec<Program> {
             vec![b.binary(op, x[0], x[1]).unwrap()]
         }));
     }
+    for m in [1.0, 2.0] {
+        ps.push(program(&format!("polygamma_{m}"), &[pos(&s)], |b, x| {
+            vec![b.binary(BinaryOp::Polygamma, lit(m), x[0]).unwrap()]
+        }));
+    }
+    ps.push(program("round_floor_bitcast_zero_tangents", &[n(&s)], |b, x| {
+        let r = bind1(b, Primitive::Round { rounding_method: RoundingMethod::ToNearestEven }, vec![x[0]]);
+        // Bits of a value constant near x (they change with every f32 ulp of x itself).
+        let fl = b.unary(UnaryOp::Floor, x[0]).unwrap();
+        let single = b.convert(fl, DType::F32).unwrap();
+        let i = bind1(b, Primitive::BitcastConvertType { new_dtype: DType::I32 }, vec![single]);
+        let f = b.convert(i, DType::F64).unwrap();
+        let f = b.mul(f, lit(1e-9)).unwrap();
+        let y = b.add(r, f).unwrap();
+        vec![b.mul(y, x[0]).unwrap()]
+    }));
+    ps.push(program(
+        "bitwise_and_shift_zero_tangents",
+        &[n(&s), (Aval::new(DType::I32, s.to_vec()), Dist::Int(40))],
+        |b, x| {
+            let scaled = b.mul(x[0], lit(100.0)).unwrap();
+            let i = b.convert(scaled, DType::I32).unwrap();
+            let mut acc = b.unary(UnaryOp::Not, i).unwrap();
+            for op in [
+                BinaryOp::And,
+                BinaryOp::Or,
+                BinaryOp::Xor,
+                BinaryOp::ShiftLeft,
+                BinaryOp::ShiftRightLogical,
+                BinaryOp::ShiftRightArithmetic,
+                BinaryOp::Rem,
+            ] {
+                let r = b.binary(op, i, x[1]).unwrap();
+                acc = b.add(acc, r).unwrap();
+            }
+            let f = b.convert(acc, DType::F64).unwrap();
+            vec![b.mul(f, x[0]).unwrap()]
+        },
+    ));
     ps.push(program("max_literal", &[n(&s)], |b, x| vec![b.binary(BinaryOp::Max, x[0], lit(0.1)).unwrap()]));
     ps.push(program("pow_int_exponent", &[pos(&s), (Aval::new(DType::I32, s.to_vec()), Dist::Int(4))], |b, x| {
         vec![b.binary(BinaryOp::Pow, x[0], x[1]).unwrap()]
@@ -488,6 +550,8 @@ impl Rng {
                 let data: Vec<f64> = (0..count)
                     .map(|_| match dist {
                         Dist::Positive => self.normal().abs() + 0.5,
+                        Dist::Unit => (self.next_f64() * 2.0 - 1.0) * 0.9,
+                        Dist::AboveOne => self.normal().abs() + 1.5,
                         Dist::Normal | Dist::Int(_) => self.normal(),
                     })
                     .collect();
@@ -564,6 +628,21 @@ fn every_jvp_rule_matches_finite_differences() {
     }
     assert!(failures.is_empty(), "{} of {} programs:\n{}", failures.len(), ps.len(), failures.join("\n"));
     assert!(ps.len() > 70);
+}
+
+/// JAX has no derivative of `nextafter` nor of `polygamma` in its order: asking for one is
+/// an error that names the primitive, not a panic or a wrong tangent.
+#[test]
+fn derivatives_jax_does_not_define_are_errors() {
+    let s = [2];
+    let next = program("nextafter", &[n(&s), n(&s)], |b, x| vec![b.binary(BinaryOp::Nextafter, x[0], x[1]).unwrap()]);
+    let err = jvp_jaxpr(&next.jaxpr, &[true, false], &[true]).unwrap_err().to_string();
+    assert!(err.starts_with("nextafter:"), "{err}");
+    let pg = program("polygamma", &[pos(&s), pos(&s)], |b, x| vec![b.binary(BinaryOp::Polygamma, x[0], x[1]).unwrap()]);
+    let err = jvp_jaxpr(&pg.jaxpr, &[true, false], &[true]).unwrap_err().to_string();
+    assert!(err.contains("polygamma gradient with respect to m is not supported"), "{err}");
+    // Without a tangent for m, the order is only an operand.
+    assert!(jvp_jaxpr(&pg.jaxpr, &[false, true], &[true]).is_ok());
 }
 
 #[test]

@@ -84,7 +84,13 @@ pub(crate) trait Num: Elem {
 
 /// The float dtypes, with their own-precision math.
 pub(crate) trait Float:
-    Num + Neg<Output = Self> + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self>
+    Num
+    + remat_math::MathFloat
+    + Neg<Output = Self>
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
 {
     fn abs(self) -> Self;
     fn exp(self) -> Self;
@@ -271,13 +277,6 @@ impl Narrow for f16 {
 narrow_float_impls!(bf16, BF16);
 narrow_float_impls!(f16, F16);
 
-/// The integer dtypes: the methods `elementwise.rs` needs beyond [`Num`].
-pub(crate) trait Int: Num {
-    fn wrapping_neg(self) -> Self;
-    fn wrapping_abs(self) -> Self;
-    fn signum(self) -> Self;
-}
-
 macro_rules! int_impls {
     ($t:ident, $variant:ident) => {
         impl Elem for $t {
@@ -330,29 +329,6 @@ macro_rules! int_impls {
                     !0
                 } else {
                     self.wrapping_div(other)
-                }
-            }
-        }
-
-        impl Int for $t {
-            fn wrapping_neg(self) -> $t {
-                $t::wrapping_neg(self)
-            }
-            fn wrapping_abs(self) -> $t {
-                // Negative only for signed types (`MIN` stays `MIN`, as it wraps).
-                if (self as i128) < 0 {
-                    self.wrapping_neg()
-                } else {
-                    self
-                }
-            }
-            fn signum(self) -> $t {
-                if (self as i128) > 0 {
-                    1
-                } else if (self as i128) < 0 {
-                    !0
-                } else {
-                    0
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! Elementwise primitives: unary math, binary arithmetic, comparisons, `integer_pow`,
-//! `select_n`, `clamp`, `convert_element_type` and `reduce_precision`.
+//! `select_n`, `clamp`, `convert_element_type`, `reduce_precision` and `round` (the
+//! integer bit operations are in `bits.rs`, the special functions in `remat-math`).
 //!
 //! Operands of a binary op or comparison have one dtype and shapes that are equal, or one
 //! is a rank-0 scalar, or they have equal rank and differ only where one has extent 1 (JAX's
@@ -8,25 +9,31 @@
 //! numbers, transcendentals on floats, `max`/`min`/comparisons also on `bool`.
 
 use ndarray::{ArrayD, IxDyn, Zip};
-use remat_ir::{Array, BinaryOp, CompareOp, DType, UnaryOp};
+use remat_ir::{Array, BinaryOp, CompareOp, DType, RoundingMethod, UnaryOp};
 
-use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Float, Int, Narrow, Num};
+use crate::bits::{int_bit_op, Int};
+use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Float, Narrow, Num};
 
 pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
     Ok(match x {
-        Array::F32(a) => Array::F32(a.mapv(float_unary(op))),
-        Array::F64(a) => Array::F64(a.mapv(float_unary(op))),
-        Array::BF16(a) => Array::BF16(narrow_map(a, float_unary(op))),
-        Array::F16(a) => Array::F16(narrow_map(a, float_unary(op))),
+        Array::F32(a) if op == UnaryOp::IsFinite => Array::Bool(a.mapv(f32::is_finite)),
+        Array::F64(a) if op == UnaryOp::IsFinite => Array::Bool(a.mapv(f64::is_finite)),
+        Array::BF16(a) if op == UnaryOp::IsFinite => Array::Bool(a.mapv(|v| v.is_finite())),
+        Array::F16(a) if op == UnaryOp::IsFinite => Array::Bool(a.mapv(|v| v.is_finite())),
+        Array::F32(a) => Array::F32(a.mapv(float_unary(op).ok_or_else(undefined)?)),
+        Array::F64(a) => Array::F64(a.mapv(float_unary(op).ok_or_else(undefined)?)),
+        Array::BF16(a) => Array::BF16(narrow_map(a, float_unary::<f32>(op).ok_or_else(undefined)?)),
+        Array::F16(a) => Array::F16(narrow_map(a, float_unary::<f32>(op).ok_or_else(undefined)?)),
         Array::I8(a) => Array::I8(a.mapv(int_unary(op).ok_or_else(undefined)?)),
         Array::I16(a) => Array::I16(a.mapv(int_unary(op).ok_or_else(undefined)?)),
         Array::I32(a) => Array::I32(a.mapv(int_unary(op).ok_or_else(undefined)?)),
         Array::I64(a) => Array::I64(a.mapv(int_unary(op).ok_or_else(undefined)?)),
         Array::U8(a) => Array::U8(a.mapv(int_unary(op).ok_or_else(undefined)?)),
         Array::U32(a) => Array::U32(a.mapv(int_unary(op).ok_or_else(undefined)?)),
-        Array::Bool(_) | Array::Key(_) if op == UnaryOp::StopGradient => x.clone(),
+        Array::Bool(_) | Array::Key(_) if matches!(op, UnaryOp::StopGradient | UnaryOp::Copy) => x.clone(),
+        Array::Bool(a) if op == UnaryOp::Not => Array::Bool(a.mapv(|b| !b)),
         Array::Bool(_) | Array::Key(_) => return Err(undefined()),
     })
 }
@@ -37,8 +44,19 @@ fn narrow_map<T: Narrow>(a: &ArrayD<T>, f: impl Fn(f32) -> f32) -> ArrayD<T> {
     a.mapv(|x| T::from_f32(f(x.to_f32())))
 }
 
-fn float_unary<T: Float>(op: UnaryOp) -> fn(T) -> T {
-    match op {
+/// [`narrow_map`] for two operands.
+fn narrow_zip<T: Narrow>(
+    a: &ArrayD<T>,
+    b: &ArrayD<T>,
+    shape: &[usize],
+    f: fn(f32, f32) -> f32,
+) -> Result<ArrayD<T>, String> {
+    zip_with(a, b, shape, |x, y| T::from_f32(f(x.to_f32(), y.to_f32())))
+}
+
+/// `None` for the ops not defined on floats (`not`, and `is_finite`, whose result is bool).
+fn float_unary<T: Float>(op: UnaryOp) -> Option<fn(T) -> T> {
+    Some(match op {
         UnaryOp::Neg => |x| -x,
         UnaryOp::Sign => |x| {
             if x > T::ZERO {
@@ -62,18 +80,46 @@ fn float_unary<T: Float>(op: UnaryOp) -> fn(T) -> T {
         UnaryOp::Sqrt => T::sqrt,
         UnaryOp::Rsqrt => |x| T::ONE / x.sqrt(),
         UnaryOp::Square => |x| x * x,
-        UnaryOp::StopGradient => |x| x,
-    }
+        UnaryOp::StopGradient | UnaryOp::Copy => |x| x,
+        UnaryOp::Not | UnaryOp::IsFinite => return None,
+        // The special functions: one definition shared with the JIT (`remat-math`).
+        UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::Cbrt
+        | UnaryOp::Exp2
+        | UnaryOp::Asin
+        | UnaryOp::Acos
+        | UnaryOp::Atan
+        | UnaryOp::Sinh
+        | UnaryOp::Cosh
+        | UnaryOp::Asinh
+        | UnaryOp::Acosh
+        | UnaryOp::Atanh
+        | UnaryOp::Erf
+        | UnaryOp::Erfc
+        | UnaryOp::ErfInv
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma => return T::unary(op),
+    })
 }
 
-/// `None` for the transcendentals, which JAX defines on floats only.
-fn int_unary<T: Int>(op: UnaryOp) -> Option<fn(T) -> T> {
+/// `None` for the ops JAX defines on floats only.
+fn int_unary<T: Int + Ord>(op: UnaryOp) -> Option<fn(T) -> T> {
     match op {
-        UnaryOp::Neg => Some(T::wrapping_neg),
-        UnaryOp::Sign => Some(T::signum),
-        UnaryOp::Abs => Some(T::wrapping_abs),
+        UnaryOp::Neg => Some(|x| T::ZERO.sub(x)),
+        UnaryOp::Sign => Some(|x| {
+            if x > T::ZERO {
+                T::ONE
+            } else if x < T::ZERO {
+                T::ZERO.sub(T::ONE)
+            } else {
+                x
+            }
+        }),
+        UnaryOp::Abs => Some(|x| if x < T::ZERO { T::ZERO.sub(x) } else { x }),
         UnaryOp::Square => Some(|x| x.mul(x)),
-        UnaryOp::StopGradient => Some(|x| x),
+        UnaryOp::StopGradient | UnaryOp::Copy => Some(|x| x),
+        UnaryOp::Not => Some(|x| !x),
         UnaryOp::Exp
         | UnaryOp::Log
         | UnaryOp::Log1p
@@ -84,7 +130,25 @@ fn int_unary<T: Int>(op: UnaryOp) -> Option<fn(T) -> T> {
         | UnaryOp::Tanh
         | UnaryOp::Logistic
         | UnaryOp::Sqrt
-        | UnaryOp::Rsqrt => None,
+        | UnaryOp::Rsqrt
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::IsFinite
+        | UnaryOp::Cbrt
+        | UnaryOp::Exp2
+        | UnaryOp::Asin
+        | UnaryOp::Acos
+        | UnaryOp::Atan
+        | UnaryOp::Sinh
+        | UnaryOp::Cosh
+        | UnaryOp::Asinh
+        | UnaryOp::Acosh
+        | UnaryOp::Atanh
+        | UnaryOp::Erf
+        | UnaryOp::Erfc
+        | UnaryOp::ErfInv
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma => None,
     }
 }
 
@@ -92,18 +156,18 @@ pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
     let [x, y] = operands(args)?;
     let shape = broadcast_shapes(x, y)?;
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
-    let int = |_: ()| int_binary_undefined(op).map_or(Ok(()), |()| Err(undefined()));
+    let float = || float_binary::<f32>(op).ok_or_else(undefined);
     Ok(match (x, y) {
-        (Array::F32(a), Array::F32(b)) => Array::F32(zip_with(a, b, &shape, float_binary(op))?),
-        (Array::F64(a), Array::F64(b)) => Array::F64(zip_with(a, b, &shape, float_binary(op))?),
-        (Array::BF16(a), Array::BF16(b)) => Array::BF16(narrow_zip(a, b, &shape, float_binary(op))?),
-        (Array::F16(a), Array::F16(b)) => Array::F16(narrow_zip(a, b, &shape, float_binary(op))?),
-        (Array::I8(a), Array::I8(b)) => Array::I8(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
-        (Array::I16(a), Array::I16(b)) => Array::I16(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
-        (Array::I32(a), Array::I32(b)) => Array::I32(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
-        (Array::I64(a), Array::I64(b)) => Array::I64(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
-        (Array::U8(a), Array::U8(b)) => Array::U8(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
-        (Array::U32(a), Array::U32(b)) => Array::U32(int(()).and_then(|()| zip_with(a, b, &shape, int_binary(op)))?),
+        (Array::F32(a), Array::F32(b)) => Array::F32(zip_with(a, b, &shape, float_binary(op).ok_or_else(undefined)?)?),
+        (Array::F64(a), Array::F64(b)) => Array::F64(zip_with(a, b, &shape, float_binary(op).ok_or_else(undefined)?)?),
+        (Array::BF16(a), Array::BF16(b)) => Array::BF16(narrow_zip(a, b, &shape, float()?)?),
+        (Array::F16(a), Array::F16(b)) => Array::F16(narrow_zip(a, b, &shape, float()?)?),
+        (Array::I8(a), Array::I8(b)) => Array::I8(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
+        (Array::I16(a), Array::I16(b)) => Array::I16(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
+        (Array::I32(a), Array::I32(b)) => Array::I32(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
+        (Array::I64(a), Array::I64(b)) => Array::I64(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
+        (Array::U8(a), Array::U8(b)) => Array::U8(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
+        (Array::U32(a), Array::U32(b)) => Array::U32(zip_with(a, b, &shape, int_binary(op).ok_or_else(undefined)?)?),
         (Array::Bool(a), Array::Bool(b)) => {
             Array::Bool(zip_with(a, b, &shape, bool_binary(op).ok_or_else(undefined)?)?)
         }
@@ -116,18 +180,8 @@ pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
     })
 }
 
-/// [`narrow_map`] for two operands.
-fn narrow_zip<T: Narrow>(
-    a: &ArrayD<T>,
-    b: &ArrayD<T>,
-    shape: &[usize],
-    f: fn(f32, f32) -> f32,
-) -> Result<ArrayD<T>, String> {
-    zip_with(a, b, shape, |x, y| T::from_f32(f(x.to_f32(), y.to_f32())))
-}
-
-fn float_binary<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
-    match op {
+fn float_binary<T: Float>(op: BinaryOp) -> Option<fn(T, T) -> T> {
+    Some(match op {
         BinaryOp::Add | BinaryOp::AddAny => |x, y| x + y,
         BinaryOp::Sub => |x, y| x - y,
         BinaryOp::Mul => |x, y| x * y,
@@ -135,33 +189,53 @@ fn float_binary<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
         BinaryOp::Pow => T::powf,
         BinaryOp::Max => T::max_nan,
         BinaryOp::Min => T::min_nan,
-    }
+        BinaryOp::Rem | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => return T::binary(op),
+        BinaryOp::And
+        | BinaryOp::Or
+        | BinaryOp::Xor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => return None,
+    })
 }
 
-/// `Some(())` where the op is not defined on integers (`pow`: JAX's lax.pow needs a float
-/// base).
-fn int_binary_undefined(op: BinaryOp) -> Option<()> {
-    (op == BinaryOp::Pow).then_some(())
-}
-
-/// Integer arithmetic, wrapping as XLA's; `pow` is rejected by [`int_binary_undefined`]
-/// before this is used.
-fn int_binary<T: Int>(op: BinaryOp) -> fn(T, T) -> T {
+fn int_binary<T: Int>(op: BinaryOp) -> Option<fn(T, T) -> T> {
     match op {
-        BinaryOp::Add | BinaryOp::AddAny => Num::add,
-        BinaryOp::Sub => Num::sub,
-        BinaryOp::Mul => Num::mul,
-        BinaryOp::Div | BinaryOp::Pow => Num::div,
-        BinaryOp::Max => Elem::max_nan,
-        BinaryOp::Min => Elem::min_nan,
+        BinaryOp::Add | BinaryOp::AddAny => Some(Num::add),
+        BinaryOp::Sub => Some(Num::sub),
+        BinaryOp::Mul => Some(Num::mul),
+        BinaryOp::Div => Some(Num::div),
+        BinaryOp::Max => Some(Elem::max_nan),
+        BinaryOp::Min => Some(Elem::min_nan),
+        BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => None,
+        BinaryOp::Rem
+        | BinaryOp::And
+        | BinaryOp::Or
+        | BinaryOp::Xor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => int_bit_op(op),
     }
 }
 
 fn bool_binary(op: BinaryOp) -> Option<fn(bool, bool) -> bool> {
     match op {
-        BinaryOp::Max => Some(|x, y| x | y),
-        BinaryOp::Min => Some(|x, y| x & y),
-        BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => None,
+        BinaryOp::Max | BinaryOp::Or => Some(|x, y| x | y),
+        BinaryOp::Min | BinaryOp::And => Some(|x, y| x & y),
+        BinaryOp::Xor => Some(|x, y| x ^ y),
+        BinaryOp::Add
+        | BinaryOp::AddAny
+        | BinaryOp::Sub
+        | BinaryOp::Mul
+        | BinaryOp::Div
+        | BinaryOp::Pow
+        | BinaryOp::Rem
+        | BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => None,
     }
 }
 
@@ -334,6 +408,26 @@ pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<
             Some(i) => D::from_i128(i),
             None => D::from_f64(v.to_f64()),
         }))))
+    })
+}
+
+/// `round[rounding_method=m] x`: halves away from zero (0) or to even (1).
+pub(crate) fn round(rounding_method: RoundingMethod, args: &[&Array]) -> Result<Array, String> {
+    let [x] = operands(args)?;
+    let to_even = rounding_method == RoundingMethod::ToNearestEven;
+    Ok(match x {
+        Array::F32(a) => Array::F32(a.mapv(|v| remat_math::round_f32(v, to_even))),
+        Array::F64(a) => Array::F64(a.mapv(|v| remat_math::round_f64(v, to_even))),
+        Array::BF16(a) => Array::BF16(narrow_map(a, |v| remat_math::round_f32(v, to_even))),
+        Array::F16(a) => Array::F16(narrow_map(a, |v| remat_math::round_f32(v, to_even))),
+        Array::I8(_)
+        | Array::I16(_)
+        | Array::I32(_)
+        | Array::I64(_)
+        | Array::U8(_)
+        | Array::U32(_)
+        | Array::Bool(_)
+        | Array::Key(_) => return Err(format!("round needs a float operand, got {}", x.aval())),
     })
 }
 

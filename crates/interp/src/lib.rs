@@ -15,6 +15,7 @@
 //! (`sort`, `top_k`, `argmin`, cumulative reductions) and `control` (calls and `scan`); this file holds the
 //! evaluation loop and the one `match` over [`Primitive`].
 
+mod bits;
 mod control;
 mod dot;
 mod elem;
@@ -345,6 +346,8 @@ pub(crate) fn eval_primitive_refs(
         Primitive::ConvertElementType { new_dtype, weak_type: _ } => {
             one(elementwise::convert_element_type(*new_dtype, args))?
         }
+        Primitive::Round { rounding_method } => one(elementwise::round(*rounding_method, args))?,
+        Primitive::BitcastConvertType { new_dtype } => one(bits::bitcast_convert_type(*new_dtype, args))?,
         Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
             one(elementwise::reduce_precision(*exponent_bits, *mantissa_bits, args))?
         }

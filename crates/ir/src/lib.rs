@@ -24,7 +24,8 @@ pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
     BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue, GatherDimensionNumbers,
-    GatherScatterMode, HigherOrder, Primitive, PrimitiveKind, ReduceOp, ScatterDimensionNumbers, ScatterOp, UnaryOp,
+    GatherScatterMode, HigherOrder, Primitive, PrimitiveKind, ReduceOp, RoundingMethod, ScatterDimensionNumbers,
+    ScatterOp, UnaryDomain, UnaryOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};

@@ -64,6 +64,8 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Clamp => clamp_shape(ins),
         Primitive::ConvertElementType { new_dtype, weak_type: _ } => convert_element_type_shape(*new_dtype, ins),
         Primitive::ReducePrecision { exponent_bits, mantissa_bits: _ } => reduce_precision_shape(*exponent_bits, ins),
+        Primitive::Round { rounding_method: _ } => round_shape(ins),
+        Primitive::BitcastConvertType { new_dtype } => bitcast_convert_type_shape(*new_dtype, ins),
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             broadcast_in_dim_shape(shape, broadcast_dimensions, ins)
         }

@@ -92,3 +92,29 @@ fn indexing_parse_error_messages() {
     }
     insta::assert_snapshot!(report);
 }
+
+/// The parameters of `round` and `bitcast_convert_type`: a bad value is an error at the
+/// equation that names the parameter, never a panic.
+#[test]
+fn elementwise_parameter_errors() {
+    let eqn = |line: &str| format!("{{ lambda ; a:f32[3]. let\n    {line}\n  in (b,) }}");
+    for (line, want) in [
+        ("b:f32[3] = round a", "rounding_method"),
+        ("b:f32[3] = round[rounding_method=2] a", "round: rounding_method=2 must be 0 (away from zero) or 1"),
+        ("b:f32[3] = round[rounding_method=True] a", "rounding_method"),
+        ("b:i32[3] = bitcast_convert_type a", "new_dtype"),
+        ("b:i32[3] = bitcast_convert_type[new_dtype=int3] a", "int3"),
+    ] {
+        let err = match remat_ir::parse_jaxpr(&eqn(line), "input.jaxpr") {
+            Ok(j) => panic!("{line}: expected a parse error, got\n{}", remat_ir::pp_jaxpr(&j)),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(want), "{line}: {err}");
+        assert!(err.starts_with("line 2, column "), "{line}: the error is not located: {err}");
+    }
+    // Both forms print back as JAX writes them.
+    for line in ["b:f32[3] = round[rounding_method=1] a", "b:i32[3] = bitcast_convert_type[new_dtype=int32] a"] {
+        let j = remat_ir::parse_jaxpr(&eqn(line), "input.jaxpr").unwrap();
+        assert!(remat_ir::pp_jaxpr(&j).contains(line), "{}", remat_ir::pp_jaxpr(&j));
+    }
+}

@@ -241,3 +241,47 @@ fn sort_of_operands_of_different_shapes_and_top_k_too_large() {
     let err = rejected("{ lambda ; a:f32[4]. let\n    b:f32[5] c:i32[5] = top_k[axis=0 k=5] a\n  in (b, c) }");
     assert_eq!(err, "eqn 0 (top_k) at bad.jaxpr:2:5: top_k: k=5 exceeds dimension 0 of f32[4]");
 }
+
+/// The dtype rules of the bitwise, rounding and special-function ops, and the shapes of
+/// `bitcast_convert_type` between widths.
+#[test]
+fn elementwise_dtype_rules() {
+    for (text, want) in [
+        (
+            "a:f32[3] b:f32[3]. let\n    c:f32[3] = and a b",
+            "and: operands must be integers or bool, found f32[3] and f32[3]",
+        ),
+        ("a:bool[3] b:bool[3]. let\n    c:bool[3] = shift_left a b", "shift_left: operands must be integers"),
+        (
+            "a:i32[3] b:f32[3]. let\n    c:i32[3] = shift_right_logical a b",
+            "shift_right_logical: operand dtypes differ: i32[3] and f32[3]",
+        ),
+        ("a:f32[3] b:f32[3]. let\n    c:f32[3] = not a", "not: operand must be an integer or bool, found f32[3]"),
+        ("a:i32[3] b:f32[3]. let\n    c:bool[3] = is_finite a", "is_finite: operand must be a float, found i32[3]"),
+        ("a:i32[3] b:f32[3]. let\n    c:i32[3] = round[rounding_method=0] a", "round: operand must be a float"),
+        ("a:i32[3] b:i32[3]. let\n    c:i32[3] = polygamma a b", "polygamma: operands must be floats"),
+        ("a:bool[3] b:bool[3]. let\n    c:bool[3] = rem a b", "rem: operands must be numbers"),
+        (
+            "a:f32[3] b:f32[3]. let\n    c:f32[3] = lgamma a\n    d:i32[3] = erf_inv c",
+            "binder 0 (%3) has type i32[3] but erf_inv gives f32[3]",
+        ),
+        (
+            "a:i32[3] b:f32[3]. let\n    c:f64[] = bitcast_convert_type[new_dtype=float64] a",
+            "bitcasting i32[3] to the wider f64 needs a last axis of 2",
+        ),
+        (
+            "a:f64[3] b:f32[3]. let\n    c:i32[3] = bitcast_convert_type[new_dtype=int32] a",
+            "bitcast_convert_type gives i32[3,2]",
+        ),
+        (
+            "a:bool[3] b:f32[3]. let\n    c:i32[3] = bitcast_convert_type[new_dtype=int32] a",
+            "cannot bitcast bool[3] to i32: bool has no bit width",
+        ),
+    ] {
+        let err = rejected(&format!("{{ lambda ; {text}\n  in (b,) }}"));
+        assert!(err.contains(want), "{text}:\n{err}");
+    }
+    // Accepted: a bool `is_finite`, bool `and`, and bitcasts between widths both ways.
+    let ok = "{ lambda ; a:f32[3] b:f64[3] c:i32[3,2]. let\n    d:bool[3] = is_finite a\n    e:bool[3] = and d d\n    f:i32[3,2] = bitcast_convert_type[new_dtype=int32] b\n    g:f64[3] = bitcast_convert_type[new_dtype=float64] c\n  in (e, f, g) }";
+    verify(&parse_jaxpr(ok, "ok.jaxpr").unwrap()).unwrap();
+}

@@ -11,7 +11,7 @@
 //! space the expression is evaluated in, and every index a view can produce for that space
 //! lies inside its buffer (the lowering only builds views from shapes the verifier checked).
 
-use remat_ir::{BinaryOp, CompareOp, DType, LitValue, UnaryOp};
+use remat_ir::{BinaryOp, CompareOp, DType, LitValue, RoundingMethod, UnaryOp};
 
 use crate::program::BufId;
 
@@ -69,6 +69,7 @@ pub(crate) enum Expr {
     Load(View),
     Lit(LitValue),
     Iota(DType, Affine),
+    /// The dtype is the operand's (the result's, but `bool` for `is_finite`).
     Unary(UnaryOp, DType, Box<Expr>),
     /// The dtype is the result's (a `pow` exponent may be `i32`).
     Binary(BinaryOp, DType, Box<Expr>, Box<Expr>),
@@ -90,6 +91,14 @@ pub(crate) enum Expr {
         mantissa_bits: u32,
         x: Box<Expr>,
     },
+    /// `round[rounding_method=m] x` on a float.
+    Round(RoundingMethod, DType, Box<Expr>),
+    /// `bitcast_convert_type` between dtypes of one width: the same bits.
+    Bitcast {
+        from: DType,
+        to: DType,
+        x: Box<Expr>,
+    },
     /// A subexpression that occurs more than once in one loop body and is computed once per
     /// point: every occurrence carries the same id and an equal expression (`lower::share`).
     Shared(u32, Box<Expr>),
@@ -100,15 +109,17 @@ impl Expr {
         match self {
             Expr::Load(v) => v.dtype,
             Expr::Lit(l) => l.dtype(),
+            Expr::Unary(UnaryOp::IsFinite, ..) => DType::Bool,
             Expr::Iota(d, _)
             | Expr::Unary(_, d, _)
             | Expr::Binary(_, d, _, _)
             | Expr::IntegerPow(_, d, _)
             | Expr::Select(d, _, _)
             | Expr::Clamp(d, _, _, _)
-            | Expr::ReducePrecision { dtype: d, .. } => *d,
+            | Expr::ReducePrecision { dtype: d, .. }
+            | Expr::Round(_, d, _) => *d,
             Expr::Compare(..) => DType::Bool,
-            Expr::Convert { to, .. } => *to,
+            Expr::Convert { to, .. } | Expr::Bitcast { to, .. } => *to,
             Expr::Shared(_, x) => x.dtype(),
         }
     }
@@ -121,9 +132,15 @@ impl Expr {
             ok &= match n {
                 Expr::Load(v) => v.dtype == DType::F32,
                 Expr::Lit(l) => l.dtype() == DType::F32,
-                Expr::Iota(..) | Expr::Convert { .. } | Expr::ReducePrecision { .. } => false,
-                Expr::Unary(_, d, _) | Expr::IntegerPow(_, d, _) | Expr::Clamp(d, ..) => *d == DType::F32,
-                Expr::Binary(_, d, _, y) => *d == DType::F32 && y.dtype() == DType::F32,
+                Expr::Iota(..)
+                | Expr::Convert { .. }
+                | Expr::ReducePrecision { .. }
+                | Expr::Round(..)
+                | Expr::Bitcast { .. } => false,
+                // Library functions are called one element at a time.
+                Expr::Unary(op, d, _) => *d == DType::F32 && op.vectorizable(),
+                Expr::IntegerPow(_, d, _) | Expr::Clamp(d, ..) => *d == DType::F32,
+                Expr::Binary(op, d, _, y) => *d == DType::F32 && y.dtype() == DType::F32 && op.vectorizable(),
                 Expr::Compare(_, d, _, _) => *d == DType::F32,
                 Expr::Select(d, p, cases) => *d == DType::F32 && p.dtype() == DType::Bool && cases.len() == 2,
                 Expr::Shared(..) => true,
@@ -154,6 +171,8 @@ impl Expr {
             | Expr::IntegerPow(_, _, x)
             | Expr::Convert { x, .. }
             | Expr::ReducePrecision { x, .. }
+            | Expr::Round(_, _, x)
+            | Expr::Bitcast { x, .. }
             | Expr::Shared(_, x) => x.visit(f),
             Expr::Binary(_, _, a, b) | Expr::Compare(_, _, a, b) => {
                 a.visit(f);
@@ -214,8 +233,38 @@ impl Expr {
                 mantissa_bits: *mantissa_bits,
                 x: r(x),
             },
+            Expr::Round(m, d, x) => Expr::Round(*m, *d, r(x)),
+            Expr::Bitcast { from, to, x } => Expr::Bitcast { from: *from, to: *to, x: r(x) },
             Expr::Shared(id, x) => Expr::Shared(*id, r(x)),
         }
+    }
+}
+
+/// Which ops the vector code evaluates (the others call `remat-math` per element, or are
+/// integer or `bool` operations, which vector code never sees).
+trait Vectorizable {
+    fn vectorizable(self) -> bool;
+}
+
+impl Vectorizable for UnaryOp {
+    fn vectorizable(self) -> bool {
+        !remat_math::UNARY_OPS.contains(&self) && self != UnaryOp::IsFinite && self != UnaryOp::Not
+    }
+}
+
+impl Vectorizable for BinaryOp {
+    fn vectorizable(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Add
+                | BinaryOp::AddAny
+                | BinaryOp::Sub
+                | BinaryOp::Mul
+                | BinaryOp::Div
+                | BinaryOp::Pow
+                | BinaryOp::Max
+                | BinaryOp::Min
+        )
     }
 }
 

@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use remat_ir::{
     shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers,
     Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace, Primitive,
-    ReduceOp, ScatterDimensionNumbers, ScatterOp, SourceInfo, UnaryOp, Var,
+    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, SourceInfo, UnaryDomain, UnaryOp, Var,
 };
 use remat_jit::{CseScope, Options};
 use remat_testkit::Rng;
@@ -148,14 +148,15 @@ fn scan_body(carry: &Aval, x: &Aval) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype != DType::Bool;
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(29) {
+    match g.below(30) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
-            let mut x = if op.float_only() {
-                b.of(g, is_float)?
-            } else {
-                b.of(g, |a| op == UnaryOp::StopGradient || is_num(a))?
-            };
+            let mut x = b.of(g, |a| match op.domain() {
+                UnaryDomain::Any => true,
+                UnaryDomain::Number => is_num(a),
+                UnaryDomain::IntOrBool => !a.dtype.is_float(),
+                UnaryDomain::Float => a.dtype.is_float(),
+            })?;
             if matches!(op, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan) {
                 // Periodic functions of large arguments turn an allowed 1-ulp difference
                 // upstream (near 150 one f32 ulp is 1.5e-5) into a different result, so
@@ -168,7 +169,14 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         }
         2 | 3 => {
             let op = g.pick(&BinaryOp::ALL);
-            let x = b.of(g, if op == BinaryOp::Pow { is_float } else { is_num })?;
+            let x = match op {
+                BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => b.of(g, is_float)?,
+                BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => b.of(g, |a| !a.dtype.is_float())?,
+                BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic => {
+                    b.of(g, |a| a.dtype == DType::I32)?
+                }
+                _ => b.of(g, is_num)?,
+            };
             let xa = b.aval(x);
             let y: Atom = match g.below(3) {
                 0 => lit(xa.dtype, g.pick(&[0.5, 2.0, -1.5, 3.0])),
@@ -395,7 +403,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             if earlier.invars.iter().filter_map(Atom::as_var).any(|v| b.aval(v).memory_space != MemorySpace::Device) {
                 return None;
             }
-            let prim = if g.chance(30) && earlier.primitive.subjaxprs().is_empty() {
+            let prim = if g.chance(40) && earlier.primitive.subjaxprs().is_empty() {
                 let body = b.single(&earlier);
                 Primitive::Remat2 { jaxpr: body, prevent_cse: g.chance(50), differentiated: true, policy: None }
             } else {
@@ -411,6 +419,17 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 dimensions.push(g.below(r));
             }
             b.eqn(Primitive::Rev { dimensions }, vec![x.into()])?;
+        }
+        28 => {
+            let x = b.of(g, |a| a.dtype != DType::Bool)?;
+            let prim = match b.aval(x).dtype {
+                DType::F32 if g.chance(30) => Primitive::BitcastConvertType { new_dtype: DType::I32 },
+                DType::I32 => Primitive::BitcastConvertType { new_dtype: DType::F32 },
+                _ => Primitive::Round {
+                    rounding_method: g.pick(&[RoundingMethod::AwayFromZero, RoundingMethod::ToNearestEven]),
+                },
+            };
+            b.eqn(prim, vec![x.into()])?;
         }
         _ if g.chance(50) => indexing(b, g)?,
         _ => {

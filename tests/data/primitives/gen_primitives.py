@@ -69,6 +69,63 @@ def top_k_split(x):
 def cumsum(x):
     return (jnp.sum(jnp.sin(lax.cumsum(x, axis=1)))
             + jnp.sum(lax.cumsum(x, axis=0, reverse=True) ** 2))
+# The elementwise primitives of real programs (REAL_MODELS_NOTES §4).
+from jax import lax
+from jax._src.lax import special
+
+@g.case("bitwise_and_shifts", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "and/or/xor/not on i32 and bool, the three shifts (amounts 0..40, past the width too), "
+        "integer rem (divisor 0 too): zero tangents, so only w is differentiated")
+def bitwise_and_shifts(x, w):
+    i = lax.convert_element_type(x * 1000.0, jnp.int32)
+    j = lax.convert_element_type(w * 1000.0, jnp.int32)
+    amounts = jnp.arange(12, dtype=jnp.int32).reshape(3, 4) * 4 - 4
+    ints = (lax.bitwise_and(i, j) + lax.bitwise_or(i, j) - lax.bitwise_xor(i, j)
+            + lax.bitwise_not(i) + lax.shift_left(i, amounts)
+            + lax.shift_right_logical(i, amounts) + lax.shift_right_arithmetic(j, amounts)
+            + lax.rem(i, lax.rem(j, jnp.int32(7))))
+    p, q = x > 0, w > 0
+    mask = lax.bitwise_xor(lax.bitwise_and(p, q), lax.bitwise_not(lax.bitwise_or(p, q)))
+    f = lax.convert_element_type(ints, jnp.float32) * 1e-4
+    return jnp.sum(jnp.where(mask, f, 1.0) * w)
+
+@g.case("rounding", "primitives", lambda: (g.rnd(3, 4, scale=3.0), g.rnd(3, 4)),
+        "floor, ceil, round (both methods, on exact halves too), is_finite, sign: zero tangents")
+def rounding(x, w):
+    # -3, -2.5, ..., 2.5: exact halves and integers (a constant array would be a constvar).
+    halves = (lax.iota(jnp.float32, 12).reshape(3, 4) - 6.0) * 0.5
+    y = x + halves
+    z = (lax.floor(y) + lax.ceil(y) * 2.0 + lax.round(y, lax.RoundingMethod.AWAY_FROM_ZERO) * 3.0
+         + lax.round(y, lax.RoundingMethod.TO_NEAREST_EVEN) * 5.0 + lax.round(halves) * 7.0)
+    finite = lax.is_finite(lax.div(x, halves))
+    return jnp.sum(jnp.where(finite, z, -1.0) * w)
+
+@g.case("erf_and_gamma", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "erf, erfc, erf_inv, lgamma, digamma (jvp: polygamma 1.0), polygamma (jvp: polygamma of m + 1)")
+def erf_and_gamma(x, w):
+    pos = x * x + 0.25
+    return jnp.sum((lax.erf(x) + lax.erfc(w) + lax.erf_inv(jnp.tanh(x)) + lax.lgamma(pos)
+                    + lax.digamma(pos) + special.polygamma(jnp.float32(2.0), pos)) * w)
+
+@g.case("trig_and_hyperbolic", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "asin, acos, atan, sinh, cosh, asinh, acosh, atanh, cbrt, exp2, atan2, rem (floats), copy")
+def trig_and_hyperbolic(x, w):
+    t = jnp.tanh(x)
+    u = lax.logistic(w)
+    a = (lax.asin(t) + lax.acos(t) + lax.atan(x) + lax.sinh(x) + lax.cosh(w) + lax.asinh(x)
+         + lax.acosh(x * x + 1.5) + lax.atanh(t * u) + lax.cbrt(x) + lax.exp2(w))
+    b = lax.atan2(x, w) + lax.rem(x, w) + lax.copy_p.bind(x)
+    return jnp.sum(a * w + b)
+
+@g.case("bitcast_and_nextafter", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "bitcast_convert_type f32 -> i32 -> f32 (uniform's mantissa trick, on i32), nextafter "
+        "(no derivative in JAX, so on stop_gradient operands)")
+def bitcast_and_nextafter(x, w):
+    bits = lax.bitcast_convert_type(lax.stop_gradient(x), jnp.int32)
+    mant = lax.bitwise_or(lax.shift_right_logical(bits, jnp.int32(9)), jnp.int32(0x3F800000))
+    u = lax.bitcast_convert_type(mant, jnp.float32) - 1.0
+    n = lax.nextafter(lax.stop_gradient(x), jnp.zeros_like(x)) - lax.stop_gradient(x)
+    return jnp.sum((u + n * 1e6) * w * x)
 
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -18,7 +18,7 @@ use super::{emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, s
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
-type JvpOut = (Vec<Atom>, Vec<Tangent>);
+pub(super) type JvpOut = (Vec<Atom>, Vec<Tangent>);
 
 /// The jvp of one equation whose input tangents are not all zero.
 pub(crate) fn jvp_rule(
@@ -36,6 +36,7 @@ pub(crate) fn jvp_rule(
         | Primitive::Argmin { .. }
         | Primitive::Iota { .. }
         | Primitive::Empty2 { .. } => zero(b, old, eqn, primals),
+        Primitive::Round { .. } | Primitive::BitcastConvertType { .. } => zero(b, old, eqn, primals),
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];
@@ -268,6 +269,26 @@ fn unary(
             let m = b.mul(lit(dt, 2.0), x)?;
             b.mul(g, m)
         }),
+        UnaryOp::Not
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::IsFinite
+        | UnaryOp::Copy
+        | UnaryOp::Cbrt
+        | UnaryOp::Exp2
+        | UnaryOp::Asin
+        | UnaryOp::Acos
+        | UnaryOp::Atan
+        | UnaryOp::Sinh
+        | UnaryOp::Cosh
+        | UnaryOp::Asinh
+        | UnaryOp::Acosh
+        | UnaryOp::Atanh
+        | UnaryOp::Erf
+        | UnaryOp::Erfc
+        | UnaryOp::ErfInv
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma => super::special::unary(b, old, eqn, op, primals, tangents),
     }
 }
 
@@ -325,6 +346,16 @@ fn binary(
             let be = if i == 0 { balanced_eq(b, x, ans, y)? } else { balanced_eq(b, y, ans, x)? };
             b.mul(g, be)
         }),
+        BinaryOp::Rem
+        | BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::And
+        | BinaryOp::Or
+        | BinaryOp::Xor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => super::special::binary(b, old, eqn, op, primals, tangents),
     }
 }
 
@@ -396,7 +427,7 @@ fn logical_and(b: &mut Builder, a: Atom, c: Atom, shape: &[usize]) -> Result<Ato
 
 /// `defjvp` / `defjvp2`: the primal, then `rule(input index, g, ans)` for each nonzero
 /// input tangent, summed with `add_any`.
-fn standard(
+pub(super) fn standard(
     b: &mut Builder,
     old: &Jaxpr,
     eqn: &Eqn,
@@ -420,14 +451,20 @@ fn standard(
 }
 
 /// `defjvp_zero` (and the zero tangent of `stop_gradient`): the primal, zero tangents.
-fn zero(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom]) -> Result<JvpOut, AdError> {
+pub(super) fn zero(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom]) -> Result<JvpOut, AdError> {
     let out = emit_primal(b, old, eqn, primals);
     let n = out.len();
     Ok((out, vec![Tangent::Zero; n]))
 }
 
 /// `linear_jvp`: the primitive applied to the tangents, zeros instantiated.
-fn linear(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+pub(super) fn linear(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
     let out = emit_primal(b, old, eqn, primals);
     let mut ins = Vec::with_capacity(primals.len());
     for (p, t) in primals.iter().zip(tangents) {

@@ -60,6 +60,31 @@ pub(crate) fn transpose_rule(
             | UnaryOp::Rsqrt
             | UnaryOp::Square
             | UnaryOp::StopGradient => return Err(not_linear()),
+            // `copy` is linear and its transpose is `copy` (`deflinear(copy_p, ...)`).
+            UnaryOp::Copy => {
+                if let Some(ct) = single() {
+                    out[0] = Some(b.unary(UnaryOp::Copy, ct)?);
+                }
+            }
+            UnaryOp::Not
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::IsFinite
+            | UnaryOp::Cbrt
+            | UnaryOp::Exp2
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma => return Err(not_linear()),
         },
         Primitive::Binary(op) => {
             let Some(ct) = single() else { return Ok(out) };
@@ -98,10 +123,24 @@ pub(crate) fn transpose_rule(
                     let d = b.div(ct, value(1)?)?;
                     out[0] = Some(b.unbroadcast(&aval(0, b), d)?);
                 }
-                BinaryOp::Pow | BinaryOp::Max | BinaryOp::Min => return Err(not_linear()),
+                BinaryOp::Pow
+                | BinaryOp::Max
+                | BinaryOp::Min
+                | BinaryOp::Rem
+                | BinaryOp::Atan2
+                | BinaryOp::Nextafter
+                | BinaryOp::Polygamma
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::ShiftRightArithmetic => return Err(not_linear()),
             }
         }
         Primitive::Compare(_)
+        | Primitive::Round { .. }
+        | Primitive::BitcastConvertType { .. }
         | Primitive::IntegerPow { .. }
         | Primitive::Clamp
         | Primitive::Iota { .. }

@@ -1,5 +1,6 @@
 //! Elementwise primitives: the unary, binary and comparison ops, `integer_pow`,
-//! `select_n`, `clamp`, `convert_element_type` and `reduce_precision`.
+//! `select_n`, `clamp`, `convert_element_type`, `reduce_precision`, `round` and
+//! `bitcast_convert_type`.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`, the
 //! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
@@ -31,15 +32,74 @@ named_enum! {
         Rsqrt = "rsqrt",
         Square = "square",
         StopGradient = "stop_gradient",
+        // Real programs' elementwise ops (REAL_MODELS_NOTES §4); `copy_p` prints `copy`.
+        Not = "not",
+        Floor = "floor",
+        Ceil = "ceil",
+        IsFinite = "is_finite",
+        Copy = "copy",
+        Cbrt = "cbrt",
+        Exp2 = "exp2",
+        Asin = "asin",
+        Acos = "acos",
+        Atan = "atan",
+        Sinh = "sinh",
+        Cosh = "cosh",
+        Asinh = "asinh",
+        Acosh = "acosh",
+        Atanh = "atanh",
+        Erf = "erf",
+        Erfc = "erfc",
+        ErfInv = "erf_inv",
+        Lgamma = "lgamma",
+        Digamma = "digamma",
     }
+}
+
+/// Which operands a unary op takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryDomain {
+    /// Any dtype (`stop_gradient`, `copy`).
+    Any,
+    /// Numbers, not `bool`.
+    Number,
+    /// Integers and `bool` (`not`: bitwise, or logical on `bool`).
+    IntOrBool,
+    /// Floats only.
+    Float,
 }
 
 impl UnaryOp {
     /// Whether the operand must be a float (transcendentals) rather than any number.
     pub fn float_only(self) -> bool {
+        self.domain() == UnaryDomain::Float
+    }
+
+    /// The dtypes this op is defined on (JAX's `unop` dtype lists).
+    pub fn domain(self) -> UnaryDomain {
         match self {
-            UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square | UnaryOp::StopGradient => false,
-            UnaryOp::Exp
+            UnaryOp::StopGradient | UnaryOp::Copy => UnaryDomain::Any,
+            UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => UnaryDomain::Number,
+            UnaryOp::Not => UnaryDomain::IntOrBool,
+            UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::IsFinite
+            | UnaryOp::Cbrt
+            | UnaryOp::Exp2
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma
+            | UnaryOp::Exp
             | UnaryOp::Log
             | UnaryOp::Log1p
             | UnaryOp::Expm1
@@ -49,7 +109,7 @@ impl UnaryOp {
             | UnaryOp::Tanh
             | UnaryOp::Logistic
             | UnaryOp::Sqrt
-            | UnaryOp::Rsqrt => true,
+            | UnaryOp::Rsqrt => UnaryDomain::Float,
         }
     }
 }
@@ -65,6 +125,17 @@ named_enum! {
         Pow = "pow",
         Max = "max",
         Min = "min",
+        // Real programs' elementwise ops (REAL_MODELS_NOTES §4).
+        Rem = "rem",
+        Atan2 = "atan2",
+        Nextafter = "nextafter",
+        Polygamma = "polygamma",
+        And = "and",
+        Or = "or",
+        Xor = "xor",
+        ShiftLeft = "shift_left",
+        ShiftRightLogical = "shift_right_logical",
+        ShiftRightArithmetic = "shift_right_arithmetic",
     }
 }
 
@@ -80,6 +151,15 @@ named_enum! {
     }
 }
 
+/// `round`'s `rounding_method` (JAX's `RoundingMethod`, printed as its integer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoundingMethod {
+    /// `0`: halves go away from zero (`lax.round`'s default).
+    AwayFromZero = 0,
+    /// `1`: halves go to the even neighbour (`jnp.round`).
+    ToNearestEven = 1,
+}
+
 // Unary ops: no parameters printed; `accuracy=None` is accepted.
 
 pub(super) fn parse_unary(op: UnaryOp, p: &mut ParamReader) -> Result<Primitive, String> {
@@ -90,24 +170,20 @@ pub(super) fn parse_unary(op: UnaryOp, p: &mut ParamReader) -> Result<Primitive,
 pub(crate) fn unary_shape(op: UnaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     let name = op.name();
     let [x] = arity(name, in_avals)?;
-    match op {
-        UnaryOp::StopGradient => {}
-        UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => {
-            ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}");
+    match op.domain() {
+        UnaryDomain::Any => {}
+        UnaryDomain::Number => ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}"),
+        UnaryDomain::IntOrBool => {
+            ensure!(
+                x.dtype.is_integer() || x.dtype == DType::Bool,
+                name,
+                "operand must be an integer or bool, found {x}"
+            )
         }
-        UnaryOp::Exp
-        | UnaryOp::Log
-        | UnaryOp::Log1p
-        | UnaryOp::Expm1
-        | UnaryOp::Sin
-        | UnaryOp::Cos
-        | UnaryOp::Tan
-        | UnaryOp::Tanh
-        | UnaryOp::Logistic
-        | UnaryOp::Sqrt
-        | UnaryOp::Rsqrt => ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}"),
+        UnaryDomain::Float => ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}"),
     }
-    Ok(device(x.dtype, x.shape.clone()))
+    let dtype = if op == UnaryOp::IsFinite { DType::Bool } else { x.dtype };
+    Ok(device(dtype, x.shape.clone()))
 }
 
 // Binary ops: no parameters printed; `out_dtype=None` is accepted.
@@ -126,7 +202,7 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
         BinaryOp::Pow => {
             ensure!(x.dtype.is_float(), name, "the base must be a float, found {x}");
             ensure!(
-                y.dtype == x.dtype || y.dtype == DType::I32,
+                y.dtype == x.dtype || y.dtype.is_integer(),
                 name,
                 "the exponent {y} must be an integer or have the base's dtype {}",
                 x.dtype
@@ -139,6 +215,26 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
         BinaryOp::Max | BinaryOp::Min => {
             same_dtype(name, x, y)?;
             ensure!(x.dtype != DType::Key, name, "operands must be numbers or booleans, found {x} and {y}");
+        }
+        BinaryOp::Rem => {
+            same_dtype(name, x, y)?;
+            ensure!(x.dtype.is_numeric(), name, "operands must be numbers, found {x} and {y}");
+        }
+        BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => {
+            same_dtype(name, x, y)?;
+            ensure!(x.dtype.is_float(), name, "operands must be floats, found {x} and {y}");
+        }
+        BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => {
+            same_dtype(name, x, y)?;
+            ensure!(
+                x.dtype.is_integer() || x.dtype == DType::Bool,
+                name,
+                "operands must be integers or bool, found {x} and {y}"
+            );
+        }
+        BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic => {
+            same_dtype(name, x, y)?;
+            ensure!(x.dtype.is_integer(), name, "operands must be integers, found {x} and {y}");
         }
     }
     Ok(device(x.dtype, broadcast_shapes(name, x, y)?))
@@ -238,6 +334,64 @@ pub(crate) fn convert_element_type_shape(new_dtype: DType, in_avals: &[Aval]) ->
         new_dtype.numpy_name()
     );
     Ok(device(new_dtype, x.shape.clone()))
+}
+
+// `round[rounding_method=0] x`: 0 rounds halves away from zero, 1 to even.
+
+pub(super) fn round_params(rounding_method: RoundingMethod) -> Params {
+    vec![("rounding_method", Param::Int(rounding_method as i64))]
+}
+
+pub(super) fn parse_round(p: &mut ParamReader) -> Result<Primitive, String> {
+    let m = p.int("rounding_method")?;
+    let rounding_method = match m {
+        0 => RoundingMethod::AwayFromZero,
+        1 => RoundingMethod::ToNearestEven,
+        _ => return Err(format!("round: rounding_method={m} must be 0 (away from zero) or 1 (to nearest even)")),
+    };
+    Ok(Primitive::Round { rounding_method })
+}
+
+pub(crate) fn round_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "round";
+    let [x] = arity(name, in_avals)?;
+    ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}");
+    Ok(device(x.dtype, x.shape.clone()))
+}
+
+// `bitcast_convert_type[new_dtype=int32] x`: the same bits as another dtype. A narrower
+// target adds a trailing axis of the width ratio; a wider one removes it.
+
+pub(super) fn bitcast_convert_type_params(new_dtype: DType) -> Params {
+    vec![("new_dtype", dtype_param(new_dtype))]
+}
+
+pub(super) fn parse_bitcast_convert_type(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::BitcastConvertType { new_dtype: p.dtype("new_dtype")? })
+}
+
+pub(crate) fn bitcast_convert_type_shape(new_dtype: DType, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "bitcast_convert_type";
+    let [x] = arity(name, in_avals)?;
+    ensure!(
+        x.dtype != DType::Bool && new_dtype != DType::Bool,
+        name,
+        "cannot bitcast {x} to {new_dtype}: bool has no bit width"
+    );
+    let (from, to) = (x.dtype.size_in_bytes(), new_dtype.size_in_bytes());
+    let mut shape = x.shape.clone();
+    if from > to {
+        shape.push(from / to);
+    } else if from < to {
+        ensure!(
+            shape.last() == Some(&(to / from)),
+            name,
+            "bitcasting {x} to the wider {new_dtype} needs a last axis of {}",
+            to / from
+        );
+        shape.pop();
+    }
+    Ok(device(new_dtype, shape))
 }
 
 // `reduce_precision[exponent_bits=8 mantissa_bits=23] x`.

@@ -67,7 +67,7 @@ pub(crate) mod reduction;
 pub(crate) mod sorting;
 pub(crate) mod structural;
 
-pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
+pub use elementwise::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
 pub use indexing::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
 pub use memory::CopySemantics;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
@@ -137,6 +137,8 @@ primitive_kinds! {
         Clamp = "clamp",
         ConvertElementType = "convert_element_type",
         ReducePrecision = "reduce_precision",
+        Round = "round",
+        BitcastConvertType = "bitcast_convert_type",
         BroadcastInDim = "broadcast_in_dim",
         Reshape = "reshape",
         Transpose = "transpose",
@@ -200,6 +202,8 @@ impl PrimitiveKind {
             | PrimitiveKind::Clamp
             | PrimitiveKind::ConvertElementType
             | PrimitiveKind::ReducePrecision
+            | PrimitiveKind::Round
+            | PrimitiveKind::BitcastConvertType
             | PrimitiveKind::BroadcastInDim
             | PrimitiveKind::Reshape
             | PrimitiveKind::Transpose
@@ -251,6 +255,14 @@ pub enum Primitive {
     ReducePrecision {
         exponent_bits: u32,
         mantissa_bits: u32,
+    },
+    /// `round[rounding_method=m]`.
+    Round {
+        rounding_method: RoundingMethod,
+    },
+    /// `bitcast_convert_type[new_dtype=d]`: the operand's bits read as `new_dtype`.
+    BitcastConvertType {
+        new_dtype: DType,
     },
 
     // Shapes and indexing: `structural.rs`.
@@ -423,6 +435,8 @@ impl Primitive {
             Primitive::Clamp => PrimitiveKind::Clamp,
             Primitive::ConvertElementType { .. } => PrimitiveKind::ConvertElementType,
             Primitive::ReducePrecision { .. } => PrimitiveKind::ReducePrecision,
+            Primitive::Round { .. } => PrimitiveKind::Round,
+            Primitive::BitcastConvertType { .. } => PrimitiveKind::BitcastConvertType,
             Primitive::BroadcastInDim { .. } => PrimitiveKind::BroadcastInDim,
             Primitive::Reshape { .. } => PrimitiveKind::Reshape,
             Primitive::Transpose { .. } => PrimitiveKind::Transpose,
@@ -500,6 +514,8 @@ impl Primitive {
             | Primitive::Clamp
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
@@ -563,6 +579,8 @@ impl Primitive {
             | Primitive::Clamp
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
@@ -606,6 +624,8 @@ impl Primitive {
             | Primitive::Clamp
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
             | Primitive::BroadcastInDim { .. }
             | Primitive::Reshape { .. }
             | Primitive::Transpose { .. }
@@ -654,6 +674,8 @@ impl Primitive {
             Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
                 reduce_precision_params(*exponent_bits, *mantissa_bits)
             }
+            Primitive::Round { rounding_method } => round_params(*rounding_method),
+            Primitive::BitcastConvertType { new_dtype } => bitcast_convert_type_params(*new_dtype),
             Primitive::BroadcastInDim { shape: _, broadcast_dimensions } => {
                 broadcast_in_dim_params(broadcast_dimensions)
             }
@@ -724,6 +746,8 @@ impl Primitive {
             PrimitiveKind::Clamp => Primitive::Clamp,
             PrimitiveKind::ConvertElementType => parse_convert_element_type(p)?,
             PrimitiveKind::ReducePrecision => parse_reduce_precision(p)?,
+            PrimitiveKind::Round => parse_round(p)?,
+            PrimitiveKind::BitcastConvertType => parse_bitcast_convert_type(p)?,
             PrimitiveKind::BroadcastInDim => parse_broadcast_in_dim(p, out_avals)?,
             PrimitiveKind::Reshape => parse_reshape(p)?,
             PrimitiveKind::Transpose => parse_transpose(p)?,
@@ -902,7 +926,8 @@ mod tests {
         }
         let distinct: std::collections::HashSet<_> = names.iter().collect();
         assert_eq!(distinct.len(), names.len(), "a name is listed twice");
-        assert_eq!(PrimitiveKind::from_name("sinh"), None);
+        assert_eq!(PrimitiveKind::from_name("sinc"), None);
+        assert_eq!(PrimitiveKind::from_name("sinh"), Some(PrimitiveKind::Unary(UnaryOp::Sinh)));
         assert_eq!(UnaryOp::from_name("stop_gradient"), Some(UnaryOp::StopGradient));
         assert_eq!(ReduceOp::ALL.map(ReduceOp::name), ["reduce_sum", "reduce_max", "reduce_min"]);
     }

@@ -157,6 +157,14 @@ impl Fx<'_, '_> {
                 let x = self.eval_node(x, vector, offs, inner, next);
                 self.reduce_precision(*dtype, *exponent_bits, *mantissa_bits, x)
             }
+            Expr::Round(method, d, x) => {
+                let x = self.eval_node(x, vector, offs, inner, next);
+                self.round(*method, *d, x)
+            }
+            Expr::Bitcast { from: _, to, x } => {
+                let x = self.eval_node(x, vector, offs, inner, next);
+                self.bitcast(*to, x)
+            }
             Expr::Shared(id, x) => {
                 // A later occurrence reuses the value (its leaves are skipped, not reloaded).
                 // The first occurrence dominates the later ones: evaluation is straight-line
@@ -214,10 +222,30 @@ impl Fx<'_, '_> {
                 | UnaryOp::Logistic
                 | UnaryOp::Sqrt
                 | UnaryOp::Rsqrt => x,
+                UnaryOp::Not
+                | UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::IsFinite
+                | UnaryOp::Copy
+                | UnaryOp::Cbrt
+                | UnaryOp::Exp2
+                | UnaryOp::Asin
+                | UnaryOp::Acos
+                | UnaryOp::Atan
+                | UnaryOp::Sinh
+                | UnaryOp::Cosh
+                | UnaryOp::Asinh
+                | UnaryOp::Acosh
+                | UnaryOp::Atanh
+                | UnaryOp::Erf
+                | UnaryOp::Erfc
+                | UnaryOp::ErfInv
+                | UnaryOp::Lgamma
+                | UnaryOp::Digamma => self.unary_more(op, d, x),
             };
         }
         if d == DType::Bool {
-            return x;
+            return if op == UnaryOp::Not { self.unary_more(op, d, x) } else { x };
         }
         match op {
             UnaryOp::Neg => self.b.ins().fneg(x),
@@ -254,6 +282,26 @@ impl Fx<'_, '_> {
                     self.libm_f64(op, x)
                 }
             }
+            UnaryOp::Not
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::IsFinite
+            | UnaryOp::Copy
+            | UnaryOp::Cbrt
+            | UnaryOp::Exp2
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma => self.unary_more(op, d, x),
         }
     }
 
@@ -281,6 +329,26 @@ impl Fx<'_, '_> {
             | UnaryOp::Rsqrt
             | UnaryOp::Square
             | UnaryOp::StopGradient => return x,
+            UnaryOp::Not
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::IsFinite
+            | UnaryOp::Copy
+            | UnaryOp::Cbrt
+            | UnaryOp::Exp2
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma => return self.unary_more(op, DType::F64, x),
         };
         self.call(imp, &[x]).expect("libm functions return")
     }
@@ -298,11 +366,31 @@ impl Fx<'_, '_> {
                 BinaryOp::Max => self.b.ins().smax(x, y),
                 BinaryOp::Min => self.b.ins().smin(x, y),
                 BinaryOp::Pow => x,
+                BinaryOp::Rem
+                | BinaryOp::Atan2
+                | BinaryOp::Nextafter
+                | BinaryOp::Polygamma
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
             },
             DType::Bool => match op {
                 BinaryOp::Max => self.b.ins().bor(x, y),
                 BinaryOp::Min => self.b.ins().band(x, y),
                 BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow => x,
+                BinaryOp::Rem
+                | BinaryOp::Atan2
+                | BinaryOp::Nextafter
+                | BinaryOp::Polygamma
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
             },
             DType::F32 | DType::F64 => match op {
                 BinaryOp::Add | BinaryOp::AddAny => self.b.ins().fadd(x, y),
@@ -327,6 +415,16 @@ impl Fx<'_, '_> {
                     let _ = vector;
                     self.sel(xnan, x, r)
                 }
+                BinaryOp::Rem
+                | BinaryOp::Atan2
+                | BinaryOp::Nextafter
+                | BinaryOp::Polygamma
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
             },
         }
     }

@@ -355,6 +355,27 @@ impl Fx<'_, '_> {
             | UnaryOp::Rsqrt
             | UnaryOp::Square
             | UnaryOp::StopGradient => x,
+            // Scalar library calls (`bits.rs`), never lanes.
+            UnaryOp::Not
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::IsFinite
+            | UnaryOp::Copy
+            | UnaryOp::Cbrt
+            | UnaryOp::Exp2
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma => x,
         };
         match op {
             // Odd functions with f(±0) = ±0 keep the zero's sign.

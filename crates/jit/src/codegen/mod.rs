@@ -20,6 +20,7 @@
 //! clamped. With `debug_assertions` (tests, debug builds) Cranelift's verifier runs on
 //! every function.
 
+mod bits;
 mod eval;
 mod kernel;
 mod math;
@@ -128,6 +129,10 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
         ImportSig::Dot => (&[types::I64; 4], None),
         ImportSig::ParallelFor => (&[types::I64; 4], None),
         ImportSig::Slice | ImportSig::Native => (&[types::I64; 2], None),
+        ImportSig::OpF32ToF32 => (&[types::I32, types::F32], Some(types::F32)),
+        ImportSig::OpF64ToF64 => (&[types::I32, types::F64], Some(types::F64)),
+        ImportSig::OpF32F32ToF32 => (&[types::I32, types::F32, types::F32], Some(types::F32)),
+        ImportSig::OpF64F64ToF64 => (&[types::I32, types::F64, types::F64], Some(types::F64)),
     };
     s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     s.returns.extend(ret.map(AbiParam::new));

@@ -28,8 +28,9 @@ impl Lowering {
         match prim {
             Primitive::Unary(UnaryOp::StopGradient) => Ok(ins),
             Primitive::Unary(op) => {
+                // The operand's dtype (`is_finite`'s result is bool).
                 let x = self.operand(&ins[0], &out.shape);
-                node(Expr::Unary(*op, out.dtype, b(x)))
+                node(Expr::Unary(*op, ins[0].aval.dtype, b(x)))
             }
             Primitive::Binary(op) => {
                 let (x, y) = (self.operand(&ins[0], &out.shape), self.operand(&ins[1], &out.shape));
@@ -61,6 +62,16 @@ impl Lowering {
                     return node(ins[0].expr.clone());
                 }
                 node(Expr::Convert { from, to: *new_dtype, x: b(ins[0].expr.clone()) })
+            }
+            Primitive::Round { rounding_method } => {
+                node(Expr::Round(*rounding_method, out.dtype, b(ins[0].expr.clone())))
+            }
+            Primitive::BitcastConvertType { new_dtype } => {
+                let from = ins[0].aval.dtype;
+                if from.size_in_bytes() != new_dtype.size_in_bytes() {
+                    return Err(unsupported(prim, "bitcasts between dtypes of different widths"));
+                }
+                node(Expr::Bitcast { from, to: *new_dtype, x: b(ins[0].expr.clone()) })
             }
             Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
                 let (e, m) = match ins[0].aval.dtype {

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
-use remat_ir::DType;
+use remat_ir::{BinaryOp, DType, UnaryOp};
 
 use crate::program::DotDesc;
 
@@ -47,6 +47,12 @@ pub(crate) enum Import {
     TanhF32Slice,
     /// A gather, scatter, sort, ... over whole buffers (`indexing`).
     Native,
+    /// `remat-math`'s unary functions: `(op index in UnaryOp::ALL, x)`.
+    MathUnaryF32,
+    MathUnaryF64,
+    /// `remat-math`'s binary functions: `(op index in BinaryOp::ALL, x, y)`.
+    MathBinaryF32,
+    MathBinaryF64,
 }
 
 /// The Cranelift signature shape of an import.
@@ -63,6 +69,12 @@ pub(crate) enum ImportSig {
     Slice,
     /// `(desc, bases)`, both pointers.
     Native,
+    /// `(op, x)` with an `i32` op index.
+    OpF32ToF32,
+    OpF64ToF64,
+    /// `(op, x, y)` with an `i32` op index.
+    OpF32F32ToF32,
+    OpF64F64ToF64,
 }
 
 extern "C" fn exp_f64(x: f64) -> f64 {
@@ -92,6 +104,23 @@ extern "C" fn tanh_f64(x: f64) -> f64 {
 extern "C" fn pow_f64(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
+/// The function of `UnaryOp::ALL[op]` from `remat-math`; NaN for an op it does not define
+/// (the lowering passes only ops it does).
+extern "C" fn math_unary<T: remat_math::MathFloat + From<f32>>(op: i32, x: T) -> T {
+    match UnaryOp::ALL.get(op as usize).and_then(|&op| T::unary(op)) {
+        Some(f) => f(x),
+        None => T::from(f32::NAN),
+    }
+}
+
+/// The function of `BinaryOp::ALL[op]` from `remat-math`, as [`math_unary`].
+extern "C" fn math_binary<T: remat_math::MathFloat + From<f32>>(op: i32, x: T, y: T) -> T {
+    match BinaryOp::ALL.get(op as usize).and_then(|&op| T::binary(op)) {
+        Some(f) => f(x, y),
+        None => T::from(f32::NAN),
+    }
+}
+
 extern "C" fn sin_f32(x: f32) -> f32 {
     x.sin()
 }
@@ -103,7 +132,7 @@ extern "C" fn tan_f32(x: f32) -> f32 {
 }
 
 impl Import {
-    pub const ALL: [Import; 17] = [
+    pub const ALL: [Import; 21] = [
         Import::Dot,
         Import::ParallelFor,
         Import::ExpF64,
@@ -121,6 +150,10 @@ impl Import {
         Import::ExpF32Slice,
         Import::TanhF32Slice,
         Import::Native,
+        Import::MathUnaryF32,
+        Import::MathUnaryF64,
+        Import::MathBinaryF32,
+        Import::MathBinaryF64,
     ];
 
     pub fn name(self) -> &'static str {
@@ -142,6 +175,10 @@ impl Import {
             Import::ExpF32Slice => "remat_exp_f32_slice",
             Import::TanhF32Slice => "remat_tanh_f32_slice",
             Import::Native => "remat_native",
+            Import::MathUnaryF32 => "remat_math_unary_f32",
+            Import::MathUnaryF64 => "remat_math_unary_f64",
+            Import::MathBinaryF32 => "remat_math_binary_f32",
+            Import::MathBinaryF64 => "remat_math_binary_f64",
         }
     }
 
@@ -153,6 +190,10 @@ impl Import {
             Import::PowF64 => ImportSig::F64F64ToF64,
             Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
             Import::ExpF32Slice | Import::TanhF32Slice => ImportSig::Slice,
+            Import::MathUnaryF32 => ImportSig::OpF32ToF32,
+            Import::MathUnaryF64 => ImportSig::OpF64ToF64,
+            Import::MathBinaryF32 => ImportSig::OpF32F32ToF32,
+            Import::MathBinaryF64 => ImportSig::OpF64F64ToF64,
             Import::ExpF64
             | Import::LogF64
             | Import::Log1pF64
@@ -183,6 +224,10 @@ impl Import {
             Import::ExpF32Slice => vmath::slice_fn(vmath::SliceOp::Exp, vmath::width()) as *const u8,
             Import::TanhF32Slice => vmath::slice_fn(vmath::SliceOp::Tanh, vmath::width()) as *const u8,
             Import::Native => indexing::remat_native as *const u8,
+            Import::MathUnaryF32 => math_unary::<f32> as *const u8,
+            Import::MathUnaryF64 => math_unary::<f64> as *const u8,
+            Import::MathBinaryF32 => math_binary::<f32> as *const u8,
+            Import::MathBinaryF64 => math_binary::<f64> as *const u8,
         }
     }
 }

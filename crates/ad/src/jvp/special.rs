@@ -1,0 +1,198 @@
+//! The jvp rules of real programs' other elementwise ops: bit operations and rounding
+//! (zero tangents), `copy` (linear), the inverse and hyperbolic trigonometric functions,
+//! `erf`/`erfc`/`erf_inv`, `lgamma`/`digamma`/`polygamma`, `cbrt`, `exp2`, `rem` and
+//! `atan2`, each emitting the equations of JAX 0.10.2's rule (`lax.py`, `special.py`) in
+//! its order: `digamma`'s tangent is `mul g (polygamma 1.0 x)` with the order a float
+//! literal, `exp2`'s multiplies by `log 2.0` (an equation, as JAX leaves it), `rem`
+//! divides `x / y` twice.
+
+use remat_ir::{Atom, BinaryOp, Eqn, Jaxpr, UnaryOp};
+
+use super::rules::{linear, standard, zero, JvpOut};
+use super::Tangent;
+use crate::builder::{lit, Builder};
+use crate::AdError;
+
+/// `2 / √π`, the derivative of `erf` at 0.
+const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+
+/// The jvp of a unary op of this family.
+pub(super) fn unary(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    op: UnaryOp,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let x = primals[0];
+    let dt = b.aval(&x).dtype;
+    let one = lit(dt, 1.0);
+    match op {
+        UnaryOp::Not | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::IsFinite => zero(b, old, eqn, primals),
+        UnaryOp::Copy => linear(b, old, eqn, primals, tangents),
+        UnaryOp::Cbrt => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // g * (1/3 * ans**-2)
+            let p = b.integer_pow(ans, -2)?;
+            let m = b.mul(lit(dt, 1.0 / 3.0), p)?;
+            b.mul(g, m)
+        }),
+        UnaryOp::Exp2 => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // log(2) * (g * ans)
+            let ln2 = b.unary(UnaryOp::Log, lit(dt, 2.0))?;
+            let m = b.mul(g, ans)?;
+            b.mul(ln2, m)
+        }),
+        UnaryOp::Asin | UnaryOp::Acos => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            // g * rsqrt(1 - x²), negated for acos
+            let sq = b.unary(UnaryOp::Square, x)?;
+            let d = b.sub(one, sq)?;
+            let r = b.unary(UnaryOp::Rsqrt, d)?;
+            let r = if op == UnaryOp::Acos { b.neg(r)? } else { r };
+            b.mul(g, r)
+        }),
+        UnaryOp::Atan => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let sq = b.unary(UnaryOp::Square, x)?;
+            let d = b.add(one, sq)?;
+            b.div(g, d)
+        }),
+        UnaryOp::Sinh | UnaryOp::Cosh => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let other = if op == UnaryOp::Sinh { UnaryOp::Cosh } else { UnaryOp::Sinh };
+            let c = b.unary(other, x)?;
+            b.mul(g, c)
+        }),
+        UnaryOp::Asinh | UnaryOp::Acosh => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            // g * rsqrt(x² + 1), or rsqrt(x² - 1) for acosh
+            let sq = b.unary(UnaryOp::Square, x)?;
+            let d = if op == UnaryOp::Asinh { b.add(sq, one)? } else { b.sub(sq, one)? };
+            let r = b.unary(UnaryOp::Rsqrt, d)?;
+            b.mul(g, r)
+        }),
+        UnaryOp::Atanh => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            // (1 + x)**-1 * (g / (1 - x))
+            let a = b.add(one, x)?;
+            let r = b.integer_pow(a, -1)?;
+            let s = b.sub(one, x)?;
+            let q = b.div(g, s)?;
+            b.mul(r, q)
+        }),
+        UnaryOp::Erf | UnaryOp::Erfc => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            // ±2/√π * (g * exp(-x²))
+            let sq = b.unary(UnaryOp::Square, x)?;
+            let n = b.neg(sq)?;
+            let e = b.unary(UnaryOp::Exp, n)?;
+            let m = b.mul(g, e)?;
+            let c = if op == UnaryOp::Erf { TWO_OVER_SQRT_PI } else { -TWO_OVER_SQRT_PI };
+            b.mul(lit(dt, c), m)
+        }),
+        UnaryOp::ErfInv => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // √π/2 * (g * exp(ans²))
+            let sq = b.unary(UnaryOp::Square, ans)?;
+            let e = b.unary(UnaryOp::Exp, sq)?;
+            let m = b.mul(g, e)?;
+            b.mul(lit(dt, std::f64::consts::PI.sqrt() / 2.0), m)
+        }),
+        UnaryOp::Lgamma => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let d = b.unary(UnaryOp::Digamma, x)?;
+            b.mul(g, d)
+        }),
+        UnaryOp::Digamma => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+            let p = b.binary(BinaryOp::Polygamma, one, x)?;
+            b.mul(g, p)
+        }),
+        UnaryOp::Neg
+        | UnaryOp::Sign
+        | UnaryOp::Abs
+        | UnaryOp::Exp
+        | UnaryOp::Log
+        | UnaryOp::Log1p
+        | UnaryOp::Expm1
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Tan
+        | UnaryOp::Tanh
+        | UnaryOp::Logistic
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt
+        | UnaryOp::Square
+        | UnaryOp::StopGradient => Err(not_here(op.name())),
+    }
+}
+
+/// The jvp of a binary op of this family.
+pub(super) fn binary(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    op: BinaryOp,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let (x, y) = (primals[0], primals[1]);
+    match op {
+        BinaryOp::And
+        | BinaryOp::Or
+        | BinaryOp::Xor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical
+        | BinaryOp::ShiftRightArithmetic => zero(b, old, eqn, primals),
+        BinaryOp::Rem => standard(b, old, eqn, primals, tangents, |b, i, g, ans| {
+            if i == 0 {
+                // g, broadcast to the output's shape
+                let shape = b.aval(&ans).shape;
+                b.maybe_broadcast(&shape, g)
+            } else {
+                // -g * (sign(x / y) * floor(abs(x / y)))
+                let ng = b.neg(g)?;
+                let q = b.div(x, y)?;
+                let s = b.unary(UnaryOp::Sign, q)?;
+                let q = b.div(x, y)?;
+                let a = b.unary(UnaryOp::Abs, q)?;
+                let f = b.unary(UnaryOp::Floor, a)?;
+                let m = b.mul(s, f)?;
+                b.mul(ng, m)
+            }
+        }),
+        BinaryOp::Atan2 => standard(b, old, eqn, primals, tangents, |b, i, g, _| {
+            // g * (y / (x² + y²)), or g * (-x / (x² + y²))
+            let num = if i == 0 { y } else { b.neg(x)? };
+            let xx = b.unary(UnaryOp::Square, x)?;
+            let yy = b.unary(UnaryOp::Square, y)?;
+            let d = b.add(xx, yy)?;
+            let q = b.div(num, d)?;
+            b.mul(g, q)
+        }),
+        BinaryOp::Polygamma => {
+            if let Tangent::Nz(_) = tangents[0] {
+                return Err(AdError::Unsupported {
+                    primitive: "polygamma",
+                    message: "polygamma gradient with respect to m is not supported".to_string(),
+                });
+            }
+            standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+                // g * polygamma(m + 1, x)
+                let dt = b.aval(&x).dtype;
+                let m1 = b.add(x, lit(dt, 1.0))?;
+                let p = b.binary(BinaryOp::Polygamma, m1, y)?;
+                b.mul(g, p)
+            })
+        }
+        BinaryOp::Nextafter => Err(AdError::Unsupported {
+            primitive: "nextafter",
+            message: "JAX defines no derivative of nextafter".to_string(),
+        }),
+        BinaryOp::Add
+        | BinaryOp::AddAny
+        | BinaryOp::Sub
+        | BinaryOp::Mul
+        | BinaryOp::Div
+        | BinaryOp::Pow
+        | BinaryOp::Max
+        | BinaryOp::Min => Err(not_here(op.name())),
+    }
+}
+
+/// The ops whose rules are in `rules.rs`, which never sends them here.
+fn not_here(name: &str) -> AdError {
+    AdError::Internal(format!("the jvp rule of {name} is in rules.rs"))
+}
