@@ -15,6 +15,7 @@
 //! variable are summed with `add_any`.
 
 mod rules;
+mod window;
 
 use remat_ir::{Atom, Aval, Eqn, Jaxpr};
 

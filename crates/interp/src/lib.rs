@@ -11,7 +11,8 @@
 //! Memory spaces (`f32<host>[6]`) are ignored: they do not change values.
 //!
 //! Files: `elem` (the dtypes as Rust types), `elementwise`, `structural` (layout ops),
-//! `reduce`, `dot` (`dot_general`) and `control` (calls and `scan`); this file holds the
+//! `reduce`, `dot` (`dot_general`), `window` (convolutions and windowed reductions) and
+//! `control` (calls and `scan`); this file holds the
 //! evaluation loop and the one `match` over [`Primitive`].
 
 mod control;
@@ -20,6 +21,7 @@ mod elem;
 mod elementwise;
 mod reduce;
 mod structural;
+mod window;
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -382,6 +384,15 @@ pub(crate) fn eval_primitive_refs(
             },
             args,
         )?,
+        Primitive::ConvGeneralDilated(c) => one(window::conv(c, args))?,
+        Primitive::ReduceWindow { op, window } => one(window::reduce_window(*op, window, args))?,
+        Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+            let w = remat_ir::scatter_window(window_dimensions, window_strides, padding);
+            one(window::select_and_scatter_add(*select_prim, &w, args))?
+        }
+        Primitive::SelectAndGatherAdd { select_prim, window } => {
+            one(window::select_and_gather_add(*select_prim, window, args))?
+        }
     };
     check_results(primitive, &results, out_avals)?;
     Ok(results)

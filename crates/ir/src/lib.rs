@@ -22,6 +22,9 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
+    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
+};
+pub use primitive::{
     BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, HigherOrder, Primitive, PrimitiveKind, ReduceOp, UnaryOp,
 };
 pub use print::{pp_jaxpr, pp_literal};

@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::primitive::{call, elementwise, memory, reduction, structural, Primitive};
+use crate::primitive::{call, elementwise, memory, reduction, scatter_window, structural, window, Primitive};
 use crate::types::{Aval, DType, Shape};
 
 /// Why an equation's operands do not fit its primitive.
@@ -93,6 +93,12 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
             scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
         }
+        Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),
+        Primitive::ReduceWindow { op, window } => window::reduce_window_shape(*op, window, ins),
+        Primitive::SelectAndScatterAdd { select_prim: _, window_dimensions, window_strides, padding } => {
+            window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
+        }
+        Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
     }
 }
 

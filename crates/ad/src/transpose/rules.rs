@@ -6,7 +6,7 @@
 
 use remat_ir::{Atom, Aval, BinaryOp, CopySemantics, DType, DotDimensionNumbers, Eqn, Primitive, ReduceOp, UnaryOp};
 
-use super::{scan_transpose, transpose_call, Operand};
+use super::{scan_transpose, transpose_call, window, Operand};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -316,6 +316,46 @@ pub(crate) fn transpose_rule(
                         Primitive::DevicePut { devices: vec![back], copy_semantics: vec![CopySemantics::AlwaysCopy] };
                     out[i] = Some(b.bind1(p, vec![ct])?);
                 }
+            }
+        }
+        Primitive::ConvGeneralDilated(c) => {
+            let Some(ct) = single() else { return Ok(out) };
+            match (lin(0), lin(1)) {
+                (true, false) => out[0] = Some(window::conv_transpose_lhs(b, c, ct, &aval(0, b), value(1)?)?),
+                (false, true) => out[1] = window::conv_transpose_rhs(b, c, ct, value(0)?, &aval(1, b))?,
+                _ => return Err(not_linear()),
+            }
+        }
+        Primitive::ReduceWindow { op, window } => match op {
+            ReduceOp::Sum => {
+                if let Some(ct) = single() {
+                    out[0] = Some(window::reduce_window_sum_transpose(b, window, ct, &aval(0, b))?);
+                }
+            }
+            ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
+        },
+        Primitive::SelectAndGatherAdd { select_prim, window } => {
+            if !lin(0) || lin(1) {
+                return Err(not_linear());
+            }
+            if let Some(ct) = single() {
+                out[0] = Some(window::select_and_gather_add_transpose(b, *select_prim, window, ct, value(1)?)?);
+            }
+        }
+        Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+            if !lin(0) || lin(1) {
+                return Err(not_linear());
+            }
+            if let Some(ct) = single() {
+                out[0] = Some(window::select_and_scatter_add_transpose(
+                    b,
+                    *select_prim,
+                    window_dimensions,
+                    window_strides,
+                    padding,
+                    ct,
+                    value(1)?,
+                )?);
             }
         }
         Primitive::Jit { .. } | Primitive::Remat2 { .. } => return transpose_call(b, eqn, ins, ct_outs),

@@ -64,10 +64,14 @@ pub(crate) mod memory;
 mod params;
 pub(crate) mod reduction;
 pub(crate) mod structural;
+pub(crate) mod window;
 
 pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
 pub use memory::CopySemantics;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
+pub use window::{
+    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
+};
 
 use params::ParamReader;
 
@@ -149,6 +153,12 @@ primitive_kinds! {
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
         Scan = "scan",
+        ConvGeneralDilated = "conv_general_dilated",
+        ReduceWindowSum = "reduce_window_sum",
+        ReduceWindowMax = "reduce_window_max",
+        ReduceWindowMin = "reduce_window_min",
+        SelectAndScatterAdd = "select_and_scatter_add",
+        SelectAndGatherAdd = "select_and_gather_add",
     }
 }
 
@@ -201,7 +211,13 @@ impl PrimitiveKind {
             | PrimitiveKind::Argmax
             | PrimitiveKind::DotGeneral
             | PrimitiveKind::Name
-            | PrimitiveKind::DevicePut => None,
+            | PrimitiveKind::DevicePut
+            | PrimitiveKind::ConvGeneralDilated
+            | PrimitiveKind::ReduceWindowSum
+            | PrimitiveKind::ReduceWindowMax
+            | PrimitiveKind::ReduceWindowMin
+            | PrimitiveKind::SelectAndScatterAdd
+            | PrimitiveKind::SelectAndGatherAdd => None,
         }
     }
 }
@@ -303,6 +319,29 @@ pub enum Primitive {
         copy_semantics: Vec<CopySemantics>,
     },
 
+    // Convolutions and windows: `window.rs`.
+    /// `conv_general_dilated lhs rhs` (boxed: ten parameters).
+    ConvGeneralDilated(Box<ConvParams>),
+    /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
+    ReduceWindow {
+        op: ReduceOp,
+        window: Window,
+    },
+    /// `select_and_scatter_add source operand`: each window's `source` value added at the
+    /// position `select_prim` picks in the operand's window.
+    SelectAndScatterAdd {
+        select_prim: CompareOp,
+        window_dimensions: Vec<usize>,
+        window_strides: Vec<usize>,
+        padding: Vec<(i64, i64)>,
+    },
+    /// `select_and_gather_add tangent operand`: each window's tangent at the position
+    /// `select_prim` picks in the operand's window.
+    SelectAndGatherAdd {
+        select_prim: CompareOp,
+        window: Window,
+    },
+
     // Calls and loops: `call.rs`.
     Jit {
         name: String,
@@ -365,6 +404,12 @@ impl Primitive {
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
+            Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
+            Primitive::ReduceWindow { op: ReduceOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
+            Primitive::ReduceWindow { op: ReduceOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
+            Primitive::ReduceWindow { op: ReduceOp::Min, .. } => PrimitiveKind::ReduceWindowMin,
+            Primitive::SelectAndScatterAdd { .. } => PrimitiveKind::SelectAndScatterAdd,
+            Primitive::SelectAndGatherAdd { .. } => PrimitiveKind::SelectAndGatherAdd,
         }
     }
 
@@ -413,7 +458,11 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => Vec::new(),
+            | Primitive::DevicePut { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. } => Vec::new(),
         }
     }
 
@@ -468,7 +517,11 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => {}
+            | Primitive::DevicePut { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. } => {}
         }
         Ok(prim)
     }
@@ -503,6 +556,10 @@ impl Primitive {
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
             | Primitive::DevicePut { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. } => None,
@@ -557,6 +614,14 @@ impl Primitive {
             Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => {
                 scan_params(jaxpr, *length, *reverse, *num_consts, *num_carry, *unroll)
             }
+            Primitive::ConvGeneralDilated(c) => window::conv_params(c),
+            Primitive::ReduceWindow { op: _, window } => window::window_params(window),
+            Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+                window::select_and_scatter_add_params(*select_prim, window_dimensions, window_strides, padding)
+            }
+            Primitive::SelectAndGatherAdd { select_prim, window } => {
+                window::select_and_gather_add_params(*select_prim, window)
+            }
         }
     }
 
@@ -598,6 +663,12 @@ impl Primitive {
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,
             PrimitiveKind::Scan => parse_scan(p)?,
+            PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
+            PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(ReduceOp::Sum, p)?,
+            PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(ReduceOp::Max, p)?,
+            PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(ReduceOp::Min, p)?,
+            PrimitiveKind::SelectAndScatterAdd => window::parse_select_and_scatter_add(p)?,
+            PrimitiveKind::SelectAndGatherAdd => window::parse_select_and_gather_add(p)?,
         };
         reader.finish()?;
         Ok(prim)

@@ -14,6 +14,7 @@
 mod ops;
 mod scan;
 mod share;
+mod window;
 
 pub(crate) use ops::SMALL_DOT_MACS;
 
