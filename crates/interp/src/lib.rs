@@ -343,7 +343,11 @@ pub(crate) fn eval_primitive_refs(
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             one(structural::broadcast_in_dim(shape, broadcast_dimensions, args))?
         }
-        Primitive::Reshape { new_sizes } => one(structural::reshape(new_sizes, args))?,
+        Primitive::Reshape { new_sizes, dimensions: None } => one(structural::reshape(new_sizes, args))?,
+        Primitive::Reshape { new_sizes, dimensions: Some(d) } => {
+            let t = structural::transpose(d, args).map_err(invalid)?;
+            one(structural::reshape(new_sizes, &[&t]))?
+        }
         Primitive::Transpose { permutation } => one(structural::transpose(permutation, args))?,
         Primitive::Rev { dimensions } => one(structural::rev(dimensions, args))?,
         Primitive::Squeeze { dimensions } => one(structural::squeeze(dimensions, args))?,

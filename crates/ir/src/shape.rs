@@ -67,7 +67,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             broadcast_in_dim_shape(shape, broadcast_dimensions, ins)
         }
-        Primitive::Reshape { new_sizes } => reshape_shape(new_sizes, ins),
+        Primitive::Reshape { new_sizes, dimensions } => reshape_shape(new_sizes, dimensions.as_deref(), ins),
         Primitive::Transpose { permutation } => transpose_shape(permutation, ins),
         Primitive::Rev { dimensions } => rev_shape(dimensions, ins),
         Primitive::Squeeze { dimensions } => squeeze_shape(dimensions, ins),
@@ -308,7 +308,7 @@ mod tests {
 
     #[test]
     fn reshape_and_transpose() {
-        let reshape = |s: &[usize]| Primitive::Reshape { new_sizes: s.to_vec() };
+        let reshape = |s: &[usize]| Primitive::Reshape { new_sizes: s.to_vec(), dimensions: None };
         check(&reshape(&[6]), "f32[3,2]", "-> f32[6]");
         check(&reshape(&[1, 1]), "f32[]", "-> f32[1,1]");
         check(

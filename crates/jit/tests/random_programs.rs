@@ -245,7 +245,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 1 if n.is_multiple_of(2) && n > 0 => vec![2, n / 2],
                 _ => [&[1][..], &xa.shape[..], &[1][..]].concat(),
             };
-            b.eqn(Primitive::Reshape { new_sizes }, vec![x.into()])?;
+            b.eqn(Primitive::Reshape { new_sizes, dimensions: None }, vec![x.into()])?;
         }
         12 => {
             let x = b.of(g, |a| a.rank() >= 2)?;

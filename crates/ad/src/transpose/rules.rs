@@ -151,9 +151,18 @@ pub(crate) fn transpose_rule(
                 out[0] = Some(b.expand_dims(s, &unit_dims)?);
             }
         }
-        Primitive::Reshape { .. } | Primitive::ExpandDims { .. } => {
+        Primitive::Reshape { new_sizes: _, dimensions: None } | Primitive::ExpandDims { .. } => {
             if let Some(ct) = single() {
                 out[0] = Some(b.reshape(ct, &aval(0, b).shape)?);
+            }
+        }
+        Primitive::Reshape { new_sizes: _, dimensions: Some(d) } => {
+            // `_reshape_transpose_rule`: reshape to the permuted shape, then transpose back.
+            if let Some(ct) = single() {
+                let op = aval(0, b);
+                let permuted: Vec<usize> = d.iter().map(|&k| op.shape[k]).collect();
+                let r = b.reshape(ct, &permuted)?;
+                out[0] = Some(b.transpose(r, &argsort(d))?);
             }
         }
         Primitive::Transpose { permutation } => {

@@ -65,16 +65,18 @@ fn reshape_axis_out_of(b: &mut Builder, src: usize, size1: usize, x: Atom) -> Re
 }
 
 /// JAX's `_reshape_axis_into(src, dst, x)`: axis `src` merged into axis `dst` (numbered
-/// after `src` is removed) as its major part. JAX binds one `reshape[dimensions=perm]`;
-/// here it is the `transpose` by `perm` and a `reshape`, which compute the same.
+/// after `src` is removed) as its major part, by one `reshape[dimensions=perm]`
+/// (`dimensions=None` when `perm` is the identity, as `lax.reshape` prints it).
 fn reshape_axis_into(b: &mut Builder, src: usize, dst: usize, x: Atom) -> Result<Atom, AdError> {
     let shape = b.aval(&x).shape;
     let mut perm: Vec<usize> = (0..shape.len()).filter(|&i| i != src).collect();
     perm.insert(dst, src);
     let mut new_shape: Vec<usize> = shape.iter().enumerate().filter(|&(i, _)| i != src).map(|(_, &n)| n).collect();
     new_shape[dst] *= shape[src];
-    let t = b.transpose(x, &perm)?;
-    b.reshape(t, &new_shape)
+    if perm.iter().copied().eq(0..perm.len()) {
+        return b.reshape(x, &new_shape);
+    }
+    b.bind1(Primitive::Reshape { new_sizes: new_shape, dimensions: Some(perm) }, vec![x])
 }
 
 fn conv(b: &mut Builder, c: ConvParams, lhs: Atom, rhs: Atom) -> Result<Atom, AdError> {

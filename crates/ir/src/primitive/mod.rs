@@ -253,8 +253,10 @@ pub enum Primitive {
         shape: Vec<usize>,
         broadcast_dimensions: Vec<usize>,
     },
+    /// `dimensions`, when given, permutes the operand's axes before the reshape.
     Reshape {
         new_sizes: Vec<usize>,
+        dimensions: Option<Vec<usize>>,
     },
     Transpose {
         permutation: Vec<usize>,
@@ -586,7 +588,7 @@ impl Primitive {
             Primitive::BroadcastInDim { shape: _, broadcast_dimensions } => {
                 broadcast_in_dim_params(broadcast_dimensions)
             }
-            Primitive::Reshape { new_sizes } => reshape_params(new_sizes),
+            Primitive::Reshape { new_sizes, dimensions } => reshape_params(new_sizes, dimensions.as_deref()),
             Primitive::Transpose { permutation } => transpose_params(permutation),
             Primitive::Rev { dimensions } => rev_params(dimensions),
             Primitive::Squeeze { dimensions } | Primitive::ExpandDims { dimensions } => dimensions_params(dimensions),

@@ -81,7 +81,12 @@ impl Lowering {
                 let map = IndexMap::broadcast(ins[0].shape(), out.rank(), broadcast_dimensions);
                 Ok(vec![self.remap(ins[0].clone(), &map, out.shape.clone())])
             }
-            Primitive::Reshape { new_sizes: _ } => Ok(vec![self.reshape(ins[0].clone(), out)]),
+            Primitive::Reshape { new_sizes: _, dimensions: None } => Ok(vec![self.reshape(ins[0].clone(), out)]),
+            Primitive::Reshape { new_sizes: _, dimensions: Some(d) } => {
+                let shape = d.iter().map(|&k| ins[0].shape()[k]).collect();
+                let t = self.remap(ins[0].clone(), &IndexMap::transpose(d), shape);
+                Ok(vec![self.reshape(t, out)])
+            }
             Primitive::Transpose { permutation } => {
                 Ok(vec![self.remap(ins[0].clone(), &IndexMap::transpose(permutation), out.shape.clone())])
             }
