@@ -3,11 +3,14 @@
 //! The generator builds programs through the IR's own shape rules (a candidate equation the
 //! rules reject is redrawn), so every program verifies. It covers every primitive, all four
 //! dtypes, 0-sized and 1-sized dimensions, scalar and unit-axis broadcasting, lengths that
-//! are not multiples of 4, calls, scans, host round trips, and repeated equations (which
+//! are not multiples of 4, calls, scans, host round trips, convolutions and windows
+//! (`random_programs/windows.rs`), and repeated equations (which
 //! the JIT's CSE merges, within checkpoints and across them). Each program is compiled
 //! under every CSE scope. Proptest draws the seeds: 1,024 programs per run.
 
 mod common;
+#[path = "random_programs/windows.rs"]
+mod windows;
 
 use std::sync::Arc;
 
@@ -147,7 +150,7 @@ fn scan_body(carry: &Aval, x: &Aval) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype != DType::Bool;
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(29) {
+    match g.below(32) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let mut x = if op.float_only() {
@@ -382,7 +385,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             };
             b.eqn(prim, vec![x.into()])?;
         }
-        25 | 26 => {
+        25 | 26 | 30 => {
             // An earlier equation again, on the same operands (or, for a call, with a
             // checkpoint around it): work for CSE.
             let earlier = b.jaxpr.eqns.get(g.below(b.jaxpr.eqns.len()))?.clone();
@@ -406,6 +409,8 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             }
             b.eqn(Primitive::Rev { dimensions }, vec![x.into()])?;
         }
+        28 => windows::conv(b, g)?,
+        29 => windows::window(b, g)?,
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;
             let ca = b.aval(c);
