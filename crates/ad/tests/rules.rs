@@ -14,6 +14,9 @@ use remat_ir::{
 };
 use remat_testkit::within;
 
+#[path = "rules/windows.rs"]
+mod windows;
+
 /// How an input is drawn.
 #[derive(Clone, Copy)]
 enum Dist {
@@ -84,7 +87,7 @@ fn sub_jaxpr(inputs: &[Aval], body: impl FnOnce(&mut Builder, &[Atom]) -> Vec<At
 }
 
 fn programs() -> Vec<Program> {
-    let mut ps = Vec::new();
+    let mut ps = windows::programs();
     let s = [2, 3];
     for op in UnaryOp::ALL {
         let dist = match op {
