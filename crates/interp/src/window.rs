@@ -40,12 +40,12 @@ fn unravel(mut flat: usize, shape: &[usize], out: &mut [usize]) {
 
 /// Where window position `k` of output position `p` falls in an operand axis of extent `n`.
 fn source_index(p: usize, k: usize, stride: usize, wdil: usize, lo: i64, base: usize, n: usize) -> Option<usize> {
-    let q = (p * stride + k * wdil) as i64 - lo;
-    if q < 0 || q % base as i64 != 0 {
+    let q = p as i128 * stride as i128 + k as i128 * wdil as i128 - lo as i128;
+    if q < 0 || q % base as i128 != 0 {
         return None;
     }
-    let q = (q / base as i64) as usize;
-    (q < n).then_some(q)
+    let q = q / base as i128;
+    (q < n as i128).then_some(q as usize)
 }
 
 /// The standard-layout data of `a` with its axes in `order`.
@@ -82,6 +82,7 @@ fn check_window(w: &Window, shape: &[usize]) -> Result<Vec<usize>, String> {
         })
         .collect();
     checked_size(&out)?;
+    checked_size(&w.window_dimensions)?;
     Ok(out)
 }
 

@@ -62,24 +62,26 @@ pub struct Window {
     pub window_dilation: Vec<usize>,
 }
 
-/// `0` for an empty axis, else `(n - 1) * d + 1`: an extent after inserting `d - 1` holes.
+/// `0` for an empty axis, else `(n - 1) * d + 1`: an extent after inserting `d - 1` holes
+/// (saturating, so absurd parameters give absurd sizes rather than overflow).
 pub fn dilated(n: usize, d: usize) -> usize {
     if n == 0 {
         0
     } else {
-        (n - 1) * d + 1
+        (n - 1).saturating_mul(d).saturating_add(1)
     }
 }
 
 /// JAX's `reduce_window_shape_tuple` / `conv_shape_tuple` for one axis:
-/// `max(0, (dil(n, base) + lo + hi - dil(w, wdil)) // stride + 1)`.
+/// `max(0, (dil(n, base) + lo + hi - dil(w, wdil)) // stride + 1)`, computed without
+/// overflow for any parameters.
 pub fn window_out_extent(n: usize, w: usize, stride: usize, (lo, hi): (i64, i64), base: usize, wdil: usize) -> usize {
-    let padded = dilated(n, base) as i64 + lo + hi;
-    let window = dilated(w, wdil) as i64;
+    let padded = dilated(n, base) as i128 + lo as i128 + hi as i128;
+    let window = dilated(w, wdil) as i128;
     if padded < window || stride == 0 {
         0
     } else {
-        ((padded - window) / stride as i64 + 1) as usize
+        usize::try_from((padded - window) / stride as i128 + 1).unwrap_or(usize::MAX)
     }
 }
 
