@@ -10,7 +10,9 @@ partial evaluation and the JIT.
 import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../../shared/conformance"))
 import gen_cases as g
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 g.CASES.clear()
@@ -53,6 +55,20 @@ def window_sum_min(x, z):
                           base_dilation=(1, 2), window_dilation=(1, 2))
     m = lax.reduce_window(z, jnp.inf, lax.min, (2, 2), (2, 1), "VALID")
     return jnp.sum(jnp.sin(s)) + jnp.sum(jnp.cos(m) * m)
+
+@g.case("cnn_pools", "primitives",
+        lambda: (g.rnd(2, 8, 8, 3), g.rnd(3, 3, 3, 8, scale=.3), g.rnd(3, 3, 8, 16, scale=.2), g.rnd(16, 5, scale=.3)),
+        "the zoo's cnn without u8 images and gather: conv SAME stride 1, relu, 2x2 max pool, conv SAME stride 2, "
+        "relu, 2x2 average pool (reduce_window_sum / 4), dense")
+def cnn_pools(x, w1, w2, wd):
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jax.nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn))
+    h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    h = jax.nn.relu(lax.conv_general_dilated(h, w2, (2, 2), "SAME", dimension_numbers=dn))
+    # lax.div by a NumPy scalar: the divisor is inlined into the linear program, not saved
+    # (a Python `/ 4.0` would save it "from a literal", which no text-only rule can tell).
+    h = lax.div(lax.reduce_window(h, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"), np.float32(4.0))
+    return jnp.sum(jnp.tanh(h.reshape(h.shape[0], -1) @ wd))
 
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])
