@@ -5,8 +5,8 @@
 //! of that buffer: output position `p`, window offset `k` read element `p * stride + k *
 //! dilation`. Then:
 //! - `conv_general_dilated` is a batched GEMM: the patches view `[group, N, out spatial...,
-//!   I, window...]` (copied to an arena buffer by the GEMM path: im2col) times the kernel
-//!   view `[group, I, window..., O / group]`, with feature or batch groups as the GEMM's
+//!   window..., I]` (copied to an arena buffer by the GEMM path: im2col) times the kernel
+//!   view `[group, window..., I, O / group]`, with feature or batch groups as the GEMM's
 //!   batch axis; the product is laid out in `out_spec` order by a view (one group) or a copy;
 //! - `reduce_window_*` is a `Reduce` step over `[out..., window...]`;
 //! - `select_and_gather_add` and `select_and_scatter_add` unroll the selection walk over the
@@ -94,7 +94,8 @@ impl Lowering {
         let (pv, _) = self.padded(lhs, &config, LitValue::from_f64(lhs.aval.dtype, 0.0));
         let kern: Vec<usize> = (0..ns).map(|s| rhs.shape()[dn.rhs_spec[2 + s]]).collect();
         let sp_out: Vec<usize> = (0..ns).map(|s| out.shape[dn.out_spec[2 + s]]).collect();
-        // Patches: [group, N, out spatial..., I, window...].
+        // Patches: [group, N, out spatial..., window..., I] (window before features, so that
+        // the common NHWC/HWIO layouts need no copy of the kernel and copy runs of features).
         let st = &pv.strides;
         let group_stride = if g > 1 {
             i_feat as i64 * st[c_axis]
@@ -105,25 +106,25 @@ impl Lowering {
         };
         let mut p_strides = vec![group_stride, st[n_axis]];
         p_strides.extend((0..ns).map(|s| c.window_strides[s] as i64 * st[dn.lhs_spec[2 + s]]));
-        p_strides.push(st[c_axis]);
         p_strides.extend((0..ns).map(|s| c.rhs_dilation[s] as i64 * st[dn.lhs_spec[2 + s]]));
+        p_strides.push(st[c_axis]);
         let mut p_shape = vec![groups, n_out];
         p_shape.extend(&sp_out);
-        p_shape.push(i_feat);
         p_shape.extend(&kern);
+        p_shape.push(i_feat);
         let patches = Val {
             expr: Expr::Load(View { strides: p_strides, ..pv.clone() }),
             aval: Aval::new(lhs.aval.dtype, p_shape),
         };
-        // Kernel: [group, I, window..., O / group].
+        // Kernel: [group, window..., I, O / group].
         let (rv, _) = self.as_view(rhs.clone());
         let rs = &rv.strides;
-        let mut k_strides = vec![og as i64 * rs[o_axis], rs[i_axis]];
+        let mut k_strides = vec![og as i64 * rs[o_axis]];
         k_strides.extend((0..ns).map(|s| rs[dn.rhs_spec[2 + s]]));
-        k_strides.push(rs[o_axis]);
-        let mut k_shape = vec![groups, i_feat];
+        k_strides.extend([rs[i_axis], rs[o_axis]]);
+        let mut k_shape = vec![groups];
         k_shape.extend(&kern);
-        k_shape.push(og);
+        k_shape.extend([i_feat, og]);
         let kernel = Val {
             expr: Expr::Load(View { strides: k_strides, ..rv.clone() }),
             aval: Aval::new(rhs.aval.dtype, k_shape),
