@@ -217,7 +217,7 @@ pub(crate) fn conv(c: &ConvParams, args: &[&Array]) -> Result<Array, String> {
     let [lhs, rhs] = operands(args)?;
     let shapes =
         remat_ir::shape_rule(&remat_ir::Primitive::ConvGeneralDilated(Box::new(c.clone())), &[lhs.aval(), rhs.aval()])
-            .map_err(|e| e.message)?;
+            .map_err(|e| e.message.trim_start_matches("conv_general_dilated: ").to_string())?;
     let out_dtype = shapes[0].dtype;
     let conv_in =
         |a: &Array| if a.dtype() == out_dtype { Ok(a.clone()) } else { convert_element_type(out_dtype, &[a]) };
