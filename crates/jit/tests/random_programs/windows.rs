@@ -46,7 +46,9 @@ pub(super) fn conv(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let dtype = g.pick(&[DType::F32, DType::F32, DType::F64, DType::I32]);
             let mut shape = vec![0; rank];
             shape[lhs_spec[0]] = g.pick(&[1, 2, 3]) * bg;
-            shape[lhs_spec[1]] = g.pick(&[1, 2, 3]) * fg;
+            // Up to 8 features and 8 outputs per group: products both below and above the
+            // lowering's threshold for reducing in place instead of im2col + GEMM.
+            shape[lhs_spec[1]] = g.pick(&[1, 2, 3, 8]) * fg;
             for s in 0..ns {
                 shape[lhs_spec[2 + s]] = g.pick(&[1, 2, 3, 4, 5, 7]);
             }
@@ -55,7 +57,7 @@ pub(super) fn conv(b: &mut Builder, g: &mut Gen) -> Option<()> {
         }
     };
     let mut rshape = vec![0; rank];
-    rshape[rhs_spec[0]] = g.pick(&[1, 2, 3]) * fg * bg;
+    rshape[rhs_spec[0]] = g.pick(&[1, 2, 3, 8]) * fg * bg;
     rshape[rhs_spec[1]] = lhs_aval.shape[lhs_spec[1]] / fg;
     for s in 0..ns {
         rshape[rhs_spec[2 + s]] = g.pick(&[1, 2, 3]);
