@@ -319,20 +319,22 @@ impl Lowering {
         Ok(result)
     }
 
-    /// The convolution's product as one reduce step over `[group, N, out spatial..., O /
+    /// The convolution's product as one reduce step over `[N, out spatial..., group, O /
     /// group, window..., I]`, reading the patches and the kernel in place: no im2col copy and
-    /// no GEMM call, for products whose GEMM would be thin (depthwise convolutions).
+    /// no GEMM call, for products whose GEMM would be thin (depthwise convolutions). The
+    /// group runs inside the spatial axes, so an NHWC operand is swept once, not once per
+    /// group; the result is a view with `out`'s axes `[group, N, out spatial..., O / group]`.
     fn conv_direct(&mut self, patches: &Val, kernel: &Val, ns: usize, out: &Aval) -> Val {
         let (Expr::Load(pv), Expr::Load(kv)) = (&patches.expr, &kernel.expr) else {
             unreachable!("patches and kernel are views")
         };
-        // Space positions: group 0, N 1, out spatial 2.., O/group 2+ns, window 3+ns.., I 3+2ns.
-        let mut lhs_strides = pv.strides[..2 + ns].to_vec();
-        lhs_strides.push(0);
+        // Patches are [group, N, out spatial..., window..., I]; the kernel [group, window...,
+        // I, O / group].
+        let mut lhs_strides = pv.strides[1..2 + ns].to_vec();
+        lhs_strides.extend([pv.strides[0], 0]);
         lhs_strides.extend(&pv.strides[2 + ns..]);
-        let mut rhs_strides = vec![kv.strides[0], 0];
-        rhs_strides.extend(vec![0; ns]);
-        rhs_strides.push(kv.strides[2 + ns]);
+        let mut rhs_strides = vec![0; 1 + ns];
+        rhs_strides.extend([kv.strides[0], kv.strides[2 + ns]]);
         rhs_strides.extend(&kv.strides[1..2 + ns]);
         let load = |v: &View, strides: Vec<i64>, from: DType| {
             let e = Expr::Load(View { strides, ..v.clone() });
@@ -345,12 +347,19 @@ impl Lowering {
         let l = load(pv, lhs_strides, patches.aval.dtype);
         let r = load(kv, rhs_strides, kernel.aval.dtype);
         let src = Expr::Binary(BinaryOp::Mul, out.dtype, Box::new(l), Box::new(r));
-        let mut space = out.shape.clone();
+        let mut kept: Vec<usize> = out.shape[1..2 + ns].to_vec();
+        kept.extend([out.shape[0], out.shape[2 + ns]]);
+        let mut space = kept.clone();
         space.extend(&patches.aval.shape[2 + ns..]);
         let buf = self.new_buf(out);
-        let axes = (out.rank()..space.len()).collect();
+        let axes = (kept.len()..space.len()).collect();
         self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src });
-        Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() }
+        let rm = row_major_strides(&kept);
+        let mut strides = vec![rm[ns + 1], rm[0]];
+        strides.extend(&rm[1..1 + ns]);
+        strides.push(rm[ns + 2]);
+        let view = View { buf, dtype: out.dtype, offset: 0, strides, dynamic: Vec::new() };
+        Val { expr: Expr::Load(view), aval: out.clone() }
     }
 
     /// `dot_general` of two values into a fresh buffer.
