@@ -303,7 +303,7 @@ impl Builder {
         if aval.rank() > 0 && aval.shape == shape {
             return Ok(x);
         }
-        self.bind1(Primitive::Reshape { new_sizes: shape.to_vec() }, vec![x])
+        self.bind1(Primitive::Reshape { new_sizes: shape.to_vec(), dimensions: None }, vec![x])
     }
 
     /// `lax.transpose`, skipping the identity permutation.

@@ -328,13 +328,16 @@ fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
     }
 }
 
-/// `DotsSaveable`: a `dot_general` (the IR has no convolutions); with
-/// `only_if_no_batch_dims`, only one without batch dimensions in its dimension numbers.
+/// `DotsSaveable`: a `dot_general` or a `conv_general_dilated`; with
+/// `only_if_no_batch_dims`, only a `dot_general` without batch dimensions in its dimension
+/// numbers (JAX's `DotsSaveable.__call__`).
 fn is_dot(prim: &Primitive, only_if_no_batch_dims: bool) -> bool {
-    if let Primitive::DotGeneral { dimension_numbers: dn, .. } = prim {
-        !only_if_no_batch_dims || (dn.lhs_batch.is_empty() && dn.rhs_batch.is_empty())
-    } else {
-        false
+    match prim {
+        Primitive::DotGeneral { dimension_numbers: dn, .. } => {
+            !only_if_no_batch_dims || (dn.lhs_batch.is_empty() && dn.rhs_batch.is_empty())
+        }
+        Primitive::ConvGeneralDilated(_) => !only_if_no_batch_dims,
+        _ => false,
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod indexing;
 mod rules;
+mod window;
 
 use remat_ir::{Atom, Aval, Eqn, Jaxpr};
 

@@ -15,6 +15,9 @@ use remat_ir::{
 };
 use remat_testkit::within;
 
+#[path = "rules/windows.rs"]
+mod windows;
+
 /// How an input is drawn.
 #[derive(Clone, Copy)]
 enum Dist {
@@ -89,7 +92,7 @@ fn sub_jaxpr(inputs: &[Aval], body: impl FnOnce(&mut Builder, &[Atom]) -> Vec<At
 }
 
 fn programs() -> Vec<Program> {
-    let mut ps = Vec::new();
+    let mut ps = windows::programs();
     let s = [2, 3];
     // Every unary op on floats (`not` on integers is below).
     for op in UnaryOp::ALL.into_iter().filter(|&op| op != UnaryOp::Not) {

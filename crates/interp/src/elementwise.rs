@@ -249,7 +249,7 @@ pub(crate) fn compare(op: CompareOp, args: &[&Array]) -> Result<Array, String> {
 }
 
 /// IEEE comparisons: every comparison with NaN is false except `ne`.
-fn comparison<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
+pub(crate) fn comparison<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
     match op {
         CompareOp::Eq => |x, y| x == y,
         CompareOp::Ne => |x, y| x != y,

@@ -12,7 +12,8 @@
 //!
 //! Files: `elem` (the dtypes as Rust types), `elementwise`, `structural` (layout ops),
 //! `reduce`, `dot` (`dot_general`), `indexing` (`split`, `gather`, scatters), `sorting`
-//! (`sort`, `top_k`, `argmin`, cumulative reductions) and `control` (calls and `scan`); this file holds the
+//! (`sort`, `top_k`, `argmin`, cumulative reductions), `window` (convolutions and windowed
+//! reductions) and `control` (calls and `scan`); this file holds the
 //! evaluation loop and the one `match` over [`Primitive`].
 
 mod bits;
@@ -24,6 +25,7 @@ mod indexing;
 mod reduce;
 mod sorting;
 mod structural;
+mod window;
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -354,7 +356,11 @@ pub(crate) fn eval_primitive_refs(
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             one(structural::broadcast_in_dim(shape, broadcast_dimensions, args))?
         }
-        Primitive::Reshape { new_sizes } => one(structural::reshape(new_sizes, args))?,
+        Primitive::Reshape { new_sizes, dimensions: None } => one(structural::reshape(new_sizes, args))?,
+        Primitive::Reshape { new_sizes, dimensions: Some(d) } => {
+            let t = structural::transpose(d, args).map_err(invalid)?;
+            one(structural::reshape(new_sizes, &[&t]))?
+        }
         Primitive::Transpose { permutation } => one(structural::transpose(permutation, args))?,
         Primitive::Rev { dimensions } => one(structural::rev(dimensions, args))?,
         Primitive::Squeeze { dimensions } => one(structural::squeeze(dimensions, args))?,
@@ -409,6 +415,15 @@ pub(crate) fn eval_primitive_refs(
         Primitive::TopK { axis, k } => sorting::top_k(*axis, *k, args).map_err(invalid)?,
         Primitive::Argmin { axes, index_dtype } => one(sorting::argmin(axes, *index_dtype, args))?,
         Primitive::Cumulative { op, axis, reverse } => one(sorting::cumulative(*op, *axis, *reverse, args))?,
+        Primitive::ConvGeneralDilated(c) => one(window::conv(c, args))?,
+        Primitive::ReduceWindow { op, window } => one(window::reduce_window(*op, window, args))?,
+        Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+            let w = remat_ir::scatter_window(window_dimensions, window_strides, padding);
+            one(window::select_and_scatter_add(*select_prim, &w, args))?
+        }
+        Primitive::SelectAndGatherAdd { select_prim, window } => {
+            one(window::select_and_gather_add(*select_prim, window, args))?
+        }
     };
     check_results(primitive, &results, out_avals)?;
     Ok(results)

@@ -154,7 +154,12 @@ fn malformed_primitives_are_errors() {
     let f = |shape: &[usize]| Aval::new(DType::F32, shape.to_vec());
     let cases: Vec<(Primitive, Vec<Array>, Vec<Aval>, &str)> = vec![
         (Primitive::Transpose { permutation: vec![0, 0] }, vec![x.clone()], vec![f(&[2, 3])], "not a permutation"),
-        (Primitive::Reshape { new_sizes: vec![5] }, vec![x.clone()], vec![f(&[5])], "cannot reshape f32[2,3]"),
+        (
+            Primitive::Reshape { new_sizes: vec![5], dimensions: None },
+            vec![x.clone()],
+            vec![f(&[5])],
+            "cannot reshape f32[2,3]",
+        ),
         (Primitive::Squeeze { dimensions: vec![0] }, vec![x.clone()], vec![f(&[3])], "cannot squeeze axis 0"),
         (
             Primitive::Slice { start_indices: vec![0, 2], limit_indices: vec![2, 4], strides: None },

@@ -169,7 +169,7 @@ proptest! {
         let with_indices = |first: Vec<Array>| -> Vec<Array> { first.into_iter().chain(indices.iter().cloned()).collect() };
         let cases = vec![
             (Primitive::Transpose { permutation: a.clone() }, vec![x.clone()]),
-            (Primitive::Reshape { new_sizes: a.clone() }, vec![x.clone()]),
+            (Primitive::Reshape { new_sizes: a.clone(), dimensions: None }, vec![x.clone()]),
             (Primitive::Squeeze { dimensions: a.clone() }, vec![x.clone()]),
             (Primitive::ExpandDims { dimensions: a.clone() }, vec![x.clone()]),
             (Primitive::BroadcastInDim { shape: a.clone(), broadcast_dimensions: b.clone() }, vec![x.clone()]),

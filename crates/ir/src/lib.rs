@@ -23,6 +23,9 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
+    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
+};
+pub use primitive::{
     BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue, GatherDimensionNumbers,
     GatherScatterMode, HigherOrder, Primitive, PrimitiveKind, ReduceOp, RoundingMethod, ScatterDimensionNumbers,
     ScatterOp, UnaryDomain, UnaryOp,

@@ -16,7 +16,9 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::primitive::{call, elementwise, indexing, memory, reduction, sorting, structural, Primitive};
+use crate::primitive::{
+    call, elementwise, indexing, memory, reduction, scatter_window, sorting, structural, window, Primitive,
+};
 use crate::types::{Aval, DType, Shape};
 
 /// Why an equation's operands do not fit its primitive.
@@ -69,7 +71,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             broadcast_in_dim_shape(shape, broadcast_dimensions, ins)
         }
-        Primitive::Reshape { new_sizes } => reshape_shape(new_sizes, ins),
+        Primitive::Reshape { new_sizes, dimensions } => reshape_shape(new_sizes, dimensions.as_deref(), ins),
         Primitive::Transpose { permutation } => transpose_shape(permutation, ins),
         Primitive::Rev { dimensions } => rev_shape(dimensions, ins),
         Primitive::Squeeze { dimensions } => squeeze_shape(dimensions, ins),
@@ -103,6 +105,12 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
+        Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),
+        Primitive::ReduceWindow { op, window } => window::reduce_window_shape(*op, window, ins),
+        Primitive::SelectAndScatterAdd { select_prim: _, window_dimensions, window_strides, padding } => {
+            window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
+        }
+        Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
     }
 }
 
@@ -312,7 +320,7 @@ mod tests {
 
     #[test]
     fn reshape_and_transpose() {
-        let reshape = |s: &[usize]| Primitive::Reshape { new_sizes: s.to_vec() };
+        let reshape = |s: &[usize]| Primitive::Reshape { new_sizes: s.to_vec(), dimensions: None };
         check(&reshape(&[6]), "f32[3,2]", "-> f32[6]");
         check(&reshape(&[1, 1]), "f32[]", "-> f32[1,1]");
         check(

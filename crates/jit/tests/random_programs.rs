@@ -3,11 +3,14 @@
 //! The generator builds programs through the IR's own shape rules (a candidate equation the
 //! rules reject is redrawn), so every program verifies. It covers every primitive, all four
 //! dtypes, 0-sized and 1-sized dimensions, scalar and unit-axis broadcasting, lengths that
-//! are not multiples of 4, calls, scans, host round trips, and repeated equations (which
+//! are not multiples of 4, calls, scans, host round trips, convolutions and windows
+//! (`random_programs/windows.rs`), and repeated equations (which
 //! the JIT's CSE merges, within checkpoints and across them). Each program is compiled
 //! under every CSE scope. Proptest draws the seeds: 1,024 programs per run.
 
 mod common;
+#[path = "random_programs/windows.rs"]
+mod windows;
 
 use std::sync::Arc;
 
@@ -148,7 +151,7 @@ fn scan_body(carry: &Aval, x: &Aval) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype != DType::Bool;
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(30) {
+    match g.below(35) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let mut x = b.of(g, |a| match op.domain() {
@@ -254,7 +257,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 1 if n.is_multiple_of(2) && n > 0 => vec![2, n / 2],
                 _ => [&[1][..], &xa.shape[..], &[1][..]].concat(),
             };
-            b.eqn(Primitive::Reshape { new_sizes }, vec![x.into()])?;
+            b.eqn(Primitive::Reshape { new_sizes, dimensions: None }, vec![x.into()])?;
         }
         12 => {
             let x = b.of(g, |a| a.rank() >= 2)?;
@@ -396,7 +399,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             };
             b.eqn(prim, vec![x.into()])?;
         }
-        25 | 26 => {
+        25 | 26 | 30 => {
             // An earlier equation again, on the same operands (or, for a call, with a
             // checkpoint around it): work for CSE.
             let earlier = b.jaxpr.eqns.get(g.below(b.jaxpr.eqns.len()))?.clone();
@@ -431,6 +434,8 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             };
             b.eqn(prim, vec![x.into()])?;
         }
+        31 => windows::conv(b, g)?,
+        32 => windows::window(b, g)?,
         _ if g.chance(50) => indexing(b, g)?,
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;

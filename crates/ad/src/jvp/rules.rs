@@ -168,14 +168,31 @@ pub(crate) fn jvp_rule(
                 })
             }
         },
-        Primitive::DotGeneral { .. } => {
-            // Bilinear: dot(xdot, y) + dot(x, ydot).
+        Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) => {
+            // Bilinear: dot(xdot, y) + dot(x, ydot) (likewise conv).
             let (x, y) = (primals[0], primals[1]);
             let prim = eqn.primitive.clone();
             standard(b, old, eqn, primals, tangents, |b, i, g, _| {
                 let ins = if i == 0 { vec![g, y] } else { vec![x, g] };
                 b.bind1(prim.clone(), ins)
             })
+        }
+        Primitive::ReduceWindow { op: ReduceOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::ReduceWindow { op: op @ (ReduceOp::Max | ReduceOp::Min), window } => {
+            // `_reduce_window_chooser_jvp_rule`: the tangent at the position `ge` (`le`) picks.
+            let select_prim = if *op == ReduceOp::Max { CompareOp::Ge } else { CompareOp::Le };
+            let (operand, window) = (primals[0], window.clone());
+            standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+                let prim = Primitive::SelectAndGatherAdd { select_prim, window: window.clone() };
+                b.bind1(prim, vec![g, operand])
+            })
+        }
+        Primitive::SelectAndScatterAdd { .. } | Primitive::SelectAndGatherAdd { .. } => {
+            // Linear in the first operand (source or tangent); the operand only selects.
+            let out = emit_primal(b, old, eqn, primals);
+            let Tangent::Nz(g) = tangents[0] else { return Ok((out, vec![Tangent::Zero])) };
+            let t = b.bind1(eqn.primitive.clone(), vec![g, primals[1]])?;
+            Ok((out, vec![Tangent::Nz(t)]))
         }
         Primitive::Name { .. } => {
             // `checkpoint_name` names the primal only.

@@ -9,7 +9,7 @@ use remat_ir::{
     UnaryOp,
 };
 
-use super::{indexing, scan_transpose, transpose_call, Operand};
+use super::{indexing, scan_transpose, transpose_call, window, Operand};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -197,9 +197,18 @@ pub(crate) fn transpose_rule(
                 out[0] = Some(b.expand_dims(s, &unit_dims)?);
             }
         }
-        Primitive::Reshape { .. } | Primitive::ExpandDims { .. } => {
+        Primitive::Reshape { new_sizes: _, dimensions: None } | Primitive::ExpandDims { .. } => {
             if let Some(ct) = single() {
                 out[0] = Some(b.reshape(ct, &aval(0, b).shape)?);
+            }
+        }
+        Primitive::Reshape { new_sizes: _, dimensions: Some(d) } => {
+            // `_reshape_transpose_rule`: reshape to the permuted shape, then transpose back.
+            if let Some(ct) = single() {
+                let op = aval(0, b);
+                let permuted: Vec<usize> = d.iter().map(|&k| op.shape[k]).collect();
+                let r = b.reshape(ct, &permuted)?;
+                out[0] = Some(b.transpose(r, &argsort(d))?);
             }
         }
         Primitive::Transpose { permutation } => {
@@ -362,6 +371,46 @@ pub(crate) fn transpose_rule(
                         Primitive::DevicePut { devices: vec![back], copy_semantics: vec![CopySemantics::AlwaysCopy] };
                     out[i] = Some(b.bind1(p, vec![ct])?);
                 }
+            }
+        }
+        Primitive::ConvGeneralDilated(c) => {
+            let Some(ct) = single() else { return Ok(out) };
+            match (lin(0), lin(1)) {
+                (true, false) => out[0] = Some(window::conv_transpose_lhs(b, c, ct, &aval(0, b), value(1)?)?),
+                (false, true) => out[1] = window::conv_transpose_rhs(b, c, ct, value(0)?, &aval(1, b))?,
+                _ => return Err(not_linear()),
+            }
+        }
+        Primitive::ReduceWindow { op, window } => match op {
+            ReduceOp::Sum => {
+                if let Some(ct) = single() {
+                    out[0] = Some(window::reduce_window_sum_transpose(b, window, ct, &aval(0, b))?);
+                }
+            }
+            ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
+        },
+        Primitive::SelectAndGatherAdd { select_prim, window } => {
+            if !lin(0) || lin(1) {
+                return Err(not_linear());
+            }
+            if let Some(ct) = single() {
+                out[0] = Some(window::select_and_gather_add_transpose(b, *select_prim, window, ct, value(1)?)?);
+            }
+        }
+        Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+            if !lin(0) || lin(1) {
+                return Err(not_linear());
+            }
+            if let Some(ct) = single() {
+                out[0] = Some(window::select_and_scatter_add_transpose(
+                    b,
+                    *select_prim,
+                    window_dimensions,
+                    window_strides,
+                    padding,
+                    ct,
+                    value(1)?,
+                )?);
             }
         }
         Primitive::Jit { .. } | Primitive::Remat2 { .. } => return transpose_call(b, eqn, ins, ct_outs),

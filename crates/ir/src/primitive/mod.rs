@@ -66,12 +66,16 @@ mod params;
 pub(crate) mod reduction;
 pub(crate) mod sorting;
 pub(crate) mod structural;
+pub(crate) mod window;
 
 pub use elementwise::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
 pub use indexing::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
 pub use memory::CopySemantics;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
 pub use sorting::CumulativeOp;
+pub use window::{
+    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
+};
 
 use params::ParamReader;
 
@@ -165,6 +169,12 @@ primitive_kinds! {
         Sort = "sort",
         TopK = "top_k",
         Argmin = "argmin",
+        ConvGeneralDilated = "conv_general_dilated",
+        ReduceWindowSum = "reduce_window_sum",
+        ReduceWindowMax = "reduce_window_max",
+        ReduceWindowMin = "reduce_window_min",
+        SelectAndScatterAdd = "select_and_scatter_add",
+        SelectAndGatherAdd = "select_and_gather_add",
     }
 }
 
@@ -227,7 +237,13 @@ impl PrimitiveKind {
             | PrimitiveKind::Sort
             | PrimitiveKind::TopK
             | PrimitiveKind::Argmin
-            | PrimitiveKind::Cumulative(_) => None,
+            | PrimitiveKind::Cumulative(_)
+            | PrimitiveKind::ConvGeneralDilated
+            | PrimitiveKind::ReduceWindowSum
+            | PrimitiveKind::ReduceWindowMax
+            | PrimitiveKind::ReduceWindowMin
+            | PrimitiveKind::SelectAndScatterAdd
+            | PrimitiveKind::SelectAndGatherAdd => None,
         }
     }
 }
@@ -271,8 +287,10 @@ pub enum Primitive {
         shape: Vec<usize>,
         broadcast_dimensions: Vec<usize>,
     },
+    /// `dimensions`, when given, permutes the operand's axes before the reshape.
     Reshape {
         new_sizes: Vec<usize>,
+        dimensions: Option<Vec<usize>>,
     },
     Transpose {
         permutation: Vec<usize>,
@@ -342,6 +360,29 @@ pub enum Primitive {
     Empty2 {
         dtype: DType,
         memory_space: MemorySpace,
+    },
+
+    // Convolutions and windows: `window.rs`.
+    /// `conv_general_dilated lhs rhs` (boxed: ten parameters).
+    ConvGeneralDilated(Box<ConvParams>),
+    /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
+    ReduceWindow {
+        op: ReduceOp,
+        window: Window,
+    },
+    /// `select_and_scatter_add source operand`: each window's `source` value added at the
+    /// position `select_prim` picks in the operand's window.
+    SelectAndScatterAdd {
+        select_prim: CompareOp,
+        window_dimensions: Vec<usize>,
+        window_strides: Vec<usize>,
+        padding: Vec<(i64, i64)>,
+    },
+    /// `select_and_gather_add tangent operand`: each window's tangent at the position
+    /// `select_prim` picks in the operand's window.
+    SelectAndGatherAdd {
+        select_prim: CompareOp,
+        window: Window,
     },
 
     // Calls and loops: `call.rs`.
@@ -466,6 +507,12 @@ impl Primitive {
             Primitive::TopK { .. } => PrimitiveKind::TopK,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
+            Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
+            Primitive::ReduceWindow { op: ReduceOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
+            Primitive::ReduceWindow { op: ReduceOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
+            Primitive::ReduceWindow { op: ReduceOp::Min, .. } => PrimitiveKind::ReduceWindowMin,
+            Primitive::SelectAndScatterAdd { .. } => PrimitiveKind::SelectAndScatterAdd,
+            Primitive::SelectAndGatherAdd { .. } => PrimitiveKind::SelectAndGatherAdd,
         }
     }
 
@@ -540,7 +587,11 @@ impl Primitive {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Argmin { .. }
-            | Primitive::Cumulative { .. } => Vec::new(),
+            | Primitive::Cumulative { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. } => Vec::new(),
         }
     }
 
@@ -605,7 +656,11 @@ impl Primitive {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Argmin { .. }
-            | Primitive::Cumulative { .. } => {}
+            | Primitive::Cumulative { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. } => {}
         }
         Ok(prim)
     }
@@ -653,7 +708,11 @@ impl Primitive {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Argmin { .. }
-            | Primitive::Cumulative { .. } => None,
+            | Primitive::Cumulative { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. } => None,
         }
     }
 
@@ -679,7 +738,7 @@ impl Primitive {
             Primitive::BroadcastInDim { shape: _, broadcast_dimensions } => {
                 broadcast_in_dim_params(broadcast_dimensions)
             }
-            Primitive::Reshape { new_sizes } => reshape_params(new_sizes),
+            Primitive::Reshape { new_sizes, dimensions } => reshape_params(new_sizes, dimensions.as_deref()),
             Primitive::Transpose { permutation } => transpose_params(permutation),
             Primitive::Rev { dimensions } => rev_params(dimensions),
             Primitive::Squeeze { dimensions } | Primitive::ExpandDims { dimensions } => dimensions_params(dimensions),
@@ -726,6 +785,14 @@ impl Primitive {
             Primitive::TopK { axis, k } => top_k_params(*axis, *k),
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
+            Primitive::ConvGeneralDilated(c) => window::conv_params(c),
+            Primitive::ReduceWindow { op: _, window } => window::window_params(window),
+            Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+                window::select_and_scatter_add_params(*select_prim, window_dimensions, window_strides, padding)
+            }
+            Primitive::SelectAndGatherAdd { select_prim, window } => {
+                window::select_and_gather_add_params(*select_prim, window)
+            }
         }
     }
 
@@ -777,6 +844,12 @@ impl Primitive {
             PrimitiveKind::TopK => parse_top_k(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
+            PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
+            PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(ReduceOp::Sum, p)?,
+            PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(ReduceOp::Max, p)?,
+            PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(ReduceOp::Min, p)?,
+            PrimitiveKind::SelectAndScatterAdd => window::parse_select_and_scatter_add(p)?,
+            PrimitiveKind::SelectAndGatherAdd => window::parse_select_and_gather_add(p)?,
         };
         reader.finish()?;
         Ok(prim)

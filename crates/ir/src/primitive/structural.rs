@@ -66,21 +66,44 @@ pub(crate) fn broadcast_in_dim_shape(
     Ok(device(x.dtype, shape.to_vec()))
 }
 
-// `reshape[dimensions=None new_sizes=(6,) sharding=None] x`.
+// `reshape[dimensions=None new_sizes=(6,) sharding=None] x`; `dimensions=(0, 2, 1)`
+// transposes the operand by that permutation first (JAX's `lax.reshape(x, sizes, dims)`).
 
-pub(super) fn reshape_params(new_sizes: &[usize]) -> Params {
-    vec![("dimensions", Param::None), ("new_sizes", Param::ints(new_sizes.iter().copied())), ("sharding", Param::None)]
+pub(super) fn reshape_params(new_sizes: &[usize], dimensions: Option<&[usize]>) -> Params {
+    vec![
+        ("dimensions", dimensions.map_or(Param::None, |d| Param::ints(d.iter().copied()))),
+        ("new_sizes", Param::ints(new_sizes.iter().copied())),
+        ("sharding", Param::None),
+    ]
 }
 
 pub(super) fn parse_reshape(p: &mut ParamReader) -> Result<Primitive, String> {
-    p.optional_none("dimensions")?;
     p.optional_none("sharding")?;
-    Ok(Primitive::Reshape { new_sizes: p.usizes("new_sizes")? })
+    let dimensions = if p.has("dimensions") && !p.is_none("dimensions") {
+        Some(p.usizes("dimensions")?)
+    } else {
+        p.optional_none("dimensions")?;
+        None
+    };
+    Ok(Primitive::Reshape { new_sizes: p.usizes("new_sizes")?, dimensions })
 }
 
-pub(crate) fn reshape_shape(new_sizes: &[usize], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+pub(crate) fn reshape_shape(
+    new_sizes: &[usize],
+    dimensions: Option<&[usize]>,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
     let name = "reshape";
     let [x] = arity(name, in_avals)?;
+    if let Some(d) = dimensions {
+        let mut sorted = d.to_vec();
+        sorted.sort_unstable();
+        ensure!(
+            sorted == (0..x.rank()).collect::<Vec<_>>(),
+            name,
+            "dimensions {d:?} is not a permutation of the axes of {x}"
+        );
+    }
     let (from, to) = (element_count(&x.shape), element_count(new_sizes));
     let count = |n: Option<usize>| n.map_or("too many".to_string(), |n| n.to_string());
     ensure!(

@@ -15,6 +15,7 @@ mod native;
 mod ops;
 mod scan;
 mod share;
+mod window;
 
 pub(crate) use ops::SMALL_DOT_MACS;
 

@@ -3,7 +3,7 @@
 //! Elementwise primitives build expression nodes; layout primitives that only move elements
 //! (`rev` among them, as negative strides) remap expressions; `pad`, `concatenate` and `dynamic_update_slice` write pieces of a new
 //! buffer; reductions, `argmax` and `dot_general` are steps of their own; calls inline;
-//! `scan` becomes a loop.
+//! `scan` becomes a loop; convolutions and windowed reductions are in `window.rs`.
 
 use remat_ir::{Aval, BinaryOp, DType, DotDimensionNumbers, LitValue, MemorySpace, Primitive, ReduceOp, UnaryOp};
 
@@ -100,7 +100,12 @@ impl Lowering {
                 let map = IndexMap::broadcast(ins[0].shape(), out.rank(), broadcast_dimensions);
                 Ok(vec![self.remap(ins[0].clone(), &map, out.shape.clone())])
             }
-            Primitive::Reshape { new_sizes: _ } => Ok(vec![self.reshape(ins[0].clone(), out)]),
+            Primitive::Reshape { new_sizes: _, dimensions: None } => Ok(vec![self.reshape(ins[0].clone(), out)]),
+            Primitive::Reshape { new_sizes: _, dimensions: Some(d) } => {
+                let shape = d.iter().map(|&k| ins[0].shape()[k]).collect();
+                let t = self.remap(ins[0].clone(), &IndexMap::transpose(d), shape);
+                Ok(vec![self.reshape(t, out)])
+            }
             Primitive::Transpose { permutation } => {
                 Ok(vec![self.remap(ins[0].clone(), &IndexMap::transpose(permutation), out.shape.clone())])
             }
@@ -234,6 +239,15 @@ impl Lowering {
             | Primitive::TopK { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. } => Ok(self.native(prim, ins, out_avals, targets)),
+            Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
+            Primitive::ReduceWindow { op, window } => Ok(vec![self.reduce_window(*op, window, &ins[0], out)]),
+            Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+                let w = remat_ir::scatter_window(window_dimensions, window_strides, padding);
+                Ok(vec![self.select_and_scatter_add(prim, *select_prim, &w, &ins[0], &ins[1], out)?])
+            }
+            Primitive::SelectAndGatherAdd { select_prim, window } => {
+                Ok(vec![self.select_and_gather_add(prim, *select_prim, window, &ins[0], &ins[1], out)?])
+            }
         }
     }
 
@@ -287,7 +301,7 @@ impl Lowering {
     }
 
     /// `pad`: fill with the padding value, then write the operand at its strided positions.
-    fn pad(&mut self, ins: &[Val], config: &[(i64, i64, i64)], out: &Aval, target: Option<BufId>) -> Val {
+    pub(crate) fn pad(&mut self, ins: &[Val], config: &[(i64, i64, i64)], out: &Aval, target: Option<BufId>) -> Val {
         let buf = target.unwrap_or_else(|| self.new_buf(out));
         let fill = Val { expr: self.operand(&ins[1], &out.shape), aval: out.clone() };
         self.write(&fill, buf);
@@ -335,7 +349,14 @@ impl Lowering {
 
     /// `dot_general` as a batched GEMM over strided views of both operands, or, for small
     /// products, as a loop nest compiled for the shape.
-    fn dot(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval, target: Option<BufId>) -> Val {
+    pub(crate) fn dot(
+        &mut self,
+        lhs: &Val,
+        rhs: &Val,
+        dn: &DotDimensionNumbers,
+        out: &Aval,
+        target: Option<BufId>,
+    ) -> Val {
         let (lf, rf) = (
             free_axes(lhs.aval.rank(), &dn.lhs_batch, &dn.lhs_contracting),
             free_axes(rhs.aval.rank(), &dn.rhs_batch, &dn.rhs_contracting),

@@ -16,7 +16,7 @@ impl Tensor {
         if new_sizes == self.shape() {
             return self.clone();
         }
-        self.apply_at(Primitive::Reshape { new_sizes: new_sizes.to_vec() }, loc)
+        self.apply_at(Primitive::Reshape { new_sizes: new_sizes.to_vec(), dimensions: None }, loc)
     }
 
     pub(crate) fn transpose_at(&self, permutation: &[usize], loc: &'static Location<'static>) -> Tensor {

@@ -1,0 +1,369 @@
+//! Lowering of convolutions and windowed reductions.
+//!
+//! Every one starts the same way: the operand is padded (and base-dilated) into a buffer of
+//! its own with the reduction's identity, so that a window position is a plain affine view
+//! of that buffer: output position `p`, window offset `k` read element `p * stride + k *
+//! dilation`. Then:
+//! - `conv_general_dilated` is a batched GEMM: the patches view `[group, N, out spatial...,
+//!   window..., I]` (copied to an arena buffer by the GEMM path: im2col) times the kernel
+//!   view `[group, window..., I, O / group]`, with feature or batch groups as the GEMM's
+//!   batch axis; the product is laid out in `out_spec` order by a view (one group) or a copy;
+//! - `reduce_window_*` is a `Reduce` step over `[out..., window...]`;
+//! - `select_and_gather_add` and `select_and_scatter_add` unroll the selection walk over the
+//!   window offsets in row-major order (one elementwise step per offset, carrying the value
+//!   and offset chosen so far), as the interpreter defines it; the scatter then adds each
+//!   window's source value at its chosen offset, offset by offset, into a padded buffer.
+
+use remat_ir::{
+    Aval, BinaryOp, CompareOp, ConvParams, DType, DotDimensionNumbers, LitValue, Primitive, ReduceOp, Window,
+};
+
+use super::ops::reduce_identity;
+use super::{unsupported, Lowering, Val};
+use crate::expr::{row_major_strides, Expr, View};
+use crate::program::Step;
+use crate::JitError;
+
+/// Convolutions with at most this many multiply-adds per output element (`O / group *
+/// window * I`) reduce in place rather than call the GEMM on im2col patches: a depthwise
+/// 3x3 conv (9) ran at 0.1 GFLOP/s through 64 thin GEMMs (`examples/bench_conv.rs`).
+const DIRECT_CONV_MACS_PER_OUTPUT: usize = 64;
+
+/// The most window offsets a selection walk is unrolled over.
+const MAX_WALK: usize = 4096;
+
+fn lit_val(value: LitValue) -> Val {
+    Val { expr: Expr::Lit(value), aval: Aval::scalar(value.dtype()) }
+}
+
+/// `(offset, strides)` of view `v` moved by `k * dilation` along each axis and stepping by
+/// `stride` along each output axis.
+fn window_view(v: &View, k: &[usize], dilation: &[usize], stride: &[usize]) -> View {
+    let offset = v.offset + (0..k.len()).map(|d| (k[d] * dilation[d]) as i64 * v.strides[d]).sum::<i64>();
+    let strides = (0..k.len()).map(|d| stride[d] as i64 * v.strides[d]).collect();
+    View { buf: v.buf, dtype: v.dtype, offset, strides, dynamic: v.dynamic.clone() }
+}
+
+/// The multi-index of `flat` in `shape`, row-major.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut out = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        out[d] = flat % shape[d].max(1);
+        flat /= shape[d].max(1);
+    }
+    out
+}
+
+impl Lowering {
+    /// `x` padded by `(lo, hi, interior)` per axis with `fill`, as a view (no copy when
+    /// nothing is padded).
+    fn padded(&mut self, x: &Val, config: &[(i64, i64, i64)], fill: LitValue) -> (View, Vec<usize>) {
+        let shape: Vec<usize> = x
+            .shape()
+            .iter()
+            .zip(config)
+            .map(|(&n, &(lo, hi, interior))| {
+                let n = n as i64;
+                (lo + hi + n + (n - 1).max(0) * interior).max(0) as usize
+            })
+            .collect();
+        if config.iter().all(|&c| c == (0, 0, 0)) {
+            let (v, _) = self.as_view(x.clone());
+            return (v, shape);
+        }
+        let aval = Aval::new(x.aval.dtype, shape.clone());
+        let p = self.pad(&[x.clone(), lit_val(fill)], config, &aval, None);
+        let (v, _) = self.as_view(p);
+        (v, shape)
+    }
+
+    pub(crate) fn conv(&mut self, c: &ConvParams, lhs: &Val, rhs: &Val, out: &Aval) -> Result<Val, JitError> {
+        let dn = &c.dimension_numbers;
+        let ns = lhs.aval.rank() - 2;
+        let (g, b) = (c.feature_group_count, c.batch_group_count);
+        let (n_axis, c_axis) = (dn.lhs_spec[0], dn.lhs_spec[1]);
+        let (o_axis, i_axis) = (dn.rhs_spec[0], dn.rhs_spec[1]);
+        let (n_out, o_all, i_feat) = (lhs.shape()[n_axis] / b, rhs.shape()[o_axis], rhs.shape()[i_axis]);
+        let groups = g.max(b);
+        let og = o_all / groups;
+        if out.size() == 0 {
+            let buf = self.new_buf(out);
+            return Ok(Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() });
+        }
+        // Padding and lhs dilation on the spatial axes.
+        let mut config = vec![(0, 0, 0); lhs.aval.rank()];
+        for s in 0..ns {
+            let (lo, hi) = c.padding[s];
+            config[dn.lhs_spec[2 + s]] = (lo, hi, c.lhs_dilation[s] as i64 - 1);
+        }
+        let (pv, _) = self.padded(lhs, &config, LitValue::from_f64(lhs.aval.dtype, 0.0));
+        let kern: Vec<usize> = (0..ns).map(|s| rhs.shape()[dn.rhs_spec[2 + s]]).collect();
+        let sp_out: Vec<usize> = (0..ns).map(|s| out.shape[dn.out_spec[2 + s]]).collect();
+        // Patches: [group, N, out spatial..., window..., I] (window before features, so that
+        // the common NHWC/HWIO layouts need no copy of the kernel and copy runs of features).
+        let st = &pv.strides;
+        let group_stride = if g > 1 {
+            i_feat as i64 * st[c_axis]
+        } else if b > 1 {
+            n_out as i64 * st[n_axis]
+        } else {
+            0
+        };
+        let mut p_strides = vec![group_stride, st[n_axis]];
+        p_strides.extend((0..ns).map(|s| c.window_strides[s] as i64 * st[dn.lhs_spec[2 + s]]));
+        p_strides.extend((0..ns).map(|s| c.rhs_dilation[s] as i64 * st[dn.lhs_spec[2 + s]]));
+        p_strides.push(st[c_axis]);
+        let mut p_shape = vec![groups, n_out];
+        p_shape.extend(&sp_out);
+        p_shape.extend(&kern);
+        p_shape.push(i_feat);
+        let patches = Val {
+            expr: Expr::Load(View { strides: p_strides, ..pv.clone() }),
+            aval: Aval::new(lhs.aval.dtype, p_shape),
+        };
+        // Kernel: [group, window..., I, O / group].
+        let (rv, _) = self.as_view(rhs.clone());
+        let rs = &rv.strides;
+        let mut k_strides = vec![og as i64 * rs[o_axis]];
+        k_strides.extend((0..ns).map(|s| rs[dn.rhs_spec[2 + s]]));
+        k_strides.extend([rs[i_axis], rs[o_axis]]);
+        let mut k_shape = vec![groups];
+        k_shape.extend(&kern);
+        k_shape.extend([i_feat, og]);
+        let kernel = Val {
+            expr: Expr::Load(View { strides: k_strides, ..rv.clone() }),
+            aval: Aval::new(rhs.aval.dtype, k_shape),
+        };
+        let dims = DotDimensionNumbers {
+            lhs_contracting: (2 + ns..3 + 2 * ns).collect(),
+            rhs_contracting: (1..2 + ns).collect(),
+            lhs_batch: vec![0],
+            rhs_batch: vec![0],
+        };
+        let mut r_shape = vec![groups, n_out];
+        r_shape.extend(&sp_out);
+        r_shape.push(og);
+        let r_aval = Aval::new(out.dtype, r_shape.clone());
+        let k_total = i_feat * kern.iter().product::<usize>();
+        let r = if og * k_total <= DIRECT_CONV_MACS_PER_OUTPUT {
+            self.conv_direct(&patches, &kernel, ns, &r_aval)
+        } else {
+            self.dot_val(&patches, &kernel, &dims, &r_aval)?
+        };
+        let (r, _) = self.as_view(r);
+        // The product's axes in `out_spec` order: a view for one group, else a copy.
+        let out_strides = row_major_strides(&out.shape);
+        if groups == 1 {
+            let mut strides = vec![0i64; out.rank()];
+            strides[dn.out_spec[0]] = r.strides[1];
+            strides[dn.out_spec[1]] = r.strides[2 + ns];
+            for s in 0..ns {
+                strides[dn.out_spec[2 + s]] = r.strides[2 + s];
+            }
+            return Ok(Val { expr: Expr::Load(View { strides, ..r }), aval: out.clone() });
+        }
+        let buf = self.new_buf(out);
+        let mut dst_strides = vec![og as i64 * out_strides[dn.out_spec[1]], out_strides[dn.out_spec[0]]];
+        dst_strides.extend((0..ns).map(|s| out_strides[dn.out_spec[2 + s]]));
+        dst_strides.push(out_strides[dn.out_spec[1]]);
+        let dst = View { buf, dtype: out.dtype, offset: 0, strides: dst_strides, dynamic: Vec::new() };
+        self.push_step(Step::Kernel { space: r_shape, dst, src: Expr::Load(r) });
+        Ok(Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() })
+    }
+
+    pub(crate) fn reduce_window(&mut self, op: ReduceOp, w: &Window, x: &Val, out: &Aval) -> Val {
+        let buf = self.new_buf(out);
+        let result = Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() };
+        if out.size() == 0 {
+            return result;
+        }
+        let identity = reduce_identity(op, x.aval.dtype);
+        if w.window_dimensions.contains(&0) {
+            let dst = View::contiguous(buf, out.dtype, &out.shape);
+            self.push_step(Step::Kernel { space: out.shape.clone(), dst, src: Expr::Lit(identity) });
+            return result;
+        }
+        let config: Vec<(i64, i64, i64)> =
+            w.padding.iter().zip(&w.base_dilation).map(|(&(lo, hi), &d)| (lo, hi, d as i64 - 1)).collect();
+        let (pv, _) = self.padded(x, &config, identity);
+        let rank = out.rank();
+        let mut strides: Vec<i64> = (0..rank).map(|d| w.window_strides[d] as i64 * pv.strides[d]).collect();
+        strides.extend((0..rank).map(|d| w.window_dilation[d] as i64 * pv.strides[d]));
+        let mut space = out.shape.clone();
+        space.extend(&w.window_dimensions);
+        let src = Expr::Load(View { strides, ..pv });
+        self.push_step(Step::Reduce { op, space, axes: (rank..2 * rank).collect(), dst: buf, src });
+        result
+    }
+
+    /// The selection walk over the windows of `x` (padded with the selection's identity):
+    /// the offset each window ends on (an `i32` value over the windows), and, if `t` is
+    /// given, the element of `t` (padded with 0) at that offset.
+    fn select_walk(
+        &mut self,
+        prim: &Primitive,
+        select_prim: CompareOp,
+        w: &Window,
+        x: &Val,
+        t: Option<&Val>,
+        out_shape: &[usize],
+    ) -> Result<(Val, Option<Val>), JitError> {
+        let n_win: usize = w.window_dimensions.iter().product();
+        if n_win == 0 || n_win > MAX_WALK {
+            return Err(unsupported(prim, format!("windows of {n_win} elements (1 to {MAX_WALK} are compiled)")));
+        }
+        let dtype = x.aval.dtype;
+        let init = match select_prim {
+            CompareOp::Ge | CompareOp::Gt => reduce_identity(ReduceOp::Max, dtype),
+            CompareOp::Le | CompareOp::Lt | CompareOp::Eq | CompareOp::Ne => reduce_identity(ReduceOp::Min, dtype),
+        };
+        let config: Vec<(i64, i64, i64)> =
+            w.padding.iter().zip(&w.base_dilation).map(|(&(lo, hi), &d)| (lo, hi, d as i64 - 1)).collect();
+        let (xv, _) = self.padded(x, &config, init);
+        let tv = t.map(|t| self.padded(t, &config, LitValue::from_f64(dtype, 0.0)).0);
+        let at = |v: &View, j: usize| {
+            let k = unravel(j, &w.window_dimensions);
+            Expr::Load(window_view(v, &k, &w.window_dilation, &w.window_strides))
+        };
+        let val_aval = Aval::new(dtype, out_shape.to_vec());
+        let idx_aval = Aval::new(DType::I32, out_shape.to_vec());
+        let mut cur_v = Val { expr: at(&xv, 0), aval: val_aval.clone() };
+        let mut cur_i = lit_val(LitValue::I32(0));
+        let mut cur_t = tv.as_ref().map(|tv| Val { expr: at(tv, 0), aval: val_aval.clone() });
+        for j in 1..n_win {
+            let e = at(&xv, j);
+            let keep = Box::new(Expr::Compare(select_prim, dtype, Box::new(cur_v.expr.clone()), Box::new(e.clone())));
+            let v = Expr::Select(dtype, keep.clone(), vec![e, cur_v.expr.clone()]);
+            let i =
+                Expr::Select(DType::I32, keep.clone(), vec![Expr::Lit(LitValue::I32(j as i32)), cur_i.expr.clone()]);
+            let next_t = match (&tv, &cur_t) {
+                (Some(tv), Some(ct)) => {
+                    let t = Expr::Select(dtype, keep, vec![at(tv, j), ct.expr.clone()]);
+                    Some(self.materialize(Val { expr: t, aval: val_aval.clone() }, None))
+                }
+                _ => None,
+            };
+            cur_v = self.materialize(Val { expr: v, aval: val_aval.clone() }, None);
+            cur_i = self.materialize(Val { expr: i, aval: idx_aval.clone() }, None);
+            cur_t = next_t;
+        }
+        Ok((cur_i, cur_t))
+    }
+
+    pub(crate) fn select_and_gather_add(
+        &mut self,
+        prim: &Primitive,
+        select_prim: CompareOp,
+        w: &Window,
+        t: &Val,
+        x: &Val,
+        out: &Aval,
+    ) -> Result<Val, JitError> {
+        if out.size() == 0 {
+            let buf = self.new_buf(out);
+            return Ok(Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() });
+        }
+        let (_, chosen) = self.select_walk(prim, select_prim, w, x, Some(t), &out.shape)?;
+        let chosen = chosen.expect("a tangent was walked");
+        // A window of one offset reads the tangent directly; make it a value of its own.
+        Ok(self.materialize(Val { expr: chosen.expr, aval: out.clone() }, None))
+    }
+
+    pub(crate) fn select_and_scatter_add(
+        &mut self,
+        prim: &Primitive,
+        select_prim: CompareOp,
+        w: &Window,
+        source: &Val,
+        x: &Val,
+        out: &Aval,
+    ) -> Result<Val, JitError> {
+        let dtype = out.dtype;
+        let zero = LitValue::from_f64(dtype, 0.0);
+        let padded_shape: Vec<usize> =
+            x.shape().iter().zip(&w.padding).map(|(&n, &(lo, hi))| (n as i64 + lo + hi).max(0) as usize).collect();
+        let padded_aval = Aval::new(dtype, padded_shape.clone());
+        let buf = self.new_buf(&padded_aval);
+        let pst = row_major_strides(&padded_shape);
+        let lo_offset: i64 = w.padding.iter().zip(&pst).map(|(&(lo, _), &s)| lo * s).sum();
+        let result = Val {
+            expr: Expr::Load(View { buf, dtype, offset: lo_offset, strides: pst.clone(), dynamic: Vec::new() }),
+            aval: out.clone(),
+        };
+        if padded_aval.size() == 0 {
+            return Ok(result);
+        }
+        let dst_all = View::contiguous(buf, dtype, &padded_shape);
+        self.push_step(Step::Kernel { space: padded_shape.clone(), dst: dst_all.clone(), src: Expr::Lit(zero) });
+        let windows = &source.aval.shape;
+        if source.aval.size() == 0 {
+            return Ok(result);
+        }
+        let (chosen, _) = self.select_walk(prim, select_prim, w, x, None, windows)?;
+        let src = if source.expr.is_trivial() { source.clone() } else { self.materialize(source.clone(), None) };
+        let n_win: usize = w.window_dimensions.iter().product();
+        for j in 0..n_win {
+            let k = unravel(j, &w.window_dimensions);
+            let dst = window_view(&dst_all, &k, &w.window_dilation, &w.window_strides);
+            let old = Expr::Load(dst.clone());
+            let picked = Expr::Compare(
+                CompareOp::Eq,
+                DType::I32,
+                Box::new(chosen.expr.clone()),
+                Box::new(Expr::Lit(LitValue::I32(j as i32))),
+            );
+            let added = Expr::Binary(BinaryOp::Add, dtype, Box::new(old.clone()), Box::new(src.expr.clone()));
+            let value = Expr::Select(dtype, Box::new(picked), vec![old, added]);
+            self.push_step(Step::Kernel { space: windows.clone(), dst, src: value });
+        }
+        Ok(result)
+    }
+
+    /// The convolution's product as one reduce step over `[N, out spatial..., group, O /
+    /// group, window..., I]`, reading the patches and the kernel in place: no im2col copy and
+    /// no GEMM call, for products whose GEMM would be thin (depthwise convolutions). The
+    /// group runs inside the spatial axes, so an NHWC operand is swept once, not once per
+    /// group; the result is a view with `out`'s axes `[group, N, out spatial..., O / group]`.
+    fn conv_direct(&mut self, patches: &Val, kernel: &Val, ns: usize, out: &Aval) -> Val {
+        let (Expr::Load(pv), Expr::Load(kv)) = (&patches.expr, &kernel.expr) else {
+            unreachable!("patches and kernel are views")
+        };
+        // Patches are [group, N, out spatial..., window..., I]; the kernel [group, window...,
+        // I, O / group].
+        let mut lhs_strides = pv.strides[1..2 + ns].to_vec();
+        lhs_strides.extend([pv.strides[0], 0]);
+        lhs_strides.extend(&pv.strides[2 + ns..]);
+        let mut rhs_strides = vec![0; 1 + ns];
+        rhs_strides.extend([kv.strides[0], kv.strides[2 + ns]]);
+        rhs_strides.extend(&kv.strides[1..2 + ns]);
+        let load = |v: &View, strides: Vec<i64>, from: DType| {
+            let e = Expr::Load(View { strides, ..v.clone() });
+            if from == out.dtype {
+                e
+            } else {
+                Expr::Convert { from, to: out.dtype, x: Box::new(e) }
+            }
+        };
+        let l = load(pv, lhs_strides, patches.aval.dtype);
+        let r = load(kv, rhs_strides, kernel.aval.dtype);
+        let src = Expr::Binary(BinaryOp::Mul, out.dtype, Box::new(l), Box::new(r));
+        let mut kept: Vec<usize> = out.shape[1..2 + ns].to_vec();
+        kept.extend([out.shape[0], out.shape[2 + ns]]);
+        let mut space = kept.clone();
+        space.extend(&patches.aval.shape[2 + ns..]);
+        let buf = self.new_buf(out);
+        let axes = (kept.len()..space.len()).collect();
+        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src });
+        let rm = row_major_strides(&kept);
+        let mut strides = vec![rm[ns + 1], rm[0]];
+        strides.extend(&rm[1..1 + ns]);
+        strides.push(rm[ns + 2]);
+        let view = View { buf, dtype: out.dtype, offset: 0, strides, dynamic: Vec::new() };
+        Val { expr: Expr::Load(view), aval: out.clone() }
+    }
+
+    /// `dot_general` of two values into a fresh buffer.
+    fn dot_val(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval) -> Result<Val, JitError> {
+        Ok(self.dot(lhs, rhs, dn, out, None))
+    }
+}
