@@ -96,8 +96,12 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }
         Some(HigherOrder::Scan) => scan_dce(eqn, used_outs),
-        // A custom_jvp_call and every first-order primitive live or die whole.
-        Some(HigherOrder::CustomJvpCall) | None => Ok((eqn.clone(), vec![true; eqn.invars.len()])),
+        Some(HigherOrder::Cond) => crate::cond::cond_dce(eqn, used_outs),
+        // A custom call (whose rule may read every input), a while loop (whose carries
+        // feed each other) and every first-order primitive live or die whole.
+        Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall | HigherOrder::While) | None => {
+            Ok((eqn.clone(), vec![true; eqn.invars.len()]))
+        }
     }
 }
 

@@ -265,7 +265,7 @@ fn with_tangents(primals: &[Atom], tangents: &[Tangent]) -> Vec<Atom> {
 
 /// Binds a call whose operands are the primals then the nonzero tangents, and whose
 /// results are the primal outputs then the nonzero output tangents.
-fn call_with_tangents(
+pub(crate) fn call_with_tangents(
     b: &mut Builder,
     prim: Primitive,
     primals: &[Atom],

@@ -31,6 +31,7 @@
 
 pub mod builder;
 mod call;
+mod cond;
 mod dce;
 mod jvp;
 mod partial_eval;

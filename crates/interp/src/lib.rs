@@ -382,6 +382,19 @@ pub(crate) fn eval_primitive_refs(
             },
             args,
         )?,
+        Primitive::Cond { branches } => control::cond(branches, args)?,
+        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => control::while_loop(
+            &control::While {
+                cond: cond_jaxpr,
+                body: body_jaxpr,
+                cond_nconsts: *cond_nconsts,
+                body_nconsts: *body_nconsts,
+            },
+            args,
+        )?,
+        Primitive::CustomVjpCall { name, call_jaxpr, fwd: _, bwd: _, num_consts: _, symbolic_zeros: _ } => {
+            control::call(primitive, format!("custom_vjp_call `{name}`"), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
+        }
     };
     check_results(primitive, &results, out_avals)?;
     Ok(results)

@@ -456,7 +456,12 @@ impl<'s> Parser<'s> {
                 while !self.eat(close) {
                     items.push(self.value(key)?);
                     trailing_comma = self.eat(",");
-                    if !trailing_comma && !self.peek_str(close) {
+                    // `pp_jaxprs` (`cond`'s `branches=(`) separates jaxprs by whitespace only.
+                    let jaxpr_follows = matches!(items.last(), Some(Param::Jaxpr(_))) && {
+                        self.skip_ws();
+                        self.peek() == Some('{')
+                    };
+                    if !trailing_comma && !jaxpr_follows && !self.peek_str(close) {
                         return Err(self.expected(&format!("`,` or `{close}`")));
                     }
                 }

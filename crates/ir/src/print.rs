@@ -284,6 +284,17 @@ fn eqn_doc(ctx: &mut Ctx, j: &Jaxpr, eqn: &Eqn) -> Doc {
 fn kv_doc(ctx: &mut Ctx, eqn: &Eqn, key: &str, value: &Param) -> Doc {
     let value_doc = match value {
         Param::Jaxpr(sub) => jaxpr_doc(ctx, sub),
+        // `pp_jaxprs`: a tuple of jaxprs (`cond`'s `branches`), one per line when it breaks.
+        Param::Tuple(items) if !items.is_empty() && items.iter().all(|p| matches!(p, Param::Jaxpr(_))) => {
+            let docs: Vec<Doc> = items
+                .iter()
+                .map(|p| match p {
+                    Param::Jaxpr(sub) => jaxpr_doc(ctx, sub),
+                    _ => Doc::Nil,
+                })
+                .collect();
+            group(concat(vec![nest(2, concat(vec![text("("), brk(""), join(brk(" "), docs)])), brk(""), text(")")]))
+        }
         _ => {
             let canonical = mask_addresses(&value.repr());
             let spelled = eqn.spelling.iter().find(|(k, _)| k == key).map(|(_, raw)| raw);

@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::primitive::{call, elementwise, memory, reduction, structural, Primitive};
+use crate::primitive::{call, control, elementwise, memory, reduction, structural, Primitive};
 use crate::types::{Aval, DType, Shape};
 
 /// Why an equation's operands do not fit its primitive.
@@ -53,7 +53,7 @@ pub(crate) use {bail, ensure};
 
 /// The output avals of `prim` applied to operands of types `in_avals`.
 pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+    use self::{call::*, control::*, elementwise::*, memory::*, reduction::*, structural::*};
     let ins = in_avals;
     match prim {
         Primitive::Unary(op) => unary_shape(*op, ins),
@@ -93,6 +93,11 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
             scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
         }
+        Primitive::Cond { branches } => cond_shape(branches, ins),
+        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+            while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
+        }
+        Primitive::CustomVjpCall { call_jaxpr, num_consts, .. } => custom_vjp_call_shape(call_jaxpr, *num_consts, ins),
     }
 }
 

@@ -70,6 +70,11 @@ pub(crate) enum Step {
     /// `for i in 0..length`: store `i` (or `length - 1 - i` reversed) in the `i32` buffer
     /// `counter`, then run `body`.
     Loop { length: usize, reverse: bool, counter: BufId, body: Vec<Step> },
+    /// `cond`: runs `branches[k]`, where `k` is the `i32` in `index` (XLA's `Case`: out of
+    /// range, negative included, runs the last branch).
+    Switch { index: BufId, branches: Vec<Vec<Step>> },
+    /// `while`: runs `cond`, then, while the `bool` in `pred` is true, `body` and `cond`.
+    While { cond: Vec<Step>, pred: BufId, body: Vec<Step> },
 }
 
 impl Step {
@@ -102,6 +107,15 @@ impl Step {
             }
             Step::Loop { counter, body, .. } => {
                 out.push(*counter);
+                body.iter().for_each(|s| s.buffers(out));
+            }
+            Step::Switch { index, branches } => {
+                out.push(*index);
+                branches.iter().flatten().for_each(|s| s.buffers(out));
+            }
+            Step::While { cond, pred, body } => {
+                cond.iter().for_each(|s| s.buffers(out));
+                out.push(*pred);
                 body.iter().for_each(|s| s.buffers(out));
             }
         }
@@ -145,7 +159,7 @@ impl Step {
             // The descriptor's address is passed after the buffers' (its contents are in the
             // key the code generator builds).
             Step::Dot { lhs, rhs, dst, .. } => Step::Dot { desc: 0, lhs: view(lhs), rhs: view(rhs), dst: rename(*dst) },
-            Step::Loop { .. } => self.clone(),
+            Step::Loop { .. } | Step::Switch { .. } | Step::While { .. } => self.clone(),
         };
         canonical_shared_ids(&format!("{renamed:?}"))
     }
@@ -249,6 +263,8 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
             )
         }
         Step::Loop { length, body, .. } => format!("loop x{length} ({} steps)", body.len()),
+        Step::Switch { branches, .. } => format!("switch of {} branches", branches.len()),
+        Step::While { cond, body, .. } => format!("while ({} + {} steps)", cond.len(), body.len()),
     }
 }
 

@@ -183,6 +183,12 @@ pub(crate) fn jvp_rule(
         },
         Primitive::Remat2 { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
+        Primitive::Cond { .. } => crate::cond::cond_jvp(b, eqn, primals, tangents),
+        Primitive::While { .. } => crate::cond::while_jvp(b, eqn, primals, tangents),
+        // The fwd/bwd rules are known only by name: the primal function is differentiated.
+        Primitive::CustomVjpCall { name, call_jaxpr, .. } => {
+            jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents)
+        }
     }
 }
 

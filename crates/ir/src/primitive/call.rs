@@ -189,14 +189,14 @@ pub(crate) fn scan_shape(
 // Shared by the shape rules above.
 
 /// `jit` and `custom_jvp_call`: operands match the invars, results are the outvars.
-fn call(name: &str, in_avals: &[Aval], c: &ClosedJaxpr) -> Result<Vec<Aval>, ShapeError> {
+pub(super) fn call(name: &str, in_avals: &[Aval], c: &ClosedJaxpr) -> Result<Vec<Aval>, ShapeError> {
     check_consts(name, c)?;
     check_operands(name, in_avals, &inner_avals(name, &c.jaxpr, &c.jaxpr.invars)?)?;
     inner_out_avals(name, &c.jaxpr)
 }
 
 /// The avals of `vars` in a nested jaxpr, or an error if one is out of range.
-fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeError> {
+pub(super) fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeError> {
     vars.iter()
         .map(|v| match j.vars.get(v.index()) {
             Some(decl) => Ok(decl.aval.clone()),
@@ -205,7 +205,7 @@ fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeEr
         .collect()
 }
 
-fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
+pub(super) fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
     j.outvars
         .iter()
         .map(|a| match a {
@@ -216,7 +216,7 @@ fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
 }
 
 /// A closed jaxpr's consts have its constvars' types.
-fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
+pub(super) fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
     let const_avals = inner_avals(name, &c.jaxpr, &c.jaxpr.constvars)?;
     ensure!(
         c.consts.len() == const_avals.len(),
@@ -238,7 +238,7 @@ fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
 
 /// Operands against a nested jaxpr's invars: same count, and equal avals including the
 /// memory space.
-fn check_operands(name: &str, in_avals: &[Aval], invars: &[Aval]) -> Result<(), ShapeError> {
+pub(super) fn check_operands(name: &str, in_avals: &[Aval], invars: &[Aval]) -> Result<(), ShapeError> {
     ensure!(
         in_avals.len() == invars.len(),
         name,

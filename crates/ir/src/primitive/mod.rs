@@ -59,12 +59,14 @@ macro_rules! named_enum {
 }
 
 pub(crate) mod call;
+pub(crate) mod control;
 pub(crate) mod elementwise;
 pub(crate) mod memory;
 mod params;
 pub(crate) mod reduction;
 pub(crate) mod structural;
 
+pub use control::cond_branch;
 pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
 pub use memory::CopySemantics;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
@@ -149,6 +151,9 @@ primitive_kinds! {
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
         Scan = "scan",
+        Cond = "cond",
+        While = "while",
+        CustomVjpCall = "custom_vjp_call",
     }
 }
 
@@ -167,6 +172,12 @@ pub enum HigherOrder {
     Remat2,
     /// `scan`: a loop over a body.
     Scan,
+    /// `cond`: one of several branches, chosen by an index at run time.
+    Cond,
+    /// `while`: a loop whose trip count is known only at run time.
+    While,
+    /// `custom_vjp_call`: a call whose derivative JAX takes from its fwd/bwd rules.
+    CustomVjpCall,
 }
 
 impl PrimitiveKind {
@@ -177,6 +188,9 @@ impl PrimitiveKind {
             PrimitiveKind::CustomJvpCall => Some(HigherOrder::CustomJvpCall),
             PrimitiveKind::Remat2 => Some(HigherOrder::Remat2),
             PrimitiveKind::Scan => Some(HigherOrder::Scan),
+            PrimitiveKind::Cond => Some(HigherOrder::Cond),
+            PrimitiveKind::While => Some(HigherOrder::While),
+            PrimitiveKind::CustomVjpCall => Some(HigherOrder::CustomVjpCall),
             PrimitiveKind::Unary(_)
             | PrimitiveKind::Binary(_)
             | PrimitiveKind::Compare(_)
@@ -330,6 +344,28 @@ pub enum Primitive {
         num_carry: usize,
         unroll: usize,
     },
+
+    // Control flow and custom-vjp calls: `control.rs`.
+    /// `cond index ops...`: runs `branches[clamp(index, 0, n - 1)]` on `ops`.
+    Cond {
+        branches: Vec<ClosedJaxpr>,
+    },
+    /// Operands: `cond_nconsts` cond consts, `body_nconsts` body consts, then the carries.
+    While {
+        cond_jaxpr: ClosedJaxpr,
+        body_jaxpr: ClosedJaxpr,
+        cond_nconsts: usize,
+        body_nconsts: usize,
+    },
+    /// The fwd/bwd rules are known only by name; evaluation uses `call_jaxpr`.
+    CustomVjpCall {
+        name: String,
+        call_jaxpr: ClosedJaxpr,
+        fwd: String,
+        bwd: String,
+        num_consts: usize,
+        symbolic_zeros: bool,
+    },
 }
 
 impl Primitive {
@@ -365,6 +401,9 @@ impl Primitive {
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
+            Primitive::Cond { .. } => PrimitiveKind::Cond,
+            Primitive::While { .. } => PrimitiveKind::While,
+            Primitive::CustomVjpCall { .. } => PrimitiveKind::CustomVjpCall,
         }
     }
 
@@ -389,6 +428,9 @@ impl Primitive {
             Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
             Primitive::CustomJvpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
+            Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
+            Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
+            Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Unary(_)
             | Primitive::Binary(_)
             | Primitive::Compare(_)
@@ -444,6 +486,16 @@ impl Primitive {
             Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
             Primitive::CustomJvpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
+            Primitive::Cond { branches } => {
+                for b in branches {
+                    b.jaxpr = f(&b.jaxpr)?;
+                }
+            }
+            Primitive::While { cond_jaxpr, body_jaxpr, .. } => {
+                body_jaxpr.jaxpr = f(&body_jaxpr.jaxpr)?;
+                cond_jaxpr.jaxpr = f(&cond_jaxpr.jaxpr)?;
+            }
+            Primitive::CustomVjpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
             Primitive::Unary(_)
             | Primitive::Binary(_)
             | Primitive::Compare(_)
@@ -505,13 +557,16 @@ impl Primitive {
             | Primitive::DevicePut { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
-            | Primitive::Scan { .. } => None,
+            | Primitive::Scan { .. }
+            | Primitive::Cond { .. }
+            | Primitive::While { .. }
+            | Primitive::CustomVjpCall { .. } => None,
         }
     }
 
     /// The parameters in printing order, leaving out what JAX's printer hides.
     pub fn params(&self) -> Vec<(&'static str, Param)> {
-        use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+        use self::{call::*, control::*, elementwise::*, memory::*, reduction::*, structural::*};
         match self {
             Primitive::Unary(_)
             | Primitive::Binary(_)
@@ -557,6 +612,13 @@ impl Primitive {
             Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => {
                 scan_params(jaxpr, *length, *reverse, *num_consts, *num_carry, *unroll)
             }
+            Primitive::Cond { branches } => cond_params(branches),
+            Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+                while_params(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)
+            }
+            Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros } => {
+                custom_vjp_call_params(name, call_jaxpr, fwd, bwd, *num_consts, *symbolic_zeros)
+            }
         }
     }
 
@@ -564,7 +626,7 @@ impl Primitive {
     /// equation's binder types (some parameters JAX does not print, such as
     /// `broadcast_in_dim`'s `shape`, come from them). Errors say which parameter is wrong.
     pub fn from_params(name: &str, params: Vec<(String, Param)>, out_avals: &[Aval]) -> Result<Primitive, String> {
-        use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+        use self::{call::*, control::*, elementwise::*, memory::*, reduction::*, structural::*};
         let kind = PrimitiveKind::from_name(name).ok_or_else(|| format!("unknown primitive `{name}`"))?;
         let mut reader = ParamReader::new(name, params);
         let p = &mut reader;
@@ -598,6 +660,9 @@ impl Primitive {
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,
             PrimitiveKind::Scan => parse_scan(p)?,
+            PrimitiveKind::Cond => parse_cond(p)?,
+            PrimitiveKind::While => parse_while(p)?,
+            PrimitiveKind::CustomVjpCall => parse_custom_vjp_call(p)?,
         };
         reader.finish()?;
         Ok(prim)

@@ -195,6 +195,19 @@ impl Lowering {
                 };
                 self.scan(&s, ins, out_avals, targets)
             }
+            Primitive::Cond { branches } => self.cond(branches, ins, out_avals, targets),
+            Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+                let w = super::control::WhileParams {
+                    cond: cond_jaxpr,
+                    body: body_jaxpr,
+                    cond_nconsts: *cond_nconsts,
+                    body_nconsts: *body_nconsts,
+                };
+                self.while_loop(&w, ins, out_avals, targets)
+            }
+            Primitive::CustomVjpCall { name: _, call_jaxpr, fwd: _, bwd: _, num_consts: _, symbolic_zeros: _ } => {
+                self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)
+            }
         }
     }
 
