@@ -14,7 +14,7 @@
 
 use remat_ir::{Atom, BinaryOp, CompareOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
-use super::{emit_primal, instantiate, jvp_call, jvp_custom_jvp_call, scan_jvp, Tangent};
+use super::{emit_primal, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_vjp_call, scan_jvp, Tangent};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -177,17 +177,19 @@ pub(crate) fn jvp_rule(
             Ok((out, vec![tangents[0]]))
         }
         Primitive::Jit { .. } => jvp_call(b, eqn, primals, tangents),
-        Primitive::CustomJvpCall { name, call_jaxpr, .. } => match KnownCustomJvp::of(name, primals.len()) {
+        Primitive::CustomJvpCall { name, call_jaxpr, jvp, .. } => match KnownCustomJvp::of(name, jvp, primals.len()) {
             Some(rule) => rule.jvp(b, old, eqn, primals, tangents),
-            None => jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents),
+            None => jvp_custom_jvp_call(b, old, eqn, name, call_jaxpr, primals, tangents),
         },
         Primitive::Remat2 { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
         Primitive::Cond { .. } => crate::cond::cond_jvp(b, eqn, primals, tangents),
         Primitive::While { .. } => crate::cond::while_jvp(b, eqn, primals, tangents),
         // The fwd/bwd rules are known only by name: the primal function is differentiated.
+        // `fwd` computes the primal outputs, here the body's (inlined, as a `fwd` that
+        // computes the function does); the tangent is the body's.
         Primitive::CustomVjpCall { name, call_jaxpr, .. } => {
-            jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents)
+            jvp_custom_vjp_call(b, name, call_jaxpr, primals, tangents)
         }
     }
 }
@@ -442,23 +444,29 @@ fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
     }
 }
 
-/// Custom jvp rules of JAX library functions, recovered by the name JAX prints.
+/// Custom jvp rules recovered by the function and rule names JAX prints.
 ///
 /// A `custom_jvp_call` carries its rule only as opaque text (`jvp=jvp`), so in general it
-/// is differentiated through its body. For the library functions below the rule is known,
-/// and using it gives JAX's results where the body's derivative differs: `relu`'s rule
-/// has derivative 0 at 0 (the body's `max` splits the tie, giving 1/2), and its forward
-/// half saves JAX's `gt` mask and zeros rather than what `max` needs.
+/// is differentiated through its body. For the functions below the rule is known, and
+/// using it gives JAX's results where the body's derivative differs: `relu`'s rule has
+/// derivative 0 at 0 (the body's `max` splits the tie, giving 1/2), and its forward half
+/// saves JAX's `gt` mask and zeros rather than what `max` needs; `safe_log`'s rule
+/// divides by `max(x, 1e-6)` (the forward half saves that `max`, not `log`'s input and
+/// `max`'s tie masks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum KnownCustomJvp {
     /// `jax.nn.relu`: `select(x > 0, g, full_like(g, 0))`.
     Relu,
+    /// The conformance zoo's `safe_log = log(max(x, 1e-6))` with `_safe_log_jvp`:
+    /// `(safe_log(x), t / maximum(x, 1e-6))`.
+    SafeLog,
 }
 
 impl KnownCustomJvp {
-    fn of(name: &str, num_operands: usize) -> Option<KnownCustomJvp> {
-        match (name, num_operands) {
-            ("relu", 1) => Some(KnownCustomJvp::Relu),
+    fn of(name: &str, jvp: &str, num_operands: usize) -> Option<KnownCustomJvp> {
+        match (name, jvp, num_operands) {
+            ("relu", _, 1) => Some(KnownCustomJvp::Relu),
+            ("safe_log", "_safe_log_jvp", 1) => Some(KnownCustomJvp::SafeLog),
             _ => None,
         }
     }
@@ -486,6 +494,39 @@ impl KnownCustomJvp {
                 let t = b.select_n(positive, vec![zeros, g])?;
                 Ok((out, vec![Tangent::Nz(t)]))
             }
+            KnownCustomJvp::SafeLog => {
+                let x = primals[0];
+                let floor = b.binary(BinaryOp::Max, x, lit(b.aval(&x).dtype, 1e-6))?;
+                let t = b.div(g, floor)?;
+                Ok((out, vec![Tangent::Nz(t)]))
+            }
         }
     }
+}
+
+/// One line per custom-derivative call in `jaxpr` (nested ones included) whose rule is
+/// known only by name and so is not what differentiates it: the primal `call_jaxpr` is
+/// differentiated instead, and gradients and residuals may differ from JAX's.
+pub fn custom_rule_notes(jaxpr: &Jaxpr) -> Vec<String> {
+    let mut notes = Vec::new();
+    for eqn in &jaxpr.eqns {
+        match &eqn.primitive {
+            Primitive::CustomJvpCall { name, jvp, .. } if KnownCustomJvp::of(name, jvp, eqn.invars.len()).is_none() => {
+                notes.push(format!(
+                    "custom_jvp_call `{name}` at {}: its rule `{jvp}` is not known; its call_jaxpr is differentiated",
+                    eqn.source
+                ))
+            }
+            Primitive::CustomVjpCall { name, fwd, bwd, .. } => notes.push(format!(
+                "custom_vjp_call `{name}` at {}: its rules `{fwd}`/`{bwd}` are not known; its call_jaxpr is \
+                 differentiated",
+                eqn.source
+            )),
+            _ => {}
+        }
+        for sub in eqn.primitive.subjaxprs() {
+            notes.extend(custom_rule_notes(sub));
+        }
+    }
+    notes
 }
