@@ -46,15 +46,27 @@ pub(crate) fn cond_of(branches: Vec<Jaxpr>) -> Primitive {
 }
 
 /// Zeros of `aval` inside `j`: a literal for a scalar, else a `broadcast_in_dim` of one
-/// appended to `j`'s equations (JAX fills with `empty2`, which XLA CPU lowers to zeros).
+/// appended to `j`'s equations.
 pub(crate) fn zeros_in(j: &mut Jaxpr, aval: &Aval) -> Atom {
-    let zero = lit(aval.dtype, 0.0);
+    broadcast_in(j, lit(aval.dtype, 0.0), aval)
+}
+
+/// JAX's `empty_like_aval` inside `j`: an `empty2` scalar (which XLA CPU lowers to zero),
+/// broadcast to `aval`'s shape unless it is a scalar.
+pub(crate) fn empty_in(j: &mut Jaxpr, aval: &Aval) -> Atom {
+    let e = j.new_var(Aval::new(aval.dtype, Vec::new()).with_memory_space(aval.memory_space));
+    let empty = Primitive::Empty2 { dtype: aval.dtype, memory_space: aval.memory_space };
+    j.eqns.push(Eqn::new(empty, Vec::new(), vec![e], SourceInfo::unknown()));
+    broadcast_in(j, Atom::Var(e), aval)
+}
+
+fn broadcast_in(j: &mut Jaxpr, scalar: Atom, aval: &Aval) -> Atom {
     if aval.shape.is_empty() {
-        return zero;
+        return scalar;
     }
     let v = j.new_var(aval.clone());
     let bcast = Primitive::BroadcastInDim { shape: aval.shape.clone(), broadcast_dimensions: Vec::new() };
-    j.eqns.push(Eqn::new(bcast, vec![zero], vec![v], SourceInfo::unknown()));
+    j.eqns.push(Eqn::new(bcast, vec![scalar], vec![v], SourceInfo::unknown()));
     Atom::Var(v)
 }
 

@@ -392,6 +392,8 @@ pub(crate) fn eval_primitive_refs(
             },
             args,
         )?,
+        // XLA CPU materializes the uninitialized value as zeros.
+        Primitive::Empty2 { dtype, memory_space: _ } => vec![Array::zeros(&Aval::new(*dtype, Vec::new()))],
         Primitive::CustomVjpCall { name, call_jaxpr, fwd: _, bwd: _, num_consts: _, symbolic_zeros: _ } => {
             control::call(primitive, format!("custom_vjp_call `{name}`"), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
         }

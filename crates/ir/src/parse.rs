@@ -456,10 +456,11 @@ impl<'s> Parser<'s> {
                 while !self.eat(close) {
                     items.push(self.value(key)?);
                     trailing_comma = self.eat(",");
-                    // `pp_jaxprs` (`cond`'s `branches=(`) separates jaxprs by whitespace only.
+                    // `pp_jaxprs` (`cond`'s `branches=(`) separates jaxprs, written out or by
+                    // the name of a hoisted one, by whitespace only.
                     let jaxpr_follows = matches!(items.last(), Some(Param::Jaxpr(_))) && {
                         self.skip_ws();
-                        self.peek() == Some('{')
+                        matches!(self.peek(), Some(c) if c == '{' || c == '_' || c.is_ascii_alphabetic())
                     };
                     if !trailing_comma && !jaxpr_follows && !self.peek_str(close) {
                         return Err(self.expected(&format!("`,` or `{close}`")));
@@ -536,7 +537,7 @@ impl<'s> Parser<'s> {
                     return Ok(Param::Call { func: word, args, kwargs });
                 }
                 // A reference to a hoisted jaxpr.
-                if matches!(key, "jaxpr" | "call_jaxpr") {
+                if matches!(key, "jaxpr" | "call_jaxpr" | "branches" | "body_jaxpr" | "cond_jaxpr") {
                     if let Some(j) = self.shared.get(&word) {
                         return Ok(Param::Jaxpr(j.clone()));
                     }

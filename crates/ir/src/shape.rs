@@ -98,6 +98,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
         }
         Primitive::CustomVjpCall { call_jaxpr, num_consts, .. } => custom_vjp_call_shape(call_jaxpr, *num_consts, ins),
+        Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
     }
 }
 

@@ -31,7 +31,9 @@ pub(crate) fn jvp_rule(
     match &eqn.primitive {
         Primitive::Unary(op) => unary(b, old, eqn, *op, primals, tangents),
         Primitive::Binary(op) => binary(b, old, eqn, *op, primals, tangents),
-        Primitive::Compare(_) | Primitive::Argmax { .. } | Primitive::Iota { .. } => zero(b, old, eqn, primals),
+        Primitive::Compare(_) | Primitive::Argmax { .. } | Primitive::Iota { .. } | Primitive::Empty2 { .. } => {
+            zero(b, old, eqn, primals)
+        }
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];

@@ -10,14 +10,14 @@
 //! Every branch is split against the same output unknowns (an output is unknown when it is
 //! in any branch). The branches' residuals are merged into one list of slots
 //! (`_merge_branch_residuals`: by type and occurrence within the branch, not by meaning);
-//! each known branch fills the slots it does not use with zeros (JAX's `empty2`, which
-//! XLA CPU lowers to zeros) and each staged branch takes every slot, reading its own. The
+//! each known branch fills the slots it does not use with `empty2` (which XLA CPU lowers
+//! to zeros) and each staged branch takes every slot, reading its own. The
 //! index is known (it is an integer) and a residual of the staged cond.
 
 use remat_ir::{Atom, Aval, Eqn, Jaxpr};
 
 use super::{partial_eval_jaxpr_custom, PartialEval, Pe, PeMode};
-use crate::cond::{branches_of, cond_of, zeros_in};
+use crate::cond::{branches_of, cond_of, empty_in};
 use crate::AdError;
 
 pub(super) fn cond_partial_eval(pe: &mut Pe, eqn: &Eqn) -> Result<(), AdError> {
@@ -117,7 +117,7 @@ pub(crate) fn merge_branch_residuals(per_branch: &[Vec<Aval>]) -> (Vec<Aval>, Ve
 }
 
 /// `_join_cond_outputs`: a known branch returning its known outputs, then every slot (its
-/// own residuals in theirs, zeros in the others).
+/// own residuals in theirs, `empty2` in the others).
 fn join_known_outputs(known: &Jaxpr, num_res: usize, slots: &[Aval], idx: &[usize]) -> Jaxpr {
     let mut j = known.clone();
     let n_known = j.outvars.len() - num_res;
@@ -126,7 +126,7 @@ fn join_known_outputs(known: &Jaxpr, num_res: usize, slots: &[Aval], idx: &[usiz
     for (s, aval) in slots.iter().enumerate() {
         match idx.iter().position(|&x| x == s) {
             Some(r) => outs.push(own[r]),
-            None => outs.push(zeros_in(&mut j, aval)),
+            None => outs.push(empty_in(&mut j, aval)),
         }
     }
     j.outvars = outs;

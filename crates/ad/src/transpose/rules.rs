@@ -103,7 +103,8 @@ pub(crate) fn transpose_rule(
         | Primitive::Clamp
         | Primitive::Iota { .. }
         | Primitive::Argmax { .. }
-        | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
+        | Primitive::CustomJvpCall { .. }
+        | Primitive::Empty2 { .. } => return Err(not_linear()),
         Primitive::SelectN => {
             if lin(0) {
                 return Err(not_linear());

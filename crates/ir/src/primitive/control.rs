@@ -12,7 +12,7 @@ use super::Primitive;
 use crate::jaxpr::ClosedJaxpr;
 use crate::param::Param;
 use crate::shape::{bail, ensure, ShapeError};
-use crate::types::{Aval, DType};
+use crate::types::{Aval, DType, MemorySpace};
 
 // `cond[branches=(...)] index op0 op1 ...`: the branches only.
 
@@ -170,6 +170,35 @@ pub(crate) fn custom_vjp_call_shape(
     let name = "custom_vjp_call";
     ensure!(num_consts <= in_avals.len(), name, "num_consts={num_consts} but only {} operands", in_avals.len());
     call(name, in_avals, call_jaxpr)
+}
+
+// `empty2[dtype=float32 memory_space=MemorySpace.Device]`: no operands, a scalar result.
+// (The minimum `cond`'s partial evaluation needs; wt-parse adds `empty2` as well.)
+
+pub(super) fn empty2_params(dtype: DType, memory_space: MemorySpace) -> Params {
+    vec![
+        ("dtype", super::params::dtype_param(dtype)),
+        ("memory_space", Param::Word(format!("MemorySpace.{}", memory_space.param_name()))),
+    ]
+}
+
+pub(super) fn parse_empty2(p: &mut ParamReader) -> Result<Primitive, String> {
+    let dtype = p.dtype("dtype")?;
+    let memory_space = match p.word("memory_space")?.as_str() {
+        "MemorySpace.Device" => MemorySpace::Device,
+        "MemorySpace.Host" => MemorySpace::Host,
+        other => return Err(format!("empty2: unknown memory_space `{other}` (MemorySpace.Device, MemorySpace.Host)")),
+    };
+    Ok(Primitive::Empty2 { dtype, memory_space })
+}
+
+pub(crate) fn empty2_shape(
+    dtype: DType,
+    memory_space: MemorySpace,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    ensure!(in_avals.is_empty(), "empty2", "takes no operands, got {}", in_avals.len());
+    Ok(vec![Aval::new(dtype, Vec::new()).with_memory_space(memory_space)])
 }
 
 /// The branch a `cond` with `num_branches` branches runs for `index`: XLA's `Case`

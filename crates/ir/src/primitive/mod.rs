@@ -154,6 +154,7 @@ primitive_kinds! {
         Cond = "cond",
         While = "while",
         CustomVjpCall = "custom_vjp_call",
+        Empty2 = "empty2",
     }
 }
 
@@ -191,6 +192,7 @@ impl PrimitiveKind {
             PrimitiveKind::Cond => Some(HigherOrder::Cond),
             PrimitiveKind::While => Some(HigherOrder::While),
             PrimitiveKind::CustomVjpCall => Some(HigherOrder::CustomVjpCall),
+            PrimitiveKind::Empty2 => None,
             PrimitiveKind::Unary(_)
             | PrimitiveKind::Binary(_)
             | PrimitiveKind::Compare(_)
@@ -366,6 +368,13 @@ pub enum Primitive {
         num_consts: usize,
         symbolic_zeros: bool,
     },
+    /// `empty2`: an uninitialized scalar (XLA CPU gives zeros), with which JAX fills the
+    /// residual slots a cond branch does not use. (A minimal form for `cond`; wt-parse
+    /// adds the printing-side primitive too.)
+    Empty2 {
+        dtype: DType,
+        memory_space: MemorySpace,
+    },
 }
 
 impl Primitive {
@@ -404,6 +413,7 @@ impl Primitive {
             Primitive::Cond { .. } => PrimitiveKind::Cond,
             Primitive::While { .. } => PrimitiveKind::While,
             Primitive::CustomVjpCall { .. } => PrimitiveKind::CustomVjpCall,
+            Primitive::Empty2 { .. } => PrimitiveKind::Empty2,
         }
     }
 
@@ -455,7 +465,8 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => Vec::new(),
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. } => Vec::new(),
         }
     }
 
@@ -520,7 +531,8 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => {}
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. } => {}
         }
         Ok(prim)
     }
@@ -560,7 +572,8 @@ impl Primitive {
             | Primitive::Scan { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
-            | Primitive::CustomVjpCall { .. } => None,
+            | Primitive::CustomVjpCall { .. }
+            | Primitive::Empty2 { .. } => None,
         }
     }
 
@@ -619,6 +632,7 @@ impl Primitive {
             Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros } => {
                 custom_vjp_call_params(name, call_jaxpr, fwd, bwd, *num_consts, *symbolic_zeros)
             }
+            Primitive::Empty2 { dtype, memory_space } => empty2_params(*dtype, *memory_space),
         }
     }
 
@@ -663,6 +677,7 @@ impl Primitive {
             PrimitiveKind::Cond => parse_cond(p)?,
             PrimitiveKind::While => parse_while(p)?,
             PrimitiveKind::CustomVjpCall => parse_custom_vjp_call(p)?,
+            PrimitiveKind::Empty2 => parse_empty2(p)?,
         };
         reader.finish()?;
         Ok(prim)

@@ -196,6 +196,10 @@ impl Lowering {
                 self.scan(&s, ins, out_avals, targets)
             }
             Primitive::Cond { branches } => self.cond(branches, ins, out_avals, targets),
+            // XLA CPU materializes the uninitialized value as zeros.
+            Primitive::Empty2 { dtype, memory_space: _ } => {
+                Ok(vec![Val { expr: Expr::Lit(LitValue::from_f64(*dtype, 0.0)), aval: out_avals[0].clone() }])
+            }
             Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
                 let w = super::control::WhileParams {
                     cond: cond_jaxpr,
