@@ -28,8 +28,11 @@ fn jaxpr_of(case: &Value) -> Jaxpr {
     parse_jaxpr(case["jaxpr"].as_str().unwrap(), "case.jaxpr").unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The residuals as `(aval, kind, what)` triples, remat's and JAX's.
-fn residuals(case: &Value) -> (Vec<(String, String, String)>, Vec<(String, String, String)>) {
+/// A residual as `(aval, kind, what)`.
+type Line = (String, String, String);
+
+/// The residuals, remat's and JAX's.
+fn residuals(case: &Value) -> (Vec<Line>, Vec<Line>) {
     let got = saved_residuals(&jaxpr_of(case), &arg_names(case))
         .unwrap()
         .iter()
