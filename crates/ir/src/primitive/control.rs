@@ -210,3 +210,80 @@ pub fn cond_branch(index: i64, num_branches: usize) -> usize {
         _ => num_branches.saturating_sub(1),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::cond_branch;
+    use crate::parse::parse_jaxpr;
+    use crate::print::pp_jaxpr;
+    use crate::verify::verify;
+
+    #[test]
+    fn an_index_out_of_range_runs_the_last_branch() {
+        assert_eq!([0, 1, 2, 3, 9, -1, i64::MIN].map(|i| cond_branch(i, 3)), [0, 1, 2, 2, 2, 2, 2]);
+    }
+
+    /// `pp_jaxprs`: the branches one per line at +2 when they do not fit on one; a while's
+    /// parameters sorted. (The texts are JAX's.)
+    #[test]
+    fn control_flow_prints_as_jax_does() {
+        for text in [
+            // Printed by JAX for `lax.switch(i, [lambda x: x, lambda x: -x], x)`.
+            "{ lambda ; a:i32[] b:f32[]. let
+    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] a
+    d:i32[] = clamp 0:i32[] c 1:i32[]
+    e:f32[] = cond[
+      branches=(
+        { lambda ; f:f32[]. let  in (f,) }
+        { lambda ; g:f32[]. let h:f32[] = neg g in (h,) }
+      )
+    ] d b
+  in (e,) }",
+            "{ lambda ; a:i32[] b:f32[3]. let
+    c:f32[3] = cond[
+      branches=(
+        { lambda ; d:f32[3]. let e:f32[3] = cos d; f:f32[3] = sub e d in (f,) }
+        { lambda ; g:f32[3]. let
+            h:f32[3] = sin g
+            i:f32[3] = mul h 2.0:f32[]
+          in (i,) }
+      )
+    ] a b
+  in (c,) }",
+            "{ lambda ; a:f32[3] b:i32[]. let
+    _:i32[] _:i32[] c:f32[3] = while[
+      body_jaxpr={ lambda ; d:i32[] e:i32[] f:f32[3]. let
+          g:i32[] = add d 1:i32[]
+          h:f32[3] = mul f 2.0:f32[]
+        in (g, e, h) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; i:i32[] j:i32[] k:f32[3]. let
+          l:bool[] = lt i j
+        in (l,) }
+      cond_nconsts=0
+    ] 0:i32[] b a
+  in (c,) }",
+        ] {
+            let j = parse_jaxpr(text, "t.jaxpr").unwrap();
+            verify(&j).unwrap();
+            assert_eq!(pp_jaxpr(&j), text);
+        }
+    }
+
+    #[test]
+    fn malformed_whiles_are_errors() {
+        let bad_pred = "{ lambda ; a:f32[]. let
+    b:f32[] = while[
+      body_jaxpr={ lambda ; c:f32[]. let  in (c,) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; d:f32[]. let  in (d,) }
+      cond_nconsts=0
+    ] a
+  in (b,) }";
+        let e = verify(&parse_jaxpr(bad_pred, "w.jaxpr").unwrap()).unwrap_err().to_string();
+        assert!(e.contains("cond_jaxpr must return one bool[], got (f32[])"), "{e}");
+        let too_few = bad_pred.replace("body_nconsts=0", "body_nconsts=2");
+        let e = verify(&parse_jaxpr(&too_few, "w.jaxpr").unwrap()).unwrap_err().to_string();
+        assert!(e.contains("body_nconsts=2 but only 1 operands"), "{e}");
+    }
+}

@@ -699,8 +699,9 @@ mod tests {
     use crate::shape::shape_rule;
     use crate::verify::verify;
 
-    /// One program per call-like primitive; each has exactly one `sin`, inside the call.
-    const CALLS: [&str; 4] = [
+    /// One program per call-like primitive with one nested jaxpr (a one-branch `cond`);
+    /// each has exactly one `sin`, inside the call.
+    const CALLS: [&str; 6] = [
         "{ lambda ; a:f32[3]. let
             b:f32[3] = jit[name=f jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }] a
           in (b,) }",
@@ -721,6 +722,15 @@ mod tests {
               length=2 num_carry=1 num_consts=0 reverse=False unroll=1
             ] a b
           in (c, d) }",
+        "{ lambda ; i:i32[] a:f32[3]. let
+            b:f32[3] = cond[branches=({ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) },)] i a
+          in (b,) }",
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = custom_vjp_call[
+              name=f bwd=f_bwd call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) } fwd=f_fwd
+              symbolic_zeros=False
+            ] a
+          in (b,) }",
     ];
 
     fn parse(text: &str) -> Jaxpr {
@@ -733,7 +743,14 @@ mod tests {
     /// primitive of `CALLS`, and none of the first-order ones in their bodies or around them.
     #[test]
     fn higher_order_is_having_subjaxprs() {
-        let expected = [HigherOrder::Jit, HigherOrder::CustomJvpCall, HigherOrder::Remat2, HigherOrder::Scan];
+        let expected = [
+            HigherOrder::Jit,
+            HigherOrder::CustomJvpCall,
+            HigherOrder::Remat2,
+            HigherOrder::Scan,
+            HigherOrder::Cond,
+            HigherOrder::CustomVjpCall,
+        ];
         for (text, want) in CALLS.iter().zip(expected) {
             let j = parse(text);
             let call = &j.eqns[0].primitive;
@@ -786,6 +803,11 @@ mod tests {
                 assert_eq!(k_old, k_new);
                 match (p_old, p_new) {
                     (Param::Jaxpr(_), Param::Jaxpr(j)) => assert!(Arc::ptr_eq(&j, &new_body)),
+                    // `cond`'s one branch.
+                    (Param::Tuple(_), Param::Tuple(js)) if matches!(js.as_slice(), [Param::Jaxpr(_)]) => {
+                        let [Param::Jaxpr(j)] = js.as_slice() else { unreachable!("matched above") };
+                        assert!(Arc::ptr_eq(j, &new_body));
+                    }
                     (p_old, p_new) => assert_eq!(format!("{p_old:?}"), format!("{p_new:?}"), "{old}: {k_old}"),
                 }
             }
