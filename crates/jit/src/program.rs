@@ -2,8 +2,9 @@
 //! (`lower`) produces, the planner (`plan`) lays out and the back end (`codegen`) compiles.
 //!
 //! What it keeps true: every arena buffer is written by steps before it is read (values are
-//! single-assignment, except a scan's carry buffers, which the scan itself rewrites at the
-//! end of each iteration), and steps appear in execution order.
+//! single-assignment, except a scan's or a while loop's carry buffers, which the loop
+//! itself rewrites at the end of each iteration, and a switch's outputs, which every branch
+//! writes and exactly one runs), and steps appear in execution order.
 
 use remat_ir::{DType, ReduceOp};
 
