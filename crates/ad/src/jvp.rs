@@ -175,6 +175,7 @@ pub(crate) fn jvp_custom_jvp_call(
         let prim = Primitive::Jit {
             name: name.to_string(),
             jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner.jaxpr), consts: call_jaxpr.consts.clone() },
+            options: Default::default(),
         };
         call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
     }
@@ -198,6 +199,7 @@ pub(crate) fn jvp_custom_vjp_call(
         let prim = Primitive::Jit {
             name: name.to_string(),
             jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner.jaxpr), consts: call_jaxpr.consts.clone() },
+            options: Default::default(),
         };
         call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
     }

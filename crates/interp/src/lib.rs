@@ -363,7 +363,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::DevicePut { devices, copy_semantics: _ } => {
             control::identity(args, devices.len()).map_err(invalid)?
         }
-        Primitive::Jit { name, jaxpr } => {
+        Primitive::Jit { name, jaxpr, options: _ } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }
         Primitive::CustomJvpCall { name, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {

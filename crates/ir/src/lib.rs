@@ -22,8 +22,8 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    cond_branch, BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, HigherOrder, Primitive, PrimitiveKind,
-    ReduceOp, UnaryOp,
+    cond_branch, BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, HigherOrder, JitOptions, Primitive,
+    PrimitiveKind, ReduceOp, UnaryOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};

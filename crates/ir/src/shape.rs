@@ -87,7 +87,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         }
         Primitive::Name { name: _ } => name_shape(ins),
         Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
-        Primitive::Jit { name: _, jaxpr } => jit_shape(jaxpr, ins),
+        Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
         Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
         Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
@@ -486,7 +486,8 @@ mod tests {
     #[test]
     fn calls_match_their_inner_jaxpr() {
         let inner = jaxpr(INNER);
-        let jit = Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner.clone()) };
+        let jit =
+            Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner.clone()), options: Default::default() };
         check(&jit, "f32[3] f32[]", "-> f32[3] f32[]");
         check(&jit, "f32[4] f32[]", "jit: operand 0 is f32[4] but the inner jaxpr's invar 0 is f32[3]");
         check(&jit, "f32[3]", "jit: 1 operands for an inner jaxpr with 2 invars");
@@ -506,8 +507,9 @@ mod tests {
         // A closed jaxpr's consts are bound to its constvars; operands match the invars.
         let consts = vec![Array::F32(ndarray::ArrayD::zeros(vec![3]))];
         let closed = ClosedJaxpr { jaxpr: with_consts.clone(), consts };
-        check(&Primitive::Jit { name: "g".into(), jaxpr: closed }, "f32[3]", "-> f32[3]");
-        let unclosed = Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(with_consts) };
+        check(&Primitive::Jit { name: "g".into(), jaxpr: closed, options: Default::default() }, "f32[3]", "-> f32[3]");
+        let unclosed =
+            Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(with_consts), options: Default::default() };
         check(&unclosed, "f32[3]", "jit: the closed jaxpr has 0 consts for 1 constvars");
     }
 
@@ -515,7 +517,8 @@ mod tests {
     fn malformed_inner_jaxprs_are_errors_not_panics() {
         let mut broken = (*jaxpr(INNER)).clone();
         broken.invars.push(Var(99));
-        let jit = Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(Arc::new(broken)) };
+        let jit =
+            Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(Arc::new(broken)), options: Default::default() };
         check(&jit, "f32[3] f32[]", "jit: the inner jaxpr's variable %99 is out of range");
     }
 

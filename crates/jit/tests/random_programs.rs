@@ -406,7 +406,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let x = b.of(g, is_float)?;
             let inner = inner_unary(&b.aval(x), g.pick(&[UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin]));
             let prim = match g.below(4) {
-                0 => Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner) },
+                0 => Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner), options: Default::default() },
                 3 => Primitive::CustomVjpCall {
                     name: "h".into(),
                     call_jaxpr: ClosedJaxpr::new(inner),

@@ -66,6 +66,7 @@ mod params;
 pub(crate) mod reduction;
 pub(crate) mod structural;
 
+pub use call::JitOptions;
 pub use control::cond_branch;
 pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
 pub use memory::CopySemantics;
@@ -323,6 +324,7 @@ pub enum Primitive {
     Jit {
         name: String,
         jaxpr: ClosedJaxpr,
+        options: JitOptions,
     },
     CustomJvpCall {
         name: String,
@@ -494,7 +496,14 @@ impl Primitive {
     ) -> Result<Primitive, E> {
         let mut prim = self.clone();
         match &mut prim {
-            Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
+            Primitive::Jit { jaxpr, options, .. } => {
+                jaxpr.jaxpr = f(&jaxpr.jaxpr)?;
+                // Donation is per operand: a body with other invars donates nothing.
+                if options.donated_invars.len() != jaxpr.jaxpr.invars.len() {
+                    options.donated_invars.clear();
+                }
+            }
+            Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
             Primitive::CustomJvpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
             Primitive::Cond { branches } => {
@@ -615,7 +624,7 @@ impl Primitive {
             }
             Primitive::Name { name } => name_params(name),
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
-            Primitive::Jit { name, jaxpr } => jit_params(name, jaxpr),
+            Primitive::Jit { name, jaxpr, options } => jit_params(name, jaxpr, options),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
                 custom_jvp_call_params(name, call_jaxpr, jvp, *num_consts, *symbolic_zeros)
             }
@@ -822,7 +831,11 @@ mod tests {
     fn mapping_keeps_a_closed_jaxprs_consts() {
         let body = Arc::new(parse("{ lambda a:f32[3] ; b:f32[3]. let c:f32[3] = mul a b in (c,) }"));
         let consts = vec![Array::F32(ndarray::ArrayD::ones(vec![3]))];
-        let jit = Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr { jaxpr: body, consts } };
+        let jit = Primitive::Jit {
+            name: "g".into(),
+            jaxpr: ClosedJaxpr { jaxpr: body, consts },
+            options: JitOptions::default(),
+        };
         let mapped = jit.map_subjaxprs(|j| Arc::new((**j).clone()));
         let Primitive::Jit { jaxpr, .. } = &mapped else { panic!("{mapped} is not a jit") };
         assert_eq!(jaxpr.consts.len(), 1);

@@ -178,7 +178,7 @@ impl Lowering {
                     }
                 })
                 .collect()),
-            Primitive::Jit { name: _, jaxpr } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
+            Primitive::Jit { name: _, jaxpr, options: _ } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
             Primitive::CustomJvpCall { name: _, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
                 self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)
             }
