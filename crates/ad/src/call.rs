@@ -9,14 +9,14 @@ use crate::AdError;
 
 /// A `jit` or `remat2` equation's primitive, seen as a call of a body.
 pub(crate) enum Call<'a> {
-    Jit { name: &'a str, closed: &'a ClosedJaxpr },
+    Jit { name: &'a str, closed: &'a ClosedJaxpr, keep_unused: bool },
     Remat { jaxpr: &'a Arc<Jaxpr>, prevent_cse: bool, differentiated: bool, policy: Option<&'a Policy> },
 }
 
 impl<'a> Call<'a> {
     pub fn of(prim: &'a Primitive) -> Result<Call<'a>, AdError> {
-        if let Primitive::Jit { name, jaxpr } = prim {
-            Ok(Call::Jit { name, closed: jaxpr })
+        if let Primitive::Jit { name, jaxpr, options } = prim {
+            Ok(Call::Jit { name, closed: jaxpr, keep_unused: options.keep_unused })
         } else if let Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } = prim {
             Ok(Call::Remat {
                 jaxpr,
@@ -40,12 +40,14 @@ impl<'a> Call<'a> {
     /// `differentiated` overrides a `remat2`'s flag.
     pub fn with_body(&self, body: Jaxpr, differentiated: Option<bool>) -> Primitive {
         match self {
-            Call::Jit { name, closed } => Primitive::Jit {
+            // A new call of a transformed body: its operands differ, so nothing is donated.
+            Call::Jit { name, closed, keep_unused } => Primitive::Jit {
                 name: name.to_string(),
                 jaxpr: ClosedJaxpr {
                     consts: if body.constvars.is_empty() { Vec::new() } else { closed.consts.clone() },
                     jaxpr: Arc::new(body),
                 },
+                options: remat_ir::JitOptions { keep_unused: *keep_unused, ..Default::default() },
             },
             Call::Remat { prevent_cse, differentiated: d, policy, .. } => Primitive::Remat2 {
                 jaxpr: Arc::new(body),

@@ -86,18 +86,24 @@ pub(crate) fn dce_jaxpr_inst(
 fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
     match eqn.primitive.higher_order() {
         // A call's body is pruned to the used outputs, and the call to the inputs it reads.
+        // (`keep_unused=True` keeps every operand of a jit, as `dce_jaxpr_pjit_rule` does.)
         Some(HigherOrder::Jit | HigherOrder::Remat2) => {
+            let keep_unused = matches!(&eqn.primitive, Primitive::Jit { options, .. } if options.keep_unused);
             let mut used_ins = Vec::new();
             let prim = eqn.primitive.try_map_subjaxprs(|body| {
-                let (inner, used) = dce_jaxpr(body, used_outs, false)?;
+                let (inner, used) = dce_jaxpr(body, used_outs, keep_unused)?;
                 used_ins = used;
                 Ok::<_, AdError>(Arc::new(inner))
             })?;
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }
         Some(HigherOrder::Scan) => scan_dce(eqn, used_outs),
-        // A custom_jvp_call and every first-order primitive live or die whole.
-        Some(HigherOrder::CustomJvpCall) | None => Ok((eqn.clone(), vec![true; eqn.invars.len()])),
+        Some(HigherOrder::Cond) => crate::cond::cond_dce(eqn, used_outs),
+        // A custom call (whose rule may read every input), a while loop (whose carries
+        // feed each other) and every first-order primitive live or die whole.
+        Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall | HigherOrder::While) | None => {
+            Ok((eqn.clone(), vec![true; eqn.invars.len()]))
+        }
     }
 }
 

@@ -14,6 +14,8 @@ mod special;
 
 pub(crate) use indexing::{add_jaxpr, window_slice_sizes};
 
+pub use rules::custom_rule_notes;
+
 use std::sync::Arc;
 
 use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive};
@@ -150,10 +152,42 @@ pub(crate) fn jvp_call(
     call_with_tangents(b, prim, primals, tangents, &out_nonzeros)
 }
 
-/// `custom_jvp_call`: the custom rule is opaque text, so the primal function is
-/// differentiated and its jvp inlined (as JAX inlines the custom rule's trace). A call
+/// `custom_jvp_call` whose rule is not known (and `custom_vjp_call`, whose fwd/bwd rules
+/// are opaque text too): the primal function is differentiated for the tangent and its
+/// jvp inlined (as JAX inlines the custom rule's trace). The primal is the call itself,
+/// bound again, as JAX's rules compute it (`f(x)` inside the rule binds a fresh call): its
+/// output, not values inside the call, is what a later tangent reads and so saves; the
+/// tangent's own reads of the body's values are recomputed outside the call. A call
 /// jaxpr with consts becomes a `jit` holding them.
 pub(crate) fn jvp_custom_jvp_call(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    name: &str,
+    call_jaxpr: &ClosedJaxpr,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
+    let inner = jvp_jaxpr(&call_jaxpr.jaxpr, &nonzeros, &vec![false; call_jaxpr.jaxpr.outvars.len()])?;
+    if call_jaxpr.consts.is_empty() {
+        let primal_outs = emit_primal(b, old, eqn, primals);
+        let outs = inline_jaxpr(b, &inner.jaxpr, &[], &with_tangents(primals, tangents));
+        let (_, tangents_out) = split_outs(&outs, &inner.out_nonzeros);
+        Ok((primal_outs, tangents_out))
+    } else {
+        let prim = Primitive::Jit {
+            name: name.to_string(),
+            jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner.jaxpr), consts: call_jaxpr.consts.clone() },
+            options: Default::default(),
+        };
+        call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
+    }
+}
+
+/// `custom_vjp_call`: the body's jvp inlined, primal and tangent (the fwd/bwd rules are
+/// opaque text). A call jaxpr with consts becomes a `jit` holding them.
+pub(crate) fn jvp_custom_vjp_call(
     b: &mut Builder,
     name: &str,
     call_jaxpr: &ClosedJaxpr,
@@ -169,6 +203,7 @@ pub(crate) fn jvp_custom_jvp_call(
         let prim = Primitive::Jit {
             name: name.to_string(),
             jaxpr: ClosedJaxpr { jaxpr: Arc::new(inner.jaxpr), consts: call_jaxpr.consts.clone() },
+            options: Default::default(),
         };
         call_with_tangents(b, prim, primals, tangents, &inner.out_nonzeros)
     }
@@ -269,7 +304,7 @@ fn with_tangents(primals: &[Atom], tangents: &[Tangent]) -> Vec<Atom> {
 
 /// Binds a call whose operands are the primals then the nonzero tangents, and whose
 /// results are the primal outputs then the nonzero output tangents.
-fn call_with_tangents(
+pub(crate) fn call_with_tangents(
     b: &mut Builder,
     prim: Primitive,
     primals: &[Atom],

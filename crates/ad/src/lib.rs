@@ -31,6 +31,7 @@
 
 pub mod builder;
 mod call;
+mod cond;
 mod dce;
 mod jvp;
 mod partial_eval;
@@ -42,7 +43,7 @@ mod vjp;
 
 pub use builder::{Builder, VarMap};
 pub use dce::dce_jaxpr;
-pub use jvp::{jvp_jaxpr, JvpJaxpr};
+pub use jvp::{custom_rule_notes, jvp_jaxpr, JvpJaxpr};
 pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
 pub use policy::{
     register_policy, registered_policy, resolve_policy, set_policy_names, user_policy, PolicyNames, PolicyRule,

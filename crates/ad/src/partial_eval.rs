@@ -29,6 +29,7 @@
 //! builds: the residuals `known` returns are the ones `staged` takes, in number, order and
 //! type.
 
+mod cond;
 mod scan;
 mod state;
 
@@ -140,7 +141,14 @@ impl Pe<'_> {
             // always runs, so the enclosing policy reaches the call's body.
             PeRule::Remat | PeRule::Jit if any_unknown || !linearize => self.call_rule(eqn),
             PeRule::Scan if any_unknown || !linearize => scan::scan_partial_eval(self, eqn),
-            PeRule::Remat | PeRule::Jit | PeRule::Scan | PeRule::None => {
+            PeRule::Cond if any_unknown || !linearize => cond::cond_partial_eval(self, eqn),
+            // `_while_partial_eval` stages the whole loop again and the transpose then fails
+            // (`_while_transpose_error`); here the split itself fails, naming the equation.
+            PeRule::While if any_unknown => Err(AdError::Unsupported {
+                primitive: "while",
+                message: format!("at {}: {}", eqn.source, crate::transpose::WHILE_REVERSE_MODE),
+            }),
+            PeRule::Remat | PeRule::Jit | PeRule::Scan | PeRule::Cond | PeRule::While | PeRule::None => {
                 if any_unknown {
                     let ins: Vec<Atom> =
                         eqn.invars.iter().map(|a| self.ensure_instantiated(a)).collect::<Result<_, _>>()?;
@@ -391,6 +399,8 @@ enum PeRule {
     Remat,
     Jit,
     Scan,
+    Cond,
+    While,
     None,
 }
 
@@ -399,8 +409,11 @@ fn pe_rule(prim: &Primitive) -> PeRule {
         Some(HigherOrder::Remat2) => PeRule::Remat,
         Some(HigherOrder::Jit) => PeRule::Jit,
         Some(HigherOrder::Scan) => PeRule::Scan,
-        // `custom_jvp_call` is differentiated through its body, so only its primal form
-        // (all inputs known) reaches partial evaluation.
-        Some(HigherOrder::CustomJvpCall) | None => PeRule::None,
+        Some(HigherOrder::Cond) => PeRule::Cond,
+        Some(HigherOrder::While) => PeRule::While,
+        // `custom_jvp_call` and `custom_vjp_call` are differentiated through their bodies
+        // (or by a known rule), so only their primal form (all inputs known) reaches
+        // partial evaluation.
+        Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall) | None => PeRule::None,
     }
 }

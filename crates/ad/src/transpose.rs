@@ -26,6 +26,7 @@ use crate::dce::dce_jaxpr_inst;
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
 use crate::scan::ScanParams;
 use crate::{check, AdError};
+pub(crate) use rules::WHILE_REVERSE_MODE;
 
 /// A transposed jaxpr and which linear inputs got a nonzero cotangent.
 #[derive(Clone, Debug)]

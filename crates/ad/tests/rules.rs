@@ -293,7 +293,7 @@ fn programs() -> Vec<Program> {
         let s = b.unary(UnaryOp::Sin, x[0]).unwrap();
         vec![b.mul(s, x[1]).unwrap(), b.unary(UnaryOp::Exp, x[1]).unwrap()]
     }));
-    let jit = Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner.clone()) };
+    let jit = Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner.clone()), options: Default::default() };
     ps.push(program("jit", &[n(&s), n(&s)], |b, x| {
         b.bind(jit, x.to_vec()).unwrap().into_iter().map(Atom::Var).collect()
     }));

@@ -1,12 +1,13 @@
 //! Call-like primitives: `name` and `device_put` (identities on values; memory spaces do not
 //! change values), `jit`, `custom_jvp_call` and `remat2` (evaluate the inner jaxpr), and
-//! `scan` (a loop over the leading axis of its xs).
+//! `scan` (a loop over the leading axis of its xs), `cond` (one branch, chosen at run time),
+//! `while` (a loop until its cond_jaxpr says stop) and `custom_vjp_call` (its call_jaxpr).
 //!
 //! Errors inside a called jaxpr come back wrapped in [`EvalError::Nested`], which says which
 //! call (and which scan iteration) they happened in.
 
 use ndarray::{ArrayD, ArrayViewD, Axis};
-use remat_ir::{Array, Aval, ClosedJaxpr, DType, Jaxpr};
+use remat_ir::{cond_branch, Array, Aval, ClosedJaxpr, DType, Jaxpr};
 
 use crate::elem::{any_dtype, map_array, typed, Elem};
 use crate::{eval_jaxpr_refs, EvalError};
@@ -125,4 +126,65 @@ fn stack<T: Elem>(per_step: &[Vec<Array>], j: usize) -> Result<ArrayD<T>, String
         })
         .collect::<Result<Vec<ArrayViewD<T>>, String>>()?;
     ndarray::stack(Axis(0), &views).map_err(|e| e.to_string())
+}
+
+/// `cond`: `args[0]` is the `i32[]` index; the chosen branch (XLA's `Case`: an index out
+/// of range runs the last branch, [`cond_branch`]) runs on the other operands.
+pub(crate) fn cond(branches: &[ClosedJaxpr], args: &[&Array]) -> Result<Vec<Array>, EvalError> {
+    let invalid = |message: String| EvalError::Invalid { primitive: "cond", message };
+    let (index, ops) = args.split_first().ok_or_else(|| invalid("expected an index operand".into()))?;
+    let i = match index {
+        Array::I32(a) if a.ndim() == 0 => i64::from(a.iter().next().copied().unwrap_or(0)),
+        other => return Err(invalid(format!("the index must be an i32[] scalar, got {}", other.aval()))),
+    };
+    if branches.is_empty() {
+        return Err(invalid("a cond needs at least one branch".into()));
+    }
+    let b = cond_branch(i, branches.len());
+    call("cond", format!("cond branch {b} of {}", branches.len()), &branches[b].jaxpr, &branches[b].consts, ops)
+}
+
+/// The parameters of a `while` equation.
+#[derive(Debug)]
+pub(crate) struct While<'a> {
+    pub cond: &'a ClosedJaxpr,
+    pub body: &'a ClosedJaxpr,
+    pub cond_nconsts: usize,
+    pub body_nconsts: usize,
+}
+
+/// `while`: operands are the cond consts, the body consts, then the initial carries.
+///
+/// ```text
+/// while cond(cconsts, carry): carry = body(bconsts, carry)
+/// ```
+pub(crate) fn while_loop(w: &While, args: &[&Array]) -> Result<Vec<Array>, EvalError> {
+    let invalid = |message: String| EvalError::Invalid { primitive: "while", message };
+    if args.len() < w.cond_nconsts + w.body_nconsts {
+        return Err(invalid(format!(
+            "expected at least {} operands ({} cond consts and {} body consts), got {}",
+            w.cond_nconsts + w.body_nconsts,
+            w.cond_nconsts,
+            w.body_nconsts,
+            args.len()
+        )));
+    }
+    let (cconsts, rest) = args.split_at(w.cond_nconsts);
+    let (bconsts, init) = rest.split_at(w.body_nconsts);
+    let mut carry: Vec<Array> = init.iter().map(|&a| a.clone()).collect();
+    for trip in 0usize.. {
+        let cond_in: Vec<&Array> = cconsts.iter().copied().chain(&carry).collect();
+        let pred =
+            call("while", format!("while cond_jaxpr after {trip} trips"), &w.cond.jaxpr, &w.cond.consts, &cond_in)?;
+        let go = match pred.as_slice() {
+            [Array::Bool(p)] if p.ndim() == 0 => p.iter().next().copied().unwrap_or(false),
+            _ => return Err(invalid("cond_jaxpr must return one bool[]".into())),
+        };
+        if !go {
+            break;
+        }
+        let body_in: Vec<&Array> = bconsts.iter().copied().chain(&carry).collect();
+        carry = call("while", format!("while body_jaxpr trip {trip}"), &w.body.jaxpr, &w.body.consts, &body_in)?;
+    }
+    Ok(carry)
 }

@@ -383,7 +383,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::DevicePut { devices, copy_semantics: _ } => {
             control::identity(args, devices.len()).map_err(invalid)?
         }
-        Primitive::Jit { name, jaxpr } => {
+        Primitive::Jit { name, jaxpr, options: _ } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }
         Primitive::CustomJvpCall { name, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
@@ -423,6 +423,19 @@ pub(crate) fn eval_primitive_refs(
         }
         Primitive::SelectAndGatherAdd { select_prim, window } => {
             one(window::select_and_gather_add(*select_prim, window, args))?
+        }
+        Primitive::Cond { branches } => control::cond(branches, args)?,
+        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => control::while_loop(
+            &control::While {
+                cond: cond_jaxpr,
+                body: body_jaxpr,
+                cond_nconsts: *cond_nconsts,
+                body_nconsts: *body_nconsts,
+            },
+            args,
+        )?,
+        Primitive::CustomVjpCall { name, call_jaxpr, fwd: _, bwd: _, num_consts: _, symbolic_zeros: _ } => {
+            control::call(primitive, format!("custom_vjp_call `{name}`"), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
         }
     };
     check_results(primitive, &results, out_avals)?;

@@ -23,12 +23,12 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
+    cond_branch, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
+    GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Primitive, PrimitiveKind, ReduceOp,
+    RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
-    BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue, GatherDimensionNumbers,
-    GatherScatterMode, HigherOrder, Primitive, PrimitiveKind, ReduceOp, RoundingMethod, ScatterDimensionNumbers,
-    ScatterOp, UnaryDomain, UnaryOp,
+    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use crate::primitive::{
-    call, elementwise, indexing, memory, reduction, scatter_window, sorting, structural, window, Primitive,
+    call, control, elementwise, indexing, memory, reduction, scatter_window, sorting, structural, window, Primitive,
 };
 use crate::types::{Aval, DType, Shape};
 
@@ -55,7 +55,7 @@ pub(crate) use {bail, ensure};
 
 /// The output avals of `prim` applied to operands of types `in_avals`.
 pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    use self::{call::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
+    use self::{call::*, control::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
     let ins = in_avals;
     match prim {
         Primitive::Unary(op) => unary_shape(*op, ins),
@@ -92,7 +92,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Name { name: _ } => name_shape(ins),
         Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
         Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
-        Primitive::Jit { name: _, jaxpr } => jit_shape(jaxpr, ins),
+        Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
         Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
         Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
@@ -111,6 +111,11 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
         }
         Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
+        Primitive::Cond { branches } => cond_shape(branches, ins),
+        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+            while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
+        }
+        Primitive::CustomVjpCall { call_jaxpr, num_consts, .. } => custom_vjp_call_shape(call_jaxpr, *num_consts, ins),
     }
 }
 
@@ -514,7 +519,8 @@ mod tests {
     #[test]
     fn calls_match_their_inner_jaxpr() {
         let inner = jaxpr(INNER);
-        let jit = Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner.clone()) };
+        let jit =
+            Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner.clone()), options: Default::default() };
         check(&jit, "f32[3] f32[]", "-> f32[3] f32[]");
         check(&jit, "f32[4] f32[]", "jit: operand 0 is f32[4] but the inner jaxpr's invar 0 is f32[3]");
         check(&jit, "f32[3]", "jit: 1 operands for an inner jaxpr with 2 invars");
@@ -534,8 +540,9 @@ mod tests {
         // A closed jaxpr's consts are bound to its constvars; operands match the invars.
         let consts = vec![Array::F32(ndarray::ArrayD::zeros(vec![3]))];
         let closed = ClosedJaxpr { jaxpr: with_consts.clone(), consts };
-        check(&Primitive::Jit { name: "g".into(), jaxpr: closed }, "f32[3]", "-> f32[3]");
-        let unclosed = Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(with_consts) };
+        check(&Primitive::Jit { name: "g".into(), jaxpr: closed, options: Default::default() }, "f32[3]", "-> f32[3]");
+        let unclosed =
+            Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(with_consts), options: Default::default() };
         check(&unclosed, "f32[3]", "jit: the closed jaxpr has 0 consts for 1 constvars");
     }
 
@@ -543,7 +550,8 @@ mod tests {
     fn malformed_inner_jaxprs_are_errors_not_panics() {
         let mut broken = (*jaxpr(INNER)).clone();
         broken.invars.push(Var(99));
-        let jit = Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(Arc::new(broken)) };
+        let jit =
+            Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(Arc::new(broken)), options: Default::default() };
         check(&jit, "f32[3] f32[]", "jit: the inner jaxpr's variable %99 is out of range");
     }
 

@@ -121,8 +121,12 @@ fn jit_inner_binders_take_the_outer_names() {
     let x = j.new_var(f32s(&[4]));
     j.invars.push(x);
     let e = push(&mut j, Primitive::Unary(UnaryOp::Exp), vec![x.into()], f32s(&[4]));
-    let y =
-        push(&mut j, Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(inner) }, vec![e.into()], f32s(&[4]));
+    let y = push(
+        &mut j,
+        Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr::new(inner), options: Default::default() },
+        vec![e.into()],
+        f32s(&[4]),
+    );
     j.outvars.push(y.into());
     insta::assert_snapshot!(pp_jaxpr(&j), @r"
     { lambda ; a:f32[4]. let

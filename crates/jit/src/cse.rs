@@ -164,7 +164,11 @@ impl Pass {
         let inline = match prim.higher_order()? {
             HigherOrder::Jit => prim.subjaxprs()[0].constvars.is_empty(),
             HigherOrder::Remat2 => matches!(prim, Primitive::Remat2 { prevent_cse: false, .. }) || self.across,
-            HigherOrder::CustomJvpCall | HigherOrder::Scan => false,
+            HigherOrder::CustomJvpCall
+            | HigherOrder::Scan
+            | HigherOrder::Cond
+            | HigherOrder::While
+            | HigherOrder::CustomVjpCall => false,
         };
         inline.then(|| &**prim.subjaxprs()[0])
     }

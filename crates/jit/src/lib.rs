@@ -280,6 +280,9 @@ fn dot_flops(steps: &[program::Step], dots: &[DotDesc]) -> u64 {
                 2 * (batch * d.m * d.n * d.k) as u64
             }
             program::Step::Loop { length, body, .. } => *length as u64 * dot_flops(body, dots),
+            // The most expensive branch; one trip of a while loop (its count is dynamic).
+            program::Step::Switch { branches, .. } => branches.iter().map(|b| dot_flops(b, dots)).max().unwrap_or(0),
+            program::Step::While { cond, body, .. } => dot_flops(cond, dots) + dot_flops(body, dots),
             _ => 0,
         })
         .sum()

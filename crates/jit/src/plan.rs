@@ -230,6 +230,28 @@ fn number(
                 touch(*counter, e, first, last);
                 loops.push((s, e));
             }
+            // Only one branch runs, but a branch is numbered like a loop body: what the
+            // switch reads from outside lives across all of it (simple, and safe).
+            Step::Switch { index, branches } => {
+                let s = *pos;
+                touch(*index, s, first, last);
+                for br in branches {
+                    number(br, pos, first, last, loops, in_place);
+                }
+                let e = (*pos).max(s + 1) - 1;
+                touch(*index, e, first, last);
+                loops.push((s, e));
+            }
+            Step::While { cond, pred, body } => {
+                let s = *pos;
+                number(cond, pos, first, last, loops, in_place);
+                touch(*pred, *pos, first, last);
+                number(body, pos, first, last, loops, in_place);
+                let e = (*pos).max(s + 1) - 1;
+                touch(*pred, s, first, last);
+                touch(*pred, e, first, last);
+                loops.push((s, e));
+            }
             Step::Kernel { .. }
             | Step::Reduce { .. }
             | Step::Argmax { .. }

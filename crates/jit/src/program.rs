@@ -2,8 +2,9 @@
 //! (`lower`) produces, the planner (`plan`) lays out and the back end (`codegen`) compiles.
 //!
 //! What it keeps true: every arena buffer is written by steps before it is read (values are
-//! single-assignment, except a scan's carry buffers, which the scan itself rewrites at the
-//! end of each iteration), and steps appear in execution order.
+//! single-assignment, except a scan's or a while loop's carry buffers, which the loop
+//! itself rewrites at the end of each iteration, and a switch's outputs, which every branch
+//! writes and exactly one runs), and steps appear in execution order.
 
 use remat_ir::{DType, ReduceOp};
 
@@ -73,6 +74,11 @@ pub(crate) enum Step {
     /// `for i in 0..length`: store `i` (or `length - 1 - i` reversed) in the `i32` buffer
     /// `counter`, then run `body`.
     Loop { length: usize, reverse: bool, counter: BufId, body: Vec<Step> },
+    /// `cond`: runs `branches[k]`, where `k` is the `i32` in `index` (XLA's `Case`: out of
+    /// range, negative included, runs the last branch).
+    Switch { index: BufId, branches: Vec<Vec<Step>> },
+    /// `while`: runs `cond`, then, while the `bool` in `pred` is true, `body` and `cond`.
+    While { cond: Vec<Step>, pred: BufId, body: Vec<Step> },
 }
 
 impl Step {
@@ -106,6 +112,15 @@ impl Step {
             Step::Native { bufs, .. } => out.extend(bufs),
             Step::Loop { counter, body, .. } => {
                 out.push(*counter);
+                body.iter().for_each(|s| s.buffers(out));
+            }
+            Step::Switch { index, branches } => {
+                out.push(*index);
+                branches.iter().flatten().for_each(|s| s.buffers(out));
+            }
+            Step::While { cond, pred, body } => {
+                cond.iter().for_each(|s| s.buffers(out));
+                out.push(*pred);
                 body.iter().for_each(|s| s.buffers(out));
             }
         }
@@ -152,7 +167,7 @@ impl Step {
             Step::Native { bufs, num_ins, .. } => {
                 Step::Native { desc: 0, bufs: bufs.iter().map(|&b| rename(b)).collect(), num_ins: *num_ins }
             }
-            Step::Loop { .. } => self.clone(),
+            Step::Loop { .. } | Step::Switch { .. } | Step::While { .. } => self.clone(),
         };
         canonical_shared_ids(&format!("{renamed:?}"))
     }
@@ -262,6 +277,8 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
             format!("{} -> {} reads {}", prog.natives[*desc].prim, names(outs), names(ins))
         }
         Step::Loop { length, body, .. } => format!("loop x{length} ({} steps)", body.len()),
+        Step::Switch { branches, .. } => format!("switch of {} branches", branches.len()),
+        Step::While { cond, body, .. } => format!("while ({} + {} steps)", cond.len(), body.len()),
     }
 }
 

@@ -147,11 +147,47 @@ fn scan_body(carry: &Aval, x: &Aval) -> Arc<Jaxpr> {
     Arc::new(j)
 }
 
+/// `(n, k, x) -> k < min(n, 5)` (a bounded trip count whatever `n` is).
+fn while_cond(x: &Aval) -> Arc<Jaxpr> {
+    let mut j = Jaxpr::default();
+    let (n, k, xv) = (j.new_var(Aval::scalar(DType::I32)), j.new_var(Aval::scalar(DType::I32)), j.new_var(x.clone()));
+    j.invars = vec![n, k, xv];
+    let m = j.new_var(Aval::scalar(DType::I32));
+    j.eqns.push(Eqn::new(
+        Primitive::Binary(BinaryOp::Min),
+        vec![n.into(), lit(DType::I32, 5.0)],
+        vec![m],
+        SourceInfo::unknown(),
+    ));
+    let p = j.new_var(Aval::scalar(DType::Bool));
+    j.eqns.push(Eqn::new(Primitive::Compare(CompareOp::Lt), vec![k.into(), m.into()], vec![p], SourceInfo::unknown()));
+    j.outvars = vec![p.into()];
+    Arc::new(j)
+}
+
+/// `(k, x) -> (k + 1, op(x))`.
+fn while_body(x: &Aval, op: UnaryOp) -> Arc<Jaxpr> {
+    let mut j = Jaxpr::default();
+    let (k, xv) = (j.new_var(Aval::scalar(DType::I32)), j.new_var(x.clone()));
+    j.invars = vec![k, xv];
+    let k1 = j.new_var(Aval::scalar(DType::I32));
+    j.eqns.push(Eqn::new(
+        Primitive::Binary(BinaryOp::Add),
+        vec![k.into(), lit(DType::I32, 1.0)],
+        vec![k1],
+        SourceInfo::unknown(),
+    ));
+    let y = j.new_var(x.clone());
+    j.eqns.push(Eqn::new(Primitive::Unary(op), vec![xv.into()], vec![y], SourceInfo::unknown()));
+    j.outvars = vec![k1.into(), y.into()];
+    Arc::new(j)
+}
+
 /// Tries to add one random equation; returns the primitive family tried.
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype != DType::Bool;
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(35) {
+    match g.below(38) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let mut x = b.of(g, |a| match op.domain() {
@@ -386,8 +422,16 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         24 => {
             let x = b.of(g, is_float)?;
             let inner = inner_unary(&b.aval(x), g.pick(&[UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin]));
-            let prim = match g.below(3) {
-                0 => Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner) },
+            let prim = match g.below(4) {
+                0 => Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner), options: Default::default() },
+                3 => Primitive::CustomVjpCall {
+                    name: "h".into(),
+                    call_jaxpr: ClosedJaxpr::new(inner),
+                    fwd: "h_fwd".into(),
+                    bwd: "h_bwd".into(),
+                    num_consts: 0,
+                    symbolic_zeros: false,
+                },
                 1 => Primitive::CustomJvpCall {
                     name: "g".into(),
                     call_jaxpr: ClosedJaxpr::new(inner),
@@ -436,6 +480,38 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         }
         31 => windows::conv(b, g)?,
         32 => windows::window(b, g)?,
+        33 => {
+            // A cond on an index that may be out of range (the last branch runs), one
+            // branch per op, and an empty2 (zeros) beside it.
+            let x = b.of(g, is_float)?;
+            let aval = b.aval(x);
+            let ops = [UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin];
+            let branches: Vec<ClosedJaxpr> =
+                (0..2 + g.below(2)).map(|_| ClosedJaxpr::new(inner_unary(&aval, g.pick(&ops)))).collect();
+            let index = match b.of(g, |a| a.dtype == DType::I32 && a.rank() == 0) {
+                Some(v) if g.chance(70) => v.into(),
+                _ => lit(DType::I32, g.pick(&[-1.0, 0.0, 1.0, 2.0, 9.0])),
+            };
+            b.eqn(Primitive::Cond { branches }, vec![index, x.into()])?;
+            b.eqn(Primitive::Empty2 { dtype: aval.dtype, memory_space: MemorySpace::Device }, vec![])?;
+        }
+        34 | 35 => {
+            // `while k < n: (k, x) = (k + 1, op(x))`, with n an operand (a cond const).
+            let x = b.of(g, is_float)?;
+            let aval = b.aval(x);
+            let op = g.pick(&[UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin]);
+            let prim = Primitive::While {
+                cond_jaxpr: ClosedJaxpr::new(while_cond(&aval)),
+                body_jaxpr: ClosedJaxpr::new(while_body(&aval, op)),
+                cond_nconsts: 1,
+                body_nconsts: 0,
+            };
+            let n = match b.of(g, |a| a.dtype == DType::I32 && a.rank() == 0) {
+                Some(v) if g.chance(50) => v.into(),
+                _ => lit(DType::I32, g.pick(&[-1.0, 0.0, 1.0, 3.0])),
+            };
+            b.eqn(prim, vec![n, lit(DType::I32, 0.0), x.into()])?;
+        }
         _ if g.chance(50) => indexing(b, g)?,
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;

@@ -219,7 +219,11 @@ impl<F> Jit<F> {
             Ok(body) => {
                 let jaxpr = share_jaxpr(CallKey::Instance(self.id), body.jaxpr);
                 let operands = with_captured(body.captured, leaves.into_iter().map(Operand::Tensor));
-                let prim = Primitive::Jit { name: self.name.clone(), jaxpr: ClosedJaxpr::new(jaxpr) };
+                let prim = Primitive::Jit {
+                    name: self.name.clone(),
+                    jaxpr: ClosedJaxpr::new(jaxpr),
+                    options: Default::default(),
+                };
                 bind_call(prim, &operands, &body.out, loc)
             }
         }
@@ -241,7 +245,8 @@ pub(crate) fn library_jit<R: TensorTree>(
         Err(out) => placeholders(&out),
         Ok(body) => {
             let jaxpr = share_jaxpr(CallKey::Library(name), body.jaxpr);
-            let prim = Primitive::Jit { name: name.to_string(), jaxpr: ClosedJaxpr::new(jaxpr) };
+            let prim =
+                Primitive::Jit { name: name.to_string(), jaxpr: ClosedJaxpr::new(jaxpr), options: Default::default() };
             bind_call(prim, &with_captured(body.captured, operands), &body.out, loc)
         }
     }

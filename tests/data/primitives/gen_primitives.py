@@ -175,6 +175,50 @@ def cnn_pools(x, w1, w2, wd):
     # (a Python `/ 4.0` would save it "from a literal", which no text-only rule can tell).
     h = lax.div(lax.reduce_window(h, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"), np.float32(4.0))
     return jnp.sum(jnp.tanh(h.reshape(h.shape[0], -1) @ wd))
+# Control flow and custom-vjp calls (wt-ctrl).
+
+@g.case("cond_switch", "primitives", lambda: (g.rnd(3, 4), g.rnd(4)),
+        "cond: lax.cond on data and lax.switch on an argmax index (4 values, clamped to 3 "
+        "branches); each branch's residuals joined into shared slots, the index saved")
+def cond_switch(W, x):
+    h = jnp.tanh(W @ x)
+    h = lax.cond(h.sum() > 0, lambda h: jnp.cos(h) - h, lambda h: jnp.sin(h) * 2.0, h)
+    y = lax.switch(jnp.argmax(x), [lambda W, h: h ** 2, lambda W, h: jnp.exp(-h),
+                                   lambda W, h: h * W[:, 0]], W, h)
+    return jnp.sum(y * h)
+
+@g.case("cond_merge", "primitives", lambda: (g.rnd(3),),
+        "cond whose true branch saves 4 values and false branch 1 (the example of "
+        "_merge_branch_residuals): 4 slots, the false branch filling 3 with zeros")
+def cond_merge(x):
+    return jnp.sum(lax.cond(x.sum() > 0, lambda x: jnp.sin(x) * jnp.cos(x), lambda x: jnp.exp(x) + 1, x))
+
+@jax.custom_vjp
+def sin_vjp(x):
+    return jnp.sin(x)
+
+def _sin_fwd(x):
+    return jnp.sin(x), jnp.cos(x)
+
+def _sin_bwd(c, g):
+    return (g * c,)
+
+sin_vjp.defvjp(_sin_fwd, _sin_bwd)
+
+@g.case("custom_vjp_sin", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "custom_vjp_call of sin whose fwd saves cos and bwd multiplies by it: the body's "
+        "derivative is the rule's")
+def custom_vjp_sin(x, w):
+    return jnp.sum(sin_vjp(x * w) * w)
+
+@g.case("scan_reverse_unroll", "primitives", lambda: (g.rnd(4, 4, scale=.5), g.rnd(4), g.rnd(5, 4)),
+        "scan with reverse=True, unroll=2 and a closed-over const")
+def scan_reverse_unroll(W, c, xs):
+    def body(c, x):
+        c = jnp.tanh(W @ c + x)
+        return c, jnp.sin(c) * x
+    c, ys = lax.scan(body, c, xs, reverse=True, unroll=2)
+    return jnp.sum(c) + jnp.sum(ys)
 
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

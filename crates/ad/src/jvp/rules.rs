@@ -14,7 +14,9 @@
 
 use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
-use super::{emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, scan_jvp, Tangent};
+use super::{
+    emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_vjp_call, scan_jvp, Tangent,
+};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -202,7 +204,7 @@ pub(crate) fn jvp_rule(
         Primitive::Jit { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::CustomJvpCall { name, call_jaxpr, .. } => match KnownCustomJvp::of(name, primals.len()) {
             Some(rule) => rule.jvp(b, old, eqn, primals, tangents),
-            None => jvp_custom_jvp_call(b, name, call_jaxpr, primals, tangents),
+            None => jvp_custom_jvp_call(b, old, eqn, name, call_jaxpr, primals, tangents),
         },
         Primitive::Remat2 { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
@@ -212,6 +214,14 @@ pub(crate) fn jvp_rule(
         Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
+        Primitive::Cond { .. } => crate::cond::cond_jvp(b, eqn, primals, tangents),
+        Primitive::While { .. } => crate::cond::while_jvp(b, eqn, primals, tangents),
+        // The fwd/bwd rules are known only by name: the primal function is differentiated.
+        // `fwd` computes the primal outputs, here the body's (inlined, as a `fwd` that
+        // computes the function does); the tangent is the body's.
+        Primitive::CustomVjpCall { name, call_jaxpr, .. } => {
+            jvp_custom_vjp_call(b, name, call_jaxpr, primals, tangents)
+        }
     }
 }
 
@@ -501,13 +511,15 @@ fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
     }
 }
 
-/// Custom jvp rules of JAX library functions, recovered by the name JAX prints.
+/// The rules of JAX's own `custom_jvp` functions, recovered by the name JAX prints.
 ///
 /// A `custom_jvp_call` carries its rule only as opaque text (`jvp=jvp`), so in general it
-/// is differentiated through its body. For the library functions below the rule is known,
-/// and using it gives JAX's results where the body's derivative differs: `relu`'s rule
-/// has derivative 0 at 0 (the body's `max` splits the tie, giving 1/2), and its forward
-/// half saves JAX's `gt` mask and zeros rather than what `max` needs.
+/// is differentiated through its body (a user's rule is Python code the text does not
+/// hold). The functions below are JAX library functions whose rules are part of JAX
+/// itself, and using them gives JAX's results where the body's derivative differs:
+/// `jax.nn.relu`'s rule has derivative 0 at 0 (the body's `max` splits the tie, giving
+/// 1/2), and its forward half saves JAX's `gt` mask and zeros rather than what `max`
+/// needs; `jnp.logaddexp`'s rule is `_logaddexp_jvp`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum KnownCustomJvp {
     /// `jax.nn.relu`: `select(x > 0, g, full_like(g, 0))`.
@@ -580,4 +592,32 @@ fn replace_inf(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
     let is_inf = b.compare(CompareOp::Eq, x, lit(aval.dtype, f64::INFINITY))?;
     let zeros = b.zeros(&aval)?;
     b.select_n(is_inf, vec![x, zeros])
+}
+
+/// One line per custom-derivative call in `jaxpr` (nested ones included) whose rule is
+/// known only by name and so is not what differentiates it: the primal `call_jaxpr` is
+/// differentiated instead, and gradients and residuals may differ from JAX's.
+pub fn custom_rule_notes(jaxpr: &Jaxpr) -> Vec<String> {
+    let mut notes = Vec::new();
+    for eqn in &jaxpr.eqns {
+        if let Primitive::CustomJvpCall { name, jvp, .. } = &eqn.primitive {
+            if KnownCustomJvp::of(name, eqn.invars.len()).is_none() {
+                notes.push(format!(
+                    "custom_jvp_call `{name}` at {}: its rule `{jvp}` is not known; its call_jaxpr is differentiated",
+                    eqn.source
+                ));
+            }
+        }
+        if let Primitive::CustomVjpCall { name, fwd, bwd, .. } = &eqn.primitive {
+            notes.push(format!(
+                "custom_vjp_call `{name}` at {}: its rules `{fwd}`/`{bwd}` are not known; its call_jaxpr is \
+                 differentiated",
+                eqn.source
+            ));
+        }
+        for sub in eqn.primitive.subjaxprs() {
+            notes.extend(custom_rule_notes(sub));
+        }
+    }
+    notes
 }

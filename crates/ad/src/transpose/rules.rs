@@ -475,9 +475,18 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::Cumulative { .. } => return Err(not_linear()),
+        Primitive::Cond { .. } => return crate::cond::cond_transpose(b, eqn, ins, ct_outs),
+        Primitive::While { .. } => {
+            return Err(AdError::Unsupported { primitive: "while", message: WHILE_REVERSE_MODE.into() })
+        }
+        Primitive::CustomVjpCall { .. } => return Err(not_linear()),
     }
     Ok(out)
 }
+
+/// JAX's `_while_transpose_error` (`lax/control_flow/loops.py`).
+pub const WHILE_REVERSE_MODE: &str = "Reverse-mode differentiation does not work for lax.while_loop or \
+    lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.";
 
 fn argsort(xs: &[usize]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..xs.len()).collect();

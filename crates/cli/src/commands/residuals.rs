@@ -1,7 +1,8 @@
 //! `remat residuals FILE [--arg-names W1,W2,...]`: what the vjp of the file's jaxpr saves,
 //! one line per residual, exactly as `jax.ad_checkpoint.print_saved_residuals` prints it.
 //! Source locations point into the file; arguments are named by `--arg-names`, else by
-//! the file's own binder names.
+//! the file's own binder names. A custom-derivative call whose rule is known only by name
+//! adds a `note:` line on stderr (its call_jaxpr is differentiated instead).
 
 use std::path::Path;
 
@@ -24,6 +25,11 @@ pub fn run(file: &Path, arg_names: Option<&str>) -> Result<()> {
     let text = remat::ad::print_saved_residuals(&jaxpr, &names)?;
     // A closed pipe (`remat residuals f.jaxpr | head`) is not an error.
     remat::pretty::write_stdout(&text);
+    // Where a custom rule is known only by name, the residuals are the primal function's,
+    // not the rule's: one note per such call, on stderr so that stdout stays JAX's form.
+    for note in remat::ad::custom_rule_notes(&jaxpr) {
+        eprintln!("note: {note}");
+    }
     Ok(())
 }
 

@@ -18,17 +18,73 @@ use crate::policy::Policy;
 use crate::shape::{bail, ensure, ShapeError};
 use crate::types::Aval;
 
-// `jit[name=relu jaxpr={...}] x0 ...`: `name` first.
+/// `jit`'s parameters that JAX's printer (`_pjit_pp_rule`) shows only when they are not
+/// their defaults. (`inline` is never printed; shardings and layouts are not kept.)
+#[derive(Clone, Debug, Default)]
+pub struct JitOptions {
+    /// One flag per operand when some operand is donated (`donated_invars=(True,)`), else
+    /// empty. A pass that changes the call's operands drops it (donation is a hint).
+    pub donated_invars: Vec<bool>,
+    /// `keep_unused=True`: dead-code elimination keeps every operand.
+    pub keep_unused: bool,
+    /// `ctx_mesh=...` and `compiler_options_kvs=...` as written (they do not change what
+    /// the call computes).
+    pub ctx_mesh: Option<Param>,
+    pub compiler_options_kvs: Option<Param>,
+}
 
-pub(super) fn jit_params(name: &str, jaxpr: &ClosedJaxpr) -> Params {
-    vec![("name", Param::Word(name.to_string())), ("jaxpr", Param::Jaxpr(jaxpr.jaxpr.clone()))]
+// `jit[name=relu compiler_options_kvs=... ctx_mesh=... donated_invars=(True,) jaxpr={...}
+// keep_unused=True]`: `name` first, then sorted, the defaults hidden.
+
+pub(super) fn jit_params(name: &str, jaxpr: &ClosedJaxpr, options: &JitOptions) -> Params {
+    let mut ps = vec![("name", Param::Word(name.to_string()))];
+    if let Some(kvs) = &options.compiler_options_kvs {
+        ps.push(("compiler_options_kvs", kvs.clone()));
+    }
+    if let Some(mesh) = &options.ctx_mesh {
+        ps.push(("ctx_mesh", mesh.clone()));
+    }
+    if options.donated_invars.iter().any(|&d| d) {
+        ps.push(("donated_invars", Param::Tuple(options.donated_invars.iter().map(|&d| Param::Bool(d)).collect())));
+    }
+    ps.push(("jaxpr", Param::Jaxpr(jaxpr.jaxpr.clone())));
+    if options.keep_unused {
+        ps.push(("keep_unused", Param::Bool(true)));
+    }
+    ps
 }
 
 pub(super) fn parse_jit(p: &mut ParamReader) -> Result<Primitive, String> {
-    Ok(Primitive::Jit { name: p.word("name")?, jaxpr: ClosedJaxpr::new(p.jaxpr("jaxpr")?) })
+    let name = p.word("name")?;
+    let jaxpr = ClosedJaxpr::new(p.jaxpr("jaxpr")?);
+    let donated_invars = if p.has("donated_invars") {
+        p.seq("donated_invars")?
+            .into_iter()
+            .map(|d| match d {
+                Param::Bool(b) => Ok(b),
+                other => Err(format!("jit: `donated_invars` holds {}, not True or False", other.repr())),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    let keep_unused = if p.has("keep_unused") { p.bool("keep_unused")? } else { false };
+    let ctx_mesh = if p.has("ctx_mesh") { Some(p.take("ctx_mesh")?) } else { None };
+    let compiler_options_kvs = if p.has("compiler_options_kvs") { Some(p.take("compiler_options_kvs")?) } else { None };
+    // `inline` is not printed by JAX; read and dropped if a text has it.
+    if p.has("inline") {
+        p.bool("inline")?;
+    }
+    Ok(Primitive::Jit {
+        name,
+        jaxpr,
+        options: JitOptions { donated_invars, keep_unused, ctx_mesh, compiler_options_kvs },
+    })
 }
 
-pub(crate) fn jit_shape(jaxpr: &ClosedJaxpr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+pub(crate) fn jit_shape(jaxpr: &ClosedJaxpr, options: &JitOptions, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let n = options.donated_invars.len();
+    ensure!(n == 0 || n == in_avals.len(), "jit", "donated_invars has {n} flags for {} operands", in_avals.len());
     call("jit", in_avals, jaxpr)
 }
 
@@ -189,14 +245,14 @@ pub(crate) fn scan_shape(
 // Shared by the shape rules above.
 
 /// `jit` and `custom_jvp_call`: operands match the invars, results are the outvars.
-fn call(name: &str, in_avals: &[Aval], c: &ClosedJaxpr) -> Result<Vec<Aval>, ShapeError> {
+pub(super) fn call(name: &str, in_avals: &[Aval], c: &ClosedJaxpr) -> Result<Vec<Aval>, ShapeError> {
     check_consts(name, c)?;
     check_operands(name, in_avals, &inner_avals(name, &c.jaxpr, &c.jaxpr.invars)?)?;
     inner_out_avals(name, &c.jaxpr)
 }
 
 /// The avals of `vars` in a nested jaxpr, or an error if one is out of range.
-fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeError> {
+pub(super) fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeError> {
     vars.iter()
         .map(|v| match j.vars.get(v.index()) {
             Some(decl) => Ok(decl.aval.clone()),
@@ -205,7 +261,7 @@ fn inner_avals(name: &str, j: &Jaxpr, vars: &[Var]) -> Result<Vec<Aval>, ShapeEr
         .collect()
 }
 
-fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
+pub(super) fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
     j.outvars
         .iter()
         .map(|a| match a {
@@ -216,7 +272,7 @@ fn inner_out_avals(name: &str, j: &Jaxpr) -> Result<Vec<Aval>, ShapeError> {
 }
 
 /// A closed jaxpr's consts have its constvars' types.
-fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
+pub(super) fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
     let const_avals = inner_avals(name, &c.jaxpr, &c.jaxpr.constvars)?;
     ensure!(
         c.consts.len() == const_avals.len(),
@@ -238,7 +294,7 @@ fn check_consts(name: &str, c: &ClosedJaxpr) -> Result<(), ShapeError> {
 
 /// Operands against a nested jaxpr's invars: same count, and equal avals including the
 /// memory space.
-fn check_operands(name: &str, in_avals: &[Aval], invars: &[Aval]) -> Result<(), ShapeError> {
+pub(super) fn check_operands(name: &str, in_avals: &[Aval], invars: &[Aval]) -> Result<(), ShapeError> {
     ensure!(
         in_avals.len() == invars.len(),
         name,
@@ -250,4 +306,40 @@ fn check_operands(name: &str, in_avals: &[Aval], invars: &[Aval]) -> Result<(), 
         ensure!(x == want, name, "operand {i} is {x} but the inner jaxpr's invar {i} is {want}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse::parse_jaxpr;
+    use crate::print::pp_jaxpr;
+    use crate::verify::verify;
+
+    /// As JAX prints `jax.jit(f, donate_argnums=0, keep_unused=True)` called in a function.
+    const DONATING: &str = "{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = jit[
+      name=<lambda>
+      donated_invars=(True, False)
+      jaxpr={ lambda ; a:f32[3] b:f32[3]. let
+          c:f32[3] = mul a 2.0:f32[]
+        in (c,) }
+      keep_unused=True
+    ] a b
+    d:f32[3] = add c 1.0:f32[]
+    e:f32[] = reduce_sum[axes=(0,) out_sharding=None] d
+  in (e,) }";
+
+    #[test]
+    fn jit_options_print_back_and_are_checked() {
+        let j = parse_jaxpr(DONATING, "j.jaxpr").unwrap();
+        verify(&j).unwrap();
+        assert_eq!(pp_jaxpr(&j), DONATING);
+        let wrong = DONATING.replace("donated_invars=(True, False)", "donated_invars=(True,)");
+        let e = verify(&parse_jaxpr(&wrong, "j.jaxpr").unwrap()).unwrap_err().to_string();
+        assert!(e.contains("donated_invars has 1 flags for 2 operands"), "{e}");
+        let opaque = DONATING.replace(
+            "name=<lambda>",
+            "name=<lambda>\n      compiler_options_kvs=(('xla_cpu_enable_fast_math', False),)",
+        );
+        assert_eq!(pp_jaxpr(&parse_jaxpr(&opaque, "j.jaxpr").unwrap()), opaque);
+    }
 }

@@ -59,6 +59,7 @@ macro_rules! named_enum {
 }
 
 pub(crate) mod call;
+pub(crate) mod control;
 pub(crate) mod elementwise;
 pub(crate) mod indexing;
 pub(crate) mod memory;
@@ -68,6 +69,8 @@ pub(crate) mod sorting;
 pub(crate) mod structural;
 pub(crate) mod window;
 
+pub use call::JitOptions;
+pub use control::cond_branch;
 pub use elementwise::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
 pub use indexing::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
 pub use memory::CopySemantics;
@@ -175,6 +178,9 @@ primitive_kinds! {
         ReduceWindowMin = "reduce_window_min",
         SelectAndScatterAdd = "select_and_scatter_add",
         SelectAndGatherAdd = "select_and_gather_add",
+        Cond = "cond",
+        While = "while",
+        CustomVjpCall = "custom_vjp_call",
     }
 }
 
@@ -193,6 +199,12 @@ pub enum HigherOrder {
     Remat2,
     /// `scan`: a loop over a body.
     Scan,
+    /// `cond`: one of several branches, chosen by an index at run time.
+    Cond,
+    /// `while`: a loop whose trip count is known only at run time.
+    While,
+    /// `custom_vjp_call`: a call whose derivative JAX takes from its fwd/bwd rules.
+    CustomVjpCall,
 }
 
 impl PrimitiveKind {
@@ -203,6 +215,9 @@ impl PrimitiveKind {
             PrimitiveKind::CustomJvpCall => Some(HigherOrder::CustomJvpCall),
             PrimitiveKind::Remat2 => Some(HigherOrder::Remat2),
             PrimitiveKind::Scan => Some(HigherOrder::Scan),
+            PrimitiveKind::Cond => Some(HigherOrder::Cond),
+            PrimitiveKind::While => Some(HigherOrder::While),
+            PrimitiveKind::CustomVjpCall => Some(HigherOrder::CustomVjpCall),
             PrimitiveKind::Unary(_)
             | PrimitiveKind::Binary(_)
             | PrimitiveKind::Compare(_)
@@ -389,6 +404,7 @@ pub enum Primitive {
     Jit {
         name: String,
         jaxpr: ClosedJaxpr,
+        options: JitOptions,
     },
     CustomJvpCall {
         name: String,
@@ -462,6 +478,28 @@ pub enum Primitive {
         axis: usize,
         reverse: bool,
     },
+
+    // Control flow and custom-vjp calls: `control.rs`.
+    /// `cond index ops...`: runs `branches[clamp(index, 0, n - 1)]` on `ops`.
+    Cond {
+        branches: Vec<ClosedJaxpr>,
+    },
+    /// Operands: `cond_nconsts` cond consts, `body_nconsts` body consts, then the carries.
+    While {
+        cond_jaxpr: ClosedJaxpr,
+        body_jaxpr: ClosedJaxpr,
+        cond_nconsts: usize,
+        body_nconsts: usize,
+    },
+    /// The fwd/bwd rules are known only by name; evaluation uses `call_jaxpr`.
+    CustomVjpCall {
+        name: String,
+        call_jaxpr: ClosedJaxpr,
+        fwd: String,
+        bwd: String,
+        num_consts: usize,
+        symbolic_zeros: bool,
+    },
 }
 
 impl Primitive {
@@ -513,6 +551,9 @@ impl Primitive {
             Primitive::ReduceWindow { op: ReduceOp::Min, .. } => PrimitiveKind::ReduceWindowMin,
             Primitive::SelectAndScatterAdd { .. } => PrimitiveKind::SelectAndScatterAdd,
             Primitive::SelectAndGatherAdd { .. } => PrimitiveKind::SelectAndGatherAdd,
+            Primitive::Cond { .. } => PrimitiveKind::Cond,
+            Primitive::While { .. } => PrimitiveKind::While,
+            Primitive::CustomVjpCall { .. } => PrimitiveKind::CustomVjpCall,
         }
     }
 
@@ -553,6 +594,9 @@ impl Primitive {
             Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
             Primitive::CustomJvpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
+            Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
+            Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
+            Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Unary(_)
             | Primitive::Binary(_)
             | Primitive::Compare(_)
@@ -619,9 +663,26 @@ impl Primitive {
     ) -> Result<Primitive, E> {
         let mut prim = self.clone();
         match &mut prim {
-            Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
+            Primitive::Jit { jaxpr, options, .. } => {
+                jaxpr.jaxpr = f(&jaxpr.jaxpr)?;
+                // Donation is per operand: a body with other invars donates nothing.
+                if options.donated_invars.len() != jaxpr.jaxpr.invars.len() {
+                    options.donated_invars.clear();
+                }
+            }
+            Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
             Primitive::CustomJvpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
+            Primitive::Cond { branches } => {
+                for b in branches {
+                    b.jaxpr = f(&b.jaxpr)?;
+                }
+            }
+            Primitive::While { cond_jaxpr, body_jaxpr, .. } => {
+                body_jaxpr.jaxpr = f(&body_jaxpr.jaxpr)?;
+                cond_jaxpr.jaxpr = f(&cond_jaxpr.jaxpr)?;
+            }
+            Primitive::CustomVjpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
             Primitive::Unary(_)
             | Primitive::Binary(_)
             | Primitive::Compare(_)
@@ -712,13 +773,18 @@ impl Primitive {
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
-            | Primitive::SelectAndGatherAdd { .. } => None,
+            | Primitive::SelectAndGatherAdd { .. }
+            | Primitive::Cond { .. }
+            | Primitive::While { .. }
+            | Primitive::CustomVjpCall { .. } => None,
         }
     }
 
     /// The parameters in printing order, leaving out what JAX's printer hides.
     pub fn params(&self) -> Vec<(&'static str, Param)> {
-        use self::{call::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
+        use self::{
+            call::*, control::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*,
+        };
         match self {
             Primitive::Unary(_)
             | Primitive::Binary(_)
@@ -757,7 +823,7 @@ impl Primitive {
             Primitive::Name { name } => name_params(name),
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
             Primitive::Empty2 { dtype, memory_space } => empty2_params(*dtype, *memory_space),
-            Primitive::Jit { name, jaxpr } => jit_params(name, jaxpr),
+            Primitive::Jit { name, jaxpr, options } => jit_params(name, jaxpr, options),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
                 custom_jvp_call_params(name, call_jaxpr, jvp, *num_consts, *symbolic_zeros)
             }
@@ -793,6 +859,13 @@ impl Primitive {
             Primitive::SelectAndGatherAdd { select_prim, window } => {
                 window::select_and_gather_add_params(*select_prim, window)
             }
+            Primitive::Cond { branches } => cond_params(branches),
+            Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+                while_params(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)
+            }
+            Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros } => {
+                custom_vjp_call_params(name, call_jaxpr, fwd, bwd, *num_consts, *symbolic_zeros)
+            }
         }
     }
 
@@ -800,7 +873,9 @@ impl Primitive {
     /// equation's binder types (some parameters JAX does not print, such as
     /// `broadcast_in_dim`'s `shape`, come from them). Errors say which parameter is wrong.
     pub fn from_params(name: &str, params: Vec<(String, Param)>, out_avals: &[Aval]) -> Result<Primitive, String> {
-        use self::{call::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
+        use self::{
+            call::*, control::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*,
+        };
         let kind = PrimitiveKind::from_name(name).ok_or_else(|| format!("unknown primitive `{name}`"))?;
         let mut reader = ParamReader::new(name, params);
         let p = &mut reader;
@@ -850,6 +925,9 @@ impl Primitive {
             PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(ReduceOp::Min, p)?,
             PrimitiveKind::SelectAndScatterAdd => window::parse_select_and_scatter_add(p)?,
             PrimitiveKind::SelectAndGatherAdd => window::parse_select_and_gather_add(p)?,
+            PrimitiveKind::Cond => parse_cond(p)?,
+            PrimitiveKind::While => parse_while(p)?,
+            PrimitiveKind::CustomVjpCall => parse_custom_vjp_call(p)?,
         };
         reader.finish()?;
         Ok(prim)
@@ -871,8 +949,9 @@ mod tests {
     use crate::shape::shape_rule;
     use crate::verify::verify;
 
-    /// One program per call-like primitive; each has exactly one `sin`, inside the call.
-    const CALLS: [&str; 4] = [
+    /// One program per call-like primitive with one nested jaxpr (a one-branch `cond`);
+    /// each has exactly one `sin`, inside the call.
+    const CALLS: [&str; 6] = [
         "{ lambda ; a:f32[3]. let
             b:f32[3] = jit[name=f jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }] a
           in (b,) }",
@@ -893,6 +972,15 @@ mod tests {
               length=2 num_carry=1 num_consts=0 reverse=False unroll=1
             ] a b
           in (c, d) }",
+        "{ lambda ; i:i32[] a:f32[3]. let
+            b:f32[3] = cond[branches=({ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) },)] i a
+          in (b,) }",
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = custom_vjp_call[
+              name=f bwd=f_bwd call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) } fwd=f_fwd
+              symbolic_zeros=False
+            ] a
+          in (b,) }",
     ];
 
     fn parse(text: &str) -> Jaxpr {
@@ -905,7 +993,14 @@ mod tests {
     /// primitive of `CALLS`, and none of the first-order ones in their bodies or around them.
     #[test]
     fn higher_order_is_having_subjaxprs() {
-        let expected = [HigherOrder::Jit, HigherOrder::CustomJvpCall, HigherOrder::Remat2, HigherOrder::Scan];
+        let expected = [
+            HigherOrder::Jit,
+            HigherOrder::CustomJvpCall,
+            HigherOrder::Remat2,
+            HigherOrder::Scan,
+            HigherOrder::Cond,
+            HigherOrder::CustomVjpCall,
+        ];
         for (text, want) in CALLS.iter().zip(expected) {
             let j = parse(text);
             let call = &j.eqns[0].primitive;
@@ -958,6 +1053,11 @@ mod tests {
                 assert_eq!(k_old, k_new);
                 match (p_old, p_new) {
                     (Param::Jaxpr(_), Param::Jaxpr(j)) => assert!(Arc::ptr_eq(&j, &new_body)),
+                    // `cond`'s one branch.
+                    (Param::Tuple(_), Param::Tuple(js)) if matches!(js.as_slice(), [Param::Jaxpr(_)]) => {
+                        let [Param::Jaxpr(j)] = js.as_slice() else { unreachable!("matched above") };
+                        assert!(Arc::ptr_eq(j, &new_body));
+                    }
                     (p_old, p_new) => assert_eq!(format!("{p_old:?}"), format!("{p_new:?}"), "{old}: {k_old}"),
                 }
             }
@@ -972,7 +1072,11 @@ mod tests {
     fn mapping_keeps_a_closed_jaxprs_consts() {
         let body = Arc::new(parse("{ lambda a:f32[3] ; b:f32[3]. let c:f32[3] = mul a b in (c,) }"));
         let consts = vec![Array::F32(ndarray::ArrayD::ones(vec![3]))];
-        let jit = Primitive::Jit { name: "g".into(), jaxpr: ClosedJaxpr { jaxpr: body, consts } };
+        let jit = Primitive::Jit {
+            name: "g".into(),
+            jaxpr: ClosedJaxpr { jaxpr: body, consts },
+            options: JitOptions::default(),
+        };
         let mapped = jit.map_subjaxprs(|j| Arc::new((**j).clone()));
         let Primitive::Jit { jaxpr, .. } = &mapped else { panic!("{mapped} is not a jit") };
         assert_eq!(jaxpr.consts.len(), 1);

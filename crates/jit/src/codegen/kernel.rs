@@ -139,7 +139,12 @@ pub(crate) fn parallel_split(step: &Step) -> Option<Split> {
             nest
         }
         Step::Reduce { space, axes, src, .. } => reduce_nest(space, axes, src)?,
-        Step::Argmax { .. } | Step::Dot { .. } | Step::Native { .. } | Step::Loop { .. } => return None,
+        Step::Argmax { .. }
+        | Step::Dot { .. }
+        | Step::Native { .. }
+        | Step::Loop { .. }
+        | Step::Switch { .. }
+        | Step::While { .. } => return None,
     };
     let elements: i64 = nest.ext.iter().product();
     let d = split_dim(&nest)?;

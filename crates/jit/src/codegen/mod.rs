@@ -145,6 +145,8 @@ fn max_buffers(steps: &[Step]) -> usize {
         .iter()
         .map(|s| match s {
             Step::Loop { body, .. } => max_buffers(body),
+            Step::Switch { branches, .. } => branches.iter().map(|b| max_buffers(b)).max().unwrap_or(0),
+            Step::While { cond, body, .. } => max_buffers(cond).max(max_buffers(body)),
             Step::Dot { .. } | Step::Native { .. } => s.canonical_buffers().len() + 1,
             _ => s.canonical_buffers().len(),
         })
@@ -166,6 +168,19 @@ fn define_kernels(
     for step in steps {
         if let Step::Loop { body, .. } = step {
             out.push(Kernels::Loop(define_kernels(module, env, fctx, body, count, compiled)?));
+            continue;
+        }
+        let nested: Option<Vec<&Vec<Step>>> = match step {
+            Step::Switch { branches, .. } => Some(branches.iter().collect()),
+            Step::While { cond, body, .. } => Some(vec![cond, body]),
+            _ => None,
+        };
+        if let Some(lists) = nested {
+            let inner = lists
+                .into_iter()
+                .map(|l| define_kernels(module, env, fctx, l, count, compiled))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push(Kernels::Nested(inner));
             continue;
         }
         let split = kernel::parallel_split(step);
@@ -225,6 +240,7 @@ fn count_parallel(kernels: &[Kernels]) -> usize {
             Kernels::Func(_) => 0,
             Kernels::Parallel { .. } => 1,
             Kernels::Loop(inner) => count_parallel(inner),
+            Kernels::Nested(lists) => lists.iter().map(|l| count_parallel(l)).sum(),
         })
         .sum()
 }
@@ -240,6 +256,8 @@ pub(crate) enum Kernels {
         split: kernel::Split,
     },
     Loop(Vec<Kernels>),
+    /// A switch's branches, or a while loop's cond and body.
+    Nested(Vec<Vec<Kernels>>),
 }
 
 /// What a compiled function is: the entry `fn(arena, table)`, a step `fn(bases)`, or a
@@ -452,7 +470,9 @@ impl<'a, 'b> Fx<'a, 'b> {
                 let dptr = self.b.ins().load(types::I64, mem(), bases, (slots.len() * 8) as i32);
                 self.call(Import::Native, &[dptr, bases]);
             }
-            Step::Loop { .. } => unreachable!("loops are emitted by the entry function"),
+            Step::Loop { .. } | Step::Switch { .. } | Step::While { .. } => {
+                unreachable!("loops and branches are emitted by the entry function")
+            }
         }
         Ok(())
     }
@@ -509,9 +529,65 @@ impl<'a, 'b> Fx<'a, 'b> {
                     let (total, grain) = (self.iconst(split.total), self.iconst(split.grain));
                     self.call(Import::ParallelFor, &[addr, bases, total, grain]);
                 }
-                (_, Kernels::Loop(_)) => unreachable!("kernels mirror the steps"),
+                (Step::Switch { index, branches }, Kernels::Nested(inner)) => {
+                    self.emit_switch(*index, branches, inner, slot);
+                }
+                (Step::While { cond, pred, body }, Kernels::Nested(inner)) => {
+                    self.emit_while(cond, *pred, body, inner, slot);
+                }
+                (_, Kernels::Loop(_) | Kernels::Nested(_)) => unreachable!("kernels mirror the steps"),
             }
         }
+    }
+
+    /// A switch: the branch for the `i32` in `index` (out of range: the last), each branch
+    /// a block, tested in order.
+    fn emit_switch(&mut self, index: BufId, branches: &[Vec<Step>], kernels: &[Vec<Kernels>], slot: StackSlot) {
+        use cranelift_codegen::ir::condcodes::IntCC;
+        let n = branches.len() as i64;
+        let ibase = self.base(index);
+        let i = self.b.ins().load(types::I32, mem(), ibase, 0);
+        let i = self.b.ins().sextend(types::I64, i);
+        // Unsigned: a negative index is out of range too.
+        let in_range = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, i, n);
+        let last = self.iconst(n - 1);
+        let k = self.b.ins().select(in_range, i, last);
+        let merge = self.b.create_block();
+        for (j, (steps, inner)) in branches.iter().zip(kernels).enumerate() {
+            let here = self.b.create_block();
+            if j + 1 < branches.len() {
+                let next = self.b.create_block();
+                let is_j = self.b.ins().icmp_imm_s(IntCC::Equal, k, j as i64);
+                self.b.ins().brif(is_j, here, &[], next, &[]);
+                self.b.switch_to_block(here);
+                self.emit_steps(steps, inner, slot);
+                self.b.ins().jump(merge, &[]);
+                self.b.switch_to_block(next);
+            } else {
+                self.b.ins().jump(here, &[]);
+                self.b.switch_to_block(here);
+                self.emit_steps(steps, inner, slot);
+                self.b.ins().jump(merge, &[]);
+            }
+        }
+        self.b.switch_to_block(merge);
+    }
+
+    /// A while loop: `cond`'s steps, a test of the `bool` in `pred`, `body`'s steps, again.
+    fn emit_while(&mut self, cond: &[Step], pred: BufId, body: &[Step], kernels: &[Vec<Kernels>], slot: StackSlot) {
+        let header = self.b.create_block();
+        let body_block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        self.emit_steps(cond, &kernels[0], slot);
+        let pbase = self.base(pred);
+        let p = self.b.ins().load(types::I8, mem(), pbase, 0);
+        self.b.ins().brif(p, body_block, &[], exit, &[]);
+        self.b.switch_to_block(body_block);
+        self.emit_steps(body, &kernels[1], slot);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
     }
 
     /// `for i in (start..end).step_by(step)` with `i` an `i64` value; constant bounds.

@@ -1,6 +1,7 @@
 //! The front end: a jaxpr becomes a [`Program`] of kernels over buffers.
 //!
-//! Calls (`jit`, `remat2`, `custom_jvp_call`) are inlined; `scan` becomes a [`Step::Loop`].
+//! Calls (`jit`, `remat2`, `custom_jvp_call`, `custom_vjp_call`) are inlined; `scan` becomes a
+//! [`Step::Loop`], `cond` a [`Step::Switch`] and `while` a [`Step::While`].
 //! Elementwise equations and layout equations that only move elements stay lazy: their
 //! value is an [`Expr`] over the buffers they read, and a consumer folds it into its own
 //! loop. A value is materialized (written to a buffer by a kernel) only where it must be:
@@ -11,6 +12,7 @@
 //! long as the expression can be evaluated (buffers are written once, and a scan's carry
 //! buffers are rewritten only after every value of the iteration has been computed).
 
+mod control;
 mod native;
 mod ops;
 mod scan;
@@ -113,7 +115,7 @@ impl Lowering {
     }
 
     /// Registers the constants of a closed jaxpr; their values are loads of constant buffers.
-    fn add_consts(&mut self, consts: &[Array]) -> Vec<Val> {
+    pub(crate) fn add_consts(&mut self, consts: &[Array]) -> Vec<Val> {
         consts
             .iter()
             .map(|c| {
@@ -133,7 +135,7 @@ impl Lowering {
     }
 
     /// Whether `val` is exactly the whole of `buf`, row-major.
-    fn is_whole(&self, val: &Val, buf: BufId) -> bool {
+    pub(crate) fn is_whole(&self, val: &Val, buf: BufId) -> bool {
         match &val.expr {
             Expr::Load(v) => v.buf == buf && v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(val.shape()),
             _ => false,

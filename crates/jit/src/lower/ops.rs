@@ -204,7 +204,7 @@ impl Lowering {
                     }
                 })
                 .collect()),
-            Primitive::Jit { name: _, jaxpr } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
+            Primitive::Jit { name: _, jaxpr, options: _ } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
             Primitive::CustomJvpCall { name: _, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
                 self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)
             }
@@ -247,6 +247,19 @@ impl Lowering {
             }
             Primitive::SelectAndGatherAdd { select_prim, window } => {
                 Ok(vec![self.select_and_gather_add(prim, *select_prim, window, &ins[0], &ins[1], out)?])
+            }
+            Primitive::Cond { branches } => self.cond(branches, ins, out_avals, targets),
+            Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+                let w = super::control::WhileParams {
+                    cond: cond_jaxpr,
+                    body: body_jaxpr,
+                    cond_nconsts: *cond_nconsts,
+                    body_nconsts: *body_nconsts,
+                };
+                self.while_loop(&w, ins, out_avals, targets)
+            }
+            Primitive::CustomVjpCall { name: _, call_jaxpr, fwd: _, bwd: _, num_consts: _, symbolic_zeros: _ } => {
+                self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)
             }
         }
     }

@@ -135,7 +135,7 @@ impl Lowering {
         Ok(results)
     }
 
-    fn materialize_if_computed(&mut self, v: Val) -> Val {
+    pub(crate) fn materialize_if_computed(&mut self, v: Val) -> Val {
         if v.expr.is_trivial() {
             v
         } else {

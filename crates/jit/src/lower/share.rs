@@ -56,6 +56,8 @@ fn writes(step: &Step, out: &mut Vec<BufId>) {
             out.push(*counter);
             body.iter().for_each(|s| writes(s, out));
         }
+        Step::Switch { branches, .. } => branches.iter().flatten().for_each(|s| writes(s, out)),
+        Step::While { cond, body, .. } => cond.iter().chain(body).for_each(|s| writes(s, out)),
     }
 }
 
@@ -99,6 +101,10 @@ fn fold_in(
     }
     steps.iter_mut().any(|s| match s {
         Step::Loop { body, .. } => fold_in(body, counts, arena, max_nodes, next_id),
+        Step::Switch { branches, .. } => branches.iter_mut().any(|br| fold_in(br, counts, arena, max_nodes, next_id)),
+        Step::While { cond, body, .. } => {
+            fold_in(cond, counts, arena, max_nodes, next_id) || fold_in(body, counts, arena, max_nodes, next_id)
+        }
         _ => false,
     })
 }
