@@ -11,13 +11,14 @@
 //! Memory spaces (`f32<host>[6]`) are ignored: they do not change values.
 //!
 //! Files: `elem` (the dtypes as Rust types), `elementwise`, `structural` (layout ops),
-//! `reduce`, `dot` (`dot_general`) and `control` (calls and `scan`); this file holds the
+//! `random` (threefry keys and bits), `reduce`, `dot` (`dot_general`) and `control` (calls and `scan`); this file holds the
 //! evaluation loop and the one `match` over [`Primitive`].
 
 mod control;
 mod dot;
 mod elem;
 mod elementwise;
+mod random;
 mod reduce;
 mod structural;
 
@@ -370,6 +371,12 @@ pub(crate) fn eval_primitive_refs(
         Primitive::DevicePut { devices, copy_semantics: _ } => {
             control::identity(args, devices.len()).map_err(invalid)?
         }
+        Primitive::RandomSeed => one(random::random_seed(args))?,
+        Primitive::RandomWrap => one(random::random_wrap(args))?,
+        Primitive::RandomUnwrap => one(random::random_unwrap(args))?,
+        Primitive::RandomSplit { shape } => one(random::random_split(shape, args))?,
+        Primitive::RandomFoldIn => one(random::random_fold_in(args))?,
+        Primitive::RandomBits { bit_width, shape } => one(random::random_bits(*bit_width, shape, args))?,
         Primitive::Jit { name, jaxpr } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }

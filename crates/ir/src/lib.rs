@@ -23,7 +23,8 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, HigherOrder, Primitive, PrimitiveKind, ReduceOp, UnaryOp,
+    random_bits_dtype, BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, HigherOrder, Primitive, PrimitiveKind,
+    ReduceOp, UnaryOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::{shape_rule, ShapeError};

@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::primitive::{call, elementwise, memory, reduction, structural, Primitive};
+use crate::primitive::{call, elementwise, memory, random, reduction, structural, Primitive};
 use crate::types::{Aval, DType, Shape};
 
 /// Why an equation's operands do not fit its primitive.
@@ -53,7 +53,7 @@ pub(crate) use {bail, ensure};
 
 /// The output avals of `prim` applied to operands of types `in_avals`.
 pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    use self::{call::*, elementwise::*, memory::*, reduction::*, structural::*};
+    use self::{call::*, elementwise::*, memory::*, random::*, reduction::*, structural::*};
     let ins = in_avals;
     match prim {
         Primitive::Unary(op) => unary_shape(*op, ins),
@@ -87,6 +87,12 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         }
         Primitive::Name { name: _ } => name_shape(ins),
         Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
+        Primitive::RandomSeed => random_seed_shape(ins),
+        Primitive::RandomWrap => random_wrap_shape(ins),
+        Primitive::RandomUnwrap => random_unwrap_shape(ins),
+        Primitive::RandomSplit { shape } => random_split_shape(shape, ins),
+        Primitive::RandomFoldIn => random_fold_in_shape(ins),
+        Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
         Primitive::Jit { name: _, jaxpr } => jit_shape(jaxpr, ins),
         Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
         Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),

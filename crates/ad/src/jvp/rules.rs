@@ -32,6 +32,13 @@ pub(crate) fn jvp_rule(
         Primitive::Unary(op) => unary(b, old, eqn, *op, primals, tangents),
         Primitive::Binary(op) => binary(b, old, eqn, *op, primals, tangents),
         Primitive::Compare(_) | Primitive::Argmax { .. } | Primitive::Iota { .. } => zero(b, old, eqn, primals),
+        // JAX's `defjvp_zero`: keys and bits have float0 tangents.
+        Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. } => zero(b, old, eqn, primals),
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];

@@ -103,6 +103,12 @@ pub(crate) fn transpose_rule(
         | Primitive::Clamp
         | Primitive::Iota { .. }
         | Primitive::Argmax { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
         Primitive::SelectN => {
             if lin(0) {

@@ -62,11 +62,13 @@ pub(crate) mod call;
 pub(crate) mod elementwise;
 pub(crate) mod memory;
 mod params;
+pub(crate) mod random;
 pub(crate) mod reduction;
 pub(crate) mod structural;
 
 pub use elementwise::{BinaryOp, CompareOp, UnaryOp};
 pub use memory::CopySemantics;
+pub use random::random_bits_dtype;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
 
 use params::ParamReader;
@@ -145,6 +147,12 @@ primitive_kinds! {
         DotGeneral = "dot_general",
         Name = "name",
         DevicePut = "device_put",
+        RandomSeed = "random_seed",
+        RandomWrap = "random_wrap",
+        RandomUnwrap = "random_unwrap",
+        RandomSplit = "random_split",
+        RandomFoldIn = "random_fold_in",
+        RandomBits = "random_bits",
         Jit = "jit",
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
@@ -201,7 +209,13 @@ impl PrimitiveKind {
             | PrimitiveKind::Argmax
             | PrimitiveKind::DotGeneral
             | PrimitiveKind::Name
-            | PrimitiveKind::DevicePut => None,
+            | PrimitiveKind::DevicePut
+            | PrimitiveKind::RandomSeed
+            | PrimitiveKind::RandomWrap
+            | PrimitiveKind::RandomUnwrap
+            | PrimitiveKind::RandomSplit
+            | PrimitiveKind::RandomFoldIn
+            | PrimitiveKind::RandomBits => None,
         }
     }
 }
@@ -303,6 +317,25 @@ pub enum Primitive {
         copy_semantics: Vec<CopySemantics>,
     },
 
+    // PRNG keys and bits (threefry): `random.rs`.
+    /// `random_seed[impl=fry] seeds`: integer seeds to keys of the same shape.
+    RandomSeed,
+    /// `random_wrap[impl=fry] data`: `u32[K,2]` to `key<fry>[K]`.
+    RandomWrap,
+    /// `random_unwrap keys`: `key<fry>[K]` to `u32[K,2]`.
+    RandomUnwrap,
+    /// `random_split[shape=S] keys`: `key<fry>[K]` to `key<fry>[K,*S]`.
+    RandomSplit {
+        shape: Vec<usize>,
+    },
+    /// `random_fold_in keys msgs`: each key folded with an integer message (broadcasting).
+    RandomFoldIn,
+    /// `random_bits[bit_width=W shape=S] keys`: `key<fry>[K]` to `uW[K,*S]`.
+    RandomBits {
+        bit_width: u32,
+        shape: Vec<usize>,
+    },
+
     // Calls and loops: `call.rs`.
     Jit {
         name: String,
@@ -361,6 +394,12 @@ impl Primitive {
             Primitive::DotGeneral { .. } => PrimitiveKind::DotGeneral,
             Primitive::Name { .. } => PrimitiveKind::Name,
             Primitive::DevicePut { .. } => PrimitiveKind::DevicePut,
+            Primitive::RandomSeed => PrimitiveKind::RandomSeed,
+            Primitive::RandomWrap => PrimitiveKind::RandomWrap,
+            Primitive::RandomUnwrap => PrimitiveKind::RandomUnwrap,
+            Primitive::RandomSplit { .. } => PrimitiveKind::RandomSplit,
+            Primitive::RandomFoldIn => PrimitiveKind::RandomFoldIn,
+            Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
@@ -413,7 +452,13 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => Vec::new(),
+            | Primitive::DevicePut { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. } => Vec::new(),
         }
     }
 
@@ -468,7 +513,13 @@ impl Primitive {
             | Primitive::Argmax { .. }
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
-            | Primitive::DevicePut { .. } => {}
+            | Primitive::DevicePut { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. } => {}
         }
         Ok(prim)
     }
@@ -503,6 +554,12 @@ impl Primitive {
             | Primitive::DotGeneral { .. }
             | Primitive::Name { .. }
             | Primitive::DevicePut { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. } => None,
@@ -547,6 +604,10 @@ impl Primitive {
             }
             Primitive::Name { name } => name_params(name),
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
+            Primitive::RandomSeed | Primitive::RandomWrap => random::impl_params(),
+            Primitive::RandomUnwrap | Primitive::RandomFoldIn => Vec::new(),
+            Primitive::RandomSplit { shape } => random::shape_params(shape),
+            Primitive::RandomBits { bit_width, shape } => random::random_bits_params(*bit_width, shape),
             Primitive::Jit { name, jaxpr } => jit_params(name, jaxpr),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
                 custom_jvp_call_params(name, call_jaxpr, jvp, *num_consts, *symbolic_zeros)
@@ -594,6 +655,12 @@ impl Primitive {
             PrimitiveKind::DotGeneral => parse_dot_general(p)?,
             PrimitiveKind::Name => parse_name(p)?,
             PrimitiveKind::DevicePut => parse_device_put(p)?,
+            PrimitiveKind::RandomSeed => random::parse_random_seed(p)?,
+            PrimitiveKind::RandomWrap => random::parse_random_wrap(p)?,
+            PrimitiveKind::RandomUnwrap => Primitive::RandomUnwrap,
+            PrimitiveKind::RandomSplit => random::parse_random_split(p)?,
+            PrimitiveKind::RandomFoldIn => Primitive::RandomFoldIn,
+            PrimitiveKind::RandomBits => random::parse_random_bits(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,

@@ -36,6 +36,11 @@ impl<'a> ParamReader<'a> {
         ParamReader { prim, params, used: Vec::new() }
     }
 
+    /// The name of the primitive whose parameters these are.
+    pub(super) fn prim(&self) -> &str {
+        self.prim
+    }
+
     pub(super) fn has(&self, key: &str) -> bool {
         self.params.iter().any(|(k, _)| k == key)
     }
