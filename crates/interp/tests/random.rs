@@ -194,3 +194,23 @@ fn dropout_bits_match_jax() {
     let out = run(text, &[u32s(&[2], &[0, 42])]);
     assert_eq!(out, [u32s(&[4, 16], &want_j), u32s(&[4, 16], &want_l)]);
 }
+
+/// Unverified programs reach the interpreter's own checks: errors, never panics.
+#[test]
+fn bad_operands_are_errors() {
+    use remat_interp::eval_primitive;
+    use remat_ir::{Aval, DType, Primitive};
+    let key = Array::Key(ArrayD::from_elem(IxDyn(&[]), PrngKey([0, 0])));
+    let err = |prim: Primitive, args: &[Array], out: Aval| eval_primitive(&prim, args, &[out]).unwrap_err().to_string();
+    let bits16 = Primitive::RandomBits { bit_width: 16, shape: vec![2] };
+    assert!(err(bits16, std::slice::from_ref(&key), Aval::new(DType::U32, vec![2])).contains("u16"));
+    let wrap_err = err(Primitive::RandomWrap, &[u32s(&[3], &[1, 2, 3])], Aval::scalar(DType::Key));
+    assert!(wrap_err.contains("last dimension of size 2"), "{wrap_err}");
+    let unwrap_err = err(Primitive::RandomUnwrap, &[u32s(&[2], &[1, 2])], Aval::new(DType::U32, vec![2, 2]));
+    assert!(unwrap_err.contains("expected a key<fry> operand"), "{unwrap_err}");
+    let seed_err = err(Primitive::RandomSeed, std::slice::from_ref(&key), Aval::scalar(DType::Key));
+    assert!(seed_err.contains("seeds must be integers"), "{seed_err}");
+    // A result of the wrong declared type is reported, as for every primitive.
+    let split = Primitive::RandomSplit { shape: vec![2] };
+    assert!(err(split, &[key], Aval::new(DType::Key, vec![3])).contains("but the equation declares"));
+}

@@ -144,3 +144,137 @@ fn key_operand(name: &str, keys: &Aval) -> Result<(), ShapeError> {
     ensure!(keys.dtype == DType::Key, name, "the operand must be a key array (key<fry>), found {keys}");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::parse::parse_jaxpr;
+    use crate::print::pp_jaxpr;
+    use crate::shape::shape_rule;
+    use crate::types::{Aval, DType};
+    use crate::verify::verify;
+    use crate::Primitive;
+
+    /// JAX 0.10.2's `make_jaxpr` of `jax.random.PRNGKey(s)`, `split(k, (2, 3))`,
+    /// `fold_in(k, d)`, `bits(k, (5,), uint8)` and a batch of keys, verbatim.
+    const JAX_TEXTS: [&str; 5] = [
+        "{ lambda ; a:i32[]. let
+    b:key<fry>[] = random_seed[impl=fry] a
+    c:u32[2] = random_unwrap b
+  in (c,) }",
+        "{ lambda ; a:u32[2]. let
+    b:key<fry>[] = random_wrap[impl=fry] a
+    c:key<fry>[2,3] = random_split[shape=(2, 3)] b
+    d:u32[2,3,2] = random_unwrap c
+  in (d,) }",
+        "{ lambda ; a:u32[2] b:i32[]. let
+    c:key<fry>[] = random_wrap[impl=fry] a
+    d:u32[] = convert_element_type[new_dtype=uint32 weak_type=False] b
+    e:key<fry>[] = random_fold_in c d
+    f:u32[2] = random_unwrap e
+  in (f,) }",
+        "{ lambda ; a:u32[2]. let
+    b:key<fry>[] = random_wrap[impl=fry] a
+    c:u8[5] = random_bits[bit_width=8 shape=(5,)] b
+  in (c,) }",
+        "{ lambda ; a:key<fry>[2]. let
+    b:u32[2,3] = random_bits[bit_width=32 shape=(3,)] a
+  in (b,) }",
+    ];
+
+    #[test]
+    fn jax_texts_round_trip() {
+        for text in JAX_TEXTS {
+            let j = parse_jaxpr(text, "random.jaxpr").unwrap_or_else(|e| panic!("{e}\n{text}"));
+            verify(&j).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(pp_jaxpr(&j), text);
+        }
+    }
+
+    fn aval(dtype: DType, shape: &[usize]) -> Aval {
+        Aval::new(dtype, shape.to_vec())
+    }
+
+    #[track_caller]
+    fn error(prim: Primitive, ins: &[Aval]) -> String {
+        shape_rule(&prim, ins).expect_err("a shape error").message
+    }
+
+    #[test]
+    fn shape_rules() {
+        let key = |shape: &[usize]| aval(DType::Key, shape);
+        let ok = |prim: Primitive, ins: &[Aval]| shape_rule(&prim, ins).unwrap();
+        assert_eq!(ok(Primitive::RandomSeed, &[aval(DType::I8, &[3])]), [key(&[3])]);
+        assert_eq!(ok(Primitive::RandomWrap, &[aval(DType::U32, &[4, 2])]), [key(&[4])]);
+        assert_eq!(ok(Primitive::RandomUnwrap, &[key(&[4])]), [aval(DType::U32, &[4, 2])]);
+        assert_eq!(ok(Primitive::RandomSplit { shape: vec![2, 3] }, &[key(&[4])]), [key(&[4, 2, 3])]);
+        assert_eq!(ok(Primitive::RandomFoldIn, &[key(&[]), aval(DType::U32, &[3])]), [key(&[3])]);
+        assert_eq!(ok(Primitive::RandomFoldIn, &[key(&[2, 1]), aval(DType::I32, &[2, 3])]), [key(&[2, 3])]);
+        let bits = |w| Primitive::RandomBits { bit_width: w, shape: vec![5] };
+        assert_eq!(ok(bits(8), &[key(&[2])]), [aval(DType::U8, &[2, 5])]);
+        assert_eq!(ok(bits(32), &[key(&[])]), [aval(DType::U32, &[5])]);
+
+        assert_eq!(
+            error(Primitive::RandomSeed, &[aval(DType::F32, &[])]),
+            "random_seed: seeds must be integers, found f32[]"
+        );
+        assert_eq!(
+            error(Primitive::RandomWrap, &[aval(DType::I32, &[2])]),
+            "random_wrap: key data must be u32, found i32[2]"
+        );
+        assert!(error(Primitive::RandomWrap, &[aval(DType::U32, &[2, 3])]).contains("last dimension of size 2"));
+        assert!(error(Primitive::RandomWrap, &[aval(DType::U32, &[])]).contains("last dimension of size 2"));
+        assert_eq!(
+            error(Primitive::RandomUnwrap, &[aval(DType::U32, &[2])]),
+            "random_unwrap: the operand must be a key array (key<fry>), found u32[2]"
+        );
+        assert!(error(Primitive::RandomSplit { shape: vec![2] }, &[aval(DType::U32, &[2])]).contains("key array"));
+        assert_eq!(
+            error(Primitive::RandomFoldIn, &[key(&[]), aval(DType::F32, &[])]),
+            "random_fold_in: the message must be an integer, found f32[]"
+        );
+        assert_eq!(
+            error(Primitive::RandomFoldIn, &[key(&[2]), aval(DType::U32, &[3])]),
+            "random_fold_in: operand shapes key<fry>[2] and u32[3] differ"
+        );
+        assert_eq!(
+            error(bits(16), &[key(&[])]),
+            "random_bits: bit_width=16 gives u16 bits, a dtype remat does not have (bit_width=8 and 32 do)"
+        );
+        assert!(error(bits(64), &[key(&[])]).contains("u64"));
+        assert!(error(bits(32), &[key(&[]), key(&[])]).contains("expected 1 operand, found 2"));
+    }
+
+    /// Parameters JAX would never print are located parse errors, not panics.
+    #[test]
+    fn bad_parameters_are_errors() {
+        for (text, want) in [
+            (
+                "{ lambda ; a:u32[2]. let b:key<fry>[] = random_wrap[impl=rbg] a in (b,) }",
+                "random_wrap: unsupported PRNG implementation `impl=rbg` (only threefry, `impl=fry`)",
+            ),
+            (
+                "{ lambda ; a:u32[2]. let b:key<fry>[] = random_wrap a in (b,) }",
+                "random_wrap is missing parameter `impl`",
+            ),
+            (
+                "{ lambda ; a:key<fry>[]. let b:u32[3] = random_bits[bit_width=12 shape=(3,)] a in (b,) }",
+                "random_bits: bit_width must be 8, 16, 32 or 64, found 12",
+            ),
+            (
+                "{ lambda ; a:key<fry>[]. let b:u32[3] = random_bits[bit_width=32 shape=(3,) x=1] a in (b,) }",
+                "random_bits has no parameter `x`",
+            ),
+            (
+                "{ lambda ; a:key<fry>[]. let b:key<fry>[2] = random_split[shape=(-2,)] a in (b,) }",
+                "random_split: parameter `shape` must be a tuple of non-negative integers",
+            ),
+            (
+                "{ lambda ; a:key<fry>[]. let b:u32[2] = random_unwrap[impl=fry] a in (b,) }",
+                "random_unwrap has no parameter `impl`",
+            ),
+        ] {
+            let err = parse_jaxpr(text, "bad.jaxpr").expect_err(text).to_string();
+            assert!(err.contains(want) && err.contains("line 1"), "{err}\n  want {want}");
+        }
+    }
+}
