@@ -11,9 +11,10 @@
 //! Memory spaces (`f32<host>[6]`) are ignored: they do not change values.
 //!
 //! Files: `elem` (the dtypes as Rust types), `elementwise`, `structural` (layout ops),
-//! `reduce`, `dot` (`dot_general`), `indexing` (`split`, `gather`, scatters), `sorting`
-//! (`sort`, `top_k`, `argmin`, cumulative reductions), `window` (convolutions and windowed
-//! reductions) and `control` (calls and `scan`); this file holds the
+//! `random` (threefry keys and bits), `reduce`, `dot` (`dot_general`), `indexing` (`split`,
+//! `gather`, scatters), `sorting` (`sort`, `top_k`, `argmin`, cumulative reductions),
+//! `window` (convolutions and windowed reductions) and `control` (calls and `scan`); this
+//! file holds the
 //! evaluation loop and the one `match` over [`Primitive`].
 
 mod bits;
@@ -22,6 +23,7 @@ mod dot;
 mod elem;
 mod elementwise;
 mod indexing;
+mod random;
 mod reduce;
 mod sorting;
 mod structural;
@@ -383,6 +385,12 @@ pub(crate) fn eval_primitive_refs(
         Primitive::DevicePut { devices, copy_semantics: _ } => {
             control::identity(args, devices.len()).map_err(invalid)?
         }
+        Primitive::RandomSeed => one(random::random_seed(args))?,
+        Primitive::RandomWrap => one(random::random_wrap(args))?,
+        Primitive::RandomUnwrap => one(random::random_unwrap(args))?,
+        Primitive::RandomSplit { shape } => one(random::random_split(shape, args))?,
+        Primitive::RandomFoldIn => one(random::random_fold_in(args))?,
+        Primitive::RandomBits { bit_width, shape } => one(random::random_bits(*bit_width, shape, args))?,
         Primitive::Jit { name, jaxpr, options: _ } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }

@@ -17,7 +17,8 @@ use std::collections::HashSet;
 use std::fmt;
 
 use crate::primitive::{
-    call, control, elementwise, indexing, memory, reduction, scatter_window, sorting, structural, window, Primitive,
+    call, control, elementwise, indexing, memory, random, reduction, scatter_window, sorting, structural, window,
+    Primitive,
 };
 use crate::types::{Aval, DType, Shape};
 
@@ -55,7 +56,9 @@ pub(crate) use {bail, ensure};
 
 /// The output avals of `prim` applied to operands of types `in_avals`.
 pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    use self::{call::*, control::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*};
+    use self::{
+        call::*, control::*, elementwise::*, indexing::*, memory::*, random::*, reduction::*, sorting::*, structural::*,
+    };
     let ins = in_avals;
     match prim {
         Primitive::Unary(op) => unary_shape(*op, ins),
@@ -91,6 +94,12 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         }
         Primitive::Name { name: _ } => name_shape(ins),
         Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
+        Primitive::RandomSeed => random_seed_shape(ins),
+        Primitive::RandomWrap => random_wrap_shape(ins),
+        Primitive::RandomUnwrap => random_unwrap_shape(ins),
+        Primitive::RandomSplit { shape } => random_split_shape(shape, ins),
+        Primitive::RandomFoldIn => random_fold_in_shape(ins),
+        Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
         Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
         Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
         Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),

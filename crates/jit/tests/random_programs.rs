@@ -600,9 +600,19 @@ fn the_generator_covers_every_primitive() {
     let sizes: Vec<usize> = (0..1024u64).map(|s| program(s).eqns.len()).collect();
     let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
     assert!(mean >= 3.0, "programs are too small: {mean} equations on average");
-    let missing: Vec<&str> = Primitive::all_names().into_iter().filter(|n| !seen.contains(n)).collect();
+    let missing: Vec<&str> =
+        Primitive::all_names().into_iter().filter(|n| !seen.contains(n) && !NOT_COMPILED_YET.contains(n)).collect();
     assert!(missing.is_empty(), "never generated: {missing:?}");
+    // The exemptions stay honest: a primitive the generator learns to emit leaves the list.
+    let stale: Vec<&&str> = NOT_COMPILED_YET.iter().filter(|n| seen.contains(*n)).collect();
+    assert!(stale.is_empty(), "generated, so no longer exempt: {stale:?}");
 }
+
+/// Primitives the JIT does not compile yet, so the generator cannot emit them: the PRNG
+/// primitives read and write `u32` and key values, which the JIT's dtype check rejects
+/// until it compiles those dtypes (their lowering in `lower/ops.rs` is an error for now).
+const NOT_COMPILED_YET: [&str; 6] =
+    ["random_seed", "random_wrap", "random_unwrap", "random_split", "random_fold_in", "random_bits"];
 
 /// The equations that compute (calls not counted), bodies included: inlining keeps the
 /// count, merging lowers it.

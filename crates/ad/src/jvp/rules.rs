@@ -39,6 +39,13 @@ pub(crate) fn jvp_rule(
         | Primitive::Iota { .. }
         | Primitive::Empty2 { .. } => zero(b, old, eqn, primals),
         Primitive::Round { .. } | Primitive::BitcastConvertType { .. } => zero(b, old, eqn, primals),
+        // JAX's `defjvp_zero`: keys and bits have float0 tangents.
+        Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. } => zero(b, old, eqn, primals),
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];

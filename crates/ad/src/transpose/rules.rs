@@ -149,6 +149,12 @@ pub(crate) fn transpose_rule(
         | Primitive::Argmin { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
         Primitive::SelectN => {
             if lin(0) {

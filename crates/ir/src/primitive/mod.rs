@@ -64,6 +64,7 @@ pub(crate) mod elementwise;
 pub(crate) mod indexing;
 pub(crate) mod memory;
 mod params;
+pub(crate) mod random;
 pub(crate) mod reduction;
 pub(crate) mod sorting;
 pub(crate) mod structural;
@@ -74,6 +75,7 @@ pub use control::cond_branch;
 pub use elementwise::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
 pub use indexing::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
 pub use memory::CopySemantics;
+pub use random::random_bits_dtype;
 pub use reduction::{DotDimensionNumbers, ReduceOp};
 pub use sorting::CumulativeOp;
 pub use window::{
@@ -163,6 +165,12 @@ primitive_kinds! {
         Name = "name",
         DevicePut = "device_put",
         Empty2 = "empty2",
+        RandomSeed = "random_seed",
+        RandomWrap = "random_wrap",
+        RandomUnwrap = "random_unwrap",
+        RandomSplit = "random_split",
+        RandomFoldIn = "random_fold_in",
+        RandomBits = "random_bits",
         Jit = "jit",
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
@@ -258,7 +266,13 @@ impl PrimitiveKind {
             | PrimitiveKind::ReduceWindowMax
             | PrimitiveKind::ReduceWindowMin
             | PrimitiveKind::SelectAndScatterAdd
-            | PrimitiveKind::SelectAndGatherAdd => None,
+            | PrimitiveKind::SelectAndGatherAdd
+            | PrimitiveKind::RandomSeed
+            | PrimitiveKind::RandomWrap
+            | PrimitiveKind::RandomUnwrap
+            | PrimitiveKind::RandomSplit
+            | PrimitiveKind::RandomFoldIn
+            | PrimitiveKind::RandomBits => None,
         }
     }
 }
@@ -400,6 +414,25 @@ pub enum Primitive {
         window: Window,
     },
 
+    // PRNG keys and bits (threefry): `random.rs`.
+    /// `random_seed[impl=fry] seeds`: integer seeds to keys of the same shape.
+    RandomSeed,
+    /// `random_wrap[impl=fry] data`: `u32[K,2]` to `key<fry>[K]`.
+    RandomWrap,
+    /// `random_unwrap keys`: `key<fry>[K]` to `u32[K,2]`.
+    RandomUnwrap,
+    /// `random_split[shape=S] keys`: `key<fry>[K]` to `key<fry>[K,*S]`.
+    RandomSplit {
+        shape: Vec<usize>,
+    },
+    /// `random_fold_in keys msgs`: each key folded with an integer message (broadcasting).
+    RandomFoldIn,
+    /// `random_bits[bit_width=W shape=S] keys`: `key<fry>[K]` to `uW[K,*S]`.
+    RandomBits {
+        bit_width: u32,
+        shape: Vec<usize>,
+    },
+
     // Calls and loops: `call.rs`.
     Jit {
         name: String,
@@ -534,6 +567,12 @@ impl Primitive {
             Primitive::Name { .. } => PrimitiveKind::Name,
             Primitive::DevicePut { .. } => PrimitiveKind::DevicePut,
             Primitive::Empty2 { .. } => PrimitiveKind::Empty2,
+            Primitive::RandomSeed => PrimitiveKind::RandomSeed,
+            Primitive::RandomWrap => PrimitiveKind::RandomWrap,
+            Primitive::RandomUnwrap => PrimitiveKind::RandomUnwrap,
+            Primitive::RandomSplit { .. } => PrimitiveKind::RandomSplit,
+            Primitive::RandomFoldIn => PrimitiveKind::RandomFoldIn,
+            Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
@@ -635,7 +674,13 @@ impl Primitive {
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
-            | Primitive::SelectAndGatherAdd { .. } => Vec::new(),
+            | Primitive::SelectAndGatherAdd { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. } => Vec::new(),
         }
     }
 
@@ -721,7 +766,13 @@ impl Primitive {
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
-            | Primitive::SelectAndGatherAdd { .. } => {}
+            | Primitive::SelectAndGatherAdd { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. } => {}
         }
         Ok(prim)
     }
@@ -760,6 +811,12 @@ impl Primitive {
             | Primitive::Name { .. }
             | Primitive::DevicePut { .. }
             | Primitive::Empty2 { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
@@ -824,6 +881,10 @@ impl Primitive {
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
             Primitive::Empty2 { dtype, memory_space } => empty2_params(*dtype, *memory_space),
             Primitive::Jit { name, jaxpr, options } => jit_params(name, jaxpr, options),
+            Primitive::RandomSeed | Primitive::RandomWrap => random::impl_params(),
+            Primitive::RandomUnwrap | Primitive::RandomFoldIn => Vec::new(),
+            Primitive::RandomSplit { shape } => random::shape_params(shape),
+            Primitive::RandomBits { bit_width, shape } => random::random_bits_params(*bit_width, shape),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
                 custom_jvp_call_params(name, call_jaxpr, jvp, *num_consts, *symbolic_zeros)
             }
@@ -908,6 +969,12 @@ impl Primitive {
             PrimitiveKind::Name => parse_name(p)?,
             PrimitiveKind::DevicePut => parse_device_put(p)?,
             PrimitiveKind::Empty2 => parse_empty2(p)?,
+            PrimitiveKind::RandomSeed => random::parse_random_seed(p)?,
+            PrimitiveKind::RandomWrap => random::parse_random_wrap(p)?,
+            PrimitiveKind::RandomUnwrap => Primitive::RandomUnwrap,
+            PrimitiveKind::RandomSplit => random::parse_random_split(p)?,
+            PrimitiveKind::RandomFoldIn => Primitive::RandomFoldIn,
+            PrimitiveKind::RandomBits => random::parse_random_bits(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,

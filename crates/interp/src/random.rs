@@ -1,0 +1,150 @@
+//! The PRNG primitives on threefry keys, bit for bit as JAX 0.10.2 computes them with its
+//! defaults (`jax_threefry_partitionable=True`; `jax/_src/random/threefry2x32.py`).
+//!
+//! Every primitive applies per key: a key array's dimensions lead the result's, and each
+//! key's block of results follows in row-major order. The element at row-major index `i` of
+//! a block hashes the 64-bit counter `i` as the pair `(i >> 32, i & 0xFFFFFFFF)`
+//! (`prng.iota_2x32_shape`).
+
+use ndarray::{ArrayD, IxDyn};
+use remat_ir::{Array, DType, PrngKey};
+
+use crate::elem::{any_dtype, checked_size, operands, typed, Elem};
+
+/// The Threefry-2x32 block cipher with 20 rounds (Random123's `threefry2x32-20`, JAX's
+/// `_threefry2x32_lowering`): the counter pair `x` encrypted under `key`, mod 2^32.
+pub fn threefry2x32(key: [u32; 2], x: [u32; 2]) -> [u32; 2] {
+    const ROTATIONS: [[u32; 4]; 2] = [[13, 15, 26, 6], [17, 29, 16, 24]];
+    let ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD1_1BDA];
+    let (mut x0, mut x1) = (x[0].wrapping_add(ks[0]), x[1].wrapping_add(ks[1]));
+    for i in 0..5 {
+        for r in ROTATIONS[i % 2] {
+            x0 = x0.wrapping_add(x1);
+            x1 = x1.rotate_left(r) ^ x0;
+        }
+        x0 = x0.wrapping_add(ks[(i + 1) % 3]);
+        x1 = x1.wrapping_add(ks[(i + 2) % 3]).wrapping_add(i as u32 + 1);
+    }
+    [x0, x1]
+}
+
+/// The counter pair of the 64-bit row-major index `i`.
+fn counter(i: usize) -> [u32; 2] {
+    let i = i as u64;
+    [(i >> 32) as u32, i as u32]
+}
+
+/// `random_seed`: JAX's `threefry_seed`, `[seed >> 32, seed & 0xFFFFFFFF]` in the seed's
+/// own dtype. A shift by 32 of a 32-bit or narrower integer is 0 in XLA, so such a seed
+/// gives `[0, seed mod 2^32]` (negative seeds sign-extended: `-1` gives `[0, 4294967295]`).
+pub(crate) fn random_seed(args: &[&Array]) -> Result<Array, String> {
+    let [seeds] = operands(args)?;
+    let dtype = seeds.dtype();
+    if !dtype.is_integer() {
+        return Err(format!("seeds must be integers, got {}", seeds.aval()));
+    }
+    any_dtype!(dtype, T => {
+        let xs = typed::<T>(seeds)?;
+        Ok(Array::Key(xs.mapv(|s| {
+            let s = s.to_i128().unwrap_or(0);
+            let hi = if dtype.bits() > 32 { (s as u64 >> 32) as u32 } else { 0 };
+            PrngKey([hi, s as u32])
+        })))
+    })
+}
+
+/// `random_wrap`: `u32[K,2]` to `key<fry>[K]`.
+pub(crate) fn random_wrap(args: &[&Array]) -> Result<Array, String> {
+    let [data] = operands(args)?;
+    let words = typed::<u32>(data)?;
+    let Some((&2, keys)) = words.shape().split_last() else {
+        return Err(format!("key data must have a last dimension of size 2, got {}", data.aval()));
+    };
+    let flat: Vec<u32> = words.iter().copied().collect();
+    let keys_flat = flat.chunks_exact(2).map(|w| PrngKey([w[0], w[1]])).collect();
+    from_vec(keys, keys_flat)
+}
+
+/// `random_unwrap`: `key<fry>[K]` to `u32[K,2]`.
+pub(crate) fn random_unwrap(args: &[&Array]) -> Result<Array, String> {
+    let [keys] = operands(args)?;
+    let keys = typed::<PrngKey>(keys)?;
+    let shape = [keys.shape(), &[2]].concat();
+    from_vec(&shape, keys.iter().flat_map(|k| k.0).collect())
+}
+
+/// `random_split[shape=S]`: key `i` of a key's block is `threefry2x32(key, counter(i))`
+/// (`_threefry_split_foldlike`).
+pub(crate) fn random_split(shape: &[usize], args: &[&Array]) -> Result<Array, String> {
+    let [keys] = operands(args)?;
+    let keys = typed::<PrngKey>(keys)?;
+    let n = checked_size(shape)?;
+    let out_shape = [keys.shape(), shape].concat();
+    checked_size(&out_shape)?;
+    let out = keys.iter().flat_map(|k| (0..n).map(move |i| PrngKey(threefry2x32(k.0, counter(i))))).collect();
+    from_vec(&out_shape, out)
+}
+
+/// `random_fold_in keys msgs`: `threefry2x32(key, (0, msg))` per broadcast pair, the message
+/// taken as a `u32` (`threefry_fold_in` hashes `threefry_seed(uint32(msg))`).
+pub(crate) fn random_fold_in(args: &[&Array]) -> Result<Array, String> {
+    let [keys, msgs] = operands(args)?;
+    let keys = typed::<PrngKey>(keys)?;
+    if !msgs.dtype().is_integer() {
+        return Err(format!("the message must be an integer, got {}", msgs.aval()));
+    }
+    let msgs: ArrayD<u32> = any_dtype!(msgs.dtype(), T => typed::<T>(msgs)?.mapv(|m| m.to_i128().unwrap_or(0) as u32));
+    let shape = broadcast(keys.shape(), msgs.shape())
+        .ok_or_else(|| format!("key shape {:?} and message shape {:?} do not broadcast", keys.shape(), msgs.shape()))?;
+    let (Some(k), Some(m)) = (keys.broadcast(IxDyn(&shape)), msgs.broadcast(IxDyn(&shape))) else {
+        return Err(format!("key shape {:?} and message shape {:?} do not broadcast", keys.shape(), msgs.shape()));
+    };
+    let out = k.iter().zip(m.iter()).map(|(k, &m)| PrngKey(threefry2x32(k.0, [0, m]))).collect();
+    from_vec(&shape, out)
+}
+
+/// JAX's `broadcasting_shape_rule`: a scalar broadcasts against anything; otherwise equal
+/// ranks whose sizes are equal or 1.
+fn broadcast(x: &[usize], y: &[usize]) -> Option<Vec<usize>> {
+    match (x.len(), y.len()) {
+        (0, _) => Some(y.to_vec()),
+        (_, 0) => Some(x.to_vec()),
+        (a, b) if a != b => None,
+        _ => x
+            .iter()
+            .zip(y)
+            .map(|(&a, &b)| match (a, b) {
+                _ if a == b => Some(a),
+                (1, _) => Some(b),
+                (_, 1) => Some(a),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// `random_bits[bit_width=W shape=S]`: element `i` of a key's block is `y0 ^ y1` of
+/// `threefry2x32(key, counter(i))`, truncated to its low `W` bits
+/// (`_threefry_random_bits_partitionable`). remat has `u8` and `u32`, so `W` is 8 or 32.
+pub(crate) fn random_bits(bit_width: u32, shape: &[usize], args: &[&Array]) -> Result<Array, String> {
+    let [keys] = operands(args)?;
+    let keys = typed::<PrngKey>(keys)?;
+    let dtype = remat_ir::random_bits_dtype(bit_width).map_err(|e| e.message)?;
+    let n = checked_size(shape)?;
+    let out_shape = [keys.shape(), shape].concat();
+    checked_size(&out_shape)?;
+    let words = keys.iter().flat_map(|k| {
+        (0..n).map(move |i| {
+            let [y0, y1] = threefry2x32(k.0, counter(i));
+            y0 ^ y1
+        })
+    });
+    match dtype {
+        DType::U8 => from_vec(&out_shape, words.map(|w| w as u8).collect()),
+        _ => from_vec(&out_shape, words.collect::<Vec<u32>>()),
+    }
+}
+
+fn from_vec<T: Elem>(shape: &[usize], data: Vec<T>) -> Result<Array, String> {
+    ArrayD::from_shape_vec(IxDyn(shape), data).map(T::wrap).map_err(|e| e.to_string())
+}
