@@ -331,7 +331,12 @@ fn transposed_dots(jaxpr: &Jaxpr, uses: &[usize]) -> Vec<Option<(Vec<usize>, usi
 /// A literal scalar's value as an `i64`, if `val` is one.
 pub(crate) fn literal_int(val: &Val) -> Option<i64> {
     match val.expr {
+        Expr::Lit(LitValue::I8(i)) => Some(i as i64),
+        Expr::Lit(LitValue::I16(i)) => Some(i as i64),
         Expr::Lit(LitValue::I32(i)) => Some(i as i64),
+        Expr::Lit(LitValue::I64(i)) => Some(i),
+        Expr::Lit(LitValue::U8(i)) => Some(i as i64),
+        Expr::Lit(LitValue::U32(i)) => Some(i as i64),
         _ => None,
     }
 }

@@ -63,17 +63,21 @@ impl Lowering {
                 node(Expr::Convert { from, to: *new_dtype, x: b(ins[0].expr.clone()) })
             }
             Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
+                // At or above the dtype's own widths it is the identity (for a narrow float:
+                // the value is already rounded to its width).
                 let (e, m) = match ins[0].aval.dtype {
-                    DType::BF16
-                    | DType::F16
+                    DType::F64 => (11, 52),
+                    DType::BF16 => (8, 7),
+                    DType::F16 => (5, 10),
+                    DType::F32
                     | DType::I8
                     | DType::I16
+                    | DType::I32
                     | DType::I64
                     | DType::U8
                     | DType::U32
-                    | DType::Key => crate::rejected_dtype(ins[0].aval.dtype),
-                    DType::F64 => (11, 52),
-                    DType::F32 | DType::I32 | DType::Bool => (8, 23),
+                    | DType::Bool
+                    | DType::Key => (8, 23),
                 };
                 if *exponent_bits >= e && *mantissa_bits >= m {
                     return node(ins[0].expr.clone());
@@ -140,19 +144,19 @@ impl Lowering {
                 if axes.is_empty() {
                     return Ok(ins);
                 }
-                let buf = target.unwrap_or_else(|| self.new_buf(out));
-                if out.size() > 0 {
-                    let x = &ins[0];
-                    let step = Step::Reduce {
-                        op: *op,
-                        space: x.aval.shape.clone(),
-                        axes: axes.clone(),
-                        dst: buf,
-                        src: x.expr.clone(),
+                let x = &ins[0];
+                if *op == ReduceOp::Sum && x.aval.dtype.is_narrow_float() {
+                    // A 16-bit float sums in an f32 accumulator and rounds once, as XLA's
+                    // CPU backend does (and the interpreter).
+                    let d = x.aval.dtype;
+                    let wide = Val {
+                        expr: Expr::Convert { from: d, to: DType::F32, x: b(x.expr.clone()) },
+                        aval: Aval::new(DType::F32, x.aval.shape.clone()),
                     };
-                    self.push_step(step);
+                    let sum = self.reduce(*op, axes, &wide, &Aval::new(DType::F32, out.shape.clone()), None);
+                    return node(Expr::Convert { from: DType::F32, to: d, x: b(sum.expr) });
                 }
-                node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
+                Ok(vec![self.reduce(*op, axes, x, out, target)])
             }
             Primitive::Argmax { axes, index_dtype: _ } => {
                 let buf = target.unwrap_or_else(|| self.new_buf(out));
@@ -165,7 +169,28 @@ impl Lowering {
                 node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
             }
             Primitive::DotGeneral { dimension_numbers, preferred_element_type: _ } => {
-                Ok(vec![self.dot(&ins[0], &ins[1], dimension_numbers, out, target)])
+                // Operands convert to the dtype the products accumulate in: the result's, or
+                // f32 for a 16-bit float result, which rounds once at the end (XLA's CPU dot,
+                // and the interpreter's).
+                let compute = if out.dtype.is_narrow_float() { DType::F32 } else { out.dtype };
+                if ins[0].aval.dtype == compute && ins[1].aval.dtype == compute {
+                    return Ok(vec![self.dot(&ins[0], &ins[1], dimension_numbers, out, target)]);
+                }
+                let widen = |x: &Val| {
+                    if x.aval.dtype == compute {
+                        return x.clone();
+                    }
+                    let expr = Expr::Convert { from: x.aval.dtype, to: compute, x: b(x.expr.clone()) };
+                    Val { expr, aval: Aval::new(compute, x.aval.shape.clone()) }
+                };
+                let (l, r) = (widen(&ins[0]), widen(&ins[1]));
+                let wide_out = Aval::new(compute, out.shape.clone());
+                let target = if compute == out.dtype { target } else { None };
+                let p = self.dot(&l, &r, dimension_numbers, &wide_out, target);
+                if compute == out.dtype {
+                    return Ok(vec![p]);
+                }
+                node(Expr::Convert { from: compute, to: out.dtype, x: b(p.expr) })
             }
             Primitive::Name { name: _ } => Ok(ins),
             Primitive::DevicePut { devices, copy_semantics: _ } => Ok(ins
@@ -204,6 +229,17 @@ impl Lowering {
                 self.scan(&s, ins, out_avals, targets)
             }
         }
+    }
+
+    /// A reduction step over `axes` of `x` into `target` or a new buffer of `out`.
+    fn reduce(&mut self, op: ReduceOp, axes: &[usize], x: &Val, out: &Aval, target: Option<BufId>) -> Val {
+        let buf = target.unwrap_or_else(|| self.new_buf(out));
+        if out.size() > 0 {
+            let step =
+                Step::Reduce { op, space: x.aval.shape.clone(), axes: axes.to_vec(), dst: buf, src: x.expr.clone() };
+            self.push_step(step);
+        }
+        Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() }
     }
 
     /// An elementwise operand broadcast to the result's shape (a scalar, or unit axes).
@@ -249,7 +285,7 @@ impl Lowering {
             if let Some(c) = literal_int(i) {
                 view.offset += c.clamp(0, max) * stride;
             } else if max > 0 {
-                let index = self.scalar_buf(i.clone());
+                let index = self.scalar_buf(index_i32(i, max));
                 view.dynamic.push(DynTerm { index, max, stride });
             }
         }
@@ -522,6 +558,26 @@ fn dot_groups(
     Some(((m, first(&ms, 0)), (k, first(&ks, 0), first(&ks, 1)), (n, first(&ns, 0))))
 }
 
+/// A dynamic index of any integer dtype as an `i32` value that clamps the same way: an
+/// index other than `i32` is clamped into `0..=max` in its own dtype first (the bound
+/// saturated to what the dtype holds), which the `i32` value then keeps.
+fn index_i32(i: &Val, max: i64) -> Val {
+    let d = i.aval.dtype;
+    if d == DType::I32 {
+        return i.clone();
+    }
+    let lit = |v: i64| match d {
+        DType::I8 => LitValue::I8(v.min(i8::MAX as i64) as i8),
+        DType::I16 => LitValue::I16(v.min(i16::MAX as i64) as i16),
+        DType::U8 => LitValue::U8(v.min(u8::MAX as i64) as u8),
+        DType::U32 => LitValue::U32(v.min(u32::MAX as i64) as u32),
+        _ => LitValue::I64(v),
+    };
+    let clamped = Expr::Clamp(d, Box::new(Expr::Lit(lit(0))), Box::new(i.expr.clone()), Box::new(Expr::Lit(lit(max))));
+    let expr = Expr::Convert { from: d, to: DType::I32, x: Box::new(clamped) };
+    Val { expr, aval: Aval::new(DType::I32, i.aval.shape.clone()) }
+}
+
 /// Products of at most this many multiply-adds (`batch*m*n*k`) are compiled as loops for
 /// their shape; larger ones call the GEMM. Calibrated by `cargo run --release -p remat-jit
 /// --example calibrate_dot` (docs/jit.md has the measurements): below it, the GEMM's call
@@ -529,20 +585,23 @@ fn dot_groups(
 pub(crate) const SMALL_DOT_MACS: usize = 256;
 
 /// The identity of a reduction, for filling.
+/// The identity of a reduction, for filling: 0, the lowest value for `max` (`-inf`, `MIN`,
+/// 0 unsigned, `false`) and the highest for `min`. (Keys have no reductions; they get 0.)
 pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
+    let max = op == ReduceOp::Max;
     match (op, dtype) {
+        // A key is one 8-byte word in registers.
+        (_, DType::Key) => LitValue::I64(0),
         (ReduceOp::Sum, _) => LitValue::from_f64(dtype, 0.0),
-        (ReduceOp::Max, DType::F32) => LitValue::F32(f32::NEG_INFINITY),
-        (ReduceOp::Max, DType::F64) => LitValue::F64(f64::NEG_INFINITY),
-        (ReduceOp::Max, DType::I32) => LitValue::I32(i32::MIN),
-        (ReduceOp::Max, DType::Bool) => LitValue::Bool(false),
-        (ReduceOp::Min, DType::F32) => LitValue::F32(f32::INFINITY),
-        (ReduceOp::Min, DType::F64) => LitValue::F64(f64::INFINITY),
-        (ReduceOp::Min, DType::I32) => LitValue::I32(i32::MAX),
-        (ReduceOp::Min, DType::Bool) => LitValue::Bool(true),
-        (
-            ReduceOp::Max | ReduceOp::Min,
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key,
-        ) => crate::rejected_dtype(dtype),
+        (_, DType::F32 | DType::F64 | DType::BF16 | DType::F16) => {
+            LitValue::from_f64(dtype, if max { f64::NEG_INFINITY } else { f64::INFINITY })
+        }
+        (_, DType::I8) => LitValue::I8(if max { i8::MIN } else { i8::MAX }),
+        (_, DType::I16) => LitValue::I16(if max { i16::MIN } else { i16::MAX }),
+        (_, DType::I32) => LitValue::I32(if max { i32::MIN } else { i32::MAX }),
+        (_, DType::I64) => LitValue::I64(if max { i64::MIN } else { i64::MAX }),
+        (_, DType::U8) => LitValue::U8(if max { 0 } else { u8::MAX }),
+        (_, DType::U32) => LitValue::U32(if max { 0 } else { u32::MAX }),
+        (_, DType::Bool) => LitValue::Bool(!max),
     }
 }
