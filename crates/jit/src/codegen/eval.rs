@@ -1,11 +1,13 @@
 //! Expression evaluation at one point of a loop nest, as scalars or as `f32x4` vectors,
 //! with the interpreter's semantics for every elementwise primitive and dtype.
 //!
-//! Registers hold `f32`, `f64`, `i32`, and `bool` as an `i8` 0/1 in scalar code; in vector
-//! code `f32x4` values and `bool` as an `i32x4` mask (all ones or zeros). Integer
-//! arithmetic wraps; `x / 0 = -1` and `MIN / -1 = MIN` as XLA defines them, so no
-//! instruction traps. `max`/`min` propagate NaN. f32 transcendentals are inline code
-//! (`math`); f64 ones call the platform's libm.
+//! Registers hold each dtype as `codegen::clif_type` says (16-bit floats in `f32`, rounded
+//! after every narrow node by `narrow.rs`; integers in their width, `int.rs`; `bool` as an
+//! `i8` 0/1) in scalar code; in vector code `f32x4` values and `bool` as an `i32x4` mask
+//! (all ones or zeros), f32 only. Integer arithmetic wraps; `x / 0` is all ones and
+//! `MIN / -1 = MIN` as XLA defines them, so no instruction traps. `max`/`min` propagate
+//! NaN. f32 transcendentals (and the 16-bit floats') are inline code (`math`); f64 ones
+//! call the platform's libm.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, Type, Value};

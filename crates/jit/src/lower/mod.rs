@@ -11,13 +11,14 @@
 //! long as the expression can be evaluated (buffers are written once, and a scan's carry
 //! buffers are rewritten only after every value of the iteration has been computed).
 
+mod dtypes;
 mod ops;
 mod scan;
 mod share;
 
 pub(crate) use ops::SMALL_DOT_MACS;
 
-pub(crate) use ops::reduce_identity;
+pub(crate) use dtypes::reduce_identity;
 
 use remat_ir::{Array, Atom, Aval, Jaxpr, LitValue, MemorySpace, Primitive, Var};
 

@@ -7,6 +7,7 @@
 
 use remat_ir::{Aval, BinaryOp, DType, DotDimensionNumbers, LitValue, MemorySpace, Primitive, ReduceOp, UnaryOp};
 
+use super::dtypes::index_i32;
 use super::{literal_int, unsupported, Lowering, Val};
 use crate::expr::{row_major_strides, Affine, DynTerm, Expr, IndexMap, View};
 use crate::program::{BufId, DotDesc, Step};
@@ -145,19 +146,7 @@ impl Lowering {
                 if axes.is_empty() {
                     return Ok(ins);
                 }
-                let x = &ins[0];
-                if *op == ReduceOp::Sum && x.aval.dtype.is_narrow_float() {
-                    // A 16-bit float sums in an f32 accumulator and rounds once, as XLA's
-                    // CPU backend does (and the interpreter).
-                    let d = x.aval.dtype;
-                    let wide = Val {
-                        expr: Expr::Convert { from: d, to: DType::F32, x: b(x.expr.clone()) },
-                        aval: Aval::new(DType::F32, x.aval.shape.clone()),
-                    };
-                    let sum = self.reduce(*op, axes, &wide, &Aval::new(DType::F32, out.shape.clone()), None);
-                    return node(Expr::Convert { from: DType::F32, to: d, x: b(sum.expr) });
-                }
-                Ok(vec![self.reduce(*op, axes, x, out, target)])
+                Ok(vec![self.reduce_any(*op, axes, &ins[0], out, target)])
             }
             Primitive::Argmax { axes, index_dtype: _ } => {
                 let buf = target.unwrap_or_else(|| self.new_buf(out));
@@ -170,28 +159,7 @@ impl Lowering {
                 node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
             }
             Primitive::DotGeneral { dimension_numbers, preferred_element_type: _ } => {
-                // Operands convert to the dtype the products accumulate in: the result's, or
-                // f32 for a 16-bit float result, which rounds once at the end (XLA's CPU dot,
-                // and the interpreter's).
-                let compute = if out.dtype.is_narrow_float() { DType::F32 } else { out.dtype };
-                if ins[0].aval.dtype == compute && ins[1].aval.dtype == compute {
-                    return Ok(vec![self.dot(&ins[0], &ins[1], dimension_numbers, out, target)]);
-                }
-                let widen = |x: &Val| {
-                    if x.aval.dtype == compute {
-                        return x.clone();
-                    }
-                    let expr = Expr::Convert { from: x.aval.dtype, to: compute, x: b(x.expr.clone()) };
-                    Val { expr, aval: Aval::new(compute, x.aval.shape.clone()) }
-                };
-                let (l, r) = (widen(&ins[0]), widen(&ins[1]));
-                let wide_out = Aval::new(compute, out.shape.clone());
-                let target = if compute == out.dtype { target } else { None };
-                let p = self.dot(&l, &r, dimension_numbers, &wide_out, target);
-                if compute == out.dtype {
-                    return Ok(vec![p]);
-                }
-                node(Expr::Convert { from: compute, to: out.dtype, x: b(p.expr) })
+                Ok(vec![self.dot_general(&ins[0], &ins[1], dimension_numbers, out, target)])
             }
             Primitive::Name { name: _ } => Ok(ins),
             Primitive::DevicePut { devices, copy_semantics: _ } => Ok(ins
@@ -233,7 +201,7 @@ impl Lowering {
     }
 
     /// A reduction step over `axes` of `x` into `target` or a new buffer of `out`.
-    fn reduce(&mut self, op: ReduceOp, axes: &[usize], x: &Val, out: &Aval, target: Option<BufId>) -> Val {
+    pub(super) fn reduce(&mut self, op: ReduceOp, axes: &[usize], x: &Val, out: &Aval, target: Option<BufId>) -> Val {
         let buf = target.unwrap_or_else(|| self.new_buf(out));
         if out.size() > 0 {
             let step =
@@ -341,7 +309,14 @@ impl Lowering {
 
     /// `dot_general` as a batched GEMM over strided views of both operands, or, for small
     /// products, as a loop nest compiled for the shape.
-    fn dot(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval, target: Option<BufId>) -> Val {
+    pub(super) fn dot(
+        &mut self,
+        lhs: &Val,
+        rhs: &Val,
+        dn: &DotDimensionNumbers,
+        out: &Aval,
+        target: Option<BufId>,
+    ) -> Val {
         let (lf, rf) = (
             free_axes(lhs.aval.rank(), &dn.lhs_batch, &dn.lhs_contracting),
             free_axes(rhs.aval.rank(), &dn.rhs_batch, &dn.rhs_contracting),
@@ -559,50 +534,8 @@ fn dot_groups(
     Some(((m, first(&ms, 0)), (k, first(&ks, 0), first(&ks, 1)), (n, first(&ns, 0))))
 }
 
-/// A dynamic index of any integer dtype as an `i32` value that clamps the same way: an
-/// index other than `i32` is clamped into `0..=max` in its own dtype first (the bound
-/// saturated to what the dtype holds), which the `i32` value then keeps.
-fn index_i32(i: &Val, max: i64) -> Val {
-    let d = i.aval.dtype;
-    if d == DType::I32 {
-        return i.clone();
-    }
-    let lit = |v: i64| match d {
-        DType::I8 => LitValue::I8(v.min(i8::MAX as i64) as i8),
-        DType::I16 => LitValue::I16(v.min(i16::MAX as i64) as i16),
-        DType::U8 => LitValue::U8(v.min(u8::MAX as i64) as u8),
-        DType::U32 => LitValue::U32(v.min(u32::MAX as i64) as u32),
-        _ => LitValue::I64(v),
-    };
-    let clamped = Expr::Clamp(d, Box::new(Expr::Lit(lit(0))), Box::new(i.expr.clone()), Box::new(Expr::Lit(lit(max))));
-    let expr = Expr::Convert { from: d, to: DType::I32, x: Box::new(clamped) };
-    Val { expr, aval: Aval::new(DType::I32, i.aval.shape.clone()) }
-}
-
 /// Products of at most this many multiply-adds (`batch*m*n*k`) are compiled as loops for
 /// their shape; larger ones call the GEMM. Calibrated by `cargo run --release -p remat-jit
 /// --example calibrate_dot` (docs/jit.md has the measurements): below it, the GEMM's call
 /// and packing cost more than the loop's lower peak.
 pub(crate) const SMALL_DOT_MACS: usize = 256;
-
-/// The identity of a reduction, for filling.
-/// The identity of a reduction, for filling: 0, the lowest value for `max` (`-inf`, `MIN`,
-/// 0 unsigned, `false`) and the highest for `min`. (Keys have no reductions; they get 0.)
-pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
-    let max = op == ReduceOp::Max;
-    match (op, dtype) {
-        // A key is one 8-byte word in registers.
-        (_, DType::Key) => LitValue::I64(0),
-        (ReduceOp::Sum, _) => LitValue::from_f64(dtype, 0.0),
-        (_, DType::F32 | DType::F64 | DType::BF16 | DType::F16) => {
-            LitValue::from_f64(dtype, if max { f64::NEG_INFINITY } else { f64::INFINITY })
-        }
-        (_, DType::I8) => LitValue::I8(if max { i8::MIN } else { i8::MAX }),
-        (_, DType::I16) => LitValue::I16(if max { i16::MIN } else { i16::MAX }),
-        (_, DType::I32) => LitValue::I32(if max { i32::MIN } else { i32::MAX }),
-        (_, DType::I64) => LitValue::I64(if max { i64::MIN } else { i64::MAX }),
-        (_, DType::U8) => LitValue::U8(if max { 0 } else { u8::MAX }),
-        (_, DType::U32) => LitValue::U32(if max { 0 } else { u32::MAX }),
-        (_, DType::Bool) => LitValue::Bool(!max),
-    }
-}
