@@ -214,8 +214,11 @@ macro_rules! narrow_float_impls {
             fn to_f64(self) -> f64 {
                 $t::to_f64(self)
             }
+            /// By way of `f32` (`x as f32`, then to nearest even once more), as XLA
+            /// converts `f64` to `bf16`; `half`'s own `from_f64` rounds from only the top 32
+            /// bits of the `f64`, and an `f32` through it would lose its last 3 bits.
             fn from_f64(x: f64) -> $t {
-                $t::from_f64(x)
+                $t::from_f32(x as f32)
             }
         }
 

@@ -2,12 +2,14 @@
 //!
 //! An empty reduction gives the operation's identity: 0, `-inf`/`+inf` for floats,
 //! `i32::MIN`/`i32::MAX` for integers, `false`/`true` for `bool`. `reduce_max`/`reduce_min`
-//! propagate NaN. Sums accumulate sequentially in the dtype's own precision.
+//! propagate NaN. Sums accumulate sequentially in the dtype's own precision, except that
+//! 16-bit floats accumulate in `f32` and round once, as XLA's CPU backend does.
 
 use ndarray::{ArrayD, ArrayView1, Axis};
 use remat_ir::{Array, DType, ReduceOp};
 
 use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Num};
+use crate::elementwise::convert_element_type;
 
 pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
@@ -19,6 +21,12 @@ pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Ar
         return Err(format!("axes {axes:?} must be distinct axes of {}", x.aval()));
     }
     match op {
+        ReduceOp::Sum if x.dtype().is_narrow_float() => {
+            // XLA's CPU backend sums 16-bit floats in an f32 accumulator and rounds once.
+            let wide = convert_element_type(DType::F32, &[x])?;
+            let sum = fold_axes(typed::<f32>(&wide)?, &sorted, 0.0, |a, b| a + b);
+            convert_element_type(x.dtype(), &[&Array::F32(sum)])
+        }
         ReduceOp::Sum => {
             num_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::ZERO, <T as Num>::add))),
             bool => Err("reduce_sum is not defined on bool".to_string()))

@@ -8,7 +8,10 @@ use crate::types::{Aval, DType};
 
 /// A threefry PRNG key (`key<fry>[]` element): the two `u32` words JAX's `random_unwrap`
 /// gives back.
+/// `repr(transparent)`: 8 bytes, the first word at the lower address (the JIT moves a key
+/// as one little-endian 8-byte word).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
 pub struct PrngKey(pub [u32; 2]);
 
 /// A dense array of any supported dtype.

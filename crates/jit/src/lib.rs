@@ -26,7 +26,7 @@ mod program;
 use std::borrow::Borrow;
 use std::sync::Mutex;
 
-use remat_ir::{Array, Aval, ClosedJaxpr, DType, Jaxpr};
+use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 
 use crate::native::indexing::NativeDesc;
 
@@ -61,9 +61,6 @@ pub enum JitError {
     /// ([`remat_ir::max_value_bytes`]), or that limit is misconfigured.
     #[error("{0}")]
     TooLarge(String),
-    /// A value of a dtype the JIT does not compile yet (the interpreter runs it).
-    #[error("{place} is {dtype}: the JIT compiles f32, f64, i32 and bool values only (use the interpreter)")]
-    UnsupportedDtype { place: String, dtype: DType },
     /// The allocator refused a run's arena or an output (`what`), of `bytes` bytes.
     #[error("cannot allocate {bytes} bytes for {what}: out of memory")]
     OutOfMemory { what: String, bytes: usize },
@@ -178,7 +175,6 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
 /// Compiles `jaxpr` with `consts` bound to its constvars, under `options`.
 pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<Compiled, JitError> {
     remat_ir::verify(jaxpr).map_err(|e| JitError::Invalid(e.to_string()))?;
-    check_dtypes(jaxpr)?;
     if consts.len() != jaxpr.constvars.len() {
         return Err(JitError::ConstCount { expected: jaxpr.constvars.len(), given: consts.len() });
     }
@@ -288,95 +284,16 @@ fn dot_flops(steps: &[program::Step], dots: &[DotDesc]) -> u64 {
         .sum()
 }
 
-/// Whether the code generator handles `d`.
-pub(crate) fn compiles_dtype(d: DType) -> bool {
-    match d {
-        DType::F32 | DType::F64 | DType::I32 | DType::Bool => true,
-        DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => false,
-    }
-}
-
-/// Rejects a program with a value of a dtype the code generator does not handle, naming the
-/// first such variable (in this jaxpr or a nested one). Lowering relies on this check.
-fn check_dtypes(jaxpr: &Jaxpr) -> Result<(), JitError> {
-    if let Some(decl) = jaxpr.vars.iter().find(|d| !compiles_dtype(d.aval.dtype)) {
-        return Err(JitError::UnsupportedDtype {
-            place: format!("a value of type {}", decl.aval),
-            dtype: decl.aval.dtype,
-        });
-    }
-    for eqn in &jaxpr.eqns {
-        for a in &eqn.invars {
-            if let remat_ir::Atom::Lit(l) = a {
-                if !compiles_dtype(l.value.dtype()) {
-                    return Err(JitError::UnsupportedDtype {
-                        place: format!("the literal {}", remat_ir::pp_literal(l)),
-                        dtype: l.value.dtype(),
-                    });
-                }
-            }
-        }
-        for sub in eqn.primitive.subjaxprs() {
-            check_dtypes(sub)?;
-        }
-    }
-    Ok(())
-}
-
-/// The arm of a dtype match that [`check_dtypes`] keeps lowering from reaching.
-pub(crate) fn rejected_dtype(d: impl std::fmt::Display) -> ! {
-    unreachable!("{d} values are rejected by check_dtypes before lowering")
-}
-
 fn standard_layout(a: Array) -> Array {
-    match a {
-        Array::F32(x) => Array::F32(x.as_standard_layout().into_owned()),
-        Array::F64(x) => Array::F64(x.as_standard_layout().into_owned()),
-        Array::I32(x) => Array::I32(x.as_standard_layout().into_owned()),
-        Array::Bool(x) => Array::Bool(x.as_standard_layout().into_owned()),
-        Array::BF16(_)
-        | Array::F16(_)
-        | Array::I8(_)
-        | Array::I16(_)
-        | Array::I64(_)
-        | Array::U8(_)
-        | Array::U32(_)
-        | Array::Key(_) => rejected_dtype(a.dtype()),
-    }
+    remat_ir::map_array!(a, x => x.as_standard_layout().into_owned())
 }
 
 fn data_ptr(a: &Array) -> usize {
-    match a {
-        Array::F32(x) => x.as_ptr() as usize,
-        Array::F64(x) => x.as_ptr() as usize,
-        Array::I32(x) => x.as_ptr() as usize,
-        Array::Bool(x) => x.as_ptr() as usize,
-        Array::BF16(_)
-        | Array::F16(_)
-        | Array::I8(_)
-        | Array::I16(_)
-        | Array::I64(_)
-        | Array::U8(_)
-        | Array::U32(_)
-        | Array::Key(_) => rejected_dtype(a.dtype()),
-    }
+    remat_ir::for_each_array!(a, x => x.as_ptr() as usize)
 }
 
 fn data_ptr_mut(a: &mut Array) -> usize {
-    match a {
-        Array::F32(x) => x.as_mut_ptr() as usize,
-        Array::F64(x) => x.as_mut_ptr() as usize,
-        Array::I32(x) => x.as_mut_ptr() as usize,
-        Array::Bool(x) => x.as_mut_ptr() as usize,
-        Array::BF16(_)
-        | Array::F16(_)
-        | Array::I8(_)
-        | Array::I16(_)
-        | Array::I64(_)
-        | Array::U8(_)
-        | Array::U32(_)
-        | Array::Key(_) => rejected_dtype(a.dtype()),
-    }
+    remat_ir::for_each_array!(a, x => x.as_mut_ptr() as usize)
 }
 
 fn is_standard(a: &Array) -> bool {

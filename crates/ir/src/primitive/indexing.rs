@@ -356,7 +356,10 @@ pub(crate) fn scatter_shape(
     let [x, indices, updates] = arity(name, in_avals)?;
     ensure!(updates.dtype == x.dtype, name, "updates {updates} and operand {x} have different dtypes");
     if matches!(op, ScatterOp::Add | ScatterOp::Mul) {
-        ensure!(x.dtype != DType::Bool, name, "operand {x} is not numeric");
+        ensure!(x.dtype.is_numeric(), name, "operand {x} is not numeric");
+    }
+    if op != ScatterOp::Set {
+        ensure!(x.dtype != DType::Key, name, "keys can only be scattered by `scatter` (a set), found {x}");
     }
     distinct_axes(name, "scatter_dims_to_operand_dims", &dn.scatter_dims_to_operand_dims, x)?;
     let mut inserted = dn.inserted_window_dims.clone();

@@ -127,5 +127,8 @@ pub(crate) fn empty2_shape(
     in_avals: &[Aval],
 ) -> Result<Vec<Aval>, ShapeError> {
     let [] = arity("empty2", in_avals)?;
+    // A key has no zero value to stand for "uninitialized" (JAX's cond never fills a key
+    // residual this way: keys are not differentiated).
+    ensure!(dtype != DType::Key, "empty2", "no empty2 of a key dtype");
     Ok(vec![Aval::scalar(dtype).with_memory_space(memory_space)])
 }

@@ -53,6 +53,7 @@ pub(crate) fn sort_shape(dimension: usize, num_keys: usize, in_avals: &[Aval]) -
     ensure!(dimension < first.rank(), name, "dimension {dimension} is out of range for {first}");
     for (i, x) in in_avals.iter().enumerate() {
         ensure!(x.shape == first.shape, name, "operand {i} {x} and operand 0 {first} differ in shape");
+        ensure!(i >= num_keys || x.dtype != DType::Key, name, "sort key {i} {x} cannot be compared");
     }
     Ok(in_avals.iter().map(|x| Aval::new(x.dtype, x.shape.clone())).collect())
 }
@@ -72,7 +73,7 @@ pub(crate) fn top_k_shape(axis: usize, k: usize, in_avals: &[Aval]) -> Result<Ve
     let [x] = arity(name, in_avals)?;
     ensure!(axis < x.rank(), name, "axis {axis} is out of range for {x}");
     ensure!(k <= x.shape[axis], name, "k={k} exceeds dimension {axis} of {x}");
-    ensure!(x.dtype != DType::Bool, name, "operand {x} is not numeric");
+    ensure!(x.dtype.is_numeric(), name, "operand {x} is not numeric");
     let mut shape = x.shape.clone();
     shape[axis] = k;
     Ok(vec![Aval::new(x.dtype, shape.clone()), Aval::new(DType::I32, shape)])
@@ -95,6 +96,7 @@ pub(crate) fn argmin_shape(axes: &[usize], index_dtype: DType, in_avals: &[Aval]
     let [axis] = axes else { bail!(name, "expects exactly one axis, found axes {axes:?}") };
     ensure!(*axis < x.rank(), name, "axis {axis} is out of range for {x}");
     ensure!(x.shape[*axis] > 0, name, "the reduced dimension {axis} of {x} is empty");
+    ensure!(x.dtype != DType::Key, name, "operand {x} is not a number or boolean");
     let shape = x.shape.iter().enumerate().filter(|(d, _)| d != axis).map(|(_, &n)| n).collect();
     Ok(device(index_dtype, shape))
 }
@@ -115,8 +117,10 @@ pub(crate) fn cumulative_shape(op: CumulativeOp, axis: usize, in_avals: &[Aval])
     ensure!(axis < x.rank(), name, "axis {axis} is out of range for {x}");
     match op {
         CumulativeOp::LogSumExp => ensure!(x.dtype.is_float(), name, "operand {x} must be a float"),
-        CumulativeOp::Sum | CumulativeOp::Prod => ensure!(x.dtype != DType::Bool, name, "operand {x} is not numeric"),
-        CumulativeOp::Max | CumulativeOp::Min => {}
+        CumulativeOp::Sum | CumulativeOp::Prod => ensure!(x.dtype.is_numeric(), name, "operand {x} is not numeric"),
+        CumulativeOp::Max | CumulativeOp::Min => {
+            ensure!(x.dtype != DType::Key, name, "operand {x} is not a number or boolean")
+        }
     }
     Ok(device(x.dtype, x.shape.clone()))
 }

@@ -332,8 +332,9 @@ pub(crate) fn reduce_window_shape(op: ReduceOp, w: &Window, in_avals: &[Aval]) -
     let name = reduce_window_name(op);
     let [x] = arity(name, in_avals)?;
     if op == ReduceOp::Sum {
-        ensure!(x.dtype != DType::Bool, name, "operand must be a number, found {x}");
+        ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}");
     }
+    ensure!(x.dtype != DType::Key, name, "operand must be a number or boolean, found {x}");
     let shape = windowed_shape(name, w, x)?;
     Ok(device(x.dtype, shape))
 }

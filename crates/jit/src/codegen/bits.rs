@@ -64,6 +64,14 @@ impl Fx<'_, '_> {
                 let amount = self.b.ins().umin(y, max);
                 self.b.ins().sshr(x, amount)
             }
+            BinaryOp::Rem if d.is_unsigned() => {
+                // `x rem 0 = x`; otherwise urem never traps.
+                let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+                let one = self.b.ins().iconst(clif_type(d), 1);
+                let safe = self.b.ins().select(zero, one, y);
+                let r = self.b.ins().urem(x, safe);
+                self.b.ins().select(zero, x, r)
+            }
             BinaryOp::Rem => {
                 // `x rem 0 = x`, `MIN rem -1 = 0`: divide by 1 instead where srem would trap.
                 let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);

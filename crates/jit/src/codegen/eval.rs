@@ -1,11 +1,13 @@
 //! Expression evaluation at one point of a loop nest, as scalars or as `f32x4` vectors,
 //! with the interpreter's semantics for every elementwise primitive and dtype.
 //!
-//! Registers hold `f32`, `f64`, `i32`, and `bool` as an `i8` 0/1 in scalar code; in vector
-//! code `f32x4` values and `bool` as an `i32x4` mask (all ones or zeros). Integer
-//! arithmetic wraps; `x / 0 = -1` and `MIN / -1 = MIN` as XLA defines them, so no
-//! instruction traps. `max`/`min` propagate NaN. f32 transcendentals are inline code
-//! (`math`); f64 ones call the platform's libm.
+//! Registers hold each dtype as `codegen::clif_type` says (16-bit floats in `f32`, rounded
+//! after every narrow node by `narrow.rs`; integers in their width, `int.rs`; `bool` as an
+//! `i8` 0/1) in scalar code; in vector code `f32x4` values and `bool` as an `i32x4` mask
+//! (all ones or zeros), f32 only. Integer arithmetic wraps; `x / 0` is all ones and
+//! `MIN / -1 = MIN` as XLA defines them, so no instruction traps. `max`/`min` propagate
+//! NaN. f32 transcendentals (and the 16-bit floats') are inline code (`math`); f64 ones
+//! call the platform's libm.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
@@ -21,20 +23,20 @@ pub(crate) fn vectorizable(e: &Expr) -> bool {
 }
 
 impl Fx<'_, '_> {
-    /// A literal as a register value (splat in vector mode).
-    pub(super) fn lit(&mut self, l: LitValue, vector: bool) -> Value {
+    /// A literal as a register value (splat in vector mode, which holds only `f32`).
+    pub(crate) fn lit(&mut self, l: LitValue, vector: bool) -> Value {
         let s = match l {
             LitValue::F32(x) => self.b.ins().f32const(x),
             LitValue::F64(x) => self.b.ins().f64const(x),
-            LitValue::I32(x) => self.b.ins().iconst(types::I32, x as i64),
-            LitValue::Bool(x) => self.b.ins().iconst(types::I8, x as i64),
-            LitValue::BF16(_)
-            | LitValue::F16(_)
-            | LitValue::I8(_)
-            | LitValue::I16(_)
-            | LitValue::I64(_)
-            | LitValue::U8(_)
-            | LitValue::U32(_) => crate::rejected_dtype(l.dtype()),
+            LitValue::BF16(x) => self.b.ins().f32const(x.to_f32()),
+            LitValue::F16(x) => self.b.ins().f32const(x.to_f32()),
+            LitValue::I8(x) => self.int_const(types::I8, x as i64),
+            LitValue::I16(x) => self.int_const(types::I16, x as i64),
+            LitValue::I32(x) => self.int_const(types::I32, x as i64),
+            LitValue::I64(x) => self.int_const(types::I64, x),
+            LitValue::U8(x) => self.int_const(types::I8, x as i64),
+            LitValue::U32(x) => self.int_const(types::I32, x as i64),
+            LitValue::Bool(x) => self.int_const(types::I8, x as i64),
         };
         if vector {
             self.b.ins().splat(types::F32X4, s)
@@ -60,7 +62,7 @@ impl Fx<'_, '_> {
                 let addr = self.element_address(v.buf, offs[u], size);
                 let ty = clif_type(v.dtype);
                 if !vector {
-                    return self.b.ins().load(ty, mem(), addr, 0);
+                    return self.load_elem(v.dtype, addr, 0);
                 }
                 match inner[u] {
                     1 => self.b.ins().load(types::F32X4, mem(), addr, 0),
@@ -84,27 +86,18 @@ impl Fx<'_, '_> {
                 let u = *next;
                 *next += 1;
                 let i = offs[u];
-                match d {
-                    DType::F32 => self.b.ins().fcvt_from_sint(types::F32, i),
-                    DType::F64 => self.b.ins().fcvt_from_sint(types::F64, i),
-                    DType::I32 => self.b.ins().ireduce(types::I32, i),
-                    DType::Bool => {
-                        let z = self.b.ins().icmp_imm_s(IntCC::NotEqual, i, 0);
-                        self.b.ins().uextend(types::I8, z)
-                    }
-                    DType::BF16
-                    | DType::F16
-                    | DType::I8
-                    | DType::I16
-                    | DType::I64
-                    | DType::U8
-                    | DType::U32
-                    | DType::Key => crate::rejected_dtype(d),
+                if d.is_integer() {
+                    // The interpreter's `from_f64(index)` saturates at the dtype's maximum.
+                    let hi = self.iconst(super::convert::int_range(*d).1);
+                    let i = self.b.ins().smin(i, hi);
+                    return self.convert(DType::I64, *d, i);
                 }
+                self.convert(DType::I64, *d, i)
             }
             Expr::Unary(op, d, x) => {
                 let x = self.eval_node(x, vector, offs, inner, next);
-                self.unary(*op, *d, x, vector)
+                let r = self.unary(*op, *d, x, vector);
+                self.round_narrow(*d, r)
             }
             Expr::Binary(op, d, x, y) => {
                 let yd = y.dtype();
@@ -113,7 +106,8 @@ impl Fx<'_, '_> {
                 if yd != *d {
                     y = self.convert(yd, *d, y); // pow's integer exponent
                 }
-                self.binary(*op, *d, x, y, vector)
+                let r = self.binary(*op, *d, x, y, vector);
+                self.round_narrow(*d, r)
             }
             Expr::Compare(op, d, x, y) => {
                 let x = self.eval_node(x, vector, offs, inner, next);
@@ -155,7 +149,8 @@ impl Fx<'_, '_> {
             }
             Expr::ReducePrecision { dtype, exponent_bits, mantissa_bits, x } => {
                 let x = self.eval_node(x, vector, offs, inner, next);
-                self.reduce_precision(*dtype, *exponent_bits, *mantissa_bits, x)
+                let r = self.reduce_precision(*dtype, *exponent_bits, *mantissa_bits, x);
+                self.round_narrow(*dtype, r)
             }
             Expr::Round(method, d, x) => {
                 let x = self.eval_node(x, vector, offs, inner, next);
@@ -198,51 +193,11 @@ impl Fx<'_, '_> {
     }
 
     fn unary(&mut self, op: UnaryOp, d: DType, x: Value, vector: bool) -> Value {
-        if d == DType::I32 {
-            return match op {
-                UnaryOp::Neg => self.b.ins().ineg(x),
-                UnaryOp::Sign => {
-                    let one = self.b.ins().iconst(types::I32, 1);
-                    let m1 = self.b.ins().iconst(types::I32, -1);
-                    let t = self.b.ins().smin(x, one);
-                    self.b.ins().smax(t, m1)
-                }
-                UnaryOp::Abs => self.b.ins().iabs(x),
-                UnaryOp::Square => self.b.ins().imul(x, x),
-                // Transcendentals are defined on floats only (the verifier's rule).
-                UnaryOp::StopGradient
-                | UnaryOp::Exp
-                | UnaryOp::Log
-                | UnaryOp::Log1p
-                | UnaryOp::Expm1
-                | UnaryOp::Sin
-                | UnaryOp::Cos
-                | UnaryOp::Tan
-                | UnaryOp::Tanh
-                | UnaryOp::Logistic
-                | UnaryOp::Sqrt
-                | UnaryOp::Rsqrt => x,
-                UnaryOp::Not
-                | UnaryOp::Floor
-                | UnaryOp::Ceil
-                | UnaryOp::IsFinite
-                | UnaryOp::Copy
-                | UnaryOp::Cbrt
-                | UnaryOp::Exp2
-                | UnaryOp::Asin
-                | UnaryOp::Acos
-                | UnaryOp::Atan
-                | UnaryOp::Sinh
-                | UnaryOp::Cosh
-                | UnaryOp::Asinh
-                | UnaryOp::Acosh
-                | UnaryOp::Atanh
-                | UnaryOp::Erf
-                | UnaryOp::Erfc
-                | UnaryOp::ErfInv
-                | UnaryOp::Lgamma
-                | UnaryOp::Digamma => self.unary_more(op, d, x),
-            };
+        if d.is_integer() {
+            return self.int_unary(op, d, x);
+        }
+        if d == DType::Key {
+            return x;
         }
         if d == DType::Bool {
             return if op == UnaryOp::Not { self.unary_more(op, d, x) } else { x };
@@ -276,7 +231,7 @@ impl Fx<'_, '_> {
             | UnaryOp::Tan
             | UnaryOp::Tanh
             | UnaryOp::Logistic => {
-                if d == DType::F32 {
+                if d != DType::F64 {
                     self.math_f32(op, x)
                 } else {
                     self.libm_f64(op, x)
@@ -355,28 +310,8 @@ impl Fx<'_, '_> {
 
     pub(super) fn binary(&mut self, op: BinaryOp, d: DType, x: Value, y: Value, vector: bool) -> Value {
         match d {
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-                crate::rejected_dtype(d)
-            }
-            DType::I32 => match op {
-                BinaryOp::Add | BinaryOp::AddAny => self.b.ins().iadd(x, y),
-                BinaryOp::Sub => self.b.ins().isub(x, y),
-                BinaryOp::Mul => self.b.ins().imul(x, y),
-                BinaryOp::Div => self.int_div(x, y),
-                BinaryOp::Max => self.b.ins().smax(x, y),
-                BinaryOp::Min => self.b.ins().smin(x, y),
-                BinaryOp::Pow => x,
-                BinaryOp::Rem
-                | BinaryOp::Atan2
-                | BinaryOp::Nextafter
-                | BinaryOp::Polygamma
-                | BinaryOp::And
-                | BinaryOp::Or
-                | BinaryOp::Xor
-                | BinaryOp::ShiftLeft
-                | BinaryOp::ShiftRightLogical
-                | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
-            },
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 => self.int_binary(op, d, x, y),
+            DType::Key => x,
             DType::Bool => match op {
                 BinaryOp::Max => self.b.ins().bor(x, y),
                 BinaryOp::Min => self.b.ins().band(x, y),
@@ -392,13 +327,13 @@ impl Fx<'_, '_> {
                 | BinaryOp::ShiftRightLogical
                 | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
             },
-            DType::F32 | DType::F64 => match op {
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => match op {
                 BinaryOp::Add | BinaryOp::AddAny => self.b.ins().fadd(x, y),
                 BinaryOp::Sub => self.b.ins().fsub(x, y),
                 BinaryOp::Mul => self.b.ins().fmul(x, y),
                 BinaryOp::Div => self.b.ins().fdiv(x, y),
                 BinaryOp::Pow => {
-                    if d == DType::F32 {
+                    if d != DType::F64 {
                         self.pow_f32(x, y)
                     } else {
                         self.call(Import::PowF64, &[x, y]).expect("pow returns")
@@ -429,26 +364,9 @@ impl Fx<'_, '_> {
         }
     }
 
-    /// XLA's integer division: truncating, `x / 0 = -1`, `MIN / -1 = MIN`.
-    fn int_div(&mut self, x: Value, y: Value) -> Value {
-        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
-        let xmin = self.b.ins().icmp_imm_s(IntCC::Equal, x, i32::MIN as i64);
-        let ym1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
-        let overflow = self.b.ins().band(xmin, ym1);
-        let bad = self.b.ins().bor(zero, overflow);
-        let one = self.b.ins().iconst(types::I32, 1);
-        let safe = self.b.ins().select(bad, one, y);
-        let q = self.b.ins().sdiv(x, safe);
-        let m1 = self.b.ins().iconst(types::I32, -1);
-        self.b.ins().select(zero, m1, q)
-    }
-
     fn compare(&mut self, op: CompareOp, d: DType, x: Value, y: Value) -> Value {
         match d {
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-                crate::rejected_dtype(d)
-            }
-            DType::F32 | DType::F64 => {
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
                 let cc = match op {
                     CompareOp::Eq => FloatCC::Equal,
                     CompareOp::Ne => FloatCC::NotEqual,
@@ -459,8 +377,14 @@ impl Fx<'_, '_> {
                 };
                 self.b.ins().fcmp(cc, x, y)
             }
-            DType::I32 | DType::Bool => {
-                let signed = d == DType::I32;
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
+                let (x, y) = if d == DType::Key {
+                    // A key orders by its first word, then its second (the high half).
+                    (self.b.ins().rotl_imm_u(x, 32), self.b.ins().rotl_imm_u(y, 32))
+                } else {
+                    (x, y)
+                };
+                let signed = super::convert::is_signed(d);
                 let cc = match (op, signed) {
                     (CompareOp::Eq, _) => IntCC::Equal,
                     (CompareOp::Ne, _) => IntCC::NotEqual,
@@ -480,11 +404,13 @@ impl Fx<'_, '_> {
 
     /// Repeated squaring in JAX's multiplication order; `1 / x^-y` for negative `y`.
     fn integer_pow(&mut self, y: i32, d: DType, x: Value, vector: bool) -> Value {
+        // A narrow float rounds after every multiplication, as the interpreter's.
         let mul = |fx: &mut Self, a: Value, b: Value| {
-            if d == DType::I32 {
+            if d.is_integer() {
                 fx.b.ins().imul(a, b)
             } else {
-                fx.b.ins().fmul(a, b)
+                let p = fx.b.ins().fmul(a, b);
+                fx.round_narrow(d, p)
             }
         };
         let mut n = y.unsigned_abs();
@@ -509,64 +435,31 @@ impl Fx<'_, '_> {
         if y >= 0 {
             return acc;
         }
-        match d {
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-                crate::rejected_dtype(d)
-            }
-            DType::I32 => {
-                let one = self.b.ins().iconst(types::I32, 1);
-                self.int_div(one, acc)
-            }
-            DType::F32 | DType::F64 | DType::Bool => {
-                let one = self.lit(LitValue::from_f64(d, 1.0), vector);
-                self.b.ins().fdiv(one, acc)
-            }
+        if d.is_integer() {
+            let one = self.int_const(clif_type(d), 1);
+            return self.int_div(d, one, acc);
         }
-    }
-
-    /// `convert_element_type` in scalar code (floats to integers truncate and saturate, NaN
-    /// gives 0; numbers to bool are `x != 0`).
-    pub(super) fn convert(&mut self, from: DType, to: DType, x: Value) -> Value {
-        let to_ty = clif_type(to);
-        match (from, to) {
-            _ if from == to => x,
-            (DType::F32, DType::F64) => self.b.ins().fpromote(types::F64, x),
-            (DType::F64, DType::F32) => self.b.ins().fdemote(types::F32, x),
-            (DType::F32 | DType::F64, DType::I32) => self.b.ins().fcvt_to_sint_sat(types::I32, x),
-            (DType::F32 | DType::F64, DType::Bool) => {
-                let zero = if from == DType::F32 { self.b.ins().f32const(0.0) } else { self.b.ins().f64const(0.0) };
-                self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
-            }
-            (DType::I32, DType::F32 | DType::F64) => self.b.ins().fcvt_from_sint(to_ty, x),
-            (DType::I32, DType::Bool) => self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0),
-            (DType::Bool, DType::I32) => self.b.ins().uextend(types::I32, x),
-            (DType::Bool, DType::F32 | DType::F64) => {
-                let i = self.b.ins().uextend(types::I32, x);
-                self.b.ins().fcvt_from_sint(to_ty, i)
-            }
-            (DType::F32, DType::F32)
-            | (DType::F64, DType::F64)
-            | (DType::I32, DType::I32)
-            | (DType::Bool, DType::Bool) => x,
-            (
-                DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key,
-                _,
-            )
-            | (
-                _,
-                DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key,
-            ) => crate::rejected_dtype(format!("{from} to {to}")),
-        }
+        let one = self.lit(LitValue::from_f64(d, 1.0), vector);
+        let q = self.b.ins().fdiv(one, acc);
+        self.round_narrow(d, q)
     }
 
     /// XLA's `ReducePrecision`, bit for bit (scalar code).
     fn reduce_precision(&mut self, d: DType, exp_bits: u32, man_bits: u32, x: Value) -> Value {
+        // Narrow floats are `f32` registers: the `f32` rule, rounded by the caller.
         let (ity, width, src_exp, src_man): (Type, u32, u32, u32) = match d {
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-                crate::rejected_dtype(d)
-            }
             DType::F64 => (types::I64, 64, 11, 52),
-            DType::F32 | DType::I32 | DType::Bool => (types::I32, 32, 8, 23),
+            DType::F32
+            | DType::BF16
+            | DType::F16
+            | DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U32
+            | DType::Bool
+            | DType::Key => (types::I32, 32, 8, 23),
         };
         // Constants as the immediates of a `width`-bit integer (sign-extended).
         let k = |c: i64| if width == 32 { c as i32 as i64 } else { c };
@@ -594,7 +487,7 @@ impl Fx<'_, '_> {
             let r = self.b.ins().select(over, signed_inf, bits);
             bits = self.b.ins().select(under, signed_zero, r);
         }
-        let r = self.b.ins().bitcast(clif_type(d), little(), bits);
+        let r = self.b.ins().bitcast(if width == 64 { types::F64 } else { types::F32 }, little(), bits);
         let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
         let keep = if man_bits > 0 {
             x
@@ -625,18 +518,16 @@ impl Fx<'_, '_> {
     /// Whether `v` replaces `best` in `argmax`: `best` is not NaN and `v` is NaN or larger.
     pub(super) fn argmax_better(&mut self, d: DType, v: Value, best: Value) -> Value {
         match d {
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-                crate::rejected_dtype(d)
-            }
-            DType::F32 | DType::F64 => {
+            DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
                 let best_ok = self.b.ins().fcmp(FloatCC::Ordered, best, best);
                 let vnan = self.b.ins().fcmp(FloatCC::Unordered, v, v);
                 let gt = self.b.ins().fcmp(FloatCC::GreaterThan, v, best);
                 let either = self.b.ins().bor(vnan, gt);
                 self.b.ins().band(best_ok, either)
             }
-            DType::I32 => self.b.ins().icmp(IntCC::SignedGreaterThan, v, best),
-            DType::Bool => self.b.ins().icmp(IntCC::UnsignedGreaterThan, v, best),
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
+                self.compare(CompareOp::Gt, d, v, best)
+            }
         }
     }
 }

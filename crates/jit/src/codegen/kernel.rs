@@ -236,7 +236,9 @@ impl Fx<'_, '_> {
     fn store(&mut self, dst_buf: BufId, dtype: DType, off: Value, x: Value, vector: bool, stride: i64) {
         let size = dtype.size_in_bytes() as i64;
         let addr = self.element_address(dst_buf, off, size);
-        if !vector || stride == 1 {
+        if !vector {
+            self.store_elem(dtype, x, addr, 0);
+        } else if stride == 1 {
             self.b.ins().store(mem(), x, addr, 0);
         } else {
             for lane in 0..4u8 {
@@ -322,8 +324,11 @@ impl Fx<'_, '_> {
         self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
             let load_dst = |fx: &mut Self, off: Value, vector: bool| {
                 let addr = fx.element_address(dst, off, dtype.size_in_bytes() as i64);
-                let t = if vector { types::F32X4 } else { ty };
-                fx.b.ins().load(t, mem(), addr, 0)
+                if vector {
+                    fx.b.ins().load(types::F32X4, mem(), addr, 0)
+                } else {
+                    fx.load_elem(dtype, addr, 0)
+                }
             };
             if rank == 0 {
                 let x = fx.eval(src, false, offs, &inner, &mut 1);

@@ -21,10 +21,13 @@
 //! every function.
 
 mod bits;
+mod convert;
 mod eval;
+mod int;
 mod kernel;
 mod math;
 mod math32;
+mod narrow;
 
 use std::collections::HashMap;
 
@@ -363,15 +366,17 @@ pub(crate) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
+/// The register type of a dtype's values: 16-bit floats compute in `f32` (their memory form
+/// is 16 bits: `Fx::load_elem`/`Fx::store_elem`), unsigned integers share the registers of
+/// the signed ones, `bool` is an `i8` 0 or 1, and a key is one opaque 8-byte word.
 pub(crate) fn clif_type(d: DType) -> Type {
     match d {
-        DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-            crate::rejected_dtype(d)
-        }
-        DType::F32 => types::F32,
+        DType::F32 | DType::BF16 | DType::F16 => types::F32,
         DType::F64 => types::F64,
-        DType::I32 => types::I32,
-        DType::Bool => types::I8,
+        DType::I8 | DType::U8 | DType::Bool => types::I8,
+        DType::I16 => types::I16,
+        DType::I32 | DType::U32 => types::I32,
+        DType::I64 | DType::Key => types::I64,
     }
 }
 

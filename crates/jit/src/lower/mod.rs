@@ -13,6 +13,7 @@
 //! buffers are rewritten only after every value of the iteration has been computed).
 
 mod control;
+mod dtypes;
 mod native;
 mod ops;
 mod scan;
@@ -21,7 +22,7 @@ mod window;
 
 pub(crate) use ops::SMALL_DOT_MACS;
 
-pub(crate) use ops::reduce_identity;
+pub(crate) use dtypes::reduce_identity;
 
 use remat_ir::{Array, Atom, Aval, Jaxpr, LitValue, MemorySpace, Primitive, Var};
 
@@ -335,7 +336,12 @@ fn transposed_dots(jaxpr: &Jaxpr, uses: &[usize]) -> Vec<Option<(Vec<usize>, usi
 /// A literal scalar's value as an `i64`, if `val` is one.
 pub(crate) fn literal_int(val: &Val) -> Option<i64> {
     match val.expr {
+        Expr::Lit(LitValue::I8(i)) => Some(i as i64),
+        Expr::Lit(LitValue::I16(i)) => Some(i as i64),
         Expr::Lit(LitValue::I32(i)) => Some(i as i64),
+        Expr::Lit(LitValue::I64(i)) => Some(i),
+        Expr::Lit(LitValue::U8(i)) => Some(i as i64),
+        Expr::Lit(LitValue::U32(i)) => Some(i as i64),
         _ => None,
     }
 }

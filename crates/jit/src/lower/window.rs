@@ -18,7 +18,7 @@ use remat_ir::{
     Aval, BinaryOp, CompareOp, ConvParams, DType, DotDimensionNumbers, LitValue, Primitive, ReduceOp, Window,
 };
 
-use super::ops::reduce_identity;
+use super::dtypes::reduce_identity;
 use super::{unsupported, Lowering, Val};
 use crate::expr::{row_major_strides, Expr, View};
 use crate::program::Step;

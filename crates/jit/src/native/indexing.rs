@@ -75,6 +75,94 @@ macro_rules! float_el {
 float_el!(f32);
 float_el!(f64);
 
+/// The 16-bit floats: each operation in `f32`, rounded once (as the interpreter).
+macro_rules! narrow_el {
+    ($t:ty) => {
+        impl El for $t {
+            const LOWEST: $t = <$t>::NEG_INFINITY;
+            const HIGHEST: $t = <$t>::INFINITY;
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            fn from_f64(x: f64) -> $t {
+                <$t>::from_f32(x as f32)
+            }
+            fn add(self, o: $t) -> $t {
+                <$t>::from_f32(self.to_f32() + o.to_f32())
+            }
+            fn mul(self, o: $t) -> $t {
+                <$t>::from_f32(self.to_f32() * o.to_f32())
+            }
+            fn logaddexp(self, o: $t) -> $t {
+                <$t>::from_f32(El::logaddexp(self.to_f32(), o.to_f32()))
+            }
+        }
+    };
+}
+narrow_el!(remat_ir::bf16);
+narrow_el!(remat_ir::f16);
+
+/// The other integer widths, wrapping as `i32`.
+macro_rules! int_el {
+    ($t:ty) => {
+        impl El for $t {
+            const LOWEST: $t = <$t>::MIN;
+            const HIGHEST: $t = <$t>::MAX;
+            fn is_nan(self) -> bool {
+                false
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(x: f64) -> $t {
+                x as $t
+            }
+            fn add(self, o: $t) -> $t {
+                self.wrapping_add(o)
+            }
+            fn mul(self, o: $t) -> $t {
+                self.wrapping_mul(o)
+            }
+            fn logaddexp(self, o: $t) -> $t {
+                max_nan(self, o)
+            }
+        }
+    };
+}
+int_el!(i8);
+int_el!(i16);
+int_el!(i64);
+int_el!(u8);
+int_el!(u32);
+
+/// Keys only move (gather, scatter's set, sort's payload); the shape rules keep them out of
+/// arithmetic, so the numeric methods are never reached.
+impl El for remat_ir::PrngKey {
+    const LOWEST: remat_ir::PrngKey = remat_ir::PrngKey([0, 0]);
+    const HIGHEST: remat_ir::PrngKey = remat_ir::PrngKey([u32::MAX, u32::MAX]);
+    fn is_nan(self) -> bool {
+        false
+    }
+    fn to_f64(self) -> f64 {
+        0.0
+    }
+    fn from_f64(_: f64) -> remat_ir::PrngKey {
+        remat_ir::PrngKey::default()
+    }
+    fn add(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
+        self
+    }
+    fn mul(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
+        self
+    }
+    fn logaddexp(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
+        self
+    }
+}
+
 impl El for i32 {
     const LOWEST: i32 = i32::MIN;
     const HIGHEST: i32 = i32::MAX;
@@ -159,8 +247,37 @@ macro_rules! with_dtype {
                 type $T = bool;
                 $body
             }
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-                crate::rejected_dtype($dtype)
+            DType::BF16 => {
+                type $T = remat_ir::bf16;
+                $body
+            }
+            DType::F16 => {
+                type $T = remat_ir::f16;
+                $body
+            }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            DType::Key => {
+                type $T = remat_ir::PrngKey;
+                $body
             }
         }
     };
@@ -209,15 +326,33 @@ pub(crate) extern "C" fn remat_native(desc: *const NativeDesc, bases: *const usi
     run(&Bases { addrs, desc });
 }
 
+/// Operand 1's indices as `i32`, whatever their integer dtype: values beyond `i32`'s range
+/// saturate, so an index out of bounds stays out of bounds.
+fn indices_i32(b: &Bases) -> ArrayD<i32> {
+    let sat = |x: i64| x.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+    match b.desc.in_avals[1].dtype {
+        DType::I8 => b.view::<i8>(1).mapv(i32::from),
+        DType::I16 => b.view::<i16>(1).mapv(i32::from),
+        DType::I64 => b.view::<i64>(1).mapv(sat),
+        DType::U8 => b.view::<u8>(1).mapv(i32::from),
+        DType::U32 => b.view::<u32>(1).mapv(|x| sat(i64::from(x))),
+        DType::I32 | DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Bool | DType::Key => {
+            b.view::<i32>(1).to_owned()
+        }
+    }
+}
+
 fn run(b: &Bases) {
     let d = b.desc;
     match &d.prim {
         Primitive::Gather { .. } => {
-            let idx = b.view::<i32>(1);
+            let idx = indices_i32(b);
+            let idx = idx.view();
             with_dtype!(d.in_avals[0].dtype, T => gather::<T>(&d.prim, &b.view(0), &idx, &mut b.view_mut(0)))
         }
         Primitive::Scatter { .. } => {
-            let idx = b.view::<i32>(1);
+            let idx = indices_i32(b);
+            let idx = idx.view();
             with_dtype!(d.in_avals[0].dtype, T => scatter::<T>(&d.prim, &b.view(0), &idx, &b.view(2), &mut b.view_mut(0)))
         }
         Primitive::Sort { dimension, num_keys, .. } => sort(b, *dimension, *num_keys),

@@ -283,14 +283,18 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
             oo += *i as isize * os;
         }
         match d.dtype {
-            DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-                crate::rejected_dtype(d.dtype)
-            }
             #[cfg(target_arch = "x86_64")]
             DType::F32 if dot_uses_own_sgemm(d) => own_sgemm_at(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F64 => gemm_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
+            DType::I8 => loop_at::<i8>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
+            DType::I16 => loop_at::<i16>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
             DType::I32 => loop_at::<i32>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
+            DType::I64 => loop_at::<i64>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
+            DType::U8 => loop_at::<u8>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
+            DType::U32 => loop_at::<u32>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
+            // The lowering converts 16-bit float operands to f32 (and keys have no products).
+            DType::BF16 | DType::F16 | DType::Key => {}
             DType::Bool => loop_at::<bool>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a | (x & y)),
         }
         for k in (0..idx.len()).rev() {
@@ -499,23 +503,36 @@ pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<remat_ir::Array, cra
     let pad =
         if cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE { HUGE_PAGE } else { 0 };
     Ok(match aval.dtype {
-        DType::BF16 | DType::F16 | DType::I8 | DType::I16 | DType::I64 | DType::U8 | DType::U32 | DType::Key => {
-            crate::rejected_dtype(aval.dtype)
-        }
         DType::F32 => Array::F32(huge_page_zeros::<f32>(&aval.shape, pad).ok_or_else(oom)?),
         DType::F64 => Array::F64(huge_page_zeros::<f64>(&aval.shape, pad).ok_or_else(oom)?),
         DType::I32 => Array::I32(huge_page_zeros::<i32>(&aval.shape, pad).ok_or_else(oom)?),
         DType::Bool => Array::Bool(huge_page_zeros::<bool>(&aval.shape, 0).ok_or_else(oom)?),
+        DType::BF16 => Array::BF16(huge_page_zeros::<remat_ir::bf16>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::F16 => Array::F16(huge_page_zeros::<remat_ir::f16>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::I8 => Array::I8(huge_page_zeros::<i8>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::I16 => Array::I16(huge_page_zeros::<i16>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::I64 => Array::I64(huge_page_zeros::<i64>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::U8 => Array::U8(huge_page_zeros::<u8>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::U32 => Array::U32(huge_page_zeros::<u32>(&aval.shape, pad).ok_or_else(oom)?),
+        DType::Key => Array::Key(huge_page_zeros::<remat_ir::PrngKey>(&aval.shape, pad).ok_or_else(oom)?),
     })
 }
 
-/// A type whose all-zero bit pattern is its zero (`0`, `0.0`, `false`).
+/// A type whose all-zero bit pattern is a valid value, its zero (`0`, `0.0`, `false`, the
+/// all-zero key).
 pub(crate) trait ZeroBits: Copy {}
 impl ZeroBits for u8 {}
+impl ZeroBits for u32 {}
+impl ZeroBits for i8 {}
+impl ZeroBits for i16 {}
+impl ZeroBits for i32 {}
+impl ZeroBits for i64 {}
 impl ZeroBits for f32 {}
 impl ZeroBits for f64 {}
-impl ZeroBits for i32 {}
 impl ZeroBits for bool {}
+impl ZeroBits for remat_ir::bf16 {}
+impl ZeroBits for remat_ir::f16 {}
+impl ZeroBits for remat_ir::PrngKey {}
 
 /// `vec![0; n]` without aborting: `None` if the size overflows or the allocator refuses.
 /// Like `vec!`, it is `calloc`: fresh pages stay untouched until the run writes them.

@@ -21,12 +21,26 @@ pub fn differential_with(
     abs: f64,
     options: &[remat_jit::Options],
 ) -> Result<(), String> {
+    differential_by(what, jaxpr, args, options, &move |what, got, want| check_close(what, got, want, rel, abs))
+}
+
+/// A comparison of the JIT's outputs with the interpreter's: `compare(what, got, want)`.
+pub type Compare<'a> = dyn Fn(&str, &[Array], &[Array]) -> Result<(), String> + 'a;
+
+/// [`differential_with`] with the comparison `compare(what, got, want)`.
+pub fn differential_by(
+    what: &str,
+    jaxpr: &Jaxpr,
+    args: &[Array],
+    options: &[remat_jit::Options],
+    compare: &Compare<'_>,
+) -> Result<(), String> {
     let want = remat_interp::eval_jaxpr(jaxpr, &[], args).map_err(|e| format!("{what}: interpreter: {e}"))?;
     for o in options {
         let what = format!("{what} ({o:?})");
         let compiled = remat_jit::compile_with_options(jaxpr, &[], o).map_err(|e| format!("{what}: compile: {e}"))?;
         let got = compiled.run(args).map_err(|e| format!("{what}: run: {e}"))?;
-        check_close(&format!("{what}: jit vs interpreter"), &got, &want, rel, abs)?;
+        compare(&format!("{what}: jit vs interpreter"), &got, &want)?;
         // The program writes every element of every output: run into arrays full of
         // garbage, it returns exactly what `run` returned into zeroed ones.
         let mut outs: Vec<Array> = got.iter().map(garbage_like).collect();
@@ -59,7 +73,7 @@ fn garbage_like(a: &Array) -> Array {
 }
 
 /// Equal dtype, shape and bits (NaNs included).
-fn same_bits(a: &Array, b: &Array) -> bool {
+pub fn same_bits(a: &Array, b: &Array) -> bool {
     match (a, b) {
         (Array::F32(x), Array::F32(y)) => {
             x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
@@ -75,6 +89,45 @@ fn same_bits(a: &Array, b: &Array) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// The bits of every element (a key's two words as one), every NaN of a dtype as one value:
+/// the comparison of values that must agree bit for bit (NaN payloads may differ between
+/// instruction sequences).
+pub fn value_bits(a: &Array) -> Vec<u64> {
+    let nan = u64::MAX;
+    match a {
+        Array::F32(x) => x.iter().map(|v| if v.is_nan() { nan } else { v.to_bits() as u64 }).collect(),
+        Array::F64(x) => x.iter().map(|v| if v.is_nan() { nan } else { v.to_bits() }).collect(),
+        Array::BF16(x) => x.iter().map(|v| if v.is_nan() { nan } else { v.to_bits() as u64 }).collect(),
+        Array::F16(x) => x.iter().map(|v| if v.is_nan() { nan } else { v.to_bits() as u64 }).collect(),
+        Array::I8(x) => x.iter().map(|&v| v as u64).collect(),
+        Array::I16(x) => x.iter().map(|&v| v as u64).collect(),
+        Array::I32(x) => x.iter().map(|&v| v as u64).collect(),
+        Array::I64(x) => x.iter().map(|&v| v as u64).collect(),
+        Array::U8(x) => x.iter().map(|&v| v as u64).collect(),
+        Array::U32(x) => x.iter().map(|&v| v as u64).collect(),
+        Array::Bool(x) => x.iter().map(|&v| v as u64).collect(),
+        Array::Key(x) => x.iter().map(|k| ((k.0[1] as u64) << 32) | k.0[0] as u64).collect(),
+    }
+}
+
+/// The first element where `got` and `want` differ in type or [`value_bits`], as an error.
+pub fn check_bits(what: &str, got: &[Array], want: &[Array]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} values, expected {}", got.len(), want.len()));
+    }
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if g.aval() != w.aval() {
+            return Err(format!("{what} {i}: got {}, expected {}", g.aval(), w.aval()));
+        }
+        let (gb, wb) = (value_bits(g), value_bits(w));
+        if let Some(j) = (0..gb.len()).find(|&j| gb[j] != wb[j]) {
+            let (gv, wv) = (g.to_f64_vec()[j], w.to_f64_vec()[j]);
+            return Err(format!("{what} {i}, element {j}: got {gv} ({:#x}), expected {wv} ({:#x})", gb[j], wb[j]));
+        }
+    }
+    Ok(())
 }
 
 /// The equations of `jaxpr` and of every body it calls whose primitive satisfies `pred`.

@@ -22,7 +22,7 @@ fn permutation(g: &mut Gen, n: usize) -> Vec<usize> {
 pub(super) fn conv(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let from_pool = g.chance(40);
     let pooled = if from_pool {
-        b.of(g, |a| (3..=4).contains(&a.rank()) && a.dtype != DType::Bool && a.size() > 0)
+        b.of(g, |a| (3..=4).contains(&a.rank()) && a.dtype.is_numeric() && !a.dtype.is_narrow_float() && a.size() > 0)
     } else {
         None
     };
@@ -80,7 +80,9 @@ pub(super) fn conv(b: &mut Builder, g: &mut Gen) -> Option<()> {
 
 /// A windowed reduction, or a selection (gather or scatter) over windows, of a pool value.
 pub(super) fn window(b: &mut Builder, g: &mut Gen) -> Option<()> {
-    let x = b.of(g, |a| (1..=3).contains(&a.rank()) && a.dtype != DType::Bool)?;
+    let x = b.of(g, |a| {
+        (1..=3).contains(&a.rank()) && a.dtype != DType::Bool && a.dtype != DType::Key && !a.dtype.is_narrow_float()
+    })?;
     let xa = b.aval(x);
     let r = xa.rank();
     let select = g.below(4);
