@@ -133,6 +133,14 @@ pub(crate) fn scatter(
     let geometry = Window::new(dn, x.shape(), upd.shape());
     let run = Scatter { dn, mode, idx, geometry: &geometry };
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
+    if x.dtype() == DType::Key {
+        // Keys are only set (the shape rule keeps them from the combiners).
+        let (a, u) = (typed::<remat_ir::PrngKey>(x)?, typed::<remat_ir::PrngKey>(upd)?);
+        return match op {
+            ScatterOp::Set => Ok(Array::Key(run.apply(a, u, |_, u| u))),
+            ScatterOp::Add | ScatterOp::Mul | ScatterOp::Min | ScatterOp::Max => Err(undefined()),
+        };
+    }
     num_dtype!(x.dtype(), T => {
         let (a, u) = (typed::<T>(x)?, typed::<T>(upd)?);
         let combine: fn(T, T) -> T = match op {

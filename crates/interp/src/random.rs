@@ -8,30 +8,14 @@
 
 use ndarray::{ArrayD, IxDyn};
 use remat_ir::{Array, DType, PrngKey};
+pub use remat_math::threefry2x32;
+use remat_math::{threefry_counter, threefry_seed};
 
 use crate::elem::{any_dtype, checked_size, operands, typed, Elem};
 
-/// The Threefry-2x32 block cipher with 20 rounds (Random123's `threefry2x32-20`, JAX's
-/// `_threefry2x32_lowering`): the counter pair `x` encrypted under `key`, mod 2^32.
-pub fn threefry2x32(key: [u32; 2], x: [u32; 2]) -> [u32; 2] {
-    const ROTATIONS: [[u32; 4]; 2] = [[13, 15, 26, 6], [17, 29, 16, 24]];
-    let ks = [key[0], key[1], key[0] ^ key[1] ^ 0x1BD1_1BDA];
-    let (mut x0, mut x1) = (x[0].wrapping_add(ks[0]), x[1].wrapping_add(ks[1]));
-    for i in 0..5 {
-        for r in ROTATIONS[i % 2] {
-            x0 = x0.wrapping_add(x1);
-            x1 = x1.rotate_left(r) ^ x0;
-        }
-        x0 = x0.wrapping_add(ks[(i + 1) % 3]);
-        x1 = x1.wrapping_add(ks[(i + 2) % 3]).wrapping_add(i as u32 + 1);
-    }
-    [x0, x1]
-}
-
 /// The counter pair of the 64-bit row-major index `i`.
 fn counter(i: usize) -> [u32; 2] {
-    let i = i as u64;
-    [(i >> 32) as u32, i as u32]
+    threefry_counter(i)
 }
 
 /// `random_seed`: JAX's `threefry_seed`, `[seed >> 32, seed & 0xFFFFFFFF]` in the seed's
@@ -46,9 +30,7 @@ pub(crate) fn random_seed(args: &[&Array]) -> Result<Array, String> {
     any_dtype!(dtype, T => {
         let xs = typed::<T>(seeds)?;
         Ok(Array::Key(xs.mapv(|s| {
-            let s = s.to_i128().unwrap_or(0);
-            let hi = if dtype.bits() > 32 { (s as u64 >> 32) as u32 } else { 0 };
-            PrngKey([hi, s as u32])
+            PrngKey(threefry_seed(s.to_i128().unwrap_or(0), dtype.bits()))
         })))
     })
 }

@@ -12,8 +12,10 @@
 use remat_ir::{BinaryOp, UnaryOp};
 
 mod special;
+mod threefry;
 
 pub use special::{digamma, erf_inv, polygamma};
+pub use threefry::{threefry2x32, threefry_bits, threefry_counter, threefry_seed};
 
 /// A float dtype's library functions.
 pub trait MathFloat: Copy {

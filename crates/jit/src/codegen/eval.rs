@@ -97,7 +97,12 @@ impl Fx<'_, '_> {
             Expr::Unary(op, d, x) => {
                 let x = self.eval_node(x, vector, offs, inner, next);
                 let r = self.unary(*op, *d, x, vector);
-                self.round_narrow(*d, r)
+                // `is_finite`'s result is a bool, not the operand's 16-bit float.
+                if *op == UnaryOp::IsFinite {
+                    r
+                } else {
+                    self.round_narrow(*d, r)
+                }
             }
             Expr::Binary(op, d, x, y) => {
                 let yd = y.dtype();

@@ -198,17 +198,14 @@ impl Lowering {
                     }
                 })
                 .collect()),
-            // Threefry keys and bits are computed by the interpreter only for now: the JIT
-            // compiles no `u32` or key values yet (its dtype check rejects such programs
-            // before lowering, so this arm is reached only by a lowering called directly).
+            // Threefry keys and bits: the runtime (`native/random.rs`), with the
+            // interpreter's threefry (`remat_math`).
             Primitive::RandomSeed
             | Primitive::RandomWrap
             | Primitive::RandomUnwrap
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
-            | Primitive::RandomBits { .. } => {
-                Err(unsupported(prim, "PRNG primitives are not compiled yet (use the interpreter)"))
-            }
+            | Primitive::RandomBits { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::Jit { name: _, jaxpr, options: _ } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
             Primitive::CustomJvpCall { name: _, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
                 self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)

@@ -284,13 +284,23 @@ macro_rules! with_dtype {
 }
 
 /// The base addresses of a step's operands and results.
-struct Bases<'a> {
+pub(super) struct Bases<'a> {
     addrs: &'a [usize],
     desc: &'a NativeDesc,
 }
 
 impl Bases<'_> {
-    fn view<T>(&self, i: usize) -> ArrayViewD<'_, T> {
+    /// Operand `i`'s aval.
+    pub(super) fn in_aval(&self, i: usize) -> &Aval {
+        &self.desc.in_avals[i]
+    }
+
+    /// Result `j`'s aval.
+    pub(super) fn out_aval(&self, j: usize) -> &Aval {
+        &self.desc.out_avals[j]
+    }
+
+    pub(super) fn view<T>(&self, i: usize) -> ArrayViewD<'_, T> {
         let aval = &self.desc.in_avals[i];
         let addr = self.addrs[self.desc.slots[i]];
         let ptr = if aval.size() == 0 { NonNull::<T>::dangling().as_ptr() } else { addr as *mut T };
@@ -302,7 +312,7 @@ impl Bases<'_> {
         unsafe { ArrayViewD::from_shape_ptr(IxDyn(&aval.shape), ptr as *const T) }
     }
 
-    fn view_mut<T>(&self, j: usize) -> ArrayViewMutD<'_, T> {
+    pub(super) fn view_mut<T>(&self, j: usize) -> ArrayViewMutD<'_, T> {
         let aval = &self.desc.out_avals[j];
         let addr = self.addrs[self.desc.slots[self.desc.in_avals.len() + j]];
         let ptr = if aval.size() == 0 { NonNull::<T>::dangling().as_ptr() } else { addr as *mut T };
@@ -367,6 +377,12 @@ fn run(b: &Bases) {
         Primitive::Cumulative { op, axis, reverse } => {
             with_dtype!(d.in_avals[0].dtype, T => cumulative::<T>(*op, &b.view(0), *axis, *reverse, &mut b.view_mut(0)))
         }
+        Primitive::RandomSeed => super::random::seed(b),
+        Primitive::RandomWrap => super::random::wrap(b),
+        Primitive::RandomUnwrap => super::random::unwrap(b),
+        Primitive::RandomSplit { shape } => super::random::split(b, shape),
+        Primitive::RandomFoldIn => super::random::fold_in(b),
+        Primitive::RandomBits { shape, .. } => super::random::bits(b, shape),
         // The lowering makes native steps of the primitives above only.
         _ => {}
     }

@@ -20,6 +20,7 @@ use remat_ir::{BinaryOp, DType, UnaryOp};
 use crate::program::DotDesc;
 
 pub(crate) mod indexing;
+mod random;
 #[cfg(target_arch = "x86_64")]
 mod sgemm;
 pub(crate) mod vmath;
