@@ -332,12 +332,10 @@ fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
 /// `only_if_no_batch_dims`, only a `dot_general` without batch dimensions in its dimension
 /// numbers (JAX's `DotsSaveable.__call__`).
 fn is_dot(prim: &Primitive, only_if_no_batch_dims: bool) -> bool {
-    match prim {
-        Primitive::DotGeneral { dimension_numbers: dn, .. } => {
-            !only_if_no_batch_dims || (dn.lhs_batch.is_empty() && dn.rhs_batch.is_empty())
-        }
-        Primitive::ConvGeneralDilated(_) => !only_if_no_batch_dims,
-        _ => false,
+    if let Primitive::DotGeneral { dimension_numbers: dn, .. } = prim {
+        !only_if_no_batch_dims || (dn.lhs_batch.is_empty() && dn.rhs_batch.is_empty())
+    } else {
+        matches!(prim, Primitive::ConvGeneralDilated(_)) && !only_if_no_batch_dims
     }
 }
 

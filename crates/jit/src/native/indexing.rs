@@ -383,8 +383,9 @@ fn run(b: &Bases) {
         Primitive::RandomSplit { shape } => super::random::split(b, shape),
         Primitive::RandomFoldIn => super::random::fold_in(b),
         Primitive::RandomBits { shape, .. } => super::random::bits(b, shape),
-        // The lowering makes native steps of the primitives above only.
-        _ => {}
+        // The lowering makes native steps of the primitives above only: any other is a
+        // bug in the lowering, stopped here rather than leaving its result unwritten.
+        other => unreachable!("{} is not a native step", other.name()),
     }
 }
 
