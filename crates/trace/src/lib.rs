@@ -68,6 +68,7 @@
 
 #![warn(missing_docs)]
 
+pub mod lax;
 pub mod nn;
 pub mod numpy;
 pub mod random;
