@@ -16,19 +16,19 @@ use std::panic::Location;
 use remat_ir::{Aval, BinaryOp, DType, LitValue, Primitive, UnaryOp};
 
 use crate::tensor::{binary_at, compare_at, unary_at, Arg, Tensor};
-use crate::trace::{bind, bind_n, record_error, share_jaxpr, CallKey, Operand};
+use crate::trace::{bind, bind_n, record_error, share_jaxpr, spell_last_literals, CallKey, Operand};
 use crate::transforms::{bind_call, placeholders, trace_body};
 
 /// A key as the primitives take it (`key<fry>`), and whether the user's was a legacy
 /// `u32[..., 2]` key (so that keys returned to the user are unwrapped again).
-struct Checked {
-    key: Tensor,
+pub(crate) struct Checked {
+    pub(crate) key: Tensor,
     legacy: bool,
 }
 
 /// JAX's `_check_prng_key`: a typed key as is, a legacy `u32[..., 2]` key wrapped.
 /// `single`: JAX's "accepts a single key" check.
-fn check_key(what: &str, key: &Tensor, single: bool, loc: &'static Location<'static>) -> Option<Checked> {
+pub(crate) fn check_key(what: &str, key: &Tensor, single: bool, loc: &'static Location<'static>) -> Option<Checked> {
     let checked = match key.dtype() {
         DType::Key => Checked { key: key.clone(), legacy: false },
         DType::U32 if key.shape().last() == Some(&2) => {
@@ -167,11 +167,11 @@ pub fn bits(key: &Tensor, shape: &[usize]) -> Tensor {
     }
 }
 
-fn random_bits(key: &Tensor, shape: &[usize], loc: &'static Location<'static>) -> Tensor {
+pub(crate) fn random_bits(key: &Tensor, shape: &[usize], loc: &'static Location<'static>) -> Tensor {
     key.apply_at(Primitive::RandomBits { bit_width: 32, shape: shape.to_vec() }, loc)
 }
 
-fn check_float(what: &str, dtype: DType, loc: &'static Location<'static>) -> bool {
+pub(crate) fn check_float(what: &str, dtype: DType, loc: &'static Location<'static>) -> bool {
     if dtype != DType::F32 {
         record_error(loc, format!("{what}: only float32 samples are supported, found dtype {dtype}"));
     }
@@ -181,29 +181,43 @@ fn check_float(what: &str, dtype: DType, loc: &'static Location<'static>) -> boo
 /// An operand of a library call with its own weak flag: JAX passes Python floats as weak
 /// literals and NumPy constants (`np.float32(...)`) as strong ones.
 #[derive(Clone)]
-struct CallArg {
-    operand: Operand,
-    weak: bool,
+pub(crate) struct CallArg {
+    pub(crate) operand: Operand,
+    pub(crate) weak: bool,
+    /// A Rust float passed as JAX passes a Python float: never rounded, so it prints
+    /// with its own digits (`0.1:f32[]`).
+    python_float: Option<f64>,
 }
 
 impl CallArg {
-    fn weak(x: f64) -> CallArg {
-        CallArg { operand: Operand::Literal(LitValue::from_f64(DType::F32, x)), weak: true }
+    pub(crate) fn weak(x: f64) -> CallArg {
+        CallArg { operand: Operand::Literal(LitValue::from_f64(DType::F32, x)), weak: true, python_float: Some(x) }
     }
-    fn strong(x: f64) -> CallArg {
-        CallArg { operand: Operand::Literal(LitValue::from_f64(DType::F32, x)), weak: false }
+    pub(crate) fn strong(x: f64) -> CallArg {
+        CallArg { operand: Operand::Literal(LitValue::from_f64(DType::F32, x)), weak: false, python_float: None }
     }
-    fn of(a: Arg) -> CallArg {
+    /// A tensor, or a Rust scalar as a weak literal of its own kind (`-1:i32[]`,
+    /// `1.0:f32[]`), as JAX passes a Python number.
+    pub(crate) fn of(a: Arg) -> CallArg {
         match a {
-            Arg::Tensor(t) => CallArg { weak: t.is_weak(), operand: Operand::Tensor(t) },
-            Arg::Scalar(x, _) => CallArg::weak(x),
+            Arg::Tensor(t) => CallArg::tensor(&t),
+            Arg::Scalar(x, DType::F32) => CallArg::weak(x),
+            Arg::Scalar(x, d) => CallArg {
+                operand: Operand::Literal(LitValue::from_f64(d, x)),
+                weak: d != DType::Bool,
+                python_float: None,
+            },
         }
+    }
+
+    pub(crate) fn tensor(t: &Tensor) -> CallArg {
+        CallArg { operand: t.into(), weak: t.is_weak(), python_float: None }
     }
 }
 
 /// A library call `jit[name=...]` over operands with given weak flags (a strong literal
 /// such as `np.float32(1.0)` prints as a weak one does, but its body converts nothing).
-fn call<R: crate::TensorTree>(
+pub(crate) fn call<R: crate::TensorTree>(
     name: &'static str,
     args: &[CallArg],
     f: impl FnOnce(Vec<Tensor>) -> R,
@@ -219,16 +233,21 @@ fn call<R: crate::TensorTree>(
                 jaxpr: remat_ir::ClosedJaxpr::new(jaxpr),
                 options: Default::default(),
             };
+            let n_captured = body.captured.len();
             let operands: Vec<Operand> =
                 body.captured.into_iter().map(Operand::Tensor).chain(args.iter().map(|a| a.operand.clone())).collect();
-            bind_call(prim, &operands, &body.out, loc)
+            let out = bind_call(prim, &operands, &body.out, loc);
+            let floats: Vec<(usize, f64)> =
+                args.iter().enumerate().filter_map(|(i, a)| a.python_float.map(|x| (n_captured + i, x))).collect();
+            spell_last_literals(&floats);
+            out
         }
     }
 }
 
 /// `jit[name=_uniform]` on `(key, bounds[0], bounds[1])`, where `min_first` says which
 /// bound is `minval` (JAX's keyword call from `_gumbel` passes `maxval` first).
-fn uniform_call(
+pub(crate) fn uniform_call(
     key: &Tensor,
     shape: &[usize],
     bounds: [CallArg; 2],
@@ -236,7 +255,7 @@ fn uniform_call(
     loc: &'static Location<'static>,
 ) -> Tensor {
     let shape = shape.to_vec();
-    let args = [CallArg { operand: key.into(), weak: false }, bounds[0].clone(), bounds[1].clone()];
+    let args = [CallArg { operand: key.into(), weak: false, python_float: None }, bounds[0].clone(), bounds[1].clone()];
     call(
         "_uniform",
         &args,
@@ -306,12 +325,12 @@ pub fn normal(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
     if !check_float("normal", dtype, loc) {
         return out;
     }
-    let key_arg = [CallArg { operand: k.key.into(), weak: false }];
+    let key_arg = [CallArg { operand: k.key.into(), weak: false, python_float: None }];
     call(
         "_normal",
         &key_arg,
         |inner| {
-            let key_arg = [CallArg { operand: inner[0].clone().into(), weak: false }];
+            let key_arg = [CallArg { operand: inner[0].clone().into(), weak: false, python_float: None }];
             call(
                 "_normal_real",
                 &key_arg,
@@ -355,9 +374,9 @@ pub fn bernoulli(key: &Tensor, p: impl Into<Arg>, shape: Option<&[usize]>) -> Te
     }
     let p = match p {
         Arg::Scalar(x, _) => CallArg::strong(x),
-        Arg::Tensor(t) => CallArg { operand: Operand::Tensor(t), weak: false },
+        Arg::Tensor(t) => CallArg { operand: Operand::Tensor(t), weak: false, python_float: None },
     };
-    let args = [CallArg { operand: k.key.into(), weak: false }, p];
+    let args = [CallArg { operand: k.key.into(), weak: false, python_float: None }, p];
     call(
         "_bernoulli",
         &args,
@@ -383,7 +402,7 @@ pub fn gumbel(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
 }
 
 fn gumbel_at(key: &Tensor, shape: &[usize], loc: &'static Location<'static>) -> Tensor {
-    let args = [CallArg { operand: key.into(), weak: false }];
+    let args = [CallArg { operand: key.into(), weak: false, python_float: None }];
     call(
         "_gumbel",
         &args,
@@ -451,7 +470,10 @@ pub fn permute(key: &Tensor, x: &Tensor) -> Tensor {
 fn shuffle(key: &Tensor, x: &Tensor, loc: &'static Location<'static>) -> Tensor {
     let n = x.size().max(1) as f64;
     let rounds = (3.0 * n.ln() / f64::from(u32::MAX).ln()).ceil() as usize;
-    let args = [CallArg { operand: key.into(), weak: false }, CallArg { operand: x.into(), weak: x.is_weak() }];
+    let args = [
+        CallArg { operand: key.into(), weak: false, python_float: None },
+        CallArg { operand: x.into(), weak: x.is_weak(), python_float: None },
+    ];
     call(
         "_shuffle",
         &args,
@@ -474,6 +496,52 @@ fn shuffle(key: &Tensor, x: &Tensor, loc: &'static Location<'static>) -> Tensor 
                 key = next;
             }
             x
+        },
+        loc,
+    )
+}
+
+/// `jax.random.truncated_normal(key, lower, upper, shape, dtype)`: normal samples within
+/// `(lower, upper)`, by inverting the normal CDF on a uniform sample between the bounds'
+/// CDFs; recorded as `jit[name=_truncated_normal]` (bounds passed as JAX passes Python
+/// numbers: `-2:i32[]`).
+#[track_caller]
+pub fn truncated_normal(
+    key: &Tensor,
+    lower: impl Into<Arg>,
+    upper: impl Into<Arg>,
+    shape: &[usize],
+    dtype: DType,
+) -> Tensor {
+    let loc = Location::caller();
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("truncated_normal", key, true, loc) else { return out };
+    if !check_float("truncated_normal", dtype, loc) {
+        return out;
+    }
+    let args = [CallArg::tensor(&k.key), CallArg::of(lower.into()), CallArg::of(upper.into())];
+    call(
+        "_truncated_normal",
+        &args,
+        |inner| {
+            let lo = inner[1].to_type(DType::F32, false, loc);
+            let hi = inner[2].to_type(DType::F32, false, loc);
+            let sqrt2 = std::f64::consts::SQRT_2;
+            let cdf = |b: &Tensor| {
+                let scaled = binary_at(BinaryOp::Div, b.into(), sqrt2.into(), loc);
+                unary_at(UnaryOp::Erf, scaled.into(), loc)
+            };
+            let (a, b) = (cdf(&lo), cdf(&hi));
+            let u = uniform_call(&inner[0], shape, [CallArg::tensor(&a), CallArg::tensor(&b)], true, loc);
+            let e = unary_at(UnaryOp::ErfInv, u.into(), loc);
+            let out = binary_at(BinaryOp::Mul, sqrt2.into(), e.into(), loc);
+            // Clamped to the open interval, as JAX does for rounding at the edges.
+            let next = |b: &Tensor, towards: f64| {
+                let b = unary_at(UnaryOp::StopGradient, b.into(), loc);
+                binary_at(BinaryOp::Nextafter, b.into(), towards.into(), loc)
+            };
+            let (lo, hi) = (next(&lo, f64::INFINITY), next(&hi, f64::NEG_INFINITY));
+            out.clip(&lo, &hi)
         },
         loc,
     )

@@ -39,6 +39,7 @@ for kn, k in (("k0", K0), ("k42", K42)):
       np.array([[0.0, 1.0, 2.0], [3.0, 0.0, -1.0]], np.float32))
     c(f"permutation {kn}", lambda k: random.permutation(k, 5), k)
     c(f"permutation_array {kn}", lambda k, x: random.permutation(k, x), k, np.arange(6, dtype=np.float32) * 1.5)
+c("uniform_unrounded_bounds", lambda k: random.uniform(k, (2,), minval=0.1, maxval=0.7), K0)
 c("split_then_uniform", lambda k: random.uniform(random.split(k)[1], (2,)), K0)
 c("typed_split", lambda s: random.key_data(random.split(random.key(s), 4)), np.int32(3))
 c("typed_uniform", lambda s: random.uniform(random.key(s), (3,)), np.int32(3))
