@@ -49,8 +49,8 @@ pub use remat_ir::{self as ir, bf16, f16, Array, Aval, ClosedJaxpr, DType, Jaxpr
 pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
 pub use remat_json as json;
 pub use remat_trace::{
-    self as trace, checkpoint, checkpoint_name, function_scope, make_jaxpr, named, nn, numpy, recursive_checkpoint,
-    scan, ArgTree, Tensor, TensorTree, TraceError, Traced,
+    self as trace, checkpoint, checkpoint_name, function_scope, lax, make_jaxpr, named, nn, numpy, random,
+    recursive_checkpoint, scan, ArgTree, Tensor, TensorTree, TraceError, Traced,
 };
 pub use run::{Backend, Nans};
 

@@ -28,7 +28,8 @@
 //!   `x.t()`, `x.broadcast_to(..)`), NumPy indexing (`x.index(idx![1..4, NEW_AXIS])`).
 //! - [`numpy`]: functions that build or combine tensors, as in `jax.numpy`: `zeros`,
 //!   `arange`, `where_`, `einsum`, `concatenate`, ... [`nn`]: `relu`, `sigmoid`,
-//!   `softmax`, `log_softmax`, `logsumexp`, `one_hot`, `silu`, `gelu`.
+//!   `softmax`, `log_softmax`, `logsumexp`, `one_hot`, `silu`, `gelu`. [`random`]: keys
+//!   (`prng_key`, `key`, `split`, `fold_in`) and samplers (`uniform`, `normal`, ...).
 //! - Calls: [`jit`] records `jit[name=...]`, [`checkpoint`] records `remat2` with a
 //!   policy, [`checkpoint_name`] records `name`, [`scan`] records `scan`,
 //!   [`recursive_checkpoint`] composes a chain of functions with binomial checkpointing.
@@ -67,8 +68,10 @@
 
 #![warn(missing_docs)]
 
+pub mod lax;
 pub mod nn;
 pub mod numpy;
+pub mod random;
 mod scan;
 mod tensor;
 mod trace;

@@ -1,6 +1,7 @@
 //! `jax.nn`: activations and normalizers, recorded as JAX records them (`relu` as a
 //! `custom_jvp_call` around `jit[name=relu]`, `log_softmax` as `jit[name=log_softmax]`,
-//! `softmax` inline with the max-subtraction under `stop_gradient`).
+//! `softmax` inline with the max-subtraction under `stop_gradient`). Initializers are in
+//! [`initializers`]; `dropout` draws its mask with [`crate::random::bernoulli`].
 
 use std::panic::Location;
 
@@ -10,6 +11,8 @@ use crate::tensor::{binary_at, compare_at, unary_at, Tensor};
 use crate::trace::{bind, Operand};
 use crate::transforms::{library_custom_jvp, library_jit};
 
+pub mod initializers;
+
 /// `jax.nn.relu(x)`: `max(x, 0)`. JAX defines it with a custom derivative (0 at 0), so it
 /// records `custom_jvp_call[name=relu call_jaxpr={ jit[name=relu] } jvp=jvp]`.
 #[track_caller]
@@ -18,11 +21,11 @@ pub fn relu(x: &Tensor) -> Tensor {
     library_custom_jvp(
         "relu",
         "jvp",
-        x,
+        &[(x.into(), x.is_weak())],
         |x| {
             library_jit(
                 "relu",
-                &[x.into()],
+                &[x[0].clone().into()],
                 |inner| binary_at(BinaryOp::Max, inner[0].clone().into(), 0.0.into(), loc),
                 loc,
             )
@@ -169,4 +172,114 @@ pub fn one_hot(x: &Tensor, num_classes: usize, dtype: DType) -> Tensor {
         },
         loc,
     )
+}
+
+/// `jax.nn.softplus(x)`: `log(1 + e^x)`, recorded as JAX records it:
+/// `jit[name=softplus]` around `jnp.logaddexp(x, 0)`, a
+/// `custom_jvp_call[name=logaddexp ... jvp=_logaddexp_jvp]`.
+#[track_caller]
+pub fn softplus(x: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    library_jit(
+        "softplus",
+        &[x.into()],
+        |inner| {
+            library_custom_jvp(
+                "logaddexp",
+                "_logaddexp_jvp",
+                // `jnp.logaddexp` promotes its operands first: the 0 is a strong literal.
+                &[(inner[0].clone().into(), false), (Operand::Literal(LitValue::from_f64(x.dtype(), 0.0)), false)],
+                |ab| {
+                    let (a, b) = (&ab[0], &ab[1]);
+                    let amax = binary_at(BinaryOp::Max, a.into(), b.into(), loc);
+                    let delta = binary_at(BinaryOp::Sub, a.into(), b.into(), loc);
+                    let is_nan = compare_at(CompareOp::Ne, delta.clone().into(), delta.clone().into(), loc);
+                    let sum = binary_at(BinaryOp::Add, a.into(), b.into(), loc);
+                    let t = unary_at(UnaryOp::Abs, delta.into(), loc);
+                    let t = unary_at(UnaryOp::Neg, t.into(), loc);
+                    let t = unary_at(UnaryOp::Exp, t.into(), loc);
+                    let t = unary_at(UnaryOp::Log1p, t.into(), loc);
+                    let out = binary_at(BinaryOp::Add, amax.into(), t.into(), loc);
+                    bind(Primitive::SelectN, &[is_nan.into(), out.into(), sum.into()], false, loc).remove(0)
+                },
+                loc,
+            )
+        },
+        loc,
+    )
+}
+
+/// `jax.nn.gelu(x, approximate=False)`: `x * (1 + erf(x / sqrt(2))) / 2`, which JAX
+/// records through `erfc`: `0.5 x * erfc(-x / sqrt(2))`, then a `copy`.
+#[track_caller]
+pub fn gelu_erf(x: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    let half = binary_at(BinaryOp::Mul, 0.5.into(), x.into(), loc);
+    let neg = unary_at(UnaryOp::Neg, x.into(), loc);
+    let scaled = binary_at(BinaryOp::Mul, neg.into(), std::f64::consts::FRAC_1_SQRT_2.into(), loc);
+    let e = unary_at(UnaryOp::Erfc, scaled.into(), loc);
+    let out = binary_at(BinaryOp::Mul, half.into(), e.into(), loc);
+    unary_at(UnaryOp::Copy, out.into(), loc)
+}
+
+/// `jax.nn.standardize(x, axis, epsilon=epsilon)`: `(x - mean) / sqrt(var + epsilon)`
+/// along `axis`, the variance as `mean(x^2) - mean(x)^2` clipped at 0; recorded as
+/// `jit[name=standardize]`.
+#[track_caller]
+pub fn standardize(x: &Tensor, axis: isize, epsilon: f64) -> Tensor {
+    let loc = Location::caller();
+    let Some(axis) = axis_of("standardize", x, axis, loc) else { return Tensor::placeholder(x.aval().clone()) };
+    let n = x.shape()[axis] as f64;
+    library_jit(
+        "standardize",
+        &[x.into(), epsilon.into()],
+        |inner| {
+            let (x, eps) = (&inner[0], &inner[1]);
+            let mean_of = |t: &Tensor| binary_at(BinaryOp::Div, sum_keepdims(t, axis, loc).into(), n.into(), loc);
+            let mean = mean_of(x);
+            let sq = unary_at(UnaryOp::Square, x.into(), loc);
+            let var = binary_at(
+                BinaryOp::Sub,
+                mean_of(&sq).into(),
+                unary_at(UnaryOp::Square, mean.clone().into(), loc).into(),
+                loc,
+            );
+            let var = library_jit(
+                "clip",
+                &[var.into(), 0.into()],
+                |vz| binary_at(BinaryOp::Max, vz[1].clone().into(), vz[0].clone().into(), loc),
+                loc,
+            );
+            let centered = binary_at(BinaryOp::Sub, x.into(), mean.into(), loc);
+            let eps = eps.to_type(DType::F32, false, loc);
+            let r = unary_at(UnaryOp::Rsqrt, binary_at(BinaryOp::Add, var.into(), eps.into(), loc).into(), loc);
+            binary_at(BinaryOp::Mul, centered.into(), r.into(), loc)
+        },
+        loc,
+    )
+}
+
+/// Layer normalization over the last axis: `standardize(x, -1, epsilon) * scale + bias`
+/// (`scale` and `bias` broadcast against `x`, as flax's `LayerNorm` parameters do).
+#[track_caller]
+pub fn layer_norm(x: &Tensor, scale: &Tensor, bias: &Tensor, epsilon: f64) -> Tensor {
+    let loc = Location::caller();
+    let y = standardize(x, -1, epsilon);
+    let y = binary_at(BinaryOp::Mul, y.into(), scale.into(), loc);
+    binary_at(BinaryOp::Add, y.into(), bias.into(), loc)
+}
+
+/// Inverted dropout: each element of `x` kept with probability `1 - rate` (a mask from
+/// `random::bernoulli(key, 1 - rate, x.shape)`) and scaled by `1 / (1 - rate)`, the others
+/// 0: `jnp.where(keep, x / (1 - rate), 0)`.
+#[track_caller]
+pub fn dropout(key: &Tensor, x: &Tensor, rate: f64) -> Tensor {
+    let loc = Location::caller();
+    if !(0.0..1.0).contains(&rate) {
+        crate::trace::record_error(loc, format!("dropout: the rate must be in [0, 1), found {rate}"));
+        return Tensor::placeholder(x.aval().clone());
+    }
+    let keep = crate::random::bernoulli(key, 1.0 - rate, Some(x.shape()));
+    let scaled = binary_at(BinaryOp::Div, x.into(), (1.0 - rate).into(), loc);
+    crate::numpy::where_(&keep, &scaled, 0)
 }

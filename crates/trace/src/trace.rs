@@ -402,6 +402,24 @@ pub(crate) fn share_jaxpr(key: CallKey, jaxpr: Jaxpr) -> Arc<Jaxpr> {
     })
 }
 
+/// Spells literal operands of the equation just recorded in the innermost frame as JAX
+/// prints a Python float it never rounded (`1e-05:f32[]` rather than the `f32` value's
+/// `9.999999747378752e-06`): `(operand index, value)`. Does nothing after an error.
+pub(crate) fn spell_last_literals(literals: &[(usize, f64)]) {
+    if literals.is_empty() || has_error() {
+        return;
+    }
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let Some(eqn) = s.frames.last_mut().and_then(|f| f.jaxpr.eqns.last_mut()) else { return };
+        for &(i, x) in literals {
+            if matches!(eqn.invars.get(i), Some(Atom::Lit(_))) {
+                eqn.spelling.literals.push((i, remat_ir::param::py_float_repr(x)));
+            }
+        }
+    });
+}
+
 /// A shape rule's message, with the operand types appended unless it names them all.
 fn with_operands(message: String, in_avals: &[Aval]) -> String {
     let types: Vec<String> = in_avals.iter().map(Aval::to_string).collect();

@@ -12,12 +12,12 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use remat_ir::{pp_jaxpr, Array, Aval, ClosedJaxpr, Jaxpr, Policy, Primitive};
+use remat_ir::{pp_jaxpr, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy, Primitive};
 
 use crate::tensor::{Arg, Tensor};
 use crate::trace::{
     bind, bind_n, current_frame, function_scope, pop_frame, push_frame, record_error, share_jaxpr, source_info,
-    CallKey, Operand, TraceError,
+    spell_last_literals, CallKey, Operand, TraceError,
 };
 use crate::tree::{ArgTree, TensorTree};
 
@@ -247,24 +247,40 @@ pub(crate) fn library_jit<R: TensorTree>(
             let jaxpr = share_jaxpr(CallKey::Library(name), body.jaxpr);
             let prim =
                 Primitive::Jit { name: name.to_string(), jaxpr: ClosedJaxpr::new(jaxpr), options: Default::default() };
-            bind_call(prim, &with_captured(body.captured, operands), &body.out, loc)
+            let n_captured = body.captured.len();
+            let out = bind_call(prim, &with_captured(body.captured, operands), &body.out, loc);
+            spell_last_literals(&python_floats(args, n_captured));
+            out
         }
     }
 }
 
+/// The Rust floats among a call's `args` (operand `offset + i`), which JAX passes as
+/// Python floats it never rounds, and prints so.
+pub(crate) fn python_floats(args: &[Arg], offset: usize) -> Vec<(usize, f64)> {
+    args.iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a {
+            Arg::Scalar(x, DType::F32) => Some((offset + i, *x)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A library function with a custom derivative, recorded as JAX records a
 /// `jax.custom_jvp` function: `custom_jvp_call[name=... call_jaxpr={...} jvp=...
-/// symbolic_zeros=False]`. `jvp` names the derivative rule.
+/// symbolic_zeros=False]` over `args`, each an operand and its weak flag. `jvp` names
+/// the derivative rule.
 pub(crate) fn library_custom_jvp(
     name: &'static str,
     jvp: &str,
-    x: &Tensor,
-    f: impl FnOnce(Tensor) -> Tensor,
+    args: &[(Operand, bool)],
+    f: impl FnOnce(Vec<Tensor>) -> Tensor,
     loc: &'static Location<'static>,
 ) -> Tensor {
-    let body =
-        trace_body(&types_of(std::slice::from_ref(x)), |inner| f(inner.into_iter().next().expect("one input")), loc);
-    match body {
+    let operands: Vec<Operand> = args.iter().map(|(o, _)| o.clone()).collect();
+    let types: Vec<(Aval, bool)> = args.iter().map(|(o, weak)| (o.typ().0, *weak)).collect();
+    match trace_body(&types, f, loc) {
         Err(out) => placeholders(&out),
         Ok(body) => {
             let num_consts = body.captured.len();
@@ -275,7 +291,7 @@ pub(crate) fn library_custom_jvp(
                 num_consts,
                 symbolic_zeros: false,
             };
-            bind_call(prim, &with_captured(body.captured, [Operand::Tensor(x.clone())]), &body.out, loc)
+            bind_call(prim, &with_captured(body.captured, operands), &body.out, loc)
         }
     }
 }

@@ -1,0 +1,667 @@
+//! `jax.lax`: convolutions, windowed reductions (pooling) and control flow (`cond`,
+//! `switch`, `while_loop`, `fori_loop`), recorded as JAX 0.10.2 records them.
+//!
+//! What this module keeps true: a wrong shape, dtype or parameter is a located
+//! [`TraceError`](crate::TraceError) (the primitives' shape rules check what is not checked
+//! here); branches and loop bodies are traced in frames of their own, and the tensors they
+//! capture become the call's leading operands, deduplicated across branches, in the order
+//! JAX's `_initial_style_jaxprs_with_common_consts` gives them.
+
+use std::panic::Location;
+use std::sync::Arc;
+
+use remat_ir::{
+    Aval, BinaryOp, ClosedJaxpr, CompareOp, ConvDimensionNumbers, ConvParams, DType, Jaxpr, LitValue, Param, Primitive,
+    ReduceOp, Var, Window,
+};
+
+use crate::tensor::{binary_at, compare_at, Arg, Tensor};
+use crate::trace::{bind, bind_n, record_error, Operand};
+use crate::transforms::{placeholders, trace_body};
+use crate::tree::TensorTree;
+
+/// Padding of a convolution or window, as JAX takes it: a name, or `(low, high)` per
+/// spatial (for windows: every) axis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Padding {
+    /// `"VALID"`: no padding.
+    Valid,
+    /// `"SAME"`: the output has `ceil(n / stride)` elements; an odd padding puts the extra
+    /// element at the end.
+    Same,
+    /// `"SAME_LOWER"`: as `Same`, with the extra element at the start.
+    SameLower,
+    /// Explicit `(low, high)` pairs (negative values crop).
+    Explicit(Vec<(i64, i64)>),
+}
+
+/// JAX's `lax.padtype_to_pads`: the `(low, high)` pairs of a padding for inputs of extents
+/// `ins`, windows of (dilated) extents `windows` and `strides`.
+fn pads(padding: &Padding, ins: &[usize], windows: &[usize], strides: &[usize]) -> Vec<(i64, i64)> {
+    let same = |lower: bool| {
+        ins.iter()
+            .zip(windows)
+            .zip(strides)
+            .map(|((&n, &w), &s)| {
+                let out = n.div_ceil(s.max(1));
+                let pad = ((out.max(1) - 1) * s + w).saturating_sub(n) as i64;
+                let (small, big) = (pad / 2, pad - pad / 2);
+                if lower {
+                    (big, small)
+                } else {
+                    (small, big)
+                }
+            })
+            .collect()
+    };
+    match padding {
+        Padding::Valid => vec![(0, 0); ins.len()],
+        Padding::Same => same(false),
+        Padding::SameLower => same(true),
+        Padding::Explicit(p) => p.clone(),
+    }
+}
+
+/// The parameters of [`conv_general_dilated`] beyond strides and padding, with JAX's
+/// defaults (`ConvOptions::default()`: no dilation, `NCHW`/`OIHW`/`NCHW`, one group).
+#[derive(Clone, Debug)]
+pub struct ConvOptions {
+    /// The input's dilation per spatial axis (a transposed convolution); `None`: all 1.
+    pub lhs_dilation: Option<Vec<usize>>,
+    /// The kernel's dilation per spatial axis (an atrous convolution); `None`: all 1.
+    pub rhs_dilation: Option<Vec<usize>>,
+    /// The layouts of input, kernel and output as JAX's strings (`("NHWC", "HWIO",
+    /// "NHWC")`); `None`: `NC...`, `OI...`, `NC...`.
+    pub dimension_numbers: Option<(String, String, String)>,
+    /// Input features split into this many groups (a depthwise convolution: the number of
+    /// input features).
+    pub feature_group_count: usize,
+    /// Batch split into this many groups.
+    pub batch_group_count: usize,
+}
+
+impl Default for ConvOptions {
+    fn default() -> ConvOptions {
+        ConvOptions {
+            lhs_dilation: None,
+            rhs_dilation: None,
+            dimension_numbers: None,
+            feature_group_count: 1,
+            batch_group_count: 1,
+        }
+    }
+}
+
+impl ConvOptions {
+    /// These options with the layouts given as JAX's strings.
+    pub fn dimension_numbers(mut self, lhs: &str, rhs: &str, out: &str) -> ConvOptions {
+        self.dimension_numbers = Some((lhs.into(), rhs.into(), out.into()));
+        self
+    }
+}
+
+/// JAX's `conv_general_permutations`: each spec is (batch or out-feature axis, feature or
+/// in-feature axis, spatial axes), the input's and output's spatial axes in the order of
+/// the kernel's spatial letters.
+fn conv_specs(lhs: &str, rhs: &str, out: &str) -> Result<ConvDimensionNumbers, String> {
+    let (l, r, o): (Vec<char>, Vec<char>, Vec<char>) =
+        (lhs.chars().collect(), rhs.chars().collect(), out.chars().collect());
+    if l.len() != r.len() || l.len() != o.len() {
+        return Err(format!("dimension numbers {lhs:?}, {rhs:?}, {out:?} have different lengths"));
+    }
+    for (spec, pair) in [(&l, ['N', 'C']), (&r, ['O', 'I']), (&o, ['N', 'C'])] {
+        let s: String = spec.iter().collect();
+        if pair.iter().any(|c| spec.iter().filter(|x| *x == c).count() != 1) {
+            return Err(format!("dimension number {s:?} must name {} and {} once each", pair[0], pair[1]));
+        }
+        let spatial: Vec<&char> = spec.iter().filter(|c| !pair.contains(c)).collect();
+        let rhs_spatial: Vec<&char> = r.iter().filter(|c| !['O', 'I'].contains(c)).collect();
+        let mut a = spatial.clone();
+        let mut b = rhs_spatial.clone();
+        a.sort();
+        b.sort();
+        a.dedup();
+        if a.len() != spatial.len() || a != b {
+            return Err(format!("dimension number {s:?} must have the kernel's spatial letters, once each"));
+        }
+    }
+    let perm = |spec: &[char], pair: [char; 2], own_order: bool| {
+        let at = |c: char| spec.iter().position(|&x| x == c).expect("checked");
+        let mut spatial: Vec<usize> = (0..spec.len()).filter(|&i| !pair.contains(&spec[i])).collect();
+        if !own_order {
+            spatial.sort_by_key(|&i| r.iter().position(|&c| c == spec[i]));
+        }
+        [vec![at(pair[0]), at(pair[1])], spatial].concat()
+    };
+    Ok(ConvDimensionNumbers {
+        lhs_spec: perm(&l, ['N', 'C'], false),
+        rhs_spec: perm(&r, ['O', 'I'], true),
+        out_spec: perm(&o, ['N', 'C'], false),
+    })
+}
+
+/// `lax.conv_general_dilated(lhs, rhs, window_strides, padding, ...)`: records
+/// `conv_general_dilated` with JAX's canonical dimension numbers and padding pairs. A named
+/// padding with an input dilation is an error, as in JAX (give explicit pairs).
+#[track_caller]
+pub fn conv_general_dilated(
+    lhs: &Tensor,
+    rhs: &Tensor,
+    window_strides: &[usize],
+    padding: Padding,
+    options: ConvOptions,
+) -> Tensor {
+    let loc = Location::caller();
+    let fail = || Tensor::placeholder(lhs.aval().clone());
+    let n = lhs.ndim();
+    let dnums = match &options.dimension_numbers {
+        Some((l, r, o)) => conv_specs(l, r, o),
+        None => Ok(ConvDimensionNumbers {
+            lhs_spec: (0..n).collect(),
+            rhs_spec: (0..n).collect(),
+            out_spec: (0..n).collect(),
+        }),
+    };
+    let dnums = match dnums {
+        Ok(d) if d.lhs_spec.len() == n && n == rhs.ndim() && n >= 2 => d,
+        Ok(_) => {
+            record_error(
+                loc,
+                format!("conv_general_dilated: lhs {} and rhs {} must have the same rank (at least 2) as the dimension numbers", lhs.aval(), rhs.aval()),
+            );
+            return fail();
+        }
+        Err(e) => {
+            record_error(loc, format!("conv_general_dilated: {e}"));
+            return fail();
+        }
+    };
+    let spatial = n - 2;
+    let ones = vec![1; spatial];
+    let lhs_dilation = options.lhs_dilation.clone().unwrap_or_else(|| ones.clone());
+    let rhs_dilation = options.rhs_dilation.clone().unwrap_or_else(|| ones.clone());
+    for (what, v) in
+        [("window_strides", window_strides), ("lhs_dilation", &lhs_dilation), ("rhs_dilation", &rhs_dilation)]
+    {
+        if v.len() != spatial {
+            record_error(
+                loc,
+                format!("conv_general_dilated: {what} {v:?} must have one entry per spatial axis ({spatial})"),
+            );
+            return fail();
+        }
+    }
+    let padding = match padding {
+        Padding::Explicit(p) => p,
+        named => {
+            if lhs_dilation.iter().any(|&d| d != 1) {
+                record_error(
+                    loc,
+                    "conv_general_dilated: string padding is not implemented for transposed convolution using this op; \
+                     give the padding explicitly"
+                        .into(),
+                );
+                return fail();
+            }
+            let ins: Vec<usize> = dnums.lhs_spec[2..].iter().map(|&a| lhs.shape()[a]).collect();
+            let windows: Vec<usize> = dnums.rhs_spec[2..]
+                .iter()
+                .zip(&rhs_dilation)
+                .map(|(&a, &d)| remat_ir::dilated(rhs.shape()[a], d))
+                .collect();
+            pads(&named, &ins, &windows, window_strides)
+        }
+    };
+    let params = ConvParams {
+        window_strides: window_strides.to_vec(),
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+        dimension_numbers: dnums,
+        feature_group_count: options.feature_group_count,
+        batch_group_count: options.batch_group_count,
+        precision: Param::None,
+        preferred_element_type: None,
+    };
+    bind(Primitive::ConvGeneralDilated(Box::new(params)), &[lhs.into(), rhs.into()], false, loc).remove(0)
+}
+
+/// `lax.conv(lhs, rhs, window_strides, padding)`: an `NCHW`/`OIHW` convolution without
+/// dilation or groups.
+#[track_caller]
+pub fn conv(lhs: &Tensor, rhs: &Tensor, window_strides: &[usize], padding: Padding) -> Tensor {
+    conv_general_dilated(lhs, rhs, window_strides, padding, ConvOptions::default())
+}
+
+fn reduce_window_at(
+    op: ReduceOp,
+    x: &Tensor,
+    window_dimensions: &[usize],
+    window_strides: &[usize],
+    padding: &Padding,
+    loc: &'static Location<'static>,
+) -> Tensor {
+    let n = x.ndim();
+    if window_dimensions.len() != n || window_strides.len() != n {
+        record_error(
+            loc,
+            format!(
+                "reduce_window: window_dimensions {window_dimensions:?} and window_strides {window_strides:?} must have \
+                 one entry per axis of {}",
+                x.aval()
+            ),
+        );
+        return Tensor::placeholder(x.aval().clone());
+    }
+    let window = Window {
+        window_dimensions: window_dimensions.to_vec(),
+        window_strides: window_strides.to_vec(),
+        padding: pads(padding, x.shape(), window_dimensions, window_strides),
+        base_dilation: vec![1; n],
+        window_dilation: vec![1; n],
+    };
+    x.apply_at(Primitive::ReduceWindow { op, window }, loc)
+}
+
+/// `lax.reduce_window(x, -inf, lax.max, window_dimensions, window_strides, padding)`:
+/// `reduce_window_max`.
+#[track_caller]
+pub fn reduce_window_max(
+    x: &Tensor,
+    window_dimensions: &[usize],
+    window_strides: &[usize],
+    padding: Padding,
+) -> Tensor {
+    reduce_window_at(ReduceOp::Max, x, window_dimensions, window_strides, &padding, Location::caller())
+}
+
+/// `lax.reduce_window(x, 0., lax.add, window_dimensions, window_strides, padding)`:
+/// `reduce_window_sum`.
+#[track_caller]
+pub fn reduce_window_sum(
+    x: &Tensor,
+    window_dimensions: &[usize],
+    window_strides: &[usize],
+    padding: Padding,
+) -> Tensor {
+    reduce_window_at(ReduceOp::Sum, x, window_dimensions, window_strides, &padding, Location::caller())
+}
+
+/// `lax.reduce_window(x, inf, lax.min, ...)`: `reduce_window_min`.
+#[track_caller]
+pub fn reduce_window_min(
+    x: &Tensor,
+    window_dimensions: &[usize],
+    window_strides: &[usize],
+    padding: Padding,
+) -> Tensor {
+    reduce_window_at(ReduceOp::Min, x, window_dimensions, window_strides, &padding, Location::caller())
+}
+
+/// A pooling window over the spatial axes of an `N...C` input: `(1, *window, 1)`.
+fn pool_window(window: &[usize], strides: Option<&[usize]>) -> (Vec<usize>, Vec<usize>) {
+    let strides = strides.map(<[usize]>::to_vec).unwrap_or_else(|| vec![1; window.len()]);
+    ([&[1], window, &[1]].concat(), [&[1], &strides[..], &[1]].concat())
+}
+
+/// `flax.linen.max_pool(x, window, strides, padding)` on an `NHWC` input:
+/// `reduce_window_max` over `(1, *window, 1)` (strides default to 1).
+#[track_caller]
+pub fn max_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding: Padding) -> Tensor {
+    let (w, s) = pool_window(window, strides);
+    reduce_window_at(ReduceOp::Max, x, &w, &s, &padding, Location::caller())
+}
+
+/// `flax.linen.sum_pool`: `reduce_window_sum` over `(1, *window, 1)`.
+#[track_caller]
+pub fn sum_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding: Padding) -> Tensor {
+    let (w, s) = pool_window(window, strides);
+    reduce_window_at(ReduceOp::Sum, x, &w, &s, &padding, Location::caller())
+}
+
+/// `flax.linen.avg_pool` (padding counted in the window, flax's default):
+/// `reduce_window_sum` then `div` by the window's size.
+#[track_caller]
+pub fn avg_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding: Padding) -> Tensor {
+    let loc = Location::caller();
+    let (w, s) = pool_window(window, strides);
+    let sum = reduce_window_at(ReduceOp::Sum, x, &w, &s, &padding, loc);
+    let size: usize = window.iter().product();
+    binary_at(BinaryOp::Div, sum.into(), (size as f64).into(), loc)
+}
+
+/// `lax.stop_gradient(x)`: `x`, with no gradient flowing back.
+#[track_caller]
+pub fn stop_gradient(x: &Tensor) -> Tensor {
+    x.apply_at(Primitive::Unary(remat_ir::UnaryOp::StopGradient), Location::caller())
+}
+
+/// `lax.dynamic_slice(x, starts, sizes)`: see [`Tensor::dynamic_slice`].
+#[track_caller]
+pub fn dynamic_slice(x: &Tensor, starts: &[Arg], sizes: &[usize]) -> Tensor {
+    x.dynamic_slice(starts, sizes)
+}
+
+// ---------------------------------------------------------------------------------------
+// Control flow
+
+/// Traced branches or loop functions joined over one list of captured tensors.
+struct Joined {
+    jaxprs: Vec<Jaxpr>,
+    consts: Vec<Tensor>,
+}
+
+/// Gives every body the same leading inputs: the tensors any of them captured, without
+/// repeats, in order of first capture (JAX's common consts; a body that does not use one
+/// gets an unused input).
+fn join_consts(bodies: Vec<(Jaxpr, Vec<Tensor>)>) -> Joined {
+    let mut consts: Vec<Tensor> = Vec::new();
+    for (_, captured) in &bodies {
+        for t in captured {
+            if !consts.iter().any(|c| c.frame == t.frame && c.var == t.var) {
+                consts.push(t.clone());
+            }
+        }
+    }
+    let jaxprs = bodies
+        .into_iter()
+        .map(|(mut jaxpr, captured)| {
+            let explicit = jaxpr.invars.split_off(captured.len());
+            let own = std::mem::take(&mut jaxpr.invars);
+            let mut invars: Vec<Var> = consts
+                .iter()
+                .map(|c| match captured.iter().position(|t| t.frame == c.frame && t.var == c.var) {
+                    Some(i) => own[i],
+                    None => jaxpr.new_var(c.aval().clone()),
+                })
+                .collect();
+            invars.extend(explicit);
+            jaxpr.invars = invars;
+            jaxpr
+        })
+        .collect();
+    Joined { jaxprs, consts }
+}
+
+fn types_of(ts: &[Tensor]) -> Vec<(Aval, bool)> {
+    ts.iter().map(|t| (t.aval().clone(), t.is_weak())).collect()
+}
+
+fn bind_results<R: TensorTree>(
+    prim: Primitive,
+    operands: &[Operand],
+    template: &R,
+    loc: &'static Location<'static>,
+) -> R {
+    let leaves = template.leaves();
+    let weak: Vec<bool> = leaves.iter().map(Tensor::is_weak).collect();
+    match bind_n(prim, operands, &weak, loc) {
+        Some(results) if results.len() == leaves.len() => template.rebuild(&mut results.into_iter()),
+        _ => placeholders(template),
+    }
+}
+
+/// `lax.switch(index, branches, operands)`: the branch `clamp(0, index, n - 1)` applied
+/// to `operands`, recorded as `cond[branches=...]` (one branch: a plain call, as JAX).
+/// Every branch must return the same types; an empty list does not compile.
+#[track_caller]
+pub fn switch<A: TensorTree, R: TensorTree, const N: usize>(
+    index: &Tensor,
+    branches: [&dyn Fn(A) -> R; N],
+    operands: A,
+) -> R {
+    const { assert!(N > 0, "switch needs at least one branch") };
+    let loc = Location::caller();
+    if N == 1 {
+        return branches[0](operands);
+    }
+    if index.ndim() != 0 || !index.dtype().is_integer() {
+        record_error(loc, format!("switch: the index must be an integer scalar, found {}", index.aval()));
+        return placeholders(&branches[0](operands));
+    }
+    let idx = index.to_type(DType::I32, false, loc);
+    let hi = LitValue::I32(N as i32 - 1);
+    let idx =
+        bind(Primitive::Clamp, &[Operand::Literal(LitValue::I32(0)), idx.into(), Operand::Literal(hi)], false, loc)
+            .remove(0);
+    let order: Vec<usize> = (0..N).collect();
+    cond_at_order(&idx, &branches, &order, operands, loc)
+}
+
+/// `lax.cond(pred, true_fn, false_fn, operands)`: `true_fn(operands)` if the `bool`
+/// scalar `pred` holds, else `false_fn(operands)`, recorded as
+/// `convert_element_type[new_dtype=int32] pred` and `cond[branches=(false, true)]`.
+#[track_caller]
+pub fn cond<A: TensorTree, R: TensorTree>(
+    pred: &Tensor,
+    true_fn: impl Fn(A) -> R,
+    false_fn: impl Fn(A) -> R,
+    operands: A,
+) -> R {
+    let loc = Location::caller();
+    if pred.ndim() != 0 || pred.dtype() != DType::Bool {
+        record_error(loc, format!("cond: the predicate must be a bool scalar, found {}", pred.aval()));
+        return placeholders(&true_fn(operands));
+    }
+    let idx = pred.to_type(DType::I32, false, loc);
+    // JAX traces the true branch first (its consts lead) and lists it second.
+    let branches: [&dyn Fn(A) -> R; 2] = [&true_fn, &false_fn];
+    cond_at_order(&idx, &branches, &[1, 0], operands, loc)
+}
+
+/// Traces `branches` in their order and records `cond` with them listed in `order`.
+fn cond_at_order<A: TensorTree, R: TensorTree>(
+    index: &Tensor,
+    branches: &[&dyn Fn(A) -> R],
+    order: &[usize],
+    operands: A,
+    loc: &'static Location<'static>,
+) -> R {
+    let leaves = operands.leaves();
+    let mut traced = Vec::new();
+    let mut outs = Vec::new();
+    for branch in branches {
+        match trace_body(&types_of(&leaves), |inner| branch(operands.rebuild(&mut inner.into_iter())), loc) {
+            Ok(body) => {
+                outs.push(body.out);
+                traced.push((body.jaxpr, body.captured));
+            }
+            Err(out) => return placeholders(&out),
+        }
+    }
+    let first = outs[0].leaves();
+    for (i, out) in outs.iter().enumerate().skip(1) {
+        let o = out.leaves();
+        let same = o.len() == first.len() && o.iter().zip(&first).all(|(a, b)| a.aval().same_type(b.aval()));
+        if !same {
+            let show = |ts: &[Tensor]| ts.iter().map(|t| t.aval().to_string()).collect::<Vec<_>>().join(", ");
+            record_error(
+                loc,
+                format!(
+                    "cond: branch {i} returns ({}) but branch 0 returns ({}); every branch must return the same types",
+                    show(&o),
+                    show(&first)
+                ),
+            );
+            return placeholders(&outs[0]);
+        }
+    }
+    let joined = join_consts(traced);
+    let mut jaxprs: Vec<Option<Jaxpr>> = joined.jaxprs.into_iter().map(Some).collect();
+    let branches: Vec<ClosedJaxpr> =
+        order.iter().map(|&i| ClosedJaxpr::new(Arc::new(jaxprs[i].take().expect("each branch once")))).collect();
+    let mut ops: Vec<Operand> = vec![index.into()];
+    ops.extend(joined.consts.into_iter().map(Operand::Tensor));
+    ops.extend(leaves.into_iter().map(Operand::Tensor));
+    bind_results(Primitive::Cond { branches }, &ops, &outs[0], loc)
+}
+
+/// `lax.while_loop(cond_fn, body_fn, init)`: applies `body_fn` while `cond_fn` (a `bool`
+/// scalar) holds, recorded as `while[cond_jaxpr body_jaxpr ...]`. The body must return the
+/// carry's types. Forward-only, as in JAX: reverse-mode differentiation of it is an error.
+#[track_caller]
+pub fn while_loop<C: TensorTree>(cond_fn: impl Fn(C) -> Tensor, body_fn: impl Fn(C) -> C, init: C) -> C {
+    let loc = Location::caller();
+    let leaves = init.leaves();
+    let ops: Vec<Operand> = leaves.iter().cloned().map(Operand::Tensor).collect();
+    let types = types_of(&leaves);
+    match while_at(
+        &|c: Vec<Tensor>| cond_fn(init.rebuild(&mut c.into_iter())),
+        &|c: Vec<Tensor>| body_fn(init.rebuild(&mut c.into_iter())).leaves(),
+        &ops,
+        &types,
+        loc,
+    ) {
+        Some(out) => init.rebuild(&mut out.into_iter()),
+        None => placeholders(&init),
+    }
+}
+
+/// The `while` equation over carries given as operands with their types (literal carries
+/// are how JAX passes a Python number, such as `fori_loop`'s counter).
+fn while_at(
+    cond_fn: &dyn Fn(Vec<Tensor>) -> Tensor,
+    body_fn: &dyn Fn(Vec<Tensor>) -> Vec<Tensor>,
+    init: &[Operand],
+    types: &[(Aval, bool)],
+    loc: &'static Location<'static>,
+) -> Option<Vec<Tensor>> {
+    let cond = trace_body(types, cond_fn, loc).ok()?;
+    if cond.out.ndim() != 0 || cond.out.dtype() != DType::Bool {
+        record_error(loc, format!("while_loop: the condition must return a bool scalar, found {}", cond.out.aval()));
+        return None;
+    }
+    let body = trace_body(types, body_fn, loc).ok()?;
+    let same = body.out.len() == types.len() && body.out.iter().zip(types).all(|(o, (a, _))| o.aval().same_type(a));
+    if !same {
+        let show = |ts: Vec<String>| ts.join(", ");
+        record_error(
+            loc,
+            format!(
+                "while_loop: the body receives a carry ({}) but returns ({}); a carry must keep its types",
+                show(types.iter().map(|(a, _)| a.to_string()).collect()),
+                show(body.out.iter().map(|t| t.aval().to_string()).collect())
+            ),
+        );
+        return None;
+    }
+    let (cond_nconsts, body_nconsts) = (cond.captured.len(), body.captured.len());
+    let mut ops: Vec<Operand> = cond.captured.into_iter().map(Operand::Tensor).collect();
+    ops.extend(body.captured.into_iter().map(Operand::Tensor));
+    ops.extend(init.iter().cloned());
+    let prim = Primitive::While {
+        cond_jaxpr: ClosedJaxpr::new(Arc::new(cond.jaxpr)),
+        body_jaxpr: ClosedJaxpr::new(Arc::new(body.jaxpr)),
+        cond_nconsts,
+        body_nconsts,
+    };
+    let weak: Vec<bool> = types.iter().map(|(_, w)| *w).collect();
+    bind_n(prim, &ops, &weak, loc)
+}
+
+/// `lax.fori_loop(lower, upper, body, init)`: `init` updated by `body(i, carry)` for `i`
+/// from `lower` up to `upper` (`i32`). With both bounds Rust integers it is a `scan` of
+/// `upper - lower` steps, as JAX lowers it; with a traced bound, a `while` loop (then,
+/// as in JAX, forward-only).
+#[track_caller]
+pub fn fori_loop<C: TensorTree>(
+    lower: impl Into<Arg>,
+    upper: impl Into<Arg>,
+    body: impl Fn(&Tensor, C) -> C,
+    init: C,
+) -> C {
+    let loc = Location::caller();
+    let (lower, upper) = (lower.into(), upper.into());
+    for b in [&lower, &upper] {
+        let (dtype, _) = b.typ();
+        let scalar = match b {
+            Arg::Tensor(t) => t.ndim() == 0,
+            Arg::Scalar(..) => true,
+        };
+        if !scalar || !dtype.is_integer() {
+            let found = match b {
+                Arg::Tensor(t) => t.aval().to_string(),
+                Arg::Scalar(v, d) => format!("the {d} scalar {v}"),
+            };
+            record_error(loc, format!("fori_loop: the bounds must be integer scalars, found {found}"));
+            return placeholders(&init);
+        }
+    }
+    let leaves = init.leaves();
+    let i32_type = (Aval::scalar(DType::I32), false);
+    let bound = |b: &Arg| match b {
+        Arg::Scalar(v, _) => Operand::Literal(LitValue::I32(*v as i32)),
+        Arg::Tensor(t) => Operand::Tensor(t.to_type(DType::I32, false, loc)),
+    };
+    let step = |i: &Tensor| binary_at(BinaryOp::Add, i.into(), Arg::Scalar(1.0, DType::I32), loc);
+    if let (Arg::Scalar(lo, _), Arg::Scalar(hi, _)) = (&lower, &upper) {
+        let length = (*hi - *lo).max(0.0) as usize;
+        let mut types = vec![i32_type];
+        types.extend(types_of(&leaves));
+        let traced = trace_body(
+            &types,
+            |inner| {
+                let mut it = inner.into_iter();
+                let i = it.next().expect("the counter");
+                let next = step(&i);
+                let c = body(&i, init.rebuild(&mut it));
+                let mut out = vec![next];
+                out.extend(c.leaves());
+                out
+            },
+            loc,
+        );
+        let Ok(traced) = traced else { return placeholders(&init) };
+        if let Err(message) = check_carry("fori_loop", &types, &traced.out) {
+            record_error(loc, message);
+            return placeholders(&init);
+        }
+        let num_consts = traced.captured.len();
+        let mut ops: Vec<Operand> = traced.captured.into_iter().map(Operand::Tensor).collect();
+        ops.push(bound(&lower));
+        ops.extend(leaves.iter().cloned().map(Operand::Tensor));
+        let prim = Primitive::Scan {
+            jaxpr: ClosedJaxpr::new(Arc::new(traced.jaxpr)),
+            length,
+            reverse: false,
+            num_consts,
+            num_carry: types.len(),
+            unroll: 1,
+        };
+        let weak: Vec<bool> = types.iter().map(|(_, w)| *w).collect();
+        return match bind_n(prim, &ops, &weak, loc) {
+            Some(mut out) => init.rebuild(&mut out.drain(1..)),
+            None => placeholders(&init),
+        };
+    }
+    let mut types = vec![i32_type.clone(), i32_type];
+    types.extend(types_of(&leaves));
+    let mut ops = vec![bound(&lower), bound(&upper)];
+    ops.extend(leaves.iter().cloned().map(Operand::Tensor));
+    let cond_fn = |c: Vec<Tensor>| compare_at(CompareOp::Lt, c[0].clone().into(), c[1].clone().into(), loc);
+    let body_fn = |c: Vec<Tensor>| {
+        let mut it = c.into_iter();
+        let i = it.next().expect("the counter");
+        let hi = it.next().expect("the bound");
+        let next = step(&i);
+        let out = body(&i, init.rebuild(&mut it));
+        [vec![next, hi], out.leaves()].concat()
+    };
+    match while_at(&cond_fn, &body_fn, &ops, &types, loc) {
+        Some(mut out) => init.rebuild(&mut out.drain(2..)),
+        None => placeholders(&init),
+    }
+}
+
+fn check_carry(what: &str, types: &[(Aval, bool)], out: &[Tensor]) -> Result<(), String> {
+    let same = out.len() == types.len() && out.iter().zip(types).all(|(o, (a, _))| o.aval().same_type(a));
+    if same {
+        return Ok(());
+    }
+    let show = |ts: Vec<String>| ts.join(", ");
+    Err(format!(
+        "{what}: the body receives a carry ({}) but returns ({}); a carry must keep its types",
+        show(types.iter().map(|(a, _)| a.to_string()).collect()),
+        show(out.iter().map(|t| t.aval().to_string()).collect())
+    ))
+}

@@ -1,0 +1,548 @@
+//! `jax.random`: threefry keys and the samplers built on them, recorded as JAX 0.10.2
+//! records them (`random_seed`, `random_wrap`/`random_unwrap` around legacy keys, the
+//! samplers as `jit[name=_uniform]`, `jit[name=_normal]`, ...), so that a traced program
+//! prints as JAX's and the interpreter computes JAX's bits for the same key.
+//!
+//! Keys come in JAX's two forms, and every function takes either:
+//! - a *legacy* key, `u32[2]` (what [`prng_key`] returns, as `jax.random.PRNGKey`): each
+//!   function wraps it (`random_wrap[impl=fry]`) and unwraps the keys it returns;
+//! - a *typed* key, `key<fry>[]` (what [`key`] returns, as `jax.random.key`), used as is.
+//!
+//! Anything else is a located [`TraceError`](crate::TraceError), as is a key array where
+//! JAX wants a single key. Only `float32` samples exist for now.
+
+use std::panic::Location;
+
+use remat_ir::{Aval, BinaryOp, DType, LitValue, Primitive, UnaryOp};
+
+use crate::tensor::{binary_at, compare_at, unary_at, Arg, Tensor};
+use crate::trace::{bind, bind_n, record_error, share_jaxpr, spell_last_literals, CallKey, Operand};
+use crate::transforms::{bind_call, placeholders, trace_body};
+
+/// A key as the primitives take it (`key<fry>`), and whether the user's was a legacy
+/// `u32[..., 2]` key (so that keys returned to the user are unwrapped again).
+pub(crate) struct Checked {
+    pub(crate) key: Tensor,
+    legacy: bool,
+}
+
+/// JAX's `_check_prng_key`: a typed key as is, a legacy `u32[..., 2]` key wrapped.
+/// `single`: JAX's "accepts a single key" check.
+pub(crate) fn check_key(what: &str, key: &Tensor, single: bool, loc: &'static Location<'static>) -> Option<Checked> {
+    let checked = match key.dtype() {
+        DType::Key => Checked { key: key.clone(), legacy: false },
+        DType::U32 if key.shape().last() == Some(&2) => {
+            Checked { key: key.apply_at(Primitive::RandomWrap, loc), legacy: true }
+        }
+        _ => {
+            record_error(
+                loc,
+                format!(
+                    "{what}: expected a PRNG key (a legacy u32[2] key from prng_key, or a key<fry>[] from key), found {}",
+                    key.aval()
+                ),
+            );
+            return None;
+        }
+    };
+    if single && checked.key.ndim() != 0 {
+        record_error(
+            loc,
+            format!(
+                "{what} accepts a single key, but was given a key array of shape {:?} != () (use vmap for batching)",
+                checked.key.shape()
+            ),
+        );
+        return None;
+    }
+    Some(checked)
+}
+
+impl Checked {
+    /// Keys returned to the user, in the form the user's key had.
+    fn out(&self, keys: Tensor, loc: &'static Location<'static>) -> Tensor {
+        if self.legacy {
+            keys.apply_at(Primitive::RandomUnwrap, loc)
+        } else {
+            keys
+        }
+    }
+}
+
+fn seed_of(what: &str, seed: Arg, loc: &'static Location<'static>) -> Option<Tensor> {
+    let operand = match seed {
+        Arg::Scalar(v, DType::I32) => Operand::Literal(LitValue::I32(v as i32)),
+        Arg::Tensor(t) if t.ndim() == 0 && t.dtype().is_integer() => Operand::Tensor(t),
+        other => {
+            let found = match other {
+                Arg::Tensor(t) => t.aval().to_string(),
+                Arg::Scalar(v, d) => format!("the {d} scalar {v}"),
+            };
+            record_error(loc, format!("{what}: the seed must be an integer scalar, found {found}"));
+            return None;
+        }
+    };
+    Some(bind(Primitive::RandomSeed, &[operand], false, loc).remove(0))
+}
+
+/// `jax.random.PRNGKey(seed)`: a legacy key, `u32[2]` (`random_seed[impl=fry]` then
+/// `random_unwrap`). The seed is an `i32` Rust integer or integer scalar tensor; the key
+/// is `[0, seed mod 2^32]`, as JAX's with 64-bit types off.
+#[track_caller]
+pub fn prng_key(seed: impl Into<Arg>) -> Tensor {
+    let loc = Location::caller();
+    match seed_of("prng_key", seed.into(), loc) {
+        Some(k) => k.apply_at(Primitive::RandomUnwrap, loc),
+        None => Tensor::placeholder(Aval::new(DType::U32, vec![2])),
+    }
+}
+
+/// `jax.random.key(seed)`: a typed key, `key<fry>[]` (`random_seed[impl=fry]`).
+#[track_caller]
+pub fn key(seed: impl Into<Arg>) -> Tensor {
+    let loc = Location::caller();
+    seed_of("key", seed.into(), loc).unwrap_or_else(|| Tensor::placeholder(Aval::scalar(DType::Key)))
+}
+
+/// `jax.random.key_data(keys)`: the `u32[..., 2]` words of typed keys (`random_unwrap`).
+#[track_caller]
+pub fn key_data(keys: &Tensor) -> Tensor {
+    keys.apply_at(Primitive::RandomUnwrap, Location::caller())
+}
+
+/// `jax.random.wrap_key_data(data)`: typed keys from `u32[..., 2]` words (`random_wrap`).
+#[track_caller]
+pub fn wrap_key_data(data: &Tensor) -> Tensor {
+    data.apply_at(Primitive::RandomWrap, Location::caller())
+}
+
+/// `jax.random.split(key, num)`: `num` new keys, stacked on a leading axis
+/// (`random_split[shape=(num,)]`), in the key's form (`u32[num,2]` or `key<fry>[num]`).
+#[track_caller]
+pub fn split(key: &Tensor, num: usize) -> Tensor {
+    let loc = Location::caller();
+    let Some(k) = check_key("split", key, true, loc) else { return placeholder_keys(key, &[num]) };
+    let keys = k.key.apply_at(Primitive::RandomSplit { shape: vec![num] }, loc);
+    k.out(keys, loc)
+}
+
+/// `jax.random.fold_in(key, data)`: a new key from `key` and an integer (`random_fold_in`;
+/// a Rust integer is the literal `data:u32[]`, a tensor is converted to `u32`).
+#[track_caller]
+pub fn fold_in(key: &Tensor, data: impl Into<Arg>) -> Tensor {
+    let loc = Location::caller();
+    let Some(k) = check_key("fold_in", key, false, loc) else { return placeholder_keys(key, &[]) };
+    let data = match data.into() {
+        Arg::Scalar(v, DType::I32) => Operand::Literal(LitValue::U32(v as i64 as u32)),
+        Arg::Tensor(t) if t.ndim() == 0 && t.dtype().is_integer() => Operand::Tensor(t.to_type(DType::U32, false, loc)),
+        other => {
+            let found = match other {
+                Arg::Tensor(t) => t.aval().to_string(),
+                Arg::Scalar(v, d) => format!("the {d} scalar {v}"),
+            };
+            record_error(loc, format!("fold_in: the data must be an integer scalar, found {found}"));
+            return placeholder_keys(key, &[]);
+        }
+    };
+    let keys = bind(Primitive::RandomFoldIn, &[k.key.clone().into(), data], false, loc).remove(0);
+    k.out(keys, loc)
+}
+
+fn placeholder_keys(key: &Tensor, shape: &[usize]) -> Tensor {
+    if key.dtype() == DType::Key {
+        Tensor::placeholder(Aval::new(DType::Key, shape.to_vec()))
+    } else {
+        Tensor::placeholder(Aval::new(DType::U32, [shape, &[2]].concat()))
+    }
+}
+
+/// `jax.random.bits(key, shape)`: uniformly random `u32` words
+/// (`random_bits[bit_width=32 shape=...]`).
+#[track_caller]
+pub fn bits(key: &Tensor, shape: &[usize]) -> Tensor {
+    let loc = Location::caller();
+    match check_key("bits", key, true, loc) {
+        Some(k) => random_bits(&k.key, shape, loc),
+        None => Tensor::placeholder(Aval::new(DType::U32, shape.to_vec())),
+    }
+}
+
+pub(crate) fn random_bits(key: &Tensor, shape: &[usize], loc: &'static Location<'static>) -> Tensor {
+    key.apply_at(Primitive::RandomBits { bit_width: 32, shape: shape.to_vec() }, loc)
+}
+
+pub(crate) fn check_float(what: &str, dtype: DType, loc: &'static Location<'static>) -> bool {
+    if dtype != DType::F32 {
+        record_error(loc, format!("{what}: only float32 samples are supported, found dtype {dtype}"));
+    }
+    dtype == DType::F32
+}
+
+/// An operand of a library call with its own weak flag: JAX passes Python floats as weak
+/// literals and NumPy constants (`np.float32(...)`) as strong ones.
+#[derive(Clone)]
+pub(crate) struct CallArg {
+    pub(crate) operand: Operand,
+    pub(crate) weak: bool,
+    /// A Rust float passed as JAX passes a Python float: never rounded, so it prints
+    /// with its own digits (`0.1:f32[]`).
+    python_float: Option<f64>,
+}
+
+impl CallArg {
+    pub(crate) fn weak(x: f64) -> CallArg {
+        CallArg { operand: Operand::Literal(LitValue::from_f64(DType::F32, x)), weak: true, python_float: Some(x) }
+    }
+    pub(crate) fn strong(x: f64) -> CallArg {
+        CallArg { operand: Operand::Literal(LitValue::from_f64(DType::F32, x)), weak: false, python_float: None }
+    }
+    /// A tensor, or a Rust scalar as a weak literal of its own kind (`-1:i32[]`,
+    /// `1.0:f32[]`), as JAX passes a Python number.
+    pub(crate) fn of(a: Arg) -> CallArg {
+        match a {
+            Arg::Tensor(t) => CallArg::tensor(&t),
+            Arg::Scalar(x, DType::F32) => CallArg::weak(x),
+            Arg::Scalar(x, d) => CallArg {
+                operand: Operand::Literal(LitValue::from_f64(d, x)),
+                weak: d != DType::Bool,
+                python_float: None,
+            },
+        }
+    }
+
+    pub(crate) fn tensor(t: &Tensor) -> CallArg {
+        CallArg { operand: t.into(), weak: t.is_weak(), python_float: None }
+    }
+}
+
+/// A library call `jit[name=...]` over operands with given weak flags (a strong literal
+/// such as `np.float32(1.0)` prints as a weak one does, but its body converts nothing).
+pub(crate) fn call<R: crate::TensorTree>(
+    name: &'static str,
+    args: &[CallArg],
+    f: impl FnOnce(Vec<Tensor>) -> R,
+    loc: &'static Location<'static>,
+) -> R {
+    let types: Vec<(Aval, bool)> = args.iter().map(|a| (a.operand.typ().0, a.weak)).collect();
+    match trace_body(&types, f, loc) {
+        Err(out) => placeholders(&out),
+        Ok(body) => {
+            let jaxpr = share_jaxpr(CallKey::Library(name), body.jaxpr);
+            let prim = Primitive::Jit {
+                name: name.to_string(),
+                jaxpr: remat_ir::ClosedJaxpr::new(jaxpr),
+                options: Default::default(),
+            };
+            let n_captured = body.captured.len();
+            let operands: Vec<Operand> =
+                body.captured.into_iter().map(Operand::Tensor).chain(args.iter().map(|a| a.operand.clone())).collect();
+            let out = bind_call(prim, &operands, &body.out, loc);
+            let floats: Vec<(usize, f64)> =
+                args.iter().enumerate().filter_map(|(i, a)| a.python_float.map(|x| (n_captured + i, x))).collect();
+            spell_last_literals(&floats);
+            out
+        }
+    }
+}
+
+/// `jit[name=_uniform]` on `(key, bounds[0], bounds[1])`, where `min_first` says which
+/// bound is `minval` (JAX's keyword call from `_gumbel` passes `maxval` first).
+pub(crate) fn uniform_call(
+    key: &Tensor,
+    shape: &[usize],
+    bounds: [CallArg; 2],
+    min_first: bool,
+    loc: &'static Location<'static>,
+) -> Tensor {
+    let shape = shape.to_vec();
+    let args = [CallArg { operand: key.into(), weak: false, python_float: None }, bounds[0].clone(), bounds[1].clone()];
+    call(
+        "_uniform",
+        &args,
+        |inner| {
+            let key = &inner[0];
+            let b0 = inner[1].to_type(DType::F32, false, loc);
+            let b1 = inner[2].to_type(DType::F32, false, loc);
+            let (lo, hi) = if min_first { (b0, b1) } else { (b1, b0) };
+            let rank = shape.len();
+            let to_rank = |b: Tensor| {
+                if rank == 0 {
+                    b
+                } else {
+                    b.apply_at(Primitive::BroadcastInDim { shape: vec![1; rank], broadcast_dimensions: vec![] }, loc)
+                }
+            };
+            let (lo, hi) = (to_rank(lo), to_rank(hi));
+            let bits = random_bits(key, &shape, loc);
+            let u32_lit = |v: u32| Operand::Literal(LitValue::U32(v));
+            let shifted =
+                bind(Primitive::Binary(BinaryOp::ShiftRightLogical), &[bits.into(), u32_lit(32 - 23)], false, loc)
+                    .remove(0);
+            let one_bits =
+                bind(Primitive::Binary(BinaryOp::Or), &[shifted.into(), u32_lit(0x3F80_0000)], false, loc).remove(0);
+            let floats = one_bits.apply_at(Primitive::BitcastConvertType { new_dtype: DType::F32 }, loc);
+            let floats = binary_at(BinaryOp::Sub, floats.into(), 1.0.into(), loc);
+            let range = binary_at(BinaryOp::Sub, hi.into(), lo.clone().into(), loc);
+            let scaled = binary_at(BinaryOp::Mul, floats.into(), range.into(), loc);
+            let mut out = binary_at(BinaryOp::Add, scaled.into(), lo.clone().into(), loc);
+            if rank == 0 {
+                out = out.apply_at(Primitive::Reshape { new_sizes: vec![], dimensions: None }, loc);
+            }
+            binary_at(BinaryOp::Max, lo.into(), out.into(), loc)
+        },
+        loc,
+    )
+}
+
+/// `jax.random.uniform(key, shape, dtype, minval, maxval)`: samples in `[minval, maxval)`,
+/// recorded as `jit[name=_uniform]` (23 random mantissa bits of each `random_bits` word).
+#[track_caller]
+pub fn uniform(key: &Tensor, shape: &[usize], dtype: DType, minval: impl Into<Arg>, maxval: impl Into<Arg>) -> Tensor {
+    let loc = Location::caller();
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("uniform", key, true, loc) else { return out };
+    if !check_float("uniform", dtype, loc) {
+        return out;
+    }
+    let bounds = [CallArg::of(minval.into()), CallArg::of(maxval.into())];
+    for b in &bounds {
+        let (aval, _) = b.operand.typ();
+        if !aval.shape.is_empty() || !(aval.dtype.is_float() || aval.dtype.is_integer()) {
+            record_error(loc, format!("uniform: minval and maxval must be numeric scalars, found {aval}"));
+            return out;
+        }
+    }
+    uniform_call(&k.key, shape, bounds, true, loc)
+}
+
+/// `jax.random.normal(key, shape, dtype)`: standard normal samples, recorded as
+/// `jit[name=_normal]{ jit[name=_normal_real]{ sqrt(2) * erf_inv(uniform(-1+, 1)) } }`.
+#[track_caller]
+pub fn normal(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
+    let loc = Location::caller();
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("normal", key, true, loc) else { return out };
+    if !check_float("normal", dtype, loc) {
+        return out;
+    }
+    let key_arg = [CallArg { operand: k.key.into(), weak: false, python_float: None }];
+    call(
+        "_normal",
+        &key_arg,
+        |inner| {
+            let key_arg = [CallArg { operand: inner[0].clone().into(), weak: false, python_float: None }];
+            call(
+                "_normal_real",
+                &key_arg,
+                |inner| {
+                    // JAX's minval is `np.nextafter(-1, 0)` in float32, a strong constant.
+                    let lo = f64::from(f32::from_bits(0xBF7F_FFFF));
+                    let u = uniform_call(&inner[0], shape, [CallArg::strong(lo), CallArg::strong(1.0)], true, loc);
+                    let e = unary_at(UnaryOp::ErfInv, u.into(), loc);
+                    binary_at(BinaryOp::Mul, std::f64::consts::SQRT_2.into(), e.into(), loc)
+                },
+                loc,
+            )
+        },
+        loc,
+    )
+}
+
+/// `jax.random.bernoulli(key, p, shape)`: `true` with probability `p`, recorded as
+/// `jit[name=_bernoulli]{ uniform(key, shape) < p }`. `p` is a float scalar or a tensor
+/// whose shape broadcasts to `shape`; `shape: None` is `p`'s shape.
+#[track_caller]
+pub fn bernoulli(key: &Tensor, p: impl Into<Arg>, shape: Option<&[usize]>) -> Tensor {
+    let loc = Location::caller();
+    let p = p.into();
+    let p_shape: Vec<usize> = match &p {
+        Arg::Tensor(t) => t.shape().to_vec(),
+        Arg::Scalar(..) => vec![],
+    };
+    let shape = shape.map(<[usize]>::to_vec).unwrap_or(p_shape.clone());
+    let out = Tensor::placeholder(Aval::new(DType::Bool, shape.clone()));
+    let Some(k) = check_key("bernoulli", key, true, loc) else { return out };
+    let p_dtype = p.typ().0;
+    if !(p_dtype.is_float() || matches!(p, Arg::Scalar(..))) {
+        record_error(loc, format!("bernoulli: p must be a float, found dtype {p_dtype}"));
+        return out;
+    }
+    let fits = p_shape.len() <= shape.len() && p_shape.iter().rev().zip(shape.iter().rev()).all(|(a, b)| a == b);
+    if !fits {
+        record_error(loc, format!("bernoulli: p of shape {p_shape:?} does not broadcast to the shape {shape:?}"));
+        return out;
+    }
+    let p = match p {
+        Arg::Scalar(x, _) => CallArg::strong(x),
+        Arg::Tensor(t) => CallArg { operand: Operand::Tensor(t), weak: false, python_float: None },
+    };
+    let args = [CallArg { operand: k.key.into(), weak: false, python_float: None }, p];
+    call(
+        "_bernoulli",
+        &args,
+        |inner| {
+            let u = uniform_call(&inner[0], &shape, [CallArg::weak(0.0), CallArg::weak(1.0)], true, loc);
+            compare_at(remat_ir::CompareOp::Lt, u.into(), inner[1].clone().into(), loc)
+        },
+        loc,
+    )
+}
+
+/// `jax.random.gumbel(key, shape)`: standard Gumbel samples, `-log(-log(u))` for `u`
+/// uniform in `[tiny, 1)`, recorded as `jit[name=_gumbel]`.
+#[track_caller]
+pub fn gumbel(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
+    let loc = Location::caller();
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("gumbel", key, true, loc) else { return out };
+    if !check_float("gumbel", dtype, loc) {
+        return out;
+    }
+    gumbel_at(&k.key, shape, loc)
+}
+
+fn gumbel_at(key: &Tensor, shape: &[usize], loc: &'static Location<'static>) -> Tensor {
+    let args = [CallArg { operand: key.into(), weak: false, python_float: None }];
+    call(
+        "_gumbel",
+        &args,
+        |inner| {
+            // `_uniform(key, shape, dtype, minval=finfo.tiny, maxval=1.)` by keyword: JAX's
+            // jit orders keyword arguments by name, so `maxval` (weak) comes first.
+            let tiny = f64::from(f32::MIN_POSITIVE);
+            let u = uniform_call(&inner[0], shape, [CallArg::weak(1.0), CallArg::strong(tiny)], false, loc);
+            let l = unary_at(UnaryOp::Log, u.into(), loc);
+            let l = unary_at(UnaryOp::Neg, l.into(), loc);
+            let l = unary_at(UnaryOp::Log, l.into(), loc);
+            unary_at(UnaryOp::Neg, l.into(), loc)
+        },
+        loc,
+    )
+}
+
+/// `jax.random.categorical(key, logits, axis)`: indices (`i32`) drawn from the softmax of
+/// `logits` along `axis`, by the Gumbel-max trick: `argmax(gumbel(key, logits.shape) +
+/// logits, axis)`.
+#[track_caller]
+pub fn categorical(key: &Tensor, logits: &Tensor, axis: isize) -> Tensor {
+    let loc = Location::caller();
+    let Some(k) = check_key("categorical", key, true, loc) else { return Tensor::placeholder(logits.aval().clone()) };
+    let Some(axes) = crate::numpy::normalize_axes("categorical", logits, &[axis], loc) else {
+        return Tensor::placeholder(logits.aval().clone());
+    };
+    if !check_float("categorical", logits.dtype(), loc) {
+        return Tensor::placeholder(logits.aval().clone());
+    }
+    let g = gumbel_at(&k.key, logits.shape(), loc);
+    let x = binary_at(BinaryOp::Add, g.into(), logits.into(), loc);
+    x.apply_at(Primitive::Argmax { axes, index_dtype: DType::I32 }, loc)
+}
+
+/// `jax.random.permutation(key, n)`: a random permutation of `0..n` (`i32`), recorded as
+/// `iota` then `jit[name=_shuffle]` (sorting by random keys, in as many rounds as JAX).
+#[track_caller]
+pub fn permutation(key: &Tensor, n: usize) -> Tensor {
+    let loc = Location::caller();
+    let Some(k) = check_key("permutation", key, true, loc) else {
+        return Tensor::placeholder(Aval::new(DType::I32, vec![n]));
+    };
+    let x = bind(Primitive::Iota { dtype: DType::I32, shape: vec![n], dimension: 0 }, &[], false, loc).remove(0);
+    shuffle(&k.key, &x, loc)
+}
+
+/// `jax.random.permutation(key, x)` for an array `x`: `x` with its leading axis shuffled
+/// (`jit[name=_shuffle]`; JAX's `independent=False`).
+#[track_caller]
+pub fn permute(key: &Tensor, x: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    let Some(k) = check_key("permutation", key, true, loc) else { return Tensor::placeholder(x.aval().clone()) };
+    if x.ndim() != 1 {
+        // JAX shuffles a rank > 1 array through an index permutation and a gather; only
+        // vectors are shuffled directly here.
+        record_error(loc, format!("permutation: only a vector can be shuffled for now, found {}", x.aval()));
+        return Tensor::placeholder(x.aval().clone());
+    }
+    shuffle(&k.key, x, loc)
+}
+
+/// JAX's `_shuffle(key, x, axis=0)`: `ceil(3 ln(n) / ln(2^32 - 1))` rounds, each splitting
+/// the key and sorting `x` by fresh random words.
+fn shuffle(key: &Tensor, x: &Tensor, loc: &'static Location<'static>) -> Tensor {
+    let n = x.size().max(1) as f64;
+    let rounds = (3.0 * n.ln() / f64::from(u32::MAX).ln()).ceil() as usize;
+    let args = [
+        CallArg { operand: key.into(), weak: false, python_float: None },
+        CallArg { operand: x.into(), weak: x.is_weak(), python_float: None },
+    ];
+    call(
+        "_shuffle",
+        &args,
+        |inner| {
+            let (mut key, mut x) = (inner[0].clone(), inner[1].clone());
+            for _ in 0..rounds {
+                let keys = key.apply_at(Primitive::RandomSplit { shape: vec![2] }, loc);
+                let pick = |i: usize| {
+                    let s =
+                        Primitive::Slice { start_indices: vec![i], limit_indices: vec![i + 1], strides: Some(vec![1]) };
+                    keys.apply_at(s, loc).apply_at(Primitive::Squeeze { dimensions: vec![0] }, loc)
+                };
+                let (next, sub) = (pick(0), pick(1));
+                let words = random_bits(&sub, x.shape(), loc);
+                let sort = Primitive::Sort { dimension: 0, is_stable: true, num_keys: 1 };
+                x = match bind_n(sort, &[words.into(), x.clone().into()], &[false, x.is_weak()], loc) {
+                    Some(mut out) => out.remove(1),
+                    None => Tensor::placeholder(x.aval().clone()),
+                };
+                key = next;
+            }
+            x
+        },
+        loc,
+    )
+}
+
+/// `jax.random.truncated_normal(key, lower, upper, shape, dtype)`: normal samples within
+/// `(lower, upper)`, by inverting the normal CDF on a uniform sample between the bounds'
+/// CDFs; recorded as `jit[name=_truncated_normal]` (bounds passed as JAX passes Python
+/// numbers: `-2:i32[]`).
+#[track_caller]
+pub fn truncated_normal(
+    key: &Tensor,
+    lower: impl Into<Arg>,
+    upper: impl Into<Arg>,
+    shape: &[usize],
+    dtype: DType,
+) -> Tensor {
+    let loc = Location::caller();
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("truncated_normal", key, true, loc) else { return out };
+    if !check_float("truncated_normal", dtype, loc) {
+        return out;
+    }
+    let args = [CallArg::tensor(&k.key), CallArg::of(lower.into()), CallArg::of(upper.into())];
+    call(
+        "_truncated_normal",
+        &args,
+        |inner| {
+            let lo = inner[1].to_type(DType::F32, false, loc);
+            let hi = inner[2].to_type(DType::F32, false, loc);
+            let sqrt2 = std::f64::consts::SQRT_2;
+            let cdf = |b: &Tensor| {
+                let scaled = binary_at(BinaryOp::Div, b.into(), sqrt2.into(), loc);
+                unary_at(UnaryOp::Erf, scaled.into(), loc)
+            };
+            let (a, b) = (cdf(&lo), cdf(&hi));
+            let u = uniform_call(&inner[0], shape, [CallArg::tensor(&a), CallArg::tensor(&b)], true, loc);
+            let e = unary_at(UnaryOp::ErfInv, u.into(), loc);
+            let out = binary_at(BinaryOp::Mul, sqrt2.into(), e.into(), loc);
+            // Clamped to the open interval, as JAX does for rounding at the edges.
+            let next = |b: &Tensor, towards: f64| {
+                let b = unary_at(UnaryOp::StopGradient, b.into(), loc);
+                binary_at(BinaryOp::Nextafter, b.into(), towards.into(), loc)
+            };
+            let (lo, hi) = (next(&lo, f64::INFINITY), next(&hi, f64::NEG_INFINITY));
+            out.clip(&lo, &hi)
+        },
+        loc,
+    )
+}

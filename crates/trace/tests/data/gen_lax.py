@@ -1,0 +1,85 @@
+"""The oracle for crates/trace/tests/lax.rs: what JAX 0.10.2 records and computes for
+each jax.lax function (and flax-style pooling) the Rust `lax` module mirrors. Each case
+is a small program over fixed pseudo-random arguments; it records the printed jaxpr, the
+outputs and, where JAX differentiates it, the gradient of the sum of the output with
+respect to every float argument. The Rust test traces its twin (same name), compares the
+printed jaxprs character for character and the values within 1e-4.
+
+    python3 crates/trace/tests/data/gen_lax.py > crates/trace/tests/data/lax_oracle.json
+"""
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+from jax import lax
+jax.config.update('jax_platform_name', 'cpu')
+
+rng = np.random.RandomState(0)
+def f32(*s): return rng.standard_normal(s).astype(np.float32)
+
+CASES = {}
+def c(name, fn, *args, grad=True):
+    CASES[name] = (fn, args, grad)
+
+NHWC = ("NHWC", "HWIO", "NHWC")
+c("conv_nchw_valid", lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID"), f32(2, 3, 6, 6), f32(4, 3, 3, 3))
+c("conv_nhwc_same_stride2", lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=NHWC),
+  f32(2, 7, 7, 3), f32(3, 3, 3, 4))
+c("conv_same_lower", lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME_LOWER", dimension_numbers=NHWC),
+  f32(1, 6, 6, 2), f32(2, 2, 2, 3))
+c("conv_explicit_dilated", lambda x, w: lax.conv_general_dilated(
+    x, w, (1, 1), ((1, 2), (0, 1)), lhs_dilation=(2, 2), rhs_dilation=(1, 2)), f32(2, 3, 5, 5), f32(4, 3, 3, 3))
+c("conv_depthwise", lambda x, w: lax.conv_general_dilated(
+    x, w, (1, 1), "SAME", feature_group_count=3, dimension_numbers=NHWC), f32(2, 6, 6, 3), f32(3, 3, 1, 6))
+c("conv_1d_nwc", lambda x, w: lax.conv_general_dilated(x, w, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC")),
+  f32(2, 8, 3), f32(3, 3, 5))
+c("conv_helper", lambda x, w: lax.conv(x, w, (1, 1), "SAME"), f32(2, 3, 6, 6), f32(4, 3, 3, 3))
+c("reduce_window_max_valid", lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+  f32(2, 6, 6, 3))
+c("reduce_window_sum_same", lambda x: lax.reduce_window(x, 0., lax.add, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"),
+  f32(2, 7, 7, 3))
+c("reduce_window_min", lambda x: lax.reduce_window(x, jnp.inf, lax.min, (2, 2), (1, 1), "VALID"), f32(4, 5), grad=False)
+
+# flax.linen.max_pool / avg_pool / sum_pool on NHWC inputs (flax's own code, inlined here
+# so that the oracle does not need flax): window (1, *w, 1), the average divides by the
+# window's size.
+def pool(x, init, op, window, strides, padding):
+    return lax.reduce_window(x, init, op, (1,) + window + (1,), (1,) + strides + (1,), padding)
+c("max_pool", lambda x: pool(x, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID"), f32(2, 6, 6, 3))
+c("avg_pool", lambda x: pool(x, 0., lax.add, (2, 2), (2, 2), "VALID") / 4, f32(2, 6, 6, 3))
+c("sum_pool_same", lambda x: pool(x, 0., lax.add, (3, 3), (1, 1), "SAME"), f32(1, 5, 5, 2))
+
+c("cond", lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), np.bool_(True), f32(3))
+c("cond_false", lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), np.bool_(False), f32(3))
+c("cond_capture", lambda p, x, y, z: lax.cond(p > 0, lambda x: x * y, lambda x: x + y * z, x),
+  np.float32(1.5), f32(3), f32(3), f32(3))
+c("switch", lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, lambda x: x * 2.0], x), np.int32(2), f32(3))
+c("switch_clamped", lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, lambda x: x * 2.0], x), np.int32(7), f32(3))
+c("while", lambda i, x: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.5), (i, x))[1],
+  np.int32(0), f32(3), grad=False)
+c("while_consts", lambda x, y: lax.while_loop(lambda c: c.sum() < y, lambda c: c * 2.0 + y, x),
+  np.abs(f32(3)) + 0.1, np.float32(50.0), grad=False)
+c("fori_static", lambda x: lax.fori_loop(0, 5, lambda i, c: c * 1.5 + i, x), f32(3))
+c("fori_dynamic", lambda n, x: lax.fori_loop(0, n, lambda i, c: c * 1.5 + i, x), np.int32(4), f32(3), grad=False)
+c("stop_gradient", lambda x: x * lax.stop_gradient(x), f32(3))
+c("dynamic_slice", lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 2)), f32(4, 5), np.int32(1))
+
+def dtype_name(a):
+    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
+
+def arr(a):
+    a = np.asarray(a)
+    return {"dtype": dtype_name(a), "shape": list(a.shape), "data": a.reshape(-1).tolist()}
+
+out = {}
+for name, (fn, args, grad) in CASES.items():
+    outs = fn(*args)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    case = {"jaxpr": str(jax.make_jaxpr(fn)(*args)), "args": [arr(a) for a in args],
+            "outputs": [arr(o) for o in outs]}
+    if grad:
+        argnums = tuple(i for i, a in enumerate(args) if np.asarray(a).dtype == np.float32)
+        gs = jax.grad(lambda *a: jnp.sum(fn(*a)), argnums=argnums)(*args)
+        case["argnums"] = list(argnums)
+        case["grads"] = [arr(g) for g in gs]
+    out[name] = case
+print(json.dumps(out, indent=1))
