@@ -54,6 +54,11 @@ impl Lowering {
         if compute == out.dtype {
             return self.dot(&l, &r, dn, out, target);
         }
+        // The f32 product is a value of its own, converted afterwards. The buffer of a
+        // transposing reader (`dot_dst`) waits for the 16-bit result and holds half its
+        // bytes: the product must not be written there (it once was, past the buffer's end);
+        // the transpose copies the converted result instead.
+        self.dot_dst = None;
         let p = self.dot(&l, &r, dn, &Aval::new(compute, out.shape.clone()), None);
         Val { expr: Expr::Convert { from: compute, to: out.dtype, x: Box::new(p.expr) }, aval: out.clone() }
     }

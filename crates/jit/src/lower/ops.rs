@@ -406,6 +406,9 @@ impl Lowering {
         // when m and n are single axes, so each keeps one stride.
         let (buf, out_strides) = match self.dot_dst.take() {
             Some((buf, perm)) if lf.len() <= 1 && rf.len() <= 1 => {
+                // The transposing reader's buffer holds exactly this product's elements.
+                let bytes = self.prog.buffers[buf.0 as usize].bytes;
+                assert_eq!(bytes, out.size_in_bytes(), "a dot_general's transposed destination does not fit it");
                 let rm = row_major_strides(&perm.iter().map(|&k| out.shape[k]).collect::<Vec<_>>());
                 let mut strides = vec![0i64; perm.len()];
                 for (j, &k) in perm.iter().enumerate() {

@@ -39,12 +39,21 @@ pub fn differential_by(
     for o in options {
         let what = format!("{what} ({o:?})");
         let compiled = remat_jit::compile_with_options(jaxpr, &[], o).map_err(|e| format!("{what}: compile: {e}"))?;
+        // First into arrays full of garbage, each followed by more of it in its allocation:
+        // the program writes nothing past an output (checked before any unguarded run, which
+        // such a write would corrupt the heap from) ...
+        let mut guarded: Vec<Array> = jaxpr.out_avals().iter().map(garbage).collect();
+        compiled.run_into(args, &mut guarded).map_err(|e| format!("{what}: run_into: {e}"))?;
+        let mut outs = Vec::with_capacity(guarded.len());
+        for (i, out) in guarded.into_iter().enumerate() {
+            outs.push(
+                guard_intact(out).ok_or_else(|| format!("{what}: the program wrote past the end of output {i}"))?,
+            );
+        }
+        // ... then into fresh zeroed ones: the program writes every element of every output,
+        // so both runs return the same bits.
         let got = compiled.run(args).map_err(|e| format!("{what}: run: {e}"))?;
         compare(&format!("{what}: jit vs interpreter"), &got, &want)?;
-        // The program writes every element of every output: run into arrays full of
-        // garbage, it returns exactly what `run` returned into zeroed ones.
-        let mut outs: Vec<Array> = got.iter().map(garbage_like).collect();
-        compiled.run_into(args, &mut outs).map_err(|e| format!("{what}: run_into: {e}"))?;
         for (i, (a, b)) in outs.iter().zip(&got).enumerate() {
             if !same_bits(a, b) {
                 return Err(format!("{what}: output {i} of run_into over garbage differs from run's"));
@@ -54,21 +63,72 @@ pub fn differential_by(
     Ok(())
 }
 
-/// An array of `a`'s dtype and shape full of values no program computes by accident.
-fn garbage_like(a: &Array) -> Array {
+/// How many elements after each output [`differential_by`] checks the program leaves alone.
+pub const GUARD: usize = 64;
+
+/// An owned array of `shape` at the start of an allocation of [`GUARD`] more elements, all
+/// `fill`.
+fn padded<T: Clone>(shape: &[usize], fill: T) -> ndarray::ArrayD<T> {
+    let n: usize = shape.iter().product();
+    ndarray::Array1::from_vec(vec![fill; n + GUARD])
+        .slice_move(ndarray::s![..n])
+        .into_shape_with_order(ndarray::IxDyn(shape))
+        .expect("a contiguous slice takes any shape of its length")
+}
+
+/// `a` (made by [`padded`]) again if the elements after its data still have `fill`'s bits.
+fn tail_intact<T, B: PartialEq>(a: ndarray::ArrayD<T>, fill: T, bits: impl Fn(&T) -> B) -> Option<ndarray::ArrayD<T>> {
+    let (n, shape) = (a.len(), a.shape().to_vec());
+    let (data, offset) = a.into_raw_vec_and_offset();
+    let start = offset.unwrap_or(0);
+    if !data[start + n..].iter().all(|x| bits(x) == bits(&fill)) {
+        return None;
+    }
+    let a = ndarray::Array1::from_vec(data).slice_move(ndarray::s![start..start + n]);
+    Some(a.into_shape_with_order(ndarray::IxDyn(&shape)).expect("the same length"))
+}
+
+const GARBAGE_F32: u32 = 0x7fc0_1234;
+const GARBAGE_F64: f64 = -1.234_567e300;
+const GARBAGE_BF16: u16 = 0x7fc1;
+const GARBAGE_F16: u16 = 0x7e01;
+const GARBAGE_KEY: remat_ir::PrngKey = remat_ir::PrngKey([0x5a5a_5a5a, 0xa5a5_a5a5]);
+
+/// An array of `aval`'s dtype and shape full of values no program computes by accident, at
+/// the start of an allocation of [`GUARD`] more of them ([`guard_intact`] checks those).
+pub fn garbage(aval: &remat_ir::Aval) -> Array {
+    let sh = &aval.shape;
+    match aval.dtype {
+        remat_ir::DType::F32 => Array::F32(padded(sh, f32::from_bits(GARBAGE_F32))),
+        remat_ir::DType::F64 => Array::F64(padded(sh, GARBAGE_F64)),
+        remat_ir::DType::I32 => Array::I32(padded(sh, 0x5a5a_5a5a)),
+        remat_ir::DType::BF16 => Array::BF16(padded(sh, remat_ir::bf16::from_bits(GARBAGE_BF16))),
+        remat_ir::DType::F16 => Array::F16(padded(sh, remat_ir::f16::from_bits(GARBAGE_F16))),
+        remat_ir::DType::I8 => Array::I8(padded(sh, 0x5a)),
+        remat_ir::DType::I16 => Array::I16(padded(sh, 0x5a5a)),
+        remat_ir::DType::I64 => Array::I64(padded(sh, 0x5a5a_5a5a_5a5a_5a5a)),
+        remat_ir::DType::U8 => Array::U8(padded(sh, 0xa5)),
+        remat_ir::DType::U32 => Array::U32(padded(sh, 0xa5a5_a5a5)),
+        remat_ir::DType::Bool => Array::Bool(padded(sh, true)),
+        remat_ir::DType::Key => Array::Key(padded(sh, GARBAGE_KEY)),
+    }
+}
+
+/// `a`, an array made by [`garbage`], again if nothing was written after its data.
+pub fn guard_intact(a: Array) -> Option<Array> {
     match a {
-        Array::F32(x) => Array::F32(x.mapv(|_| f32::from_bits(0x7fc0_1234))),
-        Array::F64(x) => Array::F64(x.mapv(|_| -1.234_567e300)),
-        Array::I32(x) => Array::I32(x.mapv(|_| 0x5a5a_5a5a)),
-        Array::BF16(x) => Array::BF16(x.mapv(|_| remat_ir::bf16::from_bits(0x7fc1))),
-        Array::F16(x) => Array::F16(x.mapv(|_| remat_ir::f16::from_bits(0x7e01))),
-        Array::I8(x) => Array::I8(x.mapv(|_| 0x5a)),
-        Array::I16(x) => Array::I16(x.mapv(|_| 0x5a5a)),
-        Array::I64(x) => Array::I64(x.mapv(|_| 0x5a5a_5a5a_5a5a_5a5a)),
-        Array::U8(x) => Array::U8(x.mapv(|_| 0xa5)),
-        Array::U32(x) => Array::U32(x.mapv(|_| 0xa5a5_a5a5)),
-        Array::Bool(x) => Array::Bool(x.mapv(|v| !v)),
-        Array::Key(x) => Array::Key(x.mapv(|_| remat_ir::PrngKey([0x5a5a_5a5a, 0xa5a5_a5a5]))),
+        Array::F32(x) => tail_intact(x, f32::from_bits(GARBAGE_F32), |v| v.to_bits()).map(Array::F32),
+        Array::F64(x) => tail_intact(x, GARBAGE_F64, |v| v.to_bits()).map(Array::F64),
+        Array::I32(x) => tail_intact(x, 0x5a5a_5a5a, |&v| v).map(Array::I32),
+        Array::BF16(x) => tail_intact(x, remat_ir::bf16::from_bits(GARBAGE_BF16), |v| v.to_bits()).map(Array::BF16),
+        Array::F16(x) => tail_intact(x, remat_ir::f16::from_bits(GARBAGE_F16), |v| v.to_bits()).map(Array::F16),
+        Array::I8(x) => tail_intact(x, 0x5a, |&v| v).map(Array::I8),
+        Array::I16(x) => tail_intact(x, 0x5a5a, |&v| v).map(Array::I16),
+        Array::I64(x) => tail_intact(x, 0x5a5a_5a5a_5a5a_5a5a, |&v| v).map(Array::I64),
+        Array::U8(x) => tail_intact(x, 0xa5, |&v| v).map(Array::U8),
+        Array::U32(x) => tail_intact(x, 0xa5a5_a5a5, |&v| v).map(Array::U32),
+        Array::Bool(x) => tail_intact(x, true, |&v| v).map(Array::Bool),
+        Array::Key(x) => tail_intact(x, GARBAGE_KEY, |v| v.0).map(Array::Key),
     }
 }
 
