@@ -43,9 +43,12 @@ fn programs() -> BTreeMap<String, Program> {
         add(format!("bernoulli_p {kn}"), p(|a| random::bernoulli(&a[0], &a[1], None)));
         add(format!("categorical {kn}"), p(|a| random::categorical(&a[0], &a[1], -1)));
         add(format!("categorical_axis0 {kn}"), p(|a| random::categorical(&a[0], &a[1], 0)));
+        add(format!("randint {kn}"), p(|a| random::randint(&a[0], &[4], 0, 10)));
+        add(format!("randint_2d {kn}"), p(|a| random::randint(&a[0], &[2, 3], -5, 1000)));
         add(format!("permutation {kn}"), p(|a| random::permutation(&a[0], 5)));
         add(format!("permutation_array {kn}"), p(|a| random::permute(&a[0], &a[1])));
     }
+    add("randint_traced_bounds".into(), p(|a| random::randint(&a[0], &[5], &a[1], &a[2])));
     add("uniform_unrounded_bounds".into(), p(|a| random::uniform(&a[0], &[2], DType::F32, 0.1, 0.7)));
     add(
         "split_then_uniform".into(),
