@@ -126,6 +126,16 @@ pub fn split(key: &Tensor, num: usize) -> Tensor {
     k.out(keys, loc)
 }
 
+/// `jax.random.split(key, shape)` with a shape: keys stacked on `shape`'s axes
+/// (`random_split[shape=(2, 3)]`).
+#[track_caller]
+pub fn split_shape(key: &Tensor, shape: &[usize]) -> Tensor {
+    let loc = Location::caller();
+    let Some(k) = check_key("split", key, true, loc) else { return placeholder_keys(key, shape) };
+    let keys = k.key.apply_at(Primitive::RandomSplit { shape: shape.to_vec() }, loc);
+    k.out(keys, loc)
+}
+
 /// `jax.random.fold_in(key, data)`: a new key from `key` and an integer (`random_fold_in`;
 /// a Rust integer is the literal `data:u32[]`, a tensor is converted to `u32`).
 #[track_caller]
@@ -160,11 +170,28 @@ fn placeholder_keys(key: &Tensor, shape: &[usize]) -> Tensor {
 /// (`random_bits[bit_width=32 shape=...]`).
 #[track_caller]
 pub fn bits(key: &Tensor, shape: &[usize]) -> Tensor {
+    bits_of(key, shape, DType::U32)
+}
+
+/// `jax.random.bits(key, shape, dtype)` for an unsigned `dtype` (`u8` or `u32`):
+/// `random_bits[bit_width=8 ...]` gives the low byte of each 32-bit word.
+#[track_caller]
+pub fn bits_of(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
     let loc = Location::caller();
-    match check_key("bits", key, true, loc) {
-        Some(k) => random_bits(&k.key, shape, loc),
-        None => Tensor::placeholder(Aval::new(DType::U32, shape.to_vec())),
-    }
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("bits", key, true, loc) else { return out };
+    let bit_width = match dtype {
+        DType::U8 => 8,
+        DType::U32 => 32,
+        other => {
+            record_error(
+                loc,
+                format!("bits: dtype must be an unsigned integer type remat has (u8, u32), found {other}"),
+            );
+            return out;
+        }
+    };
+    k.key.apply_at(Primitive::RandomBits { bit_width, shape: shape.to_vec() }, loc)
 }
 
 pub(crate) fn random_bits(key: &Tensor, shape: &[usize], loc: &'static Location<'static>) -> Tensor {
