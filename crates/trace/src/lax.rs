@@ -506,6 +506,7 @@ pub fn while_loop<C: TensorTree>(cond_fn: impl Fn(C) -> Tensor, body_fn: impl Fn
     let ops: Vec<Operand> = leaves.iter().cloned().map(Operand::Tensor).collect();
     let types = types_of(&leaves);
     match while_at(
+        "while_loop",
         &|c: Vec<Tensor>| cond_fn(init.rebuild(&mut c.into_iter())),
         &|c: Vec<Tensor>| body_fn(init.rebuild(&mut c.into_iter())).leaves(),
         &ops,
@@ -520,6 +521,7 @@ pub fn while_loop<C: TensorTree>(cond_fn: impl Fn(C) -> Tensor, body_fn: impl Fn
 /// The `while` equation over carries given as operands with their types (literal carries
 /// are how JAX passes a Python number, such as `fori_loop`'s counter).
 fn while_at(
+    what: &str,
     cond_fn: &dyn Fn(Vec<Tensor>) -> Tensor,
     body_fn: &dyn Fn(Vec<Tensor>) -> Vec<Tensor>,
     init: &[Operand],
@@ -528,21 +530,12 @@ fn while_at(
 ) -> Option<Vec<Tensor>> {
     let cond = trace_body(types, cond_fn, loc).ok()?;
     if cond.out.ndim() != 0 || cond.out.dtype() != DType::Bool {
-        record_error(loc, format!("while_loop: the condition must return a bool scalar, found {}", cond.out.aval()));
+        record_error(loc, format!("{what}: the condition must return a bool scalar, found {}", cond.out.aval()));
         return None;
     }
     let body = trace_body(types, body_fn, loc).ok()?;
-    let same = body.out.len() == types.len() && body.out.iter().zip(types).all(|(o, (a, _))| o.aval().same_type(a));
-    if !same {
-        let show = |ts: Vec<String>| ts.join(", ");
-        record_error(
-            loc,
-            format!(
-                "while_loop: the body receives a carry ({}) but returns ({}); a carry must keep its types",
-                show(types.iter().map(|(a, _)| a.to_string()).collect()),
-                show(body.out.iter().map(|t| t.aval().to_string()).collect())
-            ),
-        );
+    if let Err(message) = check_carry(what, types, &body.out) {
+        record_error(loc, message);
         return None;
     }
     let (cond_nconsts, body_nconsts) = (cond.captured.len(), body.captured.len());
@@ -647,7 +640,7 @@ pub fn fori_loop<C: TensorTree>(
         let out = body(&i, init.rebuild(&mut it));
         [vec![next, hi], out.leaves()].concat()
     };
-    match while_at(&cond_fn, &body_fn, &ops, &types, loc) {
+    match while_at("fori_loop", &cond_fn, &body_fn, &ops, &types, loc) {
         Some(mut out) => init.rebuild(&mut out.drain(2..)),
         None => placeholders(&init),
     }

@@ -13,10 +13,10 @@
 
 use std::panic::Location;
 
-use remat_ir::{Aval, BinaryOp, DType, LitValue, Primitive, UnaryOp};
+use remat_ir::{Aval, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
 use crate::tensor::{binary_at, compare_at, unary_at, Arg, Tensor};
-use crate::trace::{bind, bind_n, record_error, share_jaxpr, spell_last_literals, CallKey, Operand};
+use crate::trace::{bind, bind_n, record_error, share_jaxpr_typed, spell_last_literals, CallKey, Operand};
 use crate::transforms::{bind_call, placeholders, trace_body};
 
 /// A key as the primitives take it (`key<fry>`), and whether the user's was a legacy
@@ -126,6 +126,16 @@ pub fn split(key: &Tensor, num: usize) -> Tensor {
     k.out(keys, loc)
 }
 
+/// `jax.random.split(key, shape)` with a shape: keys stacked on `shape`'s axes
+/// (`random_split[shape=(2, 3)]`).
+#[track_caller]
+pub fn split_shape(key: &Tensor, shape: &[usize]) -> Tensor {
+    let loc = Location::caller();
+    let Some(k) = check_key("split", key, true, loc) else { return placeholder_keys(key, shape) };
+    let keys = k.key.apply_at(Primitive::RandomSplit { shape: shape.to_vec() }, loc);
+    k.out(keys, loc)
+}
+
 /// `jax.random.fold_in(key, data)`: a new key from `key` and an integer (`random_fold_in`;
 /// a Rust integer is the literal `data:u32[]`, a tensor is converted to `u32`).
 #[track_caller]
@@ -160,11 +170,28 @@ fn placeholder_keys(key: &Tensor, shape: &[usize]) -> Tensor {
 /// (`random_bits[bit_width=32 shape=...]`).
 #[track_caller]
 pub fn bits(key: &Tensor, shape: &[usize]) -> Tensor {
+    bits_of(key, shape, DType::U32)
+}
+
+/// `jax.random.bits(key, shape, dtype)` for an unsigned `dtype` (`u8` or `u32`):
+/// `random_bits[bit_width=8 ...]` gives the low byte of each 32-bit word.
+#[track_caller]
+pub fn bits_of(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
     let loc = Location::caller();
-    match check_key("bits", key, true, loc) {
-        Some(k) => random_bits(&k.key, shape, loc),
-        None => Tensor::placeholder(Aval::new(DType::U32, shape.to_vec())),
-    }
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("bits", key, true, loc) else { return out };
+    let bit_width = match dtype {
+        DType::U8 => 8,
+        DType::U32 => 32,
+        other => {
+            record_error(
+                loc,
+                format!("bits: dtype must be an unsigned integer type remat has (u8, u32), found {other}"),
+            );
+            return out;
+        }
+    };
+    k.key.apply_at(Primitive::RandomBits { bit_width, shape: shape.to_vec() }, loc)
 }
 
 pub(crate) fn random_bits(key: &Tensor, shape: &[usize], loc: &'static Location<'static>) -> Tensor {
@@ -227,7 +254,8 @@ pub(crate) fn call<R: crate::TensorTree>(
     match trace_body(&types, f, loc) {
         Err(out) => placeholders(&out),
         Ok(body) => {
-            let jaxpr = share_jaxpr(CallKey::Library(name), body.jaxpr);
+            let in_weak: Vec<bool> = args.iter().map(|a| a.weak).collect();
+            let jaxpr = share_jaxpr_typed(CallKey::Library(name), body.jaxpr, &in_weak);
             let prim = Primitive::Jit {
                 name: name.to_string(),
                 jaxpr: remat_ir::ClosedJaxpr::new(jaxpr),
@@ -382,7 +410,7 @@ pub fn bernoulli(key: &Tensor, p: impl Into<Arg>, shape: Option<&[usize]>) -> Te
         &args,
         |inner| {
             let u = uniform_call(&inner[0], &shape, [CallArg::weak(0.0), CallArg::weak(1.0)], true, loc);
-            compare_at(remat_ir::CompareOp::Lt, u.into(), inner[1].clone().into(), loc)
+            compare_at(CompareOp::Lt, u.into(), inner[1].clone().into(), loc)
         },
         loc,
     )
@@ -542,6 +570,114 @@ pub fn truncated_normal(
             };
             let (lo, hi) = (next(&lo, f64::INFINITY), next(&hi, f64::NEG_INFINITY));
             out.clip(&lo, &hi)
+        },
+        loc,
+    )
+}
+
+/// `jax.random.randint(key, shape, minval, maxval)`: uniform `i32` integers in
+/// `[minval, maxval)`, recorded as `jit[name=_randint]` (JAX's two-word construction:
+/// `(hi_bits % span * (2^32 % span) + lo_bits % span) % span`, so that the draw is
+/// almost unbiased for any span). The bounds are Rust integers or `i32` scalars.
+#[track_caller]
+pub fn randint(key: &Tensor, shape: &[usize], minval: impl Into<Arg>, maxval: impl Into<Arg>) -> Tensor {
+    let loc = Location::caller();
+    let out = Tensor::placeholder(Aval::new(DType::I32, shape.to_vec()));
+    let Some(k) = check_key("randint", key, true, loc) else { return out };
+    let bounds = [CallArg::of(minval.into()), CallArg::of(maxval.into())];
+    for b in &bounds {
+        let (aval, _) = b.operand.typ();
+        if !aval.shape.is_empty() || !aval.dtype.is_integer() {
+            record_error(loc, format!("randint: minval and maxval must be integer scalars, found {aval}"));
+            return out;
+        }
+    }
+    let shape = shape.to_vec();
+    let args = [CallArg::tensor(&k.key), bounds[0].clone(), bounds[1].clone()];
+    call(
+        "_randint",
+        &args,
+        |inner| {
+            let (key, lo, hi) = (&inner[0], &inner[1], &inner[2]);
+            let (imin, imax) = (f64::from(i32::MIN), f64::from(i32::MAX));
+            // JAX's `_convert_and_clip_integer`: clips to int32's range, through `jnp.clip`.
+            // Its first call (on int32's maximum) is traced apart from the two on the bounds
+            // (a separate entry of JAX's trace cache), so it prints inline and they share.
+            let max_in_range = call_clip([strong_i32(imax), weak_i32(imin), weak_i32(imax)], loc);
+            // `lax.gt`: no promotion, so no conversion of a weakly typed bound.
+            let hi_out_of_range =
+                bind(Primitive::Compare(CompareOp::Gt), &[hi.into(), max_in_range.into()], false, loc).remove(0);
+            let clip_bound = |b: &Tensor| {
+                let c = call_clip([CallArg::tensor(b), weak_i32(imin), weak_i32(imax)], loc);
+                c.to_type(DType::I32, false, loc)
+            };
+            let (lo, hi) = (clip_bound(lo), clip_bound(hi));
+            let rank = shape.len();
+            let to_rank = |b: Tensor| {
+                if rank == 0 {
+                    b
+                } else {
+                    b.apply_at(Primitive::BroadcastInDim { shape: vec![1; rank], broadcast_dimensions: vec![] }, loc)
+                }
+            };
+            let (lo, hi) = (to_rank(lo), to_rank(hi));
+            let keys = key.apply_at(Primitive::RandomSplit { shape: vec![2] }, loc);
+            let pick = |i: usize| {
+                let s = Primitive::Slice { start_indices: vec![i], limit_indices: vec![i + 1], strides: Some(vec![1]) };
+                keys.apply_at(s, loc).apply_at(Primitive::Squeeze { dimensions: vec![0] }, loc)
+            };
+            let (k1, k2) = (pick(0), pick(1));
+            let higher = random_bits(&k1, &shape, loc);
+            let lower = random_bits(&k2, &shape, loc);
+            let u32_lit = |v: u32| Operand::Literal(LitValue::U32(v));
+            let bin = |op: BinaryOp, a: Operand, b: Operand| bind(Primitive::Binary(op), &[a, b], false, loc).remove(0);
+            let span =
+                binary_at(BinaryOp::Sub, hi.clone().into(), lo.clone().into(), loc).to_type(DType::U32, false, loc);
+            // An empty range gives span 1 (JAX returns minval then).
+            let empty = compare_at(CompareOp::Le, hi.clone().into(), lo.clone().into(), loc);
+            let one = crate::numpy::full_at(span.shape(), LitValue::U32(1), loc);
+            let span = bind(Primitive::SelectN, &[empty.into(), span.into(), one.into()], false, loc).remove(0);
+            // A maxval above int32's range widens the span by one, to include the maximum.
+            let nonempty = compare_at(CompareOp::Gt, hi.into(), lo.clone().into(), loc);
+            let widen = bin(BinaryOp::And, hi_out_of_range.into(), nonempty.into());
+            let wider = bin(BinaryOp::Add, span.clone().into(), u32_lit(1));
+            let span = bind(Primitive::SelectN, &[widen.into(), span.into(), wider.into()], false, loc).remove(0);
+            let multiplier = bin(BinaryOp::Rem, u32_lit(65536), span.clone().into());
+            let multiplier = bin(BinaryOp::Mul, multiplier.clone().into(), multiplier.into());
+            let multiplier = bin(BinaryOp::Rem, multiplier.into(), span.clone().into());
+            let hi_part = bin(BinaryOp::Rem, higher.into(), span.clone().into());
+            let hi_part = bin(BinaryOp::Mul, hi_part.into(), multiplier.into());
+            let lo_part = bin(BinaryOp::Rem, lower.into(), span.clone().into());
+            let offset = bin(BinaryOp::Add, hi_part.into(), lo_part.into());
+            let offset = bin(BinaryOp::Rem, offset.into(), span.into());
+            let offset = offset.to_type(DType::I32, false, loc);
+            binary_at(BinaryOp::Add, lo.into(), offset.into(), loc)
+        },
+        loc,
+    )
+}
+
+fn weak_i32(v: f64) -> CallArg {
+    CallArg { operand: Operand::Literal(LitValue::I32(v as i32)), weak: true, python_float: None }
+}
+
+fn strong_i32(v: f64) -> CallArg {
+    CallArg { operand: Operand::Literal(LitValue::I32(v as i32)), weak: false, python_float: None }
+}
+
+/// `jnp.clip(x, lo, hi)` on `i32` scalars, as `jit[name=clip]` of `lax.max` and `lax.min`
+/// (no promotion between weakly and strongly typed operands; a result is weak if both
+/// operands are, JAX's standard weak-type rule).
+fn call_clip(args: [CallArg; 3], loc: &'static Location<'static>) -> Tensor {
+    call(
+        "clip",
+        &args,
+        |inner| {
+            let lax_op = |op: BinaryOp, a: &Tensor, b: &Tensor| {
+                bind(Primitive::Binary(op), &[a.into(), b.into()], a.is_weak() && b.is_weak(), loc).remove(0)
+            };
+            let x = lax_op(BinaryOp::Max, &inner[1], &inner[0]);
+            lax_op(BinaryOp::Min, &inner[2], &x)
         },
         loc,
     )

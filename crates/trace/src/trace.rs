@@ -390,7 +390,17 @@ pub(crate) fn current_frame() -> Option<u64> {
 /// function called twice on the same types shares one jaxpr, which its printer hoists
 /// (`let relu = { ... } in`); sharing the `Arc` reproduces that.
 pub(crate) fn share_jaxpr(key: CallKey, jaxpr: Jaxpr) -> Arc<Jaxpr> {
-    let text = pp_jaxpr(&jaxpr);
+    share_jaxpr_typed(key, jaxpr, &[])
+}
+
+/// [`share_jaxpr`] for calls whose inputs' weak flags are part of JAX's cache key (which
+/// keys on weak types, invisible in the text): equal bodies traced on differently weak
+/// inputs are different jaxprs.
+pub(crate) fn share_jaxpr_typed(key: CallKey, jaxpr: Jaxpr, in_weak: &[bool]) -> Arc<Jaxpr> {
+    let mut text = pp_jaxpr(&jaxpr);
+    if !in_weak.is_empty() {
+        text.push_str(&format!(" weak={in_weak:?}"));
+    }
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         if let Some((_, _, j)) = s.shared.iter().find(|(k, t, _)| *k == key && *t == text) {

@@ -43,9 +43,14 @@ fn programs() -> BTreeMap<String, Program> {
         add(format!("bernoulli_p {kn}"), p(|a| random::bernoulli(&a[0], &a[1], None)));
         add(format!("categorical {kn}"), p(|a| random::categorical(&a[0], &a[1], -1)));
         add(format!("categorical_axis0 {kn}"), p(|a| random::categorical(&a[0], &a[1], 0)));
+        add(format!("randint {kn}"), p(|a| random::randint(&a[0], &[4], 0, 10)));
+        add(format!("randint_2d {kn}"), p(|a| random::randint(&a[0], &[2, 3], -5, 1000)));
         add(format!("permutation {kn}"), p(|a| random::permutation(&a[0], 5)));
         add(format!("permutation_array {kn}"), p(|a| random::permute(&a[0], &a[1])));
     }
+    add("randint_traced_bounds".into(), p(|a| random::randint(&a[0], &[5], &a[1], &a[2])));
+    add("split_shape".into(), p(|a| random::split_shape(&a[0], &[2, 3])));
+    add("bits_u8".into(), p(|a| random::bits_of(&a[0], &[5], DType::U8)));
     add("uniform_unrounded_bounds".into(), p(|a| random::uniform(&a[0], &[2], DType::F32, 0.1, 0.7)));
     add(
         "split_then_uniform".into(),
@@ -171,6 +176,8 @@ fn unsupported_dtypes_and_seeds_are_errors() {
     assert!(e.ends_with("uniform: only float32 samples are supported, found dtype f64"), "{e}");
     let e = trace_error(|s| random::prng_key(&s), Aval::new(DType::F32, vec![]));
     assert!(e.ends_with("prng_key: the seed must be an integer scalar, found f32[]"), "{e}");
+    let e = trace_error(|k| random::bits_of(&k, &[2], DType::I32), Aval::new(DType::U32, vec![2]));
+    assert!(e.ends_with("bits: dtype must be an unsigned integer type remat has (u8, u32), found i32"), "{e}");
     let e = trace_error(|k| random::fold_in(&k, 2.5), Aval::new(DType::U32, vec![2]));
     assert!(e.ends_with("fold_in: the data must be an integer scalar, found the f32 scalar 2.5"), "{e}");
     let e = trace_error(|k| random::bernoulli(&k, &k, None), Aval::new(DType::U32, vec![2]));

@@ -37,15 +37,20 @@ for kn, k in (("k0", K0), ("k42", K42)):
       np.array([[0.0, 1.0, 2.0, -1.0, 0.5], [3.0, 0.0, 0.0, 0.0, 0.0]], np.float32))
     c(f"categorical_axis0 {kn}", lambda k, l: random.categorical(k, l, axis=0), k,
       np.array([[0.0, 1.0, 2.0], [3.0, 0.0, -1.0]], np.float32))
+    c(f"randint {kn}", lambda k: random.randint(k, (4,), 0, 10), k)
+    c(f"randint_2d {kn}", lambda k: random.randint(k, (2, 3), -5, 1000), k)
     c(f"permutation {kn}", lambda k: random.permutation(k, 5), k)
     c(f"permutation_array {kn}", lambda k, x: random.permutation(k, x), k, np.arange(6, dtype=np.float32) * 1.5)
+c("split_shape", lambda k: random.split(k, (2, 3)), K42)
+c("bits_u8", lambda k: random.bits(k, (5,), jnp.uint8), K0)
 c("uniform_unrounded_bounds", lambda k: random.uniform(k, (2,), minval=0.1, maxval=0.7), K0)
+c("randint_traced_bounds", lambda k, lo, hi: random.randint(k, (5,), lo, hi), K42, np.int32(-3), np.int32(3))
 c("split_then_uniform", lambda k: random.uniform(random.split(k)[1], (2,)), K0)
 c("typed_split", lambda s: random.key_data(random.split(random.key(s), 4)), np.int32(3))
 c("typed_uniform", lambda s: random.uniform(random.key(s), (3,)), np.int32(3))
 
 def dtype_name(a):
-    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
+    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
 def arr(a):
     a = np.asarray(a)
