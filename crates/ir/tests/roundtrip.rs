@@ -33,7 +33,16 @@ fn conformance_jaxprs_round_trip() {
 
 #[test]
 fn benchmark_programs_round_trip() {
-    check_all(remat_testkit::jaxpr_files("bench"), |n| n == 12, "expected 12 benchmark programs");
+    check_all(remat_testkit::jaxpr_files("bench"), |n| n == 17, "expected 17 benchmark programs");
+}
+
+#[test]
+fn reduced_benchmark_programs_round_trip() {
+    let texts = remat_testkit::reduced_bench_cases()
+        .into_iter()
+        .map(|(name, case)| (name, case["jaxpr"].as_str().expect("a jaxpr").to_string()))
+        .collect();
+    check_all(texts, |n| n == 5, "expected 5 reduced-size model programs");
 }
 
 #[test]
