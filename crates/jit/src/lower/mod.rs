@@ -13,6 +13,7 @@
 //! buffers are rewritten only after every value of the iteration has been computed).
 
 mod control;
+mod conv_gemm;
 mod dtypes;
 mod native;
 mod ops;
