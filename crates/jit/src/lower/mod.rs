@@ -17,6 +17,7 @@ mod conv_gemm;
 mod dtypes;
 mod native;
 mod ops;
+mod pool;
 mod scan;
 mod share;
 mod window;

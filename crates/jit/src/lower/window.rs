@@ -186,6 +186,9 @@ impl Lowering {
         let config: Vec<(i64, i64, i64)> =
             w.padding.iter().zip(&w.base_dilation).map(|(&(lo, hi), &d)| (lo, hi, d as i64 - 1)).collect();
         let (pv, _) = self.padded(x, &config, identity);
+        if self.reduce_window_unrolled(op, w, &pv, out, buf) {
+            return result;
+        }
         let rank = out.rank();
         let mut strides: Vec<i64> = (0..rank).map(|d| w.window_strides[d] as i64 * pv.strides[d]).collect();
         strides.extend((0..rank).map(|d| w.window_dilation[d] as i64 * pv.strides[d]));
