@@ -23,7 +23,7 @@ fn benchmark_programs_evaluate() {
     assert_eq!(paths.len(), 17, "expected 17 benchmark programs");
     for path in &paths {
         let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
-        // 5-20 GFLOP a step: minutes in a debug build (their values: the reduced twins below).
+        // 4-12 GFLOP a step: minutes in a debug build (their values: the reduced twins below).
         if cfg!(debug_assertions) && is_model_bench(&name) {
             continue;
         }

@@ -4,7 +4,7 @@
 # one row per program, and a seed-sized grad timed on both sides.
 #
 #   bash crates/jit/bench/table.sh [RUNS] [ROUNDS]   # from the repository root
-#   PROGRAMS='cnn_*' bash crates/jit/bench/table.sh  # only the programs matching a glob
+#   PROGRAMS='cnn_* gpt_*' bash crates/jit/bench/table.sh  # only the programs matching these globs
 #
 # The host is a shared VM whose speed drifts by up to 2x over tens of seconds, so each program
 # is timed in ROUNDS alternating rounds (default 2: remat, JAX, Rust-traced remat, then again)
@@ -32,7 +32,11 @@ gen="${GEN_BENCH:-../shared/bench/gen_bench.py}"
 model_gen=crates/jit/bench/gen_models.py
 model_names="$(python3 "$model_gen" --names)"
 cargo build --release -p remat-cli >/dev/null 2>&1
-cargo build --release -p remat --example bench_models >/dev/null 2>&1
+files="$(set -f; for p in $pattern; do (set +f; ls tests/data/bench/$p.jaxpr); done)"
+# The Rust twins, if a selected program has one.
+if [ -n "$(for f in $files; do echo "$model_names" | grep -qx "$(basename "$f" .jaxpr)" || echo "$f"; done)" ]; then
+  cargo build --release -p remat --example bench_models >/dev/null 2>&1
+fi
 bin=./target/release/remat
 models=./target/release/examples/bench_models
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
@@ -42,10 +46,10 @@ echo "jax $(python3 -c 'import jax; print(jax.__version__)'). Date: $(date -u +%
 echo
 echo "| program | remat compile ms | JAX compile ms | remat run ms (run_into) | remat run ms (run, fresh outputs) | JAX run ms | JAX/remat (run_into) | JAX/remat (run) | remat GFLOP/s | remat peak bytes | JAX temp bytes |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-names="$(for f in tests/data/bench/$pattern.jaxpr; do basename "$f" .jaxpr; done)"
+names="$(for f in $files; do basename "$f" .jaxpr; done)"
 # XLA's buffer for intermediate values, per program (one JSON line each).
 memory="$(python3 crates/jit/bench/jax_memory.py $names 2>/dev/null)"
-for f in tests/data/bench/$pattern.jaxpr; do
+for f in $files; do
   name="$(basename "$f" .jaxpr)"
   jm="$(echo "$memory" | grep "\"$name\"")"
   g="$gen"; rust=1
