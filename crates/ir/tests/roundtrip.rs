@@ -31,9 +31,37 @@ fn conformance_jaxprs_round_trip() {
     check_all(remat_testkit::conformance_texts(), |n| n == 96, "expected 32 cases with 3 jaxprs each");
 }
 
+/// A known printer gap, kept visible: in `cnn_dots` (a `dots_saveable` checkpoint around
+/// a `relu`), JAX prints the `relu` body shared by two hoisted jaxprs with the names it got
+/// the first time (`bc`, `bd`) inside a call whose parameter it names anew (`ca`); remat's
+/// printer names the shared body afresh. These programs must still differ, on that line,
+/// until the printer reuses a shared body's names; then this list goes.
+const KNOWN_GAPS: [&str; 2] = ["cnn_dots.jaxpr", "cnn_dots"];
+
+/// [`check_all`] for the programs outside [`KNOWN_GAPS`]; those must fail the check, each
+/// naming a renamed shared body's parameter.
+fn check_all_but_known_gaps(texts: Vec<(String, String)>, expected: usize, what: &str) {
+    let (gaps, rest): (Vec<_>, Vec<_>) = texts.into_iter().partition(|(name, _)| KNOWN_GAPS.contains(&name.as_str()));
+    assert_eq!(gaps.len(), 1, "{what}: the known gap is one program");
+    for (name, text) in &gaps {
+        let err = check(name, text).expect_err("the known printer gap is fixed: remove it from KNOWN_GAPS");
+        assert!(err.contains("jaxpr={ lambda ; bc:"), "{name}: another difference than the known one:\n{err}");
+    }
+    check_all(rest, |n| n + 1 == expected, what);
+}
+
 #[test]
 fn benchmark_programs_round_trip() {
-    check_all(remat_testkit::jaxpr_files("bench"), |n| n == 12, "expected 12 benchmark programs");
+    check_all_but_known_gaps(remat_testkit::jaxpr_files("bench"), 17, "expected 17 benchmark programs");
+}
+
+#[test]
+fn reduced_benchmark_programs_round_trip() {
+    let texts = remat_testkit::reduced_bench_cases()
+        .into_iter()
+        .map(|(name, case)| (name, case["jaxpr"].as_str().expect("a jaxpr").to_string()))
+        .collect();
+    check_all_but_known_gaps(texts, 5, "expected 5 reduced-size model programs");
 }
 
 #[test]

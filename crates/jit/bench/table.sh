@@ -4,14 +4,18 @@
 # one row per program, and a seed-sized grad timed on both sides.
 #
 #   bash crates/jit/bench/table.sh [RUNS] [ROUNDS]   # from the repository root
+#   PROGRAMS='cnn_* gpt_*' bash crates/jit/bench/table.sh  # only the programs matching these globs
 #
 # The host is a shared VM whose speed drifts by up to 2x over tens of seconds, so each program
 # is timed in ROUNDS alternating rounds (default 2: remat, JAX, Rust-traced remat, then again)
 # and each side reports its best median: the same rule for both sides.
 #
-# Needs python3 with jax 0.10.2 and ../shared/bench/gen_bench.py beside the repository.
-# Each program appears twice: JAX's jaxpr compiled by remat, and the same model written in
-# Rust (crates/remat/examples/bench_models.rs) traced, differentiated and compiled by remat.
+# Needs python3 with jax 0.10.2 and ../shared/bench/gen_bench.py beside the repository; the
+# realistic-size models (CNN, ResNet block, GPT block) are built and timed in JAX by
+# crates/jit/bench/gen_models.py. Each MLP and transformer program appears twice: JAX's
+# jaxpr compiled by remat, and the same model written in Rust
+# (crates/remat/examples/bench_models.rs) traced, differentiated and compiled by remat; the
+# realistic-size models have no Rust twin yet (one row each).
 # GFLOP/s counts the products only (2*m*n*k per dot_general, loops per trip) over remat's
 # median run time. remat's run is timed two ways: `run_into` (the previous call's output
 # arrays reused: no allocation) and `run` (fresh output arrays each call, as JAX's call).
@@ -23,9 +27,16 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 runs="${1:-20}"
 rounds="${2:-2}"
+pattern="${PROGRAMS:-*}"
 gen="${GEN_BENCH:-../shared/bench/gen_bench.py}"
+model_gen=crates/jit/bench/gen_models.py
+model_names="$(python3 "$model_gen" --names)"
 cargo build --release -p remat-cli >/dev/null 2>&1
-cargo build --release -p remat --example bench_models >/dev/null 2>&1
+files="$(set -f; for p in $pattern; do (set +f; ls tests/data/bench/$p.jaxpr); done)"
+# The Rust twins, if a selected program has one.
+if [ -n "$(for f in $files; do echo "$model_names" | grep -qx "$(basename "$f" .jaxpr)" || echo "$f"; done)" ]; then
+  cargo build --release -p remat --example bench_models >/dev/null 2>&1
+fi
 bin=./target/release/remat
 models=./target/release/examples/bench_models
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
@@ -35,18 +46,20 @@ echo "jax $(python3 -c 'import jax; print(jax.__version__)'). Date: $(date -u +%
 echo
 echo "| program | remat compile ms | JAX compile ms | remat run ms (run_into) | remat run ms (run, fresh outputs) | JAX run ms | JAX/remat (run_into) | JAX/remat (run) | remat GFLOP/s | remat peak bytes | JAX temp bytes |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-names="$(for f in tests/data/bench/*.jaxpr; do basename "$f" .jaxpr; done)"
+names="$(for f in $files; do basename "$f" .jaxpr; done)"
 # XLA's buffer for intermediate values, per program (one JSON line each).
 memory="$(python3 crates/jit/bench/jax_memory.py $names 2>/dev/null)"
-for f in tests/data/bench/*.jaxpr; do
+for f in $files; do
   name="$(basename "$f" .jaxpr)"
   jm="$(echo "$memory" | grep "\"$name\"")"
+  g="$gen"; rust=1
+  if echo "$model_names" | grep -qx "$name"; then g="$model_gen"; rust=0; fi
   r="["; j="["; m="["
   for round in $(seq "$rounds"); do
     sep=$([ "$round" = 1 ] && echo "" || echo ",")
     r="$r$sep$($bin bench "$f" --runs "$runs" --json | tail -n 1)"
-    j="$j$sep$(python3 "$gen" --time "$name" 2>/dev/null | tail -n 1)"
-    m="$m$sep$($models "$name" "$runs" | tail -n 1)"
+    j="$j$sep$(python3 "$g" --time "$name" 2>/dev/null | tail -n 1)"
+    if [ "$rust" = 1 ]; then m="$m$sep$($models "$name" "$runs" | tail -n 1)"; else m="$m${sep}null"; fi
   done
   r="$r]"; j="$j]"; m="$m]"
   # Where the default (`--cse auto`) merged a checkpoint's recompute with the forward pass,
@@ -67,14 +80,15 @@ def best(rounds):
         if k in b:
             b[k] = min(x[k] for x in rounds)
     return b
-r, j, m = best(r), best(j), best(m)
+r, j = best(r), best(j)
+m = None if m[0] is None else best(m)
 jax = j["jax_cpu_run_median_ms"]
 def ratio(ms):
     x = jax / ms
     return f"{x:.2f}" + ("" if x >= 1.0 else " (miss)")
 # The JAX program, then the same model traced from Rust (its compile time includes tracing
 # and value_and_grad), both beside the same JAX measurement.
-rows = [(name, r), (f"{name} (traced from Rust)", m)]
+rows = [(name, r)] + ([] if m is None else [(f"{name} (traced from Rust)", m)])
 if s is not None:
     rows.append((f"{name} (recompute kept: --cse within-checkpoints)", s))
 for label, x in rows:

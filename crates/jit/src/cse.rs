@@ -143,6 +143,9 @@ impl Pass {
             let key = cse_key(jaxpr, eqn, &ins);
             if let Some(prev) = key.as_ref().and_then(|k| b.seen.get(k)) {
                 for (&v, &p) in eqn.outvars.iter().zip(prev) {
+                    // The first binder may be a dropped one (`_`, as JAX prints the unused
+                    // zeros of a `relu`'s jvp); it is read now.
+                    b.out.vars[p.index()].dropped = false;
                     env[v.index()] = Some(Atom::Var(p));
                 }
                 continue;

@@ -6,7 +6,9 @@ mod common;
 
 use common::differential;
 use remat_ir::{parse_jaxpr, Array};
-use remat_testkit::{check_close, conformance_cases, data_files, primitive_cases, try_arrays, Rng};
+use remat_testkit::{
+    check_close, conformance_cases, data_files, is_model_bench, primitive_cases, reduced_bench_cases, try_arrays, Rng,
+};
 use serde_json::Value;
 
 fn run_text(case: &Value, field: &str, args: &[Array]) -> Result<Vec<Array>, String> {
@@ -59,9 +61,45 @@ fn bench_programs() -> Vec<(String, remat_ir::Jaxpr)> {
             let jaxpr = parse_jaxpr(&text, &name).expect("parses");
             (name, jaxpr)
         })
-        // The 1024-wide MLPs take most of a minute in the interpreter of a debug build.
-        .filter(|(name, _)| !(cfg!(debug_assertions) && name.starts_with("mlp_large")))
+        // The 1024-wide MLPs take most of a minute in the interpreter of a debug build, the
+        // realistic-size models minutes (their values: `reduced_model_programs_match_jax`).
+        .filter(|(name, _)| !(cfg!(debug_assertions) && (name.starts_with("mlp_large") || is_model_bench(name))))
         .collect()
+}
+
+/// The realistic-size models (CNN, ResNet block, GPT block) compile at full size in every
+/// build (in a debug build with Cranelift's verifier on every function).
+#[test]
+fn realistic_size_model_programs_compile() {
+    let paths: Vec<_> = data_files("bench", "jaxpr")
+        .into_iter()
+        .filter(|p| is_model_bench(&p.file_stem().unwrap_or_default().to_string_lossy()))
+        .collect();
+    assert_eq!(paths.len(), 5, "expected 5 realistic-size model programs");
+    for path in paths {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let jaxpr = parse_jaxpr(&text, "model.jaxpr").expect("parses");
+        remat_jit::compile(&jaxpr).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// Their reduced-size twins: the JIT gives the interpreter's values (rel 1e-4) and JAX's.
+#[test]
+fn reduced_model_programs_match_the_interpreter_and_jax() {
+    let cases = reduced_bench_cases();
+    assert_eq!(cases.len(), 5, "expected 5 reduced-size model programs");
+    let mut failures = Vec::new();
+    for (name, case) in &cases {
+        let check = || -> Result<(), String> {
+            let args = try_arrays(case, "args")?;
+            let got = run_text(case, "jaxpr", &args)?;
+            check_close("jit vs JAX", &got, &try_arrays(case, "outputs")?, 1e-4, 1e-5)
+        };
+        if let Err(e) = check() {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
 fn perturbed(args: &[Array]) -> Vec<Array> {

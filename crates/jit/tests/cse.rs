@@ -53,6 +53,23 @@ fn equal_equations_merge_and_different_literals_do_not() {
     assert_eq!(pp_jaxpr(&cse(&j, CseScope::Off).expect("cse")), pp_jaxpr(&j));
 }
 
+/// An equation merged into an earlier one whose binder JAX dropped (`_`) reads that binder:
+/// it is no longer dropped, and the program verifies (the CNN's backward pass merges its
+/// zeros with the forward pass's unused ones).
+#[test]
+fn merging_into_a_dropped_binder_keeps_the_program_valid() {
+    let j = parse(
+        "{ lambda ; a:f32[4]. let
+    _:f32[4] = sin a
+    b:f32[4] = sin a
+    c:f32[4] = add a b
+  in (c,) }",
+    );
+    let merged = cse(&j, CseScope::WithinCheckpoints).expect("cse");
+    remat_ir::verify(&merged).expect("the merged program verifies");
+    assert_eq!(pp_jaxpr(&merged), "{ lambda ; a:f32[4]. let b:f32[4] = sin a; c:f32[4] = add a b in (c,) }");
+}
+
 /// A `prevent_cse` checkpoint keeps its recompute apart unless the scope is
 /// `AcrossCheckpoints`; one with `prevent_cse=False` and a `jit` are inlined and merged
 /// under any scope but `Off`.

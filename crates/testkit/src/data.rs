@@ -62,6 +62,26 @@ pub fn zoo_cases() -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Whether benchmark program `name` is one of the realistic-size models of issue 21 (a
+/// CNN, a ResNet block and a GPT block recorded by `crates/jit/bench/gen_models.py`): each
+/// does 4-12 GFLOP a step, minutes in a debug build's interpreter, so the tests check them
+/// at full size only structurally in debug builds, and compare their values with JAX's on
+/// their reduced-size twins ([`reduced_bench_cases`]).
+pub fn is_model_bench(name: &str) -> bool {
+    ["cnn_", "resnet_", "gpt_"].iter().any(|p| name.starts_with(p))
+}
+
+/// The reduced-size twins of the realistic-size benchmark programs
+/// (`tests/data/bench/reduced/*.json`: the same model code at a few thousand parameters, with
+/// `jaxpr`, `args` and JAX's `outputs`: the value, then the gradients), as `(name, case)`,
+/// sorted by name.
+pub fn reduced_bench_cases() -> Vec<(String, Value)> {
+    data_files("bench/reduced", "json")
+        .into_iter()
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), read_json(&p)))
+        .collect()
+}
+
 /// The conformance case `name`.
 pub fn conformance_case(name: &str) -> Value {
     read_json(data_dir().join(format!("conformance/{name}.json")))

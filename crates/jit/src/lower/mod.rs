@@ -13,9 +13,11 @@
 //! buffers are rewritten only after every value of the iteration has been computed).
 
 mod control;
+mod conv_gemm;
 mod dtypes;
 mod native;
 mod ops;
+mod pool;
 mod scan;
 mod share;
 mod window;

@@ -146,11 +146,11 @@ impl Lowering {
         let r_aval = Aval::new(out.dtype, r_shape.clone());
         let k_total = i_feat * kern.iter().product::<usize>();
         let r = if og * k_total <= DIRECT_CONV_MACS_PER_OUTPUT {
-            self.conv_direct(&patches, &kernel, ns, &r_aval)
+            let r = self.conv_direct(&patches, &kernel, ns, &r_aval);
+            self.as_view(r).0
         } else {
-            self.dot_val(&patches, &kernel, &dims, &r_aval)?
+            self.conv_gemm(&patches, &kernel, ns, &dims, &r_aval)?
         };
-        let (r, _) = self.as_view(r);
         // The product's axes in `out_spec` order: a view for one group, else a copy.
         let out_strides = row_major_strides(&out.shape);
         if groups == 1 {
@@ -186,6 +186,9 @@ impl Lowering {
         let config: Vec<(i64, i64, i64)> =
             w.padding.iter().zip(&w.base_dilation).map(|(&(lo, hi), &d)| (lo, hi, d as i64 - 1)).collect();
         let (pv, _) = self.padded(x, &config, identity);
+        if self.reduce_window_unrolled(op, w, &pv, out, buf) {
+            return result;
+        }
         let rank = out.rank();
         let mut strides: Vec<i64> = (0..rank).map(|d| w.window_strides[d] as i64 * pv.strides[d]).collect();
         strides.extend((0..rank).map(|d| w.window_dilation[d] as i64 * pv.strides[d]));
@@ -360,6 +363,29 @@ impl Lowering {
         strides.push(rm[ns + 2]);
         let view = View { buf, dtype: out.dtype, offset: 0, strides, dynamic: Vec::new() };
         Val { expr: Expr::Load(view), aval: out.clone() }
+    }
+
+    /// The product of `conv_gemm_operands`' reordered patches and kernel, as a view with
+    /// `out`'s axes `[group, N, out spatial..., O / group]`.
+    fn conv_gemm(
+        &mut self,
+        patches: &Val,
+        kernel: &Val,
+        ns: usize,
+        dims: &DotDimensionNumbers,
+        out: &Aval,
+    ) -> Result<View, JitError> {
+        let ops = self.conv_gemm_operands(patches, kernel, ns);
+        let mut r_shape = vec![out.shape[0]];
+        r_shape.extend(ops.m_order.iter().map(|&a| out.shape[1 + a]));
+        r_shape.push(out.shape[2 + ns]);
+        let r = self.dot_val(&ops.patches, &ops.kernel, dims, &Aval::new(out.dtype, r_shape))?;
+        let (r, _) = self.as_view(r);
+        let mut strides = r.strides.clone();
+        for (j, &a) in ops.m_order.iter().enumerate() {
+            strides[1 + a] = r.strides[1 + j];
+        }
+        Ok(View { strides, ..r })
     }
 
     /// `dot_general` of two values into a fresh buffer.

@@ -1,0 +1,243 @@
+"""The realistic-size benchmark programs of issue 21: a CNN, a ResNet basic block and a GPT
+block, recorded from JAX 0.10.2 in the format of the other benchmark programs
+(`tests/data/bench/NAME.jaxpr`: what `jax.make_jaxpr(jax.value_and_grad(loss))` prints, the
+whole program XLA compiles under `jax.jit`; `NAME.json`: argument names and avals, sizes,
+policy, and JAX's CPU compile and median run time on the machine that generated it, for
+orientation only).
+
+Each program is also recorded at a reduced size with its inputs and JAX's outputs
+(`tests/data/bench/reduced/NAME.json`: `jaxpr`, `args`, `outputs` in the conformance cases'
+array format, the value followed by the gradients): the same model code at sizes a debug
+build's interpreter evaluates in seconds, so that the tests compare remat with JAX itself.
+
+    python3 crates/jit/bench/gen_models.py tests/data/bench   # from the repository root
+    python3 crates/jit/bench/gen_models.py --time NAME        # JAX's compile and median run, as JSON
+    python3 crates/jit/bench/gen_models.py --names            # the program names, one a line
+
+Every input is f32 (labels are one-hot f32 arrays), as the benchmark tests require.
+"""
+import json
+import math
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+jax.config.update('jax_platform_name', 'cpu')
+P = jax.checkpoint_policies
+
+
+def conv(x, w):
+    """A 3x3 'SAME' convolution, NHWC activations and HWIO kernels."""
+    return lax.conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'))
+
+
+def max_pool(x):
+    """2x2 max pool, stride 2 (`reduce_window_max`; its gradient is `select_and_scatter_add`)."""
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), 'VALID')
+
+
+def cross_entropy(logits, labels):
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * labels, axis=-1))
+
+
+def cnn(policy):
+    """conv-relu-pool, conv-relu-pool, dense; softmax cross-entropy."""
+    def features(w, b, x):
+        return max_pool(jax.nn.relu(conv(x, w) + b))
+    if policy is not None:
+        features = jax.checkpoint(features, policy=policy)
+
+    def loss(params, x, labels):
+        for w, b in params['convs']:
+            x = features(w, b, x)
+        x = x.reshape(x.shape[0], -1)
+        return cross_entropy(x @ params['dense'] + params['bias'], labels)
+    return loss
+
+
+def resnet(policy):
+    """A ResNet basic block (conv-norm-relu, conv-norm, identity skip, relu), then a global
+    average pool and a dense head; softmax cross-entropy. The norm is batch norm in training
+    mode (statistics over batch and space) with a scale and a shift."""
+    def norm(x, g, b):
+        mu = jnp.mean(x, axis=(0, 1, 2), keepdims=True)
+        var = jnp.mean((x - mu) ** 2, axis=(0, 1, 2), keepdims=True)
+        return (x - mu) * lax.rsqrt(var + 1e-5) * g + b
+
+    def block(p, x):
+        h = jax.nn.relu(norm(conv(x, p['w1']), p['g1'], p['b1']))
+        h = norm(conv(h, p['w2']), p['g2'], p['b2'])
+        return jax.nn.relu(x + h)
+    if policy is not None:
+        block = jax.checkpoint(block, policy=policy)
+
+    def loss(params, x, labels):
+        x = jnp.mean(block(params['block'], x), axis=(1, 2))
+        return cross_entropy(x @ params['dense'] + params['bias'], labels)
+    return loss
+
+
+def gpt(heads, policy):
+    """A pre-norm GPT block: layer norm, causal multi-head attention, layer norm, gelu MLP
+    (4x wide), both with residuals; a final layer norm; the mean square as the loss."""
+    def layer_norm(x, g, b):
+        mu = jnp.mean(x, -1, keepdims=True)
+        var = jnp.mean((x - mu) ** 2, -1, keepdims=True)
+        return (x - mu) * lax.rsqrt(var + 1e-5) * g + b
+
+    def block(p, x):
+        B, T, D = x.shape
+        h = layer_norm(x, p['ln1_g'], p['ln1_b'])
+        q = (h @ p['wq']).reshape(B, T, heads, D // heads)
+        k = (h @ p['wk']).reshape(B, T, heads, D // heads)
+        v = (h @ p['wv']).reshape(B, T, heads, D // heads)
+        s = jnp.einsum('bthd,bshd->bhts', q, k) / math.sqrt(D // heads)
+        causal = jnp.tril(jnp.ones((T, T), bool))
+        s = jnp.where(causal, s, -1e9)
+        a = jax.nn.softmax(s, axis=-1)
+        o = jnp.einsum('bhts,bshd->bthd', a, v).reshape(B, T, D)
+        x = x + o @ p['wo']
+        h = layer_norm(x, p['ln2_g'], p['ln2_b'])
+        h = jax.nn.gelu(h @ p['w1'] + p['c1'])
+        return x + h @ p['w2'] + p['c2']
+    if policy is not None:
+        block = jax.checkpoint(block, policy=policy)
+
+    def loss(params, x):
+        x = block(params['block'], x)
+        return jnp.mean(layer_norm(x, params['lnf_g'], params['lnf_b']) ** 2)
+    return loss
+
+
+def normal(key, i, shape, fan_in):
+    return jax.random.normal(jax.random.fold_in(key, i), shape) / fan_in ** .5
+
+
+def one_hot(key, n, classes):
+    return jax.nn.one_hot(jax.random.randint(key, (n,), 0, classes), classes)
+
+
+def cnn_args(batch, size, widths, classes=10):
+    k = jax.random.PRNGKey(1)
+    chans = (3,) + tuple(widths)
+    convs = [(normal(k, i, (3, 3, chans[i], chans[i + 1]), 9 * chans[i]), jnp.zeros(chans[i + 1]))
+             for i in range(len(widths))]
+    flat = (size // 2 ** len(widths)) ** 2 * widths[-1]
+    params = dict(convs=convs, dense=normal(k, 10, (flat, classes), flat), bias=jnp.zeros(classes))
+    x = jax.random.normal(jax.random.fold_in(k, 20), (batch, size, size, 3))
+    return (params, x, one_hot(jax.random.fold_in(k, 21), batch, classes))
+
+
+def resnet_args(batch, size, width, classes=10):
+    k = jax.random.PRNGKey(2)
+    block = dict(w1=normal(k, 0, (3, 3, width, width), 9 * width), g1=jnp.ones(width), b1=jnp.zeros(width),
+                 w2=normal(k, 1, (3, 3, width, width), 9 * width), g2=jnp.ones(width), b2=jnp.zeros(width))
+    params = dict(block=block, dense=normal(k, 2, (width, classes), width), bias=jnp.zeros(classes))
+    x = jax.random.normal(jax.random.fold_in(k, 20), (batch, size, size, width))
+    return (params, x, one_hot(jax.random.fold_in(k, 21), batch, classes))
+
+
+def gpt_args(batch, seq, d):
+    k = jax.random.PRNGKey(3)
+    block = dict(ln1_g=jnp.ones(d), ln1_b=jnp.zeros(d), wq=normal(k, 0, (d, d), d), wk=normal(k, 1, (d, d), d),
+                 wv=normal(k, 2, (d, d), d), wo=normal(k, 3, (d, d), d), ln2_g=jnp.ones(d), ln2_b=jnp.zeros(d),
+                 w1=normal(k, 4, (d, 4 * d), d), c1=jnp.zeros(4 * d), w2=normal(k, 5, (4 * d, d), 4 * d),
+                 c2=jnp.zeros(d))
+    params = dict(block=block, lnf_g=jnp.ones(d), lnf_b=jnp.zeros(d))
+    return (params, jax.random.normal(jax.random.fold_in(k, 20), (batch, seq, d)))
+
+
+# name: (loss, full-size args and sizes, reduced-size args). The reduced sizes keep every
+# structural feature (two pools, the skip, several heads, the causal mask).
+CNN = dict(batch=32, image=32, widths=[64, 128])
+RESNET = dict(batch=32, image=32, width=64)
+GPT = dict(batch=4, seq=256, d_model=256, heads=4)
+
+
+def programs():
+    return {
+        'cnn_plain': (cnn(None), lambda: cnn_args(32, 32, (64, 128)), lambda: cnn_args(2, 8, (4, 8)),
+                      dict(CNN, policy='plain')),
+        'cnn_dots': (cnn(P.dots_saveable), lambda: cnn_args(32, 32, (64, 128)), lambda: cnn_args(2, 8, (4, 8)),
+                     dict(CNN, policy='dots')),
+        'resnet_plain': (resnet(None), lambda: resnet_args(32, 32, 64), lambda: resnet_args(2, 6, 8),
+                         dict(RESNET, policy='plain')),
+        'gpt_plain': (gpt(4, None), lambda: gpt_args(4, 256, 256), lambda: gpt_args(2, 8, 16),
+                      dict(GPT, policy='plain')),
+        'gpt_dots': (gpt(4, P.dots_saveable), lambda: gpt_args(4, 256, 256), lambda: gpt_args(2, 8, 16),
+                     dict(GPT, policy='dots')),
+    }
+
+
+def time_it(f, args, n):
+    t = time.perf_counter()
+    c = jax.jit(f).lower(*args).compile()
+    tc = time.perf_counter() - t
+    jax.block_until_ready(c(*args))
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        jax.block_until_ready(c(*args))
+        ts.append(time.perf_counter() - t)
+    ts.sort()
+    return tc, ts[len(ts) // 2]
+
+
+def array_json(a):
+    return dict(dtype='f32', shape=list(a.shape), data=[float(v) for v in jnp.ravel(a)])
+
+
+def record(outdir, name, loss, full, reduced, meta):
+    vg = jax.value_and_grad(loss)
+    args = full()
+    jaxpr = jax.make_jaxpr(vg)(*args)
+    tc, tr = time_it(vg, args, 10)
+    with open(f"{outdir}/{name}.jaxpr", "w") as f:
+        f.write(str(jaxpr) + "\n")
+    leaves = jax.tree_util.tree_leaves(args)
+    assert all(a.dtype == jnp.float32 for a in leaves)
+    meta.update(name=name, jax_version=jax.__version__, arg_names=list(jaxpr.jaxpr.debug_info.arg_names),
+                arg_avals=[f"f32{list(a.shape)}".replace(' ', '') for a in leaves],
+                jax_cpu_compile_ms=round(tc * 1e3, 2), jax_cpu_run_median_ms=round(tr * 1e3, 4))
+    with open(f"{outdir}/{name}.json", "w") as f:
+        json.dump(meta, f, indent=1)
+    # The reduced-size twin, with JAX's value and gradients.
+    small = reduced()
+    sj = jax.make_jaxpr(vg)(*small)
+    value, grads = jax.jit(vg)(*small)
+    os.makedirs(f"{outdir}/reduced", exist_ok=True)
+    case = dict(name=name, jax_version=jax.__version__, arg_names=list(sj.jaxpr.debug_info.arg_names),
+                jaxpr=str(sj), args=[array_json(a) for a in jax.tree_util.tree_leaves(small)],
+                outputs=[array_json(value)] + [array_json(g) for g in jax.tree_util.tree_leaves(grads)])
+    with open(f"{outdir}/reduced/{name}.json", "w") as f:
+        json.dump(case, f)
+    print(name, meta['jax_cpu_compile_ms'], meta['jax_cpu_run_median_ms'])
+
+
+def main():
+    progs = programs()
+    if sys.argv[1] == '--names':
+        print('\n'.join(progs))
+        return
+    jax.jit(lambda a: a + 1)(1.0)  # backend start-up is not compile time
+    if sys.argv[1] == '--time':
+        name = sys.argv[2]
+        if name in progs:
+            loss, full, _, _ = progs[name]
+            tc, tr = time_it(jax.value_and_grad(loss), full(), 10)
+            print(json.dumps(dict(name=name, jax_cpu_compile_ms=round(tc * 1e3, 2),
+                                  jax_cpu_run_median_ms=round(tr * 1e3, 4))))
+        return
+    outdir = sys.argv[1]
+    only = set(sys.argv[2:])
+    for name, (loss, full, reduced, meta) in progs.items():
+        if not only or name in only:
+            record(outdir, name, loss, full, reduced, meta)
+
+
+if __name__ == '__main__':
+    main()
