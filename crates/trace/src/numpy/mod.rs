@@ -6,12 +6,15 @@
 //! several (`zeros`, `arange`, `where_`, `einsum`, `concatenate`), and free-function
 //! forms of the common elementwise ones for code that reads like `jnp` (`exp(&x)`,
 //! `sqrt(4.0)`). Files: `linalg` (products), `reduce` (reductions), `shape` (layout),
-//! `index` (NumPy indexing).
+//! `index` (NumPy indexing), `take` (indexing by integer
+//! arrays), `sort` (scans and sorts).
 
 mod index;
 mod linalg;
 mod reduce;
 mod shape;
+mod sort;
+mod take;
 
 use std::panic::Location;
 
