@@ -30,6 +30,14 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("take_out_of_bounds", p(|a| a[0].take(&a[1], Some(0))));
     add("index_array", p(|a| a[0].index_array(&a[1])));
     add("index_array_2d", p(|a| a[0].index_array(&a[1])));
+    add("take_along_axis", p(|a| a[0].take_along_axis(&a[1], 1)));
+    add("take_along_axis_3d", p(|a| a[0].take_along_axis(&a[1], 1)));
+    add("at_set", p(|a| a[0].at(&a[1]).set(&a[2])));
+    add("at_add", p(|a| a[0].at(&a[1]).add(&a[2])));
+    add("at_add_twice", p(|a| a[0].at(&a[1]).add(&a[2]).at(&a[1]).add(&a[2])));
+    add("at_add_dropped", p(|a| a[0].at(&a[1]).add(&a[2])));
+    add("at_set_scalar", p(|a| a[0].at(&a[1]).set(2.0)));
+    add("at_get", p(|a| a[0].at(&a[1]).get()));
     add("cumsum_axis1", p(|a| a[0].cumsum(Some(1), false)));
     add("cumsum_flat", p(|a| a[0].cumsum(None, false)));
     add("cumsum_reverse", p(|a| remat_trace::lax::cumsum(&a[0], 0, true)));
@@ -122,6 +130,13 @@ fn wrong_inputs_are_located_errors() {
     assert!(e.contains("take: indices must be integers, found f32[2]"), "{e}");
     let e = trace_error(|a| a[0].index_array(&a[1]), vec![aval(DType::F32, &[]), aval(DType::I32, &[2])]);
     assert!(e.contains("index_array: cannot index f32[], which has no axes"), "{e}");
+    let e = trace_error(|a| a[0].take_along_axis(&a[1], 0), vec![aval(DType::F32, &[3, 4]), aval(DType::I32, &[2, 3])]);
+    assert!(e.contains("take_along_axis: indices i32[2,3] must have the rank of f32[3,4] and its extents"), "{e}");
+    let e = trace_error(
+        |a| a[0].at(&a[1]).add(&a[2]),
+        vec![aval(DType::F32, &[3, 4]), aval(DType::I32, &[2]), aval(DType::F32, &[3, 4])],
+    );
+    assert!(e.ends_with("at[i32[2]]: updates f32[3,4] do not broadcast to the rows' shape [2, 4]"), "{e}");
     let e = trace_error(|a| a[0].cumsum(Some(-3), false), vec![aval(DType::F32, &[3, 4])]);
     assert!(e.contains("cumsum: axis -3 is out of bounds"), "{e}");
     let e = trace_error(|a| a[0].sort(5), vec![aval(DType::F32, &[3, 4])]);

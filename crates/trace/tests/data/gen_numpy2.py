@@ -1,5 +1,5 @@
 """The oracle for crates/trace/tests/numpy2.rs: what JAX 0.10.2 records and computes for
-the jax.numpy functions that index with integer arrays, scan and sort (`take`, `x[idx]`,
+the jax.numpy functions that index with integer arrays (and `x.at[idx]`), scan and sort (`take`, `x[idx]`,
 `cumsum`, `cumprod`, `sort`, `argsort`, `argmax`, `lax.top_k`). Each case is a small
 program over fixed pseudo-random arguments; it records the printed jaxpr, the outputs
 and, where JAX differentiates it, the gradient of the sum of the (first) output with
@@ -28,6 +28,14 @@ c("take_flat", lambda x, i: jnp.take(x, i), f32(3, 4), i32(11, 0, -1, 5))
 c("take_out_of_bounds", lambda x, i: jnp.take(x, i, axis=0), f32(3, 2), i32(1, 3, -4))
 c("index_array", lambda x, i: x[i], f32(3, 4), i32(2, 0, -1, 0))
 c("index_array_2d", lambda x, i: x[i], f32(5, 2), i32(4, 0, -2, 1).reshape(2, 2))
+c("take_along_axis", lambda x, i: jnp.take_along_axis(x, i, axis=1), f32(3, 4), i32(2, 0, -1, 3, 3, 1).reshape(3, 2))
+c("take_along_axis_3d", lambda x, i: jnp.take_along_axis(x, i, axis=1), f32(2, 3, 2), i32(*range(-2, 6)).reshape(2, 2, 2))
+c("at_set", lambda x, i, v: x.at[i].set(v), f32(3, 4), i32(2, -3), f32(2, 4))
+c("at_add", lambda x, i, v: x.at[i].add(v), f32(3, 4), i32(2, 0, 2), f32(3, 4))
+c("at_add_twice", lambda x, i, v: x.at[i].add(v).at[i].add(v), f32(4), i32(1, 3), f32(2))
+c("at_add_dropped", lambda x, i, v: x.at[i].add(v), f32(3, 2), i32(5, 1), f32(2, 2))
+c("at_set_scalar", lambda x, i: x.at[i].set(2.0), f32(3, 4), i32(1,))
+c("at_get", lambda x, i: x.at[i].get(), f32(3, 4), i32(2, -1))
 c("cumsum_axis1", lambda x: jnp.cumsum(x, axis=1), f32(3, 4))
 c("cumsum_flat", lambda x: jnp.cumsum(x), f32(3, 4))
 c("cumsum_reverse", lambda x: lax.cumsum(x, axis=0, reverse=True), f32(3, 4))
