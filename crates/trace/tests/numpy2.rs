@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
+use remat_trace::numpy::Sections;
 use remat_trace::{make_jaxpr, Tensor};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -47,6 +48,13 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("sort_axis0", p(|a| a[0].sort(0)));
     add("argsort", p(|a| a[0].argsort(-1)));
     add("argmax", p(|a| a[0].argmax(1)));
+    add("tril", p(|a| a[0].tril(0)));
+    add("tril_k", p(|a| a[0].tril(-1)));
+    add("triu", p(|a| a[0].triu(0)));
+    add("triu_k", p(|a| a[0].triu(2)));
+    add("split_count", Box::new(|a| a[0].split(Sections::Count(2), 1)));
+    add("split_indices", Box::new(|a| a[0].split(Sections::Indices(vec![1, 3]), -1)));
+    add("split_rows", Box::new(|a| a[0].split(Sections::Count(3), 0)));
     add(
         "top_k",
         Box::new(|a| {
@@ -141,6 +149,10 @@ fn wrong_inputs_are_located_errors() {
     assert!(e.contains("cumsum: axis -3 is out of bounds"), "{e}");
     let e = trace_error(|a| a[0].sort(5), vec![aval(DType::F32, &[3, 4])]);
     assert!(e.contains("sort: axis 5 is out of bounds"), "{e}");
+    let e = trace_error(|a| a[0].split(Sections::Count(3), 1)[0].clone(), vec![aval(DType::F32, &[3, 4])]);
+    assert!(e.ends_with("split: axis 1 of f32[3,4] (size 4) does not split into 3 equal sections"), "{e}");
+    let e = trace_error(|a| a[0].tril(0), vec![aval(DType::F32, &[2, 3, 4])]);
+    assert!(e.contains("tril: f32[2,3,4] is not a matrix"), "{e}");
     let e = trace_error(|a| a[0].top_k(6).0, vec![aval(DType::F32, &[3, 5])]);
     assert!(e.ends_with("top_k: k = 6 is more than the last axis of f32[3,5] has"), "{e}");
 }

@@ -22,7 +22,7 @@ use remat_ir::{Array, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use linalg::einsum;
-pub use shape::{concatenate, stack};
+pub use shape::{concatenate, stack, Sections};
 pub use take::AtIndex;
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};

@@ -1,6 +1,7 @@
 """The oracle for crates/trace/tests/numpy2.rs: what JAX 0.10.2 records and computes for
-the jax.numpy functions that index with integer arrays (and `x.at[idx]`), scan and sort (`take`, `x[idx]`,
-`cumsum`, `cumprod`, `sort`, `argsort`, `argmax`, `lax.top_k`). Each case is a small
+the jax.numpy functions that index with integer arrays (`take`, `take_along_axis`,
+`x[idx]`, `x.at[idx]`), scan, sort (`cumsum`, `cumprod`, `sort`, `argsort`, `argmax`,
+`lax.top_k`) and cut (`tril`, `triu`, `split`). Each case is a small
 program over fixed pseudo-random arguments; it records the printed jaxpr, the outputs
 and, where JAX differentiates it, the gradient of the sum of the (first) output with
 respect to every float argument. The Rust test traces its twin (same name), compares the
@@ -45,6 +46,13 @@ c("sort_axis1", lambda x: jnp.sort(x, axis=1), f32(3, 4))
 c("sort_axis0", lambda x: jnp.sort(x, axis=0), f32(3, 4))
 c("argsort", lambda x: jnp.argsort(x, axis=-1), f32(3, 4), grad=False)
 c("argmax", lambda x: jnp.argmax(x, axis=1), f32(3, 4), grad=False)
+c("tril", lambda x: jnp.tril(x), f32(3, 4))
+c("tril_k", lambda x: jnp.tril(x, -1), f32(4, 3))
+c("triu", lambda x: jnp.triu(x), f32(3, 4))
+c("triu_k", lambda x: jnp.triu(x, 2), f32(3, 4))
+c("split_count", lambda x: tuple(jnp.split(x, 2, axis=1)), f32(3, 4))
+c("split_indices", lambda x: tuple(jnp.split(x, [1, 3], axis=-1)), f32(3, 4))
+c("split_rows", lambda x: tuple(jnp.split(x, 3)), f32(3, 2))
 c("top_k", lambda x: lax.top_k(x, 2), f32(3, 5))
 
 def dtype_name(a):
