@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
-use remat_trace::numpy::Sections;
+use remat_trace::numpy::{self, Sections};
 use remat_trace::{make_jaxpr, Tensor};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -55,6 +55,8 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("split_count", Box::new(|a| a[0].split(Sections::Count(2), 1)));
     add("split_indices", Box::new(|a| a[0].split(Sections::Indices(vec![1, 3]), -1)));
     add("split_rows", Box::new(|a| a[0].split(Sections::Count(3), 0)));
+    add("linspace", p(|_| numpy::linspace(0.0, 1.0, 5, true)));
+    add("linspace_no_endpoint", p(|_| numpy::linspace(-1.0, 2.0, 4, false)));
     add(
         "top_k",
         Box::new(|a| {
@@ -153,6 +155,8 @@ fn wrong_inputs_are_located_errors() {
     assert!(e.ends_with("split: axis 1 of f32[3,4] (size 4) does not split into 3 equal sections"), "{e}");
     let e = trace_error(|a| a[0].tril(0), vec![aval(DType::F32, &[2, 3, 4])]);
     assert!(e.contains("tril: f32[2,3,4] is not a matrix"), "{e}");
+    let e = trace_error(|_| numpy::linspace(0.0, 1.0, 1, true), vec![]);
+    assert!(e.ends_with("linspace: num = 1 is not supported yet (it must be at least 2)"), "{e}");
     let e = trace_error(|a| a[0].top_k(6).0, vec![aval(DType::F32, &[3, 5])]);
     assert!(e.ends_with("top_k: k = 6 is more than the last axis of f32[3,5] has"), "{e}");
 }

@@ -1,7 +1,7 @@
 """The oracle for crates/trace/tests/numpy2.rs: what JAX 0.10.2 records and computes for
 the jax.numpy functions that index with integer arrays (`take`, `take_along_axis`,
 `x[idx]`, `x.at[idx]`), scan, sort (`cumsum`, `cumprod`, `sort`, `argsort`, `argmax`,
-`lax.top_k`) and cut (`tril`, `triu`, `split`). Each case is a small
+`lax.top_k`) and cut (`tril`, `triu`, `split`), and `linspace`. Each case is a small
 program over fixed pseudo-random arguments; it records the printed jaxpr, the outputs
 and, where JAX differentiates it, the gradient of the sum of the (first) output with
 respect to every float argument. The Rust test traces its twin (same name), compares the
@@ -53,6 +53,8 @@ c("triu_k", lambda x: jnp.triu(x, 2), f32(3, 4))
 c("split_count", lambda x: tuple(jnp.split(x, 2, axis=1)), f32(3, 4))
 c("split_indices", lambda x: tuple(jnp.split(x, [1, 3], axis=-1)), f32(3, 4))
 c("split_rows", lambda x: tuple(jnp.split(x, 3)), f32(3, 2))
+c("linspace", lambda: jnp.linspace(0.0, 1.0, 5))
+c("linspace_no_endpoint", lambda: jnp.linspace(-1.0, 2.0, 4, endpoint=False))
 c("top_k", lambda x: lax.top_k(x, 2), f32(3, 5))
 
 def dtype_name(a):
@@ -74,6 +76,9 @@ for name, (fn, args, grad) in CASES.items():
             "outputs": [arr(o) for o in outs]}
     if grad:
         argnums = tuple(i for i, a in enumerate(args) if np.asarray(a).dtype == np.float32)
+        if not argnums:
+            out[name] = case
+            continue
         gs = jax.grad(lambda *a: jnp.sum(first(fn(*a))), argnums=argnums)(*args)
         case["argnums"] = list(argnums)
         case["grads"] = [arr(g) for g in gs]
