@@ -29,6 +29,8 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("take_axis0_2d_indices", p(|a| a[0].take(&a[1], Some(0))));
     add("take_flat", p(|a| a[0].take(&a[1], None)));
     add("take_out_of_bounds", p(|a| a[0].take(&a[1], Some(0))));
+    add("take_int", p(|a| a[0].take(&a[1], None)));
+    add("take_u32", p(|a| a[0].take(&a[1], None)));
     add("index_array", p(|a| a[0].index_array(&a[1])));
     add("index_array_2d", p(|a| a[0].index_array(&a[1])));
     add("take_along_axis", p(|a| a[0].take_along_axis(&a[1], 1)));

@@ -63,6 +63,24 @@ fn gather_axis(
     bind(prim, &[x.into(), indices.into()], x.is_weak(), loc).remove(0)
 }
 
+/// What an out-of-bounds index gathers under JAX's default `mode="fill"`: NaN for floats,
+/// the lowest value of a signed integer type and the highest of an unsigned one. (JAX's
+/// `True` for booleans has no `FillValue`; that is an error here.)
+fn fill_value(what: &str, x: &Tensor, loc: &'static Location<'static>) -> Option<FillValue> {
+    let dtype = x.dtype();
+    let bits = 8 * dtype.size_in_bytes() as u32;
+    if dtype.is_float() {
+        Some(FillValue::Float(f64::NAN))
+    } else if dtype.is_unsigned() {
+        Some(FillValue::Int((1i64 << bits) - 1))
+    } else if dtype.is_integer() {
+        Some(FillValue::Int(-(1i64 << (bits - 1))))
+    } else {
+        record_error(loc, format!("{what}: gathering from {} is not supported yet", x.aval()));
+        None
+    }
+}
+
 fn check_indices(what: &str, x: &Tensor, idx: &Tensor, loc: &'static Location<'static>) -> bool {
     if !idx.dtype().is_integer() {
         record_error(loc, format!("{what}: indices must be integers, found {} (indexing {})", idx.aval(), x.aval()));
@@ -91,7 +109,9 @@ impl Tensor {
                 None => return placeholder(),
             },
         };
-        let fill = if self.dtype().is_float() { FillValue::Float(f64::NAN) } else { FillValue::Int(i64::MIN) };
+        let Some(fill) = fill_value("take", self, loc) else {
+            return placeholder();
+        };
         library_jit(
             "_take",
             &[self.into(), idx.into()],
@@ -154,7 +174,9 @@ impl Tensor {
             record_error(loc, message);
             return placeholder();
         }
-        let fill = if self.dtype().is_float() { FillValue::Float(f64::NAN) } else { FillValue::Int(i64::MIN) };
+        let Some(fill) = fill_value("take_along_axis", self, loc) else {
+            return placeholder();
+        };
         library_jit(
             "take_along_axis",
             &[self.into(), idx.into()],
