@@ -3,7 +3,7 @@
 //!
 //! Most of it is methods of [`Tensor`] (`x.sum_axes(&[1], true)`, `w.dot(&x)`,
 //! `x.index(idx![1..4])`); this module holds the functions that build tensors or take
-//! several (`zeros`, `arange`, `where_`, `einsum`, `concatenate`), and free-function
+//! several (`zeros`, `arange`, `linspace`, `where_`, `einsum`, `concatenate`), and free-function
 //! forms of the common elementwise ones for code that reads like `jnp` (`exp(&x)`,
 //! `sqrt(4.0)`). Files: `linalg` (products), `reduce` (reductions), `shape` (layout),
 //! `index` (NumPy indexing), `take` (indexing by integer
