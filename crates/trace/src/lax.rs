@@ -658,3 +658,29 @@ fn check_carry(what: &str, types: &[(Aval, bool)], out: &[Tensor]) -> Result<(),
         show(out.iter().map(|t| t.aval().to_string()).collect())
     ))
 }
+
+/// `lax.cumsum(x, axis, reverse)`: the `cumsum` primitive itself (no call around it).
+#[track_caller]
+pub fn cumsum(x: &Tensor, axis: isize, reverse: bool) -> Tensor {
+    cumulative(remat_ir::CumulativeOp::Sum, "cumsum", x, axis, reverse, Location::caller())
+}
+
+/// `lax.cumprod(x, axis, reverse)`: the `cumprod` primitive itself.
+#[track_caller]
+pub fn cumprod(x: &Tensor, axis: isize, reverse: bool) -> Tensor {
+    cumulative(remat_ir::CumulativeOp::Prod, "cumprod", x, axis, reverse, Location::caller())
+}
+
+fn cumulative(
+    op: remat_ir::CumulativeOp,
+    name: &str,
+    x: &Tensor,
+    axis: isize,
+    reverse: bool,
+    loc: &'static Location<'static>,
+) -> Tensor {
+    match crate::numpy::normalize_axes(name, x, &[axis], loc) {
+        Some(a) => x.apply_at(Primitive::Cumulative { op, axis: a[0], reverse }, loc),
+        None => Tensor::placeholder(x.aval().clone()),
+    }
+}

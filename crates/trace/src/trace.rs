@@ -430,6 +430,23 @@ pub(crate) fn spell_last_literals(literals: &[(usize, f64)]) {
     });
 }
 
+/// Spells parameters of the equation just recorded in the innermost frame as JAX prints a
+/// value it computed with NumPy (`sizes=(np.int64(2), np.int64(2))`): `(key, text)`, the
+/// text equal to the parameter's own repr but for the NumPy spelling. Does nothing after
+/// an error.
+pub(crate) fn spell_last_params(params: &[(&str, String)]) {
+    if has_error() {
+        return;
+    }
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let Some(eqn) = s.frames.last_mut().and_then(|f| f.jaxpr.eqns.last_mut()) else { return };
+        for (key, text) in params {
+            eqn.spelling.params.push((key.to_string(), text.clone()));
+        }
+    });
+}
+
 /// A shape rule's message, with the operand types appended unless it names them all.
 fn with_operands(message: String, in_avals: &[Aval]) -> String {
     let types: Vec<String> = in_avals.iter().map(Aval::to_string).collect();

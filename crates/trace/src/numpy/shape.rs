@@ -311,3 +311,98 @@ pub fn stack(xs: &[&Tensor], axis: isize) -> Tensor {
     let refs: Vec<&Tensor> = expanded.iter().collect();
     concatenate_at(&refs, a, loc)
 }
+
+/// How [`Tensor::split`] cuts an axis: into equal pieces, or before each index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sections {
+    /// `jnp.split(x, n)`: `n` pieces of equal size (which must divide the axis).
+    Count(usize),
+    /// `jnp.split(x, [i, j, ...])`: pieces `[:i]`, `[i:j]`, ..., `[last:]` (indices clamp
+    /// to the axis, as NumPy's do; negative ones count from the end).
+    Indices(Vec<i64>),
+}
+
+impl Tensor {
+    /// `jnp.split(x, sections, axis=axis)`: consecutive pieces along `axis`, recorded as
+    /// one `split` whose sizes print as NumPy integers, as JAX's do.
+    #[track_caller]
+    pub fn split(&self, sections: Sections, axis: isize) -> Vec<Tensor> {
+        let loc = Location::caller();
+        let Some(axes) = normalize_axes("split", self, &[axis], loc) else {
+            return vec![Tensor::placeholder(self.aval().clone())];
+        };
+        let (axis, n) = (axes[0], self.shape()[axes[0]]);
+        let sizes: Vec<usize> = match sections {
+            Sections::Count(0) => {
+                record_error(loc, "split: the number of sections must be positive".into());
+                return vec![Tensor::placeholder(self.aval().clone())];
+            }
+            Sections::Count(k) if n % k != 0 => {
+                let message =
+                    format!("split: axis {axis} of {} (size {n}) does not split into {k} equal sections", self.aval());
+                record_error(loc, message);
+                return vec![Tensor::placeholder(self.aval().clone())];
+            }
+            Sections::Count(k) => vec![n / k; k],
+            Sections::Indices(indices) => {
+                let clamp = |i: i64| if i < 0 { (i + n as i64).max(0) } else { i.min(n as i64) } as usize;
+                let mut bounds: Vec<usize> = indices.iter().map(|&i| clamp(i)).collect();
+                bounds.insert(0, 0);
+                bounds.push(n);
+                bounds.windows(2).map(|w| w[1].saturating_sub(w[0])).collect()
+            }
+        };
+        let spelled: Vec<String> = sizes.iter().map(|s| format!("np.int64({s})")).collect();
+        let spelled =
+            if spelled.len() == 1 { format!("({},)", spelled[0]) } else { format!("({})", spelled.join(", ")) };
+        let prim = Primitive::Split { axis, sizes: sizes.clone() };
+        match crate::trace::bind_n(prim, &[self.into()], &[self.is_weak()], loc) {
+            Some(outs) => {
+                crate::trace::spell_last_params(&[("sizes", spelled)]);
+                outs
+            }
+            None => vec![Tensor::placeholder(self.aval().clone())],
+        }
+    }
+
+    /// `jnp.tril(x, k)`: `x` with the elements above the `k`-th diagonal zeroed, for a
+    /// matrix `x`. Recorded as `jit[name=tril]`: an `iota` mask and a `select_n`.
+    #[track_caller]
+    pub fn tril(&self, k: i64) -> Tensor {
+        self.triangle_at("tril", k, Location::caller())
+    }
+
+    /// `jnp.triu(x, k)`: `x` with the elements below the `k`-th diagonal zeroed, for a
+    /// matrix `x`; `jit[name=triu]`.
+    #[track_caller]
+    pub fn triu(&self, k: i64) -> Tensor {
+        self.triangle_at("triu", k, Location::caller())
+    }
+
+    fn triangle_at(&self, name: &'static str, k: i64, loc: &'static Location<'static>) -> Tensor {
+        if self.ndim() != 2 {
+            let message = format!("{name}: {} is not a matrix (batched {name} is not supported yet)", self.aval());
+            record_error(loc, message);
+            return Tensor::placeholder(self.aval().clone());
+        }
+        crate::transforms::library_jit(
+            name,
+            &[self.into()],
+            |inner| {
+                let x = &inner[0];
+                let iota = |dimension| {
+                    let prim = Primitive::Iota { dtype: DType::I32, shape: x.shape().to_vec(), dimension };
+                    bind(prim, &[], false, loc).remove(0)
+                };
+                // The mask of `tri(k)`: row + k >= column (`triu` zeroes `tri(k - 1)`).
+                let offset = if name == "tril" { k } else { k - 1 };
+                let rows = crate::tensor::binary_at(BinaryOp::Add, iota(0).into(), (offset as i32).into(), loc);
+                let mask = crate::tensor::compare_at(CompareOp::Ge, rows.into(), iota(1).into(), loc);
+                let zeros = crate::numpy::full_at(x.shape(), LitValue::from_f64(x.dtype(), 0.0), loc);
+                let (on_false, on_true) = if name == "tril" { (zeros, x.clone()) } else { (x.clone(), zeros) };
+                bind(Primitive::SelectN, &[mask.into(), on_false.into(), on_true.into()], x.is_weak(), loc).remove(0)
+            },
+            loc,
+        )
+    }
+}

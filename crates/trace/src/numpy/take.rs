@@ -1,0 +1,321 @@
+//! Indexing by integer arrays: `jnp.take`, `jnp.take_along_axis`, `x[idx]` and
+//! `x.at[idx]` with an integer tensor, recorded as JAX 0.10.2 records them: negative
+//! indices wrapped (`lt`, `add`, `select_n`), a trailing index-vector axis, then one
+//! `gather` or `scatter`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::panic::Location;
+use std::sync::Arc;
+
+use remat_ir::{
+    CompareOp, DType, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, Primitive, ScatterDimensionNumbers,
+    ScatterOp,
+};
+
+use crate::numpy::{normalize_axes, where_};
+use crate::tensor::{binary_at, compare_at, Arg, Tensor};
+use crate::trace::Operand;
+use crate::trace::{bind, record_error};
+use crate::transforms::library_jit;
+
+/// `idx` with negative entries counted from the end of an axis of size `n`. In a `jnp`
+/// function (`wrap_in_jit`) the select is `jnp.where`'s call; in `x[idx]` it is inline.
+fn wrap_negative(idx: &Tensor, n: usize, via_where: bool, loc: &'static Location<'static>) -> Tensor {
+    let neg = compare_at(CompareOp::Lt, idx.into(), 0.into(), loc);
+    let shifted = binary_at(remat_ir::BinaryOp::Add, idx.into(), Arg::Scalar(n as f64, idx.dtype()), loc);
+    if via_where {
+        where_(&neg, &shifted, idx)
+    } else {
+        bind(Primitive::SelectN, &[neg.into(), idx.into(), shifted.into()], idx.is_weak(), loc).remove(0)
+    }
+}
+
+/// The `gather` of the slices of `x` at `idx` along `axis` (one index per slice).
+fn gather_axis(
+    x: &Tensor,
+    idx: &Tensor,
+    axis: usize,
+    mode: GatherScatterMode,
+    fill_value: Option<FillValue>,
+    loc: &'static Location<'static>,
+) -> Tensor {
+    let r = idx.ndim();
+    let indices = idx.expand_dims_at(&[r], loc);
+    let out_rank = x.ndim() - 1 + r;
+    let offset_dims = (0..axis).chain(axis + r..out_rank).collect();
+    let mut slice_sizes = x.shape().to_vec();
+    slice_sizes[axis] = 1;
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims,
+            collapsed_slice_dims: vec![axis],
+            start_index_map: vec![axis],
+            operand_batching_dims: vec![],
+            start_indices_batching_dims: vec![],
+        },
+        fill_value,
+        indices_are_sorted: false,
+        mode,
+        slice_sizes,
+        unique_indices: false,
+    };
+    bind(prim, &[x.into(), indices.into()], x.is_weak(), loc).remove(0)
+}
+
+/// What an out-of-bounds index gathers under JAX's default `mode="fill"`: NaN for floats,
+/// the lowest value of a signed integer type and the highest of an unsigned one. (JAX's
+/// `True` for booleans has no `FillValue`; that is an error here.)
+fn fill_value(what: &str, x: &Tensor, loc: &'static Location<'static>) -> Option<FillValue> {
+    let dtype = x.dtype();
+    let bits = 8 * dtype.size_in_bytes() as u32;
+    if dtype.is_float() {
+        Some(FillValue::Float(f64::NAN))
+    } else if dtype.is_unsigned() {
+        Some(FillValue::Int((1i64 << bits) - 1))
+    } else if dtype.is_integer() {
+        Some(FillValue::Int(-(1i64 << (bits - 1))))
+    } else {
+        record_error(loc, format!("{what}: gathering from {} is not supported yet", x.aval()));
+        None
+    }
+}
+
+fn check_indices(what: &str, x: &Tensor, idx: &Tensor, loc: &'static Location<'static>) -> bool {
+    if !idx.dtype().is_integer() {
+        record_error(loc, format!("{what}: indices must be integers, found {} (indexing {})", idx.aval(), x.aval()));
+        return false;
+    }
+    true
+}
+
+impl Tensor {
+    /// `jnp.take(x, idx, axis=axis)` (`axis: None` takes from the flattened `x`): the
+    /// slices of `x` at the integer indices `idx` along `axis`, which `idx`'s axes replace.
+    /// Negative indices count from the end; out-of-bounds ones give NaN for floats (JAX's
+    /// default `mode="fill"`), and their gradient is dropped. Recorded as
+    /// `jit[name=_take]`.
+    #[track_caller]
+    pub fn take(&self, idx: &Tensor, axis: Option<isize>) -> Tensor {
+        let loc = Location::caller();
+        let placeholder = || Tensor::placeholder(self.aval().clone());
+        if !check_indices("take", self, idx, loc) {
+            return placeholder();
+        }
+        let axis = match axis {
+            None => None,
+            Some(a) => match normalize_axes("take", self, &[a], loc) {
+                Some(a) => Some(a[0]),
+                None => return placeholder(),
+            },
+        };
+        let Some(fill) = fill_value("take", self, loc) else {
+            return placeholder();
+        };
+        library_jit(
+            "_take",
+            &[self.into(), idx.into()],
+            |inner| {
+                let [x, idx]: [Tensor; 2] = inner.try_into().expect("two inputs");
+                let (x, axis) = match axis {
+                    Some(a) => (x, a),
+                    None => (x.reshape_at(&[x.size()], loc), 0),
+                };
+                let idx = wrap_negative(&idx, x.shape()[axis], true, loc);
+                gather_axis(&x, &idx, axis, GatherScatterMode::FillOrDrop, Some(fill), loc)
+            },
+            loc,
+        )
+    }
+
+    /// `x[idx]` with an integer tensor `idx`: the rows of `x` at `idx` (axis 0, which
+    /// `idx`'s axes replace); negative indices count from the end. As in JAX, indices are
+    /// promised in bounds (`PROMISE_IN_BOUNDS`: an out-of-bounds one is clamped).
+    #[track_caller]
+    pub fn index_array(&self, idx: &Tensor) -> Tensor {
+        let loc = Location::caller();
+        if !check_indices("index_array", self, idx, loc) {
+            return Tensor::placeholder(self.aval().clone());
+        }
+        if self.ndim() == 0 {
+            record_error(loc, format!("index_array: cannot index {}, which has no axes", self.aval()));
+            return Tensor::placeholder(self.aval().clone());
+        }
+        let idx = wrap_negative(idx, self.shape()[0], false, loc);
+        gather_axis(self, &idx, 0, GatherScatterMode::PromiseInBounds, None, loc)
+    }
+}
+
+impl Tensor {
+    /// `jnp.take_along_axis(x, idx, axis=axis)`: `out[..., j, ...] = x[..., idx[..., j,
+    /// ...], ...]` along `axis`, for `idx` of `x`'s rank and `x`'s extents on the other axes
+    /// (JAX also broadcasts size-1 axes; that is not supported here). Negative indices count
+    /// from the end, out-of-bounds ones give NaN. Recorded as `jit[name=take_along_axis]`,
+    /// a `gather` whose other axes are batching axes.
+    #[track_caller]
+    pub fn take_along_axis(&self, idx: &Tensor, axis: isize) -> Tensor {
+        let loc = Location::caller();
+        let placeholder = || Tensor::placeholder(remat_ir::Aval::new(self.dtype(), idx.shape().to_vec()));
+        if !check_indices("take_along_axis", self, idx, loc) {
+            return placeholder();
+        }
+        let Some(axes) = normalize_axes("take_along_axis", self, &[axis], loc) else {
+            return placeholder();
+        };
+        let axis = axes[0];
+        let others_match =
+            idx.ndim() == self.ndim() && (0..self.ndim()).all(|d| d == axis || idx.shape()[d] == self.shape()[d]);
+        if !others_match {
+            let message = format!(
+                "take_along_axis: indices {} must have the rank of {} and its extents on every axis but {axis}",
+                idx.aval(),
+                self.aval()
+            );
+            record_error(loc, message);
+            return placeholder();
+        }
+        let Some(fill) = fill_value("take_along_axis", self, loc) else {
+            return placeholder();
+        };
+        library_jit(
+            "take_along_axis",
+            &[self.into(), idx.into()],
+            |inner| {
+                let [x, idx]: [Tensor; 2] = inner.try_into().expect("two inputs");
+                let idx = wrap_negative(&idx, x.shape()[axis], false, loc);
+                let mut shape = idx.shape().to_vec();
+                shape.push(1);
+                let indices = idx.reshape_at(&shape, loc);
+                let batch: Vec<usize> = (0..x.ndim()).filter(|&d| d != axis).collect();
+                let prim = Primitive::Gather {
+                    dimension_numbers: GatherDimensionNumbers {
+                        offset_dims: vec![],
+                        collapsed_slice_dims: vec![axis],
+                        start_index_map: vec![axis],
+                        operand_batching_dims: batch.clone(),
+                        start_indices_batching_dims: batch,
+                    },
+                    fill_value: Some(fill),
+                    indices_are_sorted: false,
+                    mode: GatherScatterMode::FillOrDrop,
+                    slice_sizes: vec![1; x.ndim()],
+                    unique_indices: false,
+                };
+                bind(prim, &[(&x).into(), indices.into()], x.is_weak(), loc).remove(0)
+            },
+            loc,
+        )
+    }
+
+    /// `x.at[idx]` for an integer tensor `idx` (rows of axis 0): finish with
+    /// [`AtIndex::set`], [`AtIndex::add`] or [`AtIndex::get`].
+    pub fn at<'a>(&'a self, idx: &'a Tensor) -> AtIndex<'a> {
+        AtIndex { x: self, idx }
+    }
+}
+
+/// `x.at[idx]`, from [`Tensor::at`]: an out-of-place update of the rows of `x` at the
+/// integer indices `idx` (negative ones count from the end). Updates at out-of-bounds
+/// indices are dropped (JAX's default mode for `set`/`add`).
+#[derive(Debug)]
+pub struct AtIndex<'a> {
+    x: &'a Tensor,
+    idx: &'a Tensor,
+}
+
+thread_local! {
+    /// JAX's cached `update_jaxpr` of `scatter-add` per dtype: one object, so that a
+    /// program with several scatter-adds shares it (and prints it once, hoisted).
+    static ADD_JAXPRS: RefCell<HashMap<DType, Arc<Jaxpr>>> = RefCell::new(HashMap::new());
+}
+
+fn add_jaxpr(dtype: DType) -> Arc<Jaxpr> {
+    ADD_JAXPRS.with(|m| {
+        m.borrow_mut()
+            .entry(dtype)
+            .or_insert_with(|| {
+                let t = dtype;
+                let text = format!("{{ lambda ; a:{t}[] b:{t}[]. let c:{t}[] = add a b in (c,) }}");
+                Arc::new(remat_ir::parse_jaxpr(&text, "scatter-add update_jaxpr").expect("a valid jaxpr"))
+            })
+            .clone()
+    })
+}
+
+impl AtIndex<'_> {
+    /// `x.at[idx].get()`: the same as `x[idx]` ([`Tensor::index_array`]).
+    #[track_caller]
+    pub fn get(&self) -> Tensor {
+        let loc = Location::caller();
+        if !check_indices("at", self.x, self.idx, loc) || !self.has_axes(loc) {
+            return Tensor::placeholder(self.x.aval().clone());
+        }
+        let idx = wrap_negative(self.idx, self.x.shape()[0], false, loc);
+        gather_axis(self.x, &idx, 0, GatherScatterMode::PromiseInBounds, None, loc)
+    }
+
+    /// `x.at[idx].set(v)`: `x` with the rows at `idx` replaced by `v` (converted to `x`'s
+    /// dtype and broadcast to the rows' shape); `scatter`.
+    #[track_caller]
+    pub fn set(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Set, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].add(v)`: `x` with `v` added to the rows at `idx` (repeated indices add
+    /// up); `scatter-add`.
+    #[track_caller]
+    pub fn add(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Add, v.into(), Location::caller())
+    }
+
+    fn has_axes(&self, loc: &'static Location<'static>) -> bool {
+        if self.x.ndim() == 0 {
+            record_error(loc, format!("at: cannot index {}, which has no axes", self.x.aval()));
+            return false;
+        }
+        true
+    }
+
+    fn scatter(&self, op: ScatterOp, v: Arg, loc: &'static Location<'static>) -> Tensor {
+        let (x, idx) = (self.x, self.idx);
+        if !check_indices("at", x, idx, loc) || !self.has_axes(loc) {
+            return Tensor::placeholder(x.aval().clone());
+        }
+        let r = idx.ndim();
+        let rows: Vec<usize> = idx.shape().iter().chain(&x.shape()[1..]).copied().collect();
+        // A Rust scalar becomes one `broadcast_in_dim` of a literal, after the indices.
+        let v_shape: &[usize] = match &v {
+            Arg::Tensor(t) => t.shape(),
+            Arg::Scalar(..) => &[],
+        };
+        if crate::tensor::broadcast_shapes(&[v_shape, &rows]).ok().as_deref() != Some(&rows[..]) {
+            let Arg::Tensor(t) = &v else { unreachable!("a scalar broadcasts") };
+            let message =
+                format!("at[{}]: updates {} do not broadcast to the rows' shape {rows:?}", idx.aval(), t.aval());
+            record_error(loc, message);
+            return Tensor::placeholder(x.aval().clone());
+        }
+        let idx = wrap_negative(idx, x.shape()[0], false, loc);
+        let indices = idx.expand_dims_at(&[r], loc);
+        let v = match v {
+            Arg::Tensor(t) => t.to_type(x.dtype(), x.is_weak(), loc).broadcast_to_at(&rows, loc),
+            Arg::Scalar(value, _) => crate::numpy::full_at(&rows, remat_ir::LitValue::from_f64(x.dtype(), value), loc),
+        };
+        let prim = Primitive::Scatter {
+            op,
+            dimension_numbers: ScatterDimensionNumbers {
+                update_window_dims: (r..r + x.ndim() - 1).collect(),
+                inserted_window_dims: vec![0],
+                scatter_dims_to_operand_dims: vec![0],
+                operand_batching_dims: vec![],
+                scatter_indices_batching_dims: vec![],
+            },
+            indices_are_sorted: false,
+            mode: GatherScatterMode::FillOrDrop,
+            unique_indices: false,
+            update_jaxpr: (op == ScatterOp::Add).then(|| add_jaxpr(x.dtype())),
+        };
+        let operands: [Operand; 3] = [x.into(), indices.into(), v.into()];
+        bind(prim, &operands, x.is_weak(), loc).remove(0)
+    }
+}

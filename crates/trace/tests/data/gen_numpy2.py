@@ -1,0 +1,88 @@
+"""The oracle for crates/trace/tests/numpy2.rs: what JAX 0.10.2 records and computes for
+the jax.numpy functions that index with integer arrays (`take`, `take_along_axis`,
+`x[idx]`, `x.at[idx]`), scan, sort (`cumsum`, `cumprod`, `sort`, `argsort`, `argmax`,
+`lax.top_k`) and cut (`tril`, `triu`, `split`), and `linspace`. Each case is a small
+program over fixed pseudo-random arguments; it records the printed jaxpr, the outputs
+and, where JAX differentiates it, the gradient of the sum of the (first) output with
+respect to every float argument. The Rust test traces its twin (same name), compares the
+printed jaxprs character for character and the values within 1e-4.
+
+    python3 crates/trace/tests/data/gen_numpy2.py > crates/trace/tests/data/numpy2_oracle.json
+"""
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+from jax import lax
+jax.config.update('jax_platform_name', 'cpu')
+
+rng = np.random.RandomState(0)
+def f32(*s): return rng.standard_normal(s).astype(np.float32)
+def i32(*v): return np.array(v, dtype=np.int32)
+
+CASES = {}
+def c(name, fn, *args, grad=True):
+    CASES[name] = (fn, args, grad)
+
+c("take_axis1", lambda x, i: jnp.take(x, i, axis=1), f32(3, 4), i32(2, 0, -1, 3))
+c("take_axis0_2d_indices", lambda x, i: jnp.take(x, i, axis=0), f32(3, 4), i32(2, 0, -3, 1).reshape(2, 2))
+c("take_flat", lambda x, i: jnp.take(x, i), f32(3, 4), i32(11, 0, -1, 5))
+c("take_out_of_bounds", lambda x, i: jnp.take(x, i, axis=0), f32(3, 2), i32(1, 3, -4))
+c("take_int", lambda x, i: jnp.take(x, i), i32(4, -5, 6), i32(0, 3, -1), grad=False)
+c("take_u32", lambda x, i: jnp.take(x, i), np.array([7, 8], np.uint32), i32(1, 2), grad=False)
+c("index_array", lambda x, i: x[i], f32(3, 4), i32(2, 0, -1, 0))
+c("index_array_2d", lambda x, i: x[i], f32(5, 2), i32(4, 0, -2, 1).reshape(2, 2))
+c("take_along_axis", lambda x, i: jnp.take_along_axis(x, i, axis=1), f32(3, 4), i32(2, 0, -1, 3, 3, 1).reshape(3, 2))
+c("take_along_axis_3d", lambda x, i: jnp.take_along_axis(x, i, axis=1), f32(2, 3, 2), i32(*range(-2, 6)).reshape(2, 2, 2))
+c("at_set", lambda x, i, v: x.at[i].set(v), f32(3, 4), i32(2, -3), f32(2, 4))
+c("at_add", lambda x, i, v: x.at[i].add(v), f32(3, 4), i32(2, 0, 2), f32(3, 4))
+c("at_add_twice", lambda x, i, v: x.at[i].add(v).at[i].add(v), f32(4), i32(1, 3), f32(2))
+c("at_add_dropped", lambda x, i, v: x.at[i].add(v), f32(3, 2), i32(5, 1), f32(2, 2))
+c("at_set_scalar", lambda x, i: x.at[i].set(2.0), f32(3, 4), i32(1,))
+c("at_get", lambda x, i: x.at[i].get(), f32(3, 4), i32(2, -1))
+c("cumsum_axis1", lambda x: jnp.cumsum(x, axis=1), f32(3, 4))
+c("cumsum_flat", lambda x: jnp.cumsum(x), f32(3, 4))
+c("cumsum_reverse", lambda x: lax.cumsum(x, axis=0, reverse=True), f32(3, 4))
+c("cumprod_axis0", lambda x: jnp.cumprod(x, axis=0), f32(3, 4))
+c("cumprod_reverse", lambda x: lax.cumprod(x, axis=1, reverse=True), f32(3, 4))
+c("sort_axis1", lambda x: jnp.sort(x, axis=1), f32(3, 4))
+c("sort_axis0", lambda x: jnp.sort(x, axis=0), f32(3, 4))
+c("argsort", lambda x: jnp.argsort(x, axis=-1), f32(3, 4), grad=False)
+c("argmax", lambda x: jnp.argmax(x, axis=1), f32(3, 4), grad=False)
+c("tril", lambda x: jnp.tril(x), f32(3, 4))
+c("tril_k", lambda x: jnp.tril(x, -1), f32(4, 3))
+c("triu", lambda x: jnp.triu(x), f32(3, 4))
+c("triu_k", lambda x: jnp.triu(x, 2), f32(3, 4))
+c("split_count", lambda x: tuple(jnp.split(x, 2, axis=1)), f32(3, 4))
+c("split_indices", lambda x: tuple(jnp.split(x, [1, 3], axis=-1)), f32(3, 4))
+c("split_rows", lambda x: tuple(jnp.split(x, 3)), f32(3, 2))
+c("linspace", lambda: jnp.linspace(0.0, 1.0, 5))
+c("linspace_no_endpoint", lambda: jnp.linspace(-1.0, 2.0, 4, endpoint=False))
+c("top_k", lambda x: lax.top_k(x, 2), f32(3, 5))
+
+def dtype_name(a):
+    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
+
+def arr(a):
+    a = np.asarray(a)
+    data = [x if np.isfinite(x) else str(x) for x in a.reshape(-1).tolist()]
+    return {"dtype": dtype_name(a), "shape": list(a.shape), "data": data}
+
+def first(o):
+    return o[0] if isinstance(o, (tuple, list)) else o
+
+out = {}
+for name, (fn, args, grad) in CASES.items():
+    outs = fn(*map(jnp.asarray, args))  # eagerly, as JAX (not NumPy) arrays
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    case = {"jaxpr": str(jax.make_jaxpr(fn)(*args)), "args": [arr(a) for a in args],
+            "outputs": [arr(o) for o in outs]}
+    if grad:
+        argnums = tuple(i for i, a in enumerate(args) if np.asarray(a).dtype == np.float32)
+        if not argnums:
+            out[name] = case
+            continue
+        gs = jax.grad(lambda *a: jnp.sum(first(fn(*a))), argnums=argnums)(*args)
+        case["argnums"] = list(argnums)
+        case["grads"] = [arr(g) for g in gs]
+    out[name] = case
+print(json.dumps(out, indent=1))
