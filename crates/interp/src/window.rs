@@ -5,8 +5,14 @@
 //! A window position is read from the operand after base dilation (`d - 1` holes between
 //! elements) and padding: `q = p * stride + k * window_dilation - lo`, a real element when
 //! `q >= 0`, `q % base_dilation == 0` and `q / base_dilation < n`. Holes and padding hold the
-//! reduction's identity (0 for sums and convolutions, `-inf` for `max`, `+inf` for `min`, and
-//! for the selections `-inf` under `ge`/`gt`, `+inf` under `le`/`lt`).
+//! reduction's identity (0 for sums, `-inf` for `max`, `+inf` for `min`, and for the
+//! selections `-inf` under `ge`/`gt`, `+inf` under `le`/`lt`). A convolution skips them, as
+//! XLA's HLO evaluator does: no product is formed there, so an `inf` in the kernel meets no
+//! `0` of the padding (`0 * inf` would be NaN).
+//!
+//! Sums of 16-bit floats (`reduce_window_sum`, a convolution with a 16-bit result)
+//! accumulate in `f32` and round once, as `reduce_sum` and `dot_general`;
+//! `select_and_scatter_add` adds in the operand's dtype, rounding after each addition.
 //!
 //! Selections walk a window in row-major order from its first position and move to the next
 //! element `e` whenever `select(current, e)` is false: with `ge`, ties keep the first maximum.
@@ -130,6 +136,12 @@ pub(crate) fn reduce_window(op: ReduceOp, w: &Window, args: &[&Array]) -> Result
         Ok(T::wrap(ArrayD::from_shape_vec(IxDyn(out), acc).map_err(|e| e.to_string())?))
     }
     match op {
+        ReduceOp::Sum if x.dtype().is_narrow_float() => {
+            // A 16-bit float sum accumulates in f32 and rounds once, as `reduce_sum`.
+            let wide = convert_element_type(DType::F32, &[x])?;
+            let sum = run::<f32>(&wide, w, &out, 0.0, <f32 as Num>::add)?;
+            convert_element_type(x.dtype(), &[&sum])
+        }
         ReduceOp::Sum => num_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::ZERO, <T as Num>::add),
             bool => Err("reduce_window_sum is not defined on bool".to_string())),
         ReduceOp::Max => crate::elem::any_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::LOWEST, T::max_nan)),
@@ -219,9 +231,15 @@ pub(crate) fn conv(c: &ConvParams, args: &[&Array]) -> Result<Array, String> {
         remat_ir::shape_rule(&remat_ir::Primitive::ConvGeneralDilated(Box::new(c.clone())), &[lhs.aval(), rhs.aval()])
             .map_err(|e| e.message.trim_start_matches("conv_general_dilated: ").to_string())?;
     let out_dtype = shapes[0].dtype;
-    let conv_in =
-        |a: &Array| if a.dtype() == out_dtype { Ok(a.clone()) } else { convert_element_type(out_dtype, &[a]) };
-    let (l, r) = (conv_in(lhs)?, conv_in(rhs)?);
+    let to = |d: DType, a: &Array| if a.dtype() == d { Ok(a.clone()) } else { convert_element_type(d, &[a]) };
+    let (l, r) = (to(out_dtype, lhs)?, to(out_dtype, rhs)?);
+    if out_dtype.is_narrow_float() {
+        // 16-bit floats multiply and accumulate in f32 and round once at the end, as
+        // `dot_general` and XLA's CPU backend (which runs a bf16 convolution in f32).
+        let (l, r) = (to(DType::F32, &l)?, to(DType::F32, &r)?);
+        let wide = conv_typed::<f32>(c, typed::<f32>(&l)?, typed::<f32>(&r)?)?;
+        return convert_element_type(out_dtype, &[&wide]);
+    }
     num_dtype!(out_dtype, T => conv_typed::<T>(c, typed::<T>(&l)?, typed::<T>(&r)?),
         bool => Err("conv_general_dilated is not defined on bool".to_string()))
 }

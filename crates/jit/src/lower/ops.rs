@@ -241,18 +241,6 @@ impl Lowering {
             | Primitive::TopK { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. } => Ok(self.native(prim, ins, out_avals, targets)),
-            Primitive::ConvGeneralDilated(_)
-            | Primitive::ReduceWindow { .. }
-            | Primitive::SelectAndScatterAdd { .. }
-            | Primitive::SelectAndGatherAdd { .. }
-            | Primitive::Cond { .. }
-            | Primitive::While { .. }
-                if ins.iter().map(|v| &v.aval).chain(out_avals).any(|a| a.dtype.is_narrow_float()) =>
-            {
-                // Their lowerings move elements with the register type: a 16-bit float would
-                // be read as an f32 (docs/jit.md, "Known gaps").
-                Err(unsupported(prim, "16-bit float values are not compiled here yet (use the interpreter)"))
-            }
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => Ok(vec![self.reduce_window(*op, window, &ins[0], out)]),
             Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {

@@ -15,13 +15,13 @@
 //!   window's source value at its chosen offset, offset by offset, into a padded buffer.
 
 use remat_ir::{
-    Aval, BinaryOp, CompareOp, ConvParams, DType, DotDimensionNumbers, LitValue, Primitive, ReduceOp, Window,
+    Aval, BinaryOp, CompareOp, ConvParams, DType, DotDimensionNumbers, LitValue, Primitive, ReduceOp, UnaryOp, Window,
 };
 
 use super::dtypes::reduce_identity;
 use super::{unsupported, Lowering, Val};
 use crate::expr::{row_major_strides, Expr, View};
-use crate::program::Step;
+use crate::program::{BufId, Step};
 use crate::JitError;
 
 /// Convolutions with at most this many multiply-adds per output element (`O / group *
@@ -90,6 +90,9 @@ impl Lowering {
             let buf = self.new_buf(out);
             return Ok(Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() });
         }
+        // Operands convert to the result's dtype (as the interpreter's); a 16-bit float
+        // convolution then multiplies and accumulates in f32 and rounds once at the end.
+        let compute = if out.dtype.is_narrow_float() { DType::F32 } else { out.dtype };
         // Padding and lhs dilation on the spatial axes.
         let mut config = vec![(0, 0, 0); lhs.aval.rank()];
         for s in 0..ns {
@@ -117,10 +120,7 @@ impl Lowering {
         p_shape.extend(&sp_out);
         p_shape.extend(&kern);
         p_shape.push(i_feat);
-        let patches = Val {
-            expr: Expr::Load(View { strides: p_strides, ..pv.clone() }),
-            aval: Aval::new(lhs.aval.dtype, p_shape),
-        };
+        let patches = View { strides: p_strides, ..pv.clone() };
         // Kernel: [group, window..., I, O / group].
         let (rv, _) = self.as_view(rhs.clone());
         let rs = &rv.strides;
@@ -130,26 +130,45 @@ impl Lowering {
         let mut k_shape = vec![groups];
         k_shape.extend(&kern);
         k_shape.extend([i_feat, og]);
-        let kernel = Val {
-            expr: Expr::Load(View { strides: k_strides, ..rv.clone() }),
-            aval: Aval::new(rhs.aval.dtype, k_shape),
-        };
-        let dims = DotDimensionNumbers {
-            lhs_contracting: (2 + ns..3 + 2 * ns).collect(),
-            rhs_contracting: (1..2 + ns).collect(),
-            lhs_batch: vec![0],
-            rhs_batch: vec![0],
-        };
+        let kernel = View { strides: k_strides, ..rv.clone() };
         let mut r_shape = vec![groups, n_out];
         r_shape.extend(&sp_out);
         r_shape.push(og);
-        let r_aval = Aval::new(out.dtype, r_shape.clone());
-        let k_total = i_feat * kern.iter().product::<usize>();
-        let r = if og * k_total <= DIRECT_CONV_MACS_PER_OUTPUT {
-            let r = self.conv_direct(&patches, &kernel, ns, &r_aval);
-            self.as_view(r).0
+        let r_aval = Aval::new(compute, r_shape.clone());
+        let prod = ConvProduct { patches, p_shape, kernel, k_shape, ns, out_dtype: out.dtype, out: r_aval };
+        // Padding and dilation holes are zeros in the patches, where the interpreter (as
+        // XLA's evaluator) forms no product: `0 * inf` would be NaN. With a non-finite float
+        // in the kernel, a hole-aware product runs instead (chosen at run time).
+        let holes = c.padding.iter().any(|&(lo, hi)| lo > 0 || hi > 0) || c.lhs_dilation.iter().any(|&d| d > 1);
+        let r = if holes && compute.is_float() {
+            let finite = self.all_finite(&prod.kernel, &prod.k_shape);
+            let buf = self.new_buf(&prod.out);
+            let (_, slow) = self.scoped(|lw| {
+                let mask = lw.hole_mask(lhs, &config);
+                let r = lw.conv_direct(&prod, Some(&mask));
+                lw.write(&r, buf);
+                Ok(())
+            })?;
+            let (_, fast) = self.scoped(|lw| {
+                let r = lw.conv_product(&prod)?;
+                if !lw.is_whole(&r, buf) {
+                    lw.write(&r, buf);
+                }
+                Ok(())
+            })?;
+            // `all_finite` is 1 (the fast branch) or 0.
+            self.push_step(Step::Switch { index: finite, branches: vec![slow, fast] });
+            Val { expr: Expr::Load(View::contiguous(buf, compute, &r_shape)), aval: prod.out.clone() }
         } else {
-            self.conv_gemm(&patches, &kernel, ns, &dims, &r_aval)?
+            self.conv_product(&prod)?
+        };
+        let (r, _) = self.as_view(r);
+        let rounded = |e: Expr| {
+            if compute == out.dtype {
+                e
+            } else {
+                Expr::Convert { from: compute, to: out.dtype, x: Box::new(e) }
+            }
         };
         // The product's axes in `out_spec` order: a view for one group, else a copy.
         let out_strides = row_major_strides(&out.shape);
@@ -160,15 +179,75 @@ impl Lowering {
             for s in 0..ns {
                 strides[dn.out_spec[2 + s]] = r.strides[2 + s];
             }
-            return Ok(Val { expr: Expr::Load(View { strides, ..r }), aval: out.clone() });
+            return Ok(Val { expr: rounded(Expr::Load(View { strides, ..r })), aval: out.clone() });
         }
         let buf = self.new_buf(out);
         let mut dst_strides = vec![og as i64 * out_strides[dn.out_spec[1]], out_strides[dn.out_spec[0]]];
         dst_strides.extend((0..ns).map(|s| out_strides[dn.out_spec[2 + s]]));
         dst_strides.push(out_strides[dn.out_spec[1]]);
         let dst = View { buf, dtype: out.dtype, offset: 0, strides: dst_strides, dynamic: Vec::new() };
-        self.push_step(Step::Kernel { space: r_shape, dst, src: Expr::Load(r) });
+        self.push_step(Step::Kernel { space: r_shape, dst, src: rounded(Expr::Load(r)) });
         Ok(Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() })
+    }
+
+    /// The convolution's product `[group, N, out spatial..., O / group]` in the compute
+    /// dtype: reduced in place when each output needs few multiply-adds, else a GEMM of
+    /// the im2col patches (copied in the compute dtype) and the kernel.
+    fn conv_product(&mut self, p: &ConvProduct) -> Result<Val, JitError> {
+        let ns = p.ns;
+        let k_total: usize = p.k_shape[1..].iter().product();
+        if k_total <= DIRECT_CONV_MACS_PER_OUTPUT {
+            return Ok(self.conv_direct(p, None));
+        }
+        let dims = DotDimensionNumbers {
+            lhs_contracting: (2 + ns..3 + 2 * ns).collect(),
+            rhs_contracting: (1..2 + ns).collect(),
+            lhs_batch: vec![0],
+            rhs_batch: vec![0],
+        };
+        let operand = |v: &View, shape: &[usize]| Val {
+            expr: p.to_compute(Expr::Load(v.clone())),
+            aval: Aval::new(p.out.dtype, shape.to_vec()),
+        };
+        let (patches, kernel) = (operand(&p.patches, &p.p_shape), operand(&p.kernel, &p.k_shape));
+        if let (Expr::Load(_), Expr::Load(_)) = (&patches.expr, &kernel.expr) {
+            let r = self.conv_gemm(&patches, &kernel, ns, &dims, &p.out)?;
+            Ok(Val { expr: Expr::Load(r), aval: p.out.clone() })
+        } else {
+            // 16-bit operands converted to f32: the GEMM path copies them as they convert.
+            Ok(self.dot(&patches, &kernel, &dims, &p.out, None))
+        }
+    }
+
+    /// An `i32` scalar buffer holding 1 when every element of `v` (over `shape`) is finite,
+    /// else 0.
+    fn all_finite(&mut self, v: &View, shape: &[usize]) -> BufId {
+        let finite = Expr::Unary(UnaryOp::IsFinite, v.dtype, Box::new(Expr::Load(v.clone())));
+        let flag = self.new_buf(&Aval::scalar(DType::Bool));
+        if shape.iter().product::<usize>() == 0 {
+            self.push_step(Step::Kernel {
+                space: Vec::new(),
+                dst: View::contiguous(flag, DType::Bool, &[]),
+                src: Expr::Lit(LitValue::Bool(true)),
+            });
+        } else {
+            let axes = (0..shape.len()).collect();
+            self.push_step(Step::Reduce { op: ReduceOp::Min, space: shape.to_vec(), axes, dst: flag, src: finite });
+        }
+        let as_i32 = Expr::Convert {
+            from: DType::Bool,
+            to: DType::I32,
+            x: Box::new(Expr::Load(View::contiguous(flag, DType::Bool, &[]))),
+        };
+        self.scalar_buf(Val { expr: as_i32, aval: Aval::scalar(DType::I32) })
+    }
+
+    /// A `bool` buffer of `x`'s padded shape: true at real elements, false in padding and
+    /// dilation holes (`config` as for [`Self::padded`]).
+    fn hole_mask(&mut self, x: &Val, config: &[(i64, i64, i64)]) -> View {
+        let ones = Val { expr: Expr::Lit(LitValue::Bool(true)), aval: Aval::new(DType::Bool, x.shape().to_vec()) };
+        let (v, _) = self.padded(&ones, config, LitValue::Bool(false));
+        v
     }
 
     pub(crate) fn reduce_window(&mut self, op: ReduceOp, w: &Window, x: &Val, out: &Aval) -> Val {
@@ -195,7 +274,21 @@ impl Lowering {
         let mut space = out.shape.clone();
         space.extend(&w.window_dimensions);
         let src = Expr::Load(View { strides, ..pv });
-        self.push_step(Step::Reduce { op, space, axes: (rank..2 * rank).collect(), dst: buf, src });
+        let axes = (rank..2 * rank).collect();
+        if op == ReduceOp::Sum && out.dtype.is_narrow_float() {
+            // A 16-bit float sum accumulates in f32 and rounds once, as `reduce_sum`.
+            let from = out.dtype;
+            let wide = self.new_buf(&Aval::new(DType::F32, out.shape.clone()));
+            let src = Expr::Convert { from, to: DType::F32, x: Box::new(src) };
+            self.push_step(Step::Reduce { op, space, axes, dst: wide, src });
+            let sum = Expr::Load(View::contiguous(wide, DType::F32, &out.shape));
+            self.write(
+                &Val { expr: Expr::Convert { from: DType::F32, to: from, x: Box::new(sum) }, aval: out.clone() },
+                buf,
+            );
+            return result;
+        }
+        self.push_step(Step::Reduce { op, space, axes, dst: buf, src });
         result
     }
 
@@ -322,49 +415,6 @@ impl Lowering {
         Ok(result)
     }
 
-    /// The convolution's product as one reduce step over `[N, out spatial..., group, O /
-    /// group, window..., I]`, reading the patches and the kernel in place: no im2col copy and
-    /// no GEMM call, for products whose GEMM would be thin (depthwise convolutions). The
-    /// group runs inside the spatial axes, so an NHWC operand is swept once, not once per
-    /// group; the result is a view with `out`'s axes `[group, N, out spatial..., O / group]`.
-    fn conv_direct(&mut self, patches: &Val, kernel: &Val, ns: usize, out: &Aval) -> Val {
-        let (Expr::Load(pv), Expr::Load(kv)) = (&patches.expr, &kernel.expr) else {
-            unreachable!("patches and kernel are views")
-        };
-        // Patches are [group, N, out spatial..., window..., I]; the kernel [group, window...,
-        // I, O / group].
-        let mut lhs_strides = pv.strides[1..2 + ns].to_vec();
-        lhs_strides.extend([pv.strides[0], 0]);
-        lhs_strides.extend(&pv.strides[2 + ns..]);
-        let mut rhs_strides = vec![0; 1 + ns];
-        rhs_strides.extend([kv.strides[0], kv.strides[2 + ns]]);
-        rhs_strides.extend(&kv.strides[1..2 + ns]);
-        let load = |v: &View, strides: Vec<i64>, from: DType| {
-            let e = Expr::Load(View { strides, ..v.clone() });
-            if from == out.dtype {
-                e
-            } else {
-                Expr::Convert { from, to: out.dtype, x: Box::new(e) }
-            }
-        };
-        let l = load(pv, lhs_strides, patches.aval.dtype);
-        let r = load(kv, rhs_strides, kernel.aval.dtype);
-        let src = Expr::Binary(BinaryOp::Mul, out.dtype, Box::new(l), Box::new(r));
-        let mut kept: Vec<usize> = out.shape[1..2 + ns].to_vec();
-        kept.extend([out.shape[0], out.shape[2 + ns]]);
-        let mut space = kept.clone();
-        space.extend(&patches.aval.shape[2 + ns..]);
-        let buf = self.new_buf(out);
-        let axes = (kept.len()..space.len()).collect();
-        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src });
-        let rm = row_major_strides(&kept);
-        let mut strides = vec![rm[ns + 1], rm[0]];
-        strides.extend(&rm[1..1 + ns]);
-        strides.push(rm[ns + 2]);
-        let view = View { buf, dtype: out.dtype, offset: 0, strides, dynamic: Vec::new() };
-        Val { expr: Expr::Load(view), aval: out.clone() }
-    }
-
     /// The product of `conv_gemm_operands`' reordered patches and kernel, as a view with
     /// `out`'s axes `[group, N, out spatial..., O / group]`.
     fn conv_gemm(
@@ -379,7 +429,7 @@ impl Lowering {
         let mut r_shape = vec![out.shape[0]];
         r_shape.extend(ops.m_order.iter().map(|&a| out.shape[1 + a]));
         r_shape.push(out.shape[2 + ns]);
-        let r = self.dot_val(&ops.patches, &ops.kernel, dims, &Aval::new(out.dtype, r_shape))?;
+        let r = self.dot(&ops.patches, &ops.kernel, dims, &Aval::new(out.dtype, r_shape), None);
         let (r, _) = self.as_view(r);
         let mut strides = r.strides.clone();
         for (j, &a) in ops.m_order.iter().enumerate() {
@@ -388,8 +438,78 @@ impl Lowering {
         Ok(View { strides, ..r })
     }
 
-    /// `dot_general` of two values into a fresh buffer.
-    fn dot_val(&mut self, lhs: &Val, rhs: &Val, dn: &DotDimensionNumbers, out: &Aval) -> Result<Val, JitError> {
-        Ok(self.dot(lhs, rhs, dn, out, None))
+    /// The convolution's product as one reduce step over `[N, out spatial..., group, O /
+    /// group, window..., I]`, reading the patches and the kernel in place: no im2col copy and
+    /// no GEMM call, for products whose GEMM would be thin (depthwise convolutions). The
+    /// group runs inside the spatial axes, so an NHWC operand is swept once, not once per
+    /// group; the result is a view with `out`'s axes `[group, N, out spatial..., O / group]`.
+    /// With a `mask` (a view of the padded operand's shape, as the patches' buffer), a
+    /// product at a hole is `0` instead: the hole-aware product.
+    fn conv_direct(&mut self, p: &ConvProduct, mask: Option<&View>) -> Val {
+        let (pv, kv, ns, out) = (&p.patches, &p.kernel, p.ns, &p.out);
+        // Patches are [group, N, out spatial..., window..., I]; the kernel [group, window...,
+        // I, O / group].
+        let lhs_strides = |strides: &[i64]| {
+            let mut s = strides[1..2 + ns].to_vec();
+            s.extend([strides[0], 0]);
+            s.extend(&strides[2 + ns..]);
+            s
+        };
+        let mut rhs_strides = vec![0; 1 + ns];
+        rhs_strides.extend([kv.strides[0], kv.strides[2 + ns]]);
+        rhs_strides.extend(&kv.strides[1..2 + ns]);
+        let l = p.to_compute(Expr::Load(View { strides: lhs_strides(&pv.strides), ..pv.clone() }));
+        let r = p.to_compute(Expr::Load(View { strides: rhs_strides, ..kv.clone() }));
+        let mut src = Expr::Binary(BinaryOp::Mul, out.dtype, Box::new(l), Box::new(r));
+        if let Some(m) = mask {
+            // The mask's buffer has the padded operand's shape, row-major like the padded
+            // operand's own buffer, so the patches' strides address it too.
+            debug_assert!(m.offset == 0 && pv.offset == 0 && m.dynamic.is_empty());
+            let m =
+                Expr::Load(View { buf: m.buf, dtype: DType::Bool, strides: lhs_strides(&pv.strides), ..pv.clone() });
+            let zero = Expr::Lit(LitValue::from_f64(out.dtype, 0.0));
+            src = Expr::Select(out.dtype, Box::new(m), vec![zero, src]);
+        }
+        let mut kept: Vec<usize> = out.shape[1..2 + ns].to_vec();
+        kept.extend([out.shape[0], out.shape[2 + ns]]);
+        let mut space = kept.clone();
+        space.extend(&p.p_shape[2 + ns..]);
+        let buf = self.new_buf(out);
+        let axes = (kept.len()..space.len()).collect();
+        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src });
+        let rm = row_major_strides(&kept);
+        let mut strides = vec![rm[ns + 1], rm[0]];
+        strides.extend(&rm[1..1 + ns]);
+        strides.push(rm[ns + 2]);
+        let view = View { buf, dtype: out.dtype, offset: 0, strides, dynamic: Vec::new() };
+        Val { expr: Expr::Load(view), aval: out.clone() }
+    }
+}
+
+/// A convolution's product in the compute dtype (the result's, or f32 for a 16-bit
+/// result): the patches `[group, N, out spatial..., window..., I]` and the kernel `[group,
+/// window..., I, O / group]`, as views of the padded operand and of the kernel.
+struct ConvProduct {
+    patches: View,
+    p_shape: Vec<usize>,
+    kernel: View,
+    k_shape: Vec<usize>,
+    ns: usize,
+    /// The convolution's result dtype, which operands round to first.
+    out_dtype: DType,
+    /// `[group, N, out spatial..., O / group]` in the compute dtype.
+    out: Aval,
+}
+
+impl ConvProduct {
+    /// An operand element converted to the result's dtype, then to the compute dtype.
+    fn to_compute(&self, e: Expr) -> Expr {
+        let from = e.dtype();
+        let e = if from == self.out_dtype { e } else { Expr::Convert { from, to: self.out_dtype, x: Box::new(e) } };
+        if self.out_dtype == self.out.dtype {
+            e
+        } else {
+            Expr::Convert { from: self.out_dtype, to: self.out.dtype, x: Box::new(e) }
+        }
     }
 }

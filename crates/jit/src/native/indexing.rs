@@ -75,7 +75,8 @@ macro_rules! float_el {
 float_el!(f32);
 float_el!(f64);
 
-/// The 16-bit floats: each operation in `f32`, rounded once (as the interpreter).
+/// The 16-bit floats: each operation in `f32`, rounded to the narrow type (as the
+/// interpreter).
 macro_rules! narrow_el {
     ($t:ty) => {
         impl El for $t {
@@ -96,8 +97,17 @@ macro_rules! narrow_el {
             fn mul(self, o: $t) -> $t {
                 <$t>::from_f32(self.to_f32() * o.to_f32())
             }
+            /// Each operation of `logaddexp` rounds to the narrow type, as the interpreter's
+            /// (and XLA's per-op rounding of 16-bit floats).
             fn logaddexp(self, o: $t) -> $t {
-                <$t>::from_f32(El::logaddexp(self.to_f32(), o.to_f32()))
+                let round = |x: f32| <$t>::from_f32(x).to_f32();
+                let (x, y) = (self.to_f32(), o.to_f32());
+                let delta = round(x - y);
+                if delta.is_nan() {
+                    return <$t>::from_f32(x + y);
+                }
+                let e = round((-delta.abs()).exp());
+                <$t>::from_f32(max_nan(x, y) + round(e.ln_1p()))
             }
         }
     };
