@@ -96,8 +96,18 @@ macro_rules! narrow_el {
             fn mul(self, o: $t) -> $t {
                 <$t>::from_f32(self.to_f32() * o.to_f32())
             }
+            /// Each operation of `logaddexp` rounded to the 16-bit type, as the interpreter
+            /// (and the JIT's elementwise code) does: rounding once at the end differs in
+            /// the last bits, which a cancellation downstream magnifies.
             fn logaddexp(self, o: $t) -> $t {
-                <$t>::from_f32(El::logaddexp(self.to_f32(), o.to_f32()))
+                let r = <$t>::from_f32;
+                let delta = r(self.to_f32() - o.to_f32());
+                if delta.is_nan() {
+                    r(self.to_f32() + o.to_f32())
+                } else {
+                    let e = r((-delta.to_f32().abs()).exp());
+                    r(max_nan(self, o).to_f32() + r(e.to_f32().ln_1p()).to_f32())
+                }
             }
         }
     };
