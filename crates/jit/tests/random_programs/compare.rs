@@ -194,7 +194,11 @@ pub(crate) fn locate(jaxpr: &Jaxpr, args: &[Array]) -> Result<String, String> {
         if exact(&one) {
             check_bits(&what, &got, &want)?;
         } else if accumulates(&eqn.primitive) && float_in {
-            let abs_ins: Vec<Array> = ins.iter().map(abs).collect();
+            // The terms are the operands' elements, except `select_and_scatter_add`'s
+            // second operand, which only selects where its first one's are added.
+            let selects = matches!(eqn.primitive, Primitive::SelectAndScatterAdd { .. });
+            let abs_ins: Vec<Array> =
+                ins.iter().enumerate().map(|(i, a)| if selects && i > 0 { a.clone() } else { abs(a) }).collect();
             let sums = remat_interp::eval_jaxpr(&one, &[], &abs_ins).map_err(|e| format!("{what}: |terms|: {e}"))?;
             let n: usize = ins.iter().map(Array::len).sum();
             for (i, ((g, w), s)) in got.iter().zip(&want).zip(&sums).enumerate() {
