@@ -31,6 +31,8 @@ fn args_of(jaxpr: &Jaxpr, seed: u64) -> Vec<Array> {
 /// Found as seed 2943126155616421681 (the process aborted in `free`): a 16-bit float
 /// `dot_general` read only by a `transpose` wrote its f32 product into the transpose's
 /// 16-bit buffer, twice the buffer's bytes. The product now goes to a buffer of its own.
+/// (Seed 8249296833305715690 found it again with the transpose dead, its buffer lent to a
+/// later output's memory: the second program.)
 #[test]
 fn a_16_bit_dot_read_by_a_transpose_writes_inside_its_buffer() {
     for dtype in ["bf16", "f16"] {
@@ -45,6 +47,38 @@ fn a_16_bit_dot_read_by_a_transpose_writes_inside_its_buffer() {
             );
             let jaxpr = parse_jaxpr(&text, "finding").expect("parses");
             check(&format!("{dtype} {perm}"), &jaxpr, &args_of(&jaxpr, 7)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let text = format!(
+            "{{ lambda ; a:{dtype}[1] b:{dtype}[6]. let
+    c:{dtype}[1,6] = dot_general[dimension_numbers=(([], []), ([], [])) preferred_element_type={}] a b
+    _:{dtype}[6,1] = transpose[permutation=(1, 0)] c
+    d:{dtype}[6] = neg b
+  in (d,) }}",
+            if dtype == "bf16" { "bfloat16" } else { "float16" }
+        );
+        let jaxpr = parse_jaxpr(&text, "finding").expect("parses");
+        check(&format!("{dtype} dead transpose"), &jaxpr, &args_of(&jaxpr, 7)).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// Found as seeds 8099259646380176889 (f16) and 16223417802582915196 (bf16): the runtime's
+/// 16-bit `cumlogsumexp` computed each `logaddexp` in f32 and rounded once, where the
+/// interpreter (and the JIT's elementwise code) rounds every operation; a cancellation
+/// downstream magnified the last-bit difference. It now rounds every operation.
+#[test]
+fn a_16_bit_cumlogsumexp_rounds_every_operation() {
+    for dtype in ["bf16", "f16"] {
+        for reverse in ["False", "True"] {
+            let text = format!(
+                "{{ lambda ; a:{dtype}[9,16]. let
+    b:{dtype}[9,16] = cumlogsumexp[axis=1 reverse={reverse}] a
+  in (b,) }}"
+            );
+            let jaxpr = parse_jaxpr(&text, "finding").expect("parses");
+            for seed in 0..8 {
+                check(&format!("{dtype} reverse={reverse} seed {seed}"), &jaxpr, &args_of(&jaxpr, seed))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
         }
     }
 }
