@@ -67,6 +67,10 @@ pub enum AdError {
     /// The program uses something this crate cannot differentiate or split.
     #[error("{primitive}: {message}")]
     Unsupported { primitive: &'static str, message: String },
+    /// A user's policy rule panicked while deciding about an equation (`at` is the
+    /// equation's source location, when known).
+    #[error("the user policy `{policy}` panicked deciding about {primitive}{}: {message}", if at.is_empty() { String::new() } else { format!(" at {at}") })]
+    PolicyPanic { policy: String, primitive: &'static str, at: String, message: String },
     /// A pass produced a malformed jaxpr: a bug in this crate.
     #[error("internal error: {0}")]
     Internal(String),

@@ -171,7 +171,12 @@ impl Pe<'_> {
             PeMode::Linearize => Saveability::Saveable,
             PeMode::Policy(p) => {
                 let in_avals: Vec<_> = eqn.invars.iter().map(|a| self.old().atom_aval(a)).collect();
-                p.decide(&eqn.primitive, &in_avals)
+                p.decide(&eqn.primitive, &in_avals).map_err(|e| match e {
+                    AdError::PolicyPanic { policy, primitive, message, .. } => {
+                        AdError::PolicyPanic { policy, primitive, at: eqn.source.to_string(), message }
+                    }
+                    other => other,
+                })?
             }
         };
         match decision {

@@ -22,6 +22,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use remat_ir::{Aval, MemorySpace, Policy, Primitive};
@@ -93,13 +94,27 @@ impl ResolvedPolicy {
         ResolvedPolicy::Builtin(Policy::EverythingSaveable)
     }
 
-    /// The decision for one known equation.
-    pub fn decide(&self, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
+    /// The decision for one known equation. A user rule that panics is
+    /// [`AdError::PolicyPanic`] (naming the policy and the primitive; the caller adds the
+    /// equation's place), not a panic of the caller.
+    pub fn decide(&self, prim: &Primitive, in_avals: &[Aval]) -> Result<Saveability, AdError> {
         match self {
             ResolvedPolicy::Builtin(p) => builtin(p, prim, in_avals),
-            ResolvedPolicy::User { rule, .. } => rule.decide(prim, in_avals),
+            ResolvedPolicy::User { name, rule } => ask_user(name, rule.as_ref(), prim, in_avals),
         }
     }
+}
+
+/// Asks a user's rule, catching a panic inside it.
+fn ask_user(name: &str, rule: &dyn PolicyRule, prim: &Primitive, in_avals: &[Aval]) -> Result<Saveability, AdError> {
+    panic::catch_unwind(AssertUnwindSafe(|| rule.decide(prim, in_avals))).map_err(|payload| {
+        let message = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+            (Some(s), _) => s.to_string(),
+            (None, Some(s)) => s.clone(),
+            (None, None) => "a panic whose payload is not a string".into(),
+        };
+        AdError::PolicyPanic { policy: name.to_string(), primitive: prim.name(), at: String::new(), message }
+    })
 }
 
 fn registry() -> &'static RwLock<HashMap<String, Arc<dyn PolicyRule>>> {
@@ -288,11 +303,11 @@ fn can_offload(p: &Policy) -> bool {
     matches!(p, Policy::SaveAndOffloadOnlyTheseNames { .. } | Policy::OffloadDotWithNoBatchDims { .. })
 }
 
-/// The meaning of a built-in policy.
-fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
+/// The meaning of a built-in policy (which may hold a user's, by name).
+fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Result<Saveability, AdError> {
     let name = || if let Primitive::Name { name } = prim { Some(name.as_str()) } else { None };
     let is_named = |names: &[String]| name().is_some_and(|n| names.iter().any(|m| m == n));
-    match p {
+    Ok(match p {
         Policy::EverythingSaveable => Saveability::Saveable,
         Policy::NothingSaveable => Saveability::Recompute,
         Policy::DotsSaveable { only_if_no_batch_dims } => Saveability::from_bool(is_dot(prim, *only_if_no_batch_dims)),
@@ -300,8 +315,8 @@ fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
         Policy::SaveAnyNamesButThese { names } => Saveability::from_bool(name().is_some() && !is_named(names)),
         Policy::SaveAnythingExceptTheseNames { names } => Saveability::from_bool(!is_named(names)),
         Policy::SaveFromBothPolicies { policy_1, policy_2 } => {
-            let save = |q: &Policy| builtin(q, prim, in_avals) == Saveability::Saveable;
-            Saveability::from_bool(save(policy_1) || save(policy_2))
+            let save = |q: &Policy| builtin(q, prim, in_avals).map(|s| s == Saveability::Saveable);
+            Saveability::from_bool(save(policy_1)? || save(policy_2)?)
         }
         Policy::SaveAndOffloadOnlyTheseNames { saved, offloaded, offload_src, offload_dst } => {
             if is_named(saved) {
@@ -319,13 +334,18 @@ fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Saveability {
                 Saveability::Recompute
             }
         }
-        Policy::Function { name, .. } => match builtin_function(name) {
-            Some(q) => builtin(&q, prim, in_avals),
-            None => registered_policy(name).map_or(Saveability::Recompute, |r| r.decide(prim, in_avals)),
+        Policy::Function { name, .. } => match (builtin_function(name), registered_policy(name)) {
+            (Some(q), _) => builtin(&q, prim, in_avals)?,
+            (None, Some(rule)) => ask_user(name, rule.as_ref(), prim, in_avals)?,
+            // `validate` rejected an unknown function policy.
+            (None, None) => return Err(unknown_function(name)),
         },
         // `validate` rejected an opaque policy without a meaning.
-        Policy::Opaque { repr } => opaque_meaning(repr).map_or(Saveability::Recompute, |q| builtin(&q, prim, in_avals)),
-    }
+        Policy::Opaque { repr } => match opaque_meaning(repr) {
+            Some(q) => builtin(&q, prim, in_avals)?,
+            None => return Err(no_meaning(repr)),
+        },
+    })
 }
 
 /// `DotsSaveable`: a `dot_general` or a `conv_general_dilated`; with

@@ -194,7 +194,7 @@ fn builtin_policies_decide_as_jax_does() {
     let name = |n: &str| Primitive::Name { name: n.into() };
     let sin = Primitive::Unary(remat_ir::UnaryOp::Sin);
     let avals = [f32s(&[2, 3, 4]), f32s(&[2, 4, 5])];
-    let decide = |p: Policy, prim: &Primitive| resolve_policy(Some(&p)).unwrap().decide(prim, &avals);
+    let decide = |p: Policy, prim: &Primitive| resolve_policy(Some(&p)).unwrap().decide(prim, &avals).unwrap();
     let names = |ns: &[&str]| ns.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     use Saveability::{Recompute, Saveable};
     let no_batch = Policy::DotsSaveable { only_if_no_batch_dims: true };
@@ -238,12 +238,12 @@ fn policy_names_give_an_opaque_closure_its_meaning() {
     };
     let resolved = resolve_policy(Some(&opaque)).unwrap();
     let name = |n: &str| Primitive::Name { name: n.into() };
-    assert_eq!(resolved.decide(&name("a"), &[]), Saveability::Saveable);
+    assert_eq!(resolved.decide(&name("a"), &[]).unwrap(), Saveability::Saveable);
     assert_eq!(
-        resolved.decide(&name("c"), &[]),
+        resolved.decide(&name("c"), &[]).unwrap(),
         Saveability::Offloadable { src: "device".into(), dst: "pinned_host".into() }
     );
-    assert_eq!(resolved.decide(&name("e"), &[]), Saveability::Recompute);
+    assert_eq!(resolved.decide(&name("e"), &[]).unwrap(), Saveability::Recompute);
     // Other closures stay without a meaning.
     let lambda = Policy::Opaque { repr: "<function <lambda> at 0xXXXXXXXXXXXX>".into() };
     assert!(resolve_policy(Some(&lambda)).unwrap_err().to_string().contains("knows no way to give this one a meaning"));

@@ -131,8 +131,14 @@ impl Ctx {
             if used.contains(like_v) || self.names.contains_key(&(id_of(inner), *for_v)) {
                 continue;
             }
-            used.insert(*like_v);
             let name = self.var_name(outer, *like_v);
+            // An outer binder that prints as `_` (never read) gives its inner alias no name:
+            // the inner one is read (it is the body's output), and `_` cannot be read back
+            // (issue 22's fuzzer).
+            if name == "_" {
+                continue;
+            }
+            used.insert(*like_v);
             self.names.insert((id_of(inner), *for_v), name);
         }
     }
@@ -188,7 +194,15 @@ fn toplevel_doc(top: &Jaxpr) -> Doc {
         if counts[&id] == 1 {
             continue;
         }
-        let mut name = hoist_names.get(&id).cloned().unwrap_or_else(|| "jaxpr".into());
+        // A `jit`'s name is any Python string; only a name the parser reads as one (and no
+        // keyword) may name a hoisted jaxpr, or the text would not read back (issue 22's
+        // fuzzer printed `let lam\0 = ...` from `jit[name=<lam\0>]`).
+        let readable = |n: &str| {
+            n.starts_with(crate::parse::is_name_start)
+                && n.chars().all(crate::parse::is_name_char)
+                && !["let", "in"].contains(&n)
+        };
+        let mut name = hoist_names.get(&id).filter(|n| readable(n)).cloned().unwrap_or_else(|| "jaxpr".into());
         let count = name_counts.get(&name).copied().unwrap_or(0);
         *name_counts.entry(name.clone()).or_insert(0) += 1;
         if count > 0 {

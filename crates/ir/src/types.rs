@@ -244,12 +244,22 @@ impl Aval {
         self.size() * self.dtype.size_in_bytes()
     }
 
-    /// The element count, or `None` if it overflows `usize`.
+    /// The element count, or `None` if the shape cannot be addressed: its non-zero extents
+    /// (and their bytes) multiply past `isize::MAX`. A zero extent does not excuse the
+    /// others: `f32[0,9223372036854775808]` holds no element, but its strides overflow, and
+    /// `ndarray` rejects it (issue 22's fuzzer found the JSON reader panicking on one).
     pub fn checked_size(&self) -> Option<usize> {
-        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+        let nonzero = self.shape.iter().filter(|&&d| d != 0).try_fold(1usize, |n, &d| n.checked_mul(d))?;
+        let bytes = nonzero.checked_mul(self.dtype.size_in_bytes().max(1))?;
+        match bytes <= isize::MAX as usize {
+            true if self.shape.contains(&0) => Some(0),
+            true => Some(nonzero),
+            false => None,
+        }
     }
 
-    /// The byte size, or `None` if it overflows `usize`.
+    /// The byte size, or `None` if the shape cannot be addressed (see
+    /// [`Aval::checked_size`]).
     pub fn checked_bytes(&self) -> Option<usize> {
         self.checked_size()?.checked_mul(self.dtype.size_in_bytes())
     }
@@ -268,7 +278,11 @@ impl Aval {
                     Err(format!("needs {need}; {}", limit_words(limit)))
                 }
             }
-            None => Err(format!("needs more than 2^64 bytes; {}", limit_words(limit))),
+            None if self.shape.contains(&0) => Err(format!(
+                "has no element, but its non-zero extents multiply past 2^63 bytes (its strides overflow); {}",
+                limit_words(limit)
+            )),
+            None => Err(format!("needs more than 2^63 bytes; {}", limit_words(limit))),
         }
     }
 

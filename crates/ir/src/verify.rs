@@ -243,12 +243,26 @@ impl Verifier {
         }
 
         for (key, param) in eqn.primitive.params() {
-            let Param::Jaxpr(sub) = param else { continue };
-            if self.seen.insert(std::sync::Arc::as_ptr(&sub)) {
-                self.context.push(format!("eqn {i} ({name}) param {key}"));
-                self.jaxpr(&sub);
+            self.nested(&param, &format!("eqn {i} ({name}) param {key}"));
+        }
+    }
+
+    /// Verifies the jaxprs in a parameter: itself, or inside a tuple (`cond`'s `branches`;
+    /// these went unverified until issue 22's fuzzer reached autodiff with a branch
+    /// holding a `mul` of no operands).
+    fn nested(&mut self, param: &Param, label: &str) {
+        match param {
+            Param::Jaxpr(sub) if self.seen.insert(std::sync::Arc::as_ptr(sub)) => {
+                self.context.push(label.to_string());
+                self.jaxpr(sub);
                 self.context.pop();
             }
+            Param::Tuple(items) | Param::List(items) => {
+                for (k, item) in items.iter().enumerate() {
+                    self.nested(item, &format!("{label}[{k}]"));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -351,13 +365,13 @@ mod tests {
         // 2^64 elements: the product overflows.
         assert_eq!(
             problems("{ lambda ; a:f32[4294967296,4294967296]. let  in (a,) }"),
-            ["invars: variable %0:f32[4294967296,4294967296] needs more than 2^64 bytes; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
+            ["invars: variable %0:f32[4294967296,4294967296] needs more than 2^63 bytes; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
         );
         // 2^62 + 1 rows of 4: the element count wraps to 4 in release builds.
         let text = "{ lambda ; a:f32[]. let b:f32[4611686018427387905,4] = broadcast_in_dim[broadcast_dimensions=() shape=(4611686018427387905, 4) sharding=None] a in (b,) }";
         assert_eq!(
             problems(text),
-            ["eqn 0 (broadcast_in_dim) at t:1:25: variable %1:f32[4611686018427387905,4] needs more than 2^64 bytes; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
+            ["eqn 0 (broadcast_in_dim) at t:1:25: variable %1:f32[4611686018427387905,4] needs more than 2^63 bytes; the limit is 64.0 GiB (REMAT_MAX_VALUE_BYTES)"]
         );
         // Fits in 64 bits, but 909.5 TiB is beyond the limit.
         let text = "{ lambda ; a:f32[]. let b:f32[250000000000000] = broadcast_in_dim[broadcast_dimensions=() shape=(250000000000000,) sharding=None] a in (a,) }";

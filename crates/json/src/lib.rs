@@ -67,9 +67,10 @@ impl ArrayJson for Array {
         let data = obj.get("data").ok_or_else(|| err("missing field \"data\"".into()))?;
         let mut flat = Vec::new();
         flatten_json(data, &mut flat);
-        let n = shape
-            .iter()
-            .try_fold(1usize, |n, &d| n.checked_mul(d))
+        // The one place element counts are checked (`Aval::checked_size`): a zero extent
+        // does not make huge other extents addressable.
+        let n = remat_ir::Aval::new(dtype, shape.clone())
+            .checked_size()
             .ok_or_else(|| err(format!("shape {shape:?} has more elements than this machine can address")))?;
         // A key element is written as its two u32 words.
         let per_element = if dtype == DType::Key { 2 } else { 1 };
@@ -258,6 +259,11 @@ mod tests {
             (
                 json!({ "dtype": "f32", "shape": [4294967296u64, 4294967296u64], "data": [] }),
                 "shape [4294967296, 4294967296] has more elements than this machine can address",
+            ),
+            // Found by the fuzzer (issue 22): no element, but strides past isize::MAX.
+            (
+                json!({ "dtype": "u32", "shape": [0, 8446744073709551615u64, 3], "data": [] }),
+                "shape [0, 8446744073709551615, 3] has more elements than this machine can address",
             ),
             (json!({ "dtype": "f32", "data": [1] }), "missing array field \"shape\""),
             (json!({ "dtype": "f32", "shape": [-1], "data": [] }), "\"shape\" must hold non-negative integers"),

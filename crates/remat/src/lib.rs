@@ -36,6 +36,7 @@
 pub mod pretty;
 pub mod run;
 
+use std::panic::Location;
 use std::sync::Arc;
 
 pub use ndarray;
@@ -84,8 +85,13 @@ pub enum Error {
     InHalf { half: run::Half, error: Box<Error> },
 }
 
-fn trace_closed<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<Traced, Error> {
-    Ok(make_jaxpr(f, args)?)
+/// Traces `f`; `loc` is the user's call (which a panic inside `f` is reported at).
+fn trace_closed<A: ArgTree, R: TensorTree>(
+    f: impl FnOnce(A::Traced) -> R,
+    args: &A,
+    loc: &'static Location<'static>,
+) -> Result<Traced, Error> {
+    Ok(remat_trace::make_jaxpr_at(f, args, loc)?)
 }
 
 fn leaf_avals<A: ArgTree>(args: &A) -> Vec<Aval> {
@@ -145,30 +151,37 @@ impl<F> Jit<F> {
         self
     }
 
-    /// Calls the function on concrete arguments and returns its flattened results.
+    /// Calls the function on concrete arguments and returns its flattened results. A
+    /// panic inside the function while it is traced is an [`Error::Trace`] naming it.
+    #[track_caller]
     pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_with(&arg_values(args)?, self.run.nans)
+        self.prepared(args, Location::caller())?.run_with(&arg_values(args)?, self.run.nans)
     }
 
     /// Like [`Jit::call`], writing the results into `outs` (for example the arrays an
     /// earlier call returned): a repeated native call allocates nothing.
+    #[track_caller]
     pub fn call_into<A: ArgTree, R: TensorTree>(&self, args: &A, outs: &mut [Array]) -> Result<(), Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_into_with(&arg_values(args)?, outs, self.run.nans)
+        self.prepared(args, Location::caller())?.run_into_with(&arg_values(args)?, outs, self.run.nans)
     }
 
     /// The program traced and compiled for `args`' signature, from the cache or built now.
-    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Program>, Error>
+    fn prepared<A: ArgTree, R: TensorTree>(
+        &self,
+        args: &A,
+        loc: &'static Location<'static>,
+    ) -> Result<Arc<Program>, Error>
     where
         F: Fn(A::Traced) -> R,
     {
         self.cache.get_or_build(leaf_avals(args), || {
-            let traced = trace_closed(&self.f, args)?;
+            let traced = trace_closed(&self.f, args, loc)?;
             Program::new(traced.jaxpr, &self.run)
         })
     }
@@ -236,11 +249,23 @@ impl<F> Grad<F> {
 
     /// The gradient program (`(args) -> ([value,] grads)`) for arguments like `args`,
     /// closed over the constants the function uses.
+    #[track_caller]
     pub fn jaxpr<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<ClosedJaxpr, Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        let traced = trace_closed(&self.f, args)?;
+        self.jaxpr_at(args, Location::caller())
+    }
+
+    fn jaxpr_at<A: ArgTree, R: TensorTree>(
+        &self,
+        args: &A,
+        loc: &'static Location<'static>,
+    ) -> Result<ClosedJaxpr, Error>
+    where
+        F: Fn(A::Traced) -> R,
+    {
+        let traced = trace_closed(&self.f, args, loc)?;
         let jaxpr = &traced.jaxpr.jaxpr;
         let argnums: Vec<usize> = match &self.argnums {
             Some(a) => a.clone(),
@@ -252,38 +277,47 @@ impl<F> Grad<F> {
         Ok(ClosedJaxpr { jaxpr: Arc::new(grad), consts: traced.jaxpr.consts })
     }
 
-    /// Calls the gradient on concrete arguments: `[value,] grads...`, flattened.
+    /// Calls the gradient on concrete arguments: `[value,] grads...`, flattened. A panic
+    /// inside the function (while it is traced) or inside a user policy (while it is
+    /// differentiated) is an error naming it.
+    #[track_caller]
     pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_with(&arg_values(args)?, self.run.nans)
+        self.prepared(args, Location::caller())?.run_with(&arg_values(args)?, self.run.nans)
     }
 
     /// Like [`Grad::call`], writing `[value,] grads...` into `outs` (for example the arrays
     /// an earlier call returned): a training step that reuses its gradient arrays allocates
     /// nothing natively.
+    #[track_caller]
     pub fn call_into<A: ArgTree, R: TensorTree>(&self, args: &A, outs: &mut [Array]) -> Result<(), Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        self.prepared(args)?.run_into_with(&arg_values(args)?, outs, self.run.nans)
+        self.prepared(args, Location::caller())?.run_into_with(&arg_values(args)?, outs, self.run.nans)
     }
 
     /// The gradient program differentiated and compiled for `args`' signature, from the
     /// cache or built now.
-    fn prepared<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Arc<Program>, Error>
+    fn prepared<A: ArgTree, R: TensorTree>(
+        &self,
+        args: &A,
+        loc: &'static Location<'static>,
+    ) -> Result<Arc<Program>, Error>
     where
         F: Fn(A::Traced) -> R,
     {
-        self.cache.get_or_build(leaf_avals(args), || Program::new(self.jaxpr(args)?, &self.run))
+        self.cache.get_or_build(leaf_avals(args), || Program::new(self.jaxpr_at(args, loc)?, &self.run))
     }
 }
 
 /// The forward and backward halves of `f`'s reverse-mode derivative at arguments like
 /// `args`, with what the forward half saves.
+#[track_caller]
 pub fn vjp<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<VjpProgram, Error> {
-    let traced = trace_closed(f, args)?;
+    let traced = trace_closed(f, args, Location::caller())?;
     let v = remat_ad::vjp(&traced.jaxpr.jaxpr, &traced.arg_names)?;
     Ok(VjpProgram { vjp: v, consts: traced.jaxpr.consts, arg_names: traced.arg_names })
 }
@@ -320,6 +354,7 @@ impl VjpProgram {
 }
 
 /// `jax.ad_checkpoint.saved_residuals`: what the forward half of `f`'s vjp saves.
+#[track_caller]
 pub fn saved_residuals<A: ArgTree, R: TensorTree>(
     f: impl FnOnce(A::Traced) -> R,
     args: &A,
@@ -328,30 +363,34 @@ pub fn saved_residuals<A: ArgTree, R: TensorTree>(
 }
 
 /// `jax.ad_checkpoint.print_saved_residuals`: the residual lines, in JAX's words.
+#[track_caller]
 pub fn saved_residuals_text<A: ArgTree, R: TensorTree>(
     f: impl FnOnce(A::Traced) -> R,
     args: &A,
 ) -> Result<String, Error> {
-    let traced = trace_closed(f, args)?;
+    let traced = trace_closed(f, args, Location::caller())?;
     Ok(remat_ad::print_saved_residuals(&traced.jaxpr.jaxpr, &traced.arg_names)?)
 }
 
 /// Prints [`saved_residuals_text`] to standard output, as JAX's function does.
+#[track_caller]
 pub fn print_saved_residuals<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<(), Error> {
     pretty::write_stdout(&saved_residuals_text(f, args)?);
     Ok(())
 }
 
 /// The forward and backward programs of `f`'s vjp as two strings.
+#[track_caller]
 pub fn fwd_bwd_strings<A: ArgTree, R: TensorTree>(
     f: impl FnOnce(A::Traced) -> R,
     args: &A,
 ) -> Result<(String, String), Error> {
-    let traced = trace_closed(f, args)?;
+    let traced = trace_closed(f, args, Location::caller())?;
     Ok(remat_ad::fwd_bwd_strings(&traced.jaxpr.jaxpr)?)
 }
 
 /// Prints the forward and backward programs side by side, fitted to the terminal.
+#[track_caller]
 pub fn print_fwd_bwd<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<(), Error> {
     let (fwd, bwd) = fwd_bwd_strings(f, args)?;
     pretty::write_stdout(&print_fwd_bwd_text(&fwd, &bwd));

@@ -461,7 +461,8 @@ fn cond_at_order<A: TensorTree, R: TensorTree>(
     let mut traced = Vec::new();
     let mut outs = Vec::new();
     for branch in branches {
-        match trace_body(&types_of(&leaves), |inner| branch(operands.rebuild(&mut inner.into_iter())), loc) {
+        let callee = ("the branch", std::any::type_name_of_val(branch));
+        match trace_body(&types_of(&leaves), |inner| branch(operands.rebuild(&mut inner.into_iter())), callee, loc) {
             Ok(body) => {
                 outs.push(body.out);
                 traced.push((body.jaxpr, body.captured));
@@ -528,12 +529,12 @@ fn while_at(
     types: &[(Aval, bool)],
     loc: &'static Location<'static>,
 ) -> Option<Vec<Tensor>> {
-    let cond = trace_body(types, cond_fn, loc).ok()?;
+    let cond = trace_body(types, cond_fn, ("the loop condition", std::any::type_name_of_val(cond_fn)), loc).ok()?;
     if cond.out.ndim() != 0 || cond.out.dtype() != DType::Bool {
         record_error(loc, format!("{what}: the condition must return a bool scalar, found {}", cond.out.aval()));
         return None;
     }
-    let body = trace_body(types, body_fn, loc).ok()?;
+    let body = trace_body(types, body_fn, ("the loop body", std::any::type_name_of_val(body_fn)), loc).ok()?;
     if let Err(message) = check_carry(what, types, &body.out) {
         record_error(loc, message);
         return None;
@@ -602,6 +603,7 @@ pub fn fori_loop<C: TensorTree>(
                 out.extend(c.leaves());
                 out
             },
+            ("the fori_loop body", std::any::type_name_of_val(&body)),
             loc,
         );
         let Ok(traced) = traced else { return placeholders(&init) };

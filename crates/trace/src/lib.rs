@@ -84,5 +84,7 @@ pub use tensor::{binary, compare, unary, Arg, Tensor};
 #[doc(hidden)]
 pub use trace::__enclosing_function_name;
 pub use trace::{function_scope, in_function, FunctionScope, TraceError};
-pub use transforms::{checkpoint, checkpoint_name, jit, make_jaxpr, recursive_checkpoint, Checkpoint, Jit, Traced};
+pub use transforms::{
+    checkpoint, checkpoint_name, jit, make_jaxpr, make_jaxpr_at, recursive_checkpoint, Checkpoint, Jit, Traced,
+};
 pub use tree::{named, ArgTree, Named, TensorTree};

@@ -251,7 +251,7 @@ pub(crate) fn call<R: crate::TensorTree>(
     loc: &'static Location<'static>,
 ) -> R {
     let types: Vec<(Aval, bool)> = args.iter().map(|a| (a.operand.typ().0, a.weak)).collect();
-    match trace_body(&types, f, loc) {
+    match trace_body(&types, f, ("the library function", name), loc) {
         Err(out) => placeholders(&out),
         Ok(body) => {
             let in_weak: Vec<bool> = args.iter().map(|a| a.weak).collect();

@@ -84,6 +84,7 @@ where
             let x = xs.rebuild(&mut it);
             body(c, x)
         },
+        ("the scan body", std::any::type_name_of_val(&body)),
         loc,
     );
     let traced = match traced {

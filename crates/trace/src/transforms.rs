@@ -7,8 +7,9 @@
 //! of the inner jaxpr, as in JAX. Calls of one function that trace to the same jaxpr share
 //! it (JAX caches traces), so the printer hoists it as JAX's does.
 
+use std::any::Any;
 use std::fmt;
-use std::panic::Location;
+use std::panic::{self, AssertUnwindSafe, Location};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -82,9 +83,34 @@ impl Traced {
 /// [`Array`]s; `f` receives the same tree with a [`Tensor`] at every leaf and returns a
 /// tree of tensors. Shape and dtype errors inside `f` are returned as a [`TraceError`]
 /// naming the line of `f` where they happened; nothing panics.
+///
+/// A panic inside `f` (or inside a closure it calls through [`Checkpoint::call`],
+/// [`Jit::call`] or [`scan`](crate::scan)) is caught and returned as a [`TraceError`] that
+/// names the innermost closure that panicked (its Rust type, which says where it is
+/// written), where it was called, and the panic's message; the trace's state is reset.
 #[track_caller]
 pub fn make_jaxpr<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<Traced, TraceError> {
-    let loc = Location::caller();
+    make_jaxpr_at(f, args, Location::caller())
+}
+
+/// [`make_jaxpr`] with the caller's location given (for wrappers such as the facade's
+/// `jit` and `grad`, whose caller is the user's line).
+pub fn make_jaxpr_at<A: ArgTree, R: TensorTree>(
+    f: impl FnOnce(A::Traced) -> R,
+    args: &A,
+    loc: &'static Location<'static>,
+) -> Result<Traced, TraceError> {
+    match panic::catch_unwind(AssertUnwindSafe(|| trace_root(f, args, loc))) {
+        Ok(traced) => traced,
+        Err(payload) => Err(closure_panic_error(payload, loc)),
+    }
+}
+
+fn trace_root<A: ArgTree, F: FnOnce(A::Traced) -> R, R: TensorTree>(
+    f: F,
+    args: &A,
+    loc: &'static Location<'static>,
+) -> Result<Traced, TraceError> {
     if current_frame().is_some() {
         let message = "make_jaxpr cannot be called while another function is being traced (call the function \
                        directly, or use jit)";
@@ -96,7 +122,7 @@ pub fn make_jaxpr<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, arg
     let types: Vec<(Aval, bool)> = specs.iter().map(|(_, a)| (a.clone(), false)).collect();
     let (guard, inputs) = push_frame(&types);
     let traced_args = args.build(&mut inputs.into_iter());
-    let out = f(traced_args);
+    let out = naming_panics("the traced closure", std::any::type_name::<F>(), loc, || f(traced_args));
     let finished = pop_frame(guard, &out.leaves(), loc)?;
     Ok(Traced {
         jaxpr: ClosedJaxpr { jaxpr: Arc::new(finished.jaxpr), consts: finished.consts },
@@ -115,13 +141,16 @@ pub(crate) struct Body<R> {
 
 /// Traces `f` on fresh inputs of `in_types`. On error (recorded), returns `f`'s result so
 /// that the caller can return placeholders of the right structure.
+///
+/// `callee` names the closure for a panic inside it: `(kind, Rust type name)`.
 pub(crate) fn trace_body<R: TensorTree>(
     in_types: &[(Aval, bool)],
     f: impl FnOnce(Vec<Tensor>) -> R,
+    callee: (&'static str, &'static str),
     loc: &'static Location<'static>,
 ) -> Result<Body<R>, R> {
     let (guard, inner) = push_frame(in_types);
-    let out = f(inner);
+    let out = naming_panics(callee.0, callee.1, loc, || f(inner));
     match pop_frame(guard, &out.leaves(), loc) {
         Ok(finished) => Ok(Body { jaxpr: finished.jaxpr, captured: finished.captured, out }),
         Err(_) => Err(out),
@@ -146,6 +175,57 @@ pub(crate) fn bind_call<R: TensorTree>(
     match bind_n(prim, operands, &weak, loc) {
         Some(results) if results.len() == leaves.len() => template.rebuild(&mut results.into_iter()),
         _ => placeholders(template),
+    }
+}
+
+/// A panic inside a user's closure, named, on its way up to [`make_jaxpr_at`] (which turns
+/// it into a [`TraceError`]). The innermost closure names it; outer ones let it pass.
+struct ClosurePanic {
+    /// `the checkpointed closure `model::layer::{{closure}}``.
+    closure: String,
+    /// Where the closure was called (the `call`, or the `make_jaxpr`).
+    called_at: &'static Location<'static>,
+    message: String,
+}
+
+/// Runs `f`, the user's closure `name` (a `kind`, called at `loc`), naming a panic inside
+/// it. The panic unwinds on (so that every frame guard between here and `make_jaxpr`
+/// resets the trace's state) with a [`ClosurePanic`] payload.
+pub(crate) fn naming_panics<T>(kind: &str, name: &str, loc: &'static Location<'static>, f: impl FnOnce() -> T) -> T {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(t) => t,
+        Err(payload) if payload.is::<ClosurePanic>() => panic::resume_unwind(payload),
+        Err(payload) => panic::resume_unwind(Box::new(ClosurePanic {
+            closure: format!("{kind} `{name}`"),
+            called_at: loc,
+            message: panic_message(payload.as_ref()),
+        })),
+    }
+}
+
+/// The error [`make_jaxpr_at`] returns for a panic during the trace.
+fn closure_panic_error(payload: Box<dyn Any + Send>, loc: &'static Location<'static>) -> TraceError {
+    let message = match payload.downcast::<ClosurePanic>() {
+        Ok(p) => format!(
+            "{} panicked (called at {}:{}:{}): {}",
+            p.closure,
+            p.called_at.file(),
+            p.called_at.line(),
+            p.called_at.column(),
+            p.message
+        ),
+        // Outside every user closure: a bug of this crate, reported rather than raised.
+        Err(payload) => format!("internal error: tracing panicked: {}", panic_message(payload.as_ref())),
+    };
+    TraceError { location: source_info(loc), message }
+}
+
+/// A panic payload's message (`panic!` gives a `&str` or a `String`).
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(s)) => s.clone(),
+        (None, None) => "a panic whose payload is not a string".into(),
     }
 }
 
@@ -212,6 +292,7 @@ impl<F> Jit<F> {
                 let _scope = self.named.then(|| function_scope(&self.name));
                 (self.f)(args.rebuild(&mut inner.into_iter()))
             },
+            ("the jit closure", std::any::type_name::<F>()),
             loc,
         );
         match body {
@@ -241,7 +322,7 @@ pub(crate) fn library_jit<R: TensorTree>(
 ) -> R {
     let operands: Vec<Operand> = args.iter().map(Arg::operand).collect();
     let types: Vec<(Aval, bool)> = operands.iter().map(Operand::typ).collect();
-    match trace_body(&types, f, loc) {
+    match trace_body(&types, f, ("the library function", name), loc) {
         Err(out) => placeholders(&out),
         Ok(body) => {
             let jaxpr = share_jaxpr(CallKey::Library(name), body.jaxpr);
@@ -280,7 +361,7 @@ pub(crate) fn library_custom_jvp(
 ) -> Tensor {
     let operands: Vec<Operand> = args.iter().map(|(o, _)| o.clone()).collect();
     let types: Vec<(Aval, bool)> = args.iter().map(|(o, weak)| (o.typ().0, *weak)).collect();
-    match trace_body(&types, f, loc) {
+    match trace_body(&types, f, ("the library function", name), loc) {
         Err(out) => placeholders(&out),
         Ok(body) => {
             let num_consts = body.captured.len();
@@ -333,7 +414,8 @@ impl<F> Checkpoint<F> {
     {
         let loc = Location::caller();
         let leaves = args.leaves();
-        match trace_body(&types_of(&leaves), |inner| (self.f)(args.rebuild(&mut inner.into_iter())), loc) {
+        let callee = ("the checkpointed closure", std::any::type_name::<F>());
+        match trace_body(&types_of(&leaves), |inner| (self.f)(args.rebuild(&mut inner.into_iter())), callee, loc) {
             Err(out) => placeholders(&out),
             Ok(body) => {
                 let prim = Primitive::Remat2 {

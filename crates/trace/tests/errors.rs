@@ -184,17 +184,19 @@ fn the_first_error_wins_and_the_next_trace_is_clean() {
 }
 
 #[test]
-fn a_panic_inside_a_trace_leaves_no_state_behind() {
-    let result = std::panic::catch_unwind(|| {
-        make_jaxpr(
-            |x: Tensor| -> Tensor {
-                let _y = jit(|x: Tensor| -> Tensor { panic!("user code panics: {}", x.aval()) }).call(x.clone());
-                x
-            },
-            &f32s(&[3]),
-        )
-    });
-    assert!(result.is_err());
+fn a_panic_inside_a_trace_is_an_error_and_leaves_no_state_behind() {
+    let err = make_jaxpr(
+        |x: Tensor| -> Tensor {
+            let _y = jit(|x: Tensor| -> Tensor { panic!("user code panics: {}", x.aval()) }).call(x.clone());
+            x
+        },
+        &f32s(&[3]),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("the jit closure `errors::"), "{text}");
+    assert!(text.contains("panicked (called at crates/trace/tests/errors.rs:"), "{text}");
+    assert!(text.ends_with("user code panics: f32[3]"), "{text}");
     let traced = make_jaxpr(|x: Tensor| x.cos(), &f32s(&[3])).unwrap();
     assert_eq!(traced.to_string(), "{ lambda ; a:f32[3]. let b:f32[3] = cos a in (b,) }");
 }
