@@ -13,7 +13,10 @@ use std::time::Instant;
 use remat_ir::parse_jaxpr;
 
 /// The shapes of program measured, each a jaxpr text of `n` (inputs, outputs or equations).
-const SHAPES: [(&str, fn(usize) -> String); 6] =
+/// A program's text for a size.
+type Make = fn(usize) -> String;
+
+const SHAPES: [(&str, Make); 6] =
     [("sum", sum), ("tree", tree), ("outs", outs), ("chain", chain), ("shared", shared), ("fanout", fanout)];
 
 /// `n` scalar inputs added one by one into one output.

@@ -117,7 +117,10 @@ pub(crate) fn build(
             "entry",
             FnKind::Entry,
             &[],
-            |fx| Ok(run_steps(fx, 0..prog.steps.len())),
+            |fx| {
+                run_steps(fx, 0..prog.steps.len());
+                Ok(())
+            },
             &env,
         )?
     } else {
@@ -130,7 +133,10 @@ pub(crate) fn build(
                 &name,
                 FnKind::Entry,
                 &[],
-                |fx| Ok(run_steps(fx, range.clone())),
+                |fx| {
+                    run_steps(fx, range.clone());
+                    Ok(())
+                },
                 &env,
             )?);
             count += 1;
