@@ -47,8 +47,8 @@ fn words(e: Error) -> String {
         Error::Jit(e) => e.to_string(),
         Error::Eval(e) => e.to_string(),
         // Only a NaN check says which half of a vjp it is in.
-        Error::InHalf { error, .. } if !matches!(*error, Error::Nan(_) | Error::NanUnlocated { .. }) => words(*error),
-        Error::Nan(_) | Error::NanUnlocated { .. } | Error::NanCotangent { .. } | Error::InHalf { .. } => e.to_string(),
+        Error::InHalf { error, .. } if !matches!(*error, Error::Nan(_)) => words(*error),
+        Error::Nan(_) | Error::NanCotangent { .. } | Error::InHalf { .. } => e.to_string(),
     }
 }
 

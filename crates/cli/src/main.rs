@@ -159,9 +159,13 @@ pub enum Nans {
     RejectInputs,
     /// NaNs flow through the arithmetic, as in JAX.
     Propagate,
-    /// JAX's `jax_debug_nans`: inputs are checked, and a NaN in a result is traced by the
-    /// interpreter to the equation that made the first one (index, primitive, line).
+    /// JAX's `jax_debug_nans`: inputs are checked, and the first equation whose result
+    /// holds a NaN is an error naming it (index, primitive, line), on either backend, also
+    /// when the NaN does not reach a result.
     Debug,
+    /// `debug` and JAX's `jax_debug_infs`: an equation whose result holds an infinity is an
+    /// error too.
+    DebugInfs,
 }
 
 impl From<Nans> for remat::Nans {
@@ -170,6 +174,7 @@ impl From<Nans> for remat::Nans {
             Nans::RejectInputs => remat::Nans::RejectArguments,
             Nans::Propagate => remat::Nans::Propagate,
             Nans::Debug => remat::Nans::Debug,
+            Nans::DebugInfs => remat::Nans::DebugInfs,
         }
     }
 }

@@ -71,6 +71,11 @@ pub enum EvalError {
     /// does ([`eval_closed_checking_nans`]; the enclosing [`EvalError::Equation`] names it).
     #[error("result {result} holds the first NaN, at {position:?}: no operand passed in or computed holds one")]
     NanProduced { result: usize, position: Vec<usize> },
+    /// With infinities checked too ([`eval_jaxpr_checking`], JAX's `jax_debug_infs`): an
+    /// equation's result holds an infinity though none of its operands passed in or
+    /// computed holds a NaN or an infinity.
+    #[error("result {result} holds the first inf, at {position:?}: no operand passed in or computed holds one")]
+    InfProduced { result: usize, position: Vec<usize> },
 }
 
 /// Prints ` at file:line:col`, or nothing when the location is unknown.
@@ -102,6 +107,8 @@ thread_local! {
     /// Whether the evaluation running on this thread checks every equation for NaNs it
     /// produces ([`eval_closed_checking_nans`]); nested jaxprs see it too.
     static CHECKING_NANS: Cell<bool> = const { Cell::new(false) };
+    /// Whether it also checks for infinities (JAX's `jax_debug_infs`).
+    static CHECKING_INFS: Cell<bool> = const { Cell::new(false) };
 }
 
 /// [`eval_closed`] as JAX's `jax_debug_nans` debugs: fails with
@@ -118,73 +125,81 @@ pub fn eval_closed_checking_nans(closed: &ClosedJaxpr, args: &[Array]) -> Result
 /// [`eval_closed_checking_nans`] with the constants given apart, as [`eval_jaxpr`] takes
 /// them.
 pub fn eval_jaxpr_checking_nans(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec<Array>, EvalError> {
-    if let Some((index, position)) = Array::first_nan_among(args) {
-        return Err(EvalError::NanArgument { index, position });
-    }
-    // Restores the flag however the evaluation ends.
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            CHECKING_NANS.with(|c| c.set(self.0));
-        }
-    }
-    let _reset = Reset(CHECKING_NANS.with(|c| c.replace(true)));
-    eval_jaxpr(jaxpr, consts, args)
+    eval_jaxpr_checking(jaxpr, consts, args, false)
 }
 
-/// Where the first NaN of a program's `outputs` (computed from `args` by any backend) came
-/// from, by [`eval_jaxpr_checking_nans`]; `None` when the outputs hold none.
-#[derive(Debug)]
-pub enum NanOrigin {
-    /// The NaN error that names the argument or the equation.
-    Found(EvalError),
-    /// The interpreter computes no NaN from the same arguments (the backends differ):
-    /// where the first one is in the outputs.
-    NotReproduced { output: usize, position: Vec<usize> },
-}
-
-/// [`NanOrigin`] of the first NaN in `outputs`; an error that is not about NaNs (the
-/// program cannot be evaluated) is returned as such.
-pub fn locate_nans(
+/// [`eval_jaxpr_checking_nans`], and with `infs` also JAX's `jax_debug_infs`: the first
+/// equation whose result holds an infinity though no operand holds a NaN or an infinity
+/// fails with [`EvalError::InfProduced`] (arguments may hold infinities).
+pub fn eval_jaxpr_checking(
     jaxpr: &Jaxpr,
     consts: &[Array],
     args: &[Array],
-    outputs: &[Array],
-) -> Result<Option<NanOrigin>, EvalError> {
-    let Some((output, position)) = Array::first_nan_among(outputs) else {
-        return Ok(None);
-    };
-    match eval_jaxpr_checking_nans(jaxpr, consts, args) {
-        Ok(_) => Ok(Some(NanOrigin::NotReproduced { output, position })),
-        Err(e) if is_nan_error(&e) => Ok(Some(NanOrigin::Found(e))),
-        Err(e) => Err(e),
+    infs: bool,
+) -> Result<Vec<Array>, EvalError> {
+    if let Some((index, position)) = Array::first_nan_among(args) {
+        return Err(EvalError::NanArgument { index, position });
     }
+    // Restores the flags however the evaluation ends.
+    struct Reset(bool, bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CHECKING_NANS.with(|c| c.set(self.0));
+            CHECKING_INFS.with(|c| c.set(self.1));
+        }
+    }
+    let _reset = Reset(CHECKING_NANS.with(|c| c.replace(true)), CHECKING_INFS.with(|c| c.replace(infs)));
+    eval_jaxpr(jaxpr, consts, args)
 }
 
-/// Whether an error reports a NaN that [`eval_closed_checking_nans`] found, possibly inside
-/// a called jaxpr.
-fn is_nan_error(e: &EvalError) -> bool {
+/// The first element of `a` that is an infinity, if any.
+pub fn first_inf(a: &Array) -> Option<Vec<usize>> {
+    if !a.dtype().is_float() {
+        return None;
+    }
+    let flat = a.to_f64_vec().iter().position(|x| x.is_infinite())?;
+    let mut position = vec![0; a.shape().len()];
+    let mut rest = flat;
+    for (p, &n) in position.iter_mut().zip(a.shape()).rev() {
+        *p = rest % n;
+        rest /= n;
+    }
+    Some(position)
+}
+
+/// Whether an error reports a NaN (or an infinity) that [`eval_jaxpr_checking`] found,
+/// possibly inside a called jaxpr.
+pub fn is_nan_error(e: &EvalError) -> bool {
     match e {
-        EvalError::NanArgument { .. } | EvalError::NanProduced { .. } => true,
+        EvalError::NanArgument { .. } | EvalError::NanProduced { .. } | EvalError::InfProduced { .. } => true,
         EvalError::Equation { error, .. } | EvalError::Nested { error, .. } => is_nan_error(error),
         _ => false,
     }
 }
 
-/// The NaN check of one equation: its first result that holds a NaN, when no operand
-/// passed in or computed (a variable other than a constvar) does.
-fn produced_nan(jaxpr: &Jaxpr, eqn: &Eqn, operands: &[&Array], results: &[Array]) -> Option<EvalError> {
-    let carried = |(atom, value): (&Atom, &&Array)| match atom {
-        Atom::Var(v) => !jaxpr.constvars.contains(v) && value.has_nan(),
+/// The NaN check of one equation (any backend's values may be checked so): its first result that holds a NaN, when no operand
+/// passed in or computed (a variable other than a constvar) does; with `infs`, then its
+/// first result that holds an infinity, when no such operand holds a NaN or an infinity.
+pub fn produced_nan(jaxpr: &Jaxpr, eqn: &Eqn, operands: &[&Array], results: &[Array], infs: bool) -> Option<EvalError> {
+    let computed = |atom: &Atom| match atom {
+        Atom::Var(v) => !jaxpr.constvars.contains(v),
         Atom::Lit(..) => false,
     };
-    if eqn.invars.iter().zip(operands).any(carried) {
+    let operands = || eqn.invars.iter().zip(operands).filter(|(atom, _)| computed(atom)).map(|(_, value)| value);
+    if operands().any(|value| value.has_nan()) {
         return None;
+    }
+    let nan = results
+        .iter()
+        .enumerate()
+        .find_map(|(result, a)| a.first_nan().map(|position| EvalError::NanProduced { result, position }));
+    if nan.is_some() || !infs || operands().any(|value| first_inf(value).is_some()) {
+        return nan;
     }
     results
         .iter()
         .enumerate()
-        .find_map(|(result, a)| a.first_nan().map(|position| EvalError::NanProduced { result, position }))
+        .find_map(|(result, a)| first_inf(a).map(|position| EvalError::InfProduced { result, position }))
 }
 
 /// Evaluates one equation: `prim` applied to `args`, whose results must have `out_avals`.
@@ -226,7 +241,7 @@ pub(crate) fn eval_jaxpr_refs(jaxpr: &Jaxpr, consts: &[&Array], args: &[&Array])
             let operands: Vec<&Array> = operands.iter().map(|c| c.as_ref()).collect();
             let results = eval_primitive_refs(&eqn.primitive, &operands, &out_avals).map_err(in_equation)?;
             if CHECKING_NANS.with(Cell::get) {
-                if let Some(error) = produced_nan(jaxpr, eqn, &operands, &results) {
+                if let Some(error) = produced_nan(jaxpr, eqn, &operands, &results, CHECKING_INFS.with(Cell::get)) {
                     return Err(in_equation(error));
                 }
             }

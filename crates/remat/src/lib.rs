@@ -69,13 +69,10 @@ pub enum Error {
     #[error("evaluation failed: {0}")]
     Eval(#[from] EvalError),
     /// A NaN that [`Nans`] asked to report: in an argument, or (with [`Nans::Debug`]) the
-    /// equation that produced the first one.
+    /// equation that produced the first one (or, with [`Nans::DebugInfs`], the first
+    /// infinity).
     #[error("NaN check: {0}")]
     Nan(EvalError),
-    /// With [`Nans::Debug`], an output holds a NaN that the reference interpreter does not
-    /// produce from the same arguments (a difference between the backends).
-    #[error("NaN check: {}", run::unlocated(*.output, .position))]
-    NanUnlocated { output: usize, position: Vec<usize> },
     /// A cotangent given to [`run::VjpRunner::run`] holds a NaN (unless [`Nans::Propagate`]).
     #[error("NaN check: cotangent {index} holds NaN at {position:?}")]
     NanCotangent { index: usize, position: Vec<usize> },

@@ -7,17 +7,20 @@
 //! [`grad`](crate::grad) keep one [`Program`] per input signature in this module's cache.
 //!
 //! What NaNs do is decided here and nowhere else: an argument (or cotangent) holding one is
-//! an error unless [`Nans::Propagate`]; with [`Nans::Debug`] a NaN in a result is traced by
-//! the reference interpreter (`remat_interp::locate_nans`) to the equation that made it.
+//! an error unless [`Nans::Propagate`]; with [`Nans::Debug`] the first equation whose
+//! result holds a NaN is an error naming it, whether or not the NaN reaches a result
+//! (JAX's `jax_debug_nans`; [`Nans::DebugInfs`] also infinities). The interpreter checks
+//! each equation as it goes; the JIT runs a checked variant of the program that returns
+//! every equation's results, checked in program order (docs/jit.md, "NaN debugging").
 //! Errors are structured ([`Error::Nan`], [`Error::NanCotangent`], [`Error::InHalf`], ...) so
 //! that a caller such as the CLI can word them with what it knows (a file's name).
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use remat_interp::{EvalError, NanOrigin};
-use remat_ir::{Array, Aval, ClosedJaxpr};
+use remat_interp::EvalError;
+use remat_ir::{Array, Atom, Aval, ClosedJaxpr, Jaxpr};
 use remat_jit::{Compiled, JitError, Options};
 
 use crate::Error;
@@ -31,11 +34,24 @@ pub enum Nans {
     RejectArguments,
     /// JAX's behaviour: NaNs flow through the arithmetic, unchecked.
     Propagate,
-    /// JAX's `jax_debug_nans`: arguments are checked, and when an output holds a NaN the
-    /// program is evaluated again by the reference interpreter, equation by equation, to
-    /// name the equation that produced the first one (`NaN check: equation 4 (log at
-    /// src/model.rs:12:9): result 0 holds the first NaN, at [3]: ...`).
+    /// JAX's `jax_debug_nans`: arguments are checked, and the first equation whose result
+    /// holds a NaN that no operand held is an error naming it (`NaN check: equation 4 (log
+    /// at src/model.rs:12:9): result 0 holds the first NaN, at [3]: ...`), also when the NaN
+    /// never reaches a result (masked by a `select_n`). The JIT runs a checked variant that
+    /// keeps every equation's results; an equation that calls a body (`scan`, `cond`, a
+    /// call) is then named inside its body by the reference interpreter.
     Debug,
+    /// [`Nans::Debug`] and JAX's `jax_debug_infs` together: an equation whose result holds
+    /// an infinity that no operand held (`result 0 holds the first inf, at []: ...`) is an
+    /// error too. Arguments may hold infinities.
+    DebugInfs,
+}
+
+impl Nans {
+    /// Whether each equation's results are checked ([`Nans::Debug`], [`Nans::DebugInfs`]).
+    pub fn checks_equations(self) -> bool {
+        matches!(self, Nans::Debug | Nans::DebugInfs)
+    }
 }
 
 /// How a program runs: natively (the default) or with the reference interpreter.
@@ -76,7 +92,7 @@ pub fn check_cotangents(cotangents: &[&Array], nans: Nans) -> Result<(), Error> 
 fn first_nan(arrays: &[&Array], nans: Nans) -> Option<(usize, Vec<usize>)> {
     match nans {
         Nans::Propagate => None,
-        Nans::RejectArguments | Nans::Debug => Array::first_nan_among(arrays.iter().copied()),
+        Nans::RejectArguments | Nans::Debug | Nans::DebugInfs => Array::first_nan_among(arrays.iter().copied()),
     }
 }
 
@@ -87,6 +103,10 @@ pub struct Program {
     closed: ClosedJaxpr,
     /// The native code, for [`Backend::Jit`].
     native: Option<Box<Compiled>>,
+    /// For [`Backend::Jit`] under [`Nans::Debug`]: the checked variant, compiled at its
+    /// first use (`checked_variant`).
+    checked: OnceLock<Compiled>,
+    jit: Options,
     nans: Nans,
 }
 
@@ -100,7 +120,7 @@ impl Program {
             }
             Backend::Interp => None,
         };
-        Ok(Program { closed, native, nans: options.nans })
+        Ok(Program { closed, native, checked: OnceLock::new(), jit: options.jit.clone(), nans: options.nans })
     }
 
     /// The program as given.
@@ -136,51 +156,113 @@ impl Program {
     /// [`Program::run_into`] under `nans`.
     pub(crate) fn run_into_with(&self, args: &[&Array], outs: &mut [Array], nans: Nans) -> Result<(), Error> {
         check_arguments(args, nans)?;
-        match &self.native {
-            Some(c) => {
-                c.run_into(args, outs)?;
-                self.locate_nans(args, outs, nans)
+        if let (Some(c), false) = (&self.native, nans.checks_equations()) {
+            return Ok(c.run_into(args, outs)?);
+        }
+        let results = self.evaluate(args, nans)?;
+        let expected = self.closed.jaxpr.out_avals();
+        if outs.len() != expected.len() {
+            return Err(JitError::OutCount { expected: expected.len(), given: outs.len() }.into());
+        }
+        for (index, (o, a)) in outs.iter().zip(&expected).enumerate() {
+            if o.dtype() != a.dtype || o.shape() != a.shape.as_slice() {
+                let given = o.aval().to_string();
+                return Err(JitError::OutType { index, expected: a.clone(), given }.into());
             }
+        }
+        outs.iter_mut().zip(results).for_each(|(o, r)| *o = r);
+        Ok(())
+    }
+
+    /// Runs on arguments already checked; with [`Nans::Debug`], every equation's results
+    /// are checked too.
+    fn evaluate(&self, args: &[&Array], nans: Nans) -> Result<Vec<Array>, Error> {
+        let infs = nans == Nans::DebugInfs;
+        match (&self.native, nans.checks_equations()) {
+            (Some(c), false) => Ok(c.run(args)?),
+            (None, false) => Ok(remat_interp::eval_closed(&self.closed, &owned(args))?),
+            (Some(_), true) => self.run_checked_variant(args, infs),
+            (None, true) => {
+                let (jaxpr, consts) = (&self.closed.jaxpr, &self.closed.consts);
+                remat_interp::eval_jaxpr_checking(jaxpr, consts, &owned(args), infs).map_err(nan_or_eval)
+            }
+        }
+    }
+
+    /// The JIT under [`Nans::Debug`]: the checked variant returns the outputs and then
+    /// every equation's results, and the first equation that made a NaN (or an infinity)
+    /// is found among them by the interpreter's rule (`remat_interp::produced_nan`). An
+    /// equation that calls a body is located inside it by the interpreter, when the
+    /// interpreter makes the same NaN.
+    fn run_checked_variant(&self, args: &[&Array], infs: bool) -> Result<Vec<Array>, Error> {
+        let checked = match self.checked.get() {
+            Some(c) => c,
             None => {
-                let results = self.evaluate(args, nans)?;
-                let expected = self.closed.jaxpr.out_avals();
-                if outs.len() != expected.len() {
-                    return Err(JitError::OutCount { expected: expected.len(), given: outs.len() }.into());
-                }
-                for (index, (o, a)) in outs.iter().zip(&expected).enumerate() {
-                    if o.dtype() != a.dtype || o.shape() != a.shape.as_slice() {
-                        let given = o.aval().to_string();
-                        return Err(JitError::OutType { index, expected: a.clone(), given }.into());
+                let jaxpr = every_result_an_output(&self.closed.jaxpr);
+                let compiled = remat_jit::compile_with_options(&jaxpr, &self.closed.consts, &self.jit)?;
+                self.checked.get_or_init(|| compiled)
+            }
+        };
+        let mut values = checked.run(args)?;
+        let jaxpr = &self.closed.jaxpr;
+        let extra = values.split_off(jaxpr.outvars.len().min(values.len()));
+        // The value of each variable the checked run returned: arguments and results.
+        let mut env: Vec<Option<&Array>> = vec![None; jaxpr.vars.len()];
+        for (&v, &a) in jaxpr.invars.iter().zip(args) {
+            env[v.index()] = Some(a);
+        }
+        let placeholder = Array::zeros(&Aval::new(remat_ir::DType::Bool, vec![]));
+        let mut next = 0;
+        for (index, eqn) in jaxpr.eqns.iter().enumerate() {
+            let results = &extra[next..next + eqn.outvars.len()];
+            next += eqn.outvars.len();
+            let operands: Vec<&Array> = eqn
+                .invars
+                .iter()
+                .map(|a| match a {
+                    Atom::Var(v) => env[v.index()].unwrap_or(&placeholder),
+                    Atom::Lit(_) => &placeholder,
+                })
+                .collect();
+            if let Some(error) = remat_interp::produced_nan(jaxpr, eqn, &operands, results, infs) {
+                if !eqn.primitive.subjaxprs().is_empty() {
+                    // Inside the body, if the interpreter makes it too.
+                    let consts = &self.closed.consts;
+                    if let Err(e) = remat_interp::eval_jaxpr_checking(jaxpr, consts, &owned(args), infs) {
+                        return Err(nan_or_eval(e));
                     }
                 }
-                outs.iter_mut().zip(results).for_each(|(o, r)| *o = r);
-                Ok(())
+                let location = eqn.source.clone();
+                let primitive = eqn.primitive.name();
+                return Err(Error::Nan(EvalError::Equation { index, primitive, location, error: Box::new(error) }));
+            }
+            for (&v, r) in eqn.outvars.iter().zip(results) {
+                env[v.index()] = Some(r);
             }
         }
+        Ok(values)
     }
+}
 
-    /// Runs on arguments already checked, then (with [`Nans::Debug`]) locates a NaN in the
-    /// results.
-    fn evaluate(&self, args: &[&Array], nans: Nans) -> Result<Vec<Array>, Error> {
-        let outs = match &self.native {
-            Some(c) => c.run(args)?,
-            None => remat_interp::eval_closed(&self.closed, &owned(args))?,
-        };
-        self.locate_nans(args, &outs, nans)?;
-        Ok(outs)
+/// `jaxpr` with every equation's results appended to its outputs, equation by equation:
+/// the program the JIT runs under [`Nans::Debug`], so that no value is fused away unseen.
+fn every_result_an_output(jaxpr: &Jaxpr) -> Jaxpr {
+    let mut out = jaxpr.clone();
+    for eqn in &jaxpr.eqns {
+        for &v in &eqn.outvars {
+            out.vars[v.index()].dropped = false;
+            out.outvars.push(Atom::Var(v));
+        }
     }
+    out
+}
 
-    /// With [`Nans::Debug`], when an output holds a NaN: the equation that made the first
-    /// one, found by the interpreter.
-    fn locate_nans(&self, args: &[&Array], outs: &[Array], nans: Nans) -> Result<(), Error> {
-        if nans != Nans::Debug {
-            return Ok(());
-        }
-        match remat_interp::locate_nans(&self.closed.jaxpr, &self.closed.consts, &owned(args), outs)? {
-            None => Ok(()),
-            Some(NanOrigin::Found(e)) => Err(Error::Nan(e)),
-            Some(NanOrigin::NotReproduced { output, position }) => Err(Error::NanUnlocated { output, position }),
-        }
+/// An error of a checked evaluation: a located NaN, or an evaluation error.
+fn nan_or_eval(e: EvalError) -> Error {
+    if remat_interp::is_nan_error(&e) {
+        Error::Nan(e)
+    } else {
+        Error::Eval(e)
     }
 }
 
@@ -210,9 +292,6 @@ impl fmt::Display for Half {
 pub(crate) fn in_half(half: &Half, error: &Error) -> String {
     match error {
         Error::Nan(e) => format!("NaN check in the {half} half: {e}"),
-        Error::NanUnlocated { output, position } => {
-            format!("NaN check in the {half} half: {}", unlocated(*output, position))
-        }
         Error::Trace(_)
         | Error::Ad(_)
         | Error::Jit(_)
@@ -220,11 +299,6 @@ pub(crate) fn in_half(half: &Half, error: &Error) -> String {
         | Error::NanCotangent { .. }
         | Error::InHalf { .. } => format!("in the {half} half: {error}"),
     }
-}
-
-/// [`Error::NanUnlocated`] in words, after `NaN check: `.
-pub(crate) fn unlocated(output: usize, position: &[usize]) -> String {
-    format!("output {output} holds NaN at {position:?}, but the reference interpreter computes none there")
 }
 
 /// The results of a [`VjpRunner`] run.

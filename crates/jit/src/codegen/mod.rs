@@ -100,24 +100,64 @@ pub(crate) fn build(
     let mut count = 0usize;
     let mut compiled = HashMap::new();
     let kernels = define_kernels(&mut module, &env, &mut fctx, &prog.steps, &mut count, &mut compiled)?;
-    let entry = define_function(
-        &mut module,
-        &mut fctx,
-        "entry",
-        FnKind::Entry,
-        &[],
-        |fx| {
-            // Every base address once, in the entry block, so it dominates every call site.
-            let all: Vec<BufId> = (0..prog.buffers.len() as u32).map(BufId).collect();
-            fx.load_bases(&all);
-            let widest = max_buffers(&prog.steps);
-            let size = (widest.max(1) * 8) as u32;
-            let slot = fx.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 3));
-            fx.emit_steps(&prog.steps, &kernels, slot);
-            Ok(())
-        },
-        &env,
-    )?;
+    // The entry runs the steps in chunks of at most `ENTRY_CHUNK_STEPS`, each chunk a
+    // function of its own, so no function grows with the program: Cranelift's passes
+    // (register allocation above all) are superlinear in a function's size.
+    let chunks = entry_chunks(&prog.steps, ENTRY_CHUNK_STEPS);
+    let run_steps = |fx: &mut Fx, range: std::ops::Range<usize>| {
+        let widest = max_buffers(&prog.steps[range.clone()]);
+        let size = (widest.max(1) * 8) as u32;
+        let slot = fx.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 3));
+        fx.emit_steps(&prog.steps[range.clone()], &kernels[range], slot);
+    };
+    let entry = if chunks.len() <= 1 {
+        define_function(
+            &mut module,
+            &mut fctx,
+            "entry",
+            FnKind::Entry,
+            &[],
+            |fx| {
+                run_steps(fx, 0..prog.steps.len());
+                Ok(())
+            },
+            &env,
+        )?
+    } else {
+        let mut parts = Vec::with_capacity(chunks.len());
+        for (i, range) in chunks.iter().enumerate() {
+            let name = format!("entry part {i} (steps {}..{})", range.start, range.end);
+            parts.push(define_function(
+                &mut module,
+                &mut fctx,
+                &name,
+                FnKind::Entry,
+                &[],
+                |fx| {
+                    run_steps(fx, range.clone());
+                    Ok(())
+                },
+                &env,
+            )?);
+            count += 1;
+        }
+        define_function(
+            &mut module,
+            &mut fctx,
+            "entry",
+            FnKind::Entry,
+            &[],
+            |fx| {
+                let Addressing::Entry { arena, table } = fx.addressing else { unreachable!("the entry's addressing") };
+                for &part in &parts {
+                    let fr = fx.func_ref(part);
+                    fx.b.ins().call(fr, &[arena, table]);
+                }
+                Ok(())
+            },
+            &env,
+        )?
+    };
     module.finalize_definitions().map_err(codegen_err)?;
     let parallel_steps = count_parallel(&kernels);
     Ok(Built { module, entry, code_functions: count + 1, parallel_steps })
@@ -140,6 +180,38 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
     s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     s.returns.extend(ret.map(AbiParam::new));
     s
+}
+
+/// The most steps (loop bodies and branches counted in) one entry function runs.
+const ENTRY_CHUNK_STEPS: usize = 256;
+
+/// The top-level steps cut into consecutive ranges of at most `limit` steps each, counting
+/// the steps nested in loops and branches; a step larger than `limit` is a range of its own.
+fn entry_chunks(steps: &[Step], limit: usize) -> Vec<std::ops::Range<usize>> {
+    let mut chunks = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (i, step) in steps.iter().enumerate() {
+        let n = step_count(step);
+        if size > 0 && size + n > limit {
+            chunks.push(start..i);
+            (start, size) = (i, 0);
+        }
+        size += n;
+    }
+    if start < steps.len() {
+        chunks.push(start..steps.len());
+    }
+    chunks
+}
+
+/// A step and every step nested in it.
+fn step_count(step: &Step) -> usize {
+    1 + match step {
+        Step::Loop { body, .. } => body.iter().map(step_count).sum(),
+        Step::Switch { branches, .. } => branches.iter().flatten().map(step_count).sum(),
+        Step::While { cond, body, .. } => cond.iter().chain(body).map(step_count).sum(),
+        Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. } | Step::Native { .. } => 0,
+    }
 }
 
 /// The widest base-address array any step needs.
@@ -407,36 +479,42 @@ impl<'a, 'b> Fx<'a, 'b> {
     /// Loads the base addresses of `bufs` (call at function entry, so they dominate).
     pub fn load_bases(&mut self, bufs: &[BufId]) {
         for &buf in bufs {
-            if self.bases.contains_key(&buf) {
-                continue;
+            if !self.bases.contains_key(&buf) {
+                let addr = self.address_of(buf);
+                self.bases.insert(buf, addr);
             }
-            let storage = self.env.prog.buffers[buf.0 as usize].storage;
-            let addr = match (&self.addressing, storage) {
-                (Addressing::Step { bases, slots }, _) => {
-                    let i = slots[&buf];
-                    self.b.ins().load(types::I64, mem(), *bases, (i * 8) as i32)
-                }
-                (&Addressing::Entry { arena, .. }, Storage::Arena { host }) => {
-                    match self.env.layout.places[buf.0 as usize] {
-                        Some((Home::Out(out), off)) => {
-                            // Inside an output's memory, before the output is written.
-                            self.load_bases(&[out]);
-                            let base = self.bases[&out];
-                            self.b.ins().iadd_imm_s(base, off as i64)
-                        }
-                        place => {
-                            let off = place.map_or(0, |(_, off)| off);
-                            let off = if host { off + self.env.layout.device_bytes } else { off };
-                            self.b.ins().iadd_imm_s(arena, off as i64)
-                        }
+        }
+    }
+
+    /// Computes `buf`'s base address here. The entry functions compute each address where
+    /// a step needs it rather than once for all: an address kept from the first block to
+    /// the last step would be one long live range per buffer, and register allocation
+    /// grows faster than linearly with those.
+    fn address_of(&mut self, buf: BufId) -> Value {
+        let storage = self.env.prog.buffers[buf.0 as usize].storage;
+        match (&self.addressing, storage) {
+            (Addressing::Step { bases, slots }, _) => {
+                let i = slots[&buf];
+                self.b.ins().load(types::I64, mem(), *bases, (i * 8) as i32)
+            }
+            (&Addressing::Entry { arena, .. }, Storage::Arena { host }) => {
+                match self.env.layout.places[buf.0 as usize] {
+                    Some((Home::Out(out), off)) => {
+                        // Inside an output's memory, before the output is written.
+                        let base = self.address_of(out);
+                        self.b.ins().iadd_imm_s(base, off as i64)
+                    }
+                    place => {
+                        let off = place.map_or(0, |(_, off)| off);
+                        let off = if host { off + self.env.layout.device_bytes } else { off };
+                        self.b.ins().iadd_imm_s(arena, off as i64)
                     }
                 }
-                (&Addressing::Entry { table, .. }, Storage::Arg(_) | Storage::Const(_) | Storage::Out { .. }) => {
-                    let slot = self.env.prog.table_slot(storage).unwrap_or(0);
-                    self.b.ins().load(types::I64, mem(), table, (slot * 8) as i32)
-                }
-            };
-            self.bases.insert(buf, addr);
+            }
+            (&Addressing::Entry { table, .. }, Storage::Arg(_) | Storage::Const(_) | Storage::Out { .. }) => {
+                let slot = self.env.prog.table_slot(storage).unwrap_or(0);
+                self.b.ins().load(types::I64, mem(), table, (slot * 8) as i32)
+            }
         }
     }
 
@@ -486,7 +564,7 @@ impl<'a, 'b> Fx<'a, 'b> {
     fn step_bases(&mut self, step: &Step, slot: StackSlot) -> Value {
         let canon = step.canonical_buffers();
         for (i, &b) in canon.iter().enumerate() {
-            let addr = self.base(b);
+            let addr = self.address_of(b);
             self.b.ins().stack_store(types::I64, addr, slot, (i * 8) as i32);
         }
         if let Step::Dot { desc, .. } = step {
@@ -504,7 +582,7 @@ impl<'a, 'b> Fx<'a, 'b> {
         for (step, k) in steps.iter().zip(kernels) {
             match (step, k) {
                 (Step::Loop { length, reverse, counter, body }, Kernels::Loop(inner)) => {
-                    let cbase = self.base(*counter);
+                    let cbase = self.address_of(*counter);
                     let (length, reverse) = (*length as i64, *reverse);
                     self.for_range(0, length, 1, |fx, i| {
                         let j = if reverse {
@@ -550,7 +628,7 @@ impl<'a, 'b> Fx<'a, 'b> {
     fn emit_switch(&mut self, index: BufId, branches: &[Vec<Step>], kernels: &[Vec<Kernels>], slot: StackSlot) {
         use cranelift_codegen::ir::condcodes::IntCC;
         let n = branches.len() as i64;
-        let ibase = self.base(index);
+        let ibase = self.address_of(index);
         let i = self.b.ins().load(types::I32, mem(), ibase, 0);
         let i = self.b.ins().sextend(types::I64, i);
         // Unsigned: a negative index is out of range too.
@@ -586,7 +664,7 @@ impl<'a, 'b> Fx<'a, 'b> {
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
         self.emit_steps(cond, &kernels[0], slot);
-        let pbase = self.base(pred);
+        let pbase = self.address_of(pred);
         let p = self.b.ins().load(types::I8, mem(), pbase, 0);
         self.b.ins().brif(p, body_block, &[], exit, &[]);
         self.b.switch_to_block(body_block);

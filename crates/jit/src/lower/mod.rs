@@ -26,6 +26,8 @@ pub(crate) use ops::SMALL_DOT_MACS;
 
 pub(crate) use dtypes::reduce_identity;
 
+use std::collections::HashSet;
+
 use remat_ir::{Array, Atom, Aval, Jaxpr, LitValue, MemorySpace, Primitive, Var};
 
 use crate::expr::{Expr, IndexMap, View};
@@ -223,9 +225,13 @@ impl Lowering {
             let val = if uses[v.index()] > 1 && !val.expr.is_trivial() { self.materialize(val, None) } else { val };
             env[v.index()] = Some(val);
         }
+        // Each target goes to the first output variable that is computed here (not an
+        // input) and has no target yet; sets keep this linear in the number of outputs.
+        let bound: HashSet<Var> = bound.into_iter().collect();
+        let mut taken: HashSet<BufId> = HashSet::new();
         for (atom, t) in jaxpr.outvars.iter().zip(targets) {
             if let (Atom::Var(v), Some(t)) = (atom, t) {
-                if !bound.contains(v) && target[v.index()].is_none() && !target.contains(&Some(*t)) {
+                if !bound.contains(v) && target[v.index()].is_none() && taken.insert(*t) {
                     target[v.index()] = Some(*t);
                 }
             }

@@ -17,21 +17,150 @@ use std::collections::HashMap;
 use crate::expr::{row_major_strides, Expr, View};
 use crate::program::{BufId, Program, Step, Storage};
 
-/// Folds every eligible kernel into its consumer, one at a time with fresh reference
-/// counts (a folded consumer may itself fold into the next).
+/// Folds every eligible kernel into its consumer. Each step list is swept front to back,
+/// folding as it goes with the reference counts kept up to date, and swept again while a
+/// sweep folds something (a folded consumer may itself fold into the next, and a fold can
+/// make an earlier kernel eligible); loop bodies and branches after their own list. A
+/// sweep is linear in the list's length (up to logarithms): the consumer of a kernel and
+/// the steps that write in between are found in per-buffer position lists.
 pub(crate) fn fold_single_consumer_kernels(prog: &mut Program, max_nodes: usize) {
-    let mut next_id = 0u32;
-    loop {
-        let mut counts = HashMap::new();
-        count_references(&prog.steps, &mut counts);
-        let buffers = &prog.buffers;
-        let arena = |b: BufId| matches!(buffers[b.0 as usize].storage, Storage::Arena { host: false });
-        let mut steps = std::mem::take(&mut prog.steps);
-        let folded = fold_in(&mut steps, &counts, &arena, max_nodes, &mut next_id);
-        prog.steps = steps;
-        if !folded {
-            break;
+    let mut counts = HashMap::new();
+    count_references(&prog.steps, &mut counts);
+    let buffers = &prog.buffers;
+    let arena = |b: BufId| matches!(buffers[b.0 as usize].storage, Storage::Arena { host: false });
+    let mut fold = Fold { counts, arena: &arena, max_nodes, next_id: 0 };
+    let mut steps = std::mem::take(&mut prog.steps);
+    fold.list(&mut steps);
+    prog.steps = steps;
+}
+
+/// The state of the folding: reference counts of the whole program, and the ids of the
+/// shared nodes made so far.
+struct Fold<'a, A: Fn(BufId) -> bool> {
+    counts: HashMap<BufId, usize>,
+    arena: &'a A,
+    max_nodes: usize,
+    next_id: u32,
+}
+
+impl<A: Fn(BufId) -> bool> Fold<'_, A> {
+    fn list(&mut self, steps: &mut Vec<Step>) {
+        while self.sweep(steps) {}
+        for s in steps.iter_mut() {
+            match s {
+                Step::Loop { body, .. } => self.list(body),
+                Step::Switch { branches, .. } => branches.iter_mut().for_each(|br| self.list(br)),
+                Step::While { cond, body, .. } => {
+                    self.list(cond);
+                    self.list(body);
+                }
+                Step::Kernel { .. }
+                | Step::Reduce { .. }
+                | Step::Argmax { .. }
+                | Step::Dot { .. }
+                | Step::Native { .. } => {}
+            }
         }
+    }
+
+    /// One sweep over a step list; true if a kernel folded.
+    fn sweep(&mut self, steps: &mut Vec<Step>) -> bool {
+        let mut slots: Vec<Option<Step>> = steps.drain(..).map(Some).collect();
+        // The positions of the steps that name (read or write) each buffer, and of those
+        // that write it, ascending.
+        let mut namers: HashMap<BufId, Vec<usize>> = HashMap::new();
+        let mut writers: HashMap<BufId, Vec<usize>> = HashMap::new();
+        for (i, s) in slots.iter().flatten().enumerate() {
+            let mut bufs = Vec::new();
+            s.buffers(&mut bufs);
+            let mut w = Vec::new();
+            writes(s, &mut w);
+            for (map, mut list) in [(&mut namers, bufs), (&mut writers, w)] {
+                list.sort_unstable();
+                list.dedup();
+                for b in list {
+                    map.entry(b).or_default().push(i);
+                }
+            }
+        }
+        let mut folded = false;
+        for p in 0..slots.len() {
+            let Some((c, loads)) = self.consumer_of(&slots, p, &namers, &writers) else { continue };
+            let Some(Step::Kernel { dst, src: value, .. }) = slots[p].take() else { unreachable!("checked a kernel") };
+            // The value's loads move to the consumer, once per load of the buffer there.
+            let read = reads(&value);
+            for &r in &read {
+                *self.counts.entry(r).or_default() += loads - 1;
+            }
+            self.counts.remove(&dst.buf);
+            for r in read {
+                let list = namers.entry(r).or_default();
+                if let Err(at) = list.binary_search(&c) {
+                    list.insert(at, c);
+                }
+            }
+            let shared = Expr::Shared(self.next_id, Box::new(value));
+            self.next_id += 1;
+            match &mut slots[c] {
+                Some(Step::Kernel { src, .. } | Step::Reduce { src, .. }) => *src = substitute(src, dst.buf, &shared),
+                _ => unreachable!("checked a kernel or a reduction"),
+            }
+            folded = true;
+        }
+        steps.extend(slots.into_iter().flatten());
+        folded
+    }
+
+    /// The position of the step that can absorb kernel `p`, if there is one, and how many
+    /// times it loads the kernel's buffer.
+    fn consumer_of(
+        &self,
+        slots: &[Option<Step>],
+        p: usize,
+        namers: &HashMap<BufId, Vec<usize>>,
+        writers: &HashMap<BufId, Vec<usize>>,
+    ) -> Option<(usize, usize)> {
+        let Some(Step::Kernel { space, dst, src: value }) = &slots[p] else { return None };
+        let b = dst.buf;
+        if !(self.arena)(b) || !whole_row_major(dst, space) {
+            return None;
+        }
+        // The consumer is the next step that names `b`; it must be the only other one.
+        let named = namers.get(&b)?;
+        let after = named.partition_point(|&j| j <= p);
+        let c = named[after..].iter().copied().find(|&j| slots[j].is_some())?;
+        let (c_space, c_src, c_dst) = match &slots[c] {
+            Some(Step::Kernel { space, src, dst }) => (space, src, dst.buf),
+            Some(Step::Reduce { space, src, dst, .. }) => (space, src, *dst),
+            _ => return None,
+        };
+        let mut loads = 0;
+        let mut aligned = true;
+        c_src.visit(&mut |n| {
+            if let Expr::Load(v) = n {
+                if v.buf == b {
+                    loads += 1;
+                    aligned &= whole_row_major(v, space);
+                }
+                aligned &= v.dynamic.iter().all(|d| d.index != b);
+            }
+        });
+        if c_space != space || !aligned || self.counts.get(&b).copied().unwrap_or(0) != 1 + loads {
+            return None;
+        }
+        // Same values at the consumer: nothing in between (nor the consumer) writes what the
+        // value reads.
+        let read = reads(value);
+        let written_between =
+            |r: &BufId| writers.get(r).is_some_and(|w| w.get(w.partition_point(|&j| j <= p)).is_some_and(|&j| j < c));
+        if read.contains(&c_dst) || read.iter().any(written_between) {
+            return None;
+        }
+        // Keep the consumer's vector loop, and its body within the fusion limit.
+        if c_src.vectorizable() && !value.vectorizable() {
+            return None;
+        }
+        (c_src.size() + value.size() <= self.max_nodes).then_some((c, loads))
     }
 }
 
@@ -77,89 +206,6 @@ fn reads(e: &Expr) -> Vec<BufId> {
 /// `space` writes it).
 fn whole_row_major(v: &View, space: &[usize]) -> bool {
     v.offset == 0 && v.dynamic.is_empty() && v.strides == row_major_strides(space)
-}
-
-/// Folds the first eligible kernel of a step list or, failing that, of a loop body in it;
-/// true if one folded (the counts are then stale).
-fn fold_in(
-    steps: &mut Vec<Step>,
-    counts: &HashMap<BufId, usize>,
-    arena: &impl Fn(BufId) -> bool,
-    max_nodes: usize,
-    next_id: &mut u32,
-) -> bool {
-    for p in 0..steps.len() {
-        let Some(c) = consumer_of(steps, p, counts, arena, max_nodes) else { continue };
-        let Step::Kernel { dst, src: value, .. } = steps.remove(p) else { unreachable!("checked a kernel") };
-        let shared = Expr::Shared(*next_id, Box::new(value));
-        *next_id += 1;
-        match &mut steps[c - 1] {
-            Step::Kernel { src, .. } | Step::Reduce { src, .. } => *src = substitute(src, dst.buf, &shared),
-            _ => unreachable!("checked a kernel or a reduction"),
-        }
-        return true;
-    }
-    steps.iter_mut().any(|s| match s {
-        Step::Loop { body, .. } => fold_in(body, counts, arena, max_nodes, next_id),
-        Step::Switch { branches, .. } => branches.iter_mut().any(|br| fold_in(br, counts, arena, max_nodes, next_id)),
-        Step::While { cond, body, .. } => {
-            fold_in(cond, counts, arena, max_nodes, next_id) || fold_in(body, counts, arena, max_nodes, next_id)
-        }
-        _ => false,
-    })
-}
-
-/// The position of the step that can absorb kernel `p`, if there is one.
-fn consumer_of(
-    steps: &[Step],
-    p: usize,
-    counts: &HashMap<BufId, usize>,
-    arena: &impl Fn(BufId) -> bool,
-    max_nodes: usize,
-) -> Option<usize> {
-    let Step::Kernel { space, dst, src: value } = &steps[p] else { return None };
-    let b = dst.buf;
-    if !arena(b) || !whole_row_major(dst, space) {
-        return None;
-    }
-    // The consumer is the next step that names `b`; it must be the only other one.
-    let c = (p + 1..steps.len()).find(|&j| {
-        let mut bufs = Vec::new();
-        steps[j].buffers(&mut bufs);
-        bufs.contains(&b)
-    })?;
-    let (c_space, c_src, c_dst) = match &steps[c] {
-        Step::Kernel { space, src, dst } => (space, src, dst.buf),
-        Step::Reduce { space, src, dst, .. } => (space, src, *dst),
-        _ => return None,
-    };
-    let mut loads = 0;
-    let mut aligned = true;
-    c_src.visit(&mut |n| {
-        if let Expr::Load(v) = n {
-            if v.buf == b {
-                loads += 1;
-                aligned &= whole_row_major(v, space);
-            }
-            aligned &= v.dynamic.iter().all(|d| d.index != b);
-        }
-    });
-    if c_space != space || !aligned || counts.get(&b).copied().unwrap_or(0) != 1 + loads {
-        return None;
-    }
-    // Same values at the consumer: nothing in between (nor the consumer) writes what the
-    // value reads.
-    let read = reads(value);
-    let mut written = vec![c_dst];
-    steps[p + 1..c].iter().for_each(|s| writes(s, &mut written));
-    if written.iter().any(|w| read.contains(w)) {
-        return None;
-    }
-    // Keep the consumer's vector loop, and its body within the fusion limit.
-    if c_src.vectorizable() && !value.vectorizable() {
-        return None;
-    }
-    (c_src.size() + value.size() <= max_nodes).then_some(c)
 }
 
 /// `e` with every load of `buf` replaced by `shared`.
