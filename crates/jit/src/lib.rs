@@ -172,8 +172,55 @@ pub fn compile_with_consts(jaxpr: &Jaxpr, consts: &[Array]) -> Result<Compiled, 
     compile_with_options(jaxpr, consts, &Options::default())
 }
 
-/// Compiles `jaxpr` with `consts` bound to its constvars, under `options`.
-pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<Compiled, JitError> {
+/// What the buffer planner decides for a program, without generating code: the same
+/// numbers [`Compiled::plan`] reports for the same jaxpr, constants and options (the same
+/// CSE choice, the same layout), at the cost of lowering and planning only. The memory
+/// planner of the facade evaluates candidate programs with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryPlan {
+    /// As [`Plan::peak_bytes`]: the device arena.
+    pub peak_bytes: usize,
+    /// As [`Plan::host_bytes`].
+    pub host_bytes: usize,
+    /// As [`Plan::io_bytes`].
+    pub io_bytes: usize,
+    /// As [`Plan::cse`].
+    pub cse: CseScope,
+}
+
+/// Lowers and plans `jaxpr` as [`compile_with_options`] would, without generating code.
+pub fn memory_plan(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
+    let (scope, (_, _, layout)) = checked_front(jaxpr, consts, options)?;
+    let (io_bytes, host_io) = io_bytes(jaxpr);
+    Ok(MemoryPlan {
+        peak_bytes: layout.device_bytes,
+        host_bytes: layout.host_bytes + host_io,
+        io_bytes,
+        cse: scope,
+    })
+}
+
+/// The bytes of the arguments and outputs in device memory and in host memory.
+fn io_bytes(jaxpr: &Jaxpr) -> (usize, usize) {
+    let (ins, outs) = (jaxpr.in_avals(), jaxpr.out_avals());
+    let io = |host: bool| -> usize {
+        ins.iter()
+            .chain(&outs)
+            .filter(|a| (a.memory_space == remat_ir::MemorySpace::Host) == host)
+            .map(Aval::size_in_bytes)
+            .sum()
+    };
+    (io(false), io(true))
+}
+
+/// Verifies `jaxpr` and its constants, and runs the front end under the CSE scope
+/// `options` resolves to (for `Auto`, the merged program only if its plan is no larger).
+#[allow(clippy::type_complexity)]
+fn checked_front(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    options: &Options,
+) -> Result<(CseScope, (program::Program, Vec<Array>, plan::Layout)), JitError> {
     remat_ir::verify(jaxpr).map_err(|e| JitError::Invalid(e.to_string()))?;
     if consts.len() != jaxpr.constvars.len() {
         return Err(JitError::ConstCount { expected: jaxpr.constvars.len(), given: consts.len() });
@@ -183,7 +230,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
             return Err(JitError::Invalid(format!("constant {v:?} is {} but declared {}", c.aval(), jaxpr.aval(v))));
         }
     }
-    let (scope, (prog, consts, layout)) = match options.cse {
+    Ok(match options.cse {
         CseScope::Auto if cse::has_barrier(jaxpr) => {
             let strict = front(jaxpr, consts, options, CseScope::WithinCheckpoints)?;
             let merged = front(jaxpr, consts, options, CseScope::AcrossCheckpoints)?;
@@ -198,7 +245,12 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         // Without a barrier the two scopes are the same pass.
         CseScope::Auto => (CseScope::WithinCheckpoints, front(jaxpr, consts, options, CseScope::WithinCheckpoints)?),
         scope => (scope, front(jaxpr, consts, options, scope)?),
-    };
+    })
+}
+
+/// Compiles `jaxpr` with `consts` bound to its constvars, under `options`.
+pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<Compiled, JitError> {
+    let (scope, (prog, consts, layout)) = checked_front(jaxpr, consts, options)?;
     if std::env::var_os("REMAT_JIT_STEPS").is_some() {
         // Debugging aid: the lowered steps (what each kernel computes) on stderr.
         for (i, step) in prog.steps.iter().enumerate() {
@@ -213,19 +265,11 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
     let built = codegen::build(&prog, &layout, &dot_addrs, &native_addrs)?;
     let in_avals = jaxpr.in_avals();
     let out_avals = jaxpr.out_avals();
-    let io = |host: bool| -> usize {
-        in_avals
-            .iter()
-            .chain(&out_avals)
-            .filter(|a| (a.memory_space == remat_ir::MemorySpace::Host) == host)
-            .map(Aval::size_in_bytes)
-            .sum()
-    };
-    let io_bytes = io(false);
+    let (io_bytes, host_io) = io_bytes(jaxpr);
     let buffers = prog.buffers.iter().filter(|b| matches!(b.storage, program::Storage::Arena { .. })).count();
     let plan = Plan {
         peak_bytes: layout.device_bytes,
-        host_bytes: layout.host_bytes + io(true),
+        host_bytes: layout.host_bytes + host_io,
         io_bytes,
         buffers,
         buffers_in_outputs: layout.buffers_in_outputs(),

@@ -102,3 +102,24 @@ fn compiled_programs_are_send_and_sync() {
         assert!(outs.windows(2).all(|w| w[0] == w[1]));
     });
 }
+
+/// `memory_plan` plans without generating code, and says what `compile` says: the same
+/// CSE choice and the same peak, host and io bytes, on every benchmark program (the
+/// checkpointed ones exercise the `Auto` choice between the two scopes).
+#[test]
+fn memory_plan_agrees_with_the_compiled_plan_on_every_benchmark_program() {
+    let files = remat_testkit::data::data_files("bench", "jaxpr");
+    assert!(files.len() >= 17, "{} benchmark programs", files.len());
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("reads");
+        let jaxpr = parse_jaxpr(&text, &path.display().to_string()).expect("parses");
+        for cse in [remat_jit::CseScope::Auto, remat_jit::CseScope::WithinCheckpoints] {
+            let options = remat_jit::Options { cse, ..remat_jit::Options::default() };
+            let planned = remat_jit::memory_plan(&jaxpr, &[], &options).expect("plans");
+            let compiled = remat_jit::compile_with_options(&jaxpr, &[], &options).expect("compiles");
+            let plan = compiled.plan();
+            let got = (planned.peak_bytes, planned.host_bytes, planned.io_bytes, planned.cse);
+            assert_eq!(got, (plan.peak_bytes, plan.host_bytes, plan.io_bytes, plan.cse), "{}", path.display());
+        }
+    }
+}
