@@ -32,7 +32,8 @@
 //!   (`prng_key`, `key`, `split`, `fold_in`) and samplers (`uniform`, `normal`, ...).
 //! - Calls: [`jit`] records `jit[name=...]`, [`checkpoint`] records `remat2` with a
 //!   policy, [`checkpoint_name`] records `name`, [`scan`] records `scan`,
-//!   [`recursive_checkpoint`] composes a chain of functions with binomial checkpointing.
+//!   [`recursive_checkpoint`] composes a chain of functions with binomial checkpointing;
+//!   [`call_jaxpr`] calls a jaxpr made elsewhere (a gradient program) as a `jit`.
 //! - Source locations: every operation is `#[track_caller]`, so each equation carries the
 //!   user's `file:line:column`; [`function_scope!`] (or [`in_function`]) adds the
 //!   function name (`model.rs:12:9 (g)`).
@@ -68,6 +69,7 @@
 
 #![warn(missing_docs)]
 
+mod call_jaxpr;
 pub mod lax;
 pub mod nn;
 pub mod numpy;
@@ -78,6 +80,7 @@ mod trace;
 mod transforms;
 mod tree;
 
+pub use call_jaxpr::call_jaxpr;
 pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
 pub use tensor::{binary, compare, unary, Arg, Tensor};
