@@ -92,7 +92,7 @@ fn jax_residuals(text: &str, policy: PolicyChoice) -> Vec<String> {
 /// `f32[64,64] output of dot_general from (logits)`.
 fn without_location(line: &str) -> String {
     match line.rsplit_once(" from ") {
-        Some((head, tail)) if !tail.starts_with("the argument") && !tail.starts_with('a') => {
+        Some((head, tail)) if !["the argument ", "a literal", "a constant"].iter().any(|w| tail.starts_with(w)) => {
             let function = tail.split_once(' ').map_or("", |(_, f)| f);
             format!("{head} from {function}")
         }
