@@ -71,10 +71,12 @@
 pub mod lax;
 pub mod nn;
 pub mod numpy;
+mod pytree;
 pub mod random;
 mod scan;
 mod tensor;
 mod trace;
+mod traceable;
 mod transforms;
 mod tree;
 
@@ -85,6 +87,14 @@ pub use tensor::{binary, compare, unary, Arg, Tensor};
 pub use trace::__enclosing_function_name;
 pub use trace::{function_scope, in_function, FunctionScope, TraceError};
 pub use transforms::{
-    checkpoint, checkpoint_name, jit, make_jaxpr, make_jaxpr_at, recursive_checkpoint, Checkpoint, Jit, Traced,
+    checkpoint, checkpoint_name, jit, make_jaxpr, make_jaxpr_at, recursive_checkpoint, trace_fn_at, Checkpoint, Jit,
+    Traced,
 };
-pub use tree::{named, ArgTree, Named, TensorTree};
+pub use traceable::{ScanBody, TraceFn};
+pub use tree::{named, ArgTree, GradTree, Named, TensorTree};
+
+/// What the exported macros name (`pytree!`); not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use remat_ir::{Array, Aval};
+}
