@@ -68,3 +68,15 @@ impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for &Jit<F> {
         self.call_at(args, loc)
     }
 }
+
+impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for &Checkpoint<F> {
+    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
+        self.call_at((carry, x), loc)
+    }
+}
+
+impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for &Jit<F> {
+    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
+        self.call_at((carry, x), loc)
+    }
+}
