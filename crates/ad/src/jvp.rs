@@ -339,3 +339,33 @@ pub(crate) fn instantiate(b: &mut Builder, t: Tangent, aval: &Aval) -> Result<At
         Tangent::Zero => b.zeros(aval),
     }
 }
+
+/// `custom_jvp_call` with a registered rule ([`crate::custom`]): the rule's jaxpr
+/// `(primals, tangents) -> (outs, tangent outs)` is inlined on the call's operands after
+/// its `num_consts` consts, zero tangents instantiated (`symbolic_zeros=False`), as JAX's
+/// `process_custom_jvp_call` runs the rule. The primal outputs are the rule's.
+pub(crate) fn jvp_custom_jvp_rule(
+    b: &mut Builder,
+    rule: &dyn crate::custom::CustomJvpRule,
+    name: &str,
+    num_consts: usize,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let (primals, tangents) = (&primals[num_consts..], &tangents[num_consts..]);
+    let avals: Vec<Aval> = primals.iter().map(|p| b.aval(p)).collect();
+    let closed = rule.jvp_jaxpr(&avals).map_err(|m| AdError::Invalid(format!("custom_jvp_call `{name}`: {m}")))?;
+    if !closed.consts.is_empty() {
+        return Err(AdError::Invalid(format!(
+            "custom_jvp_call `{name}`: its rule uses {} constant arrays; pass them as arguments",
+            closed.consts.len()
+        )));
+    }
+    let mut args = primals.to_vec();
+    for (t, aval) in tangents.iter().zip(&avals) {
+        args.push(instantiate(b, *t, aval)?);
+    }
+    let outs = inline_jaxpr(b, &closed.jaxpr, &[], &args);
+    let n = outs.len() / 2;
+    Ok((outs[..n].to_vec(), outs[n..].iter().map(|&t| Tangent::Nz(t)).collect()))
+}

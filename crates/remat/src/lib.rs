@@ -33,6 +33,7 @@
 //! `remat-trace` (closures to jaxprs), `remat-ad` (differentiation and the
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
+mod custom;
 mod linear;
 pub mod pretty;
 pub mod run;
@@ -56,6 +57,7 @@ pub use remat_trace::{
     TraceFn, Traced, ELLIPSIS, NEW_AXIS,
 };
 pub use remat_trace::{idx, pytree};
+pub use custom::{custom_jvp, CustomJvp};
 pub use linear::{jvp, jvp_with, linearize, linearize_with, vjp, vjp_program, vjp_with, LinearFn, VjpFn, VjpProgram};
 pub use run::{Backend, Nans, RunOptions};
 

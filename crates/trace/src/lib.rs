@@ -68,6 +68,7 @@
 
 #![warn(missing_docs)]
 
+mod custom;
 pub mod lax;
 pub mod nn;
 pub mod numpy;
@@ -80,6 +81,7 @@ mod traceable;
 mod transforms;
 mod tree;
 
+pub use custom::{custom_jvp_call, trace_jvp_rule};
 pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
 pub use tensor::{binary, compare, unary, Arg, Tensor};
@@ -87,7 +89,7 @@ pub use tensor::{binary, compare, unary, Arg, Tensor};
 pub use trace::__enclosing_function_name;
 pub use trace::{function_scope, in_function, FunctionScope, TraceError};
 pub use transforms::{
-    checkpoint, checkpoint_name, jit, make_jaxpr, make_jaxpr_at, recursive_checkpoint, trace_fn_at, Checkpoint, Jit,
+    checkpoint, checkpoint_name, function_name, jit, make_jaxpr, make_jaxpr_at, recursive_checkpoint, trace_fn_at, Checkpoint, Jit,
     Traced,
 };
 pub use traceable::{ScanBody, TraceFn};

@@ -262,7 +262,7 @@ fn new_instance() -> u64 {
 
 /// The name JAX would take from a Python function: a Rust function item's own name, or
 /// `<lambda>` for a closure, as JAX names an anonymous function.
-fn function_name<F>() -> String {
+pub fn function_name<F>() -> String {
     let full = std::any::type_name::<F>();
     if full.contains(['{', '(']) {
         return "<lambda>".into();
