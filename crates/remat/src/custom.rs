@@ -1,4 +1,5 @@
-//! `jax.custom_jvp` with a Rust closure as the rule: `custom_jvp(f).defjvp(rule)`.
+//! `jax.custom_jvp` and `jax.custom_vjp` with Rust closures as rules:
+//! `custom_jvp(f).defjvp(rule)`, `custom_vjp(f).defvjp(fwd, bwd)`.
 //!
 //! A call records `custom_jvp_call[name=f call_jaxpr={...} jvp=f_jvp ...]`, as JAX prints
 //! it (the names are the Rust functions', `<lambda>` for closures, or given with
@@ -6,6 +7,10 @@
 //! signature also traces the rule, in a frame of its own, and registers it with
 //! `remat_ad::register_custom_jvp` under `(name, jvp)`: autodiff (jvp, linearize, vjp,
 //! grad, what is saved) then runs the rule instead of differentiating the primal body.
+//! A `custom_vjp` call likewise records `custom_vjp_call[name=f bwd=f_bwd ... fwd=f_fwd
+//! ...]` and registers both rules (traced per signature) with
+//! `remat_ad::register_custom_vjp`: reverse mode runs `fwd` forward (its residuals are what
+//! is saved) and `bwd` backward.
 
 use std::any::TypeId;
 use std::cell::Cell;
@@ -13,7 +18,7 @@ use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::{Arc, Mutex};
 
-use remat_ad::CustomJvpRule;
+use remat_ad::{CustomJvpRule, CustomVjpJaxprs, CustomVjpRule};
 use remat_ir::{Aval, ClosedJaxpr};
 
 use crate::TensorTree;
@@ -135,14 +140,142 @@ impl CustomJvpRule for TracedRules {
         let map = self.by_avals.lock().map_err(|_| "its rule's cache is poisoned".to_string())?;
         match map.get(primal_avals) {
             Some(j) => Ok(j.clone()),
-            None => {
-                let types: Vec<String> = primal_avals.iter().map(|a| a.to_string()).collect();
-                Err(format!(
-                    "its rule was traced at other operand types, not ({}); the rule is traced when the function \
-                     is called at them",
-                    types.join(", ")
-                ))
-            }
+            None => Err(not_traced_at(primal_avals)),
         }
     }
+}
+
+/// `jax.custom_vjp(f)`: a function whose reverse-mode derivative is given by rules; see
+/// [`CustomVjp::defvjp`].
+pub fn custom_vjp<F>(f: F) -> CustomVjp<F, (), ()> {
+    CustomVjp {
+        name: remat_trace::function_name::<F>(),
+        f,
+        fwd_name: String::new(),
+        bwd_name: String::new(),
+        fwd: (),
+        bwd: (),
+        traced: Arc::new(TracedVjpRules::default()),
+        in_rule: Cell::new(false),
+    }
+}
+
+/// A function with custom `fwd` and `bwd` rules (`()` before
+/// [`defvjp`](CustomVjp::defvjp)).
+#[derive(Debug)]
+pub struct CustomVjp<F, Fwd, Bwd> {
+    f: F,
+    name: String,
+    fwd_name: String,
+    bwd_name: String,
+    fwd: Fwd,
+    bwd: Bwd,
+    traced: Arc<TracedVjpRules>,
+    in_rule: Cell<bool>,
+}
+
+impl<F, Fwd, Bwd> CustomVjp<F, Fwd, Bwd> {
+    /// The name `custom_vjp_call` prints (`name=...`).
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
+    /// The rules' names `custom_vjp_call` prints (`fwd=...`, `bwd=...`), which also key
+    /// the rules for autodiff.
+    pub fn rule_names(mut self, fwd: &str, bwd: &str) -> Self {
+        self.fwd_name = fwd.to_string();
+        self.bwd_name = bwd.to_string();
+        self
+    }
+}
+
+impl<F> CustomVjp<F, (), ()> {
+    /// `f.defvjp(fwd, bwd)`: `fwd(args)` returns `(f(args), residuals)` (any tree of
+    /// tensors), and `bwd(residuals, output cotangent)` returns one cotangent per argument,
+    /// in the arguments' tree type. `bwd` need not be linear (gradient clipping is the
+    /// classic use). The rules see only their arguments, as in [`CustomJvp::defjvp`].
+    pub fn defvjp<Fwd: Send + Sync + 'static, Bwd: Send + Sync + 'static>(
+        self,
+        fwd: Fwd,
+        bwd: Bwd,
+    ) -> CustomVjp<F, Fwd, Bwd> {
+        let fwd_name = if self.fwd_name.is_empty() { remat_trace::function_name::<Fwd>() } else { self.fwd_name };
+        let bwd_name = if self.bwd_name.is_empty() { remat_trace::function_name::<Bwd>() } else { self.bwd_name };
+        CustomVjp {
+            f: self.f,
+            name: self.name,
+            fwd_name,
+            bwd_name,
+            fwd,
+            bwd,
+            traced: self.traced,
+            in_rule: self.in_rule,
+        }
+    }
+}
+
+impl<F, Fwd: 'static, Bwd: 'static> CustomVjp<F, Fwd, Bwd> {
+    /// Calls the function on a tree of tensors inside a trace, recording one
+    /// `custom_vjp_call` equation (and, at the first call of these operand types, tracing
+    /// both rules for autodiff).
+    #[track_caller]
+    pub fn call<A: TensorTree, R: TensorTree, Res: TensorTree>(&self, args: A) -> R
+    where
+        F: Fn(A) -> R,
+        Fwd: Fn(A) -> (R, Res),
+        Bwd: Fn(Res, R) -> A,
+    {
+        let loc = Location::caller();
+        let avals: Vec<Aval> = args.leaves().iter().map(|t| t.aval().clone()).collect();
+        if !self.in_rule.get() && !self.traced.has(&avals) {
+            let _guard = InRule::enter(&self.in_rule);
+            let fwd = remat_trace::trace_rule("the custom_vjp fwd rule", |a| (self.fwd)(a), &args, loc);
+            if let Some((fwd_jaxpr, (out, res))) = fwd {
+                let num_outs = out.leaves().len();
+                let template = (res, out);
+                let bwd = remat_trace::trace_rule("the custom_vjp bwd rule", |(r, g)| (self.bwd)(r, g), &template, loc);
+                if let Some((bwd_jaxpr, _)) = bwd {
+                    let jaxprs = CustomVjpJaxprs { fwd: fwd_jaxpr, bwd: bwd_jaxpr, num_outs };
+                    self.traced.insert(avals, jaxprs);
+                    let rules: Arc<dyn CustomVjpRule> = self.traced.clone();
+                    remat_ad::register_custom_vjp(&self.fwd_name, &self.bwd_name, TypeId::of::<(Fwd, Bwd)>(), rules);
+                }
+            }
+        }
+        remat_trace::custom_vjp_call(&self.name, &self.fwd_name, &self.bwd_name, |a| (self.f)(a), args, loc)
+    }
+}
+
+/// Both rules' jaxprs, one pair per operand signature they were traced at.
+#[derive(Debug, Default)]
+struct TracedVjpRules {
+    by_avals: Mutex<HashMap<Vec<Aval>, CustomVjpJaxprs>>,
+}
+
+impl TracedVjpRules {
+    fn has(&self, avals: &[Aval]) -> bool {
+        self.by_avals.lock().map(|m| m.contains_key(avals)).unwrap_or(false)
+    }
+
+    fn insert(&self, avals: Vec<Aval>, jaxprs: CustomVjpJaxprs) {
+        if let Ok(mut m) = self.by_avals.lock() {
+            m.insert(avals, jaxprs);
+        }
+    }
+}
+
+impl CustomVjpRule for TracedVjpRules {
+    fn vjp_jaxprs(&self, primal_avals: &[Aval]) -> Result<CustomVjpJaxprs, String> {
+        let map = self.by_avals.lock().map_err(|_| "its rules' cache is poisoned".to_string())?;
+        map.get(primal_avals).cloned().ok_or_else(|| not_traced_at(primal_avals))
+    }
+}
+
+fn not_traced_at(avals: &[Aval]) -> String {
+    let types: Vec<String> = avals.iter().map(|a| a.to_string()).collect();
+    format!(
+        "its rule was traced at other operand types, not ({}); the rule is traced when the function is called at them",
+        types.join(", ")
+    )
 }

@@ -41,6 +41,8 @@ pub mod run;
 use std::panic::Location;
 use std::sync::Arc;
 
+pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
+pub use linear::{jvp, jvp_with, linearize, linearize_with, vjp, vjp_program, vjp_with, LinearFn, VjpFn, VjpProgram};
 pub use ndarray;
 pub use pretty::{print_fwd_bwd_text, side_by_side};
 /// The autodiff crate, for inspecting a jaxpr's vjp (`saved_residuals`, `fwd_bwd_strings`)
@@ -57,8 +59,6 @@ pub use remat_trace::{
     TraceFn, Traced, ELLIPSIS, NEW_AXIS,
 };
 pub use remat_trace::{idx, pytree};
-pub use custom::{custom_jvp, CustomJvp};
-pub use linear::{jvp, jvp_with, linearize, linearize_with, vjp, vjp_program, vjp_with, LinearFn, VjpFn, VjpProgram};
 pub use run::{Backend, Nans, RunOptions};
 
 use run::{Cache, Program};

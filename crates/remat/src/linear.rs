@@ -13,7 +13,9 @@ use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 use remat_jit::{Compiled, Options};
 
 use crate::run::{Backend, Nans, Program, RunOptions};
-use crate::{arg_values, leaf_avals, trace_fn, unflatten, AdError, ArgTree, Error, GradTree, Residual, TensorTree, TraceFn};
+use crate::{
+    arg_values, leaf_avals, trace_fn, unflatten, AdError, ArgTree, Error, GradTree, Residual, TensorTree, TraceFn,
+};
 
 /// The forward and backward halves of `f`'s reverse-mode derivative at arguments like
 /// `args` (abstract [`Aval`]s will do), with what the forward half saves. See [`vjp`] for
@@ -240,6 +242,7 @@ fn jvp_at<A: ArgTree, T: ArgTree, R: TensorTree>(
     values.extend(arg_values(tangents)?);
     let traced = trace_fn(f, primals, loc)?;
     let jvp = remat_ad::jvp(&traced.jaxpr.jaxpr)?;
+    no_custom_lin(&jvp.jaxpr)?;
     let closed = ClosedJaxpr { jaxpr: Arc::new(jvp.jaxpr), consts: traced.jaxpr.consts };
     let mut outs = Program::new(closed, options)?.run(&values)?;
     let tangent_outs = outs.split_off(outs.len() / 2);
@@ -277,6 +280,7 @@ fn linearize_at<A: ArgTree, R: TensorTree>(
     let values = arg_values(primals)?;
     let traced = trace_fn(f, primals, loc)?;
     let lin = remat_ad::linearize(&traced.jaxpr.jaxpr)?;
+    no_custom_lin(&lin.tangent)?;
     let num_outs = traced.jaxpr.jaxpr.outvars.len();
     let primal = ClosedJaxpr { jaxpr: Arc::new(lin.primal.clone()), consts: traced.jaxpr.consts };
     let mut outs = Program::new(primal, options)?.run(&values)?;
@@ -328,4 +332,20 @@ impl LinearFn {
             })
             .collect()
     }
+}
+
+/// JAX's error for forward mode through a `custom_vjp` function: its tangent is a
+/// `custom_lin` equation, which only reverse mode (its transpose, `bwd`) gives a meaning.
+fn no_custom_lin(jaxpr: &Jaxpr) -> Result<(), Error> {
+    let is_lin = |p: &remat_ir::Primitive| matches!(p, remat_ir::Primitive::CustomVjpCall { name, .. } if name == remat_ad::CUSTOM_LIN);
+    for eqn in &jaxpr.eqns {
+        if is_lin(&eqn.primitive) {
+            let message = "can't apply forward-mode autodiff (jvp) to a custom_vjp function.";
+            return Err(Error::Ad(AdError::Invalid(message.into())));
+        }
+        for sub in eqn.primitive.subjaxprs() {
+            no_custom_lin(sub)?;
+        }
+    }
+    Ok(())
 }

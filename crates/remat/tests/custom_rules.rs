@@ -1,9 +1,11 @@
-//! `custom_jvp(f).defjvp(rule)` with Rust closures: the traced text equals JAX 0.10.2's
+//! `custom_jvp(f).defjvp(rule)` and `custom_vjp(f).defvjp(fwd, bwd)` with Rust functions
+//! and closures: the traced text equals JAX 0.10.2's
 //! (`crates/trace/tests/data/custom_oracle.json`, written by `gen_custom.py` there) byte
 //! for byte, and autodiff runs the user's rule: the saved residuals are the rule's (JAX's
 //! list, compared without source locations) and the gradients are JAX's, natively and
-//! with the interpreter. Also `jvp` and `linearize` through a rule, and a rule that
-//! differs from the body's true derivative (so the body cannot have been differentiated).
+//! with the interpreter. Also `jvp` and `linearize` through a rule, rules that differ from
+//! the body's true derivative (a halved tangent, clipped gradients: so the body cannot have
+//! been differentiated), and JAX's error for forward mode through a `custom_vjp`.
 
 use remat::{custom_jvp, named, Array, Aval, Backend, CustomJvp, DType, Tensor};
 use serde_json::Value;
@@ -40,7 +42,8 @@ fn check(case: &str, fun: impl Fn(Vec<Tensor>) -> Tensor + Copy, avals: &Vec<rem
     let want = oracle(case);
     let traced = remat::make_jaxpr(fun, avals).unwrap();
     assert_eq!(traced.to_string(), want["jaxpr"].as_str().unwrap(), "{case}: the traced text");
-    let got: Vec<String> = remat::saved_residuals(fun, avals).unwrap().iter().map(|r| without_location(&r.to_string())).collect();
+    let got: Vec<String> =
+        remat::saved_residuals(fun, avals).unwrap().iter().map(|r| without_location(&r.to_string())).collect();
     let mut expected: Vec<String> =
         want["residuals"].as_array().unwrap().iter().map(|l| without_location(l.as_str().unwrap())).collect();
     if case == "halved" {
@@ -150,4 +153,70 @@ fn a_rule_that_uses_the_enclosing_functions_tensors_is_an_error() {
     };
     let err = remat::make_jaxpr(f, &(f32s(2), f32s(2))).unwrap_err().to_string();
     assert!(err.contains("the custom_jvp rule uses 1 tensors of the enclosing function"), "{err}");
+}
+
+fn clip_mul((x, y): (Tensor, Tensor)) -> Tensor {
+    x.sin() * y
+}
+
+fn clip_mul_fwd((x, y): (Tensor, Tensor)) -> (Tensor, (Tensor, Tensor, Tensor)) {
+    (x.sin() * &y, (x.cos(), y, x.sin()))
+}
+
+fn clip_mul_bwd((c, y, s): (Tensor, Tensor, Tensor), g: Tensor) -> (Tensor, Tensor) {
+    ((c * y * &g).clip(-0.5, 0.5), s * g)
+}
+
+fn clipped_sin_mul(xs: Vec<Tensor>) -> Tensor {
+    let f = remat::custom_vjp(clip_mul).defvjp(clip_mul_fwd, clip_mul_bwd);
+    f.call((xs[0].clone(), xs[1].clone())).sum()
+}
+
+#[test]
+fn a_custom_vjp_runs_its_fwd_and_a_nonlinear_bwd_as_jax_does() {
+    let want = oracle("clipped_sin_mul");
+    let args: Vec<Array> = want["args"].as_array().unwrap().iter().map(array).collect();
+    check("clipped_sin_mul", clipped_sin_mul, &vec![named("x", f32s(3)), named("y", f32s(3))], &args);
+    // The first gradient is clipped at 0.5, which the body's derivative is not.
+    let g = remat::grad(clipped_sin_mul).call(&args).unwrap();
+    assert_eq!(g[0].to_f64_vec()[0], 0.5);
+}
+
+fn clip_gradient(x: Tensor) -> Tensor {
+    x
+}
+
+fn clip_gradient_fwd(x: Tensor) -> (Tensor, ()) {
+    (x, ())
+}
+
+fn clip_gradient_bwd(_: (), g: Tensor) -> Tensor {
+    g.clip(-0.5, 0.5)
+}
+
+fn clipped(xs: Vec<Tensor>) -> Tensor {
+    let x = &xs[0];
+    let c = remat::custom_vjp(clip_gradient).defvjp(clip_gradient_fwd, clip_gradient_bwd);
+    c.call(x.sin() * x).sin().sum()
+}
+
+#[test]
+fn clip_gradient_saves_and_differentiates_as_jax() {
+    let want = oracle("clipped");
+    let args: Vec<Array> = want["args"].as_array().unwrap().iter().map(array).collect();
+    check("clipped", clipped, &vec![named("x", f32s(3))], &args);
+}
+
+#[test]
+fn forward_mode_through_a_custom_vjp_is_jaxs_error() {
+    let x = Array::F32(ndarray::arr1(&[0.5f32, 1.0]).into_dyn());
+    let f = |x: Tensor| clipped(vec![x]);
+    let want = "can't apply forward-mode autodiff (jvp) to a custom_vjp function.";
+    let err = remat::jvp(f, &x, &x).unwrap_err().to_string();
+    assert!(err.ends_with(want), "{err}");
+    let err = remat::linearize(f, &x).map(|_| ()).unwrap_err().to_string();
+    assert!(err.ends_with(want), "{err}");
+    // Reverse mode through the same function works, and vjp's callable uses bwd.
+    let (_, f_vjp) = remat::vjp(f, &x).unwrap();
+    assert_eq!(f_vjp.call(&Array::F32(ndarray::arr0(1.0f32).into_dyn())).unwrap().aval(), x.aval());
 }

@@ -96,9 +96,10 @@ fn tuples_vecs_and_maps_keep_their_structure() {
     assert_eq!((ga.shape(), gb.shape()), ([3usize].as_slice(), [3usize].as_slice()));
 
     let v = vec![array(&[2], 0.1), array(&[2], 0.2), array(&[2], 0.3)];
-    let g: Vec<Array> = remat::grad(|xs: Vec<Tensor>| xs.iter().map(|x| x.powi(2).sum()).fold(xs[0].sum(), |a, b| a + b))
-        .call_tree(&v)
-        .unwrap();
+    let g: Vec<Array> =
+        remat::grad(|xs: Vec<Tensor>| xs.iter().map(|x| x.powi(2).sum()).fold(xs[0].sum(), |a, b| a + b))
+            .call_tree(&v)
+            .unwrap();
     assert_eq!(g.len(), 3);
     // d/dx0 (sum x0 + sum x0^2 + ...) = 1 + 2 x0; d/dxi = 2 xi.
     assert!((g[0].to_f64_vec()[0] - (1.0 + 2.0 * v[0].to_f64_vec()[0])).abs() < 1e-6);

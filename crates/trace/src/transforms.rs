@@ -16,11 +16,11 @@ use std::sync::Arc;
 use remat_ir::{pp_jaxpr, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy, Primitive};
 
 use crate::tensor::{Arg, Tensor};
-use crate::traceable::TraceFn;
 use crate::trace::{
     bind, bind_n, current_frame, function_scope, pop_frame, push_frame, record_error, share_jaxpr, source_info,
     spell_last_literals, CallKey, Operand, TraceError,
 };
+use crate::traceable::TraceFn;
 use crate::tree::{ArgTree, TensorTree};
 
 /// A traced function: its closed jaxpr and the names of its flattened arguments.

@@ -15,7 +15,8 @@
 use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
 use super::{
-    emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call, scan_jvp, Tangent,
+    emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
+    jvp_custom_vjp_rule, scan_jvp, Tangent,
 };
 use crate::builder::{lit, Builder};
 use crate::AdError;
@@ -229,8 +230,18 @@ pub(crate) fn jvp_rule(
         // The fwd/bwd rules are known only by name: the primal function is differentiated.
         // `fwd` computes the primal outputs, here the body's (inlined, as a `fwd` that
         // computes the function does); the tangent is the body's.
-        Primitive::CustomVjpCall { name, call_jaxpr, .. } => {
-            jvp_custom_vjp_call(b, name, call_jaxpr, primals, tangents)
+        Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, .. } => {
+            if name == crate::custom::CUSTOM_LIN {
+                return Err(AdError::Unsupported {
+                    primitive: "custom_vjp_call",
+                    message: "the linear custom_lin equation of a custom_vjp function cannot be differentiated again"
+                        .into(),
+                });
+            }
+            match crate::custom::custom_vjp_rule(fwd, bwd)? {
+                Some(rule) => jvp_custom_vjp_rule(b, rule.as_ref(), name, fwd, bwd, *num_consts, primals, tangents),
+                None => jvp_custom_vjp_call(b, name, call_jaxpr, primals, tangents),
+            }
         }
     }
 }
@@ -619,12 +630,15 @@ pub fn custom_rule_notes(jaxpr: &Jaxpr) -> Vec<String> {
                 ));
             }
         }
+        let registered = |fwd: &str, bwd: &str| matches!(crate::custom::custom_vjp_rule(fwd, bwd), Ok(Some(_)));
         if let Primitive::CustomVjpCall { name, fwd, bwd, .. } = &eqn.primitive {
-            notes.push(format!(
-                "custom_vjp_call `{name}` at {}: its rules `{fwd}`/`{bwd}` are not known; its call_jaxpr is \
+            if !registered(fwd, bwd) {
+                notes.push(format!(
+                    "custom_vjp_call `{name}` at {}: its rules `{fwd}`/`{bwd}` are not known; its call_jaxpr is \
                  differentiated",
-                eqn.source
-            ));
+                    eqn.source
+                ));
+            }
         }
         for sub in eqn.primitive.subjaxprs() {
             notes.extend(custom_rule_notes(sub));

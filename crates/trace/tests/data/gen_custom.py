@@ -59,6 +59,47 @@ def halved(x):
     return (jnp.sin(half_gradient(x * 3.0)) * x).sum()
 
 
+@jax.custom_vjp
+def clip_mul(x, y):
+    return jnp.sin(x) * y
+
+
+def clip_mul_fwd(x, y):
+    return clip_mul(x, y), (jnp.cos(x), y, jnp.sin(x))
+
+
+def clip_mul_bwd(res, g):
+    c, y, s = res
+    return (jnp.clip(c * y * g, -0.5, 0.5), s * g)
+
+
+clip_mul.defvjp(clip_mul_fwd, clip_mul_bwd)
+
+
+def clipped_sin_mul(x, y):
+    return clip_mul(x, y).sum()
+
+
+@jax.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+def clip_gradient_fwd(x):
+    return x, ()
+
+
+def clip_gradient_bwd(res, g):
+    return (jnp.clip(g, -0.5, 0.5),)
+
+
+clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+
+
+def clipped(x):
+    return jnp.sin(clip_gradient(jnp.sin(x) * x)).sum()
+
+
 def case(fun, args):
     text = str(jax.make_jaxpr(fun)(*args))
     buf = io.StringIO()
@@ -79,4 +120,6 @@ print(json.dumps({
     "sin_mul": case(sin_mul, (x, y)),
     "softplus_times_x": case(softplus_times_x, (x,)),
     "halved": case(halved, (x,)),
+    "clipped_sin_mul": case(clipped_sin_mul, (x, y)),
+    "clipped": case(clipped, (x,)),
 }, indent=1))
