@@ -212,54 +212,52 @@ pub fn grad<F>(f: F) -> Grad<F> {
     Grad::new(f, false)
 }
 
-/// `jax.value_and_grad(f)`: like [`grad`], returning the value first.
-pub fn value_and_grad<F>(f: F) -> Grad<F, WithValue> {
+/// `jax.value_and_grad(f)`: like [`grad`], returning the value first
+/// ([`Grad::value_and_call_tree`] gives `(value, gradients in the arguments' structure)`).
+pub fn value_and_grad<F>(f: F) -> Grad<F> {
     Grad::new(f, true)
 }
 
-/// The marker of a [`grad`]: [`Grad::call_tree`] returns the gradients.
-#[derive(Clone, Copy, Debug)]
-pub struct GradOnly;
-
-/// The marker of a [`value_and_grad`]: [`Grad::call_tree`] returns `(value, gradients)`.
-#[derive(Clone, Copy, Debug)]
-pub struct WithValue;
-
 /// A gradient function; see [`grad`] and [`value_and_grad`].
 #[derive(Debug)]
-pub struct Grad<F, V = GradOnly> {
+pub struct Grad<F> {
     f: F,
     argnums: Option<Vec<usize>>,
     with_value: bool,
     run: RunOptions,
     cache: Cache,
-    kind: std::marker::PhantomData<V>,
 }
 
-impl<F> Grad<F, GradOnly> {
+impl<F> Grad<F> {
     /// Calls the gradient on concrete arguments and returns it in their structure: the
     /// gradient of a `(Array, Array)` is a `(Array, Array)`, of a `Vec<Array>` a
     /// `Vec<Array>`, of a `BTreeMap<String, Array>` the same map, of a
-    /// [`pytree!`] struct the same struct. Not with [`Grad::argnums`] (the structure would
+    /// [`pytree!`] struct the same struct (for a [`value_and_grad`], the value is left out:
+    /// see [`Grad::value_and_call_tree`]). Not with [`Grad::argnums`] (the structure would
     /// have holes): use [`Grad::call`].
     #[track_caller]
     pub fn call_tree<A: GradTree, R: TensorTree>(&self, args: &A) -> Result<A::Grads, Error>
     where
         F: TraceFn<A::Traced, R>,
     {
-        let flat = self.tree_call(args, Location::caller())?;
+        let mut flat = self.tree_call(args, Location::caller())?;
+        if self.with_value && !flat.is_empty() {
+            flat.remove(0);
+        }
         unflatten(args, flat)
     }
-}
 
-impl<F> Grad<F, WithValue> {
-    /// Calls on concrete arguments: the value, and the gradient in the arguments'
-    /// structure (see `Grad::<F, GradOnly>::call_tree`).
+    /// For a [`value_and_grad`]: the value, and the gradient in the arguments' structure
+    /// (see [`Grad::call_tree`]). For a [`grad`], an error (there is no value).
     #[track_caller]
-    pub fn call_tree<A: GradTree, R: TensorTree>(&self, args: &A) -> Result<(Array, A::Grads), Error>
+    pub fn value_and_call_tree<A: GradTree, R: TensorTree>(&self, args: &A) -> Result<(Array, A::Grads), Error>
     where
         F: TraceFn<A::Traced, R>,
     {
+        if !self.with_value {
+            let message = "value_and_call_tree needs a value_and_grad (this is a grad); use call_tree";
+            return Err(Error::Ad(AdError::Invalid(message.into())));
+        }
         let mut flat = self.tree_call(args, Location::caller())?.into_iter();
         let value = flat.next().ok_or_else(|| internal("value_and_grad returned no value"))?;
         Ok((value, unflatten(args, flat.collect())?))
@@ -281,16 +279,9 @@ fn unflatten<A: GradTree>(args: &A, flat: Vec<Array>) -> Result<A::Grads, Error>
     }
 }
 
-impl<F, V> Grad<F, V> {
-    fn new(f: F, with_value: bool) -> Grad<F, V> {
-        Grad {
-            f,
-            argnums: None,
-            with_value,
-            run: RunOptions::default(),
-            cache: Cache::default(),
-            kind: std::marker::PhantomData,
-        }
+impl<F> Grad<F> {
+    fn new(f: F, with_value: bool) -> Grad<F> {
+        Grad { f, argnums: None, with_value, run: RunOptions::default(), cache: Cache::default() }
     }
 
     /// [`Grad::call`] for `call_tree`, which needs every argument's gradient.

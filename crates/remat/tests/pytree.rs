@@ -63,7 +63,10 @@ fn a_pytree_structs_gradient_is_the_same_struct() {
     let flat = remat::grad(loss).call(&p).unwrap();
     assert_eq!(flatten(&g), flat);
     assert_eq!(g.layers[1].w.shape(), [2, 5]);
-    let (value, g2) = remat::value_and_grad(loss).backend(Backend::Interp).call_tree(&p).unwrap();
+    let (value, g2) = remat::value_and_grad(loss).backend(Backend::Interp).value_and_call_tree(&p).unwrap();
+    assert_eq!(remat::value_and_grad(loss).call_tree(&p).unwrap(), g);
+    let err = remat::grad(loss).value_and_call_tree(&p).unwrap_err().to_string();
+    assert!(err.contains("needs a value_and_grad"), "{err}");
     assert_eq!(value.shape(), [0usize; 0]);
     for (a, b) in flatten(&g2).iter().zip(&flat) {
         for (x, y) in a.to_f64_vec().iter().zip(b.to_f64_vec()) {
