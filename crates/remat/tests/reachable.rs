@@ -36,3 +36,25 @@ fn an_unregistered_policy_is_one_error_at_the_top_and_nested() {
     assert_eq!(errors[0], want);
     assert_eq!(errors[1], errors[0]);
 }
+
+/// A model whose layer is a closure: `function_scope!()` inside the closure names the
+/// enclosing `fn` (JAX prints `model.<locals>.<lambda>` for the same Python; remat names the
+/// function the closure is written in, as the issue asks).
+fn model(x: Tensor) -> Tensor {
+    let layer = |h: Tensor| {
+        let _scope = remat::function_scope!();
+        h.sin()
+    };
+    layer(layer(x)).sum()
+}
+
+#[test]
+fn a_closures_equations_name_the_enclosing_function() {
+    let text = remat::saved_residuals_text(model, &remat::named("x", Aval::new(DType::F32, vec![3]))).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for line in lines {
+        assert!(line.starts_with("f32[3] output of cos from crates/remat/tests/reachable.rs:"), "{line}");
+        assert!(line.ends_with(" (model)"), "{line}");
+    }
+}
