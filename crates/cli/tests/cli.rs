@@ -65,19 +65,7 @@ fn print_round_trips_every_benchmark_program() {
         let printed = remat(&["print", path.to_str().unwrap()]);
         assert!(printed.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&printed.stderr));
         let (got, want) = (String::from_utf8(printed.stdout).unwrap(), std::fs::read_to_string(&path).unwrap());
-        if path.file_name().is_some_and(|f| f == "cnn_dots.jaxpr") {
-            // The printer gap of crates/ir/tests/roundtrip.rs (`KNOWN_GAPS`): JAX prints a
-            // `relu` body shared by two calls with the names it got at its first printing.
-            assert_ne!(got, want, "the known printer gap is fixed: drop this exception");
-            let line = "jaxpr={ lambda ; bc:f32[32,32,32,64]. let";
-            assert_eq!(
-                want.matches(line).count(),
-                got.matches(line).count() + 1,
-                "another difference than the known one"
-            );
-        } else {
-            assert_eq!(got, want, "{}", path.display());
-        }
+        assert_eq!(got, want, "{}", path.display());
     }
     assert_eq!(n, 17);
 }

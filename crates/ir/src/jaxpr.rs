@@ -213,6 +213,12 @@ pub struct Spelling {
     /// their value in their dtype: a weak-typed Python float JAX never rounded, such as
     /// `0.1:f32[]` (the `f32` value's repr is `0.10000000149011612`).
     pub literals: Vec<(usize, String)>,
+    /// Of a jaxpr read from text: jaxprs of one group were written identically (up to
+    /// layout), which is how JAX prints distinct jaxprs that share their variables (a
+    /// `jit`'s cached body under two calls whose outer jaxprs were rebuilt): JAX names a
+    /// variable once per variable object, so the second prints with the first's names.
+    /// The printer names the variables of a group's jaxprs alike; `None` elsewhere.
+    pub var_group: Option<u32>,
 }
 
 impl Eqn {

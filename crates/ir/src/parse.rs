@@ -51,7 +51,15 @@ impl fmt::Display for ParseError {
 /// the equations' source locations.
 pub fn parse_jaxpr(src: &str, file: &str) -> Result<Jaxpr, ParseError> {
     let line_starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
-    let mut p = Parser { src, pos: 0, file: Arc::from(file), hoisted: HashMap::new(), depth: 0, line_starts };
+    let mut p = Parser {
+        src,
+        pos: 0,
+        file: Arc::from(file),
+        hoisted: HashMap::new(),
+        depth: 0,
+        line_starts,
+        var_groups: HashMap::new(),
+    };
     p.file_()
 }
 
@@ -71,6 +79,9 @@ struct Parser<'s> {
     /// cost a binary search rather than a scan from the start of the text (which made
     /// parsing quadratic in the number of equations).
     line_starts: Vec<usize>,
+    /// The groups of nested jaxprs written alike ([`crate::Spelling::var_group`]), by their
+    /// text with whitespace runs collapsed.
+    var_groups: HashMap<String, u32>,
 }
 
 /// The parameter keys whose values are jaxprs (or tuples of jaxprs, `branches`): JAX's
@@ -309,6 +320,18 @@ impl<'s> Parser<'s> {
     }
 
     fn jaxpr(&mut self) -> Result<Jaxpr, ParseError> {
+        let start = self.pos;
+        let mut jaxpr = self.jaxpr_body()?;
+        if self.depth > 0 {
+            // A nested jaxpr: jaxprs written alike share their variables' names.
+            let key = self.src[start..self.pos].split_whitespace().collect::<Vec<_>>().join(" ");
+            let next = u32::try_from(self.var_groups.len()).unwrap_or(u32::MAX);
+            jaxpr.spelling.var_group = Some(*self.var_groups.entry(key).or_insert(next));
+        }
+        Ok(jaxpr)
+    }
+
+    fn jaxpr_body(&mut self) -> Result<Jaxpr, ParseError> {
         self.enter()?;
         self.expect("{", "`{` to open a jaxpr")?;
         if !self.eat_keyword("lambda") {
@@ -493,7 +516,7 @@ impl<'s> Parser<'s> {
         let (line, column) = self.line_col(start);
         let source = SourceInfo { file: self.file.clone(), line: line as u32, column: column as u32, function: None };
         let mut eqn = Eqn::new(primitive, invars, outvars, source);
-        eqn.spelling = Spelling { params: spelling, literals };
+        eqn.spelling = Spelling { params: spelling, literals, var_group: None };
         Ok(eqn)
     }
 
@@ -818,7 +841,15 @@ mod tests {
     fn value(key: &str, text: &str, hoisted: &str) -> Result<Param, ParseError> {
         let src = format!("{hoisted}{text}");
         let line_starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
-        let mut p = Parser { src: &src, pos: 0, file: Arc::from("t"), hoisted: HashMap::new(), depth: 0, line_starts };
+        let mut p = Parser {
+            src: &src,
+            pos: 0,
+            file: Arc::from("t"),
+            hoisted: HashMap::new(),
+            depth: 0,
+            line_starts,
+            var_groups: HashMap::new(),
+        };
         // Register the hoisted definitions as `file_` does, then read the value.
         while p.peek_keyword("let") {
             p.pos += 3;

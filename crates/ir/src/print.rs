@@ -4,6 +4,8 @@
 //! - variable names come from one counter across all nested jaxprs (a..z, ba, bb, ...),
 //!   assigned in the order the text is produced, skipping names of hoisted jaxprs;
 //! - a `jit`'s inner binders reuse the names of the call's operands and results;
+//! - a variable is named once: nested jaxprs the text wrote alike (JAX's distinct jaxprs
+//!   sharing variable objects, `Spelling::var_group`) print with the first one's names;
 //! - top-level binders that are never read print as `_`;
 //! - a nested jaxpr referenced twice, or with more than 10 equations, is hoisted to the
 //!   front as `let jaxpr = {...} in` and referenced by name;
@@ -14,7 +16,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Spelling, Var};
+use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Spelling, Var, VarDecl};
 use crate::param::{py_float_repr, strip_numpy_ints, Param};
 use crate::pp::{self, brk, concat, group, join, nest, text, Doc};
 use crate::primitive::Primitive;
@@ -81,14 +83,58 @@ fn encode_digits_alphabetic(mut n: usize) -> String {
     String::from_utf8(s).unwrap()
 }
 
+/// Whose variables a jaxpr's variables are, for naming: its own (by address), or those of
+/// the group of jaxprs the text wrote alike ([`crate::Spelling::var_group`]), when this
+/// jaxpr has the same variables as the group's first (so a transformed copy that kept the
+/// spelling but not the variables is named on its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum NameScope {
+    Jaxpr(JaxprId),
+    Group(u32),
+}
+
+/// A jaxpr's variables, binders first: what the jaxprs of one variable group must share.
+type VarsOf = (Vec<VarDecl>, Vec<Var>, Vec<Var>);
+
 struct Ctx {
-    names: HashMap<(JaxprId, Var), String>,
+    names: HashMap<(NameScope, Var), String>,
+    /// The variables of each variable group's first jaxpr met.
+    groups: HashMap<u32, VarsOf>,
+    /// Each jaxpr's [`NameScope`], decided once.
+    scopes: HashMap<JaxprId, NameScope>,
     counter: usize,
     shared_names: HashSet<String>,
     shared: HashMap<JaxprId, String>,
 }
 
 impl Ctx {
+    fn new() -> Ctx {
+        Ctx {
+            names: HashMap::new(),
+            groups: HashMap::new(),
+            scopes: HashMap::new(),
+            counter: 0,
+            shared_names: HashSet::new(),
+            shared: HashMap::new(),
+        }
+    }
+
+    /// Whose names `j`'s variables take (see [`NameScope`]).
+    fn scope(&mut self, j: &Jaxpr) -> NameScope {
+        let Some(g) = j.spelling.var_group else { return NameScope::Jaxpr(id_of(j)) };
+        if let Some(&scope) = self.scopes.get(&id_of(j)) {
+            return scope;
+        }
+        let first = self.groups.entry(g).or_insert_with(|| (j.vars.clone(), j.constvars.clone(), j.invars.clone()));
+        let scope = if first.0 == j.vars && first.1 == j.constvars && first.2 == j.invars {
+            NameScope::Group(g)
+        } else {
+            NameScope::Jaxpr(id_of(j))
+        };
+        self.scopes.insert(id_of(j), scope);
+        scope
+    }
+
     fn fresh(&mut self) -> String {
         loop {
             let name = encode_digits_alphabetic(self.counter);
@@ -100,7 +146,7 @@ impl Ctx {
     }
 
     fn var_name(&mut self, j: &Jaxpr, v: Var) -> String {
-        let key = (id_of(j), v);
+        let key = (self.scope(j), v);
         if let Some(n) = self.names.get(&key) {
             return n.clone();
         }
@@ -128,7 +174,8 @@ impl Ctx {
         let mut used: HashSet<Var> = HashSet::new();
         for (for_v, like_v) in for_vars.iter().zip(like_vars) {
             let (Atom::Var(for_v), Atom::Var(like_v)) = (for_v, like_v) else { continue };
-            if used.contains(like_v) || self.names.contains_key(&(id_of(inner), *for_v)) {
+            let inner_scope = self.scope(inner);
+            if used.contains(like_v) || self.names.contains_key(&(inner_scope, *for_v)) {
                 continue;
             }
             let name = self.var_name(outer, *like_v);
@@ -139,20 +186,20 @@ impl Ctx {
                 continue;
             }
             used.insert(*like_v);
-            self.names.insert((id_of(inner), *for_v), name);
+            self.names.insert((inner_scope, *for_v), name);
         }
     }
 }
 
 fn toplevel_doc(top: &Jaxpr) -> Doc {
-    let mut ctx = Ctx { names: HashMap::new(), counter: 0, shared_names: HashSet::new(), shared: HashMap::new() };
+    let mut ctx = Ctx::new();
 
     // Binders of the top-level jaxpr that are never read print as `_`.
     let mut used: HashSet<Var> = top.outvars.iter().filter_map(Atom::as_var).collect();
     for eqn in top.eqns.iter().rev() {
         for v in &eqn.outvars {
             if !used.contains(v) {
-                ctx.names.insert((id_of(top), *v), "_".into());
+                ctx.names.insert((NameScope::Jaxpr(id_of(top)), *v), "_".into());
             }
         }
         used.extend(eqn.invars.iter().filter_map(Atom::as_var));
@@ -390,7 +437,7 @@ mod tests {
     /// JAX's for `lax.cond(p, jnp.sin, jnp.cos, x)`, the equation at its usual place.
     #[test]
     fn a_tuple_of_jaxprs_prints_one_per_line() {
-        let mut ctx = Ctx { names: HashMap::new(), counter: 4, shared_names: HashSet::new(), shared: HashMap::new() };
+        let mut ctx = Ctx { counter: 4, ..Ctx::new() };
         let eqn = Eqn::new(Primitive::SelectN, vec![], vec![], crate::SourceInfo::unknown());
         let branches = Param::Tuple(vec![
             Param::Jaxpr(unary_body(crate::UnaryOp::Cos)),
@@ -406,7 +453,7 @@ mod tests {
     ] c b";
         assert_eq!(pp::format(&doc, WIDTH), want);
         // Short enough, the tuple stays on one line.
-        let mut ctx = Ctx { names: HashMap::new(), counter: 0, shared_names: HashSet::new(), shared: HashMap::new() };
+        let mut ctx = Ctx::new();
         let one = Param::Tuple(vec![Param::Jaxpr(unary_body(crate::UnaryOp::Sin))]);
         let doc = kv_pairs_doc(&mut ctx, &eqn, &[("branches", one)]);
         assert_eq!(pp::format(&doc, WIDTH), "[branches=({ lambda ; a:f32[]. let b:f32[] = sin a in (b,) })]");

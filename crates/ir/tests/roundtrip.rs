@@ -31,28 +31,9 @@ fn conformance_jaxprs_round_trip() {
     check_all(remat_testkit::conformance_texts(), |n| n == 96, "expected 32 cases with 3 jaxprs each");
 }
 
-/// A known printer gap, kept visible: in `cnn_dots` (a `dots_saveable` checkpoint around
-/// a `relu`), JAX prints the `relu` body shared by two hoisted jaxprs with the names it got
-/// the first time (`bc`, `bd`) inside a call whose parameter it names anew (`ca`); remat's
-/// printer names the shared body afresh. These programs must still differ, on that line,
-/// until the printer reuses a shared body's names; then this list goes.
-const KNOWN_GAPS: [&str; 2] = ["cnn_dots.jaxpr", "cnn_dots"];
-
-/// [`check_all`] for the programs outside [`KNOWN_GAPS`]; those must fail the check, each
-/// naming a renamed shared body's parameter.
-fn check_all_but_known_gaps(texts: Vec<(String, String)>, expected: usize, what: &str) {
-    let (gaps, rest): (Vec<_>, Vec<_>) = texts.into_iter().partition(|(name, _)| KNOWN_GAPS.contains(&name.as_str()));
-    assert_eq!(gaps.len(), 1, "{what}: the known gap is one program");
-    for (name, text) in &gaps {
-        let err = check(name, text).expect_err("the known printer gap is fixed: remove it from KNOWN_GAPS");
-        assert!(err.contains("jaxpr={ lambda ; bc:"), "{name}: another difference than the known one:\n{err}");
-    }
-    check_all(rest, |n| n + 1 == expected, what);
-}
-
 #[test]
 fn benchmark_programs_round_trip() {
-    check_all_but_known_gaps(remat_testkit::jaxpr_files("bench"), 17, "expected 17 benchmark programs");
+    check_all(remat_testkit::jaxpr_files("bench"), |n| n == 17, "expected 17 benchmark programs");
 }
 
 #[test]
@@ -61,7 +42,44 @@ fn reduced_benchmark_programs_round_trip() {
         .into_iter()
         .map(|(name, case)| (name, case["jaxpr"].as_str().expect("a jaxpr").to_string()))
         .collect();
-    check_all_but_known_gaps(texts, 5, "expected 5 reduced-size model programs");
+    check_all(texts, |n| n == 5, "expected 5 reduced-size model programs");
+}
+
+/// JAX names a variable once per variable object: a `jit` body cached under two calls whose
+/// enclosing jaxprs were rebuilt prints the second time with the names of the first
+/// (`cnn_dots`: the `relu` body keeps `bc`/`bd` inside a call whose own binder is `ca`).
+/// Nested jaxprs written alike share their names; one written differently does not.
+#[test]
+fn jaxprs_written_alike_share_their_variable_names() {
+    let text = "{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = custom_jvp_call[
+      name=relu
+      call_jaxpr={ lambda ; d:f32[3]. let
+          e:f32[3] = jit[name=relu jaxpr={ lambda ; d:f32[3]. let e:f32[3] = max d 0.0:f32[] in (e,) }] d
+        in (e,) }
+      jvp=jvp
+      symbolic_zeros=False
+    ] a
+    f:f32[3] = custom_jvp_call[
+      name=relu
+      call_jaxpr={ lambda ; g:f32[3]. let
+          h:f32[3] = jit[name=relu jaxpr={ lambda ; d:f32[3]. let e:f32[3] = max d 0.0:f32[] in (e,) }] g
+        in (h,) }
+      jvp=jvp
+      symbolic_zeros=False
+    ] b
+  in (c, f) }";
+    let printed = pp_jaxpr(&parse_jaxpr(text, "t").expect("parses"));
+    assert_eq!(
+        printed.matches("jaxpr={ lambda ; d:f32[3]. let e:f32[3] = max d 0.0:f32[] in (e,) }").count(),
+        2,
+        "{printed}"
+    );
+    assert!(printed.contains("call_jaxpr={ lambda ; g:f32[3]."), "{printed}");
+    // Without the shared text, the second body is named afresh, after its call's operands.
+    let apart = text.replacen("e:f32[3] = max d 0.0:f32[] in (e,) }] g", "e:f32[3] = max d 1.0:f32[] in (e,) }] g", 1);
+    let printed = pp_jaxpr(&parse_jaxpr(&apart, "t").expect("parses"));
+    assert!(printed.contains("jaxpr={ lambda ; g:f32[3]. let h:f32[3] = max g 1.0:f32[] in (h,) }"), "{printed}");
 }
 
 #[test]
