@@ -1,0 +1,16 @@
+//! The public zoo models (`tests/data/zoo`, recorded from JAX 0.10.2) written in Rust
+//! against `remat`, one file per model under `tests/zoo/`: each is a starting point a user
+//! can copy. Every model's test checks that its trace prints exactly as JAX's `jaxpr`,
+//! saves JAX's residuals, and gives JAX's outputs and gradients with the interpreter and
+//! the JIT (`zoo/common.rs`).
+//!
+//! (`tests/zoo.rs`, the test target named `zoo`, checks the recorded texts themselves.)
+
+#[path = "zoo/common.rs"]
+mod common;
+#[path = "zoo/dropout_mlp.rs"]
+mod dropout_mlp;
+#[path = "zoo/cnn.rs"]
+mod cnn;
+#[path = "zoo/cnn_dots_saveable.rs"]
+mod cnn_dots_saveable;
