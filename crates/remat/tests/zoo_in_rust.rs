@@ -14,3 +14,5 @@ mod dropout_mlp;
 mod cnn;
 #[path = "zoo/cnn_dots_saveable.rs"]
 mod cnn_dots_saveable;
+#[path = "zoo/embedding_grad.rs"]
+mod embedding_grad;
