@@ -16,3 +16,5 @@ mod cnn;
 mod cnn_dots_saveable;
 #[path = "zoo/embedding_grad.rs"]
 mod embedding_grad;
+#[path = "zoo/einsum_zoo.rs"]
+mod einsum_zoo;
