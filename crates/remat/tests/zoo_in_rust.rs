@@ -18,3 +18,5 @@ mod cnn_dots_saveable;
 mod embedding_grad;
 #[path = "zoo/einsum_zoo.rs"]
 mod einsum_zoo;
+#[path = "zoo/special_functions.rs"]
+mod special_functions;

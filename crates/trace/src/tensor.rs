@@ -376,6 +376,12 @@ unary_methods!(
     logistic => Logistic: "Elementwise `1 / (1 + e^-x)` (`logistic`; `jax.nn.sigmoid`).",
     square => Square: "Elementwise `x * x` (`square`, as `jnp.square`).",
     stop_gradient => StopGradient: "The value, with no gradient flowing back (`stop_gradient`).",
+    floor => Floor: "Elementwise floor (`floor`, as `jnp.floor` of a float).",
+    ceil => Ceil: "Elementwise ceiling (`ceil`, as `jnp.ceil` of a float).",
+    erf => Erf: "Elementwise error function (`erf`; `jax.scipy.special.erf`).",
+    erf_inv => ErfInv: "Elementwise inverse error function (`erf_inv`; `jax.scipy.special.erfinv`).",
+    lgamma => Lgamma: "Elementwise `log|Γ(x)|` (`lgamma`; `jax.scipy.special.gammaln`).",
+    digamma => Digamma: "Elementwise digamma function (`digamma`; `jax.scipy.special.digamma`).",
 );
 
 impl Tensor {

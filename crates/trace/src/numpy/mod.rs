@@ -277,8 +277,31 @@ macro_rules! unary_functions {
 
 unary_functions!(
     sin => Sin, cos => Cos, tan => Tan, tanh => Tanh, exp => Exp, log => Log, log1p => Log1p, expm1 => Expm1,
-    sqrt => Sqrt, abs => Abs, sign => Sign, square => Square,
+    sqrt => Sqrt, abs => Abs, sign => Sign, square => Square, floor => Floor, ceil => Ceil,
 );
+
+/// `jnp.arctan2(y, x)` of two floats: `atan2` (operands promoted and broadcast as for
+/// `+`).
+#[track_caller]
+pub fn arctan2(y: impl Into<Arg>, x: impl Into<Arg>) -> Tensor {
+    binary_at(BinaryOp::Atan2, y.into(), x.into(), Location::caller())
+}
+
+/// `jnp.round(x)` of a float (`decimals=0`): halves to the even neighbour, recorded as JAX
+/// records it, `jit[name=round]` around `round[rounding_method=1]`.
+#[track_caller]
+pub fn round(x: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    library_jit(
+        "round",
+        &[x.into()],
+        |inner| {
+            let prim = Primitive::Round { rounding_method: remat_ir::RoundingMethod::ToNearestEven };
+            inner[0].apply_at(prim, loc)
+        },
+        loc,
+    )
+}
 
 /// `jax.lax.rsqrt(x)`: `1 / sqrt(x)` of a tensor or a Rust scalar.
 #[track_caller]
