@@ -20,3 +20,7 @@ mod embedding_grad;
 mod einsum_zoo;
 #[path = "zoo/special_functions.rs"]
 mod special_functions;
+#[path = "zoo/bf16_mixed_precision.rs"]
+mod bf16_mixed_precision;
+#[path = "zoo/batchnorm_resnet_block.rs"]
+mod batchnorm_resnet_block;

@@ -59,8 +59,11 @@ pub(crate) fn normalize_axes(
 /// `jit[name=_where]`, around `select_n cond y x` (a non-`bool` `cond` is compared with 0).
 #[track_caller]
 pub fn where_(cond: &Tensor, x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
-    let loc = Location::caller();
-    let args = [cond.into(), x.into(), y.into()];
+    where_at(cond, x.into(), y.into(), Location::caller())
+}
+
+pub(crate) fn where_at(cond: &Tensor, x: Arg, y: Arg, loc: &'static Location<'static>) -> Tensor {
+    let args = [cond.into(), x, y];
     library_jit(
         "_where",
         &args,
@@ -81,7 +84,9 @@ pub fn where_(cond: &Tensor, x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
                     return Tensor::placeholder(x.aval().clone());
                 }
             };
-            let [c, x, y] = [c, x, y].map(|t| t.broadcast_to_at(&shape, loc));
+            // A scalar condition stays scalar: `select_n` takes it as it is (JAX's `_where`).
+            let c = if c.ndim() == 0 { c } else { c.broadcast_to_at(&shape, loc) };
+            let [x, y] = [x, y].map(|t| t.broadcast_to_at(&shape, loc));
             bind(Primitive::SelectN, &[c.into(), y.into(), x.into()], weak, loc).remove(0)
         },
         loc,
