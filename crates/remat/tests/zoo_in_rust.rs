@@ -24,3 +24,7 @@ mod special_functions;
 mod bf16_mixed_precision;
 #[path = "zoo/batchnorm_resnet_block.rs"]
 mod batchnorm_resnet_block;
+#[path = "zoo/depthwise_and_transpose_conv.rs"]
+mod depthwise_and_transpose_conv;
+#[path = "zoo/control_flow.rs"]
+mod control_flow;
