@@ -28,3 +28,7 @@ mod batchnorm_resnet_block;
 mod depthwise_and_transpose_conv;
 #[path = "zoo/control_flow.rs"]
 mod control_flow;
+#[path = "zoo/gpt_block.rs"]
+mod gpt_block;
+#[path = "zoo/scan_of_blocks_offload.rs"]
+mod scan_of_blocks_offload;

@@ -183,7 +183,7 @@ pub fn einsum(spec: &str, operands: &[&Tensor]) -> Tensor {
         Err(message) => {
             record_error(loc, format!("einsum {spec:?}: {message}"));
             Tensor::placeholder(
-                operands.first().map_or_else(|| remat_ir::Aval::scalar(remat_ir::DType::F32), |t| t.aval().clone()),
+                operands.first().map_or_else(|| remat_ir::Aval::scalar(DType::F32), |t| t.aval().clone()),
             )
         }
     }
