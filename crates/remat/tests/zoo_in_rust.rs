@@ -32,3 +32,13 @@ mod control_flow;
 mod gpt_block;
 #[path = "zoo/scan_of_blocks_offload.rs"]
 mod scan_of_blocks_offload;
+#[path = "zoo/label_smoothing.rs"]
+mod label_smoothing;
+#[path = "zoo/lstm.rs"]
+mod lstm;
+#[path = "zoo/moe_top_k.rs"]
+mod moe_top_k;
+#[path = "zoo/vae_reparam.rs"]
+mod vae_reparam;
+#[path = "zoo/vit_patch_embed.rs"]
+mod vit_patch_embed;
