@@ -42,3 +42,5 @@ mod moe_top_k;
 mod vae_reparam;
 #[path = "zoo/vit_patch_embed.rs"]
 mod vit_patch_embed;
+#[path = "zoo/causal_conv1d.rs"]
+mod causal_conv1d;
