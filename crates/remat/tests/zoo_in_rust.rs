@@ -44,3 +44,5 @@ mod vae_reparam;
 mod vit_patch_embed;
 #[path = "zoo/causal_conv1d.rs"]
 mod causal_conv1d;
+#[path = "zoo/adam_step.rs"]
+mod adam_step;
