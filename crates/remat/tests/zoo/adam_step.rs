@@ -79,10 +79,11 @@ fn adam_step_as_two_programs_gives_jax_outputs() {
         let (loss, g) = (vg[0].clone(), vg[1..].to_vec());
         let grads = vec![(g[0].clone(), g[1].clone()), (g[2].clone(), g[3].clone())];
         let update_args = (tree(0), tree(4), tree(8), a[12].clone(), grads);
-        let mut outs = jit(|(p, m, v, step, g): (Params, Params, Params, Tensor, Params)| adam_update(p, m, v, step, g))
-            .backend(backend)
-            .call(&update_args)
-            .expect("the Adam update");
+        let mut outs =
+            jit(|(p, m, v, step, g): (Params, Params, Params, Tensor, Params)| adam_update(p, m, v, step, g))
+                .backend(backend)
+                .call(&update_args)
+                .expect("the Adam update");
         outs.push(loss);
         let want = optional_arrays(&case.json, "outputs");
         check_zoo_values("output", &outs, &want, false).unwrap_or_else(|e| panic!("adam_step ({backend:?}): {e}"));

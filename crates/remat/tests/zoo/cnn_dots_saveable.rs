@@ -10,9 +10,8 @@ use super::common::Case;
 #[test]
 fn cnn_dots_saveable_matches_jax() {
     let case = Case::load("cnn_dots_saveable");
-    let loss = checkpoint(|(params, images, labels): (Params, remat::Tensor, remat::Tensor)| {
-        cnn_loss(params, images, labels)
-    })
-    .policy(Policy::DotsSaveable { only_if_no_batch_dims: false });
+    let loss =
+        checkpoint(|(params, images, labels): (Params, remat::Tensor, remat::Tensor)| cnn_loss(params, images, labels))
+            .policy(Policy::DotsSaveable { only_if_no_batch_dims: false });
     case.assert_matches(|args| loss.call(args), &cnn_args(&case));
 }

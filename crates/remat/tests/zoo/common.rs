@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use remat::run::{Backend, Program, RunOptions, VjpRunner};
-use remat::{make_jaxpr, Array, ArgTree, Nans, TensorTree, Traced};
+use remat::{make_jaxpr, ArgTree, Array, Nans, TensorTree, Traced};
 use remat_testkit::{
     arg_names, check_zoo_values, data_dir, forward_only, optional_arrays, read_json, reduced_precision, zoo_cotangents,
 };
@@ -99,7 +99,14 @@ impl Case {
             .expect("saved_residuals is a list")
             .iter()
             .filter(|r| r["kind"].as_str() != Some("literal"))
-            .map(|r| format!("{} {} {}", r["aval"].as_str().unwrap(), r["kind"].as_str().unwrap(), r["what"].as_str().unwrap_or("")))
+            .map(|r| {
+                format!(
+                    "{} {} {}",
+                    r["aval"].as_str().unwrap(),
+                    r["kind"].as_str().unwrap(),
+                    r["what"].as_str().unwrap_or("")
+                )
+            })
             .collect();
         if got != want {
             return Err(format!("{}: residuals differ:\n got  {got:?}\n want {want:?}", self.name));

@@ -40,6 +40,7 @@ pub fn depthwise_transpose(wd: Tensor, wp: Tensor, wt: Tensor, x: Tensor) -> Ten
 fn depthwise_and_transpose_conv_matches_jax() {
     let case = Case::load("depthwise_and_transpose_conv");
     let a = case.args();
-    let args = (named("wd", a[0].clone()), named("wp", a[1].clone()), named("wt", a[2].clone()), named("x", a[3].clone()));
+    let args =
+        (named("wd", a[0].clone()), named("wp", a[1].clone()), named("wt", a[2].clone()), named("x", a[3].clone()));
     case.assert_matches(|(wd, wp, wt, x)| depthwise_transpose(wd, wp, wt, x), &args);
 }

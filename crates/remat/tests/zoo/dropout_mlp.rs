@@ -43,6 +43,7 @@ fn dropout_mlp_matches_jax() {
     let case = Case::load("dropout_mlp");
     let a = case.args();
     let params = vec![(a[0].clone(), a[1].clone()), (a[2].clone(), a[3].clone()), (a[4].clone(), a[5].clone())];
-    let args = (named("params", params), named("x", a[6].clone()), named("y", a[7].clone()), named("rng", a[8].clone()));
+    let args =
+        (named("params", params), named("x", a[6].clone()), named("y", a[7].clone()), named("rng", a[8].clone()));
     case.assert_matches(|(params, x, y, rng)| dropout_mlp(params, x, y, rng), &args);
 }

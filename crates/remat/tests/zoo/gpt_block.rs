@@ -54,19 +54,22 @@ pub fn layernorm(x: &Tensor, g: &Tensor, b: &Tensor) -> Tensor {
 pub fn causal_attention(x: &Tensor, wqkv: &Tensor, wo: &Tensor, n_heads: usize) -> Tensor {
     let [b, t, d] = [x.shape()[0], x.shape()[1], x.shape()[2]];
     let hd = d / n_heads;
-    let heads = |t_: &Tensor| t_.reshape(&[b as isize, t as isize, n_heads as isize, hd as isize]).transpose(&[0, 2, 1, 3]);
+    let heads =
+        |t_: &Tensor| t_.reshape(&[b as isize, t as isize, n_heads as isize, hd as isize]).transpose(&[0, 2, 1, 3]);
     let qkv = x.matmul(wqkv).split(Sections::Count(3), -1);
     let (q, k, v) = (heads(&qkv[0]), heads(&qkv[1]), heads(&qkv[2]));
     let s = einsum("bhqd,bhkd->bhqk", &[&q, &k]) / (hd as f32).sqrt() as f64;
     let mask = numpy::ones(&[t, t], DType::Bool).tril(0);
     let s = numpy::where_(&mask, &s, -1e9);
     let p = nn::softmax(&s, -1);
-    let o = einsum("bhqk,bhkd->bhqd", &[&p, &v]).transpose(&[0, 2, 1, 3]).reshape(&[b as isize, t as isize, d as isize]);
+    let o =
+        einsum("bhqk,bhkd->bhqd", &[&p, &v]).transpose(&[0, 2, 1, 3]).reshape(&[b as isize, t as isize, d as isize]);
     o.matmul(wo)
 }
 
 /// `emb, pos, (g1, b1), wqkv, wo, (g2, b2), w1, w2, (gf, bf)`.
-pub type Params = (Tensor, Tensor, (Tensor, Tensor), Tensor, Tensor, (Tensor, Tensor), Tensor, Tensor, (Tensor, Tensor));
+pub type Params =
+    (Tensor, Tensor, (Tensor, Tensor), Tensor, Tensor, (Tensor, Tensor), Tensor, Tensor, (Tensor, Tensor));
 
 /// The loss of next-token prediction over `tokens` against `labels` (`i32[B, T]`).
 pub fn gpt_block_loss(params: Params, tokens: Tensor, labels: Tensor) -> Tensor {
@@ -88,7 +91,17 @@ fn gpt_block_matches_jax() {
     let case = Case::load("gpt_block");
     let a = case.args();
     let pair = |i: usize| (a[i].clone(), a[i + 1].clone());
-    let params = (a[0].clone(), a[1].clone(), pair(2), a[4].clone(), a[5].clone(), pair(6), a[8].clone(), a[9].clone(), pair(10));
+    let params = (
+        a[0].clone(),
+        a[1].clone(),
+        pair(2),
+        a[4].clone(),
+        a[5].clone(),
+        pair(6),
+        a[8].clone(),
+        a[9].clone(),
+        pair(10),
+    );
     let args = (named("params", params), named("tokens", a[12].clone()), named("labels", a[13].clone()));
     let loss = checkpoint(|(params, tokens, labels): (Params, Tensor, Tensor)| gpt_block_loss(params, tokens, labels))
         .policy(Policy::SaveOnlyTheseNames { names: vec!["attn_out".into()] });

@@ -25,7 +25,7 @@
 //! text would write `Policy::SaveAndOffloadOnlyTheseNames { .. }` (same residuals,
 //! printed `SaveAndOffloadOnlyTheseNames(...)`).
 
-use remat::{checkpoint, checkpoint_name, named, nn, scan, set_policy_names, PolicyNames, Policy, Tensor};
+use remat::{checkpoint, checkpoint_name, named, nn, scan, set_policy_names, Policy, PolicyNames, Tensor};
 
 use super::common::Case;
 use super::gpt_block::{causal_attention, layernorm};
@@ -64,7 +64,14 @@ pub fn scan_blocks_offload(stacked: Block, x: Tensor) -> Tensor {
 fn scan_of_blocks_offload_matches_jax() {
     let case = Case::load("scan_of_blocks_offload");
     let a = case.args();
-    let stacked = ((a[0].clone(), a[1].clone()), a[2].clone(), a[3].clone(), (a[4].clone(), a[5].clone()), a[6].clone(), a[7].clone());
+    let stacked = (
+        (a[0].clone(), a[1].clone()),
+        a[2].clone(),
+        a[3].clone(),
+        (a[4].clone(), a[5].clone()),
+        a[6].clone(),
+        a[7].clone(),
+    );
     let args = (named("stacked", stacked), named("x", a[8].clone()));
     case.assert_matches(|(stacked, x)| scan_blocks_offload(stacked, x), &args);
 }

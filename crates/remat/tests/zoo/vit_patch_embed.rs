@@ -29,10 +29,8 @@ pub fn vit(params: Params, img: Tensor, labels: Tensor) -> Tensor {
     let p = 4;
     let (wpatch, cls, pos, (g, b), wqkv, wo, whead) = params;
     let [bs, hh, ww, c] = [img.shape()[0], img.shape()[1], img.shape()[2], img.shape()[3]].map(|d| d as isize);
-    let patches = img
-        .reshape(&[bs, hh / p, p, ww / p, p, c])
-        .transpose(&[0, 1, 3, 2, 4, 5])
-        .reshape(&[bs, -1, p * p * c]);
+    let patches =
+        img.reshape(&[bs, hh / p, p, ww / p, p, c]).transpose(&[0, 1, 3, 2, 4, 5]).reshape(&[bs, -1, p * p * c]);
     let tok = patches.matmul(&wpatch);
     let d = tok.shape()[2];
     let x = concatenate(&[&cls.broadcast_to(&[bs as usize, 1, d]), &tok], 1) + &pos;
@@ -44,7 +42,15 @@ pub fn vit(params: Params, img: Tensor, labels: Tensor) -> Tensor {
 fn vit_patch_embed_matches_jax() {
     let case = Case::load("vit_patch_embed");
     let a = case.args();
-    let params = (a[0].clone(), a[1].clone(), a[2].clone(), (a[3].clone(), a[4].clone()), a[5].clone(), a[6].clone(), a[7].clone());
+    let params = (
+        a[0].clone(),
+        a[1].clone(),
+        a[2].clone(),
+        (a[3].clone(), a[4].clone()),
+        a[5].clone(),
+        a[6].clone(),
+        a[7].clone(),
+    );
     let args = (named("params", params), named("img", a[8].clone()), named("labels", a[9].clone()));
     case.assert_matches(|(params, img, labels)| vit(params, img, labels), &args);
 }

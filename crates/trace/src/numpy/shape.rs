@@ -382,7 +382,8 @@ impl Tensor {
                 let mut limits = self.shape().to_vec();
                 starts[0] = i;
                 limits[0] = i + 1;
-                let prim = Primitive::Slice { start_indices: starts, limit_indices: limits, strides: Some(vec![1; rank]) };
+                let prim =
+                    Primitive::Slice { start_indices: starts, limit_indices: limits, strides: Some(vec![1; rank]) };
                 self.apply_at(prim, loc).apply_at(Primitive::Squeeze { dimensions: vec![0] }, loc)
             })
             .collect()
