@@ -339,3 +339,91 @@ pub(crate) fn instantiate(b: &mut Builder, t: Tangent, aval: &Aval) -> Result<At
         Tangent::Zero => b.zeros(aval),
     }
 }
+
+/// `custom_jvp_call` with a registered rule ([`crate::custom`]): the rule's jaxpr
+/// `(primals, tangents) -> (outs, tangent outs)` is inlined on the call's operands after
+/// its `num_consts` consts, zero tangents instantiated (`symbolic_zeros=False`), as JAX's
+/// `process_custom_jvp_call` runs the rule. The primal outputs are the rule's.
+pub(crate) fn jvp_custom_jvp_rule(
+    b: &mut Builder,
+    rule: &dyn crate::custom::CustomJvpRule,
+    name: &str,
+    num_consts: usize,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let (primals, tangents) = (&primals[num_consts..], &tangents[num_consts..]);
+    let avals: Vec<Aval> = primals.iter().map(|p| b.aval(p)).collect();
+    let closed = rule.jvp_jaxpr(&avals).map_err(|m| AdError::Invalid(format!("custom_jvp_call `{name}`: {m}")))?;
+    if !closed.consts.is_empty() {
+        return Err(AdError::Invalid(format!(
+            "custom_jvp_call `{name}`: its rule uses {} constant arrays; pass them as arguments",
+            closed.consts.len()
+        )));
+    }
+    let mut args = primals.to_vec();
+    for (t, aval) in tangents.iter().zip(&avals) {
+        args.push(instantiate(b, *t, aval)?);
+    }
+    let outs = inline_jaxpr(b, &closed.jaxpr, &[], &args);
+    let n = outs.len() / 2;
+    Ok((outs[..n].to_vec(), outs[n..].iter().map(|&t| Tangent::Nz(t)).collect()))
+}
+
+/// `custom_vjp_call` with registered rules ([`crate::custom`]): `fwd` is inlined on the
+/// primals (its residuals are values of the forward program), and the tangents go through
+/// one linear `custom_lin` equation over the residuals and the instantiated tangents,
+/// whose transpose runs `bwd` (JAX's `custom_lin`; see [`crate::custom::CUSTOM_LIN`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn jvp_custom_vjp_rule(
+    b: &mut Builder,
+    rule: &dyn crate::custom::CustomVjpRule,
+    name: &str,
+    fwd: &str,
+    bwd: &str,
+    num_consts: usize,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    if num_consts != 0 {
+        return Err(AdError::Invalid(format!(
+            "custom_vjp_call `{name}`: the function uses {num_consts} values of its enclosing function; pass them as \
+             arguments"
+        )));
+    }
+    let avals: Vec<Aval> = primals.iter().map(|p| b.aval(p)).collect();
+    let j = rule.vjp_jaxprs(&avals).map_err(|m| AdError::Invalid(format!("custom_vjp_call `{name}`: {m}")))?;
+    if !j.fwd.consts.is_empty() || !j.bwd.consts.is_empty() {
+        return Err(AdError::Invalid(format!(
+            "custom_vjp_call `{name}`: its rules use constant arrays; pass them as arguments"
+        )));
+    }
+    let outs = inline_jaxpr(b, &j.fwd.jaxpr, &[], primals);
+    let (outs, res) = outs.split_at(j.num_outs.min(outs.len()));
+    let mut body = Builder::new();
+    let mut args = Vec::new();
+    for r in res {
+        let aval = b.aval(r);
+        body.invar(aval);
+        args.push(*r);
+    }
+    for (t, aval) in tangents.iter().zip(&avals) {
+        body.invar(aval.clone());
+        args.push(instantiate(b, *t, aval)?);
+    }
+    let mut nans = Vec::new();
+    for o in outs {
+        let aval = b.aval(o);
+        nans.push(body.full(&aval, f64::NAN)?);
+    }
+    let lin = Primitive::CustomVjpCall {
+        name: crate::custom::CUSTOM_LIN.to_string(),
+        call_jaxpr: ClosedJaxpr::new(Arc::new(body.finish(nans))),
+        fwd: fwd.to_string(),
+        bwd: bwd.to_string(),
+        num_consts: res.len(),
+        symbolic_zeros: false,
+    };
+    let touts = b.bind(lin, args)?;
+    Ok((outs.to_vec(), touts.into_iter().map(|v| Tangent::Nz(Atom::Var(v))).collect()))
+}

@@ -32,6 +32,7 @@
 pub mod builder;
 mod call;
 mod cond;
+mod custom;
 mod dce;
 mod jvp;
 mod partial_eval;
@@ -42,6 +43,7 @@ mod transpose;
 mod vjp;
 
 pub use builder::{Builder, VarMap};
+pub use custom::{register_custom_jvp, register_custom_vjp, CustomJvpRule, CustomVjpJaxprs, CustomVjpRule, CUSTOM_LIN};
 pub use dce::dce_jaxpr;
 pub use jvp::{custom_rule_notes, jvp_jaxpr, JvpJaxpr};
 pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};

@@ -2,8 +2,10 @@
 //!
 //! This crate is the thin public facade over the pipeline's crates: it re-exports the
 //! tracer's API and adds the functions that act on a user's closure as a whole —
-//! [`jit`], [`grad`], [`value_and_grad`], [`vjp`], [`saved_residuals`],
-//! [`print_saved_residuals`] and [`print_fwd_bwd`]. Running a program, with its backend and
+//! [`jit`], [`grad`], [`value_and_grad`], [`vjp`], [`jvp`], [`linearize`],
+//! [`custom_jvp`], [`custom_vjp`], [`saved_residuals`], [`print_saved_residuals`] and
+//! [`print_fwd_bwd`] (each takes a closure, a `fn` or a `Checkpoint`; gradients come back
+//! flattened or, with `call_tree`, in the arguments' structure). Running a program, with its backend and
 //! NaN policy, has one home: [`run`] (which the `remat` command-line tool uses too).
 //!
 //! ```
@@ -33,12 +35,16 @@
 //! `remat-trace` (closures to jaxprs), `remat-ad` (differentiation and the
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
+mod custom;
+mod linear;
 pub mod pretty;
 pub mod run;
 
 use std::panic::Location;
 use std::sync::Arc;
 
+pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
+pub use linear::{jvp, jvp_with, linearize, linearize_with, vjp, vjp_program, vjp_with, LinearFn, VjpFn, VjpProgram};
 pub use ndarray;
 pub use pretty::{print_fwd_bwd_text, side_by_side};
 /// The autodiff crate, for inspecting a jaxpr's vjp (`saved_residuals`, `fwd_bwd_strings`)
@@ -51,11 +57,13 @@ pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
 pub use remat_json as json;
 pub use remat_trace::{
     self as trace, checkpoint, checkpoint_name, function_scope, lax, make_jaxpr, named, nn, numpy, random,
-    recursive_checkpoint, scan, ArgTree, Tensor, TensorTree, TraceError, Traced,
+    recursive_checkpoint, scan, scan_reverse, ArgTree, GradTree, Idx, Named, ScanBody, Tensor, TensorTree, TraceError,
+    TraceFn, Traced, ELLIPSIS, NEW_AXIS,
 };
-pub use run::{Backend, Nans};
+pub use remat_trace::{idx, pytree};
+pub use run::{Backend, Nans, RunOptions};
 
-use run::{Cache, Program, RunOptions};
+use run::{Cache, Program};
 
 /// Anything that can go wrong between a user's closure and its results.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +97,15 @@ fn trace_closed<A: ArgTree, R: TensorTree>(
     loc: &'static Location<'static>,
 ) -> Result<Traced, Error> {
     Ok(remat_trace::make_jaxpr_at(f, args, loc)?)
+}
+
+/// Traces anything the transformations accept (a closure, a `Checkpoint`, a `Jit`).
+fn trace_fn<A: ArgTree, R: TensorTree, F: TraceFn<A::Traced, R>>(
+    f: &F,
+    args: &A,
+    loc: &'static Location<'static>,
+) -> Result<Traced, Error> {
+    Ok(remat_trace::trace_fn_at(f, args, loc)?)
 }
 
 fn leaf_avals<A: ArgTree>(args: &A) -> Vec<Aval> {
@@ -153,7 +170,7 @@ impl<F> Jit<F> {
     #[track_caller]
     pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
         self.prepared(args, Location::caller())?.run_with(&arg_values(args)?, self.run.nans)
     }
@@ -163,7 +180,7 @@ impl<F> Jit<F> {
     #[track_caller]
     pub fn call_into<A: ArgTree, R: TensorTree>(&self, args: &A, outs: &mut [Array]) -> Result<(), Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
         self.prepared(args, Location::caller())?.run_into_with(&arg_values(args)?, outs, self.run.nans)
     }
@@ -175,10 +192,10 @@ impl<F> Jit<F> {
         loc: &'static Location<'static>,
     ) -> Result<Arc<Program>, Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
         self.cache.get_or_build(leaf_avals(args), || {
-            let traced = trace_closed(&self.f, args, loc)?;
+            let traced = trace_fn(&self.f, args, loc)?;
             Program::new(traced.jaxpr, &self.run)
         })
     }
@@ -191,16 +208,19 @@ impl<F> Jit<F> {
 
 /// `jax.grad(f)`: the gradient of a scalar function with respect to every flattened
 /// argument (or those chosen with [`Grad::argnums`]), compiled per input signature.
+/// [`Grad::call`] returns the gradients flattened; [`Grad::call_tree`] in the structure of
+/// the arguments. `f` is a closure, a `fn`, or a [`Checkpoint`](trace::Checkpoint) itself.
 pub fn grad<F>(f: F) -> Grad<F> {
     Grad::new(f, false)
 }
 
-/// `jax.value_and_grad(f)`: like [`grad`], returning the value first.
+/// `jax.value_and_grad(f)`: like [`grad`], returning the value first
+/// ([`Grad::value_and_call_tree`] gives `(value, gradients in the arguments' structure)`).
 pub fn value_and_grad<F>(f: F) -> Grad<F> {
     Grad::new(f, true)
 }
 
-/// A gradient function; see [`grad`].
+/// A gradient function; see [`grad`] and [`value_and_grad`].
 #[derive(Debug)]
 pub struct Grad<F> {
     f: F,
@@ -211,8 +231,75 @@ pub struct Grad<F> {
 }
 
 impl<F> Grad<F> {
+    /// Calls the gradient on concrete arguments and returns it in their structure: the
+    /// gradient of a `(Array, Array)` is a `(Array, Array)`, of a `Vec<Array>` a
+    /// `Vec<Array>`, of a `BTreeMap<String, Array>` the same map, of a
+    /// [`pytree!`] struct the same struct (for a [`value_and_grad`], the value is left out:
+    /// see [`Grad::value_and_call_tree`]). Not with [`Grad::argnums`] (the structure would
+    /// have holes): use [`Grad::call`].
+    #[track_caller]
+    pub fn call_tree<A: GradTree, R: TensorTree>(&self, args: &A) -> Result<A::Grads, Error>
+    where
+        F: TraceFn<A::Traced, R>,
+    {
+        let mut flat = self.tree_call(args, Location::caller())?;
+        if self.with_value && !flat.is_empty() {
+            flat.remove(0);
+        }
+        unflatten(args, flat)
+    }
+
+    /// For a [`value_and_grad`]: the value, and the gradient in the arguments' structure
+    /// (see [`Grad::call_tree`]). For a [`grad`], an error (there is no value).
+    #[track_caller]
+    pub fn value_and_call_tree<A: GradTree, R: TensorTree>(&self, args: &A) -> Result<(Array, A::Grads), Error>
+    where
+        F: TraceFn<A::Traced, R>,
+    {
+        if !self.with_value {
+            let message = "value_and_call_tree needs a value_and_grad (this is a grad); use call_tree";
+            return Err(Error::Ad(AdError::Invalid(message.into())));
+        }
+        let mut flat = self.tree_call(args, Location::caller())?.into_iter();
+        let value = flat.next().ok_or_else(|| internal("value_and_grad returned no value"))?;
+        Ok((value, unflatten(args, flat.collect())?))
+    }
+}
+
+/// An error of the facade's own bookkeeping (a result count that does not match).
+fn internal(message: &str) -> Error {
+    Error::Ad(AdError::Internal(message.into()))
+}
+
+/// `flat` (one array per leaf of `args`) in `args`' structure.
+fn unflatten<A: GradTree>(args: &A, flat: Vec<Array>) -> Result<A::Grads, Error> {
+    let n = flat.len();
+    let mut it = flat.into_iter();
+    match (args.unflatten(&mut it), it.next()) {
+        (Some(tree), None) => Ok(tree),
+        _ => Err(internal(&format!("{n} gradients do not fit the arguments' {} leaves", leaf_avals(args).len()))),
+    }
+}
+
+impl<F> Grad<F> {
     fn new(f: F, with_value: bool) -> Grad<F> {
         Grad { f, argnums: None, with_value, run: RunOptions::default(), cache: Cache::default() }
+    }
+
+    /// [`Grad::call`] for `call_tree`, which needs every argument's gradient.
+    fn tree_call<A: ArgTree, R: TensorTree>(
+        &self,
+        args: &A,
+        loc: &'static Location<'static>,
+    ) -> Result<Vec<Array>, Error>
+    where
+        F: TraceFn<A::Traced, R>,
+    {
+        if self.argnums.is_some() {
+            let message = "call_tree returns the gradient of every argument, in their structure; with argnums use call";
+            return Err(Error::Ad(AdError::Invalid(message.into())));
+        }
+        self.prepared(args, loc)?.run_with(&arg_values(args)?, self.run.nans)
     }
 
     /// Differentiates with respect to these flattened arguments only.
@@ -249,7 +336,7 @@ impl<F> Grad<F> {
     #[track_caller]
     pub fn jaxpr<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<ClosedJaxpr, Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
         self.jaxpr_at(args, Location::caller())
     }
@@ -260,9 +347,9 @@ impl<F> Grad<F> {
         loc: &'static Location<'static>,
     ) -> Result<ClosedJaxpr, Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
-        let traced = trace_closed(&self.f, args, loc)?;
+        let traced = trace_fn(&self.f, args, loc)?;
         let jaxpr = &traced.jaxpr.jaxpr;
         let argnums: Vec<usize> = match &self.argnums {
             Some(a) => a.clone(),
@@ -280,7 +367,7 @@ impl<F> Grad<F> {
     #[track_caller]
     pub fn call<A: ArgTree, R: TensorTree>(&self, args: &A) -> Result<Vec<Array>, Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
         self.prepared(args, Location::caller())?.run_with(&arg_values(args)?, self.run.nans)
     }
@@ -291,7 +378,7 @@ impl<F> Grad<F> {
     #[track_caller]
     pub fn call_into<A: ArgTree, R: TensorTree>(&self, args: &A, outs: &mut [Array]) -> Result<(), Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
         self.prepared(args, Location::caller())?.run_into_with(&arg_values(args)?, outs, self.run.nans)
     }
@@ -304,49 +391,9 @@ impl<F> Grad<F> {
         loc: &'static Location<'static>,
     ) -> Result<Arc<Program>, Error>
     where
-        F: Fn(A::Traced) -> R,
+        F: TraceFn<A::Traced, R>,
     {
         self.cache.get_or_build(leaf_avals(args), || Program::new(self.jaxpr_at(args, loc)?, &self.run))
-    }
-}
-
-/// The forward and backward halves of `f`'s reverse-mode derivative at arguments like
-/// `args`, with what the forward half saves.
-#[track_caller]
-pub fn vjp<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<VjpProgram, Error> {
-    let traced = trace_closed(f, args, Location::caller())?;
-    let v = remat_ad::vjp(&traced.jaxpr.jaxpr, &traced.arg_names)?;
-    Ok(VjpProgram { vjp: v, consts: traced.jaxpr.consts, arg_names: traced.arg_names })
-}
-
-/// See [`vjp`].
-#[derive(Clone, Debug)]
-pub struct VjpProgram {
-    pub vjp: remat_ad::Vjp,
-    /// Values of the forward half's constvars (the constants the function uses).
-    pub consts: Vec<Array>,
-    pub arg_names: Vec<String>,
-}
-
-impl VjpProgram {
-    /// The forward jaxpr: `(primals) -> (outputs, residuals)`.
-    pub fn fwd(&self) -> &Jaxpr {
-        &self.vjp.fwd
-    }
-
-    /// The backward jaxpr: `(residuals, cotangents) -> (one gradient per input)`.
-    pub fn bwd(&self) -> &Jaxpr {
-        &self.vjp.bwd
-    }
-
-    /// What the forward half saves, in JAX's order.
-    pub fn residuals(&self) -> &[Residual] {
-        &self.vjp.residuals
-    }
-
-    /// Both halves compiled to native code (the forward half with its constants).
-    pub fn compile(&self) -> Result<(Compiled, Compiled), Error> {
-        Ok((remat_jit::compile_with_consts(&self.vjp.fwd, &self.consts)?, remat_jit::compile(&self.vjp.bwd)?))
     }
 }
 
@@ -356,7 +403,8 @@ pub fn saved_residuals<A: ArgTree, R: TensorTree>(
     f: impl FnOnce(A::Traced) -> R,
     args: &A,
 ) -> Result<Vec<Residual>, Error> {
-    Ok(vjp(f, args)?.vjp.residuals)
+    let traced = trace_closed(f, args, Location::caller())?;
+    Ok(remat_ad::saved_residuals(&traced.jaxpr.jaxpr, &traced.arg_names)?)
 }
 
 /// `jax.ad_checkpoint.print_saved_residuals`: the residual lines, in JAX's words.

@@ -89,7 +89,7 @@ fn grad_argnums_selects_flattened_arguments() {
 fn vjp_halves_compile_and_give_the_gradient() {
     let avals = (named("W1", f32s(&[6, 4])), named("W2", f32s(&[5, 6])), named("x", f32s(&[4])));
     let ck = checkpoint(mlp).policy(Policy::NothingSaveable);
-    let v = remat::vjp(|a| ck.call(a), &avals).unwrap();
+    let v = remat::vjp_program(|a| ck.call(a), &avals).unwrap();
     let names: Vec<String> = v.residuals().iter().map(|r| r.to_string()).collect();
     assert_eq!(names, ["f32[6,4] from the argument W1", "f32[5,6] from the argument W2", "f32[4] from the argument x"]);
     let (fwd, bwd) = v.compile().unwrap();
@@ -141,7 +141,7 @@ fn functions_that_use_constant_arrays_differentiate_and_compile() {
             assert!((got - want).abs() < 1e-5, "{backend:?}: {got} vs {want}");
         }
     }
-    let v = remat::vjp(f, &named("x", f32s(&[3]))).unwrap();
+    let v = remat::vjp_program(f, &named("x", f32s(&[3]))).unwrap();
     assert_eq!(v.residuals()[0].to_string(), "f32[3] from a constant");
     let (fwd, bwd) = v.compile().unwrap();
     let mut res = fwd.run(&[x]).unwrap().split_off(1);

@@ -80,7 +80,7 @@ fn jit_and_grad_return_a_panic_as_an_error_at_the_callers_line() {
     let text = message(remat::grad(f).call(&ones()).unwrap_err());
     assert!(text.contains("the traced closure") && text.contains(HERE), "{text}");
     for text in [
-        remat::vjp(f, &named("x", vec3())).map(|_| ()),
+        remat::vjp_program(f, &named("x", vec3())).map(|_| ()),
         remat::saved_residuals(f, &named("x", vec3())).map(|_| ()),
         remat::fwd_bwd_strings(f, &named("x", vec3())).map(|_| ()),
     ]

@@ -68,23 +68,35 @@
 
 #![warn(missing_docs)]
 
+mod custom;
 pub mod lax;
 pub mod nn;
 pub mod numpy;
+mod pytree;
 pub mod random;
 mod scan;
 mod tensor;
 mod trace;
+mod traceable;
 mod transforms;
 mod tree;
 
+pub use custom::{custom_jvp_call, custom_vjp_call, trace_jvp_rule, trace_rule};
 pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
 pub use tensor::{binary, compare, unary, Arg, Tensor};
 #[doc(hidden)]
 pub use trace::__enclosing_function_name;
 pub use trace::{function_scope, in_function, FunctionScope, TraceError};
+pub use traceable::{ScanBody, TraceFn};
 pub use transforms::{
-    checkpoint, checkpoint_name, jit, make_jaxpr, make_jaxpr_at, recursive_checkpoint, Checkpoint, Jit, Traced,
+    checkpoint, checkpoint_name, function_name, jit, make_jaxpr, make_jaxpr_at, recursive_checkpoint, trace_fn_at,
+    Checkpoint, Jit, Traced,
 };
-pub use tree::{named, ArgTree, Named, TensorTree};
+pub use tree::{named, ArgTree, GradTree, Named, TensorTree};
+
+/// What the exported macros name (`pytree!`); not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use remat_ir::{Array, Aval};
+}

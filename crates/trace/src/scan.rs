@@ -13,12 +13,15 @@ use remat_ir::{Aval, ClosedJaxpr, Primitive};
 
 use crate::tensor::Tensor;
 use crate::trace::{record_error, Operand};
+use crate::traceable::ScanBody;
 use crate::transforms::{bind_call, placeholders, trace_body};
 use crate::tree::TensorTree;
 
 /// `jax.lax.scan(body, init, xs)`: runs `body(carry, x) -> (carry, y)` over the leading
 /// axis of every leaf of `xs`, returning the final carry and the `y`s stacked along a new
-/// leading axis. Records one `scan` equation.
+/// leading axis. Records one `scan` equation. `body` is a closure of two arguments, or a
+/// [`Checkpoint`](crate::Checkpoint) of a function of the pair `(carry, x)` (JAX's
+/// `scan(jax.checkpoint(body), ...)`).
 ///
 /// ```
 /// use remat_ir::{Aval, DType};
@@ -30,7 +33,7 @@ use crate::tree::TensorTree;
 /// assert!(traced.to_string().contains("length=5"));
 /// ```
 #[track_caller]
-pub fn scan<C, X, Y>(body: impl Fn(C, X) -> (C, Y), init: C, xs: X) -> (C, Y)
+pub fn scan<C, X, Y>(body: impl ScanBody<C, X, Y>, init: C, xs: X) -> (C, Y)
 where
     C: TensorTree,
     X: TensorTree,
@@ -42,7 +45,7 @@ where
 /// [`scan`] from the last element of `xs` to the first (`reverse=True`); the stacked `y`s
 /// stay in the order of `xs`.
 #[track_caller]
-pub fn scan_reverse<C, X, Y>(body: impl Fn(C, X) -> (C, Y), init: C, xs: X) -> (C, Y)
+pub fn scan_reverse<C, X, Y>(body: impl ScanBody<C, X, Y>, init: C, xs: X) -> (C, Y)
 where
     C: TensorTree,
     X: TensorTree,
@@ -52,7 +55,7 @@ where
 }
 
 fn scan_at<C, X, Y>(
-    body: impl Fn(C, X) -> (C, Y),
+    body: impl ScanBody<C, X, Y>,
     init: C,
     xs: X,
     reverse: bool,
@@ -67,11 +70,11 @@ where
     let x_leaves = xs.leaves();
     let Some(length) = x_leaves.first().and_then(|x| x.shape().first().copied()) else {
         record_error(loc, "scan needs at least one scanned-over array with a leading axis".into());
-        return failed(&body, init, &xs);
+        return failed(&body, init, &xs, loc);
     };
     if let Some(bad) = x_leaves.iter().find(|x| x.shape().first() != Some(&length)) {
         record_error(loc, format!("scan: every scanned-over array needs leading axis {length}, found {}", bad.aval()));
-        return failed(&body, init, &xs);
+        return failed(&body, init, &xs, loc);
     }
     let mut in_types: Vec<(Aval, bool)> = carry_leaves.iter().map(|t| (t.aval().clone(), t.is_weak())).collect();
     in_types.extend(x_leaves.iter().map(|x| (Aval::new(x.dtype(), x.shape()[1..].to_vec()), x.is_weak())));
@@ -82,7 +85,7 @@ where
             let mut it = inner.into_iter();
             let c = init.rebuild(&mut it);
             let x = xs.rebuild(&mut it);
-            body(c, x)
+            body.call_body(c, x, loc)
         },
         ("the scan body", std::any::type_name_of_val(&body)),
         loc,
@@ -142,7 +145,12 @@ where
 /// After a recorded error, a `(carry, y)` of the right structure: the body runs on
 /// placeholder slices (operations record nothing once an error is recorded) only to build
 /// `y`'s structure.
-fn failed<C: TensorTree, X: TensorTree, Y: TensorTree>(body: &impl Fn(C, X) -> (C, Y), init: C, xs: &X) -> (C, Y) {
+fn failed<C: TensorTree, X: TensorTree, Y: TensorTree>(
+    body: &impl ScanBody<C, X, Y>,
+    init: C,
+    xs: &X,
+    loc: &'static Location<'static>,
+) -> (C, Y) {
     let sliced: Vec<Tensor> = xs
         .leaves()
         .into_iter()
@@ -152,6 +160,6 @@ fn failed<C: TensorTree, X: TensorTree, Y: TensorTree>(body: &impl Fn(C, X) -> (
         })
         .collect();
     let x = xs.rebuild(&mut sliced.into_iter());
-    let (_, y) = body(placeholders(&init), x);
+    let (_, y) = body.call_body(placeholders(&init), x, loc);
     (init, placeholders(&y))
 }

@@ -20,6 +20,7 @@ use crate::trace::{
     bind, bind_n, current_frame, function_scope, pop_frame, push_frame, record_error, share_jaxpr, source_info,
     spell_last_literals, CallKey, Operand, TraceError,
 };
+use crate::traceable::TraceFn;
 use crate::tree::{ArgTree, TensorTree};
 
 /// A traced function: its closed jaxpr and the names of its flattened arguments.
@@ -100,14 +101,30 @@ pub fn make_jaxpr_at<A: ArgTree, R: TensorTree>(
     args: &A,
     loc: &'static Location<'static>,
 ) -> Result<Traced, TraceError> {
-    match panic::catch_unwind(AssertUnwindSafe(|| trace_root(f, args, loc))) {
+    let name = std::any::type_name_of_val(&f);
+    match panic::catch_unwind(AssertUnwindSafe(|| trace_root(f, name, args, loc))) {
         Ok(traced) => traced,
         Err(payload) => Err(closure_panic_error(payload, loc)),
     }
 }
 
-fn trace_root<A: ArgTree, F: FnOnce(A::Traced) -> R, R: TensorTree>(
-    f: F,
+/// [`make_jaxpr_at`] for anything the transformations accept ([`TraceFn`]: a closure, a
+/// [`Checkpoint`], a [`Jit`]); a panic inside it names `F`.
+pub fn trace_fn_at<A: ArgTree, R: TensorTree, F: TraceFn<A::Traced, R>>(
+    f: &F,
+    args: &A,
+    loc: &'static Location<'static>,
+) -> Result<Traced, TraceError> {
+    let name = std::any::type_name::<F>();
+    match panic::catch_unwind(AssertUnwindSafe(|| trace_root(|a| f.call_traced(a, loc), name, args, loc))) {
+        Ok(traced) => traced,
+        Err(payload) => Err(closure_panic_error(payload, loc)),
+    }
+}
+
+fn trace_root<A: ArgTree, R: TensorTree>(
+    f: impl FnOnce(A::Traced) -> R,
+    name: &str,
     args: &A,
     loc: &'static Location<'static>,
 ) -> Result<Traced, TraceError> {
@@ -122,7 +139,7 @@ fn trace_root<A: ArgTree, F: FnOnce(A::Traced) -> R, R: TensorTree>(
     let types: Vec<(Aval, bool)> = specs.iter().map(|(_, a)| (a.clone(), false)).collect();
     let (guard, inputs) = push_frame(&types);
     let traced_args = args.build(&mut inputs.into_iter());
-    let out = naming_panics("the traced closure", std::any::type_name::<F>(), loc, || f(traced_args));
+    let out = naming_panics("the traced closure", name, loc, || f(traced_args));
     let finished = pop_frame(guard, &out.leaves(), loc)?;
     Ok(Traced {
         jaxpr: ClosedJaxpr { jaxpr: Arc::new(finished.jaxpr), consts: finished.consts },
@@ -245,7 +262,7 @@ fn new_instance() -> u64 {
 
 /// The name JAX would take from a Python function: a Rust function item's own name, or
 /// `<lambda>` for a closure, as JAX names an anonymous function.
-fn function_name<F>() -> String {
+pub fn function_name<F>() -> String {
     let full = std::any::type_name::<F>();
     if full.contains(['{', '(']) {
         return "<lambda>".into();
@@ -284,7 +301,14 @@ impl<F> Jit<F> {
     where
         F: Fn(A) -> R,
     {
-        let loc = Location::caller();
+        self.call_at(args, Location::caller())
+    }
+
+    /// [`Jit::call`] recorded at `loc`.
+    pub(crate) fn call_at<A: TensorTree, R: TensorTree>(&self, args: A, loc: &'static Location<'static>) -> R
+    where
+        F: Fn(A) -> R,
+    {
         let leaves = args.leaves();
         let body = trace_body(
             &types_of(&leaves),
@@ -412,7 +436,14 @@ impl<F> Checkpoint<F> {
     where
         F: Fn(A) -> R,
     {
-        let loc = Location::caller();
+        self.call_at(args, Location::caller())
+    }
+
+    /// [`Checkpoint::call`] recorded at `loc`.
+    pub(crate) fn call_at<A: TensorTree, R: TensorTree>(&self, args: A, loc: &'static Location<'static>) -> R
+    where
+        F: Fn(A) -> R,
+    {
         let leaves = args.leaves();
         let callee = ("the checkpointed closure", std::any::type_name::<F>());
         match trace_body(&types_of(&leaves), |inner| (self.f)(args.rebuild(&mut inner.into_iter())), callee, loc) {

@@ -219,3 +219,80 @@ tuple_trees!(
     (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10),
     (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11),
 );
+
+/// An argument tree whose gradients come back in its own structure: a tuple of arrays
+/// gives a tuple of gradients, a `Vec` a `Vec`, a `BTreeMap` of named parameters the same
+/// map, a user's struct (made a tree with [`pytree!`](crate::pytree)) the same struct. Each
+/// leaf (an [`Array`] or an [`Aval`]) becomes an [`Array`].
+pub trait GradTree: ArgTree {
+    /// The tree's structure with an [`Array`] at every leaf.
+    type Grads;
+    /// Builds the structure, taking one array per leaf in order; `None` when `leaves`
+    /// runs out first.
+    fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<Self::Grads>;
+}
+
+impl GradTree for Array {
+    type Grads = Array;
+    fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<Array> {
+        leaves.next()
+    }
+}
+
+impl GradTree for Aval {
+    type Grads = Array;
+    fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<Array> {
+        leaves.next()
+    }
+}
+
+impl<T: GradTree> GradTree for Named<T> {
+    type Grads = T::Grads;
+    fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<T::Grads> {
+        self.value.unflatten(leaves)
+    }
+}
+
+impl<T: GradTree> GradTree for Vec<T> {
+    type Grads = Vec<T::Grads>;
+    fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<Self::Grads> {
+        self.iter().map(|x| x.unflatten(leaves)).collect()
+    }
+}
+
+impl<T: GradTree, const N: usize> GradTree for [T; N] {
+    type Grads = [T::Grads; N];
+    fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<Self::Grads> {
+        let v: Vec<T::Grads> = self.iter().map(|x| x.unflatten(leaves)).collect::<Option<_>>()?;
+        v.try_into().ok()
+    }
+}
+
+impl<T: GradTree> GradTree for BTreeMap<String, T> {
+    type Grads = BTreeMap<String, T::Grads>;
+    fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<Self::Grads> {
+        self.iter().map(|(k, x)| Some((k.clone(), x.unflatten(leaves)?))).collect()
+    }
+}
+
+macro_rules! tuple_grad_trees {
+    ($(($($t:ident $i:tt),+)),+ $(,)?) => {$(
+        impl<$($t: GradTree),+> GradTree for ($($t,)+) {
+            type Grads = ($($t::Grads,)+);
+            fn unflatten(&self, leaves: &mut dyn Iterator<Item = Array>) -> Option<Self::Grads> {
+                Some(($(self.$i.unflatten(leaves)?,)+))
+            }
+        }
+    )+};
+}
+
+tuple_grad_trees!(
+    (A 0),
+    (A 0, B 1),
+    (A 0, B 1, C 2),
+    (A 0, B 1, C 2, D 3),
+    (A 0, B 1, C 2, D 3, E 4),
+    (A 0, B 1, C 2, D 3, E 4, F 5),
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6),
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7),
+);

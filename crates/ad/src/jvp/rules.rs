@@ -15,7 +15,8 @@
 use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
 use super::{
-    emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_vjp_call, scan_jvp, Tangent,
+    emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
+    jvp_custom_vjp_rule, scan_jvp, Tangent,
 };
 use crate::builder::{lit, Builder};
 use crate::AdError;
@@ -209,10 +210,13 @@ pub(crate) fn jvp_rule(
             Ok((out, vec![tangents[0]]))
         }
         Primitive::Jit { .. } => jvp_call(b, eqn, primals, tangents),
-        Primitive::CustomJvpCall { name, call_jaxpr, .. } => match KnownCustomJvp::of(name, primals.len()) {
-            Some(rule) => rule.jvp(b, old, eqn, primals, tangents),
-            None => jvp_custom_jvp_call(b, old, eqn, name, call_jaxpr, primals, tangents),
-        },
+        Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, .. } => {
+            match (crate::custom::custom_jvp_rule(name, jvp)?, KnownCustomJvp::of(name, primals.len())) {
+                (Some(rule), _) => jvp_custom_jvp_rule(b, rule.as_ref(), name, *num_consts, primals, tangents),
+                (None, Some(rule)) => rule.jvp(b, old, eqn, primals, tangents),
+                (None, None) => jvp_custom_jvp_call(b, old, eqn, name, call_jaxpr, primals, tangents),
+            }
+        }
         Primitive::Remat2 { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::Scan { .. } => scan_jvp(b, eqn, primals, tangents),
         Primitive::Gather { .. } => indexing::gather(b, old, eqn, primals, tangents),
@@ -226,8 +230,18 @@ pub(crate) fn jvp_rule(
         // The fwd/bwd rules are known only by name: the primal function is differentiated.
         // `fwd` computes the primal outputs, here the body's (inlined, as a `fwd` that
         // computes the function does); the tangent is the body's.
-        Primitive::CustomVjpCall { name, call_jaxpr, .. } => {
-            jvp_custom_vjp_call(b, name, call_jaxpr, primals, tangents)
+        Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, .. } => {
+            if name == crate::custom::CUSTOM_LIN {
+                return Err(AdError::Unsupported {
+                    primitive: "custom_vjp_call",
+                    message: "the linear custom_lin equation of a custom_vjp function cannot be differentiated again"
+                        .into(),
+                });
+            }
+            match crate::custom::custom_vjp_rule(fwd, bwd)? {
+                Some(rule) => jvp_custom_vjp_rule(b, rule.as_ref(), name, fwd, bwd, *num_consts, primals, tangents),
+                None => jvp_custom_vjp_call(b, name, call_jaxpr, primals, tangents),
+            }
         }
     }
 }
@@ -608,19 +622,23 @@ pub fn custom_rule_notes(jaxpr: &Jaxpr) -> Vec<String> {
     let mut notes = Vec::new();
     for eqn in &jaxpr.eqns {
         if let Primitive::CustomJvpCall { name, jvp, .. } = &eqn.primitive {
-            if KnownCustomJvp::of(name, eqn.invars.len()).is_none() {
+            let registered = matches!(crate::custom::custom_jvp_rule(name, jvp), Ok(Some(_)));
+            if !registered && KnownCustomJvp::of(name, eqn.invars.len()).is_none() {
                 notes.push(format!(
                     "custom_jvp_call `{name}` at {}: its rule `{jvp}` is not known; its call_jaxpr is differentiated",
                     eqn.source
                 ));
             }
         }
+        let registered = |fwd: &str, bwd: &str| matches!(crate::custom::custom_vjp_rule(fwd, bwd), Ok(Some(_)));
         if let Primitive::CustomVjpCall { name, fwd, bwd, .. } = &eqn.primitive {
-            notes.push(format!(
-                "custom_vjp_call `{name}` at {}: its rules `{fwd}`/`{bwd}` are not known; its call_jaxpr is \
+            if !registered(fwd, bwd) {
+                notes.push(format!(
+                    "custom_vjp_call `{name}` at {}: its rules `{fwd}`/`{bwd}` are not known; its call_jaxpr is \
                  differentiated",
-                eqn.source
-            ));
+                    eqn.source
+                ));
+            }
         }
         for sub in eqn.primitive.subjaxprs() {
             notes.extend(custom_rule_notes(sub));

@@ -485,6 +485,9 @@ pub(crate) fn transpose_rule(
         Primitive::While { .. } => {
             return Err(AdError::Unsupported { primitive: "while", message: WHILE_REVERSE_MODE.into() })
         }
+        Primitive::CustomVjpCall { name, fwd, bwd, num_consts, .. } if name == crate::custom::CUSTOM_LIN => {
+            return crate::custom::transpose_custom_lin(b, fwd, bwd, *num_consts, ins, ct_outs);
+        }
         Primitive::CustomVjpCall { .. } => return Err(not_linear()),
     }
     Ok(out)
