@@ -22,6 +22,10 @@ mod cnn_dots_saveable;
 mod common;
 #[path = "zoo/control_flow.rs"]
 mod control_flow;
+#[path = "zoo/custom_jvp.rs"]
+mod custom_jvp;
+#[path = "zoo/custom_vjp.rs"]
+mod custom_vjp;
 #[path = "zoo/depthwise_and_transpose_conv.rs"]
 mod depthwise_and_transpose_conv;
 #[path = "zoo/dropout_mlp.rs"]
