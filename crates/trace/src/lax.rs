@@ -336,6 +336,18 @@ pub fn stop_gradient(x: &Tensor) -> Tensor {
     x.apply_at(Primitive::Unary(remat_ir::UnaryOp::StopGradient), Location::caller())
 }
 
+/// `lax.rem(x, y)`: the remainder of `x / y` with the sign of `x` (C's `fmod`), `rem`. A
+/// Rust float operand prints as the Python float JAX binds unrounded (`rem a 1.3:f32[]`).
+#[track_caller]
+pub fn rem(x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
+    let args = [x.into(), y.into()];
+    let floats = crate::transforms::python_floats(&args, 0);
+    let [x, y] = args;
+    let out = binary_at(BinaryOp::Rem, x, y, Location::caller());
+    crate::trace::spell_last_literals(&floats);
+    out
+}
+
 /// `lax.dynamic_slice(x, starts, sizes)`: see [`Tensor::dynamic_slice`].
 #[track_caller]
 pub fn dynamic_slice(x: &Tensor, starts: &[Arg], sizes: &[usize]) -> Tensor {

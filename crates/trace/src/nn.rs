@@ -119,11 +119,9 @@ pub fn log_softmax(x: &Tensor, axis: isize) -> Tensor {
 }
 
 /// `jax.nn.logsumexp(x, axis=axes, keepdims=keepdims)` (`axes: None` reduces all):
-/// `log(sum(exp(x - m))) + m` with `m` the maximum, replaced by 0 where it is not finite.
-///
-/// JAX tests finiteness with an `is_finite` primitive, which the IR lacks; this records
-/// the equivalent `eq (m - m) 0.0` instead, so the text differs from JAX's there (and it
-/// leaves out the unused `sign` JAX computes).
+/// `log(sum(exp(x - m))) + m` with `m` the maximum, replaced by 0 where it is not finite
+/// (`is_finite`). As JAX's, it also records the `sign` of the sum, which it does not use
+/// (the top level prints that binder `_`).
 #[track_caller]
 pub fn logsumexp(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Tensor {
     let loc = Location::caller();
@@ -135,8 +133,7 @@ pub fn logsumexp(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Tensor {
     let m = binary_at(BinaryOp::Max, f64::NEG_INFINITY.into(), m.into(), loc);
     axes.sort_unstable();
     let m = if keepdims { m.expand_dims_at(&axes, loc) } else { m };
-    let diff = binary_at(BinaryOp::Sub, m.clone().into(), m.clone().into(), loc);
-    let finite = compare_at(CompareOp::Eq, diff.into(), 0.0.into(), loc);
+    let finite = unary_at(UnaryOp::IsFinite, m.clone().into(), loc);
     let zero = if m.ndim() == 0 {
         Operand::Literal(LitValue::from_f64(m.dtype(), 0.0))
     } else {
@@ -148,6 +145,7 @@ pub fn logsumexp(x: &Tensor, axes: Option<&[isize]>, keepdims: bool) -> Tensor {
     let e = unary_at(UnaryOp::Exp, binary_at(BinaryOp::Sub, x.into(), m_dims.into(), loc).into(), loc);
     let s = e.reduce_sum_at(&axes, loc);
     let s = if keepdims { s.expand_dims_at(&axes, loc) } else { s };
+    unary_at(UnaryOp::Sign, s.clone().into(), loc);
     let l = unary_at(UnaryOp::Log, unary_at(UnaryOp::Abs, s.into(), loc).into(), loc);
     binary_at(BinaryOp::Add, l.into(), m.into(), loc)
 }

@@ -309,8 +309,19 @@ pub fn binary(op: BinaryOp, a: impl Into<Arg>, b: impl Into<Arg>) -> Tensor {
 }
 
 pub(crate) fn binary_at(op: BinaryOp, a: Arg, b: Arg, loc: &'static Location<'static>) -> Tensor {
+    // A Rust float with a result that stays weakly typed (the other operand a weak tensor
+    // or an integer one) stays a Python float in JAX, never rounded to `f32`: it prints as
+    // written, `mul 0.1:f32[] j`.
+    let with_tensor = [&a, &b].iter().any(|x| matches!(x, Arg::Tensor(_)));
+    let floats = if with_tensor { crate::transforms::python_floats(&[a.clone(), b.clone()], 0) } else { vec![] };
     match promote(op.name(), &[a, b], loc) {
-        Some((ops, _, weak)) => bind(Primitive::Binary(op), &ops, weak, loc).remove(0),
+        Some((ops, _, weak)) => {
+            let out = bind(Primitive::Binary(op), &ops, weak, loc).remove(0);
+            if weak {
+                crate::trace::spell_last_literals(&floats);
+            }
+            out
+        }
         None => Tensor::placeholder(Aval::scalar(DType::F32)),
     }
 }
@@ -376,6 +387,12 @@ unary_methods!(
     logistic => Logistic: "Elementwise `1 / (1 + e^-x)` (`logistic`; `jax.nn.sigmoid`).",
     square => Square: "Elementwise `x * x` (`square`, as `jnp.square`).",
     stop_gradient => StopGradient: "The value, with no gradient flowing back (`stop_gradient`).",
+    floor => Floor: "Elementwise floor (`floor`, as `jnp.floor` of a float).",
+    ceil => Ceil: "Elementwise ceiling (`ceil`, as `jnp.ceil` of a float).",
+    erf => Erf: "Elementwise error function (`erf`; `jax.scipy.special.erf`).",
+    erf_inv => ErfInv: "Elementwise inverse error function (`erf_inv`; `jax.scipy.special.erfinv`).",
+    lgamma => Lgamma: "Elementwise `log|Γ(x)|` (`lgamma`; `jax.scipy.special.gammaln`).",
+    digamma => Digamma: "Elementwise digamma function (`digamma`; `jax.scipy.special.digamma`).",
 );
 
 impl Tensor {

@@ -192,8 +192,7 @@ fn programs() -> BTreeMap<String, Program> {
 }
 
 /// Programs whose JAX text uses what the IR cannot express, with the reason.
-const KNOWN_DIFFERENT: &[(&str, &str)] =
-    &[("logsumexp", "JAX records `is_finite`, which the IR lacks (see nn::logsumexp)")];
+const KNOWN_DIFFERENT: &[(&str, &str)] = &[];
 
 fn oracle() -> BTreeMap<String, serde_json::Value> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jnp_oracle.json");
@@ -239,8 +238,8 @@ fn every_oracle_program_prints_as_jax_does() {
     assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), oracle.len(), failures.join("\n\n"));
 }
 
-/// `logsumexp`'s text differs from JAX's (no `is_finite` in the IR); its values do not,
-/// including rows that are all `-inf`, where JAX's shift by a non-finite max becomes 0.
+/// `logsumexp`'s values, including rows that are all `-inf`, where JAX's shift by a
+/// non-finite max becomes 0.
 #[test]
 fn logsumexp_values() {
     let traced =

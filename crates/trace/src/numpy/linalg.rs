@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::panic::Location;
 
-use remat_ir::{DotDimensionNumbers, Primitive};
+use remat_ir::{DType, DotDimensionNumbers, Primitive};
 
 use crate::tensor::{result_type, Tensor};
 use crate::trace::{bind, record_error};
@@ -25,6 +25,13 @@ impl Tensor {
     #[track_caller]
     pub fn dot(&self, b: &Tensor) -> Tensor {
         dot_general_at(self, b, dot_numbers(self, b), Location::caller())
+    }
+
+    /// `jnp.dot(a, b, preferred_element_type=dtype)`: as [`Tensor::dot`], accumulating and
+    /// returning `dtype` (`bf16` operands with an `f32` result, for mixed precision).
+    #[track_caller]
+    pub fn dot_preferred(&self, b: &Tensor, preferred_element_type: DType) -> Tensor {
+        dot_general_typed(self, b, dot_numbers(self, b), Some(preferred_element_type), Location::caller())
     }
 
     /// `a @ b` (`jnp.matmul`): the matrix product over the last two axes, with the leading
@@ -53,6 +60,18 @@ pub(crate) fn dot_general_at(
     dn: DotDimensionNumbers,
     loc: &'static Location<'static>,
 ) -> Tensor {
+    dot_general_typed(a, b, dn, None, loc)
+}
+
+/// `dot_general` of `a` and `b` converted to their common dtype, producing `preferred`
+/// (by default that common dtype).
+fn dot_general_typed(
+    a: &Tensor,
+    b: &Tensor,
+    dn: DotDimensionNumbers,
+    preferred: Option<DType>,
+    loc: &'static Location<'static>,
+) -> Tensor {
     let (dtype, _) = result_type(&[(a.dtype(), a.is_weak()), (b.dtype(), b.is_weak())]);
     for (&l, &r) in dn.lhs_contracting.iter().zip(&dn.rhs_contracting) {
         if let (Some(x), Some(y)) = (a.shape().get(l), b.shape().get(r)) {
@@ -69,7 +88,8 @@ pub(crate) fn dot_general_at(
             }
         }
     }
-    let prim = Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(dtype) };
+    let prim =
+        Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(preferred.unwrap_or(dtype)) };
     let (a, b) = (a.to_type(dtype, false, loc), b.to_type(dtype, false, loc));
     bind(prim, &[a.into(), b.into()], false, loc).remove(0)
 }
@@ -164,7 +184,7 @@ pub fn einsum(spec: &str, operands: &[&Tensor]) -> Tensor {
         Err(message) => {
             record_error(loc, format!("einsum {spec:?}: {message}"));
             Tensor::placeholder(
-                operands.first().map_or_else(|| remat_ir::Aval::scalar(remat_ir::DType::F32), |t| t.aval().clone()),
+                operands.first().map_or_else(|| remat_ir::Aval::scalar(DType::F32), |t| t.aval().clone()),
             )
         }
     }

@@ -59,8 +59,11 @@ pub(crate) fn normalize_axes(
 /// `jit[name=_where]`, around `select_n cond y x` (a non-`bool` `cond` is compared with 0).
 #[track_caller]
 pub fn where_(cond: &Tensor, x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
-    let loc = Location::caller();
-    let args = [cond.into(), x.into(), y.into()];
+    where_at(cond, x.into(), y.into(), Location::caller())
+}
+
+pub(crate) fn where_at(cond: &Tensor, x: Arg, y: Arg, loc: &'static Location<'static>) -> Tensor {
+    let args = [cond.into(), x, y];
     library_jit(
         "_where",
         &args,
@@ -81,7 +84,9 @@ pub fn where_(cond: &Tensor, x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
                     return Tensor::placeholder(x.aval().clone());
                 }
             };
-            let [c, x, y] = [c, x, y].map(|t| t.broadcast_to_at(&shape, loc));
+            // A scalar condition stays scalar: `select_n` takes it as it is (JAX's `_where`).
+            let c = if c.ndim() == 0 { c } else { c.broadcast_to_at(&shape, loc) };
+            let [x, y] = [x, y].map(|t| t.broadcast_to_at(&shape, loc));
             bind(Primitive::SelectN, &[c.into(), y.into(), x.into()], weak, loc).remove(0)
         },
         loc,
@@ -277,8 +282,31 @@ macro_rules! unary_functions {
 
 unary_functions!(
     sin => Sin, cos => Cos, tan => Tan, tanh => Tanh, exp => Exp, log => Log, log1p => Log1p, expm1 => Expm1,
-    sqrt => Sqrt, abs => Abs, sign => Sign, square => Square,
+    sqrt => Sqrt, abs => Abs, sign => Sign, square => Square, floor => Floor, ceil => Ceil,
 );
+
+/// `jnp.arctan2(y, x)` of two floats: `atan2` (operands promoted and broadcast as for
+/// `+`).
+#[track_caller]
+pub fn arctan2(y: impl Into<Arg>, x: impl Into<Arg>) -> Tensor {
+    binary_at(BinaryOp::Atan2, y.into(), x.into(), Location::caller())
+}
+
+/// `jnp.round(x)` of a float (`decimals=0`): halves to the even neighbour, recorded as JAX
+/// records it, `jit[name=round]` around `round[rounding_method=1]`.
+#[track_caller]
+pub fn round(x: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    library_jit(
+        "round",
+        &[x.into()],
+        |inner| {
+            let prim = Primitive::Round { rounding_method: remat_ir::RoundingMethod::ToNearestEven };
+            inner[0].apply_at(prim, loc)
+        },
+        loc,
+    )
+}
 
 /// `jax.lax.rsqrt(x)`: `1 / sqrt(x)` of a tensor or a Rust scalar.
 #[track_caller]

@@ -114,6 +114,37 @@ impl Tensor {
         binary_at(BinaryOp::Div, sum.into(), Arg::Scalar(count as f64, DType::F32), loc)
     }
 
+    /// `jnp.var(x, axis=axes)` (`ddof=0`) of a float tensor: the mean squared deviation
+    /// from the mean, recorded as JAX records it, `jit[name=_var]` taking `x` and `ddof`
+    /// (`0:i32[]`): the mean (kept axes), `square` of the centred values, their sum divided
+    /// by `count - ddof`, and `nan` where that count is not positive.
+    #[track_caller]
+    pub fn var_axes(&self, axes: &[isize]) -> Tensor {
+        let loc = Location::caller();
+        let Some(resolved) = self.axes_or_all("var", Some(axes), loc) else {
+            return Tensor::placeholder(self.aval().clone());
+        };
+        let count: usize = resolved.iter().map(|&a| self.shape()[a]).product();
+        let dtype = self.dtype();
+        crate::transforms::library_jit(
+            "_var",
+            &[self.into(), Arg::Scalar(0.0, DType::I32)],
+            |inner| {
+                let [x, ddof]: [Tensor; 2] = inner.try_into().expect("two inputs");
+                let mean = x.mean_at(Some(axes), true, loc);
+                let centered = binary_at(BinaryOp::Sub, x.clone().into(), mean.into(), loc);
+                let squared = crate::tensor::unary_at(remat_ir::UnaryOp::Square, centered.into(), loc);
+                let ddof = ddof.to_type(dtype, false, loc);
+                let normalizer = binary_at(BinaryOp::Sub, Arg::Scalar(count as f64, dtype), ddof.into(), loc);
+                let sum = squared.reduce_at(ReduceOp::Sum, Some(axes), false, loc);
+                let var = binary_at(BinaryOp::Div, sum.into(), normalizer.clone().into(), loc);
+                let positive = crate::tensor::compare_at(remat_ir::CompareOp::Gt, normalizer.into(), 0.0.into(), loc);
+                super::where_at(&positive, var.into(), f64::NAN.into(), loc)
+            },
+            loc,
+        )
+    }
+
     /// `jnp.argmax(x, axis=axis)`: the index (`i32`) of the largest element along `axis`
     /// (the first one on ties).
     #[track_caller]

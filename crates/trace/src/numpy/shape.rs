@@ -365,6 +365,30 @@ impl Tensor {
         }
     }
 
+    /// `list(x)`, `a, b = x`: the rows of `x` along axis 0, as iterating over a JAX array
+    /// gives them: each a `slice` (with unit strides printed) and a `squeeze`. A scalar
+    /// cannot be iterated (an error, as in JAX).
+    #[track_caller]
+    pub fn unstack(&self) -> Vec<Tensor> {
+        let loc = Location::caller();
+        let Some(&n) = self.shape().first() else {
+            record_error(loc, format!("iteration over a 0-d tensor ({})", self.aval()));
+            return vec![Tensor::placeholder(self.aval().clone())];
+        };
+        let rank = self.ndim();
+        (0..n)
+            .map(|i| {
+                let mut starts = vec![0; rank];
+                let mut limits = self.shape().to_vec();
+                starts[0] = i;
+                limits[0] = i + 1;
+                let prim =
+                    Primitive::Slice { start_indices: starts, limit_indices: limits, strides: Some(vec![1; rank]) };
+                self.apply_at(prim, loc).apply_at(Primitive::Squeeze { dimensions: vec![0] }, loc)
+            })
+            .collect()
+    }
+
     /// `jnp.tril(x, k)`: `x` with the elements above the `k`-th diagonal zeroed, for a
     /// matrix `x`. Recorded as `jit[name=tril]`: an `iota` mask and a `select_n`.
     #[track_caller]
