@@ -15,7 +15,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let argnums = args.get(2).map(|n| n.parse::<usize>().map(|n| (0..n).collect::<Vec<_>>())).transpose()?;
     let f = ClosedJaxpr::new(Arc::new(jaxpr));
     let t = Instant::now();
-    let planner = Planner::new(&f, &[], &PlanOptions { argnums, ..PlanOptions::default() })?;
+    let greedy = std::env::var("GREEDY").is_ok();
+    let mut options = PlanOptions { argnums, ..PlanOptions::default() };
+    if greedy {
+        options.exhaustive_candidates = 0;
+    }
+    let planner = Planner::new(&f, &[], &options)?;
     println!(
         "{} equations, {} candidates, method {:?}, {} plans evaluated in {:.2?}",
         f.jaxpr.eqns.len(),

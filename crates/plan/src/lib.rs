@@ -77,8 +77,10 @@ pub struct PlanOptions {
     pub exhaustive_candidates: usize,
     /// ...and they give at most this many distinct plans (each evaluated exactly).
     pub exhaustive_plans: usize,
-    /// Beyond, at most this many plans of the greedy path are evaluated exactly.
+    /// Beyond, at most this many plans of the greedy path are evaluated exactly...
     pub heuristic_evals: usize,
+    /// ...and at most this many plans one decision away from the frontier.
+    pub refine_evals: usize,
 }
 
 impl Default for PlanOptions {
@@ -90,6 +92,7 @@ impl Default for PlanOptions {
             exhaustive_candidates: 16,
             exhaustive_plans: 1024,
             heuristic_evals: 40,
+            refine_evals: 64,
         }
     }
 }
@@ -232,6 +235,7 @@ impl Planner {
             for a in search::spread(&path, options.heuristic_evals) {
                 evals.add(&model, &a)?;
             }
+            search::refine(&model, &mut evals, options.refine_evals)?;
             Method::Greedy
         };
         point_names.resize(evals.points.len(), None);

@@ -62,6 +62,11 @@ impl Evaluations {
         Ok(self.points.len() - 1)
     }
 
+    /// Whether the plan with recompute set `recompute` was evaluated.
+    pub fn contains(&self, recompute: &[usize]) -> bool {
+        self.index.contains_key(recompute)
+    }
+
     /// The plan for `budget`: the least recompute FLOPs among the points whose peak fits,
     /// then the lower peak, then the earlier evaluated. `None` if nothing fits.
     pub fn select(&self, budget: usize) -> Option<usize> {
@@ -202,4 +207,44 @@ pub fn spread<T: Clone>(items: &[T], k: usize) -> Vec<T> {
     let mut picks: Vec<usize> = (0..k).map(|j| j * last / (k - 1)).collect();
     picks.dedup();
     picks.into_iter().map(|i| items[i].clone()).collect()
+}
+
+/// Local refinement of the frontier (after the greedy path): the plans one decision away
+/// from a frontier plan (one candidate saved or recomputed instead), most promising first
+/// (the most FLOPs saved per residual byte added), evaluated exactly until `max_evals`
+/// were spent or a round adds nothing new to the frontier.
+pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Result<(), PlanError> {
+    let mut left = max_evals;
+    while left > 0 {
+        let before = evals.frontier();
+        let mut neighbours: Vec<(i128, u64, Vec<usize>, Analysis)> = Vec::new();
+        for &i in &before {
+            let base = &evals.points[i];
+            let saved = model.saved_for(&base.recompute);
+            for &e in model.relevant() {
+                let mut flipped = saved.clone();
+                flipped[e] = !flipped[e];
+                let a = model.analyze(&flipped);
+                if evals.contains(&a.recompute) || neighbours.iter().any(|n| n.2 == a.recompute) {
+                    continue;
+                }
+                let flops_saved = base.recompute_flops as i128 - a.recompute_flops as i128;
+                let bytes_added = a.residual_bytes as i128 - base.residual_bytes as i128;
+                // Fewer FLOPs per added byte first (scaled to stay integral).
+                let score = -(flops_saved << 20) / (bytes_added.max(0) + 1);
+                neighbours.push((score, a.residual_bytes, a.recompute.clone(), a));
+            }
+        }
+        neighbours.sort_by(|x, y| (x.0, x.1, &x.2).cmp(&(y.0, y.1, &y.2)));
+        let mut changed = false;
+        for (.., a) in neighbours.into_iter().take(left) {
+            evals.add(model, &a)?;
+            left -= 1;
+            changed = true;
+        }
+        if !changed || evals.frontier() == before {
+            break;
+        }
+    }
+    Ok(())
 }

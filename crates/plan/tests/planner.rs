@@ -196,6 +196,19 @@ fn counted(items: impl Iterator<Item = (String, String, String)>) -> BTreeMap<(S
     m
 }
 
+/// The residuals of `plan.saved` (or a vjp) beyond the arguments, counted.
+fn ours(saved: &[remat_ad::Residual]) -> BTreeMap<(String, String, String), usize> {
+    counted(saved.iter().map(|r| (r.aval.to_string(), r.kind.kind_name().to_string(), r.kind.what().to_string())))
+}
+
+fn jax_saved(meta: &Value, key: &str) -> BTreeMap<(String, String, String), usize> {
+    let jax = meta["jax_saved"][key].as_array().unwrap_or_else(|| panic!("no JAX recording for `{key}`"));
+    counted(jax.iter().map(|r| {
+        let s = |k: &str| r[k].as_str().unwrap().to_string();
+        (s("aval"), s("kind"), s("what"))
+    }))
+}
+
 #[test]
 fn names_only_plans_are_what_jax_saves_under_the_printed_policy() {
     for name in ["transformer_reduced", "gpt_names_reduced"] {
@@ -203,22 +216,25 @@ fn names_only_plans_are_what_jax_saves_under_the_printed_policy() {
         let options = PlanOptions { names_only: true, ..options };
         let planner = Planner::new(&f, &names, &options).unwrap();
         assert_eq!(planner.method(), Method::Names);
-        let mut seen = std::collections::BTreeSet::new();
-        for b in budgets(planner.min_peak(), planner.no_remat_peak(), 12) {
-            let Ok(plan) = planner.plan(Budget::bytes(b)) else { continue };
-            let chosen = plan.names.clone().unwrap();
+        // Every plan of the frontier, chosen by a budget equal to its peak.
+        let frontier = planner.frontier();
+        assert!(!frontier.is_empty());
+        for point in &frontier {
+            let plan = planner.plan(Budget::bytes(point.peak_bytes)).unwrap();
+            assert_eq!(plan.peak_bytes, point.peak_bytes);
             let policy = plan.jax_policy().unwrap();
             assert!(policy.starts_with("jax.checkpoint_policies.save_only_these_names("), "{policy}");
-            let key = chosen.join(",");
-            let jax = meta["jax_saved"][&key].as_array().unwrap_or_else(|| panic!("{name}: no recording for {key}"));
-            let want = counted(jax.iter().map(|r| {
-                let s = |k: &str| r[k].as_str().unwrap().to_string();
-                (s("aval"), s("kind"), s("what"))
-            }));
-            let got = counted(plan.saved.iter().map(|r| (r.aval.to_string(), r.kind.kind_name().to_string(), r.kind.what().to_string())));
-            assert_eq!(got, want, "{name} under {policy}");
-            seen.insert(key);
+            let key = plan.names.clone().unwrap().join(",");
+            assert_eq!(ours(&plan.saved), jax_saved(&meta, &key), "{name} under {policy}");
         }
-        assert!(seen.len() >= 2, "{name}: the budgets chose {seen:?}");
+        // And every subset of the names the planner chooses among, through the model.
+        let model = Model::new(&f, options.argnums.as_deref(), &names).unwrap();
+        let all = ["q", "k", "v", "attn_out", "mlp_hidden"];
+        for mask in 0u32..32 {
+            let subset: Vec<String> = (0..5).filter(|j| mask >> j & 1 == 1).map(|j| all[j].to_string()).collect();
+            let policy = remat_ad::ResolvedPolicy::Builtin(remat_ir::Policy::SaveOnlyTheseNames { names: subset.clone() });
+            let e = model.evaluate(&model.saved_by_policy(&policy).unwrap()).unwrap();
+            assert_eq!(ours(&e.vjp.residuals), jax_saved(&meta, &subset.join(",")), "{name} saving {subset:?}");
+        }
     }
 }
