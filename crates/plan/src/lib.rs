@@ -349,15 +349,16 @@ fn held_by(e: &Evaluated) -> String {
     res.sort_by_key(|r| std::cmp::Reverse(r.bytes));
     let saved: usize = res.iter().map(|r| r.bytes).sum();
     let largest: Vec<String> = res.iter().take(3).map(|r| r.to_string()).collect();
-    let mut s = format!(
-        "at that peak the arguments and outputs hold {} bytes, the forward half saves {} bytes beyond the arguments",
-        e.io_bytes, saved
-    );
+    let mut s = format!("that plan saves {saved} bytes beyond the arguments");
     if largest.is_empty() {
-        s.push_str(" (nothing: every saved value is an argument), and the rest is the backward half's working memory");
+        s.push_str(" (every saved value is an argument)");
     } else {
-        s.push_str(&format!(" (the largest: {}), and the rest is working memory", largest.join("; ")));
+        s.push_str(&format!(" (the largest: {})", largest.join("; ")));
     }
+    s.push_str(&format!(
+        "; the arguments and outputs ({} bytes) are outside the peak, which is the arena of the forward and backward halves' values (values may live in an output's memory before it is written)",
+        e.io_bytes
+    ));
     s
 }
 
