@@ -16,7 +16,9 @@
 //!   needed, so a step's effect is local (its value stops being a residual, its inputs
 //!   that are neither saved residuals nor recomputed become residuals). At most
 //!   `heuristic_evals` plans of the path, evenly spread and always including both ends,
-//!   are evaluated exactly.
+//!   are evaluated exactly; then `refine` evaluates plans one decision away from the
+//!   frontier (at most `refine_evals`), which repairs the greedy path's misses where the
+//!   residual bytes it ranks by and the exact peak disagree.
 //!
 //! Both also evaluate the built-in policies' plans, so that no built-in policy lies below
 //! the frontier.
@@ -212,16 +214,24 @@ pub fn spread<T: Clone>(items: &[T], k: usize) -> Vec<T> {
 /// Local refinement of the frontier (after the greedy path): the plans one decision away
 /// from a frontier plan (one candidate saved or recomputed instead), most promising first
 /// (the most FLOPs saved per residual byte added), evaluated exactly until `max_evals`
-/// were spent or a round adds nothing new to the frontier.
+/// were spent or a round adds nothing new to the frontier. A round looks at no more than
+/// `16 * max_evals` (at least 256) neighbours, in frontier then program order.
 pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Result<(), PlanError> {
     let mut left = max_evals;
     while left > 0 {
         let before = evals.frontier();
         let mut neighbours: Vec<(i128, u64, Vec<usize>, Analysis)> = Vec::new();
+        // Each neighbour is one analysis (linear in the program): at most this many per
+        // round, so that large programs stay fast.
+        let mut analyses = left.saturating_mul(16).max(256);
         for &i in &before {
             let base = &evals.points[i];
             let saved = model.saved_for(&base.recompute);
             for &e in model.relevant() {
+                if analyses == 0 {
+                    break;
+                }
+                analyses -= 1;
                 let mut flipped = saved.clone();
                 flipped[e] = !flipped[e];
                 let a = model.analyze(&flipped);
