@@ -159,7 +159,8 @@ fn checkpoint_whole(flat: &Jaxpr) -> Result<Jaxpr, AdError> {
     let cs: Vec<Atom> = flat.constvars.iter().map(|&c| Atom::Var(b.constvar(flat.aval(c).clone()))).collect();
     let ins: Vec<Atom> = flat.invars.iter().map(|&v| Atom::Var(b.invar(flat.aval(v).clone()))).collect();
     let policy = Policy::Function { name: PLAN_POLICY_NAME.into(), repr: format!("<function {PLAN_POLICY_NAME}>") };
-    let prim = Primitive::Remat2 { jaxpr: Arc::new(body), prevent_cse: true, differentiated: false, policy: Some(policy) };
+    let prim =
+        Primitive::Remat2 { jaxpr: Arc::new(body), prevent_cse: true, differentiated: false, policy: Some(policy) };
     let args: Vec<Atom> = cs.into_iter().chain(ins).collect();
     let outs = b.bind(prim, args)?;
     Ok(b.finish(outs.into_iter().map(Atom::Var).collect()))

@@ -73,7 +73,10 @@ where
 #[derive(Clone)]
 pub enum ResolvedPolicy {
     Builtin(Policy),
-    User { name: String, rule: Arc<dyn PolicyRule> },
+    User {
+        name: String,
+        rule: Arc<dyn PolicyRule>,
+    },
     /// One decision per equation of one checkpoint body, by position (the memory
     /// planner's plans, `remat-plan`): not a rule over primitives.
     PerEquation(Arc<EqnDecisions>),

@@ -30,7 +30,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         t.elapsed()
     );
     for p in planner.frontier() {
-        println!("frontier peak {:>12} flops {:>14} residual {:>12} recomputed {}", p.peak_bytes, p.recompute_flops, p.residual_bytes, p.recomputed);
+        println!(
+            "frontier peak {:>12} flops {:>14} residual {:>12} recomputed {}",
+            p.peak_bytes, p.recompute_flops, p.residual_bytes, p.recomputed
+        );
     }
     for b in planner.builtins() {
         println!("builtin  peak {:>12} flops {:>14} {}", b.peak_bytes, b.recompute_flops, b.policy);

@@ -223,9 +223,7 @@ impl Planner {
                 }
             }
             Method::Names
-        } else if let Some(all) =
-            search::exhaustive(&model, options.exhaustive_candidates, options.exhaustive_plans)
-        {
+        } else if let Some(all) = search::exhaustive(&model, options.exhaustive_candidates, options.exhaustive_plans) {
             for a in &all {
                 evals.add(&model, a)?;
             }
@@ -345,7 +343,12 @@ impl Planner {
 
 /// What holds the smallest plan's peak: the arguments and outputs, and its largest residuals.
 fn held_by(e: &Evaluated) -> String {
-    let mut res: Vec<&Residual> = e.vjp.residuals.iter().filter(|r| matches!(r.kind, ResidualKind::Output(_) | ResidualKind::Named(_) | ResidualKind::Jit(_))).collect();
+    let mut res: Vec<&Residual> = e
+        .vjp
+        .residuals
+        .iter()
+        .filter(|r| matches!(r.kind, ResidualKind::Output(_) | ResidualKind::Named(_) | ResidualKind::Jit(_)))
+        .collect();
     res.sort_by_key(|r| std::cmp::Reverse(r.bytes));
     let saved: usize = res.iter().map(|r| r.bytes).sum();
     let largest: Vec<String> = res.iter().take(3).map(|r| r.to_string()).collect();

@@ -233,9 +233,8 @@ impl Model {
     /// The plan saving `saved`, split, assembled into the whole program, and planned.
     pub fn evaluate(&self, saved: &[bool]) -> Result<Evaluated, PlanError> {
         let analysis = self.analyze(saved);
-        let decisions: Vec<Saveability> = (0..self.body().eqns.len())
-            .map(|i| Saveability::from_bool(saved[i] || !self.candidate[i]))
-            .collect();
+        let decisions: Vec<Saveability> =
+            (0..self.body().eqns.len()).map(|i| Saveability::from_bool(saved[i] || !self.candidate[i])).collect();
         let vjp = self.cp.vjp(decisions.clone(), &self.arg_names)?;
         let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
         let plan = memory_plan(&program, &self.consts, &Options::default())?;

@@ -152,12 +152,8 @@ pub fn greedy(model: &Model) -> Vec<Analysis> {
                 continue;
             }
             let eqn = &body.eqns[e];
-            let freed: i64 = eqn
-                .outvars
-                .iter()
-                .filter(|o| is_res[o.index()])
-                .map(|&o| body.aval(o).size_in_bytes() as i64)
-                .sum();
+            let freed: i64 =
+                eqn.outvars.iter().filter(|o| is_res[o.index()]).map(|&o| body.aval(o).size_in_bytes() as i64).sum();
             let mut added = 0i64;
             let mut counted: Vec<usize> = Vec::new();
             for a in &eqn.invars {

@@ -24,9 +24,12 @@ fn load(name: &str) -> ClosedJaxpr {
 /// A recorded primal program with its `argnums` and `arg_names`.
 fn primal(name: &str) -> (ClosedJaxpr, PlanOptions, Vec<String>, Value) {
     let f = load(&format!("primal/{name}.jaxpr"));
-    let meta: Value = serde_json::from_str(&std::fs::read_to_string(data(&format!("primal/{name}.json"))).unwrap()).unwrap();
-    let argnums: Vec<usize> = meta["argnums"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
-    let names: Vec<String> = meta["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(data(&format!("primal/{name}.json"))).unwrap()).unwrap();
+    let argnums: Vec<usize> =
+        meta["argnums"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    let names: Vec<String> =
+        meta["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
     (f, PlanOptions { argnums: Some(argnums), ..PlanOptions::default() }, names, meta)
 }
 
@@ -103,7 +106,11 @@ fn plans_fit_are_monotone_and_deterministic_across_twenty_budgets() {
     for b in budgets(lo, hi, 20) {
         let plan = planner.plan(Budget::bytes(b)).unwrap();
         assert!(plan.peak_bytes <= b, "peak {} over the budget {b}", plan.peak_bytes);
-        assert!(plan.peak_bytes <= last, "the peak grew from {last} to {} as the budget shrank to {b}", plan.peak_bytes);
+        assert!(
+            plan.peak_bytes <= last,
+            "the peak grew from {last} to {} as the budget shrank to {b}",
+            plan.peak_bytes
+        );
         assert!(plan.recompute_flops >= last_flops, "a smaller budget cannot need fewer FLOPs");
         let other = again.plan(Budget::bytes(b)).unwrap();
         assert_eq!(pp_jaxpr(&plan.program), pp_jaxpr(&other.program), "the same input gives the same plan");
@@ -154,11 +161,9 @@ fn offload_planning_is_an_explicit_error() {
 
 #[test]
 fn no_builtin_policy_lies_below_the_frontier() {
-    for (name, options, names) in [
-        ("transformer_reduced", None, None),
-        ("gpt_reduced", None, None),
-        ("dag", Some(wrt_first()), Some(Vec::new())),
-    ] {
+    for (name, options, names) in
+        [("transformer_reduced", None, None), ("gpt_reduced", None, None), ("dag", Some(wrt_first()), Some(Vec::new()))]
+    {
         let (f, options, names) = match (options, names) {
             (Some(o), Some(n)) => (load(&format!("{name}.jaxpr")), o, n),
             _ => {
@@ -232,7 +237,8 @@ fn names_only_plans_are_what_jax_saves_under_the_printed_policy() {
         let all = ["q", "k", "v", "attn_out", "mlp_hidden"];
         for mask in 0u32..32 {
             let subset: Vec<String> = (0..5).filter(|j| mask >> j & 1 == 1).map(|j| all[j].to_string()).collect();
-            let policy = remat_ad::ResolvedPolicy::Builtin(remat_ir::Policy::SaveOnlyTheseNames { names: subset.clone() });
+            let policy =
+                remat_ad::ResolvedPolicy::Builtin(remat_ir::Policy::SaveOnlyTheseNames { names: subset.clone() });
             let e = model.evaluate(&model.saved_by_policy(&policy).unwrap()).unwrap();
             assert_eq!(ours(&e.vjp.residuals), jax_saved(&meta, &subset.join(",")), "{name} saving {subset:?}");
         }

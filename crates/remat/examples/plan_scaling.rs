@@ -20,7 +20,9 @@ use remat::plan::{Budget, PlanOptions, Planner};
 /// sharing one weight (so that the arguments stay few and small).
 fn mlp(layers: usize, n: usize, d: usize) -> String {
     let mut t = format!("{{ lambda ; w:f32[{d},{d}] b:f32[{d}] x0:f32[{n},{d}]. let\n");
-    t.push_str(&format!("    bb:f32[1,{d}] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, {d}) sharding=None] b\n"));
+    t.push_str(&format!(
+        "    bb:f32[1,{d}] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, {d}) sharding=None] b\n"
+    ));
     for i in 0..layers {
         t.push_str(&format!(
             "    h{i}:f32[{n},{d}] = dot_general[dimension_numbers=(([1], [0]), ([], [])) out_sharding=None preferred_element_type=float32] x{i} w\n"
@@ -48,8 +50,12 @@ fn stack(blocks: usize, n: usize, d: usize) -> String {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let programs =
-        [("mlp", mlp(333, 8, 16)), ("stack", stack(200, 8, 16)), ("mlp", mlp(3333, 8, 16)), ("stack", stack(2000, 8, 16))];
+    let programs = [
+        ("mlp", mlp(333, 8, 16)),
+        ("stack", stack(200, 8, 16)),
+        ("mlp", mlp(3333, 8, 16)),
+        ("stack", stack(2000, 8, 16)),
+    ];
     for (name, text) in programs {
         let jaxpr = parse_jaxpr(&text, name)?;
         let f = ClosedJaxpr::new(Arc::new(jaxpr));

@@ -66,7 +66,8 @@ fn parse_argnums(s: &str) -> Result<Vec<usize>> {
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) =
+                    (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
                 if a > b {
                     return Err(bad());
                 }
@@ -117,8 +118,12 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
 }
 
 fn frontier_text(planner: &Planner) -> String {
-    let mut t = format!("frontier ({}, {} plans evaluated exactly):\n", method_words(planner.method()), planner.evaluated());
-    t.push_str(&format!("  {:>14}  {:>16}  {:>14}  {:>10}\n", "peak bytes", "recompute FLOPs", "saved bytes", "recomputed"));
+    let mut t =
+        format!("frontier ({}, {} plans evaluated exactly):\n", method_words(planner.method()), planner.evaluated());
+    t.push_str(&format!(
+        "  {:>14}  {:>16}  {:>14}  {:>10}\n",
+        "peak bytes", "recompute FLOPs", "saved bytes", "recomputed"
+    ));
     for p in planner.frontier() {
         t.push_str(&format!(
             "  {:>14}  {:>16}  {:>14}  {:>10}",
@@ -137,7 +142,8 @@ fn frontier_text(planner: &Planner) -> String {
 }
 
 fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
-    let mut v = json!({ "method": format!("{:?}", planner.method()).to_lowercase(), "plans_evaluated": planner.evaluated() });
+    let mut v =
+        json!({ "method": format!("{:?}", planner.method()).to_lowercase(), "plans_evaluated": planner.evaluated() });
     if let Some(p) = plan {
         v["plan"] = json!({
             "budget": p.budget,
