@@ -90,7 +90,7 @@ impl Evaluations {
         let mut out: Vec<usize> = Vec::new();
         for i in order {
             // Kept when it needs fewer FLOPs than every point of smaller peak.
-            if out.last().map_or(true, |&j| self.points[i].recompute_flops < self.points[j].recompute_flops) {
+            if out.last().is_none_or(|&j| self.points[i].recompute_flops < self.points[j].recompute_flops) {
                 out.push(i);
             }
         }
@@ -210,16 +210,16 @@ pub fn spread<T: Clone>(items: &[T], k: usize) -> Vec<T> {
 /// Local refinement of the frontier (after the greedy path): the plans one decision away
 /// from a frontier plan (one candidate saved or recomputed instead), most promising first
 /// (the most FLOPs saved per residual byte added), evaluated exactly until `max_evals`
-/// were spent or a round adds nothing new to the frontier. A round looks at no more than
-/// `16 * max_evals` (at least 256) neighbours, in frontier then program order.
+/// were spent or a round adds nothing new to the frontier. All rounds together look at no
+/// more than `16 * max_evals` (at least 256) neighbours, in frontier then program order.
 pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Result<(), PlanError> {
     let mut left = max_evals;
-    while left > 0 {
+    // Each neighbour is one analysis (linear in the program): at most this many in all,
+    // so that large programs stay fast.
+    let mut analyses = max_evals.saturating_mul(16).max(256);
+    while left > 0 && analyses > 0 {
         let before = evals.frontier();
         let mut neighbours: Vec<(i128, u64, Vec<usize>, Analysis)> = Vec::new();
-        // Each neighbour is one analysis (linear in the program): at most this many per
-        // round, so that large programs stay fast.
-        let mut analyses = left.saturating_mul(16).max(256);
         for &i in &before {
             let base = &evals.points[i];
             let saved = model.saved_for(&base.recompute);
