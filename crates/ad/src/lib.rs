@@ -31,6 +31,7 @@
 
 pub mod builder;
 mod call;
+mod checkpointed;
 mod cond;
 mod custom;
 mod dce;
@@ -43,13 +44,14 @@ mod transpose;
 mod vjp;
 
 pub use builder::{Builder, VarMap};
+pub use checkpointed::{flatten_calls, Checkpointed, PLAN_POLICY_NAME};
 pub use custom::{register_custom_jvp, register_custom_vjp, CustomJvpRule, CustomVjpJaxprs, CustomVjpRule, CUSTOM_LIN};
 pub use dce::dce_jaxpr;
 pub use jvp::{custom_rule_notes, jvp_jaxpr, JvpJaxpr};
 pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
 pub use policy::{
-    register_policy, registered_policy, resolve_policy, set_policy_names, user_policy, PolicyNames, PolicyRule,
-    ResolvedPolicy, Saveability,
+    register_policy, registered_policy, resolve_policy, set_policy_names, user_policy, EqnDecisions, PolicyNames,
+    PolicyRule, ResolvedPolicy, Saveability,
 };
 pub use residuals::{Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};

@@ -52,6 +52,19 @@ pub enum PeMode<'a> {
     /// Inside a checkpoint: the enclosing checkpoint's policy decides, also for nested
     /// checkpoints.
     Policy(&'a ResolvedPolicy),
+    /// The top of a linearization, as [`PeMode::Linearize`], except that every `remat2`
+    /// met is split by this policy instead of its own (the memory planner's plans).
+    LinearizeWith(&'a ResolvedPolicy),
+}
+
+impl PeMode<'_> {
+    /// At the top of a linearization (not inside a checkpoint).
+    pub fn is_linearize(&self) -> bool {
+        match self {
+            PeMode::Linearize | PeMode::LinearizeWith(_) => true,
+            PeMode::Policy(_) => false,
+        }
+    }
 }
 
 /// The two halves of a partially evaluated jaxpr (see the module docs for their types).
@@ -92,15 +105,15 @@ pub fn partial_eval_jaxpr_custom(
         return Err(AdError::Invalid("partial_eval_jaxpr_custom: an unknown input must be instantiated".into()));
     }
     let mut pe = Pe::new(jaxpr, mode);
-    let linearize = matches!(mode, PeMode::Linearize);
+    let linearize = mode.is_linearize();
     for &c in &jaxpr.constvars {
         pe.constvar(c, !linearize);
     }
     for ((&v, &unk), &inst) in jaxpr.invars.iter().zip(in_unknowns).zip(in_inst) {
         pe.invar(v, unk, inst);
     }
-    for eqn in &jaxpr.eqns {
-        pe.eqn(eqn)?;
+    for (index, eqn) in jaxpr.eqns.iter().enumerate() {
+        pe.eqn(index, eqn)?;
     }
 
     let mut out_unknowns = Vec::with_capacity(n_out);
@@ -126,9 +139,9 @@ pub fn partial_eval_jaxpr_custom(
 
 /// The rules, written against `Pe`'s method API.
 impl Pe<'_> {
-    fn eqn(&mut self, eqn: &Eqn) -> Result<(), AdError> {
+    fn eqn(&mut self, index: usize, eqn: &Eqn) -> Result<(), AdError> {
         let any_unknown = eqn.invars.iter().any(|a| self.is_unknown(a));
-        let linearize = matches!(self.mode(), PeMode::Linearize);
+        let linearize = self.mode().is_linearize();
         match pe_rule(&eqn.primitive) {
             PeRule::Remat if linearize && any_unknown => {
                 let Primitive::Remat2 { jaxpr, prevent_cse, policy, .. } = &eqn.primitive else {
@@ -158,20 +171,21 @@ impl Pe<'_> {
                     }
                     Ok(())
                 } else {
-                    self.known_eqn(eqn)
+                    self.known_eqn(index, eqn)
                 }
             }
         }
     }
 
-    /// An equation whose inputs are all known: in the known half, and what the policy says.
-    fn known_eqn(&mut self, eqn: &Eqn) -> Result<(), AdError> {
+    /// An equation whose inputs are all known: in the known half, and what the policy says
+    /// (`index`: its position in the jaxpr being split, for a per-equation policy).
+    fn known_eqn(&mut self, index: usize, eqn: &Eqn) -> Result<(), AdError> {
         let known_outs = self.copy_known(eqn)?;
         let decision = match self.mode() {
-            PeMode::Linearize => Saveability::Saveable,
+            PeMode::Linearize | PeMode::LinearizeWith(_) => Saveability::Saveable,
             PeMode::Policy(p) => {
                 let in_avals: Vec<_> = eqn.invars.iter().map(|a| self.old().atom_aval(a)).collect();
-                p.decide(&eqn.primitive, &in_avals).map_err(|e| match e {
+                p.decide_eqn(self.old(), index, &eqn.primitive, &in_avals).map_err(|e| match e {
                     AdError::PolicyPanic { policy, primitive, message, .. } => {
                         AdError::PolicyPanic { policy, primitive, at: eqn.source.to_string(), message }
                     }
@@ -223,10 +237,13 @@ impl Pe<'_> {
     ) -> Result<(), AdError> {
         // A policy error names the checkpoint's equation.
         let at = if eqn.source.is_unknown() { String::new() } else { format!(" at {}", eqn.source) };
-        let resolved = resolve_policy(policy).map_err(|e| match e {
-            AdError::Invalid(m) => AdError::Invalid(format!("remat2{at}: {m}")),
-            other => other,
-        })?;
+        let resolved = match self.mode() {
+            PeMode::LinearizeWith(p) => p.clone(),
+            PeMode::Linearize | PeMode::Policy(_) => resolve_policy(policy).map_err(|e| match e {
+                AdError::Invalid(m) => AdError::Invalid(format!("remat2{at}: {m}")),
+                other => other,
+            })?,
+        };
         let unks: Vec<bool> = eqn.invars.iter().map(|a| self.is_unknown(a)).collect();
         let (n_in, n_out) = (body.invars.len(), body.outvars.len());
         let pe = partial_eval_jaxpr_custom(

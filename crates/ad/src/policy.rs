@@ -25,7 +25,7 @@ use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use remat_ir::{Aval, MemorySpace, Policy, Primitive};
+use remat_ir::{Aval, Jaxpr, MemorySpace, Policy, Primitive};
 
 use crate::AdError;
 
@@ -68,11 +68,56 @@ where
     }
 }
 
-/// A policy ready to be asked: a built-in policy with its meaning, or a user rule.
+/// A policy ready to be asked: a built-in policy with its meaning, a user rule, or a
+/// planner's decisions per equation.
 #[derive(Clone)]
 pub enum ResolvedPolicy {
     Builtin(Policy),
-    User { name: String, rule: Arc<dyn PolicyRule> },
+    User {
+        name: String,
+        rule: Arc<dyn PolicyRule>,
+    },
+    /// One decision per equation of one checkpoint body, by position (the memory
+    /// planner's plans, `remat-plan`): not a rule over primitives.
+    PerEquation(Arc<EqnDecisions>),
+}
+
+/// A decision for each equation of one jaxpr, `body` (identified by its `Arc`): the
+/// equation at position `i` of `body` gets `decisions[i]`. Equations of any other jaxpr
+/// (the bodies of a `scan` or `cond` inside the checkpoint) are `Saveable`, as they are
+/// without a checkpoint: a plan chooses among the body's own equations only.
+#[derive(Clone, Debug)]
+pub struct EqnDecisions {
+    body: Arc<Jaxpr>,
+    decisions: Vec<Saveability>,
+}
+
+impl EqnDecisions {
+    /// Decisions for `body`'s equations, one each.
+    pub fn new(body: Arc<Jaxpr>, decisions: Vec<Saveability>) -> Result<EqnDecisions, AdError> {
+        if decisions.len() != body.eqns.len() {
+            return Err(AdError::Invalid(format!(
+                "a per-equation policy needs one decision per equation: {} decisions for {} equations",
+                decisions.len(),
+                body.eqns.len()
+            )));
+        }
+        Ok(EqnDecisions { body, decisions })
+    }
+
+    /// The jaxpr the decisions are for.
+    pub fn body(&self) -> &Arc<Jaxpr> {
+        &self.body
+    }
+
+    /// The decision for the equation at `index` of `jaxpr`.
+    pub fn decide_at(&self, jaxpr: &Jaxpr, index: usize) -> Saveability {
+        if std::ptr::eq(jaxpr, Arc::as_ptr(&self.body)) {
+            self.decisions.get(index).cloned().unwrap_or(Saveability::Saveable)
+        } else {
+            Saveability::Saveable
+        }
+    }
 }
 
 impl fmt::Debug for ResolvedPolicy {
@@ -80,6 +125,7 @@ impl fmt::Debug for ResolvedPolicy {
         match self {
             ResolvedPolicy::Builtin(p) => write!(f, "Builtin({p:?})"),
             ResolvedPolicy::User { name, .. } => write!(f, "User({name})"),
+            ResolvedPolicy::PerEquation(d) => write!(f, "PerEquation({} equations)", d.decisions.len()),
         }
     }
 }
@@ -97,10 +143,29 @@ impl ResolvedPolicy {
     /// The decision for one known equation. A user rule that panics is
     /// [`AdError::PolicyPanic`] (naming the policy and the primitive; the caller adds the
     /// equation's place), not a panic of the caller.
+    /// A [`ResolvedPolicy::PerEquation`] decides by an equation's place, which this call
+    /// does not give: use [`ResolvedPolicy::decide_eqn`].
     pub fn decide(&self, prim: &Primitive, in_avals: &[Aval]) -> Result<Saveability, AdError> {
         match self {
             ResolvedPolicy::Builtin(p) => builtin(p, prim, in_avals),
             ResolvedPolicy::User { name, rule } => ask_user(name, rule.as_ref(), prim, in_avals),
+            ResolvedPolicy::PerEquation(_) => Err(AdError::Invalid(
+                "a per-equation policy decides by an equation's place in its jaxpr, not by its primitive".into(),
+            )),
+        }
+    }
+
+    /// The decision for equation `index` of `jaxpr` (what partial evaluation asks).
+    pub fn decide_eqn(
+        &self,
+        jaxpr: &Jaxpr,
+        index: usize,
+        prim: &Primitive,
+        in_avals: &[Aval],
+    ) -> Result<Saveability, AdError> {
+        match self {
+            ResolvedPolicy::PerEquation(d) => Ok(d.decide_at(jaxpr, index)),
+            ResolvedPolicy::Builtin(_) | ResolvedPolicy::User { .. } => self.decide(prim, in_avals),
         }
     }
 }

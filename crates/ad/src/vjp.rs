@@ -42,17 +42,29 @@ pub struct Linearized {
 
 /// Linearizes `jaxpr` with respect to all its float inputs.
 pub fn linearize(jaxpr: &Jaxpr) -> Result<Linearized, AdError> {
-    let n = jaxpr.invars.len();
     let n_out = jaxpr.outvars.len();
     let in_nonzeros: Vec<bool> = jaxpr.invars.iter().map(|&v| jaxpr.aval(v).dtype.is_float()).collect();
     let jvp = jvp_jaxpr(jaxpr, &in_nonzeros, &vec![false; n_out])?;
+    linearize_jvp(jaxpr, in_nonzeros, &jvp, PeMode::Linearize)
+}
+
+/// Linearizes `jaxpr` given its jvp `jvp` (with respect to the inputs `in_nonzeros`),
+/// splitting it in `mode` (`Linearize`, or `LinearizeWith` a planner's policy).
+pub(crate) fn linearize_jvp(
+    jaxpr: &Jaxpr,
+    in_nonzeros: Vec<bool>,
+    jvp: &JvpJaxpr,
+    mode: PeMode<'_>,
+) -> Result<Linearized, AdError> {
+    let n = jaxpr.invars.len();
+    let n_out = jaxpr.outvars.len();
     let n_t = in_nonzeros.iter().filter(|&&x| x).count();
     let n_tout = jvp.out_nonzeros.iter().filter(|&&x| x).count();
     let mut unknowns = vec![false; n];
     unknowns.extend(vec![true; n_t]);
     let mut out_flags = vec![false; n_out];
     out_flags.extend(vec![true; n_tout]);
-    let pe = partial_eval_jaxpr_custom(&jvp.jaxpr, &unknowns, &unknowns, &out_flags, &out_flags, PeMode::Linearize)?;
+    let pe = partial_eval_jaxpr_custom(&jvp.jaxpr, &unknowns, &unknowns, &out_flags, &out_flags, mode)?;
     if pe.out_unknowns[..n_out].iter().any(|&u| u) {
         return Err(AdError::Internal("linearize: a primal output depends on a tangent".into()));
     }
@@ -82,7 +94,7 @@ pub fn linearize(jaxpr: &Jaxpr) -> Result<Linearized, AdError> {
     check("linearize (primal)", &primal)?;
     check("linearize (tangent)", &tangent)?;
     check_split("linearize", &primal, &tangent, num_res)?;
-    Ok(Linearized { primal, tangent, num_res, in_nonzeros, out_nonzeros: jvp.out_nonzeros })
+    Ok(Linearized { primal, tangent, num_res, in_nonzeros, out_nonzeros: jvp.out_nonzeros.clone() })
 }
 
 /// The forward and backward halves of a reverse-mode derivative.
@@ -106,7 +118,11 @@ impl Vjp {
 /// `jax.vjp` on a jaxpr: the forward half, the backward half and the residuals, described
 /// with the argument names `arg_names` (JAX's `f'{param}{keystr(path)}'`).
 pub fn vjp(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<Vjp, AdError> {
-    let lin = linearize(jaxpr)?;
+    vjp_of(jaxpr, linearize(jaxpr)?, arg_names)
+}
+
+/// The vjp of `jaxpr` from its linearization `lin`.
+pub(crate) fn vjp_of(jaxpr: &Jaxpr, lin: Linearized, arg_names: &[String]) -> Result<Vjp, AdError> {
     let num_outs = jaxpr.outvars.len();
     let n_t = lin.tangent.invars.len() - lin.num_res;
     let n_tout = lin.tangent.outvars.len();
@@ -180,7 +196,9 @@ pub fn grad(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Jaxpr, AdError> {
     grad_impl(jaxpr, argnums, false)
 }
 
-fn grad_impl(jaxpr: &Jaxpr, argnums: &[usize], with_value: bool) -> Result<Jaxpr, AdError> {
+/// `grad`'s requirements: a real scalar output (its aval is returned) and real inputs
+/// `argnums` in range.
+pub(crate) fn check_grad_request(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Aval, AdError> {
     let out_aval = scalar_output(jaxpr)?;
     if let Some(&bad) = argnums.iter().find(|&&i| i >= jaxpr.invars.len()) {
         return Err(AdError::Invalid(format!("argnum {bad} is out of range for {} inputs", jaxpr.invars.len())));
@@ -191,7 +209,19 @@ fn grad_impl(jaxpr: &Jaxpr, argnums: &[usize], with_value: bool) -> Result<Jaxpr
             return Err(AdError::Invalid(format!("grad requires real-valued inputs; input {i} is {aval}")));
         }
     }
+    Ok(out_aval)
+}
+
+fn grad_impl(jaxpr: &Jaxpr, argnums: &[usize], with_value: bool) -> Result<Jaxpr, AdError> {
+    check_grad_request(jaxpr, argnums)?;
     let v = vjp(jaxpr, &[])?;
+    whole_program(jaxpr, &v, argnums, with_value)
+}
+
+/// The program `jax.value_and_grad` (or `jax.grad`) runs, from the vjp `v` of the
+/// scalar-output `jaxpr`: the forward half, then the backward half on the cotangent `1.0`.
+pub(crate) fn whole_program(jaxpr: &Jaxpr, v: &Vjp, argnums: &[usize], with_value: bool) -> Result<Jaxpr, AdError> {
+    let out_aval = check_grad_request(jaxpr, argnums)?;
     let mut b = Builder::new();
     let primals: Vec<Atom> = jaxpr.invars.iter().map(|&x| Atom::Var(b.invar(jaxpr.aval(x).clone()))).collect();
     let consts: Vec<Atom> = jaxpr.constvars.iter().map(|&c| Atom::Var(b.constvar(jaxpr.aval(c).clone()))).collect();

@@ -31,6 +31,12 @@ impl From<AdError> for CliError {
     }
 }
 
+impl From<remat::plan::PlanError> for CliError {
+    fn from(e: remat::plan::PlanError) -> CliError {
+        CliError(e.to_string())
+    }
+}
+
 impl From<JitError> for CliError {
     fn from(e: JitError) -> CliError {
         CliError(e.to_string())
@@ -46,6 +52,7 @@ fn words(e: Error) -> String {
         Error::Ad(e) => e.to_string(),
         Error::Jit(e) => e.to_string(),
         Error::Eval(e) => e.to_string(),
+        Error::Plan(e) => e.to_string(),
         // Only a NaN check says which half of a vjp it is in.
         Error::InHalf { error, .. } if !matches!(*error, Error::Nan(_)) => words(*error),
         Error::Nan(_) | Error::NanCotangent { .. } | Error::InHalf { .. } => e.to_string(),

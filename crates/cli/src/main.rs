@@ -83,6 +83,36 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Nans::RejectInputs)]
         nans: Nans,
     },
+    /// Plan the memory of a scalar loss's value-and-grad: choose what the forward half
+    /// saves so that the whole program's planned peak fits the budget and the backward
+    /// half recomputes the least (docs/planner.md).
+    Plan {
+        /// The jaxpr text file of the loss (the primal function, as `residuals` takes it).
+        file: PathBuf,
+        /// Device bytes the whole program may use: `64MiB`, `1.5GB`, `1000000`.
+        #[arg(long)]
+        budget: Option<String>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Choose only among values named with `checkpoint_name`, and print the
+        /// `jax.checkpoint_policies.save_only_these_names(...)` call that reproduces the plan.
+        #[arg(long)]
+        names_only: bool,
+        /// Print the Pareto frontier of peak bytes against recompute FLOPs, with the
+        /// built-in policies on the same axes.
+        #[arg(long)]
+        frontier: bool,
+        /// Write the planned whole program (forward then backward), which `remat bench` runs.
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+        /// The inputs differentiated (`0-15`, `0,2`); default: every float input.
+        #[arg(long)]
+        argnums: Option<String>,
+        /// Host memory for offloaded residuals (not implemented: an error).
+        #[arg(long)]
+        host_budget: Option<String>,
+    },
     /// Compile a jaxpr with the JIT, run it N times, and report compile time, median run
     /// time and the planned peak bytes.
     Bench {
@@ -206,6 +236,18 @@ fn main() -> ExitCode {
         }
         Command::Bench { file, inputs, runs, json, cse, nans } => {
             commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into(), nans.into())
+        }
+        Command::Plan { file, budget, json, names_only, frontier, out, argnums, host_budget } => {
+            commands::plan::run(&commands::plan::Request {
+                file: &file,
+                budget: budget.as_deref(),
+                json,
+                names_only,
+                frontier,
+                out: out.as_deref(),
+                argnums: argnums.as_deref(),
+                host_budget: host_budget.as_deref(),
+            })
         }
         Command::Residuals { file, policy_names, arg_names } => policy_names
             .apply()

@@ -55,6 +55,10 @@ pub use remat_interp::EvalError;
 pub use remat_ir::{self as ir, bf16, f16, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy, PrngKey};
 pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
 pub use remat_json as json;
+/// The memory planner: [`plan::Planner`], [`plan::frontier`], [`plan::Budget`]; the
+/// function [`plan()`] plans a closure.
+pub use remat_plan as plan;
+pub use remat_plan::Budget;
 pub use remat_trace::{
     self as trace, checkpoint, checkpoint_name, function_scope, lax, make_jaxpr, named, nn, numpy, random,
     recursive_checkpoint, scan, scan_reverse, ArgTree, GradTree, Idx, Named, ScanBody, Tensor, TensorTree, TraceError,
@@ -74,6 +78,8 @@ pub enum Error {
     Ad(#[from] AdError),
     #[error("compilation or native run failed: {0}")]
     Jit(#[from] JitError),
+    #[error("planning failed: {0}")]
+    Plan(#[from] remat_plan::PlanError),
     #[error("evaluation failed: {0}")]
     Eval(#[from] EvalError),
     /// A NaN that [`Nans`] asked to report: in an argument, or (with [`Nans::Debug`]) the
@@ -395,6 +401,30 @@ impl<F> Grad<F> {
     {
         self.cache.get_or_build(leaf_avals(args), || Program::new(self.jaxpr_at(args, loc)?, &self.run))
     }
+}
+
+/// The memory plan of the scalar loss `f` for `budget`: what the forward half saves so
+/// that the whole value-and-grad program's planned peak fits, recomputing the least
+/// (`docs/planner.md`). Every float argument is differentiated.
+///
+/// ```
+/// use remat::{named, Aval, Budget, DType, Tensor};
+///
+/// let f = |(w, x): (Tensor, Tensor)| (&x * &w).sin().sin().exp().sum();
+/// let args = (named("w", Aval::new(DType::F32, vec![])), named("x", Aval::new(DType::F32, vec![1024])));
+/// let no_remat = remat::plan(f, &args, Budget::bytes(usize::MAX)).unwrap();
+/// assert_eq!(no_remat.recompute_flops, 0);
+/// let tight = remat::plan(f, &args, Budget::bytes(no_remat.peak_bytes - 1)).unwrap();
+/// assert!(tight.peak_bytes < no_remat.peak_bytes && tight.recompute_flops > 0);
+/// ```
+#[track_caller]
+pub fn plan<A: ArgTree, R: TensorTree>(
+    f: impl FnOnce(A::Traced) -> R,
+    args: &A,
+    budget: Budget,
+) -> Result<remat_plan::Plan, Error> {
+    let traced = trace_closed(f, args, Location::caller())?;
+    Ok(remat_plan::plan(&traced.jaxpr, &traced.arg_names, budget, &remat_plan::PlanOptions::default())?)
 }
 
 /// `jax.ad_checkpoint.saved_residuals`: what the forward half of `f`'s vjp saves.

@@ -295,6 +295,7 @@ pub(crate) fn in_half(half: &Half, error: &Error) -> String {
         Error::Trace(_)
         | Error::Ad(_)
         | Error::Jit(_)
+        | Error::Plan(_)
         | Error::Eval(_)
         | Error::NanCotangent { .. }
         | Error::InHalf { .. } => format!("in the {half} half: {error}"),

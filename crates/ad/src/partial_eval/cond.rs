@@ -16,7 +16,7 @@
 
 use remat_ir::{Atom, Aval, Eqn, Jaxpr};
 
-use super::{partial_eval_jaxpr_custom, PartialEval, Pe, PeMode};
+use super::{partial_eval_jaxpr_custom, PartialEval, Pe};
 use crate::cond::{branches_of, cond_of, empty_in};
 use crate::AdError;
 
@@ -33,7 +33,7 @@ pub(super) fn cond_partial_eval(pe: &mut Pe, eqn: &Eqn) -> Result<(), AdError> {
     let n_out = eqn.outvars.len();
     // At the top of a linearization the staged cond takes only the unknown operands
     // (`linearize_jaxpr`); inside a checkpoint it takes and returns everything.
-    let linearize = matches!(pe.mode(), PeMode::Linearize);
+    let linearize = pe.mode().is_linearize();
     let inst: Vec<bool> = if linearize { unks.clone() } else { vec![true; ops.len()] };
     let split = |ensure_unk: &[bool], ensure_inst: &[bool]| -> Result<Vec<PartialEval>, AdError> {
         branches

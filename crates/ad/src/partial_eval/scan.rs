@@ -35,7 +35,7 @@ pub(crate) fn scan_partial_eval(pe: &mut Pe<'_>, eqn: &Eqn) -> Result<(), AdErro
             message: "partial evaluation of a scan whose body has constvars (pass them as consts)".into(),
         });
     }
-    let linearize = matches!(pe.mode(), PeMode::Linearize);
+    let linearize = pe.mode().is_linearize();
     let (nc, ncarry, nys) = (p.num_consts, p.num_carry, p.num_ys());
     let n_in = eqn.invars.len();
     let unks: Vec<bool> = eqn.invars.iter().map(|a| pe.is_unknown(a)).collect();

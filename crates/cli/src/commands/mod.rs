@@ -4,5 +4,6 @@ pub mod bench;
 pub mod eval;
 pub mod fwd_bwd;
 pub mod grad;
+pub mod plan;
 pub mod print;
 pub mod residuals;

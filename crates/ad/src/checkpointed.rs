@@ -1,0 +1,167 @@
+//! A whole function differentiated as `checkpoint(f)` under a policy chosen per equation:
+//! what the memory planner (`remat-plan`) builds its plans with.
+//!
+//! ```text
+//! f        : (primals)                       -> (outs)            flattened: no jit, no remat2
+//! program  : (primals) -> remat2[f]          -> (outs)            the whole function checkpointed
+//! body     : (primals, tangents)             -> (outs, out tangents)   the jvp of f, the remat2's body
+//! ```
+//!
+//! `jit` and `remat2` calls at the top of `f` are inlined first, so that one plan decides
+//! about every equation (nested checkpoints' own policies give way to the plan, as an
+//! enclosing checkpoint's policy does in JAX). A plan is one [`Saveability`] per equation
+//! of `body`; [`Checkpointed::vjp`] splits the program with it exactly as JAX splits a
+//! `checkpoint` at the top of a linearization (`remat_partial_eval`): the known half
+//! inlined, the staged half a `remat2[differentiated=True, prevent_cse=True]` whose
+//! transpose recomputes what the plan did not save.
+
+use std::sync::Arc;
+
+use remat_ir::{Atom, Eqn, HigherOrder, Jaxpr, Policy, Primitive};
+
+use crate::builder::{inline_jaxpr, Builder, VarMap};
+use crate::call::Call;
+use crate::jvp::{jvp_jaxpr, JvpJaxpr};
+use crate::partial_eval::PeMode;
+use crate::policy::{EqnDecisions, ResolvedPolicy, Saveability};
+use crate::vjp::{check_grad_request, linearize_jvp, vjp_of, whole_program, Vjp};
+use crate::{check, AdError};
+
+/// The name the planned checkpoint's policy prints as (`policy=<function remat_plan>`).
+pub const PLAN_POLICY_NAME: &str = "remat_plan";
+
+/// `checkpoint(f)` of a flattened `f`, linearized with respect to the inputs `wrt`, ready
+/// to be split by any per-equation plan.
+#[derive(Clone, Debug)]
+pub struct Checkpointed {
+    /// `f` with its top-level `jit` and `remat2` calls inlined.
+    flat: Jaxpr,
+    /// `(primals) -> remat2[flat](primals)`.
+    program: Jaxpr,
+    in_nonzeros: Vec<bool>,
+    jvp: JvpJaxpr,
+    /// The body of the jvp's `remat2`: the equations a plan decides about.
+    body: Arc<Jaxpr>,
+}
+
+impl Checkpointed {
+    /// Flattens `f` and differentiates `checkpoint(f)` with respect to its float inputs
+    /// in `argnums` (all float inputs when `None`).
+    pub fn new(f: &Jaxpr, argnums: Option<&[usize]>) -> Result<Checkpointed, AdError> {
+        if let Some(nums) = argnums {
+            if let Some(&bad) = nums.iter().find(|&&i| i >= f.invars.len()) {
+                return Err(AdError::Invalid(format!("argnum {bad} is out of range for {} inputs", f.invars.len())));
+            }
+        }
+        let flat = flatten_calls(f);
+        check("checkpointed (flat)", &flat)?;
+        let program = checkpoint_whole(&flat)?;
+        check("checkpointed (program)", &program)?;
+        let in_nonzeros: Vec<bool> = (0..f.invars.len())
+            .map(|i| f.aval(f.invars[i]).dtype.is_float() && argnums.is_none_or(|nums| nums.contains(&i)))
+            .collect();
+        let jvp = jvp_jaxpr(&program, &in_nonzeros, &vec![false; program.outvars.len()])?;
+        let body = jvp
+            .jaxpr
+            .eqns
+            .iter()
+            .find_map(|e| match &e.primitive {
+                Primitive::Remat2 { jaxpr, .. } => Some(Arc::clone(jaxpr)),
+                _ => None,
+            })
+            .ok_or_else(|| AdError::Internal("checkpointed: the jvp has no remat2".into()))?;
+        Ok(Checkpointed { flat, program, in_nonzeros, jvp, body })
+    }
+
+    /// `f` with its top-level calls inlined (the function the plans are plans of).
+    pub fn flat(&self) -> &Jaxpr {
+        &self.flat
+    }
+
+    /// The jvp of the flat function, `(primals, tangents of the inputs differentiated)
+    /// -> (outs, out tangents)`: a plan gives one decision per equation of it.
+    pub fn body(&self) -> &Arc<Jaxpr> {
+        &self.body
+    }
+
+    /// Which inputs are differentiated (have a tangent input in [`Checkpointed::body`]).
+    pub fn in_nonzeros(&self) -> &[bool] {
+        &self.in_nonzeros
+    }
+
+    /// The vjp under `decisions` (one per equation of [`Checkpointed::body`]); residuals
+    /// described with `arg_names`.
+    pub fn vjp(&self, decisions: Vec<Saveability>, arg_names: &[String]) -> Result<Vjp, AdError> {
+        let policy = ResolvedPolicy::PerEquation(Arc::new(EqnDecisions::new(Arc::clone(&self.body), decisions)?));
+        let lin = linearize_jvp(&self.program, self.in_nonzeros.clone(), &self.jvp, PeMode::LinearizeWith(&policy))?;
+        vjp_of(&self.program, lin, arg_names)
+    }
+
+    /// The program `jax.value_and_grad(f, argnums)` runs under the vjp `v` (from
+    /// [`Checkpointed::vjp`]): `(primals) -> (value, grads of argnums)`.
+    pub fn value_and_grad(&self, v: &Vjp, argnums: &[usize]) -> Result<Jaxpr, AdError> {
+        check_grad_request(&self.program, argnums)?;
+        whole_program(&self.program, v, argnums, true)
+    }
+}
+
+/// `f` with every top-level `jit` (without consts) and `remat2` inlined, recursively.
+pub fn flatten_calls(f: &Jaxpr) -> Jaxpr {
+    let mut b = Builder::new();
+    let mut map = VarMap::new(f);
+    for &c in &f.constvars {
+        let v = b.constvar(f.aval(c).clone());
+        map.set(c, v);
+    }
+    let ins: Vec<_> = f.invars.iter().map(|&v| b.invar(f.aval(v).clone())).collect();
+    for (&old, new) in f.invars.iter().zip(ins) {
+        map.set(old, new);
+    }
+    flatten_into(&mut b, f, &mut map);
+    let outs = map.get_all(&f.outvars);
+    b.finish(outs)
+}
+
+fn flatten_into(b: &mut Builder, f: &Jaxpr, map: &mut VarMap) {
+    for eqn in &f.eqns {
+        if let Some(body) = inlinable(eqn) {
+            let args = map.get_all(&eqn.invars);
+            let flat_body = flatten_calls(body);
+            let outs = inline_jaxpr(b, &flat_body, &[], &args);
+            for (&v, o) in eqn.outvars.iter().zip(outs) {
+                map.set(v, o);
+            }
+        } else {
+            b.copy_eqn(f, eqn, map);
+        }
+    }
+}
+
+/// The body of a call the flattening inlines: a `remat2`, or a `jit` without consts.
+fn inlinable(eqn: &Eqn) -> Option<&Jaxpr> {
+    match eqn.primitive.higher_order() {
+        Some(HigherOrder::Remat2 | HigherOrder::Jit) => {
+            let call = Call::of(&eqn.primitive).ok()?;
+            let body = call.body();
+            body.constvars.is_empty().then_some(body)
+        }
+        _ => None,
+    }
+}
+
+/// `(ins) -> remat2[prevent_cse=True, policy=remat_plan](ins)` around `flat`.
+fn checkpoint_whole(flat: &Jaxpr) -> Result<Jaxpr, AdError> {
+    let mut body = flat.clone();
+    // The body's constants become its leading inputs (a remat2 body has no constvars).
+    let consts = std::mem::take(&mut body.constvars);
+    body.invars.splice(0..0, consts.iter().copied());
+    let mut b = Builder::new();
+    let cs: Vec<Atom> = flat.constvars.iter().map(|&c| Atom::Var(b.constvar(flat.aval(c).clone()))).collect();
+    let ins: Vec<Atom> = flat.invars.iter().map(|&v| Atom::Var(b.invar(flat.aval(v).clone()))).collect();
+    let policy = Policy::Function { name: PLAN_POLICY_NAME.into(), repr: format!("<function {PLAN_POLICY_NAME}>") };
+    let prim =
+        Primitive::Remat2 { jaxpr: Arc::new(body), prevent_cse: true, differentiated: false, policy: Some(policy) };
+    let args: Vec<Atom> = cs.into_iter().chain(ins).collect();
+    let outs = b.bind(prim, args)?;
+    Ok(b.finish(outs.into_iter().map(Atom::Var).collect()))
+}

@@ -1,0 +1,175 @@
+//! `remat plan FILE --budget BYTES [--json] [--names-only] [--frontier] [-o PLANNED]`: the
+//! memory plan of the file's scalar loss (the primal function, as `residuals` takes it):
+//! what the forward half saves, what the backward half recomputes, the whole program's
+//! planned peak (what `remat bench` reports for the `-o` file) and the recompute FLOPs.
+//! `--frontier` prints every plan of the Pareto frontier with the built-in policies on
+//! the same axes. `docs/planner.md` describes the model and the search.
+
+use std::path::Path;
+
+use remat::plan::{jax_names_policy, Budget, Method, Plan, PlanOptions, Planner};
+use serde_json::{json, Value};
+
+use crate::commands::residuals::binder_names;
+use crate::io::{read_program, read_text, write_json, CliError, Result};
+
+/// What `remat plan` was asked.
+#[derive(Debug)]
+pub struct Request<'a> {
+    pub file: &'a Path,
+    pub budget: Option<&'a str>,
+    pub json: bool,
+    pub names_only: bool,
+    pub frontier: bool,
+    pub out: Option<&'a Path>,
+    pub argnums: Option<&'a str>,
+    pub host_budget: Option<&'a str>,
+}
+
+pub fn run(req: &Request<'_>) -> Result<()> {
+    let closed = read_program(req.file)?;
+    let names = binder_names(&read_text(req.file)?).unwrap_or_default();
+    let argnums = req.argnums.map(parse_argnums).transpose()?;
+    let host_budget = req.host_budget.map(|b| b.parse::<Budget>().map(Budget::bytes_value)).transpose()?;
+    let options = PlanOptions { argnums, names_only: req.names_only, host_budget, ..PlanOptions::default() };
+    let planner = Planner::new(&closed, &names, &options)?;
+    let plan = match req.budget {
+        Some(b) => Some(planner.plan(b.parse::<Budget>()?)?),
+        None if req.frontier => None,
+        None => return Err(CliError("remat plan: give --budget BYTES (or --frontier)".into())),
+    };
+    if let (Some(out), Some(p)) = (req.out, &plan) {
+        std::fs::write(out, remat::ir::pp_jaxpr(&p.program) + "\n")
+            .map_err(|e| CliError(format!("{}: {e}", out.display())))?;
+    }
+    if req.json {
+        return write_json(None, &as_json(&planner, plan.as_ref(), req.frontier));
+    }
+    let mut text = String::new();
+    if req.frontier {
+        text.push_str(&frontier_text(&planner));
+    }
+    if let Some(p) = &plan {
+        if req.frontier {
+            text.push('\n');
+        }
+        text.push_str(&plan_text(&planner, p, req.out));
+    }
+    remat::pretty::write_stdout(&text);
+    Ok(())
+}
+
+/// `0,2,5` or ranges `0-15,17`.
+fn parse_argnums(s: &str) -> Result<Vec<usize>> {
+    let bad = || CliError(format!("--argnums `{s}`: expected input indices such as `0,1,2` or `0-15`"));
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+fn method_words(m: Method) -> &'static str {
+    match m {
+        Method::Exhaustive => "exhaustive (every distinct plan evaluated: optimal)",
+        Method::Greedy => "greedy with local refinement (a heuristic)",
+        Method::Names => "every subset of the program's names",
+    }
+}
+
+fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
+    let mut t = format!(
+        "plan for a budget of {}\n  search: {}, {} plans evaluated exactly\n  peak: {} (the whole value-and-grad program as the JIT plans it)\n  recompute: {} FLOPs\n  saved beyond the arguments: {}\n",
+        Budget::bytes(p.budget),
+        method_words(p.method),
+        planner.evaluated(),
+        Budget::bytes(p.peak_bytes),
+        p.recompute_flops,
+        Budget::bytes(p.residual_bytes as usize),
+    );
+    if let Some(policy) = p.jax_policy() {
+        t.push_str(&format!("  policy: {policy}\n"));
+    }
+    t.push_str(&format!("saved ({}):\n", p.saved.len()));
+    for r in &p.saved {
+        t.push_str(&format!("  {r}\n"));
+    }
+    t.push_str(&format!("recomputed ({}):\n", p.recomputed.len()));
+    for r in &p.recomputed {
+        t.push_str(&format!("  {r}\n"));
+    }
+    if let Some(out) = out {
+        t.push_str(&format!("wrote the planned program to {} (`remat bench` runs it)\n", out.display()));
+    }
+    t
+}
+
+fn frontier_text(planner: &Planner) -> String {
+    let mut t =
+        format!("frontier ({}, {} plans evaluated exactly):\n", method_words(planner.method()), planner.evaluated());
+    t.push_str(&format!(
+        "  {:>14}  {:>16}  {:>14}  {:>10}\n",
+        "peak bytes", "recompute FLOPs", "saved bytes", "recomputed"
+    ));
+    for p in planner.frontier() {
+        t.push_str(&format!(
+            "  {:>14}  {:>16}  {:>14}  {:>10}",
+            p.peak_bytes, p.recompute_flops, p.residual_bytes, p.recomputed
+        ));
+        if let Some(names) = &p.names {
+            t.push_str(&format!("  {}", jax_names_policy(names)));
+        }
+        t.push('\n');
+    }
+    t.push_str("built-in policies (each applied to the whole function):\n");
+    for b in planner.builtins() {
+        t.push_str(&format!("  {:>14}  {:>16}  {}\n", b.peak_bytes, b.recompute_flops, b.policy));
+    }
+    t
+}
+
+fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
+    let mut v =
+        json!({ "method": format!("{:?}", planner.method()).to_lowercase(), "plans_evaluated": planner.evaluated() });
+    if let Some(p) = plan {
+        v["plan"] = json!({
+            "budget": p.budget,
+            "peak_bytes": p.peak_bytes,
+            "recompute_flops": p.recompute_flops,
+            "residual_bytes": p.residual_bytes,
+            "saved": p.saved.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+            "recomputed": p.recomputed,
+            "names": p.names,
+            "jax_policy": p.jax_policy(),
+        });
+    }
+    if frontier {
+        v["frontier"] = planner
+            .frontier()
+            .iter()
+            .map(|p| {
+                json!({ "peak_bytes": p.peak_bytes, "recompute_flops": p.recompute_flops,
+                        "residual_bytes": p.residual_bytes, "recomputed": p.recomputed, "names": p.names })
+            })
+            .collect();
+        v["builtins"] = planner
+            .builtins()
+            .iter()
+            .map(|b| json!({ "policy": b.policy, "peak_bytes": b.peak_bytes, "recompute_flops": b.recompute_flops }))
+            .collect();
+    }
+    v
+}

@@ -1,0 +1,394 @@
+//! The memory planner: given a byte budget, choose what the forward half of a vjp saves so
+//! that the whole program's planned peak fits and the backward half recomputes the least.
+//!
+//! ```text
+//! f (a scalar loss, primal)  --Model::new-->  checkpoint(f) linearized (remat_ad::Checkpointed)
+//! plan = recompute set       --Model::evaluate-->  whole value_and_grad program, its exact peak
+//! search (search.rs)         --> evaluated plans --> frontier, and the plan for a budget
+//! ```
+//!
+//! The function is planned as if it were `checkpoint(f)` (its own checkpoints and `jit`s
+//! at the top are inlined: the plan replaces their policies). The objective is the peak of
+//! the whole vjp as the JIT's buffer planner allocates it (`remat_jit::memory_plan`, what
+//! `remat bench` reports), not the sum of residual bytes; among the plans that fit, the
+//! fewest recompute FLOPs, then the lower peak, then the earlier evaluated plan. The plan
+//! for a budget is chosen among one fixed set of evaluated plans, so it is deterministic
+//! and its peak is monotone (non-increasing as the budget shrinks). `docs/planner.md`
+//! states the model, the algorithms and their guarantees.
+//!
+//! Architecture invariant: the planner builds programs only through `remat-ad`
+//! (`Checkpointed`) and measures them only through `remat-jit`'s `memory_plan`; it runs
+//! nothing.
+
+pub mod budget;
+pub mod model;
+pub mod search;
+
+use remat_ad::{AdError, Residual, ResidualKind, ResolvedPolicy};
+use remat_ir::{ClosedJaxpr, Jaxpr, Policy, Primitive};
+use remat_jit::JitError;
+
+pub use budget::Budget;
+use model::{Evaluated, Model};
+use search::{Evaluations, Point};
+
+/// Why no plan could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Ad(#[from] AdError),
+    #[error("{0}")]
+    Jit(#[from] JitError),
+    #[error("{0}")]
+    Invalid(String),
+    /// The budget is below every plan's peak.
+    #[error(
+        "no plan fits the budget of {budget} bytes: the smallest peak reachable is {min_peak} bytes ({}); {held}",
+        budget::human(*min_peak)
+    )]
+    Infeasible { budget: usize, min_peak: usize, held: String },
+    #[error("offload planning is not implemented: plans keep every residual in device memory (docs/planner.md)")]
+    Offload,
+}
+
+/// How the planner proposes plans (see `search.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Every distinct plan was evaluated exactly: the choice is optimal.
+    Exhaustive,
+    /// The greedy path (and the built-in policies) were evaluated: a heuristic.
+    Greedy,
+    /// `--names-only`: every subset of the program's names was evaluated.
+    Names,
+}
+
+/// What the planner may choose among, and how hard it searches.
+#[derive(Clone, Debug)]
+pub struct PlanOptions {
+    /// The inputs differentiated (`jax.value_and_grad`'s `argnums`); all float inputs when
+    /// `None`.
+    pub argnums: Option<Vec<usize>>,
+    /// Choose only among values named with `checkpoint_name` (the plan is then a
+    /// `save_only_these_names` policy).
+    pub names_only: bool,
+    /// Host memory for offloaded residuals: not implemented, an error when given.
+    pub host_budget: Option<usize>,
+    /// The exhaustive search runs when there are at most this many relevant candidates...
+    pub exhaustive_candidates: usize,
+    /// ...and they give at most this many distinct plans (each evaluated exactly).
+    pub exhaustive_plans: usize,
+    /// Beyond, at most this many plans of the greedy path are evaluated exactly...
+    pub heuristic_evals: usize,
+    /// ...and at most this many plans one decision away from the frontier.
+    pub refine_evals: usize,
+}
+
+impl Default for PlanOptions {
+    fn default() -> PlanOptions {
+        PlanOptions {
+            argnums: None,
+            names_only: false,
+            host_budget: None,
+            exhaustive_candidates: 16,
+            exhaustive_plans: 1024,
+            heuristic_evals: 40,
+            refine_evals: 64,
+        }
+    }
+}
+
+/// A built-in policy placed on the planner's axes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyPoint {
+    /// As JAX spells it (`jax.checkpoint_policies.dots_saveable`).
+    pub policy: String,
+    pub peak_bytes: usize,
+    pub recompute_flops: u64,
+}
+
+/// One point of the frontier: a plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrontierPoint {
+    pub peak_bytes: usize,
+    pub recompute_flops: u64,
+    /// The bytes the forward half saves (beyond the arguments).
+    pub residual_bytes: u64,
+    /// How many equations the backward half recomputes.
+    pub recomputed: usize,
+    /// With `names_only`: the names the plan saves.
+    pub names: Option<Vec<String>>,
+}
+
+/// The plan for a budget.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub budget: usize,
+    /// The whole program's planned peak (what `remat bench` reports for `program`).
+    pub peak_bytes: usize,
+    pub recompute_flops: u64,
+    pub residual_bytes: u64,
+    /// What the forward half saves (printed, JAX's `print_saved_residuals` lines).
+    pub saved: Vec<Residual>,
+    /// What the backward half recomputes, in the same words.
+    pub recomputed: Vec<String>,
+    /// With `names_only`: the names saved.
+    pub names: Option<Vec<String>>,
+    pub method: Method,
+    /// `(primals) -> (value, grads)`, forward then backward: what `remat bench` runs.
+    pub program: Jaxpr,
+    /// The forward half `(primals) -> (outs, residuals)` and the backward half
+    /// `(residuals, cotangents) -> (grads)`.
+    pub fwd: Jaxpr,
+    pub bwd: Jaxpr,
+}
+
+impl Plan {
+    /// With `names_only`: the JAX policy that reproduces the plan.
+    pub fn jax_policy(&self) -> Option<String> {
+        self.names.as_ref().map(|names| jax_names_policy(names))
+    }
+}
+
+/// `jax.checkpoint_policies.save_only_these_names('a', 'b')`.
+pub fn jax_names_policy(names: &[String]) -> String {
+    let args: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    format!("jax.checkpoint_policies.save_only_these_names({})", args.join(", "))
+}
+
+/// A function's plans: the evaluated candidates, ready to answer budgets.
+#[derive(Debug)]
+pub struct Planner {
+    model: Model,
+    evals: Evaluations,
+    method: Method,
+    /// With `names_only`, the names each evaluated point saves.
+    point_names: Vec<Option<Vec<String>>>,
+    builtins: Vec<PolicyPoint>,
+}
+
+impl Planner {
+    /// Plans `f` (a scalar loss); `arg_names` name its inputs in the residual lines.
+    pub fn new(f: &ClosedJaxpr, arg_names: &[String], options: &PlanOptions) -> Result<Planner, PlanError> {
+        if options.host_budget.is_some() {
+            return Err(PlanError::Offload);
+        }
+        let model = Model::new(f, options.argnums.as_deref(), arg_names)?;
+        let mut evals = Evaluations::default();
+        let mut point_names = Vec::new();
+        let mut builtins = Vec::new();
+        let names = program_names(model.body(), &model);
+        // The built-in policies, on the same axes.
+        let mut policies = vec![
+            ("nothing_saveable".to_string(), Policy::NothingSaveable),
+            ("everything_saveable".to_string(), Policy::EverythingSaveable),
+            ("dots_saveable".to_string(), Policy::DotsSaveable { only_if_no_batch_dims: false }),
+            ("dots_with_no_batch_dims_saveable".to_string(), Policy::DotsSaveable { only_if_no_batch_dims: true }),
+        ];
+        if !names.is_empty() {
+            let call = jax_names_policy(&names);
+            let short = call.trim_start_matches("jax.checkpoint_policies.").to_string();
+            policies.push((short, Policy::SaveOnlyTheseNames { names: names.clone() }));
+        }
+        let mut builtin_evals = Evaluations::default();
+        for (label, policy) in &policies {
+            let saved = model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?;
+            let a = model.analyze(&saved);
+            let i = builtin_evals.add(&model, &a)?;
+            let p = &builtin_evals.points[i];
+            builtins.push(PolicyPoint {
+                policy: format!("jax.checkpoint_policies.{label}"),
+                peak_bytes: p.peak_bytes,
+                recompute_flops: p.recompute_flops,
+            });
+            if !options.names_only {
+                evals.add(&model, &a)?;
+            }
+        }
+        let method = if options.names_only {
+            if names.len() > 16 {
+                return Err(PlanError::Invalid(format!(
+                    "--names-only: the program has {} names; the planner tries every subset of at most 16",
+                    names.len()
+                )));
+            }
+            evals = Evaluations::default();
+            for mask in 0u32..(1 << names.len()) {
+                let subset: Vec<String> =
+                    names.iter().enumerate().filter(|(j, _)| mask >> j & 1 == 1).map(|(_, n)| n.clone()).collect();
+                let policy = Policy::SaveOnlyTheseNames { names: subset.clone() };
+                let a = model.analyze(&model.saved_by_policy(&ResolvedPolicy::Builtin(policy))?);
+                let i = evals.add(&model, &a)?;
+                if i == point_names.len() {
+                    point_names.push(Some(subset));
+                }
+            }
+            Method::Names
+        } else if let Some(all) = search::exhaustive(&model, options.exhaustive_candidates, options.exhaustive_plans) {
+            for a in &all {
+                evals.add(&model, a)?;
+            }
+            Method::Exhaustive
+        } else {
+            let path = search::greedy(&model);
+            for a in search::spread(&path, options.heuristic_evals) {
+                evals.add(&model, &a)?;
+            }
+            search::refine(&model, &mut evals, options.refine_evals)?;
+            Method::Greedy
+        };
+        point_names.resize(evals.points.len(), None);
+        Ok(Planner { model, evals, method, point_names, builtins })
+    }
+
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// How many candidate equations the plans choose among.
+    pub fn candidates(&self) -> usize {
+        self.model.relevant().len()
+    }
+
+    /// How many plans were evaluated exactly.
+    pub fn evaluated(&self) -> usize {
+        self.evals.points.len()
+    }
+
+    /// The built-in policies on the planner's axes (each applied to the whole function).
+    pub fn builtins(&self) -> &[PolicyPoint] {
+        &self.builtins
+    }
+
+    /// The Pareto frontier of (peak, recompute FLOPs), by increasing peak.
+    pub fn frontier(&self) -> Vec<FrontierPoint> {
+        self.evals.frontier().into_iter().map(|i| self.point(i)).collect()
+    }
+
+    fn point(&self, i: usize) -> FrontierPoint {
+        let p: &Point = &self.evals.points[i];
+        FrontierPoint {
+            peak_bytes: p.peak_bytes,
+            recompute_flops: p.recompute_flops,
+            residual_bytes: p.residual_bytes,
+            recomputed: p.recompute.len(),
+            names: self.point_names[i].clone(),
+        }
+    }
+
+    /// The smallest peak any evaluated plan reaches.
+    pub fn min_peak(&self) -> usize {
+        self.evals.smallest().map_or(0, |i| self.evals.points[i].peak_bytes)
+    }
+
+    /// The peak of saving everything (no rematerialization).
+    pub fn no_remat_peak(&self) -> usize {
+        self.builtins.iter().find(|b| b.policy.ends_with("everything_saveable")).map_or(0, |b| b.peak_bytes)
+    }
+
+    /// The plan for `budget` (see the crate docs for the order of preference).
+    pub fn plan(&self, budget: Budget) -> Result<Plan, PlanError> {
+        let b = budget.bytes_value();
+        let Some(i) = self.evals.select(b) else {
+            return Err(self.infeasible(b));
+        };
+        let p = &self.evals.points[i];
+        let e = self.model.evaluate(&self.model.saved_for(&p.recompute))?;
+        Ok(Plan {
+            budget: b,
+            peak_bytes: e.peak_bytes,
+            recompute_flops: p.recompute_flops,
+            residual_bytes: p.residual_bytes,
+            saved: e.vjp.residuals.clone(),
+            recomputed: self.recomputed_lines(&p.recompute),
+            names: self.point_names[i].clone(),
+            method: self.method,
+            program: e.program,
+            fwd: e.vjp.fwd,
+            bwd: e.vjp.bwd,
+        })
+    }
+
+    fn infeasible(&self, budget: usize) -> PlanError {
+        let Some(i) = self.evals.smallest() else {
+            return PlanError::Invalid("no plan was evaluated".into());
+        };
+        let p = &self.evals.points[i];
+        let held = match self.model.evaluate(&self.model.saved_for(&p.recompute)) {
+            Ok(e) => held_by(&e),
+            Err(err) => format!("(evaluating that plan again failed: {err})"),
+        };
+        PlanError::Infeasible { budget, min_peak: p.peak_bytes, held }
+    }
+
+    /// The recomputed equations in JAX's residual words.
+    fn recomputed_lines(&self, recompute: &[usize]) -> Vec<String> {
+        let body = self.model.body();
+        recompute
+            .iter()
+            .flat_map(|&i| {
+                let e = &body.eqns[i];
+                e.outvars.iter().map(move |&v| {
+                    let kind = match &e.primitive {
+                        Primitive::Name { name } => ResidualKind::Named(name.clone()),
+                        other => ResidualKind::Output(other.name().to_string()),
+                    };
+                    let aval = body.aval(v).clone();
+                    let bytes = aval.size_in_bytes();
+                    Residual { aval, kind, source: e.source.clone(), bytes }.to_string()
+                })
+            })
+            .collect()
+    }
+}
+
+/// What holds the smallest plan's peak: the arguments and outputs, and its largest residuals.
+fn held_by(e: &Evaluated) -> String {
+    let mut res: Vec<&Residual> = e
+        .vjp
+        .residuals
+        .iter()
+        .filter(|r| matches!(r.kind, ResidualKind::Output(_) | ResidualKind::Named(_) | ResidualKind::Jit(_)))
+        .collect();
+    res.sort_by_key(|r| std::cmp::Reverse(r.bytes));
+    let saved: usize = res.iter().map(|r| r.bytes).sum();
+    let largest: Vec<String> = res.iter().take(3).map(|r| r.to_string()).collect();
+    let mut s = format!("that plan saves {saved} bytes beyond the arguments");
+    if largest.is_empty() {
+        s.push_str(" (every saved value is an argument)");
+    } else {
+        s.push_str(&format!(" (the largest: {})", largest.join("; ")));
+    }
+    s.push_str(&format!(
+        "; the arguments and outputs ({} bytes) are outside the peak, which is the arena of the forward and backward halves' values (values may live in an output's memory before it is written)",
+        e.io_bytes
+    ));
+    s
+}
+
+/// The distinct `checkpoint_name` names of the candidates, in program order.
+fn program_names(body: &Jaxpr, model: &Model) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, e) in body.eqns.iter().enumerate() {
+        if let Primitive::Name { name } = &e.primitive {
+            if model.is_candidate(i) && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The plan for `budget` of the scalar loss `f`.
+pub fn plan(f: &ClosedJaxpr, arg_names: &[String], budget: Budget, options: &PlanOptions) -> Result<Plan, PlanError> {
+    Planner::new(f, arg_names, options)?.plan(budget)
+}
+
+/// The Pareto frontier of `f`'s plans and the built-in policies on the same axes.
+pub fn frontier(
+    f: &ClosedJaxpr,
+    arg_names: &[String],
+    options: &PlanOptions,
+) -> Result<(Vec<FrontierPoint>, Vec<PolicyPoint>), PlanError> {
+    let planner = Planner::new(f, arg_names, options)?;
+    Ok((planner.frontier(), planner.builtins().to_vec()))
+}

@@ -1,0 +1,275 @@
+//! The cost model: what a plan saves, what it recomputes and what that costs.
+//!
+//! A plan is a set of *saved* candidate equations of the checkpointed body (the jvp of the
+//! flattened function, `remat_ad::Checkpointed::body`); every other candidate is
+//! recomputed by the backward half when it needs it. Two measures:
+//!
+//! - **Recompute FLOPs** (analytic, exact for the split partial evaluation makes): the
+//!   backward half reads some primal values (`needed`); a needed value made by a saved
+//!   equation is a residual, one made by a recomputed equation is recomputed, and so are,
+//!   transitively, the recomputed values its inputs need. The FLOPs of the recomputed
+//!   equations are [`eqn_flops`]: `dot_general` and `conv_general_dilated` count 2 per
+//!   multiply-add; every other primitive one per element of its largest operand or
+//!   result; a `scan` its body's FLOPs times its length; other calls their bodies'.
+//! - **Peak bytes** (exact): the whole program `jax.value_and_grad` runs under the plan
+//!   (forward, then backward on the cotangent `1.0`), planned by the JIT's buffer planner
+//!   without code generation (`remat_jit::memory_plan`, default options): the figure
+//!   `remat bench` reports for that program, byte for byte.
+//!
+//! The program a plan gives depends only on its recompute set (a saved equation whose
+//! value nobody reads, and an unsaved one nobody recomputes, both vanish in dead-code
+//! elimination), so plans are compared and deduplicated by that set.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use remat_ad::{Checkpointed, Saveability, Vjp};
+use remat_ir::{Array, Atom, ClosedJaxpr, Eqn, HigherOrder, Jaxpr, Primitive, Var};
+use remat_jit::{memory_plan, Options};
+
+use crate::PlanError;
+
+/// The cost model of one function: its checkpointed body and what each equation costs.
+#[derive(Debug)]
+pub struct Model {
+    cp: Checkpointed,
+    consts: Vec<Array>,
+    argnums: Vec<usize>,
+    arg_names: Vec<String>,
+    /// Per variable of the body: a primal (known) value.
+    known: Vec<bool>,
+    /// Per variable of the body: the equation that makes it.
+    producer: Vec<Option<usize>>,
+    /// Per equation: a candidate (a known first-order equation a plan may recompute).
+    candidate: Vec<bool>,
+    /// The candidates that can matter (reachable backwards from `needed`), in order.
+    relevant: Vec<usize>,
+    /// The primal values the backward half reads.
+    needed: Vec<Var>,
+    flops: Vec<u64>,
+}
+
+/// What a plan does, analytically.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Analysis {
+    /// The recomputed equations (indices into the body), ascending.
+    pub recompute: Vec<usize>,
+    /// The body's variables the forward half saves (excluding the arguments).
+    pub residuals: Vec<Var>,
+    pub residual_bytes: u64,
+    pub recompute_flops: u64,
+}
+
+/// A plan evaluated exactly: its vjp, the whole program and its planned peak.
+#[derive(Clone, Debug)]
+pub struct Evaluated {
+    pub analysis: Analysis,
+    /// One decision per equation of the body.
+    pub decisions: Vec<Saveability>,
+    pub vjp: Vjp,
+    /// `(primals) -> (value, grads)`: what `remat bench` runs.
+    pub program: Jaxpr,
+    pub peak_bytes: usize,
+    /// The arguments' and outputs' bytes in the peak.
+    pub io_bytes: usize,
+}
+
+impl Model {
+    /// The model of `f` (a scalar loss) differentiated with respect to `argnums` (all
+    /// float inputs when `None`).
+    pub fn new(f: &ClosedJaxpr, argnums: Option<&[usize]>, arg_names: &[String]) -> Result<Model, PlanError> {
+        let jaxpr = &f.jaxpr;
+        let argnums: Vec<usize> = match argnums {
+            Some(a) => a.to_vec(),
+            None => (0..jaxpr.invars.len()).filter(|&i| jaxpr.aval(jaxpr.invars[i]).dtype.is_float()).collect(),
+        };
+        let cp = Checkpointed::new(jaxpr, Some(&argnums))?;
+        let body = Arc::clone(cp.body());
+        let n_tangents = cp.in_nonzeros().iter().filter(|&&t| t).count();
+        let n_known_ins = body.invars.len() - n_tangents;
+        let mut known = vec![false; body.vars.len()];
+        for &c in &body.constvars {
+            known[c.index()] = true;
+        }
+        for &v in &body.invars[..n_known_ins] {
+            known[v.index()] = true;
+        }
+        let mut producer = vec![None; body.vars.len()];
+        let mut candidate = vec![false; body.eqns.len()];
+        let mut needed = BTreeSet::new();
+        let vars = |e: &Eqn| -> Vec<Var> {
+            e.invars
+                .iter()
+                .filter_map(|a| match a {
+                    Atom::Var(v) => Some(*v),
+                    Atom::Lit(_) => None,
+                })
+                .collect()
+        };
+        for (i, e) in body.eqns.iter().enumerate() {
+            let ins = vars(e);
+            let is_known = ins.iter().all(|v| known[v.index()]);
+            for &o in &e.outvars {
+                producer[o.index()] = Some(i);
+                known[o.index()] = is_known;
+            }
+            if is_known {
+                // Partial evaluation splits a known scan, cond or call by its own rule
+                // (its outputs stay saved); other known equations ask the plan.
+                candidate[i] = !matches!(
+                    e.primitive.higher_order(),
+                    Some(HigherOrder::Scan | HigherOrder::Cond | HigherOrder::Jit | HigherOrder::Remat2)
+                );
+            } else {
+                needed.extend(ins.into_iter().filter(|v| known[v.index()]));
+            }
+        }
+        let flops: Vec<u64> = body.eqns.iter().map(|e| eqn_flops(&body, e)).collect();
+        let mut model = Model {
+            cp,
+            consts: f.consts.clone(),
+            argnums,
+            arg_names: arg_names.to_vec(),
+            known,
+            producer,
+            candidate,
+            relevant: Vec::new(),
+            needed: needed.into_iter().collect(),
+            flops,
+        };
+        // Everything recomputed reaches every candidate that can matter.
+        let all = model.analyze(&vec![false; model.body().eqns.len()]);
+        model.relevant = all.recompute;
+        Ok(model)
+    }
+
+    pub fn body(&self) -> &Jaxpr {
+        self.cp.body()
+    }
+
+    /// The candidates a plan chooses among (equations of the body), in program order.
+    pub fn relevant(&self) -> &[usize] {
+        &self.relevant
+    }
+
+    pub fn argnums(&self) -> &[usize] {
+        &self.argnums
+    }
+
+    pub fn flops(&self, eqn: usize) -> u64 {
+        self.flops[eqn]
+    }
+
+    /// The equation of the body that makes `v` (none for an input).
+    pub fn producer(&self, v: Var) -> Option<usize> {
+        self.producer[v.index()]
+    }
+
+    pub fn is_candidate(&self, eqn: usize) -> bool {
+        self.candidate[eqn]
+    }
+
+    /// The recompute set, residuals and FLOPs of the plan saving the equations `saved`
+    /// (one flag per equation of the body; non-candidates are always saved).
+    pub fn analyze(&self, saved: &[bool]) -> Analysis {
+        let body = self.body();
+        let mut recompute = vec![false; body.eqns.len()];
+        let mut seen = vec![false; body.vars.len()];
+        let mut residuals = Vec::new();
+        let (mut bytes, mut flops) = (0u64, 0u64);
+        let mut stack: Vec<Var> = self.needed.iter().rev().copied().collect();
+        while let Some(v) = stack.pop() {
+            if std::mem::replace(&mut seen[v.index()], true) {
+                continue;
+            }
+            let Some(p) = self.producer[v.index()] else { continue };
+            if saved[p] || !self.candidate[p] {
+                residuals.push(v);
+                bytes += body.aval(v).size_in_bytes() as u64;
+            } else if !recompute[p] {
+                recompute[p] = true;
+                flops += self.flops[p];
+                for a in body.eqns[p].invars.iter().rev() {
+                    if let Atom::Var(u) = a {
+                        if self.known[u.index()] {
+                            stack.push(*u);
+                        }
+                    }
+                }
+            }
+        }
+        residuals.sort();
+        let recompute: Vec<usize> = (0..body.eqns.len()).filter(|&i| recompute[i]).collect();
+        Analysis { recompute, residuals, residual_bytes: bytes, recompute_flops: flops }
+    }
+
+    /// The canonical plan with recompute set `recompute`: every other equation saved.
+    pub fn saved_for(&self, recompute: &[usize]) -> Vec<bool> {
+        let mut saved = vec![true; self.body().eqns.len()];
+        for &i in recompute {
+            saved[i] = false;
+        }
+        saved
+    }
+
+    /// The decisions of a built-in policy for every equation of the body, as flags.
+    pub fn saved_by_policy(&self, policy: &remat_ad::ResolvedPolicy) -> Result<Vec<bool>, PlanError> {
+        let body = self.body();
+        body.eqns
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let avals: Vec<_> = e.invars.iter().map(|a| body.atom_aval(a)).collect();
+                let d = policy.decide_eqn(body, i, &e.primitive, &avals)?;
+                match d {
+                    Saveability::Saveable => Ok(true),
+                    Saveability::Recompute => Ok(false),
+                    Saveability::Offloadable { .. } => Err(PlanError::Offload),
+                }
+            })
+            .collect()
+    }
+
+    /// The plan saving `saved`, split, assembled into the whole program, and planned.
+    pub fn evaluate(&self, saved: &[bool]) -> Result<Evaluated, PlanError> {
+        let analysis = self.analyze(saved);
+        let decisions: Vec<Saveability> =
+            (0..self.body().eqns.len()).map(|i| Saveability::from_bool(saved[i] || !self.candidate[i])).collect();
+        let vjp = self.cp.vjp(decisions.clone(), &self.arg_names)?;
+        let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
+        let plan = memory_plan(&program, &self.consts, &Options::default())?;
+        Ok(Evaluated { analysis, decisions, vjp, program, peak_bytes: plan.peak_bytes, io_bytes: plan.io_bytes })
+    }
+
+    /// The planned function's constants (the whole program's).
+    pub fn consts(&self) -> &[Array] {
+        &self.consts
+    }
+}
+
+/// The FLOPs of one equation (see the module docs).
+pub fn eqn_flops(jaxpr: &Jaxpr, e: &Eqn) -> u64 {
+    let out_elems: u64 = e.outvars.iter().map(|&v| jaxpr.aval(v).size() as u64).max().unwrap_or(0);
+    match &e.primitive {
+        Primitive::DotGeneral { dimension_numbers: dn, .. } => {
+            let lhs = jaxpr.atom_aval(&e.invars[0]);
+            let k: u64 = dn.lhs_contracting.iter().map(|&d| lhs.shape[d] as u64).product();
+            2 * out_elems * k
+        }
+        Primitive::ConvGeneralDilated(p) => {
+            let rhs = jaxpr.atom_aval(&e.invars[1]);
+            let out_features = rhs.shape.get(p.dimension_numbers.rhs_spec[0]).copied().unwrap_or(1).max(1) as u64;
+            2 * out_elems * (rhs.size() as u64 / out_features)
+        }
+        Primitive::Scan { jaxpr: body, length, .. } => {
+            *length as u64 * body.jaxpr.eqns.iter().map(|b| eqn_flops(&body.jaxpr, b)).sum::<u64>()
+        }
+        prim if !prim.subjaxprs().is_empty() => {
+            prim.subjaxprs().iter().map(|b| b.eqns.iter().map(|x| eqn_flops(b, x)).sum::<u64>()).sum()
+        }
+        _ => {
+            let in_elems = e.invars.iter().map(|a| jaxpr.atom_aval(a).size() as u64).max().unwrap_or(0);
+            out_elems.max(in_elems)
+        }
+    }
+}

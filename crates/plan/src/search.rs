@@ -1,0 +1,256 @@
+//! The search: which plans to evaluate exactly, and the frontier they make.
+//!
+//! Plans are keyed by their recompute set (the program depends on nothing else, see
+//! `model.rs`). The search proposes recompute sets, evaluates each one exactly
+//! (`Model::evaluate`: the planned peak of the whole program) and keeps them all; a budget
+//! then selects among them (`select`). Two ways to propose:
+//!
+//! - **Exhaustive** (exact): every subset of the relevant candidates is analysed (cheap,
+//!   analytic) and the distinct recompute sets they give are all evaluated exactly. When
+//!   this runs, the chosen plan is optimal over *every* plan: minimal recompute FLOPs
+//!   among those whose exact peak fits, ties broken by the lower peak.
+//! - **Greedy** (heuristic, beyond the exhaustive limits): starting from saving
+//!   everything, repeatedly stop saving the residual-producing candidate whose recompute
+//!   frees the most residual bytes per recomputed FLOP (a removal that frees nothing is
+//!   taken last, cheapest first); each step is a plan. Every unsaved candidate stays
+//!   needed, so a step's effect is local (its value stops being a residual, its inputs
+//!   that are neither saved residuals nor recomputed become residuals). At most
+//!   `heuristic_evals` plans of the path, evenly spread and always including both ends,
+//!   are evaluated exactly; then `refine` evaluates plans one decision away from the
+//!   frontier (at most `refine_evals`), which repairs the greedy path's misses where the
+//!   residual bytes it ranks by and the exact peak disagree.
+//!
+//! Both also evaluate the built-in policies' plans, so that no built-in policy lies below
+//! the frontier.
+
+use std::collections::BTreeMap;
+
+use remat_ir::Atom;
+
+use crate::model::{Analysis, Model};
+use crate::PlanError;
+
+/// One plan evaluated exactly.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// The recomputed equations of the checkpointed body, ascending.
+    pub recompute: Vec<usize>,
+    pub peak_bytes: usize,
+    pub recompute_flops: u64,
+    pub residual_bytes: u64,
+}
+
+/// The plans evaluated, in evaluation order (which breaks the last ties).
+#[derive(Debug, Default)]
+pub struct Evaluations {
+    pub points: Vec<Point>,
+    index: BTreeMap<Vec<usize>, usize>,
+}
+
+impl Evaluations {
+    /// Evaluates the plan `a` (unless its recompute set was) and returns its index.
+    pub fn add(&mut self, model: &Model, a: &Analysis) -> Result<usize, PlanError> {
+        if let Some(&i) = self.index.get(&a.recompute) {
+            return Ok(i);
+        }
+        let e = model.evaluate(&model.saved_for(&a.recompute))?;
+        self.points.push(Point {
+            recompute: a.recompute.clone(),
+            peak_bytes: e.peak_bytes,
+            recompute_flops: a.recompute_flops,
+            residual_bytes: a.residual_bytes,
+        });
+        self.index.insert(a.recompute.clone(), self.points.len() - 1);
+        Ok(self.points.len() - 1)
+    }
+
+    /// Whether the plan with recompute set `recompute` was evaluated.
+    pub fn contains(&self, recompute: &[usize]) -> bool {
+        self.index.contains_key(recompute)
+    }
+
+    /// The plan for `budget`: the least recompute FLOPs among the points whose peak fits,
+    /// then the lower peak, then the earlier evaluated. `None` if nothing fits.
+    pub fn select(&self, budget: usize) -> Option<usize> {
+        (0..self.points.len())
+            .filter(|&i| self.points[i].peak_bytes <= budget)
+            .min_by_key(|&i| (self.points[i].recompute_flops, self.points[i].peak_bytes, i))
+    }
+
+    /// The point with the smallest peak (then the fewest FLOPs).
+    pub fn smallest(&self) -> Option<usize> {
+        (0..self.points.len()).min_by_key(|&i| (self.points[i].peak_bytes, self.points[i].recompute_flops, i))
+    }
+
+    /// The Pareto frontier: the points no other point beats on both peak and FLOPs (one
+    /// per distinct pair), by increasing peak.
+    pub fn frontier(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.points.len()).collect();
+        order.sort_by_key(|&i| (self.points[i].peak_bytes, self.points[i].recompute_flops, i));
+        let mut out: Vec<usize> = Vec::new();
+        for i in order {
+            // Kept when it needs fewer FLOPs than every point of smaller peak.
+            if out.last().is_none_or(|&j| self.points[i].recompute_flops < self.points[j].recompute_flops) {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
+/// The distinct recompute sets of every subset of the relevant candidates, if there are at
+/// most `2^max_candidates` subsets and `max_plans` distinct sets; in the order of the
+/// subsets (saving more first).
+pub fn exhaustive(model: &Model, max_candidates: usize, max_plans: usize) -> Option<Vec<Analysis>> {
+    let rel = model.relevant();
+    if rel.len() > max_candidates || rel.len() >= 63 {
+        return None;
+    }
+    let n = model.body().eqns.len();
+    let mut seen = BTreeMap::new();
+    let mut out = Vec::new();
+    let full = (1u64 << rel.len()) - 1;
+    // Bit j set: candidate j is saved. Counting down from "save all" puts cheap plans first.
+    for mask in (0..=full).rev() {
+        let mut saved = vec![true; n];
+        for (j, &e) in rel.iter().enumerate() {
+            saved[e] = mask >> j & 1 == 1;
+        }
+        let a = model.analyze(&saved);
+        if seen.insert(a.recompute.clone(), ()).is_none() {
+            if out.len() == max_plans {
+                return None;
+            }
+            out.push(a);
+        }
+    }
+    Some(out)
+}
+
+/// The greedy path from saving everything to saving nothing (see the module docs).
+pub fn greedy(model: &Model) -> Vec<Analysis> {
+    let body = model.body();
+    let n = body.eqns.len();
+    let mut saved = vec![true; n];
+    let mut path = vec![model.analyze(&saved)];
+    loop {
+        let cur = path.last().expect("the path starts with one plan");
+        let mut is_res = vec![false; body.vars.len()];
+        for &v in &cur.residuals {
+            is_res[v.index()] = true;
+        }
+        let mut in_r = vec![false; n];
+        for &e in &cur.recompute {
+            in_r[e] = true;
+        }
+        // The candidates making a residual, with what un-saving each would do.
+        let mut best: Option<(bool, u128, i64, u64, usize)> = None;
+        let mut considered = vec![false; n];
+        for &v in &cur.residuals {
+            let Some(e) = producer_of(model, v) else { continue };
+            if !model.is_candidate(e) || std::mem::replace(&mut considered[e], true) {
+                continue;
+            }
+            let eqn = &body.eqns[e];
+            let freed: i64 =
+                eqn.outvars.iter().filter(|o| is_res[o.index()]).map(|&o| body.aval(o).size_in_bytes() as i64).sum();
+            let mut added = 0i64;
+            let mut counted: Vec<usize> = Vec::new();
+            for a in &eqn.invars {
+                let Atom::Var(u) = a else { continue };
+                let Some(p) = producer_of(model, *u) else { continue };
+                if is_res[u.index()] || in_r[p] || counted.contains(&u.index()) {
+                    continue;
+                }
+                counted.push(u.index());
+                added += body.aval(*u).size_in_bytes() as i64;
+            }
+            let gain = freed - added;
+            let flops = model.flops(e);
+            // Positive gains first, by gain per FLOP (compared exactly as fractions); then
+            // the largest gain, the fewest FLOPs, the earliest equation.
+            let key = if gain > 0 {
+                (true, ((gain as u128) << 64) / (flops as u128 + 1), 0, flops, e)
+            } else {
+                (false, 0, gain, flops, e)
+            };
+            let better = match &best {
+                None => true,
+                Some(b) => {
+                    (key.0, key.1, key.2, std::cmp::Reverse(key.3), std::cmp::Reverse(key.4))
+                        > (b.0, b.1, b.2, std::cmp::Reverse(b.3), std::cmp::Reverse(b.4))
+                }
+            };
+            if better {
+                best = Some(key);
+            }
+        }
+        let Some((.., e)) = best else { break };
+        saved[e] = false;
+        path.push(model.analyze(&saved));
+    }
+    path
+}
+
+fn producer_of(model: &Model, v: remat_ir::Var) -> Option<usize> {
+    model.producer(v)
+}
+
+/// At most `k` items of `items`, evenly spread, always including the first and the last.
+pub fn spread<T: Clone>(items: &[T], k: usize) -> Vec<T> {
+    if items.len() <= k || k < 2 {
+        return items.to_vec();
+    }
+    let last = items.len() - 1;
+    let mut picks: Vec<usize> = (0..k).map(|j| j * last / (k - 1)).collect();
+    picks.dedup();
+    picks.into_iter().map(|i| items[i].clone()).collect()
+}
+
+/// Local refinement of the frontier (after the greedy path): the plans one decision away
+/// from a frontier plan (one candidate saved or recomputed instead), most promising first
+/// (the most FLOPs saved per residual byte added), evaluated exactly until `max_evals`
+/// were spent or a round adds nothing new to the frontier. All rounds together look at no
+/// more than `16 * max_evals` (at least 256) neighbours, in frontier then program order.
+pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Result<(), PlanError> {
+    let mut left = max_evals;
+    // Each neighbour is one analysis (linear in the program): at most this many in all,
+    // so that large programs stay fast.
+    let mut analyses = max_evals.saturating_mul(16).max(256);
+    while left > 0 && analyses > 0 {
+        let before = evals.frontier();
+        let mut neighbours: Vec<(i128, u64, Vec<usize>, Analysis)> = Vec::new();
+        for &i in &before {
+            let base = &evals.points[i];
+            let saved = model.saved_for(&base.recompute);
+            for &e in model.relevant() {
+                if analyses == 0 {
+                    break;
+                }
+                analyses -= 1;
+                let mut flipped = saved.clone();
+                flipped[e] = !flipped[e];
+                let a = model.analyze(&flipped);
+                if evals.contains(&a.recompute) || neighbours.iter().any(|n| n.2 == a.recompute) {
+                    continue;
+                }
+                let flops_saved = base.recompute_flops as i128 - a.recompute_flops as i128;
+                let bytes_added = a.residual_bytes as i128 - base.residual_bytes as i128;
+                // Fewer FLOPs per added byte first (scaled to stay integral).
+                let score = -(flops_saved << 20) / (bytes_added.max(0) + 1);
+                neighbours.push((score, a.residual_bytes, a.recompute.clone(), a));
+            }
+        }
+        neighbours.sort_by(|x, y| (x.0, x.1, &x.2).cmp(&(y.0, y.1, &y.2)));
+        let mut changed = false;
+        for (.., a) in neighbours.into_iter().take(left) {
+            evals.add(model, &a)?;
+            left -= 1;
+            changed = true;
+        }
+        if !changed || evals.frontier() == before {
+            break;
+        }
+    }
+    Ok(())
+}

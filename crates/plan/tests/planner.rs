@@ -1,0 +1,246 @@
+//! The planner against brute force, its budget semantics (fits, monotone, deterministic,
+//! a clear error when nothing fits), its peak against the compiled program's plan, the
+//! frontier against the built-in policies, and `names_only` against JAX's own residuals.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use remat_ir::{parse_jaxpr, pp_jaxpr, ClosedJaxpr};
+use remat_plan::model::Model;
+use remat_plan::{Budget, Method, PlanError, PlanOptions, Planner};
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn load(name: &str) -> ClosedJaxpr {
+    let path = data(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    ClosedJaxpr::new(Arc::new(parse_jaxpr(&text, name).unwrap()))
+}
+
+/// A recorded primal program with its `argnums` and `arg_names`.
+fn primal(name: &str) -> (ClosedJaxpr, PlanOptions, Vec<String>, Value) {
+    let f = load(&format!("primal/{name}.jaxpr"));
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(data(&format!("primal/{name}.json"))).unwrap()).unwrap();
+    let argnums: Vec<usize> =
+        meta["argnums"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+    let names: Vec<String> =
+        meta["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    (f, PlanOptions { argnums: Some(argnums), ..PlanOptions::default() }, names, meta)
+}
+
+fn wrt_first() -> PlanOptions {
+    PlanOptions { argnums: Some(vec![0]), ..PlanOptions::default() }
+}
+
+/// `n` budgets evenly from `lo` to `hi`, both included, largest first.
+fn budgets(lo: usize, hi: usize, n: usize) -> Vec<usize> {
+    (0..n).map(|j| hi - (hi - lo) * j / (n - 1)).collect()
+}
+
+#[test]
+fn the_exhaustive_planner_finds_the_optimum_of_every_subset() {
+    // A small DAG (a value used twice, a branch): every subset of its candidates is
+    // evaluated exactly here, one by one, with no deduplication.
+    let f = load("dag.jaxpr");
+    let model = Model::new(&f, Some(&[0]), &[]).unwrap();
+    let rel = model.relevant().to_vec();
+    assert!((8..=14).contains(&rel.len()), "{} candidates", rel.len());
+    let mut all = Vec::new();
+    for mask in 0u32..(1 << rel.len()) {
+        let mut saved = vec![true; model.body().eqns.len()];
+        for (j, &e) in rel.iter().enumerate() {
+            saved[e] = mask >> j & 1 == 1;
+        }
+        let e = model.evaluate(&saved).unwrap();
+        all.push((e.peak_bytes, e.analysis.recompute_flops));
+    }
+    let planner = Planner::new(&f, &[], &wrt_first()).unwrap();
+    assert_eq!(planner.method(), Method::Exhaustive);
+    let lo = all.iter().map(|p| p.0).min().unwrap();
+    let hi = all.iter().map(|p| p.0).max().unwrap();
+    assert!(lo < hi, "the peaks of the subsets differ");
+    assert_eq!(planner.min_peak(), lo);
+    for b in budgets(lo, hi, 20) {
+        let best = all.iter().filter(|p| p.0 <= b).min_by_key(|p| (p.1, p.0)).unwrap();
+        let plan = planner.plan(Budget::bytes(b)).unwrap();
+        assert_eq!((plan.peak_bytes, plan.recompute_flops), *best, "budget {b}");
+    }
+}
+
+#[test]
+fn the_greedy_heuristic_is_within_two_percent_of_the_exact_plan() {
+    for file in ["dag.jaxpr", "chain.jaxpr"] {
+        let f = load(file);
+        let exact = Planner::new(&f, &[], &wrt_first()).unwrap();
+        assert_eq!(exact.method(), Method::Exhaustive);
+        let greedy = Planner::new(&f, &[], &PlanOptions { exhaustive_candidates: 0, ..wrt_first() }).unwrap();
+        assert_eq!(greedy.method(), Method::Greedy);
+        assert_eq!(greedy.min_peak(), exact.min_peak(), "{file}: the greedy path reaches the smallest peak");
+        for b in budgets(exact.min_peak(), exact.no_remat_peak(), 20) {
+            let (e, g) = (exact.plan(Budget::bytes(b)).unwrap(), greedy.plan(Budget::bytes(b)).unwrap());
+            assert!(g.peak_bytes <= b);
+            assert!(
+                g.recompute_flops as f64 <= e.recompute_flops as f64 * 1.02,
+                "{file} at {b}: greedy {} FLOPs, exact {}",
+                g.recompute_flops,
+                e.recompute_flops
+            );
+        }
+    }
+}
+
+#[test]
+fn plans_fit_are_monotone_and_deterministic_across_twenty_budgets() {
+    let (f, options, names, _) = primal("transformer_reduced");
+    let planner = Planner::new(&f, &names, &options).unwrap();
+    let again = Planner::new(&f, &names, &options).unwrap();
+    let (lo, hi) = (planner.min_peak(), planner.no_remat_peak());
+    assert!(lo < hi, "remat lowers the transformer's peak ({lo} vs {hi})");
+    let mut last = usize::MAX;
+    let mut last_flops = 0;
+    for b in budgets(lo, hi, 20) {
+        let plan = planner.plan(Budget::bytes(b)).unwrap();
+        assert!(plan.peak_bytes <= b, "peak {} over the budget {b}", plan.peak_bytes);
+        assert!(
+            plan.peak_bytes <= last,
+            "the peak grew from {last} to {} as the budget shrank to {b}",
+            plan.peak_bytes
+        );
+        assert!(plan.recompute_flops >= last_flops, "a smaller budget cannot need fewer FLOPs");
+        let other = again.plan(Budget::bytes(b)).unwrap();
+        assert_eq!(pp_jaxpr(&plan.program), pp_jaxpr(&other.program), "the same input gives the same plan");
+        last = plan.peak_bytes;
+        last_flops = plan.recompute_flops;
+    }
+}
+
+#[test]
+fn the_reported_peak_is_the_compiled_programs_plan() {
+    for name in ["transformer_reduced", "gpt_reduced", "mlp_small"] {
+        let (f, options, names, _) = primal(name);
+        let planner = Planner::new(&f, &names, &options).unwrap();
+        for b in [planner.min_peak(), (planner.min_peak() + planner.no_remat_peak()) / 2] {
+            let plan = planner.plan(Budget::bytes(b)).unwrap();
+            // What `remat bench` does with `-o`'s file: parse the printed program, compile.
+            let text = pp_jaxpr(&plan.program);
+            let parsed = parse_jaxpr(&text, "planned.jaxpr").unwrap();
+            let compiled = remat_jit::compile(&parsed).unwrap();
+            assert_eq!(compiled.plan().peak_bytes, plan.peak_bytes, "{name} at {b}");
+        }
+    }
+}
+
+#[test]
+fn a_budget_below_every_plan_is_an_error_naming_the_smallest_peak() {
+    let f = load("dag.jaxpr");
+    let planner = Planner::new(&f, &[], &wrt_first()).unwrap();
+    let min = planner.min_peak();
+    match planner.plan(Budget::bytes(min - 1)) {
+        Err(e @ PlanError::Infeasible { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("the smallest peak reachable is {min} bytes")), "{msg}");
+            assert!(msg.contains("that plan saves"), "{msg}");
+        }
+        other => panic!("expected Infeasible, got {other:?}"),
+    }
+    assert!(planner.plan(Budget::bytes(min)).is_ok());
+}
+
+#[test]
+fn offload_planning_is_an_explicit_error() {
+    let f = load("chain.jaxpr");
+    let e = Planner::new(&f, &[], &PlanOptions { host_budget: Some(1 << 20), ..wrt_first() }).unwrap_err();
+    assert_eq!(e.to_string(), PlanError::Offload.to_string());
+    assert!(e.to_string().starts_with("offload planning is not implemented"));
+}
+
+#[test]
+fn no_builtin_policy_lies_below_the_frontier() {
+    for (name, options, names) in
+        [("transformer_reduced", None, None), ("gpt_reduced", None, None), ("dag", Some(wrt_first()), Some(Vec::new()))]
+    {
+        let (f, options, names) = match (options, names) {
+            (Some(o), Some(n)) => (load(&format!("{name}.jaxpr")), o, n),
+            _ => {
+                let (f, o, n, _) = primal(name);
+                (f, o, n)
+            }
+        };
+        let planner = Planner::new(&f, &names, &options).unwrap();
+        let frontier = planner.frontier();
+        for w in frontier.windows(2) {
+            assert!(w[0].peak_bytes < w[1].peak_bytes && w[0].recompute_flops > w[1].recompute_flops, "{name}: {w:?}");
+        }
+        assert_eq!(planner.builtins().len(), if name == "transformer_reduced" { 5 } else { 4 });
+        for b in planner.builtins() {
+            assert!(
+                frontier.iter().any(|p| p.peak_bytes <= b.peak_bytes && p.recompute_flops <= b.recompute_flops),
+                "{name}: {} ({} bytes, {} FLOPs) lies below the frontier {frontier:?}",
+                b.policy,
+                b.peak_bytes,
+                b.recompute_flops
+            );
+            // The plan at the policy's peak recomputes no more than the policy.
+            let plan = planner.plan(Budget::bytes(b.peak_bytes)).unwrap();
+            assert!(plan.recompute_flops <= b.recompute_flops, "{name}: {}", b.policy);
+        }
+    }
+}
+
+/// JAX's saved residuals beyond the arguments, as `(aval, kind, what)`, counted.
+fn counted(items: impl Iterator<Item = (String, String, String)>) -> BTreeMap<(String, String, String), usize> {
+    let mut m = BTreeMap::new();
+    for k in items.filter(|k| k.1 != "argument" && k.1 != "constant") {
+        *m.entry(k).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The residuals of `plan.saved` (or a vjp) beyond the arguments, counted.
+fn ours(saved: &[remat_ad::Residual]) -> BTreeMap<(String, String, String), usize> {
+    counted(saved.iter().map(|r| (r.aval.to_string(), r.kind.kind_name().to_string(), r.kind.what().to_string())))
+}
+
+fn jax_saved(meta: &Value, key: &str) -> BTreeMap<(String, String, String), usize> {
+    let jax = meta["jax_saved"][key].as_array().unwrap_or_else(|| panic!("no JAX recording for `{key}`"));
+    counted(jax.iter().map(|r| {
+        let s = |k: &str| r[k].as_str().unwrap().to_string();
+        (s("aval"), s("kind"), s("what"))
+    }))
+}
+
+#[test]
+fn names_only_plans_are_what_jax_saves_under_the_printed_policy() {
+    for name in ["transformer_reduced", "gpt_names_reduced"] {
+        let (f, options, names, meta) = primal(name);
+        let options = PlanOptions { names_only: true, ..options };
+        let planner = Planner::new(&f, &names, &options).unwrap();
+        assert_eq!(planner.method(), Method::Names);
+        // Every plan of the frontier, chosen by a budget equal to its peak.
+        let frontier = planner.frontier();
+        assert!(!frontier.is_empty());
+        for point in &frontier {
+            let plan = planner.plan(Budget::bytes(point.peak_bytes)).unwrap();
+            assert_eq!(plan.peak_bytes, point.peak_bytes);
+            let policy = plan.jax_policy().unwrap();
+            assert!(policy.starts_with("jax.checkpoint_policies.save_only_these_names("), "{policy}");
+            let key = plan.names.clone().unwrap().join(",");
+            assert_eq!(ours(&plan.saved), jax_saved(&meta, &key), "{name} under {policy}");
+        }
+        // And every subset of the names the planner chooses among, through the model.
+        let model = Model::new(&f, options.argnums.as_deref(), &names).unwrap();
+        let all = ["q", "k", "v", "attn_out", "mlp_hidden"];
+        for mask in 0u32..32 {
+            let subset: Vec<String> = (0..5).filter(|j| mask >> j & 1 == 1).map(|j| all[j].to_string()).collect();
+            let policy =
+                remat_ad::ResolvedPolicy::Builtin(remat_ir::Policy::SaveOnlyTheseNames { names: subset.clone() });
+            let e = model.evaluate(&model.saved_by_policy(&policy).unwrap()).unwrap();
+            assert_eq!(ours(&e.vjp.residuals), jax_saved(&meta, &subset.join(",")), "{name} saving {subset:?}");
+        }
+    }
+}
