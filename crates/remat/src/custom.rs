@@ -13,7 +13,7 @@
 //! is saved) and `bwd` backward.
 
 use std::any::TypeId;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::panic::Location;
 use std::sync::{Arc, Mutex};
@@ -32,7 +32,6 @@ pub fn custom_jvp<F>(f: F) -> CustomJvp<F, ()> {
         jvp: String::new(),
         rule: (),
         traced: Arc::new(TracedRules::default()),
-        in_rule: Cell::new(false),
     }
 }
 
@@ -45,9 +44,6 @@ pub struct CustomJvp<F, J> {
     jvp: String,
     rule: J,
     traced: Arc<TracedRules>,
-    /// Set while the rule is traced, so that the rule may call the function itself (as
-    /// JAX's rules do) without tracing the rule again.
-    in_rule: Cell<bool>,
 }
 
 impl<F, J> CustomJvp<F, J> {
@@ -71,7 +67,8 @@ impl<F> CustomJvp<F, ()> {
     /// tensor of an enclosing function it captured is an error; constant arrays likewise.
     pub fn defjvp<J: Send + Sync + 'static>(self, rule: J) -> CustomJvp<F, J> {
         let jvp = if self.jvp.is_empty() { remat_trace::function_name::<J>() } else { self.jvp };
-        CustomJvp { f: self.f, name: self.name, jvp, rule, traced: self.traced, in_rule: self.in_rule }
+        let traced = shared_cache(&JVP_CACHES, TypeId::of::<J>(), size_of::<J>(), [&self.name, &jvp]);
+        CustomJvp { f: self.f, name: self.name, jvp, rule, traced }
     }
 }
 
@@ -87,9 +84,9 @@ impl<F, J: 'static> CustomJvp<F, J> {
     {
         let loc = Location::caller();
         let avals: Vec<Aval> = args.leaves().iter().map(|t| t.aval().clone()).collect();
-        if !self.in_rule.get() && !self.traced.has(&avals) {
+        if !InRule::tracing(TypeId::of::<J>()) && !self.traced.has(&avals) {
             let traced = {
-                let _guard = InRule::enter(&self.in_rule);
+                let _guard = InRule::enter(TypeId::of::<J>());
                 remat_trace::trace_jvp_rule(|p, t| (self.rule)(p, t), &args, loc)
             };
             if let Some(jaxpr) = traced {
@@ -101,19 +98,65 @@ impl<F, J: 'static> CustomJvp<F, J> {
     }
 }
 
-/// Sets a flag while alive (reset on a panic too).
-struct InRule<'a>(&'a Cell<bool>);
+/// The traced rules of each rule (its Rust type and the names the call prints), shared by
+/// every wrapper of that rule: a function written `fn f(x) { custom_jvp(..).defjvp(rule)
+/// .call(x) }` builds a new wrapper at each call, and each call's signature must stay
+/// known to autodiff. Only rules that capture nothing (fn items, closures of size zero)
+/// are shared: two closures of one type that capture different values are different
+/// rules, so each wrapper of a capturing rule keeps its own cache.
+type Caches<T> = Mutex<HashMap<(TypeId, Vec<String>), Arc<T>>>;
 
-impl<'a> InRule<'a> {
-    fn enter(flag: &'a Cell<bool>) -> InRule<'a> {
-        flag.set(true);
-        InRule(flag)
+static JVP_CACHES: std::sync::LazyLock<Caches<TracedRules>> = std::sync::LazyLock::new(Default::default);
+static VJP_CACHES: std::sync::LazyLock<Caches<TracedVjpRules>> = std::sync::LazyLock::new(Default::default);
+
+fn shared_cache<T: Default, const N: usize>(
+    caches: &Caches<T>,
+    rule: TypeId,
+    rule_size: usize,
+    names: [&String; N],
+) -> Arc<T> {
+    if rule_size != 0 {
+        return Arc::new(T::default());
+    }
+    let key = (rule, names.iter().map(|n| n.to_string()).collect());
+    match caches.lock() {
+        Ok(mut map) => map.entry(key).or_default().clone(),
+        // A poisoned map (a panic while it was held) still gives a working, unshared cache.
+        Err(_) => Arc::new(T::default()),
     }
 }
 
-impl Drop for InRule<'_> {
+thread_local! {
+    /// The rules (by their Rust type) this thread is tracing now.
+    static RULES_IN_TRACE: RefCell<Vec<TypeId>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks a rule as being traced while alive (unmarked on a panic too), so that a rule may
+/// call its own `custom_jvp`/`custom_vjp` function (as JAX's rules do, `safe_log` calling
+/// `safe_log`) without tracing the rule again: the inner call records the call equation
+/// only. Keyed by the rule's type, not by the wrapper, since a wrapper built afresh at each
+/// call (`fn safe_log(x) { custom_jvp(..).defjvp(rule).call(x) }`) is a new value each time.
+struct InRule(TypeId);
+
+impl InRule {
+    fn enter(rule: TypeId) -> InRule {
+        RULES_IN_TRACE.with(|r| r.borrow_mut().push(rule));
+        InRule(rule)
+    }
+
+    fn tracing(rule: TypeId) -> bool {
+        RULES_IN_TRACE.with(|r| r.borrow().contains(&rule))
+    }
+}
+
+impl Drop for InRule {
     fn drop(&mut self) {
-        self.0.set(false);
+        RULES_IN_TRACE.with(|r| {
+            let mut r = r.borrow_mut();
+            if let Some(i) = r.iter().rposition(|t| *t == self.0) {
+                r.remove(i);
+            }
+        });
     }
 }
 
@@ -156,7 +199,6 @@ pub fn custom_vjp<F>(f: F) -> CustomVjp<F, (), ()> {
         fwd: (),
         bwd: (),
         traced: Arc::new(TracedVjpRules::default()),
-        in_rule: Cell::new(false),
     }
 }
 
@@ -171,7 +213,6 @@ pub struct CustomVjp<F, Fwd, Bwd> {
     fwd: Fwd,
     bwd: Bwd,
     traced: Arc<TracedVjpRules>,
-    in_rule: Cell<bool>,
 }
 
 impl<F, Fwd, Bwd> CustomVjp<F, Fwd, Bwd> {
@@ -202,16 +243,13 @@ impl<F> CustomVjp<F, (), ()> {
     ) -> CustomVjp<F, Fwd, Bwd> {
         let fwd_name = if self.fwd_name.is_empty() { remat_trace::function_name::<Fwd>() } else { self.fwd_name };
         let bwd_name = if self.bwd_name.is_empty() { remat_trace::function_name::<Bwd>() } else { self.bwd_name };
-        CustomVjp {
-            f: self.f,
-            name: self.name,
-            fwd_name,
-            bwd_name,
-            fwd,
-            bwd,
-            traced: self.traced,
-            in_rule: self.in_rule,
-        }
+        let traced = shared_cache(
+            &VJP_CACHES,
+            TypeId::of::<(Fwd, Bwd)>(),
+            size_of::<(Fwd, Bwd)>(),
+            [&self.name, &fwd_name, &bwd_name],
+        );
+        CustomVjp { f: self.f, name: self.name, fwd_name, bwd_name, fwd, bwd, traced }
     }
 }
 
@@ -228,8 +266,8 @@ impl<F, Fwd: 'static, Bwd: 'static> CustomVjp<F, Fwd, Bwd> {
     {
         let loc = Location::caller();
         let avals: Vec<Aval> = args.leaves().iter().map(|t| t.aval().clone()).collect();
-        if !self.in_rule.get() && !self.traced.has(&avals) {
-            let _guard = InRule::enter(&self.in_rule);
+        if !InRule::tracing(TypeId::of::<(Fwd, Bwd)>()) && !self.traced.has(&avals) {
+            let _guard = InRule::enter(TypeId::of::<(Fwd, Bwd)>());
             let fwd = remat_trace::trace_rule("the custom_vjp fwd rule", |a| (self.fwd)(a), &args, loc);
             if let Some((fwd_jaxpr, (out, res))) = fwd {
                 let num_outs = out.leaves().len();
