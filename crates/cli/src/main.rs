@@ -83,6 +83,23 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Nans::RejectInputs)]
         nans: Nans,
     },
+    /// The residual ledger: plan the vjp of a jaxpr as one program (forward then backward,
+    /// as `bench` plans a value-and-grad program) and say, per saved residual, its bytes,
+    /// name, source, lifetime, why it is saved and what recomputing it would cost, then
+    /// which buffers make up the planned peak.
+    Explain {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+        #[command(flatten)]
+        policy_names: PolicyNamesArg,
+        /// The program is already differentiated (a value-and-grad jaxpr): explain its
+        /// buffers as it is, without a residual split.
+        #[arg(long)]
+        no_split: bool,
+        /// Write the ledger as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Compile a jaxpr with the JIT, run it N times, and report compile time, median run
     /// time and the planned peak bytes.
     Bench {
@@ -211,6 +228,10 @@ fn main() -> ExitCode {
             .apply()
             .map_err(Into::into)
             .and_then(|()| commands::residuals::run(&file, arg_names.as_deref())),
+        Command::Explain { file, policy_names, no_split, json } => policy_names
+            .apply()
+            .map_err(Into::into)
+            .and_then(|()| commands::explain::run(&file, no_split, json)),
         Command::FwdBwd { file, policy_names } => {
             policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file))
         }

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod eval;
+pub mod explain;
 pub mod fwd_bwd;
 pub mod grad;
 pub mod print;
