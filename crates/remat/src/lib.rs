@@ -35,6 +35,7 @@
 
 pub mod ledger;
 pub mod pretty;
+pub mod report;
 pub mod run;
 
 use std::panic::Location;

@@ -6,4 +6,5 @@ pub mod explain;
 pub mod fwd_bwd;
 pub mod grad;
 pub mod print;
+pub mod report;
 pub mod residuals;

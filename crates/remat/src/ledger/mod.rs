@@ -19,6 +19,8 @@ pub mod cost;
 mod text;
 mod why;
 
+pub use why::policy_words;
+
 use remat_ir::{Array, Atom, Jaxpr, SourceInfo, Var};
 use remat_jit::{BufferHome, MemoryProfile, Options};
 
@@ -322,7 +324,11 @@ fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>
         let (first, last) = match buffer.map(|i| &profile.buffers[i]) {
             Some(b) => (b.first, b.last),
             None => {
-                let first = made_by.and_then(|e| positions[e]).map_or(0, |p| p.1);
+                // An equation without steps of its own (fused into its readers) counts
+                // from the next step after it.
+                let first = made_by
+                    .and_then(|e| positions[e..].iter().flatten().next())
+                    .map_or(0, |p| p.0);
                 (first, readers.flatten().unwrap_or(last_position).max(first))
             }
         };

@@ -59,7 +59,7 @@ pub(super) fn ledger_text(l: &Ledger) -> String {
         };
         let _ = writeln!(out, "    {} bytes, {home}; {} bytes of the peak", r.residual.bytes, r.peak_bytes);
         if let Some(e) = r.made_by {
-            let _ = writeln!(out, "    made by {}", place(l, p.step_eqns.iter().rposition(|&x| x == Some(e)).unwrap_or(0)));
+            let _ = writeln!(out, "    made by forward equation {e} ({})", eqn_words(l, e));
         }
         let _ = writeln!(out, "    lives from step {} ({})", r.first, place(l, r.first));
         let _ = writeln!(out, "            to step {} ({})", r.last, place(l, r.last));

@@ -53,7 +53,7 @@ impl Contexts {
 }
 
 /// A policy as a user writes it.
-pub(crate) fn policy_words(p: &Policy) -> String {
+pub fn policy_words(p: &Policy) -> String {
     let names = |ns: &[String]| ns.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
     match p {
         Policy::EverythingSaveable => "everything_saveable".into(),
