@@ -99,11 +99,14 @@ pub fn memory_svg(l: &Ledger) -> String {
         let live = l.profile.live_bytes();
         let columns = (plot_w as usize).max(1);
         let mut points = String::new();
-        let mut col_max = vec![0usize; columns];
-        for (pos, &b) in live.iter().enumerate() {
-            let c = ((pos as f64 * columns as f64 / positions) as usize).min(columns - 1);
-            col_max[c] = col_max[c].max(b);
-        }
+        let count = live.len();
+        let col_max: Vec<usize> = (0..columns)
+            .map(|c| {
+                let lo = (c * count / columns).min(count.saturating_sub(1));
+                let hi = ((c + 1) * count / columns).max(lo + 1).min(count);
+                live[lo..hi].iter().copied().max().unwrap_or(0)
+            })
+            .collect();
         let step = plot_w / columns as f64;
         for (c, &b) in col_max.iter().enumerate() {
             let _ = write!(points, "{},{} {},{} ", n(LEFT + c as f64 * step), n(y(b)), n(LEFT + (c + 1) as f64 * step), n(y(b)));
