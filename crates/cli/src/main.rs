@@ -277,16 +277,18 @@ fn main() -> ExitCode {
             .apply()
             .map_err(Into::into)
             .and_then(|()| commands::residuals::run(&file, arg_names.as_deref())),
-        Command::Explain { file, policy_names, no_split, json } => policy_names
-            .apply()
-            .map_err(Into::into)
-            .and_then(|()| commands::explain::run(&file, no_split, json)),
+        Command::Explain { file, policy_names, no_split, json } => {
+            policy_names.apply().map_err(Into::into).and_then(|()| commands::explain::run(&file, no_split, json))
+        }
         Command::FwdBwd { file, policy_names, dot } => {
             policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file, dot))
         }
         Command::Report { file, policy_names, no_split, out, format, figure } => {
             let svg = (format == Format::Svg).then(|| figure.into());
-            policy_names.apply().map_err(Into::into).and_then(|()| commands::report::run(&file, no_split, out.as_deref(), svg))
+            policy_names
+                .apply()
+                .map_err(Into::into)
+                .and_then(|()| commands::report::run(&file, no_split, out.as_deref(), svg))
         }
         Command::Grad { file, policy_names, inputs, cotangents, out, backend, nans } => {
             policy_names.apply().map_err(Into::into).and_then(|()| {

@@ -34,7 +34,9 @@ fn explain_no_split_ends_at_the_benchmark_peak() {
     assert!(last.starts_with("peak: ") && last.contains(&format!("= {peak} bytes, the planned peak")), "{last}");
     let json: Value = serde_json::from_str(&stdout(&remat(&["explain", file, "--no-split", "--json"]))).expect("JSON");
     let p = &json["peak"];
-    let sum = p["residual_bytes"].as_u64().unwrap() + p["other_bytes"].as_u64().unwrap() + p["unused_bytes"].as_u64().unwrap();
+    let sum = p["residual_bytes"].as_u64().unwrap()
+        + p["other_bytes"].as_u64().unwrap()
+        + p["unused_bytes"].as_u64().unwrap();
     assert_eq!((sum, p["peak_bytes"].as_u64().unwrap()), (peak, peak));
 }
 
@@ -42,7 +44,8 @@ fn explain_no_split_ends_at_the_benchmark_peak() {
 fn explain_a_primal_program_has_a_row_per_residual() {
     let dir = tempfile::tempdir().unwrap();
     let case: Value =
-        serde_json::from_str(&std::fs::read_to_string(data_dir().join("conformance/save_only_a_c.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(data_dir().join("conformance/save_only_a_c.json")).unwrap())
+            .unwrap();
     let file = dir.path().join("f.jaxpr");
     std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
     let file = file.to_str().unwrap();

@@ -198,12 +198,7 @@ pub struct MemoryPlan {
 pub fn memory_plan(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
     let (scope, Front { layout, .. }) = checked_front(jaxpr, consts, options)?;
     let (io_bytes, host_io) = io_bytes(jaxpr);
-    Ok(MemoryPlan {
-        peak_bytes: layout.device_bytes,
-        host_bytes: layout.host_bytes + host_io,
-        io_bytes,
-        cse: scope,
-    })
+    Ok(MemoryPlan { peak_bytes: layout.device_bytes, host_bytes: layout.host_bytes + host_io, io_bytes, cse: scope })
 }
 
 /// The bytes of the arguments and outputs in device memory and in host memory.

@@ -184,7 +184,9 @@ fn mark_handovers(buffers: &mut [BufferProfile]) {
         let a = order[w];
         let taken = order[w + 1..]
             .iter()
-            .take_while(|&&b| (home_key(buffers[b].home), buffers[b].offset) == (home_key(buffers[a].home), buffers[a].offset))
+            .take_while(|&&b| {
+                (home_key(buffers[b].home), buffers[b].offset) == (home_key(buffers[a].home), buffers[a].offset)
+            })
             .any(|&b| buffers[b].first == buffers[a].last && b != a);
         buffers[a].handed_over = taken;
     }
@@ -205,7 +207,8 @@ fn find_peak(buffers: &[BufferProfile], peak_bytes: usize) -> Peak {
     let Some(top) = top else {
         return Peak { position: 0, live: Vec::new(), live_bytes: 0, unused_bytes: peak_bytes };
     };
-    let live_at = |p: usize| arena.iter().filter(|&&i| buffers[i].holds_at(p)).map(|&i| buffers[i].bytes).sum::<usize>();
+    let live_at =
+        |p: usize| arena.iter().filter(|&&i| buffers[i].holds_at(p)).map(|&i| buffers[i].bytes).sum::<usize>();
     // Live bytes change only where a buffer starts, so the candidates are the top buffer's
     // first position and the first positions of buffers starting within its life.
     let (lo, hi) = (buffers[top].first, buffers[top].last);

@@ -28,11 +28,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let points = policy_points(&jaxpr, &Options::default())?;
     let mut options = usvg::Options::default();
     options.fontdb_mut().load_system_fonts();
-    for (name, svg) in [
-        ("memory", memory_svg(&ledger)),
-        ("split", split_svg(&ledger)),
-        ("frontier", frontier_svg(&points, Some(0))),
-    ] {
+    for (name, svg) in
+        [("memory", memory_svg(&ledger)), ("split", split_svg(&ledger)), ("frontier", frontier_svg(&points, Some(0)))]
+    {
         let tree = usvg::Tree::from_str(&svg, &options)?;
         let size = tree.size().to_int_size();
         let mut pixmap = Pixmap::new(size.width(), size.height()).ok_or("an empty figure")?;

@@ -43,7 +43,11 @@ fn text_boxes(g: &usvg::Group, out: &mut Vec<usvg::Rect>) {
 fn check_figure(name: &str, svg: &str) -> Pixmap {
     let (tree, pixmap) = render(svg);
     let (w, h) = (pixmap.width(), pixmap.height());
-    let inked = (0..h).step_by(2).flat_map(|y| (0..w).step_by(2).map(move |x| (x, y))).filter(|&(x, y)| rgb(&pixmap, x, y) != (255, 255, 255)).count();
+    let inked = (0..h)
+        .step_by(2)
+        .flat_map(|y| (0..w).step_by(2).map(move |x| (x, y)))
+        .filter(|&(x, y)| rgb(&pixmap, x, y) != (255, 255, 255))
+        .count();
     assert!(inked > 100, "{name}: the figure is blank");
     let mut boxes = Vec::new();
     text_boxes(tree.root(), &mut boxes);

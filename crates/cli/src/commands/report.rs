@@ -28,9 +28,7 @@ pub fn run(file: &Path, no_split: bool, out: Option<&Path>, svg: Option<Figure>)
         }
     };
     match out {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
-        }
+        Some(path) => std::fs::write(path, text).map_err(|e| CliError(format!("cannot write {}: {e}", path.display()))),
         None => {
             remat::pretty::write_stdout(&text);
             Ok(())

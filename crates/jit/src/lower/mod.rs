@@ -334,7 +334,8 @@ impl Lowering {
     fn record_value(&mut self, v: Var, val: &Val) {
         let Expr::Load(view) = &val.expr else { return };
         let b = view.buf.0 as usize;
-        let whole = view.offset == 0 && view.dynamic.is_empty() && self.prog.buffers[b].bytes == val.aval.size_in_bytes();
+        let whole =
+            view.offset == 0 && view.dynamic.is_empty() && self.prog.buffers[b].bytes == val.aval.size_in_bytes();
         if !whole || !matches!(self.prog.buffers[b].storage, Storage::Arena { .. }) {
             return;
         }

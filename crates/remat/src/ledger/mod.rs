@@ -220,10 +220,14 @@ pub fn source_words(s: &SourceInfo) -> String {
 
 /// The ledger of the vjp of `jaxpr` (arguments named `arg_names`), planned as one
 /// program under `options`.
-pub fn explain_jaxpr(jaxpr: &Jaxpr, consts: &[Array], arg_names: &[String], options: &Options) -> Result<Ledger, Error> {
+pub fn explain_jaxpr(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    arg_names: &[String],
+    options: &Options,
+) -> Result<Ledger, Error> {
     let vp = remat_ad::vjp_program(jaxpr, arg_names)?;
-    let split =
-        Split { num_fwd_eqns: vp.num_fwd_eqns, residual_atoms: vp.residuals.clone(), vjp: vp.vjp.clone() };
+    let split = Split { num_fwd_eqns: vp.num_fwd_eqns, residual_atoms: vp.residuals.clone(), vjp: vp.vjp.clone() };
     build(vp.jaxpr, consts, Some(split), Some(jaxpr), options)
 }
 
@@ -272,7 +276,13 @@ fn build(
         .filter(|i| !claimed.contains(i))
         .map(|&i| {
             let b = &ledger.profile.buffers[i];
-            PeakBuffer { buffer: i, bytes: b.bytes, offset: b.offset, kind: ledger.kinds[i], what: ledger.buffer_what(i) }
+            PeakBuffer {
+                buffer: i,
+                bytes: b.bytes,
+                offset: b.offset,
+                kind: ledger.kinds[i],
+                what: ledger.buffer_what(i),
+            }
         })
         .collect();
     Ok(ledger)
@@ -326,9 +336,7 @@ fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>
             None => {
                 // An equation without steps of its own (fused into its readers) counts
                 // from the next step after it.
-                let first = made_by
-                    .and_then(|e| positions[e..].iter().flatten().next())
-                    .map_or(0, |p| p.0);
+                let first = made_by.and_then(|e| positions[e..].iter().flatten().next()).map_or(0, |p| p.0);
                 (first, readers.flatten().unwrap_or(last_position).max(first))
             }
         };

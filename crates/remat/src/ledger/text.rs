@@ -90,7 +90,11 @@ pub(super) fn ledger_text(l: &Ledger) -> String {
         let _ = writeln!(out, "    {:>12}  {:<9} {}", b.bytes, short_kind(b.kind), b.what);
     }
     if p.peak.unused_bytes > 0 {
-        let _ = writeln!(out, "    {:>12}  unused    holes between live buffers (first fit) and alignment", p.peak.unused_bytes);
+        let _ = writeln!(
+            out,
+            "    {:>12}  unused    holes between live buffers (first fit) and alignment",
+            p.peak.unused_bytes
+        );
     }
     let _ = writeln!(
         out,

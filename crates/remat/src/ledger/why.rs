@@ -62,7 +62,9 @@ pub fn policy_words(p: &Policy) -> String {
         Policy::DotsSaveable { only_if_no_batch_dims: true } => "dots_with_no_batch_dims_saveable".into(),
         Policy::SaveOnlyTheseNames { names: ns } => format!("save_only_these_names({})", names(ns)),
         Policy::SaveAnyNamesButThese { names: ns } => format!("save_any_names_but_these({})", names(ns)),
-        Policy::SaveAnythingExceptTheseNames { names: ns } => format!("save_anything_except_these_names({})", names(ns)),
+        Policy::SaveAnythingExceptTheseNames { names: ns } => {
+            format!("save_anything_except_these_names({})", names(ns))
+        }
         Policy::SaveFromBothPolicies { policy_1, policy_2 } => {
             format!("save_from_both_policies({}, {})", policy_words(policy_1), policy_words(policy_2))
         }
@@ -92,9 +94,7 @@ pub(crate) fn why_saved(
         ResidualKind::Literal | ResidualKind::Constant => {
             return Ok("a constant of the function: the backward half reads it where it is".into())
         }
-        ResidualKind::Argument(_) => {
-            return Ok("an argument: the backward half reads it in the caller's memory".into())
-        }
+        ResidualKind::Argument(_) => return Ok("an argument: the backward half reads it in the caller's memory".into()),
         ResidualKind::Named(name) => format!("named '{name}'"),
         ResidualKind::Output(prim) => prim.clone(),
         ResidualKind::Jit(name) => format!("jitted function '{name}'"),
@@ -105,7 +105,9 @@ pub(crate) fn why_saved(
     let eqn = &program.eqns[e];
     let context = contexts.find(&super::source_words(&eqn.source), eqn.primitive.name());
     match context {
-        None if eqn.source.is_unknown() => Ok("needed by the backward half (made by autodiff, at no source line)".into()),
+        None if eqn.source.is_unknown() => {
+            Ok("needed by the backward half (made by autodiff, at no source line)".into())
+        }
         None | Some(None) => Ok("needed by the backward half, outside any checkpoint".into()),
         Some(Some(policy)) => {
             let resolved = resolve_policy(policy.as_ref())?;

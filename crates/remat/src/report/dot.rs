@@ -16,7 +16,11 @@ fn quote(s: &str) -> String {
 fn nodes(out: &mut String, half: &str, j: &Jaxpr) {
     let _ = writeln!(out, "  subgraph cluster_{half} {{\n    label={};", quote(half));
     for (i, v) in j.invars.iter().enumerate() {
-        let _ = writeln!(out, "    {half}_in{i} [shape=box, style=dashed, label={}];", quote(&format!("in {i}: {}", j.aval(*v))));
+        let _ = writeln!(
+            out,
+            "    {half}_in{i} [shape=box, style=dashed, label={}];",
+            quote(&format!("in {i}: {}", j.aval(*v)))
+        );
     }
     for (e, eqn) in j.eqns.iter().enumerate() {
         let outs: Vec<String> = eqn.outvars.iter().map(|&v| j.aval(v).to_string()).collect();
@@ -68,7 +72,8 @@ pub fn fwd_bwd_dot(v: &remat_ad::Vjp) -> String {
         let inner = v.bwd.invars[k];
         for (e, eqn) in v.bwd.eqns.iter().enumerate() {
             if eqn.invars.iter().any(|a| *a == Atom::Var(inner)) {
-                let _ = writeln!(out, "  {from} -> backward_{e} [color=\"#d62728\", label={}];", quote(&res.to_string()));
+                let _ =
+                    writeln!(out, "  {from} -> backward_{e} [color=\"#d62728\", label={}];", quote(&res.to_string()));
             }
         }
     }

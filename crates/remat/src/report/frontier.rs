@@ -75,7 +75,11 @@ pub fn policy_points(jaxpr: &Jaxpr, options: &Options) -> Result<Vec<FrontierPoi
     let (_, base) = plan(&with_policy(jaxpr, &Policy::EverythingSaveable)?)?;
     let mut points = Vec::new();
     let (peak, flops) = plan(jaxpr)?;
-    points.push(FrontierPoint { name: "as written".into(), peak_bytes: peak, recompute_flops: flops.saturating_sub(base) });
+    points.push(FrontierPoint {
+        name: "as written".into(),
+        peak_bytes: peak,
+        recompute_flops: flops.saturating_sub(base),
+    });
     for p in builtin_policies() {
         let (peak, flops) = plan(&with_policy(jaxpr, &p)?)?;
         let name = crate::ledger::policy_words(&p);
@@ -112,15 +116,17 @@ pub fn frontier_svg(points: &[FrontierPoint], chosen: Option<usize>) -> String {
     let x = |f: u64| LEFT + 10.0 + f as f64 * (PLOT_W - 20.0) / max_flops as f64;
     let y = |b: usize| TOP + PLOT_H - 10.0 - b as f64 * (PLOT_H - 20.0) / max_peak as f64;
     for (v, label) in [(0, "0".to_string()), (max_peak, remat_ir::format_bytes(max_peak as u128))] {
-        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", n(LEFT - 4.0), n(y(v) + 4.0), esc(&label));
-    }
-    for (v, anchor) in [(0u64, "start"), (max_flops, "end")] {
         let _ = writeln!(
             s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{v}</text>",
-            n(x(v)),
-            n(TOP + PLOT_H + 14.0)
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            n(LEFT - 4.0),
+            n(y(v) + 4.0),
+            esc(&label)
         );
+    }
+    for (v, anchor) in [(0u64, "start"), (max_flops, "end")] {
+        let _ =
+            writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{v}</text>", n(x(v)), n(TOP + PLOT_H + 14.0));
     }
     let _ = writeln!(
         s,
@@ -143,13 +149,7 @@ pub fn frontier_svg(points: &[FrontierPoint], chosen: Option<usize>) -> String {
             p.peak_bytes,
             p.recompute_flops
         );
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>",
-            n(px + 6.0),
-            n(py - 5.0),
-            k + 1
-        );
+        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" font-size=\"10\">{}</text>", n(px + 6.0), n(py - 5.0), k + 1);
         let ly = TOP + 12.0 + 16.0 * k as f64;
         let _ = writeln!(
             s,

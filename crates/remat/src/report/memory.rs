@@ -109,7 +109,14 @@ pub fn memory_svg(l: &Ledger) -> String {
             .collect();
         let step = plot_w / columns as f64;
         for (c, &b) in col_max.iter().enumerate() {
-            let _ = write!(points, "{},{} {},{} ", n(LEFT + c as f64 * step), n(y(b)), n(LEFT + (c + 1) as f64 * step), n(y(b)));
+            let _ = write!(
+                points,
+                "{},{} {},{} ",
+                n(LEFT + c as f64 * step),
+                n(y(b)),
+                n(LEFT + (c + 1) as f64 * step),
+                n(y(b))
+            );
         }
         let _ = writeln!(
             s,

@@ -158,13 +158,7 @@ pub fn split_svg(l: &Ledger) -> String {
         targets.dedup();
         let tip = format!(
             "residual {k}: {} | {} bytes, {} of the peak | steps {}..{} | why: {} | recompute: {} FLOPs",
-            row.residual,
-            row.residual.bytes,
-            row.peak_bytes,
-            row.first,
-            row.last,
-            row.why,
-            row.recompute_flops
+            row.residual, row.residual.bytes, row.peak_bytes, row.first, row.last, row.why, row.recompute_flops
         );
         let width = if row.home == ResidualHome::Caller { 0.8 } else { 1.4 };
         for t in targets {
