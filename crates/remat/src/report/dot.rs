@@ -71,7 +71,7 @@ pub fn fwd_bwd_dot(v: &remat_ad::Vjp) -> String {
         };
         let inner = v.bwd.invars[k];
         for (e, eqn) in v.bwd.eqns.iter().enumerate() {
-            if eqn.invars.iter().any(|a| *a == Atom::Var(inner)) {
+            if eqn.invars.contains(&Atom::Var(inner)) {
                 let _ =
                     writeln!(out, "  {from} -> backward_{e} [color=\"#d62728\", label={}];", quote(&res.to_string()));
             }

@@ -152,7 +152,7 @@ pub fn split_svg(l: &Ledger) -> String {
         };
         let Some(v) = atom.as_var() else { continue };
         let mut targets: Vec<usize> = (nf..n_all)
-            .filter(|&e| l.program.eqns[e].invars.iter().any(|a| *a == Atom::Var(v)))
+            .filter(|&e| l.program.eqns[e].invars.contains(&Atom::Var(v)))
             .filter_map(|e| row_of(&bwd, e))
             .collect();
         targets.dedup();
