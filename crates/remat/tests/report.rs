@@ -104,6 +104,11 @@ fn the_split_and_frontier_figures_render() {
     let points = vec![
         FrontierPoint { name: "everything_saveable".into(), peak_bytes: 4096, recompute_flops: 0 },
         FrontierPoint { name: "nothing_saveable".into(), peak_bytes: 1024, recompute_flops: 90_000 },
+        FrontierPoint {
+            name: "dots_with_no_batch_dims_saveable".into(),
+            peak_bytes: 123_456_789_012,
+            recompute_flops: 987_654_321_098_765,
+        },
     ];
     let pixmap = check_figure("frontier", &frontier_svg(&points, Some(1)));
     assert!(pixmap.width() > 0);

@@ -92,8 +92,26 @@ const WIDTH: usize = 960;
 const HEIGHT: usize = 340;
 const LEFT: f64 = 90.0;
 const TOP: f64 = 34.0;
-const PLOT_W: f64 = 600.0;
+const PLOT_W: f64 = 520.0;
 const PLOT_H: f64 = 240.0;
+
+/// FLOPs in a few characters: `950 FLOPs`, `3.1 MFLOPs`.
+pub fn flops_words(f: u64) -> String {
+    const UNITS: [&str; 5] = ["k", "M", "G", "T", "P"];
+    if f < 1000 {
+        return format!("{f} FLOPs");
+    }
+    let mut x = f as f64;
+    let mut unit = "";
+    for u in UNITS {
+        if x < 1000.0 {
+            break;
+        }
+        x /= 1000.0;
+        unit = u;
+    }
+    format!("{x:.1} {unit}FLOPs")
+}
 
 /// The frontier panel: each point at (recompute FLOPs, peak bytes), `chosen` highlighted.
 pub fn frontier_svg(points: &[FrontierPoint], chosen: Option<usize>) -> String {
@@ -153,14 +171,14 @@ pub fn frontier_svg(points: &[FrontierPoint], chosen: Option<usize>) -> String {
         let ly = TOP + 12.0 + 16.0 * k as f64;
         let _ = writeln!(
             s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"10\"{}>{}. {}: {}, {} FLOPs</text>",
+            "<text x=\"{}\" y=\"{}\" font-size=\"10\"{}>{}. {}: {}, {}</text>",
             n(LEFT + PLOT_W + 14.0),
             n(ly),
             if chosen { " font-weight=\"bold\"" } else { "" },
             k + 1,
             esc(&fit(&p.name, 24)),
             esc(&remat_ir::format_bytes(p.peak_bytes as u128)),
-            p.recompute_flops
+            flops_words(p.recompute_flops)
         );
     }
     s.push_str("</svg>\n");

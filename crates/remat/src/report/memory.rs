@@ -107,17 +107,18 @@ pub fn memory_svg(l: &Ledger) -> String {
                 live[lo..hi].iter().copied().max().unwrap_or(0)
             })
             .collect();
+        // A step line: a point only where the value changes.
         let step = plot_w / columns as f64;
-        for (c, &b) in col_max.iter().enumerate() {
-            let _ = write!(
-                points,
-                "{},{} {},{} ",
-                n(LEFT + c as f64 * step),
-                n(y(b)),
-                n(LEFT + (c + 1) as f64 * step),
-                n(y(b))
-            );
+        let mut prev = col_max[0];
+        let _ = write!(points, "{},{} ", n(LEFT), n(y(prev)));
+        for (c, &b) in col_max.iter().enumerate().skip(1) {
+            if b != prev {
+                let xc = n(LEFT + c as f64 * step);
+                let _ = write!(points, "{xc},{} {xc},{} ", n(y(prev)), n(y(b)));
+                prev = b;
+            }
         }
+        let _ = write!(points, "{},{}", n(LEFT + plot_w), n(y(prev)));
         let _ = writeln!(
             s,
             "<polyline id=\"live\" points=\"{}\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1\"/>",
