@@ -143,8 +143,13 @@ pub fn frontier_svg(points: &[FrontierPoint], chosen: Option<usize>) -> String {
         );
     }
     for (v, anchor) in [(0u64, "start"), (max_flops, "end")] {
-        let _ =
-            writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{v}</text>", n(x(v)), n(TOP + PLOT_H + 14.0));
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
+            n(x(v)),
+            n(TOP + PLOT_H + 14.0),
+            flops_words(v)
+        );
     }
     let _ = writeln!(
         s,
