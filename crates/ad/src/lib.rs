@@ -56,7 +56,8 @@ pub use policy::{
 pub use residuals::{Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};
 pub use vjp::{
-    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, vjp, Linearized, Vjp,
+    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, vjp, vjp_program,
+    Linearized, Vjp, VjpProgram,
 };
 
 use remat_ir::{Jaxpr, VerifyError};

@@ -155,6 +155,43 @@ pub(crate) fn vjp_of(jaxpr: &Jaxpr, lin: Linearized, arg_names: &[String]) -> Re
     Ok(Vjp { fwd: lin.primal, bwd, num_outs, residuals })
 }
 
+/// A vjp as one program, forward half then backward half, as a value-and-grad program runs
+/// them: `(primals, one cotangent per output) -> (outs, one gradient per input)`.
+#[derive(Clone, Debug)]
+pub struct VjpProgram {
+    pub jaxpr: Jaxpr,
+    /// Equations `0..num_fwd_eqns` are the forward half's (equation `i` is `vjp.fwd`'s
+    /// equation `i`), the rest the backward half's (in `vjp.bwd`'s order).
+    pub num_fwd_eqns: usize,
+    /// Each residual of `vjp.residuals` as an atom of `jaxpr`.
+    pub residuals: Vec<Atom>,
+    pub vjp: Vjp,
+}
+
+/// The vjp of `jaxpr` as one program (see [`VjpProgram`]); nothing is pruned, so every
+/// equation of either half is there, once.
+pub fn vjp_program(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<VjpProgram, AdError> {
+    let v = vjp(jaxpr, arg_names)?;
+    let mut b = Builder::new();
+    let consts: Vec<Atom> = v.fwd.constvars.iter().map(|&c| Atom::Var(b.constvar(v.fwd.aval(c).clone()))).collect();
+    let primals: Vec<Atom> = v.fwd.invars.iter().map(|&x| Atom::Var(b.invar(v.fwd.aval(x).clone()))).collect();
+    let cts: Vec<Atom> = jaxpr.outvars.iter().map(|a| Atom::Var(b.invar(jaxpr.atom_aval(a)))).collect();
+    let fwd_outs = inline_jaxpr(&mut b, &v.fwd, &consts, &primals);
+    let (outs, res) = fwd_outs.split_at(v.num_outs);
+    let mut args = res.to_vec();
+    args.extend(cts);
+    let grads = inline_jaxpr(&mut b, &v.bwd, &[], &args);
+    let residuals = res.to_vec();
+    let mut result = outs.to_vec();
+    result.extend(grads);
+    let whole = b.finish(result);
+    if whole.eqns.len() != v.fwd.eqns.len() + v.bwd.eqns.len() {
+        return Err(AdError::Internal("vjp_program: the halves' equations were not copied one to one".into()));
+    }
+    check("vjp_program", &whole)?;
+    Ok(VjpProgram { jaxpr: whole, num_fwd_eqns: v.fwd.eqns.len(), residuals, vjp: v })
+}
+
 /// `jax.ad_checkpoint.saved_residuals`: what the vjp of `jaxpr` saves, in JAX's order.
 pub fn saved_residuals(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<Vec<Residual>, AdError> {
     Ok(vjp(jaxpr, arg_names)?.residuals)

@@ -59,6 +59,9 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         policy_names: PolicyNamesArg,
+        /// Write the two halves and their residual edges as a Graphviz DOT graph instead.
+        #[arg(long)]
+        dot: bool,
     },
     /// Differentiate a jaxpr (vjp at the inputs, applied to the cotangents) and write
     /// `{"outputs": [...], "grads": [...]}`, one gradient per input.
@@ -113,6 +116,44 @@ enum Command {
         #[arg(long)]
         host_budget: Option<String>,
     },
+    /// The residual ledger: plan the vjp of a jaxpr as one program (forward then backward,
+    /// as `bench` plans a value-and-grad program) and say, per saved residual, its bytes,
+    /// name, source, lifetime, why it is saved and what recomputing it would cost, then
+    /// which buffers make up the planned peak.
+    Explain {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+        #[command(flatten)]
+        policy_names: PolicyNamesArg,
+        /// The program is already differentiated (a value-and-grad jaxpr): explain its
+        /// buffers as it is, without a residual split.
+        #[arg(long)]
+        no_split: bool,
+        /// Write the ledger as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the report of a jaxpr's vjp: one self-contained HTML file with the memory over
+    /// program order, the split (residuals as edges from forward to backward) and the
+    /// frontier of the built-in policies; or one figure as SVG.
+    Report {
+        /// The jaxpr text file (`-` for standard input).
+        file: PathBuf,
+        #[command(flatten)]
+        policy_names: PolicyNamesArg,
+        /// The program is already differentiated: report it as it is, without a split.
+        #[arg(long)]
+        no_split: bool,
+        /// Where to write (default: standard output).
+        #[arg(short = 'o', long)]
+        out: Option<PathBuf>,
+        /// `html` (the whole report) or `svg` (one figure, `--figure`).
+        #[arg(long, value_enum, default_value_t = Format::Html)]
+        format: Format,
+        /// The figure `--format svg` writes.
+        #[arg(long, value_enum, default_value_t = FigureArg::Memory)]
+        figure: FigureArg,
+    },
     /// Compile a jaxpr with the JIT, run it N times, and report compile time, median run
     /// time and the planned peak bytes.
     Bench {
@@ -159,6 +200,31 @@ impl PolicyNamesArg {
             return Ok(());
         }
         remat::set_policy_names(&remat::PolicyNames::parse(&self.policy_names)?)
+    }
+}
+
+/// What `report` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Html,
+    Svg,
+}
+
+/// `remat::report::Figure` on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FigureArg {
+    Memory,
+    Split,
+    Frontier,
+}
+
+impl From<FigureArg> for remat::report::Figure {
+    fn from(f: FigureArg) -> remat::report::Figure {
+        match f {
+            FigureArg::Memory => remat::report::Figure::Memory,
+            FigureArg::Split => remat::report::Figure::Split,
+            FigureArg::Frontier => remat::report::Figure::Frontier,
+        }
     }
 }
 
@@ -253,8 +319,18 @@ fn main() -> ExitCode {
             .apply()
             .map_err(Into::into)
             .and_then(|()| commands::residuals::run(&file, arg_names.as_deref())),
-        Command::FwdBwd { file, policy_names } => {
-            policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file))
+        Command::Explain { file, policy_names, no_split, json } => {
+            policy_names.apply().map_err(Into::into).and_then(|()| commands::explain::run(&file, no_split, json))
+        }
+        Command::FwdBwd { file, policy_names, dot } => {
+            policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file, dot))
+        }
+        Command::Report { file, policy_names, no_split, out, format, figure } => {
+            let svg = (format == Format::Svg).then(|| figure.into());
+            policy_names
+                .apply()
+                .map_err(Into::into)
+                .and_then(|()| commands::report::run(&file, no_split, out.as_deref(), svg))
         }
         Command::Grad { file, policy_names, inputs, cotangents, out, backend, nans } => {
             policy_names.apply().map_err(Into::into).and_then(|()| {

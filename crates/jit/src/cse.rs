@@ -47,12 +47,38 @@ pub enum CseScope {
 /// `jaxpr` does and computes the same values.
 /// (`Auto` is a choice the compiler makes by planning; here it merges within checkpoints.)
 pub fn cse(jaxpr: &Jaxpr, scope: CseScope) -> Result<Jaxpr, JitError> {
+    Ok(cse_traced(jaxpr, scope)?.jaxpr)
+}
+
+/// The result of [`cse`] with where each of its top-level pieces came from.
+#[derive(Clone, Debug)]
+pub(crate) struct Traced {
+    pub jaxpr: Jaxpr,
+    /// For each top-level equation of `jaxpr`, the input's top-level equation it comes
+    /// from (the call equation, for the body of an inlined call).
+    pub eqn_origin: Vec<usize>,
+    /// For each variable of the input's top level, what it became in `jaxpr`.
+    pub var_map: Vec<Option<Atom>>,
+}
+
+/// [`cse`], keeping the provenance of the top level (the memory profile names buffers by
+/// the input's equations and variables).
+pub(crate) fn cse_traced(jaxpr: &Jaxpr, scope: CseScope) -> Result<Traced, JitError> {
     let across = match scope {
-        CseScope::Off => return Ok(jaxpr.clone()),
+        CseScope::Off => {
+            let var_map = (0..jaxpr.vars.len()).map(|i| Some(Atom::Var(Var(i as u32)))).collect();
+            return Ok(Traced { jaxpr: jaxpr.clone(), eqn_origin: (0..jaxpr.eqns.len()).collect(), var_map });
+        }
         CseScope::WithinCheckpoints | CseScope::Auto => false,
         CseScope::AcrossCheckpoints => true,
     };
-    Pass { across, bodies: HashMap::new() }.jaxpr(jaxpr)
+    let mut pass = Pass { across, bodies: HashMap::new() };
+    let mut b = Builder { out: Jaxpr::default(), seen: HashMap::new(), origin: Vec::new(), current: None };
+    let mut env: Vec<Option<Atom>> = vec![None; jaxpr.vars.len()];
+    b.out.constvars = jaxpr.constvars.iter().map(|&v| b.bind(jaxpr, v, &mut env)).collect();
+    b.out.invars = jaxpr.invars.iter().map(|&v| b.bind(jaxpr, v, &mut env)).collect();
+    b.out.outvars = pass.eqns(&mut b, jaxpr, &mut env, true)?;
+    Ok(Traced { jaxpr: b.out, eqn_origin: b.origin, var_map: env })
 }
 
 /// Whether `jaxpr` (or a body it calls) has a `remat2` with `prevent_cse=True`: the only
@@ -111,30 +137,44 @@ struct Pass {
 struct Builder {
     out: Jaxpr,
     seen: HashMap<Key, Vec<Var>>,
+    /// The input's top-level equation each equation of `out` comes from.
+    origin: Vec<usize>,
+    /// The top-level equation being rewritten.
+    current: Option<usize>,
 }
 
 impl Pass {
     fn jaxpr(&mut self, jaxpr: &Jaxpr) -> Result<Jaxpr, JitError> {
-        let mut b = Builder { out: Jaxpr::default(), seen: HashMap::new() };
+        let mut b = Builder { out: Jaxpr::default(), seen: HashMap::new(), origin: Vec::new(), current: None };
         let mut env: Vec<Option<Atom>> = vec![None; jaxpr.vars.len()];
         b.out.constvars = jaxpr.constvars.iter().map(|&v| b.bind(jaxpr, v, &mut env)).collect();
         b.out.invars = jaxpr.invars.iter().map(|&v| b.bind(jaxpr, v, &mut env)).collect();
-        let outs = self.eqns(&mut b, jaxpr, &mut env)?;
+        let outs = self.eqns(&mut b, jaxpr, &mut env, true)?;
         b.out.outvars = outs;
         Ok(b.out)
     }
 
     /// Rewrites `jaxpr`'s equations into `b` (its inputs already bound in `env`) and
-    /// returns what its outputs became.
-    fn eqns(&mut self, b: &mut Builder, jaxpr: &Jaxpr, env: &mut [Option<Atom>]) -> Result<Vec<Atom>, JitError> {
-        for eqn in &jaxpr.eqns {
+    /// returns what its outputs became. `top`: `jaxpr` is `b`'s own (not an inlined body),
+    /// whose equations are the origins `b` records.
+    fn eqns(
+        &mut self,
+        b: &mut Builder,
+        jaxpr: &Jaxpr,
+        env: &mut [Option<Atom>],
+        top: bool,
+    ) -> Result<Vec<Atom>, JitError> {
+        for (e, eqn) in jaxpr.eqns.iter().enumerate() {
+            if top {
+                b.current = Some(e);
+            }
             let ins = eqn.invars.iter().map(|a| read(env, a)).collect::<Result<Vec<_>, _>>()?;
             if let Some(body) = self.inlined(&eqn.primitive) {
                 let mut inner: Vec<Option<Atom>> = vec![None; body.vars.len()];
                 for (&v, &a) in body.invars.iter().zip(&ins) {
                     inner[v.index()] = Some(a);
                 }
-                let outs = self.eqns(b, body, &mut inner)?;
+                let outs = self.eqns(b, body, &mut inner, false)?;
                 for (&v, a) in eqn.outvars.iter().zip(outs) {
                     env[v.index()] = Some(a);
                 }
@@ -158,6 +198,7 @@ impl Pass {
             let mut new = Eqn::new(primitive, ins, outvars, eqn.source.clone());
             new.spelling = eqn.spelling.clone();
             b.out.eqns.push(new);
+            b.origin.push(b.current.unwrap_or(0));
         }
         jaxpr.outvars.iter().map(|a| read(env, a)).collect()
     }

@@ -21,6 +21,7 @@ mod expr;
 mod lower;
 mod native;
 mod plan;
+mod profile;
 mod program;
 
 use std::borrow::Borrow;
@@ -31,6 +32,7 @@ use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 use crate::native::indexing::NativeDesc;
 
 pub use cse::{cse, CseScope};
+pub use profile::{memory_profile, BufferHome, BufferProfile, MemoryProfile, Peak};
 pub use program::DotDesc;
 
 /// Why a jaxpr could not be compiled or run.
@@ -118,18 +120,22 @@ pub struct Compiled {
     _natives: Box<[NativeDesc]>,
 }
 
+/// What the front end made of a program under one CSE scope.
+struct Front {
+    prog: program::Program,
+    consts: Vec<Array>,
+    layout: plan::Layout,
+    /// The merged jaxpr that was lowered, with its provenance.
+    merged: cse::Traced,
+}
+
 /// The front end under one CSE scope: merged, verified, lowered and planned.
-fn front(
-    jaxpr: &Jaxpr,
-    consts: &[Array],
-    options: &Options,
-    scope: CseScope,
-) -> Result<(program::Program, Vec<Array>, plan::Layout), JitError> {
-    let merged = cse(jaxpr, scope)?;
-    remat_ir::verify(&merged).map_err(|e| JitError::Invalid(format!("after cse (a bug in the JIT): {e}")))?;
-    let (prog, consts) = lower::lower_program(&merged, consts, options)?;
+fn front(jaxpr: &Jaxpr, consts: &[Array], options: &Options, scope: CseScope) -> Result<Front, JitError> {
+    let merged = cse::cse_traced(jaxpr, scope)?;
+    remat_ir::verify(&merged.jaxpr).map_err(|e| JitError::Invalid(format!("after cse (a bug in the JIT): {e}")))?;
+    let (prog, consts) = lower::lower_program(&merged.jaxpr, consts, options)?;
     let layout = plan::plan(&prog);
-    Ok((prog, consts, layout))
+    Ok(Front { prog, consts, layout, merged })
 }
 
 /// Compiles a jaxpr without constvars.
@@ -190,13 +196,13 @@ pub struct MemoryPlan {
 
 /// Lowers and plans `jaxpr` as [`compile_with_options`] would, without generating code.
 pub fn memory_plan(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
-    let (scope, (_, _, layout)) = checked_front(jaxpr, consts, options)?;
+    let (scope, Front { layout, .. }) = checked_front(jaxpr, consts, options)?;
     let (io_bytes, host_io) = io_bytes(jaxpr);
     Ok(MemoryPlan { peak_bytes: layout.device_bytes, host_bytes: layout.host_bytes + host_io, io_bytes, cse: scope })
 }
 
 /// The bytes of the arguments and outputs in device memory and in host memory.
-fn io_bytes(jaxpr: &Jaxpr) -> (usize, usize) {
+pub(crate) fn io_bytes(jaxpr: &Jaxpr) -> (usize, usize) {
     let (ins, outs) = (jaxpr.in_avals(), jaxpr.out_avals());
     let io = |host: bool| -> usize {
         ins.iter()
@@ -210,12 +216,7 @@ fn io_bytes(jaxpr: &Jaxpr) -> (usize, usize) {
 
 /// Verifies `jaxpr` and its constants, and runs the front end under the CSE scope
 /// `options` resolves to (for `Auto`, the merged program only if its plan is no larger).
-#[allow(clippy::type_complexity)]
-fn checked_front(
-    jaxpr: &Jaxpr,
-    consts: &[Array],
-    options: &Options,
-) -> Result<(CseScope, (program::Program, Vec<Array>, plan::Layout)), JitError> {
+fn checked_front(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<(CseScope, Front), JitError> {
     remat_ir::verify(jaxpr).map_err(|e| JitError::Invalid(e.to_string()))?;
     if consts.len() != jaxpr.constvars.len() {
         return Err(JitError::ConstCount { expected: jaxpr.constvars.len(), given: consts.len() });
@@ -229,8 +230,8 @@ fn checked_front(
         CseScope::Auto if cse::has_barrier(jaxpr) => {
             let strict = front(jaxpr, consts, options, CseScope::WithinCheckpoints)?;
             let merged = front(jaxpr, consts, options, CseScope::AcrossCheckpoints)?;
-            let no_larger =
-                merged.2.device_bytes <= strict.2.device_bytes && merged.2.host_bytes <= strict.2.host_bytes;
+            let no_larger = merged.layout.device_bytes <= strict.layout.device_bytes
+                && merged.layout.host_bytes <= strict.layout.host_bytes;
             if no_larger {
                 (CseScope::AcrossCheckpoints, merged)
             } else {
@@ -245,7 +246,7 @@ fn checked_front(
 
 /// Compiles `jaxpr` with `consts` bound to its constvars, under `options`.
 pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<Compiled, JitError> {
-    let (scope, (prog, consts, layout)) = checked_front(jaxpr, consts, options)?;
+    let (scope, Front { prog, consts, layout, .. }) = checked_front(jaxpr, consts, options)?;
     if std::env::var_os("REMAT_JIT_STEPS").is_some() {
         // Debugging aid: the lowered steps (what each kernel computes) on stderr.
         for (i, step) in prog.steps.iter().enumerate() {

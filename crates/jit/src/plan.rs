@@ -65,14 +65,37 @@ struct Placed {
     end: usize,
 }
 
+/// When each buffer lives, in step positions.
+#[derive(Clone, Debug)]
+pub(crate) struct Lifetimes {
+    /// Per buffer, its first and last position (`usize::MAX` and 0 for a buffer no step
+    /// names), a loop's buffers extended over the loop as the layout sees them.
+    pub first: Vec<usize>,
+    pub last: Vec<usize>,
+    /// The half-open range of positions of each top-level step.
+    pub top_steps: Vec<(usize, usize)>,
+    /// The number of positions (the position the caller reads the outputs at).
+    pub end: usize,
+}
+
 pub(crate) fn plan(prog: &Program) -> Layout {
+    plan_with_lifetimes(prog).0
+}
+
+/// The lifetimes of the buffers, and the in-place candidates among the steps.
+pub(crate) fn lifetimes(prog: &Program) -> (Lifetimes, Vec<InPlace>) {
     let n = prog.buffers.len();
     let mut first = vec![usize::MAX; n];
     let mut last = vec![0usize; n];
     let mut loops = Vec::new();
     let mut pos = 0;
     let mut candidates = Vec::new();
-    number(&prog.steps, &mut pos, &mut first, &mut last, &mut loops, &mut candidates);
+    let mut top_steps = Vec::with_capacity(prog.steps.len());
+    for step in &prog.steps {
+        let start = pos;
+        number(std::slice::from_ref(step), &mut pos, &mut first, &mut last, &mut loops, &mut candidates);
+        top_steps.push((start, pos));
+    }
     // The caller reads every output after the last step.
     for b in 0..n {
         if matches!(prog.buffers[b].storage, Storage::Out { .. }) && first[b] != usize::MAX {
@@ -95,6 +118,14 @@ pub(crate) fn plan(prog: &Program) -> Layout {
             }
         }
     }
+    (Lifetimes { first, last, top_steps, end: pos }, candidates)
+}
+
+/// The layout, and the lifetimes it was made from.
+pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
+    let n = prog.buffers.len();
+    let (lifetimes, candidates) = lifetimes(prog);
+    let (first, last) = (&lifetimes.first, &lifetimes.last);
     // In-place pairs (dst, operand): the operand's last use is the kernel that first writes dst.
     let mut in_place: Vec<Option<usize>> = vec![None; n];
     for (s, dst, ops) in candidates {
@@ -178,7 +209,7 @@ pub(crate) fn plan(prog: &Program) -> Layout {
             layout.device_bytes = align(peak);
         }
     }
-    layout
+    (layout, lifetimes)
 }
 
 /// The byte ranges of the buffers placed in a home whose lifetimes meet `span`.

@@ -206,6 +206,23 @@ pub(crate) struct Program {
     pub num_args: usize,
     pub num_consts: usize,
     pub num_outs: usize,
+    /// Where the buffers and the top-level steps come from (read by the memory profile
+    /// only; code generation ignores it).
+    pub provenance: Provenance,
+}
+
+/// Which top-level equation of the lowered jaxpr made each buffer and each top-level step.
+/// Whatever lowering a call, a scan or a cond makes belongs to the enclosing top-level
+/// equation; the program's arguments, constants and outputs, and the final copies into
+/// outputs, belong to none.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Provenance {
+    /// Per buffer: the equation whose lowering created it.
+    pub buffer_eqn: Vec<Option<usize>>,
+    /// Per buffer: the top-level variable whose value it holds, if it holds one whole.
+    pub buffer_var: Vec<Option<remat_ir::Var>>,
+    /// Per top-level step: the equation whose lowering emitted it.
+    pub step_eqn: Vec<Option<usize>>,
 }
 
 impl Program {

@@ -37,7 +37,9 @@
 
 mod custom;
 mod linear;
+pub mod ledger;
 pub mod pretty;
+pub mod report;
 pub mod run;
 
 use std::panic::Location;
@@ -470,6 +472,15 @@ pub fn print_fwd_bwd<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, 
     let (fwd, bwd) = fwd_bwd_strings(f, args)?;
     pretty::write_stdout(&print_fwd_bwd_text(&fwd, &bwd));
     Ok(())
+}
+
+/// The residual ledger of `f`'s vjp at arguments like `args`: one row per saved residual
+/// and where every byte of the planned peak goes ([`ledger`]), planned under the JIT's
+/// default options.
+#[track_caller]
+pub fn explain<A: ArgTree, R: TensorTree>(f: impl FnOnce(A::Traced) -> R, args: &A) -> Result<ledger::Ledger, Error> {
+    let traced = trace_closed(f, args, Location::caller())?;
+    ledger::explain_jaxpr(&traced.jaxpr.jaxpr, &traced.jaxpr.consts, &traced.arg_names, &Options::default())
 }
 
 /// The README's Rust example, compiled and run as a doctest so it stays true.

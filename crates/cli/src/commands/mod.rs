@@ -2,8 +2,10 @@
 
 pub mod bench;
 pub mod eval;
+pub mod explain;
 pub mod fwd_bwd;
 pub mod grad;
 pub mod plan;
 pub mod print;
+pub mod report;
 pub mod residuals;

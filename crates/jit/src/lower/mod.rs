@@ -63,6 +63,12 @@ pub(crate) struct Lowering {
     pub(crate) dot_dst: Option<(BufId, Vec<usize>)>,
     /// Products up to this many multiply-adds are loops (`Options::small_dot_macs`).
     pub(crate) small_dot_macs: usize,
+    /// How many `lower_jaxpr` calls are under way (1: the top level).
+    depth: usize,
+    /// The top-level equation being lowered.
+    current: Option<usize>,
+    /// The equation of each step of the top-level scope, as pushed.
+    step_eqn: Vec<Option<usize>>,
 }
 
 /// Lowers a whole jaxpr with `consts` bound to its constvars.
@@ -77,6 +83,9 @@ pub(crate) fn lower_program(
         scopes: vec![Vec::new()],
         dot_dst: None,
         small_dot_macs: options.small_dot_macs,
+        depth: 0,
+        current: None,
+        step_eqn: Vec::new(),
     };
     let args: Vec<Val> = jaxpr
         .invars
@@ -110,12 +119,36 @@ pub(crate) fn lower_program(
     let mut prog = lw.prog;
     prog.steps = lw.scopes.pop().unwrap_or_default();
     prog.num_consts = lw.consts.len();
+    let written = |s: &Step| {
+        let mut w = Vec::new();
+        share::writes(s, &mut w);
+        w
+    };
+    let before: Vec<Vec<BufId>> = prog.steps.iter().map(written).collect();
     share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES);
+    // Folding only removes kernels (whose buffers no surviving step writes) and keeps the
+    // order, so each surviving step is the next one before folding that writes the same.
+    let mut k = 0;
+    let mut step_eqn = Vec::with_capacity(prog.steps.len());
+    for s in &prog.steps {
+        let w = written(s);
+        while k < before.len() && before[k] != w {
+            k += 1;
+        }
+        step_eqn.push(lw.step_eqn.get(k).copied().flatten());
+        k += 1;
+    }
+    prog.provenance.step_eqn = step_eqn;
+    prog.provenance.buffer_eqn.resize(prog.buffers.len(), None);
+    prog.provenance.buffer_var.resize(prog.buffers.len(), None);
     Ok((prog, lw.consts))
 }
 
 impl Lowering {
     fn push(&mut self, step: Step) {
+        if self.scopes.len() == 1 {
+            self.step_eqn.push(self.current);
+        }
         self.scopes.last_mut().expect("a scope is open").push(step);
     }
 
@@ -217,6 +250,23 @@ impl Lowering {
         args: Vec<Val>,
         targets: &[Option<BufId>],
     ) -> Result<Vec<Val>, JitError> {
+        self.depth += 1;
+        let outs = self.lower_jaxpr_body(jaxpr, consts, args, targets);
+        self.depth -= 1;
+        if self.depth == 0 {
+            self.current = None;
+        }
+        outs
+    }
+
+    fn lower_jaxpr_body(
+        &mut self,
+        jaxpr: &Jaxpr,
+        consts: Vec<Val>,
+        args: Vec<Val>,
+        targets: &[Option<BufId>],
+    ) -> Result<Vec<Val>, JitError> {
+        let top = self.depth == 1;
         let uses = use_counts(jaxpr);
         let mut env: Vec<Option<Val>> = vec![None; jaxpr.vars.len()];
         let mut target: Vec<Option<BufId>> = vec![None; jaxpr.vars.len()];
@@ -244,6 +294,10 @@ impl Lowering {
             if eqn.outvars.iter().all(|v| uses[v.index()] == 0) && !out_targets.iter().any(Option::is_some) {
                 continue; // dead: nothing reads any result
             }
+            let first_buf = self.prog.buffers.len();
+            if top {
+                self.current = Some(e);
+            }
             if let Some((perm, reader)) = &transposed[e] {
                 let u = jaxpr.eqns[*reader].outvars[0];
                 let buf = target[u.index()].unwrap_or_else(|| self.new_buf(jaxpr.aval(u)));
@@ -261,10 +315,33 @@ impl Lowering {
                 } else {
                     val
                 };
+                if top {
+                    self.record_value(v, &val);
+                }
                 env[v.index()] = Some(val);
+            }
+            if top {
+                let p = &mut self.prog.provenance;
+                p.buffer_eqn.resize(self.prog.buffers.len(), None);
+                p.buffer_eqn[first_buf..].iter_mut().for_each(|o| *o = Some(e));
             }
         }
         jaxpr.outvars.iter().map(|a| read(jaxpr, &env, a)).collect()
+    }
+
+    /// Records that the top-level variable `v` is held whole by the arena buffer its value
+    /// loads, if it does and that buffer holds no other variable yet.
+    fn record_value(&mut self, v: Var, val: &Val) {
+        let Expr::Load(view) = &val.expr else { return };
+        let b = view.buf.0 as usize;
+        let whole =
+            view.offset == 0 && view.dynamic.is_empty() && self.prog.buffers[b].bytes == val.aval.size_in_bytes();
+        if !whole || !matches!(self.prog.buffers[b].storage, Storage::Arena { .. }) {
+            return;
+        }
+        let vars = &mut self.prog.provenance.buffer_var;
+        vars.resize(self.prog.buffers.len(), None);
+        vars[b].get_or_insert(v);
     }
 
     /// Inlines a called jaxpr.

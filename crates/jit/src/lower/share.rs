@@ -176,7 +176,7 @@ fn count_references(steps: &[Step], counts: &mut HashMap<BufId, usize>) {
 }
 
 /// The buffers a step writes (a loop's include its counter and its body's).
-fn writes(step: &Step, out: &mut Vec<BufId>) {
+pub(crate) fn writes(step: &Step, out: &mut Vec<BufId>) {
     match step {
         Step::Kernel { dst, .. } => out.push(dst.buf),
         Step::Reduce { dst, .. } | Step::Argmax { dst, .. } | Step::Dot { dst, .. } => out.push(*dst),

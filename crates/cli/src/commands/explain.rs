@@ -1,0 +1,96 @@
+//! `remat explain FILE [--no-split] [--json]`: the residual ledger of the vjp of the file's
+//! jaxpr, planned as one program (forward then backward) as `remat bench` plans a
+//! value-and-grad program: one block per saved residual, the other buffers at the peak,
+//! and the sum that reaches the planned peak. `--no-split` explains a program that is
+//! already differentiated (a value-and-grad jaxpr) as it is. `--json` writes the same
+//! numbers as one JSON object.
+
+use std::path::Path;
+
+use remat::ledger::{explain_jaxpr, explain_program, Ledger, ResidualHome};
+use remat::Options;
+use serde_json::{json, Value};
+
+use crate::commands::residuals::binder_names;
+use crate::io::{read_program, read_text, Result};
+
+/// The ledger of the file's program (its vjp, or itself with `no_split`).
+pub fn ledger_of(file: &Path, no_split: bool) -> Result<Ledger> {
+    let closed = read_program(file)?;
+    let jaxpr = &closed.jaxpr;
+    let options = Options::default();
+    Ok(if no_split {
+        explain_program(jaxpr, &[], &options)?
+    } else {
+        let names = binder_names(&read_text(file)?).unwrap_or_default();
+        explain_jaxpr(jaxpr, &[], &names, &options)?
+    })
+}
+
+pub fn run(file: &Path, no_split: bool, as_json: bool) -> Result<()> {
+    let ledger = ledger_of(file, no_split)?;
+    let text = if as_json { format!("{:#}\n", to_json(&ledger)) } else { ledger.text() };
+    remat::pretty::write_stdout(&text);
+    Ok(())
+}
+
+/// The ledger as JSON: `residuals` (one object per row), `peak` (position, buffers,
+/// the sum) and `plan` (the planner's numbers).
+pub fn to_json(l: &Ledger) -> Value {
+    let p = &l.profile;
+    let rows: Vec<Value> = l
+        .rows
+        .iter()
+        .map(|r| {
+            let home = match &r.home {
+                ResidualHome::Arena { offset } => json!({"arena": offset}),
+                ResidualHome::InOutput(o) => json!({"inside_output": o}),
+                ResidualHome::HostPool => json!("host_pool"),
+                ResidualHome::Caller => json!("caller"),
+                ResidualHome::NoBuffer => json!("no_buffer"),
+            };
+            json!({
+                "aval": r.residual.aval.to_string(),
+                "bytes": r.residual.bytes,
+                "kind": r.residual.kind.kind_name(),
+                "what": r.residual.kind.what(),
+                "text": r.residual.to_string(),
+                "source": remat::ledger::source_words(&r.residual.source),
+                "made_by": r.made_by,
+                "home": home,
+                "first_step": r.first,
+                "last_step": r.last,
+                "peak_bytes": r.peak_bytes,
+                "why": r.why,
+                "recompute_eqns": r.recompute_eqns,
+                "recompute_flops": r.recompute_flops,
+            })
+        })
+        .collect();
+    let rest: Vec<Value> = l
+        .rest
+        .iter()
+        .map(|b| json!({"bytes": b.bytes, "offset": b.offset, "kind": b.kind.name(), "what": b.what}))
+        .collect();
+    json!({
+        "equations": l.program.eqns.len(),
+        "forward_equations": l.split.as_ref().map(|s| s.num_fwd_eqns),
+        "steps": p.positions,
+        "residuals": rows,
+        "peak": {
+            "step": p.peak.position,
+            "equation": p.step_eqns.get(p.peak.position).copied().flatten(),
+            "residual_bytes": l.residual_peak_bytes(),
+            "other_buffers": rest,
+            "other_bytes": l.rest_bytes(),
+            "unused_bytes": p.peak.unused_bytes,
+            "peak_bytes": l.peak_bytes(),
+        },
+        "plan": {
+            "peak_bytes": p.plan.peak_bytes,
+            "host_bytes": p.plan.host_bytes,
+            "io_bytes": p.plan.io_bytes,
+            "merged_across_checkpoints": p.plan.cse == remat::CseScope::AcrossCheckpoints,
+        },
+    })
+}

@@ -1,0 +1,224 @@
+//! The memory profile: every arena buffer of a planned program with its home, offset,
+//! lifetime and origin, each step position's equation, and the peak explained.
+//!
+//! Positions are the planner's (`plan.rs`): steps numbered in execution order, a loop's
+//! body steps inside the loop's range; the caller reads the outputs at position
+//! `positions`. Origins name the jaxpr that was given (not the one CSE made of it): a buffer
+//! or step made while lowering a call, a scan or a cond belongs to the enclosing top-level
+//! equation.
+//!
+//! What "the peak is explained" means here. The arena's size is the highest end offset of
+//! any buffer placed in it (rounded up to [`ALIGN`](crate::plan::ALIGN)), and the planner
+//! places by first fit, so the arena may hold holes. The peak buffer is one whose end is
+//! that highest end; the peak position is the position within its lifetime where the most
+//! arena bytes are live. The buffers live there ([`Peak::live`]) are pairwise disjoint in
+//! the arena, the highest of them ends where the arena ends, and their bytes plus
+//! [`Peak::unused_bytes`] (holes below the peak buffer: fragmentation and alignment padding)
+//! are `peak_bytes`, exactly. No position has more live arena bytes than the arena holds.
+
+use remat_ir::{Array, Atom, Jaxpr, Var};
+
+use crate::plan::{self, Home};
+use crate::program::Storage;
+use crate::{checked_front, io_bytes, Front, JitError, MemoryPlan, Options};
+
+/// Where an arena buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferHome {
+    /// The device arena (counted in `peak_bytes`).
+    Arena,
+    /// The memory of output `k`, before the program first writes that output (no arena
+    /// bytes).
+    Output(usize),
+    /// The host pool (values placed in host memory by `device_put`).
+    HostPool,
+}
+
+/// One arena buffer of the planned program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferProfile {
+    pub bytes: usize,
+    pub home: BufferHome,
+    /// The byte offset in its home.
+    pub offset: usize,
+    /// The first and last step positions it is live at (inclusive).
+    pub first: usize,
+    pub last: usize,
+    /// The top-level equation (of the jaxpr given) whose lowering made it; `None` for a
+    /// buffer made for the outputs' final copies.
+    pub eqn: Option<usize>,
+    /// The top-level variable whose value it holds whole, if any (a buffer may also be a
+    /// lowering's temporary, or hold a value inside an inlined call).
+    pub var: Option<Var>,
+    /// Whether, at its last position, an elementwise kernel writes another buffer in place
+    /// over it: it holds its bytes only until the position before (see [`Self::holds_at`]).
+    pub handed_over: bool,
+}
+
+impl BufferProfile {
+    /// Whether the buffer is live at `position` (read or written there, or between).
+    pub fn live_at(&self, position: usize) -> bool {
+        self.first <= position && position <= self.last
+    }
+
+    /// Whether its bytes are its own at `position`: it is live there, and not at the
+    /// position where a buffer written in place over it takes them over. Memory is
+    /// counted with this, so no byte is counted twice.
+    pub fn holds_at(&self, position: usize) -> bool {
+        self.live_at(position) && !(self.handed_over && position == self.last)
+    }
+
+    /// The bytes it takes in its home (a buffer of no bytes still takes one).
+    pub fn extent(&self) -> usize {
+        self.bytes.max(1)
+    }
+}
+
+/// The arena at its peak (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peak {
+    /// The peak position (see the module documentation).
+    pub position: usize,
+    /// The arena buffers holding bytes there ([`BufferProfile::holds_at`]), by offset
+    /// (indices into [`MemoryProfile::buffers`]).
+    pub live: Vec<usize>,
+    /// Their bytes.
+    pub live_bytes: usize,
+    /// `peak_bytes - live_bytes`: the holes below the highest live buffer.
+    pub unused_bytes: usize,
+}
+
+/// What the planner did with every buffer of a program.
+#[derive(Clone, Debug)]
+pub struct MemoryProfile {
+    /// The same numbers as [`crate::memory_plan`].
+    pub plan: MemoryPlan,
+    /// The number of step positions.
+    pub positions: usize,
+    /// For each position, the top-level equation it belongs to (`None`: a copy into an
+    /// output).
+    pub step_eqns: Vec<Option<usize>>,
+    /// Every arena buffer (device arena, output memory or host pool) that a step names.
+    pub buffers: Vec<BufferProfile>,
+    pub peak: Peak,
+}
+
+impl MemoryProfile {
+    /// The device-arena bytes held at each position ([`BufferProfile::holds_at`]).
+    pub fn live_bytes(&self) -> Vec<usize> {
+        let mut delta = vec![0i128; self.positions + 2];
+        for b in self.buffers.iter().filter(|b| b.home == BufferHome::Arena) {
+            let end = if b.handed_over { b.last } else { b.last + 1 };
+            delta[b.first] += b.bytes as i128;
+            delta[end] -= b.bytes as i128;
+        }
+        let mut live = 0i128;
+        (0..self.positions.max(1))
+            .map(|p| {
+                live += delta[p];
+                live as usize
+            })
+            .collect()
+    }
+}
+
+/// Lowers and plans `jaxpr` as [`crate::compile_with_options`] would, and describes every
+/// buffer of the plan.
+pub fn memory_profile(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryProfile, JitError> {
+    let (scope, Front { prog, layout, merged, .. }) = checked_front(jaxpr, consts, options)?;
+    let (io, host_io) = io_bytes(jaxpr);
+    let plan = MemoryPlan {
+        peak_bytes: layout.device_bytes,
+        host_bytes: layout.host_bytes + host_io,
+        io_bytes: io,
+        cse: scope,
+    };
+    let lifetimes = plan::lifetimes(&prog).0;
+    // The input's variable for each variable of the merged program (the first, where CSE
+    // merged several).
+    let mut input_var: Vec<Option<Var>> = vec![None; merged.jaxpr.vars.len()];
+    for (i, a) in merged.var_map.iter().enumerate() {
+        if let Some(Atom::Var(m)) = a {
+            input_var[m.index()].get_or_insert(Var(i as u32));
+        }
+    }
+    let origin = |e: Option<usize>| e.and_then(|e| merged.eqn_origin.get(e).copied());
+    let mut step_eqns = vec![None; lifetimes.end];
+    for (&(s, e), &eqn) in lifetimes.top_steps.iter().zip(&prog.provenance.step_eqn) {
+        step_eqns[s..e].iter_mut().for_each(|x| *x = origin(eqn));
+    }
+    let mut buffers = Vec::new();
+    for (b, buf) in prog.buffers.iter().enumerate() {
+        let (Storage::Arena { host }, Some((home, offset))) = (buf.storage, layout.places[b]) else { continue };
+        let home = match home {
+            Home::Pool if host => BufferHome::HostPool,
+            Home::Pool => BufferHome::Arena,
+            Home::Out(o) => match prog.buffers[o.0 as usize].storage {
+                Storage::Out { index, .. } => BufferHome::Output(index),
+                _ => return Err(JitError::Invalid("the plan put a buffer in a non-output (a bug in the JIT)".into())),
+            },
+        };
+        buffers.push(BufferProfile {
+            bytes: buf.bytes,
+            home,
+            offset,
+            first: lifetimes.first[b],
+            last: lifetimes.last[b],
+            eqn: origin(prog.provenance.buffer_eqn[b]),
+            var: prog.provenance.buffer_var[b].and_then(|m| input_var[m.index()]),
+            handed_over: false,
+        });
+    }
+    mark_handovers(&mut buffers);
+    let peak = find_peak(&buffers, plan.peak_bytes);
+    Ok(MemoryProfile { plan, positions: lifetimes.end, step_eqns, buffers, peak })
+}
+
+/// Marks the buffers an in-place kernel writes over: the planner puts the new buffer at the
+/// operand's very offset, at the position where the operand dies.
+fn mark_handovers(buffers: &mut [BufferProfile]) {
+    let mut order: Vec<usize> = (0..buffers.len()).collect();
+    let key = |b: &BufferProfile| (home_key(b.home), b.offset, b.first);
+    order.sort_by_key(|&i| key(&buffers[i]));
+    for w in 0..order.len() {
+        let a = order[w];
+        let taken = order[w + 1..]
+            .iter()
+            .take_while(|&&b| {
+                (home_key(buffers[b].home), buffers[b].offset) == (home_key(buffers[a].home), buffers[a].offset)
+            })
+            .any(|&b| buffers[b].first == buffers[a].last && b != a);
+        buffers[a].handed_over = taken;
+    }
+}
+
+fn home_key(h: BufferHome) -> (u8, usize) {
+    match h {
+        BufferHome::Arena => (0, 0),
+        BufferHome::Output(k) => (1, k),
+        BufferHome::HostPool => (2, 0),
+    }
+}
+
+/// The peak position and the buffers live there (see the module documentation).
+fn find_peak(buffers: &[BufferProfile], peak_bytes: usize) -> Peak {
+    let arena: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].home == BufferHome::Arena).collect();
+    let top = arena.iter().copied().max_by_key(|&i| (buffers[i].offset + buffers[i].extent(), std::cmp::Reverse(i)));
+    let Some(top) = top else {
+        return Peak { position: 0, live: Vec::new(), live_bytes: 0, unused_bytes: peak_bytes };
+    };
+    let live_at =
+        |p: usize| arena.iter().filter(|&&i| buffers[i].holds_at(p)).map(|&i| buffers[i].bytes).sum::<usize>();
+    // Live bytes change only where a buffer starts, so the candidates are the top buffer's
+    // first position and the first positions of buffers starting within its life.
+    let (lo, hi) = (buffers[top].first, buffers[top].last);
+    let mut candidates: Vec<usize> =
+        arena.iter().map(|&i| buffers[i].first).filter(|&p| lo <= p && p <= hi).chain([lo]).collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let position = candidates.into_iter().max_by_key(|&p| (live_at(p), std::cmp::Reverse(p))).unwrap_or(lo);
+    let mut live: Vec<usize> = arena.into_iter().filter(|&i| buffers[i].holds_at(position)).collect();
+    live.sort_by_key(|&i| (buffers[i].offset, i));
+    let live_bytes = live.iter().map(|&i| buffers[i].bytes).sum();
+    Peak { position, live, live_bytes, unused_bytes: peak_bytes.saturating_sub(live_bytes) }
+}

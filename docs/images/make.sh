@@ -1,0 +1,7 @@
+#!/bin/sh
+# Renders the report figures shown in README.md and docs/report.md: the vjp of
+# tanh_mlp.jaxpr (three tanh layers over a batch of 512), as `remat report` draws it,
+# rendered to PNG by resvg (crates/remat/examples/render_figures.rs).
+set -e
+cd "$(dirname "$0")/../.."
+cargo run -q -p remat --example render_figures -- docs/images/tanh_mlp.jaxpr docs/images
