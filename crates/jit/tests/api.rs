@@ -108,7 +108,7 @@ fn compiled_programs_are_send_and_sync() {
 /// checkpointed ones exercise the `Auto` choice between the two scopes).
 #[test]
 fn memory_plan_agrees_with_the_compiled_plan_on_every_benchmark_program() {
-    let files = remat_testkit::data::data_files("bench", "jaxpr");
+    let files = remat_testkit::data_files("bench", "jaxpr");
     assert!(files.len() >= 17, "{} benchmark programs", files.len());
     for path in files {
         let text = std::fs::read_to_string(&path).expect("reads");
