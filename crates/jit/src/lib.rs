@@ -192,12 +192,7 @@ pub struct MemoryPlan {
 pub fn memory_plan(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
     let (scope, (_, _, layout)) = checked_front(jaxpr, consts, options)?;
     let (io_bytes, host_io) = io_bytes(jaxpr);
-    Ok(MemoryPlan {
-        peak_bytes: layout.device_bytes,
-        host_bytes: layout.host_bytes + host_io,
-        io_bytes,
-        cse: scope,
-    })
+    Ok(MemoryPlan { peak_bytes: layout.device_bytes, host_bytes: layout.host_bytes + host_io, io_bytes, cse: scope })
 }
 
 /// The bytes of the arguments and outputs in device memory and in host memory.
