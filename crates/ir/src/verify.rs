@@ -175,6 +175,23 @@ impl fmt::Display for Site {
     }
 }
 
+/// Where an equation is, for messages: `eqn 3 (mul) at f.py:2`.
+struct EqnPlace<'a> {
+    i: usize,
+    name: &'a str,
+    eqn: &'a Eqn,
+}
+
+impl fmt::Display for EqnPlace<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "eqn {} ({})", self.i, self.name)?;
+        if !self.eqn.source.is_unknown() {
+            write!(f, " at {}", self.eqn.source)?;
+        }
+        Ok(())
+    }
+}
+
 /// One jaxpr's variables: where each is bound, so far.
 struct Scope<'j> {
     jaxpr: &'j Jaxpr,
@@ -208,42 +225,46 @@ impl Verifier {
     fn jaxpr(&mut self, j: &Jaxpr) {
         let mut scope = Scope { jaxpr: j, bound: vec![None; j.vars.len()] };
         for (i, &v) in j.constvars.iter().enumerate() {
-            self.bind(&mut scope, v, Site::Constvar(i), "constvars");
+            self.bind(&mut scope, v, Site::Constvar(i), &"constvars");
         }
         for (i, &v) in j.invars.iter().enumerate() {
-            self.bind(&mut scope, v, Site::Invar(i), "invars");
+            self.bind(&mut scope, v, Site::Invar(i), &"invars");
         }
         for (i, eqn) in j.eqns.iter().enumerate() {
             self.eqn(&mut scope, i, eqn);
         }
         for a in &j.outvars {
-            self.read(&scope, a, "outvars");
+            self.read(&scope, a, &"outvars");
         }
     }
 
     fn eqn(&mut self, scope: &mut Scope<'_>, i: usize, eqn: &Eqn) {
         let name = eqn.primitive.name();
-        let at = if eqn.source.is_unknown() { String::new() } else { format!(" at {}", eqn.source) };
-        let here = format!("eqn {i} ({name}){at}");
+        // Formatted only if a problem is reported (a string per equation would be most of
+        // the verifier's time on a valid program).
+        let here = EqnPlace { i, name, eqn };
+        let here: &dyn fmt::Display = &here;
 
-        let in_avals: Vec<Option<Aval>> = eqn.invars.iter().map(|a| self.read(scope, a, &here)).collect();
+        let in_avals: Vec<Option<Aval>> = eqn.invars.iter().map(|a| self.read(scope, a, here)).collect();
         if !reads_host_memory(&eqn.primitive) {
             for (k, aval) in in_avals.iter().enumerate() {
                 if aval.as_ref().is_some_and(|a| a.memory_space == MemorySpace::Host) {
-                    self.report(&here, format!("operand {k} in host memory; only device_put can read it"));
+                    self.report(here, format!("operand {k} in host memory; only device_put can read it"));
                 }
             }
         }
         let in_avals: Option<Vec<Aval>> = in_avals.into_iter().collect();
         if let Some(in_avals) = in_avals {
-            self.check_types(scope.jaxpr, eqn, &in_avals, &here);
+            self.check_types(scope.jaxpr, eqn, &in_avals, here);
         }
         for &v in &eqn.outvars {
-            self.bind(scope, v, Site::Eqn(i), &here);
+            self.bind(scope, v, Site::Eqn(i), here);
         }
 
         for (key, param) in eqn.primitive.params() {
-            self.nested(&param, &format!("eqn {i} ({name}) param {key}"));
+            if matches!(param, Param::Jaxpr(_) | Param::Tuple(_) | Param::List(_)) {
+                self.nested(&param, &format!("eqn {i} ({name}) param {key}"));
+            }
         }
     }
 
@@ -267,7 +288,7 @@ impl Verifier {
     }
 
     /// Invariant 6: the binders' avals are what the shape rule gives.
-    fn check_types(&mut self, j: &Jaxpr, eqn: &Eqn, in_avals: &[Aval], here: &str) {
+    fn check_types(&mut self, j: &Jaxpr, eqn: &Eqn, in_avals: &[Aval], here: &dyn fmt::Display) {
         let out_avals = match shape_rule(&eqn.primitive, in_avals) {
             Ok(out) => out,
             Err(e) => return self.report(here, e.message),
@@ -294,7 +315,7 @@ impl Verifier {
     }
 
     /// Invariants 1, 2, 8: binds `v` at `site`.
-    fn bind(&mut self, scope: &mut Scope<'_>, v: Var, site: Site, here: &str) {
+    fn bind(&mut self, scope: &mut Scope<'_>, v: Var, site: Site, here: &dyn fmt::Display) {
         let Some(slot) = scope.bound.get_mut(v.index()) else {
             return self.report(here, format!("variable {v:?} is out of range ({} variables)", scope.jaxpr.vars.len()));
         };
@@ -309,7 +330,7 @@ impl Verifier {
     }
 
     /// Invariants 1, 3, 5: reads an operand or outvar, giving its aval where it has one.
-    fn read(&mut self, scope: &Scope<'_>, a: &Atom, here: &str) -> Option<Aval> {
+    fn read(&mut self, scope: &Scope<'_>, a: &Atom, here: &dyn fmt::Display) -> Option<Aval> {
         let v = match a {
             Atom::Lit(l) => return Some(l.aval()),
             Atom::Var(v) => *v,

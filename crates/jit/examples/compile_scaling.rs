@@ -2,7 +2,7 @@
 //! long ones (a chain of equations), the shapes of issue 22's reproducer 6.
 //!
 //! `cargo run --release -p remat-jit --example compile_scaling [-- SIZES...]` prints, per
-//! shape and size, the best of three compiles (parsing excluded; `compile` verifies) and the plan's
+//! shape and size, the best of three compiles (parsing excluded; `compile` verifies) in wall and CPU time, and the plan's
 //! function count (`SHAPE=sum` measures one shape); `-- --write DIR SIZE` writes the four programs of that size as jaxpr
 //! files (`remat bench DIR/sum_50000.jaxpr` runs one end to end). docs/jit.md records the
 //! figures.
@@ -102,6 +102,17 @@ fn chain(n: usize) -> String {
     t + &format!("  in ({},) }}\n", outs.join(", "))
 }
 
+/// The CPU time (user + system) this process has used, in ms (10 ms ticks), where Linux
+/// reports it: on a loaded machine the wall time of a compile says more about the load.
+fn cpu_ms() -> f64 {
+    let ticks = || -> Option<u64> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    };
+    ticks().map_or(f64::NAN, |t| t as f64 * 10.0)
+}
+
 fn header(n: usize) -> String {
     let params: Vec<String> = (0..n).map(|i| format!("x{i}:f32[]")).collect();
     format!("{{ lambda ; {}. let\n", params.join(" "))
@@ -127,19 +138,20 @@ fn main() {
     } else {
         args.iter().map(|a| a.parse().expect("sizes are numbers")).collect()
     };
-    println!("{:<6} {:>7} {:>11} {:>10}", "shape", "n", "compile ms", "functions");
+    println!("{:<6} {:>7} {:>11} {:>11} {:>10}", "shape", "n", "compile ms", "CPU ms", "functions");
     for (name, make) in SHAPES.into_iter().filter(|(name, _)| only.as_deref().is_none_or(|o| o == *name)) {
         for &n in &sizes {
             let jaxpr = parse_jaxpr(&make(n), name).expect("parses");
-            let mut best = f64::INFINITY;
+            let (mut best, mut best_cpu) = (f64::INFINITY, f64::INFINITY);
             let mut functions = 0;
             for _ in 0..3 {
-                let start = Instant::now();
+                let (start, cpu) = (Instant::now(), cpu_ms());
                 let compiled = remat_jit::compile(&jaxpr).expect("compiles");
                 best = best.min(start.elapsed().as_secs_f64() * 1e3);
+                best_cpu = best_cpu.min(cpu_ms() - cpu);
                 functions = compiled.plan().functions;
             }
-            println!("{name:<6} {n:>7} {best:>11.1} {functions:>10}");
+            println!("{name:<6} {n:>7} {best:>11.1} {best_cpu:>11.0} {functions:>10}");
         }
     }
 }

@@ -26,6 +26,11 @@ const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
 const PIO2_1: f64 = f64::from_bits(0x3FF9_21FB_5440_0000); // 33 significant bits: n * PIO2_1 is exact
 const PIO2_1T: f64 = f64::from_bits(0x3DD0_B461_1A62_6331);
 const BIG_TRIG: f32 = 262144.0; // 2^18
+/// The NaN an invalid operation makes on x86 (`0xFFF8...`, negative, "the default NaN"):
+/// what glibc's `log`/`pow`, and XLA on x86 CPU, return for `log(-1)` or `pow(-1, 0.5)`.
+/// The inline functions materialise this one (its f32 rounding is `0xFFC00000`), so that
+/// a NaN's bits, visible through `bitcast_convert_type`, are the interpreter's.
+const DEFAULT_NAN: f64 = f64::from_bits(0xFFF8_0000_0000_0000);
 
 // Polynomial lengths, chosen for a relative error below 1e-10 before the final rounding to
 // f32 (which then stays within 0.51 ulp of the correctly rounded result):
@@ -211,7 +216,7 @@ impl Fx<'_, '_> {
         let is_zero = self.fcmp_l(FloatCC::Equal, x, zero);
         let neg = self.fcmp_l(FloatCC::LessThan, x, zero);
         let is_inf = self.fcmp_l(FloatCC::Equal, x, inf);
-        let nan = self.fc(l, f64::NAN);
+        let nan = self.fc(l, DEFAULT_NAN);
         let minf = self.fc(l, f64::NEG_INFINITY);
         let r = self.lsel(is_inf, inf, r);
         let r = self.lsel(neg, nan, r);
@@ -393,16 +398,20 @@ impl Fx<'_, '_> {
         }
     }
 
-    /// x^y for f64 lanes of widened f32 values, with C99's special cases.
+    /// x^y for f64 lanes of widened f32 values, with C99's special cases and glibc's
+    /// `powf` NaNs (which XLA on x86 CPU returns too): a NaN `x` comes back (quieted by the
+    /// widening), its sign flipped if it is negative and `y` an odd integer (`powf`
+    /// computes `-(x * x)` there); else a NaN `y` comes back; a negative finite `x` with a
+    /// non-integer `y` is the default NaN. `pow_f32` adds the signaling-NaN cases.
     fn pow_lanes(&mut self, l: Lanes, x: Value, y: Value) -> Value {
         let ax = self.b.ins().fabs(x);
         let lx = self.log_core(l, ax);
         let t = self.b.ins().fmul(y, lx);
-        let t_nan = self.fcmp_l(FloatCC::Unordered, t, t);
         let t = self.clamp_l(l, t, -200.0, 200.0);
         let r = self.exp_core(l, t);
-        let nan = self.fc(l, f64::NAN);
-        let r = self.lsel(t_nan, nan, r);
+        // A NaN `x`, then its sign flip below with the other negative bases.
+        let xnan = self.fcmp_l(FloatCC::Unordered, x, x);
+        let r = self.lsel(xnan, x, r);
         let one = self.fc(l, 1.0);
         let half = self.fc(l, 0.5);
         let yt = self.b.ins().trunc(y);
@@ -417,7 +426,8 @@ impl Fx<'_, '_> {
         let flip = self.b.ins().band(xsign, yodd);
         let nr = self.b.ins().fneg(r);
         let r = self.lsel(flip, nr, r);
-        // x < 0 finite and y not an integer: NaN.
+        // x < 0 finite and y not an integer: the default NaN.
+        let nan = self.fc(l, DEFAULT_NAN);
         let zero = self.fc(l, 0.0);
         let inf = self.fc(l, f64::INFINITY);
         let xneg = self.fcmp_l(FloatCC::LessThan, x, zero);
@@ -428,12 +438,17 @@ impl Fx<'_, '_> {
         let yordered = self.fcmp_l(FloatCC::Ordered, y, y);
         let bad = self.b.ins().band(bad, yordered);
         let r = self.lsel(bad, nan, r);
-        // |x| = 1 and y = ±inf: 1. y = 0: 1. x = 1: 1.
+        // |x| = 1 and y = ±inf: 1.
         let ax1 = self.fcmp_l(FloatCC::Equal, ax, one);
         let ay = self.b.ins().fabs(y);
         let yinf = self.fcmp_l(FloatCC::Equal, ay, inf);
         let c1 = self.b.ins().band(ax1, yinf);
         let r = self.lsel(c1, one, r);
+        // A NaN `y` and a number `x`: y.
+        let ynan = self.fcmp_l(FloatCC::Unordered, y, y);
+        let y_or_x = self.lsel(xnan, r, y);
+        let r = self.lsel(ynan, y_or_x, r);
+        // y = 0: 1. x = 1: 1 (even for a NaN on the other side).
         let y0 = self.fcmp_l(FloatCC::Equal, y, zero);
         let x1 = self.fcmp_l(FloatCC::Equal, x, one);
         let c2 = self.b.ins().bor(y0, x1);
@@ -515,9 +530,52 @@ impl Fx<'_, '_> {
         self.b.block_params(merge)[0]
     }
 
-    /// f32 `pow` (scalar or f32x4).
+    /// f32 `pow` (scalar or f32x4), NaNs as glibc's `powf`: `pow_lanes`, and where the
+    /// widening hid a signaling NaN, `powf`'s `x + y` for it: `pow(sNaN, 0)` and
+    /// `pow(1, sNaN)` are the NaN quieted, not 1.
     pub(super) fn pow_f32(&mut self, x: Value, y: Value) -> Value {
-        self.on_lanes(&[x, y], &mut |fx, l, v| fx.pow_lanes(l, v[0], v[1]))
+        let r = self.on_lanes(&[x, y], &mut |fx, l, v| fx.pow_lanes(l, v[0], v[1]));
+        let ty = self.b.func.dfg.value_type(x);
+        let ity = if ty.is_vector() { types::I32X4 } else { types::I32 };
+        let int = |fx: &mut Self, c: i64| {
+            let v = fx.b.ins().iconst(types::I32, c);
+            if ty.is_vector() {
+                fx.b.ins().splat(ity, v)
+            } else {
+                v
+            }
+        };
+        let float = |fx: &mut Self, c: f32| {
+            let v = fx.b.ins().f32const(c);
+            if ty.is_vector() {
+                fx.b.ins().splat(ty, v)
+            } else {
+                v
+            }
+        };
+        // Bits 0x7F800001..=0x7FBFFFFF of |v|: a signaling NaN. Quieting sets bit 22.
+        let (inf_bits, quiet_bit, abs_mask) = (int(self, 0x7F80_0000), int(self, 0x0040_0000), int(self, 0x7FFF_FFFF));
+        let snan_quieted = |fx: &mut Self, v: Value| {
+            let b = fx.b.ins().bitcast(ity, little(), v);
+            let a = fx.b.ins().band(b, abs_mask);
+            let is_nan = fx.b.ins().icmp(IntCC::SignedGreaterThan, a, inf_bits);
+            let q = fx.b.ins().band(a, quiet_bit);
+            let zero = int(fx, 0);
+            let is_sig = fx.b.ins().icmp(IntCC::Equal, q, zero);
+            let snan = fx.b.ins().band(is_nan, is_sig);
+            let quieted = fx.b.ins().bor(b, quiet_bit);
+            (snan, fx.b.ins().bitcast(ty, little(), quieted))
+        };
+        let (x_snan, xq) = snan_quieted(self, x);
+        let (y_snan, yq) = snan_quieted(self, y);
+        let zero = float(self, 0.0);
+        let one = float(self, 1.0);
+        let y0 = self.b.ins().fcmp(FloatCC::Equal, y, zero);
+        let x1 = self.b.ins().fcmp(FloatCC::Equal, x, one);
+        let c = self.b.ins().band(y0, x_snan);
+        let r = self.lsel(c, xq, r);
+        let c = self.b.ins().band(x1, y_snan);
+        self.lsel(c, yq, r)
     }
 }
 

@@ -20,6 +20,8 @@ use remat_ir::{BinaryOp, DType, UnaryOp};
 use crate::program::DotDesc;
 
 pub(crate) mod indexing;
+#[cfg(test)]
+mod kernel_tests;
 mod random;
 #[cfg(target_arch = "x86_64")]
 mod sgemm;
