@@ -36,8 +36,8 @@
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
 mod custom;
-mod linear;
 pub mod ledger;
+mod linear;
 pub mod pretty;
 pub mod report;
 pub mod run;
