@@ -67,6 +67,14 @@ const FINDINGS: &[(Target, &str, Outcome)] = &[
         "{lambda;a:f32[3,4]b:f32[3,4]c:f32[3,4]d:f32[].let e:f32[3,4]=broadcast_in_dim d f:f32[3,4]=mul c e\ng:f32[3,4]=mul e b h:f32[3,4]=jit[name=_ jaxpr={lambda;f:f32[3,4].let h:f32[3,4]=rev[dimensions=()]f in(h)}]f\ni:f32[3,4]=mul g a j:f32[3,4]=rev[dimensions=()]i in()}",
         Outcome::Accepted,
     ),
+    // A `gather` that collapses a dimension of slice size 0 (JAX requires exactly 1) passed
+    // the verifier, and the interpreter read outside the operand ("ndarray: index out of
+    // bounds"); the shape rule now rejects it as JAX's does (seed 2611261, 2026-11-26).
+    (
+        Target::Parser,
+        "{ lambda ; a:f32[6,5] s:i32[3,4]. let u:i32[3,4,1] = broadcast_in_dim[broadcast_dimensions=(0, 1)] s\nt:f32[3,4,5] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(2,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(0, 5) unique_indices=False] a u in (t,) }",
+        Outcome::Rejected,
+    ),
 ];
 
 #[test]

@@ -262,8 +262,19 @@ pub(crate) fn gather_shape(
     let mut dropped = dn.collapsed_slice_dims.clone();
     dropped.extend(&dn.operand_batching_dims);
     distinct_axes(name, "collapsed_slice_dims and operand_batching_dims", &dropped, x)?;
-    for &d in &dropped {
-        ensure!(slice_sizes[d] <= 1, name, "collapsed or batching dimension {d} must have slice size 1");
+    // JAX's rule: a collapsed dimension's slice is exactly one element (a slice of none,
+    // collapsed, would leave output elements that read nothing); a batching dimension's
+    // bound is 0 or 1.
+    for &d in &dn.collapsed_slice_dims {
+        ensure!(slice_sizes[d] == 1, name, "collapsed dimension {d} must have slice size 1, got {}", slice_sizes[d]);
+    }
+    for &d in &dn.operand_batching_dims {
+        ensure!(
+            slice_sizes[d] <= 1,
+            name,
+            "batching dimension {d} must have slice size 0 or 1, got {}",
+            slice_sizes[d]
+        );
     }
     let batch = index_vectors(name, indices, dn.start_index_map.len())?;
     batching(name, x, &dn.operand_batching_dims, batch, &dn.start_indices_batching_dims)?;
