@@ -53,7 +53,7 @@ pub use policy::{
     register_policy, registered_policy, resolve_policy, set_policy_names, user_policy, EqnDecisions, PolicyNames,
     PolicyRule, ResolvedPolicy, Saveability,
 };
-pub use residuals::{Residual, ResidualKind};
+pub use residuals::{summarize, Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};
 pub use vjp::{
     fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, vjp, vjp_program,

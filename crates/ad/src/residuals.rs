@@ -65,8 +65,8 @@ pub struct Residual {
     pub bytes: usize,
 }
 
-/// JAX's `source_info_util.summarize`.
-fn summarize(s: &SourceInfo) -> String {
+/// JAX's `source_info_util.summarize`: `file:line:col (function)`, empty where unknown.
+pub fn summarize(s: &SourceInfo) -> String {
     if s.is_unknown() {
         return String::new();
     }

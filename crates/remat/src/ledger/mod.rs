@@ -203,19 +203,9 @@ pub(crate) fn from_source(s: &SourceInfo) -> String {
     format!(" from {}", source_words(s))
 }
 
-/// `file:line:col (function)` as JAX summarizes a source.
+/// `file:line:col (function)` as JAX summarizes a source (`remat_ad::summarize`).
 pub fn source_words(s: &SourceInfo) -> String {
-    if s.is_unknown() {
-        return String::new();
-    }
-    let mut out = format!("{}:{}", s.file, s.line);
-    if s.column != 0 {
-        out.push_str(&format!(":{}", s.column));
-    }
-    if let Some(f) = &s.function {
-        out.push_str(&format!(" ({f})"));
-    }
-    out
+    remat_ad::summarize(s)
 }
 
 /// The ledger of the vjp of `jaxpr` (arguments named `arg_names`), planned as one
