@@ -22,6 +22,8 @@ mod cnn_dots_saveable;
 mod common;
 #[path = "zoo/control_flow.rs"]
 mod control_flow;
+#[path = "zoo/control_flow_while.rs"]
+mod control_flow_while;
 #[path = "zoo/custom_jvp.rs"]
 mod custom_jvp;
 #[path = "zoo/custom_vjp.rs"]
@@ -34,18 +36,26 @@ mod dropout_mlp;
 mod einsum_zoo;
 #[path = "zoo/embedding_grad.rs"]
 mod embedding_grad;
+#[path = "zoo/gnn_segment_sum.rs"]
+mod gnn_segment_sum;
 #[path = "zoo/gpt_block.rs"]
 mod gpt_block;
 #[path = "zoo/label_smoothing.rs"]
 mod label_smoothing;
+#[path = "zoo/lax_map.rs"]
+mod lax_map;
 #[path = "zoo/lstm.rs"]
 mod lstm;
 #[path = "zoo/moe_top_k.rs"]
 mod moe_top_k;
 #[path = "zoo/scan_of_blocks_offload.rs"]
 mod scan_of_blocks_offload;
+#[path = "zoo/scans_and_sorts.rs"]
+mod scans_and_sorts;
 #[path = "zoo/special_functions.rs"]
 mod special_functions;
+#[path = "zoo/unet_down_up.rs"]
+mod unet_down_up;
 #[path = "zoo/vae_reparam.rs"]
 mod vae_reparam;
 #[path = "zoo/vit_patch_embed.rs"]

@@ -685,6 +685,36 @@ pub fn cumprod(x: &Tensor, axis: isize, reverse: bool) -> Tensor {
     cumulative(remat_ir::CumulativeOp::Prod, "cumprod", x, axis, reverse, Location::caller())
 }
 
+/// `lax.cummax(x, axis, reverse)`: the running maximum along `axis` (the `cummax`
+/// primitive itself, as JAX records it).
+#[track_caller]
+pub fn cummax(x: &Tensor, axis: isize, reverse: bool) -> Tensor {
+    cumulative(remat_ir::CumulativeOp::Max, "cummax", x, axis, reverse, Location::caller())
+}
+
+/// `lax.cummin(x, axis, reverse)`: the running minimum along `axis` (`cummin`).
+#[track_caller]
+pub fn cummin(x: &Tensor, axis: isize, reverse: bool) -> Tensor {
+    cumulative(remat_ir::CumulativeOp::Min, "cummin", x, axis, reverse, Location::caller())
+}
+
+/// `lax.cumlogsumexp(x, axis, reverse)`: the running `log(sum(exp(x)))` along `axis`
+/// (`cumlogsumexp`); floats only.
+#[track_caller]
+pub fn cumlogsumexp(x: &Tensor, axis: isize, reverse: bool) -> Tensor {
+    cumulative(remat_ir::CumulativeOp::LogSumExp, "cumlogsumexp", x, axis, reverse, Location::caller())
+}
+
+/// `lax.map(f, xs)`: `f` applied to each slice of `xs` along its leading axis, the
+/// results stacked along a new leading axis. Recorded as JAX records it: a `scan` with no
+/// carry (`num_carry=0`) whose body is `f`; tensors `f` captures are the scan's consts.
+/// (`batch_size`, which vmaps `f` over batches, is not supported.)
+#[track_caller]
+pub fn map<X: TensorTree, Y: TensorTree>(f: impl Fn(X) -> Y, xs: X) -> Y {
+    let body = |_: (), x: X| ((), f(x));
+    crate::scan::scan_at(body, (), xs, false, Location::caller()).1
+}
+
 fn cumulative(
     op: remat_ir::CumulativeOp,
     name: &str,

@@ -74,6 +74,7 @@ mod custom;
 pub mod lax;
 pub mod nn;
 pub mod numpy;
+pub mod ops;
 mod pytree;
 pub mod random;
 mod scan;

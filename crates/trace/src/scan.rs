@@ -54,7 +54,7 @@ where
     scan_at(body, init, xs, true, Location::caller())
 }
 
-fn scan_at<C, X, Y>(
+pub(crate) fn scan_at<C, X, Y>(
     body: impl ScanBody<C, X, Y>,
     init: C,
     xs: X,

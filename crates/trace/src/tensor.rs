@@ -29,17 +29,30 @@ pub struct Tensor {
     pub(crate) var: Var,
     aval: Aval,
     weak: bool,
+    /// A concrete scalar (`jnp.int32(0)`), which every equation that uses it receives as
+    /// a literal operand; `frame` and `var` are unused then.
+    pub(crate) literal: Option<LitValue>,
 }
 
 impl Tensor {
     pub(crate) fn new(frame: u64, var: Var, aval: Aval, weak: bool) -> Tensor {
-        Tensor { frame, var, aval, weak }
+        Tensor { frame, var, aval, weak, literal: None }
     }
 
     /// A stand-in returned after a tracing error; it belongs to no frame, and operations
     /// on it record nothing (the error is already recorded).
     pub(crate) fn placeholder(aval: Aval) -> Tensor {
-        Tensor { frame: 0, var: Var(0), aval, weak: false }
+        Tensor { frame: 0, var: Var(0), aval, weak: false, literal: None }
+    }
+
+    /// A concrete scalar of `value`'s dtype, not weakly typed: what `jnp.int32(0)` or
+    /// `np.float32(0.5)` is in a JAX program. It belongs to no trace; an equation that uses
+    /// it records it as a literal operand (`0:i32[]`), so a `while_loop` carry started
+    /// from it prints as JAX's literal carry. (JAX computes operations between concrete
+    /// values eagerly; here they are recorded, with the literal as operand.)
+    pub fn literal(value: LitValue) -> Tensor {
+        let aval = Aval::scalar(value.dtype());
+        Tensor { frame: 0, var: Var(0), aval, weak: false, literal: Some(value) }
     }
 
     /// The abstract value: dtype and shape.
@@ -485,6 +498,10 @@ comparisons!(
 
 macro_rules! binary_operator {
     ($trait:ident, $method:ident, $op:ident) => {
+        binary_operator!(@tensor $trait, $method, $op);
+        binary_operator!(@scalar $trait, $method, $op, f32, f64, i32);
+    };
+    (@tensor $trait:ident, $method:ident, $op:ident) => {
         impl<R: Into<Arg>> ops::$trait<R> for Tensor {
             type Output = Tensor;
             #[track_caller]
@@ -499,7 +516,6 @@ macro_rules! binary_operator {
                 binary_at(BinaryOp::$op, self.into(), rhs.into(), Location::caller())
             }
         }
-        binary_operator!(@scalar $trait, $method, $op, f32, f64, i32);
     };
     (@scalar $trait:ident, $method:ident, $op:ident, $($s:ty),*) => {$(
         impl ops::$trait<Tensor> for $s {
@@ -523,6 +539,11 @@ binary_operator!(Add, add, Add);
 binary_operator!(Sub, sub, Sub);
 binary_operator!(Mul, mul, Mul);
 binary_operator!(Div, div, Div);
+// `a & b`, `a | b`, `a ^ b` on `bool` or integer tensors, as JAX's operators (`and`,
+// `or`, `xor`); the other operand may be a tensor, a `bool` or an `i32`.
+binary_operator!(@tensor BitAnd, bitand, And);
+binary_operator!(@tensor BitOr, bitor, Or);
+binary_operator!(@tensor BitXor, bitxor, Xor);
 
 impl ops::Neg for Tensor {
     type Output = Tensor;

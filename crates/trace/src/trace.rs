@@ -326,6 +326,9 @@ pub(crate) fn pop_frame(
 /// The atom for `t` in the innermost frame, lifting it through enclosing frames if needed.
 /// `None` (with an error recorded) if `t` belongs to no live frame.
 fn resolve(t: &Tensor, loc: &'static Location<'static>) -> Option<Atom> {
+    if let Some(value) = t.literal {
+        return Some(Atom::Lit(Literal { value }));
+    }
     let found = STATE.with(|s| {
         let mut s = s.borrow_mut();
         let k = s.frames.iter().position(|f| f.id == t.frame)?;

@@ -10,7 +10,7 @@ use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
 use remat_trace::lax::{self, ConvOptions, Padding};
-use remat_trace::{make_jaxpr, Arg, Tensor};
+use remat_trace::{make_jaxpr, numpy, Arg, Tensor};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Tensor>;
 type Branch = dyn Fn(Tensor) -> Tensor;
@@ -105,6 +105,33 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("fori_dynamic", p(|a| lax::fori_loop(0, &a[0], |i, c: Tensor| c * 1.5 + i, a[1].clone())));
     add("stop_gradient", p(|a| &a[0] * lax::stop_gradient(&a[0])));
     add("dynamic_slice", p(|a| lax::dynamic_slice(&a[0], &[Arg::from(&a[1]), 1.into()], &[2, 2])));
+    add(
+        "map",
+        p(|a| {
+            let w = a[1].clone();
+            lax::map(|x: Tensor| x.sin().matmul(&w), a[0].clone())
+        }),
+    );
+    add("map_tuple", p(|a| lax::map(|(x, y): (Tensor, Tensor)| x * y.sum(), (a[0].clone(), a[1].clone()))));
+    add("cummax", p(|a| lax::cummax(&a[0], 1, false)));
+    add("cummin_reverse", p(|a| lax::cummin(&a[0], 0, true)));
+    add("cumlogsumexp", p(|a| lax::cumlogsumexp(&a[0], 0, false)));
+    add(
+        "while_literal_carry",
+        p(|a| {
+            let cond = |(_, i): (Tensor, Tensor)| i.lt(5);
+            let body = |(x, i): (Tensor, Tensor)| (x * 1.5, i + 1);
+            lax::while_loop(cond, body, (a[0].clone(), numpy::int32(0))).0
+        }),
+    );
+    add(
+        "while_literal_float",
+        p(|a| {
+            let cond = |(x, limit): (Tensor, Tensor)| x.sum().lt(&limit);
+            let body = |(x, limit): (Tensor, Tensor)| (x * 2.0, limit);
+            lax::while_loop(cond, body, (a[0].clone(), numpy::float32(40.0))).0
+        }),
+    );
     m
 }
 

@@ -11,7 +11,7 @@ use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
 use remat_trace::numpy::{self, Sections};
-use remat_trace::{make_jaxpr, Tensor};
+use remat_trace::{make_jaxpr, ops, Idx, Tensor};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
 
@@ -66,6 +66,22 @@ fn programs() -> BTreeMap<&'static str, Program> {
             vec![values, indices]
         }),
     );
+    add("take_along_axis_idx_broadcast", p(|a| a[0].take_along_axis(&a[1], 1)));
+    add("take_along_axis_x_broadcast", p(|a| a[0].take_along_axis(&a[1], 1)));
+    add("take_along_axis_u8", p(|a| a[0].take_along_axis(&a[1], 0)));
+    add("repeat_axis1", p(|a| a[0].repeat(2, Some(1))));
+    add("repeat_axis_neg", p(|a| a[0].repeat(3, Some(-1))));
+    add("repeat_flat", p(|a| a[0].repeat(3, None)));
+    add("segment_sum", p(|a| ops::segment_sum(&a[0], &a[1], 4)));
+    add("segment_sum_1d", p(|a| ops::segment_sum(&a[0], &a[1], 3)));
+    add("segment_max", p(|a| ops::segment_max(&a[0], &a[1], 3)));
+    add("segment_min", p(|a| ops::segment_min(&a[0], &a[1], 3)));
+    add("segment_prod", p(|a| ops::segment_prod(&a[0], &a[1], 3)));
+    add("segment_sum_int", p(|a| ops::segment_sum(&a[0], &a[1], 3)));
+    add("slice_reversed", p(|a| a[0].index(&[Idx::slice(None, None, -1)])));
+    add("slice_negative_step", p(|a| a[0].index(&[Idx::slice(None, None, -2), Idx::slice(Some(5), Some(1), -1)])));
+    add("slice_negative_step_squeezed", p(|a| a[0].index(&[Idx::At(1), Idx::slice(Some(6), None, -3)])));
+    add("bool_operators", p(|a| (a[0].gt(0.0) & a[1].lt(0.0)) | (a[0].gt(&a[1]) ^ a[1].gt(1.0))));
     m
 }
 
@@ -143,7 +159,17 @@ fn wrong_inputs_are_located_errors() {
     let e = trace_error(|a| a[0].index_array(&a[1]), vec![aval(DType::F32, &[]), aval(DType::I32, &[2])]);
     assert!(e.contains("index_array: cannot index f32[], which has no axes"), "{e}");
     let e = trace_error(|a| a[0].take_along_axis(&a[1], 0), vec![aval(DType::F32, &[3, 4]), aval(DType::I32, &[2, 3])]);
-    assert!(e.contains("take_along_axis: indices i32[2,3] must have the rank of f32[3,4] and its extents"), "{e}");
+    assert!(e.contains("take_along_axis: indices i32[2,3] do not broadcast against f32[3,4] off axis 0"), "{e}");
+    let e = trace_error(|a| a[0].take_along_axis(&a[1], 0), vec![aval(DType::F32, &[3, 4]), aval(DType::I32, &[2])]);
+    assert!(e.contains("take_along_axis: indices i32[2] and array f32[3,4] must have the same rank"), "{e}");
+    let e = trace_error(|a| ops::segment_sum(&a[0], &a[1], 3), vec![aval(DType::F32, &[5, 2]), aval(DType::I32, &[4])]);
+    assert!(e.contains("segment_sum: data f32[5,2] needs a leading axis of the i32[4] segment ids' length"), "{e}");
+    let e = trace_error(|a| ops::segment_max(&a[0], &a[1], 3), vec![aval(DType::F32, &[4]), aval(DType::F32, &[4])]);
+    assert!(e.contains("segment_max: segment ids must be a vector of integers, found f32[4]"), "{e}");
+    let e = trace_error(|a| a[0].repeat(2, Some(2)), vec![aval(DType::F32, &[3, 4])]);
+    assert!(e.contains("repeat"), "{e}");
+    let e = trace_error(|a| a[0].index(&[Idx::slice(None, None, 0)]), vec![aval(DType::F32, &[3])]);
+    assert!(e.contains("slice step cannot be zero"), "{e}");
     let e = trace_error(
         |a| a[0].at(&a[1]).add(&a[2]),
         vec![aval(DType::F32, &[3, 4]), aval(DType::I32, &[2]), aval(DType::F32, &[3, 4])],

@@ -17,7 +17,8 @@ pub enum Idx {
     /// `x[i]`: one element of an axis, which disappears (negative counts from the end).
     At(i64),
     /// `x[start:stop:step]`, Python's slice (bounds clamp; negative ones count from the
-    /// end). Negative steps are not supported.
+    /// end). A negative step walks backwards (`Idx::slice(None, None, -1)` is `x[::-1]`):
+    /// recorded as JAX records it, a `slice` with the positive step, then `rev`.
     Slice {
         /// First index (default 0).
         start: Option<i64>,
@@ -111,6 +112,8 @@ struct StaticSlice {
     strides: Vec<usize>,
     squeeze: Vec<usize>,
     new_axes: Vec<usize>,
+    /// Axes sliced with a negative step, reversed after the slice.
+    rev: Vec<usize>,
 }
 
 fn to_static_slice(shape: &[usize], index: &[Idx]) -> Result<StaticSlice, String> {
@@ -135,7 +138,7 @@ fn to_static_slice(shape: &[usize], index: &[Idx]) -> Result<StaticSlice, String
     if ellipses == 0 {
         expanded.extend(std::iter::repeat_n(full, shape.len() - consumed));
     }
-    let mut s = StaticSlice { start: vec![], limit: vec![], strides: vec![], squeeze: vec![], new_axes: vec![] };
+    let mut s = StaticSlice { start: vec![], limit: vec![], strides: vec![], squeeze: vec![], new_axes: vec![], rev: vec![] };
     let mut axis = 0;
     for i in expanded {
         match i {
@@ -153,10 +156,28 @@ fn to_static_slice(shape: &[usize], index: &[Idx]) -> Result<StaticSlice, String
                 axis += 1;
             }
             Idx::Slice { start, stop, step } => {
-                if step <= 0 {
-                    return Err(format!("slice step {step} is not supported (steps must be positive)"));
+                if step == 0 {
+                    return Err("slice step cannot be zero".into());
                 }
                 let size = shape[axis] as i64;
+                if step < 0 {
+                    // Python's slice.indices for a negative step, then the same elements
+                    // in increasing order: the lowest one up to `start`.
+                    let clamp = |v: Option<i64>, default: i64| match v {
+                        None => default,
+                        Some(v) if v < 0 => (v + size).max(-1),
+                        Some(v) => v.min(size - 1),
+                    };
+                    let (b, e) = (clamp(start, size - 1), clamp(stop, -1));
+                    let n = if b > e { (b - e - 1) / -step + 1 } else { 0 };
+                    let (lo, hi) = if n > 0 { (b + (n - 1) * step, b + 1) } else { (0, 0) };
+                    s.start.push(lo as usize);
+                    s.limit.push(hi as usize);
+                    s.strides.push((-step) as usize);
+                    s.rev.push(axis);
+                    axis += 1;
+                    continue;
+                }
                 // Python's slice.indices for a positive step.
                 let clamp = |v: Option<i64>, default: i64| match v {
                     None => default,
@@ -192,6 +213,9 @@ impl Tensor {
         };
         let trivial = s.start.iter().all(|&b| b == 0) && s.limit == self.shape() && s.strides.iter().all(|&k| k == 1);
         let mut x = if trivial { self.clone() } else { self.slice_strided_at(&s, loc) };
+        if !s.rev.is_empty() {
+            x = x.apply_at(remat_ir::Primitive::Rev { dimensions: s.rev.clone() }, loc);
+        }
         x = x.squeeze_at(&s.squeeze, loc);
         if !s.new_axes.is_empty() {
             x = x.expand_dims_at(&s.new_axes, loc);

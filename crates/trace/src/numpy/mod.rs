@@ -12,6 +12,7 @@
 mod index;
 mod linalg;
 mod reduce;
+mod repeat;
 mod shape;
 mod sort;
 mod take;
@@ -24,6 +25,7 @@ pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use linalg::einsum;
 pub use shape::{concatenate, stack, Sections};
 pub use take::AtIndex;
+pub(crate) use take::update_jaxpr;
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};
 use crate::trace::{bind, record_error, Operand};
@@ -121,6 +123,18 @@ pub(crate) fn full_at(shape: &[usize], value: LitValue, loc: &'static Location<'
 #[track_caller]
 pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
     full_at(shape, LitValue::from_f64(dtype, value), Location::caller())
+}
+
+/// `jnp.int32(v)`: a concrete `i32` scalar, recorded as the literal `v:i32[]` where it
+/// is used (see [`Tensor::literal`]); for example a `while_loop` counter started at 0.
+pub fn int32(v: i32) -> Tensor {
+    Tensor::literal(LitValue::I32(v))
+}
+
+/// `jnp.float32(v)`: a concrete `f32` scalar, recorded as a literal where it is used (see
+/// [`Tensor::literal`]).
+pub fn float32(v: f32) -> Tensor {
+    Tensor::literal(LitValue::F32(v))
 }
 
 /// `jnp.zeros(shape, dtype)`.

@@ -148,10 +148,11 @@ impl Tensor {
 
 impl Tensor {
     /// `jnp.take_along_axis(x, idx, axis=axis)`: `out[..., j, ...] = x[..., idx[..., j,
-    /// ...], ...]` along `axis`, for `idx` of `x`'s rank and `x`'s extents on the other axes
-    /// (JAX also broadcasts size-1 axes; that is not supported here). Negative indices count
-    /// from the end, out-of-bounds ones give NaN. Recorded as `jit[name=take_along_axis]`,
-    /// a `gather` whose other axes are batching axes.
+    /// ...], ...]` along `axis`, for `idx` of `x`'s rank whose other axes broadcast against
+    /// `x`'s (a size-1 axis of `idx` takes all of `x`'s, a size-1 axis of `x` stretches to
+    /// `idx`'s). Negative indices count from the end, out-of-bounds ones give NaN.
+    /// Recorded as JAX records it: `jit[name=take_along_axis]`, one `gather` whose equal
+    /// axes are batching axes and whose broadcast ones are slices.
     #[track_caller]
     pub fn take_along_axis(&self, idx: &Tensor, axis: isize) -> Tensor {
         let loc = Location::caller();
@@ -159,46 +160,89 @@ impl Tensor {
         if !check_indices("take_along_axis", self, idx, loc) {
             return placeholder();
         }
+        if idx.ndim() != self.ndim() {
+            let message =
+                format!("take_along_axis: indices {} and array {} must have the same rank", idx.aval(), self.aval());
+            record_error(loc, message);
+            return placeholder();
+        }
         let Some(axes) = normalize_axes("take_along_axis", self, &[axis], loc) else {
             return placeholder();
         };
         let axis = axes[0];
-        let others_match =
-            idx.ndim() == self.ndim() && (0..self.ndim()).all(|d| d == axis || idx.shape()[d] == self.shape()[d]);
-        if !others_match {
-            let message = format!(
-                "take_along_axis: indices {} must have the rank of {} and its extents on every axis but {axis}",
-                idx.aval(),
-                self.aval()
-            );
-            record_error(loc, message);
-            return placeholder();
-        }
+        let mut arr_shape = self.shape().to_vec();
+        arr_shape[axis] = 1;
+        let out_shape = match crate::tensor::broadcast_shapes(&[idx.shape(), &arr_shape]) {
+            Ok(s) => s,
+            Err(_) => {
+                let message = format!(
+                    "take_along_axis: indices {} do not broadcast against {} off axis {axis}",
+                    idx.aval(),
+                    self.aval()
+                );
+                record_error(loc, message);
+                return Tensor::placeholder(remat_ir::Aval::new(self.dtype(), idx.shape().to_vec()));
+            }
+        };
         let Some(fill) = fill_value("take_along_axis", self, loc) else {
             return placeholder();
         };
+        let axis_size = self.shape()[axis];
         library_jit(
             "take_along_axis",
             &[self.into(), idx.into()],
             |inner| {
                 let [x, idx]: [Tensor; 2] = inner.try_into().expect("two inputs");
-                let idx = wrap_negative(&idx, x.shape()[axis], false, loc);
-                let mut shape = idx.shape().to_vec();
-                shape.push(1);
-                let indices = idx.reshape_at(&shape, loc);
-                let batch: Vec<usize> = (0..x.ndim()).filter(|&d| d != axis).collect();
+                if axis_size == 0 {
+                    return crate::numpy::full_at(&out_shape, remat_ir::LitValue::from_f64(x.dtype(), 0.0), loc);
+                }
+                let idx = idx.to_type(DType::I32, false, loc);
+                let idx = wrap_negative(&idx, axis_size, false, loc);
+                let idx_shape = idx.shape().to_vec();
+                // JAX's loop over the axes: `i` indexes the array, `new_i` the squeezed
+                // array, `j` the gather indices.
+                let mut gather_shape: Vec<usize> =
+                    (0..idx_shape.len()).filter(|&i| i == axis || idx_shape[i] != 1).map(|i| out_shape[i]).collect();
+                gather_shape.push(1);
+                let indices = idx.reshape_at(&gather_shape, loc);
+                let mut dn = GatherDimensionNumbers {
+                    offset_dims: vec![],
+                    collapsed_slice_dims: vec![],
+                    start_index_map: vec![],
+                    operand_batching_dims: vec![],
+                    start_indices_batching_dims: vec![],
+                };
+                let (mut slice_sizes, mut squeezed) = (Vec::new(), Vec::new());
+                let (mut new_i, mut j) = (0, 0);
+                for i in 0..x.ndim() {
+                    if i == axis {
+                        slice_sizes.push(1);
+                        dn.start_index_map.push(new_i);
+                        dn.collapsed_slice_dims.push(new_i);
+                        new_i += 1;
+                        j += 1;
+                    } else if idx_shape[i] == 1 {
+                        dn.offset_dims.push(i);
+                        slice_sizes.push(arr_shape[i]);
+                        new_i += 1;
+                    } else if arr_shape[i] == 1 {
+                        squeezed.push(i);
+                        j += 1;
+                    } else {
+                        slice_sizes.push(if arr_shape[i] == 0 { 0 } else { 1 });
+                        dn.operand_batching_dims.push(new_i);
+                        dn.start_indices_batching_dims.push(j);
+                        new_i += 1;
+                        j += 1;
+                    }
+                }
+                let x = x.squeeze_at(&squeezed, loc);
                 let prim = Primitive::Gather {
-                    dimension_numbers: GatherDimensionNumbers {
-                        offset_dims: vec![],
-                        collapsed_slice_dims: vec![axis],
-                        start_index_map: vec![axis],
-                        operand_batching_dims: batch.clone(),
-                        start_indices_batching_dims: batch,
-                    },
+                    dimension_numbers: dn,
                     fill_value: Some(fill),
                     indices_are_sorted: false,
                     mode: GatherScatterMode::FillOrDrop,
-                    slice_sizes: vec![1; x.ndim()],
+                    slice_sizes,
                     unique_indices: false,
                 };
                 bind(prim, &[(&x).into(), indices.into()], x.is_weak(), loc).remove(0)
@@ -224,22 +268,33 @@ pub struct AtIndex<'a> {
 }
 
 thread_local! {
-    /// JAX's cached `update_jaxpr` of `scatter-add` per dtype: one object, so that a
-    /// program with several scatter-adds shares it (and prints it once, hoisted).
-    static ADD_JAXPRS: RefCell<HashMap<DType, Arc<Jaxpr>>> = RefCell::new(HashMap::new());
+    /// JAX's cached `update_jaxpr` of `scatter-add` (and `-mul`, `-min`, `-max`) per
+    /// dtype: one object, so that a program with several scatters shares it (and prints it
+    /// once, hoisted).
+    static UPDATE_JAXPRS: RefCell<HashMap<(ScatterOp, DType), Arc<Jaxpr>>> = RefCell::new(HashMap::new());
 }
 
-fn add_jaxpr(dtype: DType) -> Arc<Jaxpr> {
-    ADD_JAXPRS.with(|m| {
+/// The `update_jaxpr` JAX gives a scatter combining with `op` (`None` for `scatter`,
+/// which replaces).
+pub(crate) fn update_jaxpr(op: ScatterOp, dtype: DType) -> Option<Arc<Jaxpr>> {
+    let name = match op {
+        ScatterOp::Set => return None,
+        ScatterOp::Add => "add",
+        ScatterOp::Mul => "mul",
+        ScatterOp::Min => "min",
+        ScatterOp::Max => "max",
+    };
+    let jaxpr = UPDATE_JAXPRS.with(|m| {
         m.borrow_mut()
-            .entry(dtype)
+            .entry((op, dtype))
             .or_insert_with(|| {
                 let t = dtype;
-                let text = format!("{{ lambda ; a:{t}[] b:{t}[]. let c:{t}[] = add a b in (c,) }}");
-                Arc::new(remat_ir::parse_jaxpr(&text, "scatter-add update_jaxpr").expect("a valid jaxpr"))
+                let text = format!("{{ lambda ; a:{t}[] b:{t}[]. let c:{t}[] = {name} a b in (c,) }}");
+                Arc::new(remat_ir::parse_jaxpr(&text, "scatter update_jaxpr").expect("a valid jaxpr"))
             })
             .clone()
-    })
+    });
+    Some(jaxpr)
 }
 
 impl AtIndex<'_> {
@@ -313,7 +368,7 @@ impl AtIndex<'_> {
             indices_are_sorted: false,
             mode: GatherScatterMode::FillOrDrop,
             unique_indices: false,
-            update_jaxpr: (op == ScatterOp::Add).then(|| add_jaxpr(x.dtype())),
+            update_jaxpr: update_jaxpr(op, x.dtype()),
         };
         let operands: [Operand; 3] = [x.into(), indices.into(), v.into()];
         bind(prim, &operands, x.is_weak(), loc).remove(0)

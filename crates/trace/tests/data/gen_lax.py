@@ -62,6 +62,15 @@ c("fori_static", lambda x: lax.fori_loop(0, 5, lambda i, c: c * 1.5 + i, x), f32
 c("fori_dynamic", lambda n, x: lax.fori_loop(0, n, lambda i, c: c * 1.5 + i, x), np.int32(4), f32(3), grad=False)
 c("stop_gradient", lambda x: x * lax.stop_gradient(x), f32(3))
 c("dynamic_slice", lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 2)), f32(4, 5), np.int32(1))
+c("map", lambda xs, w: lax.map(lambda x: jnp.sin(x) @ w, xs), f32(4, 3), f32(3, 2))
+c("map_tuple", lambda xs, ys: lax.map(lambda a: a[0] * a[1].sum(), (xs, ys)), f32(3, 2), f32(3, 4))
+c("cummax", lambda x: lax.cummax(x, axis=1), f32(3, 5))
+c("cummin_reverse", lambda x: lax.cummin(x, axis=0, reverse=True), f32(4, 2))
+c("cumlogsumexp", lambda x: lax.cumlogsumexp(x, axis=0), f32(5))
+c("while_literal_carry", lambda x: lax.while_loop(lambda c: c[1] < 5, lambda c: (c[0] * 1.5, c[1] + 1), (x, jnp.int32(0)))[0],
+  f32(3), grad=False)
+c("while_literal_float", lambda x: lax.while_loop(lambda c: c[0].sum() < c[1], lambda c: (c[0] * 2.0, c[1]), (x, np.float32(40.0)))[0],
+  np.abs(f32(3)) + 0.1, grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]

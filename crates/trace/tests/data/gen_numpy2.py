@@ -1,7 +1,8 @@
 """The oracle for crates/trace/tests/numpy2.rs: what JAX 0.10.2 records and computes for
 the jax.numpy functions that index with integer arrays (`take`, `take_along_axis`,
 `x[idx]`, `x.at[idx]`), scan, sort (`cumsum`, `cumprod`, `sort`, `argsort`, `argmax`,
-`lax.top_k`) and cut (`tril`, `triu`, `split`), and `linspace`. Each case is a small
+`lax.top_k`) and cut (`tril`, `triu`, `split`), `linspace`, `jnp.repeat`, the
+`jax.ops.segment_*` reductions, negative-step slices and the boolean operators. Each case is a small
 program over fixed pseudo-random arguments; it records the printed jaxpr, the outputs
 and, where JAX differentiates it, the gradient of the sum of the (first) output with
 respect to every float argument. The Rust test traces its twin (same name), compares the
@@ -58,9 +59,30 @@ c("split_rows", lambda x: tuple(jnp.split(x, 3)), f32(3, 2))
 c("linspace", lambda: jnp.linspace(0.0, 1.0, 5))
 c("linspace_no_endpoint", lambda: jnp.linspace(-1.0, 2.0, 4, endpoint=False))
 c("top_k", lambda x: lax.top_k(x, 2), f32(3, 5))
+# take_along_axis broadcasting a size-1 axis of the indices (slices of x) or of x.
+c("take_along_axis_idx_broadcast", lambda x, i: jnp.take_along_axis(x, i, axis=1), f32(3, 4, 2), i32(1, -1, 0, 3, 2, 2).reshape(3, 2, 1))
+c("take_along_axis_x_broadcast", lambda x, i: jnp.take_along_axis(x, i, axis=1), f32(1, 4), i32(0, 3, 1, 2, -2, 0).reshape(3, 2))
+c("take_along_axis_u8", lambda x, i: jnp.take_along_axis(x, i, axis=0), f32(4), np.array([3, 0, 1], dtype=np.uint8))
+# jnp.repeat with a static count: broadcast_in_dim + reshape.
+c("repeat_axis1", lambda x: jnp.repeat(x, 2, axis=1), f32(3, 4))
+c("repeat_axis_neg", lambda x: jnp.repeat(x, 3, axis=-1), f32(2, 2))
+c("repeat_flat", lambda x: jnp.repeat(x, 3), f32(2, 3))
+# jax.ops segment reductions (ids outside [0, num_segments) are dropped).
+c("segment_sum", lambda d, i: jax.ops.segment_sum(d, i, num_segments=4), f32(5, 3), i32(0, 2, 2, -1, 4))
+c("segment_sum_1d", lambda d, i: jax.ops.segment_sum(d, i, num_segments=3), f32(6), i32(2, 0, 2, 1, 0, 0))
+c("segment_max", lambda d, i: jax.ops.segment_max(d, i, num_segments=3), f32(5, 2), i32(1, 0, 2, 1, 0))
+c("segment_min", lambda d, i: jax.ops.segment_min(d, i, num_segments=3), f32(5, 2), i32(1, 0, 2, 1, 0))
+c("segment_prod", lambda d, i: jax.ops.segment_prod(d, i, num_segments=3), f32(5, 2), i32(1, 0, 2, 1, 0), grad=False)  # JAX: scatter_mul grads need unique indices
+c("segment_sum_int", lambda d, i: jax.ops.segment_sum(d, i, num_segments=3), i32(1, 2, 3, 4), i32(0, 2, 2, 1), grad=False)
+# basic indexing with negative steps: a slice with the positive step, then rev.
+c("slice_reversed", lambda x: x[::-1], f32(6))
+c("slice_negative_step", lambda x: x[::-2, 5:1:-1], f32(5, 7))
+c("slice_negative_step_squeezed", lambda x: x[1, 6::-3], f32(3, 8))
+# &, |, ^ on booleans.
+c("bool_operators", lambda x, y: ((x > 0) & (y < 0)) | ((x > y) ^ (y > 1)), f32(6), f32(6), grad=False)
 
 def dtype_name(a):
-    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
+    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
 def arr(a):
     a = np.asarray(a)
