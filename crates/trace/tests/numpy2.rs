@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
-use remat_trace::numpy::{self, Sections};
+use remat_trace::numpy::{self, Repeats, Sections};
 use remat_trace::{make_jaxpr, ops, Idx, Tensor};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -72,6 +72,12 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("repeat_axis1", p(|a| a[0].repeat(2, Some(1))));
     add("repeat_axis_neg", p(|a| a[0].repeat(3, Some(-1))));
     add("repeat_flat", p(|a| a[0].repeat(3, None)));
+    add("repeat_total_count", p(|a| a[0].repeat_with_total(Repeats::Count(2), Some(0), 6)));
+    add("repeat_total_traced", p(|a| a[0].repeat_with_total(Repeats::Traced(a[1].clone()), Some(0), 5)));
+    add("repeat_total_short", p(|a| a[0].repeat_with_total(Repeats::Traced(a[1].clone()), Some(1), 4)));
+    add("repeat_total_flat", p(|a| a[0].repeat_with_total(Repeats::Count(2), None, 10)));
+    add("repeat_total_single", p(|a| a[0].repeat_with_total(Repeats::Count(2), Some(0), 2)));
+    add("repeat_each", p(|a| a[0].repeat_each(&[1, 2, 0], Some(0))));
     add("segment_sum", p(|a| ops::segment_sum(&a[0], &a[1], 4)));
     add("segment_sum_1d", p(|a| ops::segment_sum(&a[0], &a[1], 3)));
     add("segment_max", p(|a| ops::segment_max(&a[0], &a[1], 3)));
@@ -85,8 +91,10 @@ fn programs() -> BTreeMap<&'static str, Program> {
     m
 }
 
-fn eval(jaxpr: &Jaxpr, args: &[Array]) -> Vec<Array> {
-    eval_jaxpr(jaxpr, &[], args).unwrap_or_else(|e| panic!("evaluation failed: {e}"))
+/// Evaluates `jaxpr` with its constants (`numpy::constant`s, such as `repeat_each`'s
+/// counts) and arguments.
+fn eval(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Vec<Array> {
+    eval_jaxpr(jaxpr, consts, args).unwrap_or_else(|e| panic!("evaluation failed: {e}"))
 }
 
 #[test]
@@ -119,7 +127,7 @@ fn every_numpy2_case_prints_evaluates_and_differentiates_as_jax_does() {
             failures.push(format!("{name}: printed\n{text}\nJAX printed\n{want_text}"));
             continue;
         }
-        let got = eval(&traced.jaxpr.jaxpr, &args);
+        let got = eval(&traced.jaxpr.jaxpr, &traced.jaxpr.consts, &args);
         if let Err(e) = check_close(&format!("{name}: outputs"), &got, &arrays(case, "outputs"), 1e-4, 1e-5) {
             failures.push(e);
         }
@@ -132,7 +140,7 @@ fn every_numpy2_case_prints_evaluates_and_differentiates_as_jax_does() {
         match remat_ad::grad(&summed.jaxpr.jaxpr, &argnums) {
             Err(e) => failures.push(format!("{name}: grad failed: {e}")),
             Ok(g) => {
-                let got = eval(&g, &args);
+                let got = eval(&g, &summed.jaxpr.consts, &args);
                 if let Err(e) = check_close(&format!("{name}: grads"), &got, &arrays(case, "grads"), 1e-4, 1e-5) {
                     failures.push(e);
                 }

@@ -71,7 +71,9 @@ fn scans_and_sorts_matches_jax_but_for_the_literal_residuals_of_cumprod() {
         .expect("a list")
         .iter()
         .filter(|r| r["kind"].as_str() != Some("literal"))
-        .map(|r| format!("{} {} {}", r["aval"].as_str().unwrap(), r["kind"].as_str().unwrap(), r["what"].as_str().unwrap()))
+        .map(|r| {
+            format!("{} {} {}", r["aval"].as_str().unwrap(), r["kind"].as_str().unwrap(), r["what"].as_str().unwrap())
+        })
         .collect();
     let literal_pads = jax.iter().filter(|r| *r == "f32[] jit cumprod").count();
     assert_eq!(literal_pads, 6, "{jax:#?}");

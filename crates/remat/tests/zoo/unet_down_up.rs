@@ -37,12 +37,8 @@ pub fn unet(params: Params, x: Tensor) -> Tensor {
 fn unet_down_up_matches_jax() {
     let case = Case::load("unet_down_up");
     let a = case.args();
-    let params = (
-        (a[0].clone(), a[1].clone()),
-        (a[2].clone(), a[3].clone()),
-        (a[4].clone(), a[5].clone()),
-        a[6].clone(),
-    );
+    let params =
+        ((a[0].clone(), a[1].clone()), (a[2].clone(), a[3].clone()), (a[4].clone(), a[5].clone()), a[6].clone());
     let args = (named("params", params), named("x", a[7].clone()));
     case.assert_matches(|(params, x)| unet(params, x), &args);
 }

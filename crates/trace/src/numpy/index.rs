@@ -138,7 +138,8 @@ fn to_static_slice(shape: &[usize], index: &[Idx]) -> Result<StaticSlice, String
     if ellipses == 0 {
         expanded.extend(std::iter::repeat_n(full, shape.len() - consumed));
     }
-    let mut s = StaticSlice { start: vec![], limit: vec![], strides: vec![], squeeze: vec![], new_axes: vec![], rev: vec![] };
+    let mut s =
+        StaticSlice { start: vec![], limit: vec![], strides: vec![], squeeze: vec![], new_axes: vec![], rev: vec![] };
     let mut axis = 0;
     for i in expanded {
         match i {

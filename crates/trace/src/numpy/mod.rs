@@ -23,9 +23,10 @@ use remat_ir::{Array, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use linalg::einsum;
+pub use repeat::Repeats;
 pub use shape::{concatenate, stack, Sections};
-pub use take::AtIndex;
 pub(crate) use take::update_jaxpr;
+pub use take::AtIndex;
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};
 use crate::trace::{bind, record_error, Operand};

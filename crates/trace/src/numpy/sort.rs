@@ -11,7 +11,7 @@ use crate::trace::{bind, bind_n, record_error};
 use crate::transforms::library_jit;
 
 impl Tensor {
-    fn cumulative_at(
+    pub(crate) fn cumulative_at(
         &self,
         op: CumulativeOp,
         name: &'static str,
@@ -35,6 +35,8 @@ impl Tensor {
                     Some(a) => (x.clone(), a),
                     None => (x.reshape_at(&[x.size()], loc), 0),
                 };
+                // `jnp.cumsum` converts to its result dtype, which is not weakly typed.
+                let x = x.to_type(x.dtype(), false, loc);
                 x.apply_at(Primitive::Cumulative { op, axis, reverse }, loc)
             },
             loc,

@@ -97,7 +97,10 @@ impl Tensor {
     /// `jit[name=_take]`.
     #[track_caller]
     pub fn take(&self, idx: &Tensor, axis: Option<isize>) -> Tensor {
-        let loc = Location::caller();
+        self.take_at(idx, axis, Location::caller())
+    }
+
+    pub(crate) fn take_at(&self, idx: &Tensor, axis: Option<isize>, loc: &'static Location<'static>) -> Tensor {
         let placeholder = || Tensor::placeholder(self.aval().clone());
         if !check_indices("take", self, idx, loc) {
             return placeholder();
@@ -331,7 +334,7 @@ impl AtIndex<'_> {
         true
     }
 
-    fn scatter(&self, op: ScatterOp, v: Arg, loc: &'static Location<'static>) -> Tensor {
+    pub(crate) fn scatter(&self, op: ScatterOp, v: Arg, loc: &'static Location<'static>) -> Tensor {
         let (x, idx) = (self.x, self.idx);
         if !check_indices("at", x, idx, loc) || !self.has_axes(loc) {
             return Tensor::placeholder(x.aval().clone());

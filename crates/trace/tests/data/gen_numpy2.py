@@ -67,6 +67,13 @@ c("take_along_axis_u8", lambda x, i: jnp.take_along_axis(x, i, axis=0), f32(4), 
 c("repeat_axis1", lambda x: jnp.repeat(x, 2, axis=1), f32(3, 4))
 c("repeat_axis_neg", lambda x: jnp.repeat(x, 3, axis=-1), f32(2, 2))
 c("repeat_flat", lambda x: jnp.repeat(x, 3), f32(2, 3))
+# jnp.repeat with total_repeat_length or per-element counts: JAX's cumsum/scatter-add/take.
+c("repeat_total_count", lambda x: jnp.repeat(x, 2, axis=0, total_repeat_length=6), f32(3, 4))
+c("repeat_total_traced", lambda x, r: jnp.repeat(x, r, axis=0, total_repeat_length=5), f32(3, 4), i32(1, 2, 2))
+c("repeat_total_short", lambda x, r: jnp.repeat(x, r, axis=1, total_repeat_length=4), f32(2, 3), i32(3, 0, 2))
+c("repeat_total_flat", lambda x: jnp.repeat(x, 2, total_repeat_length=10), f32(2, 3))
+c("repeat_total_single", lambda x: jnp.repeat(x, 2, axis=0, total_repeat_length=2), f32(1, 4))
+c("repeat_each", lambda x: jnp.repeat(x, np.array([1, 2, 0]), axis=0), f32(3, 4))
 # jax.ops segment reductions (ids outside [0, num_segments) are dropped).
 c("segment_sum", lambda d, i: jax.ops.segment_sum(d, i, num_segments=4), f32(5, 3), i32(0, 2, 2, -1, 4))
 c("segment_sum_1d", lambda d, i: jax.ops.segment_sum(d, i, num_segments=3), f32(6), i32(2, 0, 2, 1, 0, 0))
