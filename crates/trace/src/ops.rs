@@ -102,5 +102,5 @@ fn segment_update(
         update_jaxpr: update_jaxpr(op, data.dtype()),
     };
     let operands: [Operand; 3] = [buffer.into(), indices.into(), data.into()];
-    bind(prim, &operands, data.is_weak(), loc).remove(0)
+    bind(prim, &operands, false, loc).remove(0)
 }
