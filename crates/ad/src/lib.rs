@@ -56,7 +56,7 @@ pub use policy::{
 pub use residuals::{summarize, Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};
 pub use vjp::{
-    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, vjp, vjp_program,
+    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, value_and_grad_in_trace, vjp, vjp_program,
     Linearized, Vjp, VjpProgram,
 };
 

@@ -36,6 +36,7 @@
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
 mod custom;
+mod in_trace;
 pub mod ledger;
 mod linear;
 pub mod pretty;

@@ -71,6 +71,7 @@
 
 mod call_jaxpr;
 mod custom;
+mod inline;
 pub mod lax;
 pub mod nn;
 pub mod numpy;
@@ -84,6 +85,7 @@ mod transforms;
 mod tree;
 
 pub use call_jaxpr::call_jaxpr;
+pub use inline::{in_trace, inline_jaxpr, placeholder, rebuild_or_placeholders, record_trace_error, trace_subjaxpr, SubTrace};
 pub use custom::{custom_jvp_call, custom_vjp_call, trace_jvp_rule, trace_rule};
 pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
