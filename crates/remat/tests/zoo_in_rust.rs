@@ -8,6 +8,8 @@
 
 #[path = "zoo/adam_step.rs"]
 mod adam_step;
+#[path = "zoo/adamw_weight_decay.rs"]
+mod adamw_weight_decay;
 #[path = "zoo/batchnorm_resnet_block.rs"]
 mod batchnorm_resnet_block;
 #[path = "zoo/bf16_mixed_precision.rs"]
@@ -34,6 +36,8 @@ mod dropout_mlp;
 mod einsum_zoo;
 #[path = "zoo/embedding_grad.rs"]
 mod embedding_grad;
+#[path = "zoo/grad_clip_global_norm.rs"]
+mod grad_clip_global_norm;
 #[path = "zoo/gpt_block.rs"]
 mod gpt_block;
 #[path = "zoo/label_smoothing.rs"]
