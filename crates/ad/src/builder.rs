@@ -185,6 +185,14 @@ impl Builder {
         outs
     }
 
+    /// Spells parameter `key` of the equation just emitted as `text` (JAX's `np.int64(..)`
+    /// for integers it computed with NumPy; see `remat_ir::Spelling`).
+    pub fn spell_last_param(&mut self, key: &str, text: String) {
+        if let Some(e) = self.jaxpr.eqns.last_mut() {
+            e.spelling.params.push((key.to_string(), text));
+        }
+    }
+
     /// Replaces the invars (for binders declared before the order was known).
     pub fn set_invars(&mut self, invars: Vec<Var>) {
         self.jaxpr.invars = invars;

@@ -29,6 +29,7 @@
 //! every pass in debug builds); every rule table is one exhaustive `match` over
 //! [`remat_ir::Primitive`] with no `_ =>` arm.
 
+mod batching;
 pub mod builder;
 mod call;
 mod checkpointed;
@@ -43,6 +44,7 @@ mod scan;
 mod transpose;
 mod vjp;
 
+pub use batching::batch_jaxpr;
 pub use builder::{Builder, VarMap};
 pub use checkpointed::{flatten_calls, Checkpointed, PLAN_POLICY_NAME};
 pub use custom::{register_custom_jvp, register_custom_vjp, CustomJvpRule, CustomVjpJaxprs, CustomVjpRule, CUSTOM_LIN};

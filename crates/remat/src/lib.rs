@@ -42,6 +42,7 @@ mod linear;
 pub mod pretty;
 pub mod report;
 pub mod run;
+mod vmap;
 
 use std::panic::Location;
 use std::sync::Arc;
@@ -69,6 +70,7 @@ pub use remat_trace::{
 };
 pub use remat_trace::{idx, pytree};
 pub use run::{Backend, Nans, RunOptions};
+pub use vmap::{vmap, Vmap};
 
 use run::{Cache, Program};
 

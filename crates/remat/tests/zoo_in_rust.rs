@@ -46,6 +46,8 @@ mod label_smoothing;
 mod lstm;
 #[path = "zoo/moe_top_k.rs"]
 mod moe_top_k;
+#[path = "zoo/per_example_grads.rs"]
+mod per_example_grads;
 #[path = "zoo/scan_of_blocks_offload.rs"]
 mod scan_of_blocks_offload;
 #[path = "zoo/special_functions.rs"]
