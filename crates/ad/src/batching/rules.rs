@@ -72,9 +72,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             if dims.is_empty() {
                 return Ok(vec![(x, Some(0))]);
             }
-            let out = b.bind1(Primitive::Squeeze { dimensions: dims.clone() }, vec![x])?;
-            b.spell_last_param("dimensions", np_tuple(&dims.iter().map(|&d| (d, true)).collect::<Vec<_>>()));
-            Ok(vec![(out, Some(0))])
+            // `np.add(1, dimensions)`, made Python ints again by `lax.squeeze`.
+            Ok(vec![(b.bind1(Primitive::Squeeze { dimensions: dims }, vec![x])?, Some(0))])
         }
         Primitive::Rev { dimensions } => {
             let (x, d) = ins[0];
