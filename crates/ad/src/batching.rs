@@ -108,7 +108,9 @@ pub(crate) fn batch_jaxpr_axes(
             continue;
         }
         let prev = b.set_source(Some(eqn.source.clone()));
+        let before = b.num_eqns();
         let results = rules::batch_eqn(&mut b, eqn, &ins, axis_size)?;
+        b.keep_spelling(before, &eqn.spelling);
         b.set_source(prev);
         if results.len() != eqn.outvars.len() {
             return Err(AdError::Internal(format!("vmap: the {} rule gave the wrong result count", eqn.primitive.name())));
@@ -131,6 +133,27 @@ pub(crate) fn batch_jaxpr_axes(
         out_dims.push(want);
     }
     Ok((b.finish(outvars), out_dims))
+}
+
+/// JAX's `batching.batch_jaxpr(jaxpr, batched, instantiate)`: inputs batched at axis 0
+/// where `batched` says, outputs batched at axis 0 where the rules leave them batched or
+/// `instantiate` says (broadcast if need be); returns which outputs are batched.
+pub(crate) fn batch_jaxpr_bools(
+    jaxpr: &Jaxpr,
+    size: usize,
+    batched: &[bool],
+    instantiate: &[bool],
+) -> Result<(Jaxpr, Vec<bool>), AdError> {
+    let in_dims: Vec<Option<usize>> = batched.iter().map(|&b| b.then_some(0)).collect();
+    let (j, dims) = batch_jaxpr_axes(jaxpr, size, &in_dims, OutAxes::ZeroIfMapped)?;
+    let out: Vec<bool> =
+        dims.iter().enumerate().map(|(i, d)| d.is_some() || instantiate.get(i).copied().unwrap_or(false)).collect();
+    if out.iter().zip(&dims).all(|(o, d)| *o == d.is_some()) {
+        return Ok((j, out));
+    }
+    let out_dims: Vec<Option<usize>> = out.iter().map(|&o| o.then_some(0)).collect();
+    let (j, _) = batch_jaxpr_axes(jaxpr, size, &in_dims, OutAxes::Given(&out_dims))?;
+    Ok((j, out))
 }
 
 /// `aval` with an axis of `size` inserted at `axis`.

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use remat::run::{Backend, Program, RunOptions};
 use remat::ir::Primitive;
-use remat::{checkpoint, grad, lax, make_jaxpr, numpy, vmap, Array, Aval, DType, Nans, Tensor};
+use remat::numpy::Sections;
+use remat::{checkpoint, grad, lax, nn, scan, make_jaxpr, numpy, vmap, Array, Aval, DType, Nans, Tensor};
 use remat_testkit::{arrays, check_close, read_json};
 
 type Program1 = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -58,6 +59,33 @@ fn programs() -> BTreeMap<&'static str, Program1> {
         Box::new(|a| {
             let w = a[1].clone();
             vec![vmap(move |r: Tensor| r * &w, &[Some(0)], &[Some(0)]).trace(a[0].clone())]
+        }),
+    );
+    add("clamp_scalar_bounds", Box::new(|a| vec![a[0].clamp(0.0, 1.0)]));
+    add("clamp_unbatched_bound", Box::new(|a| vec![a[0].clamp(&a[1], 1.0)]));
+    add(
+        "sort_split_top_k",
+        Box::new(|a| {
+            let mut outs = vec![a[0].sort(0)];
+            outs.extend(a[0].split(Sections::Count(2), 1));
+            let (v, i) = a[0].top_k(2);
+            outs.extend([v, i]);
+            outs
+        }),
+    );
+    add("relu_custom_jvp", Box::new(|a| vec![nn::relu(&a[0])]));
+    add(
+        "cond_unbatched_predicate",
+        Box::new(|a| {
+            let y = a[2].clone();
+            vec![lax::cond(&a[0], |x: Tensor| x.sin() * &y, |x: Tensor| x.cos(), a[1].clone())]
+        }),
+    );
+    add(
+        "scan_carry_becomes_batched",
+        Box::new(|a| {
+            let (c, ys) = scan(|c: Tensor, x: Tensor| (&c * &x + 1.0, c.sin()), a[0].clone(), a[1].clone());
+            vec![c, ys]
         }),
     );
     m
@@ -130,8 +158,8 @@ fn vmap_errors_are_located_and_say_what_is_wrong() {
     assert!(e.contains("tests/vmap.rs"), "located at the caller: {e}");
     let e = vmap_error(|x| x.sin(), &[None], aval.clone());
     assert!(e.contains("vmap must have at least one non-None value in in_axes"), "{e}");
-    let e = vmap_error(|x| x.sort(0), &[Some(0)], aval.clone());
-    assert!(e.contains("vmap: no batching rule for sort yet"), "{e}");
+    let e = vmap_error(|x| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, x), &[Some(0)], aval.clone());
+    assert!(e.contains("vmap: no batching rule for while yet"), "{e}");
     let v = vmap(|x: Tensor| x.sin(), &[Some(0)], &[None]);
     let e = make_jaxpr(|x: Tensor| v.trace(x), &aval).expect_err("a batched output with out_axes None").to_string();
     assert!(e.contains("output 0 is batched but its out_axes is None"), "{e}");

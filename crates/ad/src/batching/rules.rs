@@ -7,7 +7,7 @@
 
 use remat_ir::{Atom, DotDimensionNumbers, Eqn, Primitive};
 
-use super::{batch_jaxpr_axes, no_rule, Batched, OutAxes};
+use super::{batch_jaxpr_axes, batch_jaxpr_bools, no_rule, Batched, OutAxes};
 use crate::builder::Builder;
 use crate::AdError;
 
@@ -170,8 +170,153 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
             Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
         }
-        Primitive::Clamp
-        | Primitive::BitcastConvertType { .. }
+        Primitive::Clamp => one(clamp(b, ins, size)),
+        Primitive::Split { axis, sizes } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let axis = if *axis >= bd { axis + 1 } else { *axis };
+            let outs = b.bind(Primitive::Split { axis, sizes: sizes.clone() }, vec![x])?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), d)).collect())
+        }
+        Primitive::TopK { axis, k } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let axis = if bd <= *axis { axis + 1 } else { *axis };
+            let outs = b.bind(Primitive::TopK { axis, k: *k }, vec![x])?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), d)).collect())
+        }
+        Primitive::Sort { dimension, is_stable, num_keys } => {
+            let (proto, new_bd) = ins
+                .iter()
+                .find_map(|&(x, d)| d.map(|d| (x, d)))
+                .ok_or_else(|| AdError::Internal("sort without a batched operand".into()))?;
+            let shape = b.aval(&proto).shape;
+            let mut args = Vec::with_capacity(ins.len());
+            for &(x, d) in ins {
+                args.push(match d {
+                    None => {
+                        let dims: Vec<usize> = (0..shape.len()).filter(|&i| i != new_bd).collect();
+                        b.bind1(Primitive::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: dims }, vec![x])?
+                    }
+                    Some(d) => moveaxis(b, x, d, new_bd)?,
+                });
+            }
+            let dimension = dimension + usize::from(new_bd <= *dimension);
+            let prim = Primitive::Sort { dimension, is_stable: *is_stable, num_keys: *num_keys };
+            let outs = b.bind(prim, args)?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), Some(new_bd))).collect())
+        }
+        Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
+            // JAX's `process_custom_jvp_call`: the body batched where its inputs are, the
+            // rule's name kept.
+            let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
+            let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let prim = Primitive::CustomJvpCall {
+                name: name.clone(),
+                call_jaxpr: remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: call_jaxpr.consts.clone() },
+                jvp: jvp.clone(),
+                num_consts: *num_consts,
+                symbolic_zeros: *symbolic_zeros,
+            };
+            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
+        }
+        Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros } => {
+            let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
+            let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let prim = Primitive::CustomVjpCall {
+                name: name.clone(),
+                call_jaxpr: remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: call_jaxpr.consts.clone() },
+                fwd: fwd.clone(),
+                bwd: bwd.clone(),
+                num_consts: *num_consts,
+                symbolic_zeros: *symbolic_zeros,
+            };
+            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
+        }
+        Primitive::Cond { branches } => {
+            let ((index, index_d), ops) = (ins[0], &ins[1..]);
+            if index_d.is_some() {
+                return Err(AdError::Invalid(
+                    "vmap: no batching rule for cond with a batched predicate yet (JAX turns it into select_n)".into(),
+                ));
+            }
+            let ops_bat: Vec<bool> = ops.iter().map(|x| x.1.is_some()).collect();
+            let mut out_bat = vec![false; branches[0].jaxpr.outvars.len()];
+            for br in branches {
+                let (_, bat) = batch_jaxpr_bools(&br.jaxpr, size, &ops_bat, &[])?;
+                out_bat.iter_mut().zip(bat).for_each(|(o, b)| *o |= b);
+            }
+            let mut new_branches = Vec::with_capacity(branches.len());
+            for br in branches {
+                let (j, _) = batch_jaxpr_bools(&br.jaxpr, size, &ops_bat, &out_bat)?;
+                new_branches.push(remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(j), consts: br.consts.clone() });
+            }
+            let mut args = vec![index];
+            for &(x, d) in ops {
+                args.push(match d {
+                    Some(d) => moveaxis(b, x, d, 0)?,
+                    None => x,
+                });
+            }
+            let outs = b.bind(Primitive::Cond { branches: new_branches }, args)?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_bat.iter().map(|&o| o.then_some(0))).collect())
+        }
+        Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => {
+            let (nc, ncar) = (*num_consts, *num_carry);
+            let n_out = jaxpr.jaxpr.outvars.len();
+            let bat: Vec<bool> = ins.iter().map(|x| x.1.is_some()).collect();
+            let (const_bat, init_bat, xs_bat) = (&bat[..nc], &bat[nc..nc + ncar], &bat[nc + ncar..]);
+            // The carries batched from their init or by the body: a fixpoint.
+            let mut carry_bat = init_bat.to_vec();
+            let (body, out_bat) = loop {
+                let batched: Vec<bool> = const_bat.iter().chain(&carry_bat).chain(xs_bat).copied().collect();
+                let mut inst = carry_bat.clone();
+                inst.resize(n_out, false);
+                let (body, out_bat) = batch_jaxpr_bools(&jaxpr.jaxpr, size, &batched, &inst)?;
+                if out_bat[..ncar] == carry_bat[..] {
+                    break (body, out_bat);
+                }
+                carry_bat.iter_mut().zip(&out_bat[..ncar]).for_each(|(c, o)| *c |= o);
+            };
+            let mut args = Vec::with_capacity(ins.len());
+            for (i, &(x, d)) in ins.iter().enumerate() {
+                args.push(if i < nc {
+                    match d {
+                        Some(d) => moveaxis(b, x, d, 0)?,
+                        None => x,
+                    }
+                } else if i < nc + ncar {
+                    match (d, carry_bat[i - nc]) {
+                        (None, true) => broadcast(b, x, size, 0)?,
+                        (Some(d), true) => moveaxis(b, x, d, 0)?,
+                        _ => x,
+                    }
+                } else {
+                    match d {
+                        Some(d) => moveaxis(b, x, d, 1)?,
+                        None => x,
+                    }
+                });
+            }
+            let prim = Primitive::Scan {
+                jaxpr: remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: jaxpr.consts.clone() },
+                length: *length,
+                reverse: *reverse,
+                num_consts: nc,
+                num_carry: ncar,
+                unroll: *unroll,
+            };
+            let outs = b.bind(prim, args)?;
+            let dims = (0..n_out).map(|j| match (j < ncar, out_bat[j]) {
+                (true, true) => Some(0),
+                (false, true) => Some(1),
+                _ => None,
+            });
+            Ok(outs.into_iter().map(Atom::Var).zip(dims).collect())
+        }
+        Primitive::BitcastConvertType { .. }
         | Primitive::ExpandDims { .. }
         | Primitive::DynamicSlice { .. }
         | Primitive::DynamicUpdateSlice
@@ -188,16 +333,9 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
-        | Primitive::CustomJvpCall { .. }
-        | Primitive::Scan { .. }
-        | Primitive::Split { .. }
         | Primitive::Gather { .. }
         | Primitive::Scatter { .. }
-        | Primitive::Sort { .. }
-        | Primitive::TopK { .. }
-        | Primitive::Cond { .. }
-        | Primitive::While { .. }
-        | Primitive::CustomVjpCall { .. } => Err(no_rule(prim)),
+        | Primitive::While { .. } => Err(no_rule(prim)),
     }
 }
 
@@ -289,6 +427,46 @@ fn add_batched(b: &mut Builder, prim: &Primitive, ins: &[Batched], _size: usize)
         (None, None) => return Err(AdError::Internal("add_batched without a batched operand".into())),
     };
     Ok((b.bind1(prim.clone(), vec![x, y])?, Some(d)))
+}
+
+/// JAX's `_clamp_batch_rule`: `clamp lo x hi`.
+fn clamp(b: &mut Builder, ins: &[Batched], size: usize) -> Result<Batched, AdError> {
+    let ((lo, lo_d), (x, x_d), (hi, hi_d)) = (ins[0], ins[1], ins[2]);
+    let rank = |b: &Builder, a: &Atom| b.aval(a).rank();
+    let x_shape = b.aval(&x).shape;
+    if lo_d == x_d && x_d == hi_d {
+        if b.aval(&lo).shape == x_shape && b.aval(&hi).shape == x_shape || rank(b, &lo) == 0 && rank(b, &hi) == 0 {
+            return Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, x_d));
+        }
+        if rank(b, &lo) == 1 && rank(b, &hi) == 1 {
+            let (ld, hd) = (lo_d.expect("batched"), hi_d.expect("batched"));
+            let bcast = |d: usize| Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![d] };
+            let lo = b.bind1(bcast(ld), vec![lo])?;
+            let hi = b.bind1(bcast(hd), vec![hi])?;
+            return Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, x_d));
+        }
+    } else if rank(b, &lo) == 0 && rank(b, &hi) == 0 && x_d.is_some() {
+        return Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, x_d));
+    }
+    let mut lo = if rank(b, &lo) > 0 { bdim_at_front(b, lo, lo_d, size)? } else { lo };
+    let mut hi = if rank(b, &hi) > 0 { bdim_at_front(b, hi, hi_d, size)? } else { hi };
+    let mut x = if rank(b, &x) > 0 { bdim_at_front(b, x, x_d, size)? } else { x };
+    let x_shape = b.aval(&x).shape;
+    // `lax.broadcast(v, x.shape)` of a scalar bound, `broadcast_in_dim(v, x.shape, [0])` of
+    // a batched scalar one.
+    for v in [&mut lo, &mut hi] {
+        let r = rank(b, v);
+        if r == 0 && !x_shape.is_empty() {
+            *v = b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![] }, vec![*v])?;
+        } else if r > 0 && r < x_shape.len() {
+            *v = b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![0] }, vec![*v])?;
+        }
+    }
+    if rank(b, &lo) > x_shape.len() {
+        let shape = b.aval(&lo).shape;
+        x = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: vec![] }, vec![x])?;
+    }
+    Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, Some(0)))
 }
 
 /// JAX's `_select_batch_rule`.

@@ -1,8 +1,9 @@
 """The oracle for crates/remat/tests/vmap.rs: what JAX 0.10.2 records and computes for
 `jax.vmap` of small programs, one or more cases per batching rule remat writes
-(elementwise with every kind of operand, add_any, select_n, broadcast_in_dim, reshape,
+(elementwise with every kind of operand, clamp, sort, split, top_k, add_any, select_n, broadcast_in_dim, reshape,
 transpose, squeeze, rev, slice, concatenate, pad, the reductions, argmax, cumsum,
-dot_general with either or both operands batched, jit and remat2 bodies, nested vmap,
+dot_general with either or both operands batched, jit, remat2 and custom_jvp_call
+bodies, cond with an unbatched predicate, scan with a carry the body batches, nested vmap,
 vmap of grad). Each case records the printed jaxpr of `jax.vmap(fn, in_axes, out_axes)`
 over fixed pseudo-random arguments (in_axes/out_axes one entry per positional argument and
 result) and its outputs. The Rust test traces its twin (same name), compares the printed
@@ -49,6 +50,15 @@ c("jit_body", lambda x, w: (jax.jit(lambda a, b: jnp.sin(a) @ b)(x, w),), [0, No
 c("checkpoint_body", lambda x: (jax.checkpoint(lambda a: jnp.sin(jnp.sin(a)))(x),), [0], [0], f32(B, 3))
 c("grad_inside", lambda x: (jax.grad(lambda a: jnp.sum(jnp.sin(a) * a))(x),), [0], [0], f32(B, 3))
 c("nested_vmap", lambda x, w: (jax.vmap(lambda r: r * w)(x),), [0, None], [0], f32(B, 2, 3), f32(3))
+c("clamp_scalar_bounds", lambda x: (lax.clamp(0.0, x, 1.0),), [0], [0], f32(B, 3))
+c("clamp_unbatched_bound", lambda x, lo: (lax.clamp(lo, x, 1.0),), [0, None], [0], f32(B, 3), f32(3))
+c("sort_split_top_k", lambda x: (jnp.sort(x, axis=0), *jnp.split(x, 2, axis=1), *lax.top_k(x, 2)), [1],
+  [0, 0, 0, 0, 0], f32(3, B, 4))
+c("relu_custom_jvp", lambda x: (jax.nn.relu(x),), [0], [0], f32(B, 3))
+c("cond_unbatched_predicate", lambda p, x, y: (lax.cond(p, lambda a: jnp.sin(a) * y, jnp.cos, x),), [None, 0, None],
+  [0], np.bool_(True), f32(B, 3), f32(3))
+c("scan_carry_becomes_batched", lambda c0, xs: lax.scan(lambda c, x: (c * x + 1.0, jnp.sin(c)), c0, xs),
+  [None, 1], [0, 0], f32(3), f32(5, B, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
