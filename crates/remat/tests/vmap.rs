@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use remat::run::{Backend, Program, RunOptions};
 use remat::ir::Primitive;
 use remat::numpy::Sections;
-use remat::{checkpoint, grad, lax, nn, scan, make_jaxpr, numpy, vmap, Array, Aval, DType, Nans, Tensor};
+use remat::{checkpoint, grad, lax, nn, random, scan, make_jaxpr, numpy, vmap, Array, Aval, DType, Nans, Tensor};
 use remat_testkit::{arrays, check_close, read_json};
 
 type Program1 = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -88,6 +88,8 @@ fn programs() -> BTreeMap<&'static str, Program1> {
             vec![c, ys]
         }),
     );
+    add("random_uniform_per_key", Box::new(|a| vec![random::uniform(&a[0], &[3], DType::F32, 0.0, 1.0)]));
+    add("random_fold_in_batched_data", Box::new(|a| vec![random::fold_in(&a[0], &a[1])]));
     m
 }
 

@@ -22,13 +22,33 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }
-        | Primitive::Name { .. } => {
+        | Primitive::Name { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomBits { .. }
+        | Primitive::RandomUnwrap => {
             let (x, d) = ins[0];
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
         }
         Primitive::Binary(remat_ir::BinaryOp::AddAny) => one(add_batched(b, prim, ins, size)),
         Primitive::Binary(_) | Primitive::Compare(_) => one(broadcast_batcher(b, prim, ins)),
         Primitive::SelectN => one(select_n(b, ins, size)),
+        Primitive::RandomFoldIn => one(broadcast_batcher(b, prim, ins)),
+        Primitive::RandomWrap => {
+            let (x, d) = ins[0];
+            let x = bdim_at_front(b, x, d, 1)?;
+            Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
+        }
+        // JAX's `_device_put_batcher`: every operand keeps its batch axis.
+        Primitive::DevicePut { .. } => {
+            let outs = b.bind(prim.clone(), ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(ins.iter().map(|x| x.1)).collect())
+        }
+        // No operands, so never batched: the pass copies them.
+        Primitive::Iota { .. } | Primitive::Empty2 { .. } => {
+            Err(AdError::Internal(format!("vmap: {} has no operands to batch", prim.name())))
+        }
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             let (x, d) = ins[0];
             let x = moveaxis(b, x, d.expect("batched"), 0)?;
@@ -316,23 +336,13 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             });
             Ok(outs.into_iter().map(Atom::Var).zip(dims).collect())
         }
-        Primitive::BitcastConvertType { .. }
-        | Primitive::ExpandDims { .. }
+        Primitive::ExpandDims { .. }
         | Primitive::DynamicSlice { .. }
         | Primitive::DynamicUpdateSlice
-        | Primitive::Iota { .. }
-        | Primitive::DevicePut { .. }
-        | Primitive::Empty2 { .. }
         | Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
         | Primitive::SelectAndGatherAdd { .. }
-        | Primitive::RandomSeed
-        | Primitive::RandomWrap
-        | Primitive::RandomUnwrap
-        | Primitive::RandomSplit { .. }
-        | Primitive::RandomFoldIn
-        | Primitive::RandomBits { .. }
         | Primitive::Gather { .. }
         | Primitive::Scatter { .. }
         | Primitive::While { .. } => Err(no_rule(prim)),

@@ -1,6 +1,7 @@
 """The oracle for crates/remat/tests/vmap.rs: what JAX 0.10.2 records and computes for
 `jax.vmap` of small programs, one or more cases per batching rule remat writes
-(elementwise with every kind of operand, clamp, sort, split, top_k, add_any, select_n, broadcast_in_dim, reshape,
+(elementwise with every kind of operand, clamp, sort, split, top_k,
+the PRNG primitives, add_any, select_n, broadcast_in_dim, reshape,
 transpose, squeeze, rev, slice, concatenate, pad, the reductions, argmax, cumsum,
 dot_general with either or both operands batched, jit, remat2 and custom_jvp_call
 bodies, cond with an unbatched predicate, scan with a carry the body batches, nested vmap,
@@ -59,6 +60,10 @@ c("cond_unbatched_predicate", lambda p, x, y: (lax.cond(p, lambda a: jnp.sin(a) 
   [0], np.bool_(True), f32(B, 3), f32(3))
 c("scan_carry_becomes_batched", lambda c0, xs: lax.scan(lambda c, x: (c * x + 1.0, jnp.sin(c)), c0, xs),
   [None, 1], [0, 0], f32(3), f32(5, B, 3))
+c("random_uniform_per_key", lambda k: (jax.random.uniform(k, (3,)),), [0], [0],
+  np.asarray(jax.random.split(jax.random.PRNGKey(0), B)))
+c("random_fold_in_batched_data", lambda k, d: (jax.random.fold_in(k, d),), [None, 0], [0],
+  np.asarray(jax.random.PRNGKey(1)), np.arange(B, dtype=np.int32))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
