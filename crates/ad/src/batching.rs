@@ -113,7 +113,10 @@ pub(crate) fn batch_jaxpr_axes(
         b.keep_spelling(before, &eqn.spelling);
         b.set_source(prev);
         if results.len() != eqn.outvars.len() {
-            return Err(AdError::Internal(format!("vmap: the {} rule gave the wrong result count", eqn.primitive.name())));
+            return Err(AdError::Internal(format!(
+                "vmap: the {} rule gave the wrong result count",
+                eqn.primitive.name()
+            )));
         }
         for (&o, (atom, d)) in eqn.outvars.iter().zip(results) {
             map.set(o, atom);
@@ -173,7 +176,9 @@ fn match_axis(b: &mut Builder, x: Batched, dst: Option<usize>, size: usize, j: u
         (None, Some(dst)) => {
             let rank = b.aval(&x.0).rank();
             if dst > rank {
-                return Err(AdError::Invalid(format!("vmap: out_axes {dst} is out of range for output {j} of rank {rank}")));
+                return Err(AdError::Invalid(format!(
+                    "vmap: out_axes {dst} is out of range for output {j} of rank {rank}"
+                )));
             }
             rules::broadcast(b, x.0, size, dst)
         }

@@ -40,7 +40,10 @@ impl<F> Grad<F> {
         let loc = Location::caller();
         let (value, grads) = self.recorded(args, loc);
         if !self.with_value {
-            record_trace_error(loc, "value_and_trace_tree needs a value_and_grad (this is a grad); use trace_tree".into());
+            record_trace_error(
+                loc,
+                "value_and_trace_tree needs a value_and_grad (this is a grad); use trace_tree".into(),
+            );
         }
         (value, args.rebuild(&mut grads.into_iter()))
     }
@@ -66,7 +69,8 @@ impl<F> Grad<F> {
         F: TraceFn<A, R>,
     {
         if self.argnums.is_some() {
-            let message = "trace_tree returns the gradient of every argument, in their structure; with argnums use trace";
+            let message =
+                "trace_tree returns the gradient of every argument, in their structure; with argnums use trace";
             record_trace_error(loc, message.into());
         }
         self.recorded(args, loc).1
@@ -82,11 +86,13 @@ impl<F> Grad<F> {
         let argnums: Vec<usize> = self.argnums.clone().unwrap_or_else(|| (0..leaves.len()).collect());
         let fallback = |out: Option<&Tensor>| {
             let v = out.map_or_else(|| Aval::scalar(DType::F32), |t| t.aval().clone());
-            let grads = argnums.iter().map(|&i| leaves.get(i).map_or_else(|| placeholder(&v), |t| placeholder(t.aval())));
+            let grads =
+                argnums.iter().map(|&i| leaves.get(i).map_or_else(|| placeholder(&v), |t| placeholder(t.aval())));
             (placeholder(&v), grads.collect())
         };
         let avals: Vec<_> = leaves.iter().map(|t| t.aval().clone()).collect();
-        let sub = match trace_subjaxpr(args, &avals, |a| self.f.call_traced(a, loc), "the differentiated closure", loc) {
+        let sub = match trace_subjaxpr(args, &avals, |a| self.f.call_traced(a, loc), "the differentiated closure", loc)
+        {
             Ok(sub) => sub,
             Err(out) => return fallback(out.leaves().first()),
         };

@@ -24,7 +24,13 @@ use crate::{arg_values, leaf_avals, trace_fn, Array, Backend, Error, RunOptions}
 /// `jax.vmap(f, in_axes, out_axes)`: `f` mapped over a batch axis of its arguments, at
 /// `in_axes[i]` of leaf `i` (`None`: not mapped), its results' batch axes at `out_axes`.
 pub fn vmap<F>(f: F, in_axes: &[Option<usize>], out_axes: &[Option<usize>]) -> Vmap<F> {
-    Vmap { f, in_axes: in_axes.to_vec(), out_axes: out_axes.to_vec(), run: RunOptions::default(), cache: Cache::default() }
+    Vmap {
+        f,
+        in_axes: in_axes.to_vec(),
+        out_axes: out_axes.to_vec(),
+        run: RunOptions::default(),
+        cache: Cache::default(),
+    }
 }
 
 /// A batched function; see [`vmap`].
@@ -118,7 +124,8 @@ impl<F> Vmap<F> {
                 };
             }
         };
-        let sub = match trace_subjaxpr(&args, &inner_avals, |a| self.f.call_traced(a, loc), "the vmapped closure", loc) {
+        let sub = match trace_subjaxpr(&args, &inner_avals, |a| self.f.call_traced(a, loc), "the vmapped closure", loc)
+        {
             Ok(sub) => sub,
             Err(out) => return out,
         };

@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use remat::run::{Backend, Program, RunOptions};
 use remat::ir::Primitive;
 use remat::numpy::Sections;
-use remat::{checkpoint, grad, lax, nn, random, scan, make_jaxpr, numpy, vmap, Array, Aval, DType, Nans, Tensor};
+use remat::run::{Backend, Program, RunOptions};
+use remat::{checkpoint, grad, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
 use remat_testkit::{arrays, check_close, read_json};
 
 type Program1 = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -50,7 +50,9 @@ fn programs() -> BTreeMap<&'static str, Program1> {
     add("convert", Box::new(|a| vec![(&a[0] * 3.0).astype(DType::I32)]));
     add(
         "jit_body",
-        Box::new(|a| vec![remat::trace::jit(|(x, w): (Tensor, Tensor)| x.sin().matmul(&w)).call((a[0].clone(), a[1].clone()))]),
+        Box::new(|a| {
+            vec![remat::trace::jit(|(x, w): (Tensor, Tensor)| x.sin().matmul(&w)).call((a[0].clone(), a[1].clone()))]
+        }),
     );
     add("checkpoint_body", Box::new(|a| vec![checkpoint(|x: Tensor| x.sin().sin()).call(a[0].clone())]));
     add("grad_inside", Box::new(|a| vec![grad(|x: Tensor| (x.sin() * &x).sum()).trace_tree(&a[0])]));
@@ -99,7 +101,8 @@ fn axes(case: &serde_json::Value, key: &str) -> Vec<Option<usize>> {
 
 #[test]
 fn every_vmap_case_prints_and_evaluates_as_jax_does() {
-    let oracle = read_json(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/data/vmap_oracle.json"));
+    let oracle =
+        read_json(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/data/vmap_oracle.json"));
     let oracle = oracle.as_object().unwrap();
     let programs = programs();
     assert_eq!(
@@ -160,7 +163,8 @@ fn vmap_errors_are_located_and_say_what_is_wrong() {
     assert!(e.contains("tests/vmap.rs"), "located at the caller: {e}");
     let e = vmap_error(|x| x.sin(), &[None], aval.clone());
     assert!(e.contains("vmap must have at least one non-None value in in_axes"), "{e}");
-    let e = vmap_error(|x| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, x), &[Some(0)], aval.clone());
+    let e =
+        vmap_error(|x| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, x), &[Some(0)], aval.clone());
     assert!(e.contains("vmap: no batching rule for while yet"), "{e}");
     let v = vmap(|x: Tensor| x.sin(), &[Some(0)], &[None]);
     let e = make_jaxpr(|x: Tensor| v.trace(x), &aval).expect_err("a batched output with out_axes None").to_string();

@@ -36,10 +36,10 @@ mod dropout_mlp;
 mod einsum_zoo;
 #[path = "zoo/embedding_grad.rs"]
 mod embedding_grad;
-#[path = "zoo/grad_clip_global_norm.rs"]
-mod grad_clip_global_norm;
 #[path = "zoo/gpt_block.rs"]
 mod gpt_block;
+#[path = "zoo/grad_clip_global_norm.rs"]
+mod grad_clip_global_norm;
 #[path = "zoo/label_smoothing.rs"]
 mod label_smoothing;
 #[path = "zoo/lstm.rs"]

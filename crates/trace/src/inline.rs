@@ -60,7 +60,8 @@ pub fn trace_subjaxpr<A: TensorTree, R: TensorTree>(
 ) -> Result<SubTrace<R>, R> {
     let leaves = args.leaves();
     let types: Vec<(Aval, bool)> = leaves.iter().zip(in_avals).map(|(t, a)| (a.clone(), t.is_weak())).collect();
-    let body = trace_body(&types, |inner| f(args.rebuild(&mut inner.into_iter())), (kind, std::any::type_name::<R>()), loc)?;
+    let body =
+        trace_body(&types, |inner| f(args.rebuild(&mut inner.into_iter())), (kind, std::any::type_name::<R>()), loc)?;
     Ok(SubTrace { jaxpr: body.jaxpr, captured: body.captured, out: body.out })
 }
 
@@ -74,7 +75,10 @@ pub fn inline_jaxpr(jaxpr: &Jaxpr, args: &[Tensor], loc: &'static Location<'stat
     }
     let inputs: Vec<Var> = jaxpr.constvars.iter().chain(&jaxpr.invars).copied().collect();
     if inputs.len() != args.len() {
-        record_error(loc, format!("internal error: a jaxpr of {} inputs inlined on {} tensors", inputs.len(), args.len()));
+        record_error(
+            loc,
+            format!("internal error: a jaxpr of {} inputs inlined on {} tensors", inputs.len(), args.len()),
+        );
         return None;
     }
     let mut env: HashMap<Var, Tensor> = inputs.into_iter().zip(args.iter().cloned()).collect();

@@ -216,7 +216,10 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
                 args.push(match d {
                     None => {
                         let dims: Vec<usize> = (0..shape.len()).filter(|&i| i != new_bd).collect();
-                        b.bind1(Primitive::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: dims }, vec![x])?
+                        b.bind1(
+                            Primitive::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: dims },
+                            vec![x],
+                        )?
                     }
                     Some(d) => moveaxis(b, x, d, new_bd)?,
                 });
@@ -233,7 +236,10 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
             let prim = Primitive::CustomJvpCall {
                 name: name.clone(),
-                call_jaxpr: remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: call_jaxpr.consts.clone() },
+                call_jaxpr: remat_ir::ClosedJaxpr {
+                    jaxpr: std::sync::Arc::new(body),
+                    consts: call_jaxpr.consts.clone(),
+                },
                 jvp: jvp.clone(),
                 num_consts: *num_consts,
                 symbolic_zeros: *symbolic_zeros,
@@ -246,7 +252,10 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
             let prim = Primitive::CustomVjpCall {
                 name: name.clone(),
-                call_jaxpr: remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: call_jaxpr.consts.clone() },
+                call_jaxpr: remat_ir::ClosedJaxpr {
+                    jaxpr: std::sync::Arc::new(body),
+                    consts: call_jaxpr.consts.clone(),
+                },
                 fwd: fwd.clone(),
                 bwd: bwd.clone(),
                 num_consts: *num_consts,
@@ -467,9 +476,11 @@ fn clamp(b: &mut Builder, ins: &[Batched], size: usize) -> Result<Batched, AdErr
     for v in [&mut lo, &mut hi] {
         let r = rank(b, v);
         if r == 0 && !x_shape.is_empty() {
-            *v = b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![] }, vec![*v])?;
+            *v =
+                b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![] }, vec![*v])?;
         } else if r > 0 && r < x_shape.len() {
-            *v = b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![0] }, vec![*v])?;
+            *v =
+                b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![0] }, vec![*v])?;
         }
     }
     if rank(b, &lo) > x_shape.len() {

@@ -33,8 +33,8 @@ pub fn adamw_step(
     let t = step + 1;
     let m = zip_with(&m, &g, |m, g| b1 * m + (1.0 - b1) * g);
     let v = zip_with(&v, &g, |v, g| b2 * v + (1.0 - b2) * g * g);
-    let c1 = 1.0 - numpy::power(b1, &t.astype(DType::F32));
-    let c2 = 1.0 - numpy::power(b2, &t.astype(DType::F32));
+    let c1 = 1.0 - numpy::power(b1, t.astype(DType::F32));
+    let c2 = 1.0 - numpy::power(b2, t.astype(DType::F32));
     let upd = |p: &Tensor, m: &Tensor, v: &Tensor| p - lr * ((m / &c1) / ((v / &c2).sqrt() + 1e-8) + wd * p);
     let new = params.iter().zip(&m).zip(&v).map(|(((p0, p1), (m0, m1)), (v0, v1))| (upd(p0, m0, v0), upd(p1, m1, v1)));
     (loss, new.collect(), m, v)

@@ -51,5 +51,8 @@ fn per_example_grads_matches_jax() {
     let case = Case::load("per_example_grads");
     let a: Vec<Array> = case.args();
     let params = (a[0].clone(), a[1].clone(), a[2].clone());
-    case.assert_matches(per_example_grads, &(named("params", params), named("xs", a[3].clone()), named("ys", a[4].clone())));
+    case.assert_matches(
+        per_example_grads,
+        &(named("params", params), named("xs", a[3].clone()), named("ys", a[4].clone())),
+    );
 }
