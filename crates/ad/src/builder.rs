@@ -185,6 +185,27 @@ impl Builder {
         outs
     }
 
+    /// Spells parameter `key` of the equation just emitted as `text` (JAX's `np.int64(..)`
+    /// for integers it computed with NumPy; see `remat_ir::Spelling`).
+    pub fn spell_last_param(&mut self, key: &str, text: String) {
+        if let Some(e) = self.jaxpr.eqns.last_mut() {
+            e.spelling.params.push((key.to_string(), text));
+        }
+    }
+
+    /// Appends `spelling` to the spelling of the equation emitted last (if any was emitted
+    /// since there were `since` equations): a rewritten equation keeps how its unchanged
+    /// parameters and literals were written (the printer ignores a spelling that no longer
+    /// denotes the value, and prefers the ones given first).
+    pub fn keep_spelling(&mut self, since: usize, spelling: &remat_ir::Spelling) {
+        if self.jaxpr.eqns.len() > since {
+            if let Some(e) = self.jaxpr.eqns.last_mut() {
+                e.spelling.params.extend(spelling.params.iter().cloned());
+                e.spelling.literals.extend(spelling.literals.iter().cloned());
+            }
+        }
+    }
+
     /// Replaces the invars (for binders declared before the order was known).
     pub fn set_invars(&mut self, invars: Vec<Var>) {
         self.jaxpr.invars = invars;

@@ -29,6 +29,7 @@
 //! every pass in debug builds); every rule table is one exhaustive `match` over
 //! [`remat_ir::Primitive`] with no `_ =>` arm.
 
+mod batching;
 pub mod builder;
 mod call;
 mod checkpointed;
@@ -43,6 +44,7 @@ mod scan;
 mod transpose;
 mod vjp;
 
+pub use batching::batch_jaxpr;
 pub use builder::{Builder, VarMap};
 pub use checkpointed::{flatten_calls, Checkpointed, PLAN_POLICY_NAME};
 pub use custom::{register_custom_jvp, register_custom_vjp, CustomJvpRule, CustomVjpJaxprs, CustomVjpRule, CUSTOM_LIN};
@@ -56,8 +58,8 @@ pub use policy::{
 pub use residuals::{summarize, Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};
 pub use vjp::{
-    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad, vjp, vjp_program,
-    Linearized, Vjp, VjpProgram,
+    fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad,
+    value_and_grad_in_trace, vjp, vjp_program, Linearized, Vjp, VjpProgram,
 };
 
 use remat_ir::{Jaxpr, VerifyError};

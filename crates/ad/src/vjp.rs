@@ -249,6 +249,24 @@ pub(crate) fn check_grad_request(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Ava
     Ok(out_aval)
 }
 
+/// `jax.value_and_grad(f, argnums)` as JAX records it into an enclosing trace (a training
+/// step's gradient, `vmap(grad(f))`): `(primals) -> (value, grads of the inputs in
+/// argnums)`. Only the inputs in `argnums` are differentiated (JAX sees the others, and
+/// values the function closes over, as constants of the differentiation), and the value is
+/// computed even when the caller wants only the gradient (`make_jaxpr(jax.grad(f))`
+/// prints it as an unused `_` binder).
+pub fn value_and_grad_in_trace(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Jaxpr, AdError> {
+    check_grad_request(jaxpr, argnums)?;
+    let mut in_nonzeros = vec![false; jaxpr.invars.len()];
+    for &i in argnums {
+        in_nonzeros[i] = true;
+    }
+    let jvp = jvp_jaxpr(jaxpr, &in_nonzeros, &vec![false; jaxpr.outvars.len()])?;
+    let lin = linearize_jvp(jaxpr, in_nonzeros, &jvp, PeMode::Linearize)?;
+    let v = vjp_of(jaxpr, lin, &[])?;
+    whole_program(jaxpr, &v, argnums, true)
+}
+
 fn grad_impl(jaxpr: &Jaxpr, argnums: &[usize], with_value: bool) -> Result<Jaxpr, AdError> {
     check_grad_request(jaxpr, argnums)?;
     let v = vjp(jaxpr, &[])?;

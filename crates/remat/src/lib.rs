@@ -2,7 +2,7 @@
 //!
 //! This crate is the thin public facade over the pipeline's crates: it re-exports the
 //! tracer's API and adds the functions that act on a user's closure as a whole —
-//! [`jit`], [`grad`], [`value_and_grad`], [`vjp`], [`jvp`], [`linearize`],
+//! [`jit`], [`grad`], [`value_and_grad`] (also inside a trace), [`vmap`], [`vjp`], [`jvp`], [`linearize`],
 //! [`custom_jvp`], [`custom_vjp`], [`saved_residuals`], [`print_saved_residuals`] and
 //! [`print_fwd_bwd`] (each takes a closure, a `fn` or a `Checkpoint`; gradients come back
 //! flattened or, with `call_tree`, in the arguments' structure). Running a program, with its backend and
@@ -36,11 +36,13 @@
 //! forward/backward split), `remat-jit` (native code) and `remat-interp` (the reference).
 
 mod custom;
+mod in_trace;
 pub mod ledger;
 mod linear;
 pub mod pretty;
 pub mod report;
 pub mod run;
+mod vmap;
 
 use std::panic::Location;
 use std::sync::Arc;
@@ -68,6 +70,7 @@ pub use remat_trace::{
 };
 pub use remat_trace::{idx, pytree};
 pub use run::{Backend, Nans, RunOptions};
+pub use vmap::{vmap, Vmap};
 
 use run::{Cache, Program};
 

@@ -8,6 +8,8 @@
 
 #[path = "zoo/adam_step.rs"]
 mod adam_step;
+#[path = "zoo/adamw_weight_decay.rs"]
+mod adamw_weight_decay;
 #[path = "zoo/batchnorm_resnet_block.rs"]
 mod batchnorm_resnet_block;
 #[path = "zoo/bf16_mixed_precision.rs"]
@@ -40,6 +42,8 @@ mod embedding_grad;
 mod gnn_segment_sum;
 #[path = "zoo/gpt_block.rs"]
 mod gpt_block;
+#[path = "zoo/grad_clip_global_norm.rs"]
+mod grad_clip_global_norm;
 #[path = "zoo/label_smoothing.rs"]
 mod label_smoothing;
 #[path = "zoo/lax_map.rs"]
@@ -48,6 +52,8 @@ mod lax_map;
 mod lstm;
 #[path = "zoo/moe_top_k.rs"]
 mod moe_top_k;
+#[path = "zoo/per_example_grads.rs"]
+mod per_example_grads;
 #[path = "zoo/scan_of_blocks_offload.rs"]
 mod scan_of_blocks_offload;
 #[path = "zoo/scans_and_sorts.rs"]

@@ -71,6 +71,7 @@
 
 mod call_jaxpr;
 mod custom;
+mod inline;
 pub mod lax;
 pub mod nn;
 pub mod numpy;
@@ -86,6 +87,9 @@ mod tree;
 
 pub use call_jaxpr::call_jaxpr;
 pub use custom::{custom_jvp_call, custom_vjp_call, trace_jvp_rule, trace_rule};
+pub use inline::{
+    in_trace, inline_jaxpr, placeholder, rebuild_or_placeholders, record_trace_error, trace_subjaxpr, SubTrace,
+};
 pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
 pub use tensor::{binary, compare, unary, Arg, Tensor};

@@ -460,6 +460,23 @@ fn with_operands(message: String, in_avals: &[Aval]) -> String {
     }
 }
 
+/// Records a copy of `eqn` (a jaxpr made elsewhere, being inlined) over `operands` in the
+/// innermost frame, keeping its source location and spelling, and returns its results
+/// (strongly typed). The shape rule checks the operands, as for every recorded equation.
+/// `None` if an error is (or was already) recorded.
+pub(crate) fn bind_eqn(eqn: &Eqn, operands: &[Operand], loc: &'static Location<'static>) -> Option<Vec<Tensor>> {
+    let n = eqn.outvars.len();
+    let results = bind_n(eqn.primitive.clone(), operands, &vec![false; n.max(1)], loc)?;
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if let Some(last) = s.frames.last_mut().and_then(|f| f.jaxpr.eqns.last_mut()) {
+            last.source = eqn.source.clone();
+            last.spelling = eqn.spelling.clone();
+        }
+    });
+    Some(results)
+}
+
 /// Records `prim` applied to `operands` in the innermost frame and returns its results,
 /// weakly typed if `weak`. On error, records it and returns placeholders.
 pub(crate) fn bind(prim: Primitive, operands: &[Operand], weak: bool, loc: &'static Location<'static>) -> Vec<Tensor> {

@@ -18,16 +18,12 @@
 //!     return jax.tree_util.tree_map(upd, params, m, v), m, v, step, loss
 //! ```
 //!
-//! The gap: JAX traces `value_and_grad` *inside* the step, so the whole step is one jaxpr
-//! (the derivative's equations inline). remat's `value_and_grad` differentiates a whole
-//! program and cannot yet be called inside a traced function (docs/api.md, "Not there
-//! yet"), so the Rust step is two programs: the loss's `value_and_grad`, then the traced
-//! Adam update. The test asserts that split explicitly (the text and residuals of JAX's
-//! single program are out of reach) and that the two programs give JAX's outputs.
+//! JAX traces `value_and_grad` *inside* the step, so the whole step is one jaxpr (the
+//! derivative's equations inline); `value_and_grad(f).value_and_trace_tree(&params)` does
+//! the same inside a Rust trace. The loss closes over `x` and `y`, which are then
+//! constants of the differentiation, as `argnums=0` makes them in JAX.
 
-use remat::run::Backend;
-use remat::{jit, named, nn, numpy, value_and_grad, Array, DType, Tensor};
-use remat_testkit::{check_zoo_values, optional_arrays};
+use remat::{named, nn, numpy, value_and_grad, Array, DType, Tensor};
 
 use super::common::Case;
 
@@ -41,51 +37,38 @@ pub fn mlp_loss(params: Params, x: Tensor, y: Tensor) -> Tensor {
     (x.matmul(&last.0) + &last.1 - &y).powi(2).mean()
 }
 
-/// The Adam update of `params` with moments `m`, `v` and gradients `g`:
-/// `(params, m, v, step)` after one step.
-pub fn adam_update(params: Params, m: Params, v: Params, step: Tensor, g: Params) -> (Params, Params, Params, Tensor) {
+/// One Adam step: `(params, m, v, step, loss)` after it, as `adam_step` returns them.
+pub fn adam_step(
+    (params, m, v, step, x, y): (Params, Params, Params, Tensor, Tensor, Tensor),
+) -> (Params, Params, Params, Tensor, Tensor) {
+    let (loss, g) = value_and_grad(|p: Params| mlp_loss(p, x.clone(), y.clone())).value_and_trace_tree(&params);
     let (lr, b1, b2, eps) = (1e-2, 0.9, 0.999, 1e-8);
     let step = step + 1;
     let t = step.astype(DType::F32);
-    let pairs = |a: &Params| a.iter().flat_map(|(w, b)| [w.clone(), b.clone()]).collect::<Vec<_>>();
-    let regroup = |leaves: Vec<Tensor>| leaves.chunks(2).map(|c| (c[0].clone(), c[1].clone())).collect::<Params>();
-    let (p, m, v, g) = (pairs(&params), pairs(&m), pairs(&v), pairs(&g));
-    let m: Vec<Tensor> = m.iter().zip(&g).map(|(m, g)| b1 * m + (1.0 - b1) * g).collect();
-    let v: Vec<Tensor> = v.iter().zip(&g).map(|(v, g)| b2 * v + (1.0 - b2) * g * g).collect();
-    let c1 = 1.0 - numpy::power(b1, &t);
-    let c2 = 1.0 - numpy::power(b2, &t);
-    let new: Vec<Tensor> =
-        p.iter().zip(&m).zip(&v).map(|((p, m), v)| p - lr * (m / &c1) / ((v / &c2).sqrt() + eps)).collect();
-    (regroup(new), regroup(m), regroup(v), step)
+    let zip = |a: &Params, b: &Params, f: &dyn Fn(&Tensor, &Tensor) -> Tensor| -> Params {
+        a.iter().zip(b).map(|((a0, a1), (b0, b1))| (f(a0, b0), f(a1, b1))).collect()
+    };
+    let m = zip(&m, &g, &|m, g| b1 * m + (1.0 - b1) * g);
+    let v = zip(&v, &g, &|v, g| b2 * v + (1.0 - b2) * g * g);
+    let upd = |p: &Tensor, m: &Tensor, v: &Tensor| {
+        p - lr * (m / (1.0 - numpy::power(b1, &t))) / ((v / (1.0 - numpy::power(b2, &t))).sqrt() + eps)
+    };
+    let new = params.iter().zip(&m).zip(&v).map(|(((p0, p1), (m0, m1)), (v0, v1))| (upd(p0, m0, v0), upd(p1, m1, v1)));
+    (new.collect(), m, v, step, loss)
 }
 
 #[test]
-fn adam_step_as_two_programs_gives_jax_outputs() {
+fn adam_step_matches_jax() {
     let case = Case::load("adam_step");
     let a: Vec<Array> = case.args();
     let tree = |i: usize| vec![(a[i].clone(), a[i + 1].clone()), (a[i + 2].clone(), a[i + 3].clone())];
-    // The asserted gap: JAX's step is one program over all 15 arguments, with the
-    // derivative inline (its `add_any` accumulations and transposed products).
-    let jax_text = case.json["jaxpr"].as_str().unwrap();
-    assert!(jax_text.contains("add_any") && jax_text.contains("transpose[permutation=(1, 0)]"));
-    assert_eq!(a.len(), 15);
-    for backend in [Backend::Interp, Backend::Jit] {
-        let loss_args = (named("params", tree(0)), named("x", a[13].clone()), named("y", a[14].clone()));
-        let vg = value_and_grad(|(params, x, y): (Params, Tensor, Tensor)| mlp_loss(params, x, y))
-            .argnums(&[0, 1, 2, 3])
-            .backend(backend)
-            .call(&loss_args)
-            .expect("value_and_grad of the loss");
-        let (loss, g) = (vg[0].clone(), vg[1..].to_vec());
-        let grads = vec![(g[0].clone(), g[1].clone()), (g[2].clone(), g[3].clone())];
-        let update_args = (tree(0), tree(4), tree(8), a[12].clone(), grads);
-        let mut outs =
-            jit(|(p, m, v, step, g): (Params, Params, Params, Tensor, Params)| adam_update(p, m, v, step, g))
-                .backend(backend)
-                .call(&update_args)
-                .expect("the Adam update");
-        outs.push(loss);
-        let want = optional_arrays(&case.json, "outputs");
-        check_zoo_values("output", &outs, &want, false).unwrap_or_else(|e| panic!("adam_step ({backend:?}): {e}"));
-    }
+    let args = (
+        named("params", tree(0)),
+        named("m", tree(4)),
+        named("v", tree(8)),
+        named("step", a[12].clone()),
+        named("x", a[13].clone()),
+        named("y", a[14].clone()),
+    );
+    case.assert_matches(adam_step, &args);
 }

@@ -1,0 +1,590 @@
+//! One batching rule per primitive, each the equations JAX 0.10.2's rule emits
+//! (`jax/_src/lax/lax.py`, `slicing.py`, `control_flow/loops.py`, `batching.py`'s
+//! `broadcast_batcher`, `reducer_batcher`, `add_batched`), in one exhaustive match.
+//!
+//! Parameters JAX computes with NumPy (`np.add(1, dims)`, `np.where(..)`) print as
+//! `np.int64(..)`; the rules spell them so (`np_tuple`).
+
+use remat_ir::{Atom, DotDimensionNumbers, Eqn, Primitive};
+
+use super::{batch_jaxpr_axes, batch_jaxpr_bools, no_rule, Batched, OutAxes};
+use crate::builder::Builder;
+use crate::AdError;
+
+/// The batched results of `eqn` on `ins` (at least one batched).
+pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize) -> Result<Vec<Batched>, AdError> {
+    let prim = &eqn.primitive;
+    let one = |r: Result<Batched, AdError>| r.map(|x| vec![x]);
+    match prim {
+        // Vectorized: the batch axis stays where it is.
+        Primitive::Unary(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::ConvertElementType { .. }
+        | Primitive::ReducePrecision { .. }
+        | Primitive::Round { .. }
+        | Primitive::Name { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomBits { .. }
+        | Primitive::RandomUnwrap => {
+            let (x, d) = ins[0];
+            Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
+        }
+        Primitive::Binary(remat_ir::BinaryOp::AddAny) => one(add_batched(b, prim, ins, size)),
+        Primitive::Binary(_) | Primitive::Compare(_) => one(broadcast_batcher(b, prim, ins)),
+        Primitive::SelectN => one(select_n(b, ins, size)),
+        Primitive::RandomFoldIn => one(broadcast_batcher(b, prim, ins)),
+        Primitive::RandomWrap => {
+            let (x, d) = ins[0];
+            let x = bdim_at_front(b, x, d, 1)?;
+            Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
+        }
+        // JAX's `_device_put_batcher`: every operand keeps its batch axis.
+        Primitive::DevicePut { .. } => {
+            let outs = b.bind(prim.clone(), ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(ins.iter().map(|x| x.1)).collect())
+        }
+        // No operands, so never batched: the pass copies them.
+        Primitive::Iota { .. } | Primitive::Empty2 { .. } => {
+            Err(AdError::Internal(format!("vmap: {} has no operands to batch", prim.name())))
+        }
+        Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
+            let (x, d) = ins[0];
+            let x = moveaxis(b, x, d.expect("batched"), 0)?;
+            let mut new_shape = vec![size];
+            new_shape.extend(shape);
+            let dims: Vec<usize> = std::iter::once(0).chain(broadcast_dimensions.iter().map(|d| d + 1)).collect();
+            let spelled: Vec<(usize, bool)> = dims.iter().enumerate().map(|(i, &d)| (d, i > 0)).collect();
+            let prim = Primitive::BroadcastInDim { shape: new_shape, broadcast_dimensions: dims };
+            let out = b.bind1(prim, vec![x])?;
+            b.spell_last_param("broadcast_dimensions", np_tuple(&spelled));
+            Ok(vec![(out, Some(0))])
+        }
+        Primitive::Reshape { new_sizes, dimensions } => {
+            let (x, d) = ins[0];
+            let x = moveaxis(b, x, d.expect("batched"), 0)?;
+            let mut sizes = vec![size];
+            sizes.extend(new_sizes);
+            let out = match dimensions {
+                None => b.reshape(x, &sizes)?,
+                Some(dims) => {
+                    let dims: Vec<usize> = std::iter::once(0).chain(dims.iter().map(|d| d + 1)).collect();
+                    let spelled: Vec<(usize, bool)> = dims.iter().enumerate().map(|(i, &d)| (d, i > 0)).collect();
+                    let out = b.bind1(Primitive::Reshape { new_sizes: sizes, dimensions: Some(dims) }, vec![x])?;
+                    b.spell_last_param("dimensions", np_tuple(&spelled));
+                    out
+                }
+            };
+            Ok(vec![(out, Some(0))])
+        }
+        Primitive::Transpose { permutation } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let perm: Vec<usize> =
+                std::iter::once(bd).chain(permutation.iter().map(|&i| if i < bd { i } else { i + 1 })).collect();
+            Ok(vec![(b.transpose(x, &perm)?, Some(0))])
+        }
+        Primitive::Squeeze { dimensions } => {
+            let (x, d) = ins[0];
+            let x = moveaxis(b, x, d.expect("batched"), 0)?;
+            let dims: Vec<usize> = dimensions.iter().map(|d| d + 1).collect();
+            if dims.is_empty() {
+                return Ok(vec![(x, Some(0))]);
+            }
+            // `np.add(1, dimensions)`, made Python ints again by `lax.squeeze`.
+            Ok(vec![(b.bind1(Primitive::Squeeze { dimensions: dims }, vec![x])?, Some(0))])
+        }
+        Primitive::Rev { dimensions } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let dims = dimensions.iter().map(|&i| if i >= bd { i + 1 } else { i }).collect();
+            Ok(vec![(b.bind1(Primitive::Rev { dimensions: dims }, vec![x])?, d)])
+        }
+        Primitive::Slice { start_indices, limit_indices, strides } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let (mut start, mut limit) = (start_indices.clone(), limit_indices.clone());
+            start.insert(bd, 0);
+            limit.insert(bd, size);
+            let strides = strides.as_ref().map(|s| {
+                let mut s = s.clone();
+                s.insert(bd, 1);
+                s
+            });
+            let prim = Primitive::Slice { start_indices: start, limit_indices: limit, strides };
+            Ok(vec![(b.bind1(prim, vec![x])?, d)])
+        }
+        Primitive::Concatenate { dimension } => {
+            let mut operands = Vec::with_capacity(ins.len());
+            for &(x, d) in ins {
+                operands.push(match d {
+                    Some(d) => moveaxis(b, x, d, 0)?,
+                    None => {
+                        // `lax.broadcast(op, (size,))`: Python ints.
+                        let aval = b.aval(&x);
+                        let mut shape = vec![size];
+                        shape.extend(&aval.shape);
+                        let dims: Vec<usize> = (1..=aval.rank()).collect();
+                        b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x])?
+                    }
+                });
+            }
+            Ok(vec![(b.bind1(Primitive::Concatenate { dimension: dimension + 1 }, operands)?, Some(0))])
+        }
+        Primitive::Pad { padding_config } => match (ins[0], ins[1].1) {
+            ((x, Some(bd)), None) => {
+                let mut config = padding_config.clone();
+                config.insert(bd, (0, 0, 0));
+                Ok(vec![(b.bind1(Primitive::Pad { padding_config: config }, vec![x, ins[1].0])?, Some(bd))])
+            }
+            _ => Err(AdError::Invalid("vmap: no batching rule for pad with a batched padding value yet".into())),
+        },
+        Primitive::Reduce { op, axes } => {
+            let (x, d) = ins[0];
+            let (axes, out_d) = reducer_axes(b.aval(&x).rank(), axes, d.expect("batched"));
+            let out = b.bind1(Primitive::Reduce { op: *op, axes: axes.clone() }, vec![x])?;
+            b.spell_last_param("axes", np_tuple(&axes.iter().map(|&a| (a, true)).collect::<Vec<_>>()));
+            Ok(vec![(out, Some(out_d))])
+        }
+        Primitive::Argmax { axes, index_dtype } | Primitive::Argmin { axes, index_dtype } => {
+            let (x, d) = ins[0];
+            let (axes, out_d) = reducer_axes(b.aval(&x).rank(), axes, d.expect("batched"));
+            let prim = match prim {
+                Primitive::Argmax { .. } => Primitive::Argmax { axes: axes.clone(), index_dtype: *index_dtype },
+                _ => Primitive::Argmin { axes: axes.clone(), index_dtype: *index_dtype },
+            };
+            let out = b.bind1(prim, vec![x])?;
+            b.spell_last_param("axes", np_tuple(&axes.iter().map(|&a| (a, true)).collect::<Vec<_>>()));
+            Ok(vec![(out, Some(out_d))])
+        }
+        Primitive::Cumulative { op, axis, reverse } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let axis = if *axis < bd { *axis } else { axis + 1 };
+            Ok(vec![(b.bind1(Primitive::Cumulative { op: *op, axis, reverse: *reverse }, vec![x])?, d)])
+        }
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+            let ((lhs, lbd), (rhs, rbd)) = (ins[0], ins[1]);
+            let (lhs_ndim, rhs_ndim) = (b.aval(&lhs).rank(), b.aval(&rhs).rank());
+            let (dn, out_d) = dot_general_batch_dims(lhs_ndim, rhs_ndim, lbd, rbd, dimension_numbers);
+            Ok(vec![(b.dot_general(lhs, rhs, dn, *preferred_element_type)?, Some(out_d))])
+        }
+        Primitive::Jit { name, jaxpr, options } => {
+            let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
+            let (body, out_dims) = batch_jaxpr_axes(&jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let body = remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: jaxpr.consts.clone() };
+            let prim = Primitive::Jit { name: name.clone(), jaxpr: body, options: options.clone() };
+            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
+        }
+        Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } => {
+            let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
+            let (body, out_dims) = batch_jaxpr_axes(jaxpr, size, &dims, OutAxes::ZeroIfMapped)?;
+            let prim = Primitive::Remat2 {
+                jaxpr: std::sync::Arc::new(body),
+                prevent_cse: *prevent_cse,
+                differentiated: *differentiated,
+                policy: policy.clone(),
+            };
+            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
+        }
+        Primitive::Clamp => one(clamp(b, ins, size)),
+        Primitive::Split { axis, sizes } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let axis = if *axis >= bd { axis + 1 } else { *axis };
+            let outs = b.bind(Primitive::Split { axis, sizes: sizes.clone() }, vec![x])?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), d)).collect())
+        }
+        Primitive::TopK { axis, k } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let axis = if bd <= *axis { axis + 1 } else { *axis };
+            let outs = b.bind(Primitive::TopK { axis, k: *k }, vec![x])?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), d)).collect())
+        }
+        Primitive::Sort { dimension, is_stable, num_keys } => {
+            let (proto, new_bd) = ins
+                .iter()
+                .find_map(|&(x, d)| d.map(|d| (x, d)))
+                .ok_or_else(|| AdError::Internal("sort without a batched operand".into()))?;
+            let shape = b.aval(&proto).shape;
+            let mut args = Vec::with_capacity(ins.len());
+            for &(x, d) in ins {
+                args.push(match d {
+                    None => {
+                        let dims: Vec<usize> = (0..shape.len()).filter(|&i| i != new_bd).collect();
+                        b.bind1(
+                            Primitive::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: dims },
+                            vec![x],
+                        )?
+                    }
+                    Some(d) => moveaxis(b, x, d, new_bd)?,
+                });
+            }
+            let dimension = dimension + usize::from(new_bd <= *dimension);
+            let prim = Primitive::Sort { dimension, is_stable: *is_stable, num_keys: *num_keys };
+            let outs = b.bind(prim, args)?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), Some(new_bd))).collect())
+        }
+        Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
+            // JAX's `process_custom_jvp_call`: the body batched where its inputs are, the
+            // rule's name kept.
+            let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
+            let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let prim = Primitive::CustomJvpCall {
+                name: name.clone(),
+                call_jaxpr: remat_ir::ClosedJaxpr {
+                    jaxpr: std::sync::Arc::new(body),
+                    consts: call_jaxpr.consts.clone(),
+                },
+                jvp: jvp.clone(),
+                num_consts: *num_consts,
+                symbolic_zeros: *symbolic_zeros,
+            };
+            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
+        }
+        Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros } => {
+            let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
+            let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let prim = Primitive::CustomVjpCall {
+                name: name.clone(),
+                call_jaxpr: remat_ir::ClosedJaxpr {
+                    jaxpr: std::sync::Arc::new(body),
+                    consts: call_jaxpr.consts.clone(),
+                },
+                fwd: fwd.clone(),
+                bwd: bwd.clone(),
+                num_consts: *num_consts,
+                symbolic_zeros: *symbolic_zeros,
+            };
+            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
+        }
+        Primitive::Cond { branches } => {
+            let ((index, index_d), ops) = (ins[0], &ins[1..]);
+            if index_d.is_some() {
+                return Err(AdError::Invalid(
+                    "vmap: no batching rule for cond with a batched predicate yet (JAX turns it into select_n)".into(),
+                ));
+            }
+            let ops_bat: Vec<bool> = ops.iter().map(|x| x.1.is_some()).collect();
+            let mut out_bat = vec![false; branches[0].jaxpr.outvars.len()];
+            for br in branches {
+                let (_, bat) = batch_jaxpr_bools(&br.jaxpr, size, &ops_bat, &[])?;
+                out_bat.iter_mut().zip(bat).for_each(|(o, b)| *o |= b);
+            }
+            let mut new_branches = Vec::with_capacity(branches.len());
+            for br in branches {
+                let (j, _) = batch_jaxpr_bools(&br.jaxpr, size, &ops_bat, &out_bat)?;
+                new_branches.push(remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(j), consts: br.consts.clone() });
+            }
+            let mut args = vec![index];
+            for &(x, d) in ops {
+                args.push(match d {
+                    Some(d) => moveaxis(b, x, d, 0)?,
+                    None => x,
+                });
+            }
+            let outs = b.bind(Primitive::Cond { branches: new_branches }, args)?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_bat.iter().map(|&o| o.then_some(0))).collect())
+        }
+        Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => {
+            let (nc, ncar) = (*num_consts, *num_carry);
+            let n_out = jaxpr.jaxpr.outvars.len();
+            let bat: Vec<bool> = ins.iter().map(|x| x.1.is_some()).collect();
+            let (const_bat, init_bat, xs_bat) = (&bat[..nc], &bat[nc..nc + ncar], &bat[nc + ncar..]);
+            // The carries batched from their init or by the body: a fixpoint.
+            let mut carry_bat = init_bat.to_vec();
+            let (body, out_bat) = loop {
+                let batched: Vec<bool> = const_bat.iter().chain(&carry_bat).chain(xs_bat).copied().collect();
+                let mut inst = carry_bat.clone();
+                inst.resize(n_out, false);
+                let (body, out_bat) = batch_jaxpr_bools(&jaxpr.jaxpr, size, &batched, &inst)?;
+                if out_bat[..ncar] == carry_bat[..] {
+                    break (body, out_bat);
+                }
+                carry_bat.iter_mut().zip(&out_bat[..ncar]).for_each(|(c, o)| *c |= o);
+            };
+            let mut args = Vec::with_capacity(ins.len());
+            for (i, &(x, d)) in ins.iter().enumerate() {
+                args.push(if i < nc {
+                    match d {
+                        Some(d) => moveaxis(b, x, d, 0)?,
+                        None => x,
+                    }
+                } else if i < nc + ncar {
+                    match (d, carry_bat[i - nc]) {
+                        (None, true) => broadcast(b, x, size, 0)?,
+                        (Some(d), true) => moveaxis(b, x, d, 0)?,
+                        _ => x,
+                    }
+                } else {
+                    match d {
+                        Some(d) => moveaxis(b, x, d, 1)?,
+                        None => x,
+                    }
+                });
+            }
+            let prim = Primitive::Scan {
+                jaxpr: remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: jaxpr.consts.clone() },
+                length: *length,
+                reverse: *reverse,
+                num_consts: nc,
+                num_carry: ncar,
+                unroll: *unroll,
+            };
+            let outs = b.bind(prim, args)?;
+            let dims = (0..n_out).map(|j| match (j < ncar, out_bat[j]) {
+                (true, true) => Some(0),
+                (false, true) => Some(1),
+                _ => None,
+            });
+            Ok(outs.into_iter().map(Atom::Var).zip(dims).collect())
+        }
+        Primitive::ExpandDims { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::ConvGeneralDilated(_)
+        | Primitive::ReduceWindow { .. }
+        | Primitive::SelectAndScatterAdd { .. }
+        | Primitive::SelectAndGatherAdd { .. }
+        | Primitive::Gather { .. }
+        | Primitive::Scatter { .. }
+        | Primitive::While { .. } => Err(no_rule(prim)),
+    }
+}
+
+/// A tuple of integers as JAX prints it, `np.int64(k)` where the flag says NumPy made it.
+fn np_tuple(items: &[(usize, bool)]) -> String {
+    let parts: Vec<String> =
+        items.iter().map(|&(k, np)| if np { format!("np.int64({k})") } else { k.to_string() }).collect();
+    match parts.len() {
+        1 => format!("({},)", parts[0]),
+        _ => format!("({})", parts.join(", ")),
+    }
+}
+
+/// JAX's `moveaxis(x, src, dst)` (a `transpose`, none when `src == dst`).
+pub(super) fn moveaxis(b: &mut Builder, x: Atom, src: usize, dst: usize) -> Result<Atom, AdError> {
+    if src == dst {
+        return Ok(x);
+    }
+    let rank = b.aval(&x).rank();
+    let mut perm: Vec<usize> = (0..rank).filter(|&i| i != src).collect();
+    perm.insert(dst, src);
+    b.transpose(x, &perm)
+}
+
+/// JAX's `batching.broadcast(x, size, axis)`: a new axis of `size` at `axis`
+/// (`broadcast_in_dim`, its dimensions computed with NumPy).
+pub(super) fn broadcast(b: &mut Builder, x: Atom, size: usize, axis: usize) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let mut shape = aval.shape.clone();
+    shape.insert(axis, size);
+    let dims: Vec<usize> = (0..shape.len()).filter(|&i| i != axis).collect();
+    let out = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims.clone() }, vec![x])?;
+    if !dims.is_empty() {
+        b.spell_last_param("broadcast_dimensions", np_tuple(&dims.iter().map(|&d| (d, true)).collect::<Vec<_>>()));
+    }
+    Ok(out)
+}
+
+/// JAX's `bdim_at_front(x, bdim, size)`.
+fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
+    match d {
+        None => broadcast(b, x, size, 0),
+        Some(d) => moveaxis(b, x, d, 0),
+    }
+}
+
+/// JAX's `broadcast_batcher`, for the n-ary elementwise primitives.
+fn broadcast_batcher(b: &mut Builder, prim: &Primitive, ins: &[Batched]) -> Result<Batched, AdError> {
+    let (shape, dim) = ins
+        .iter()
+        .find_map(|(x, d)| d.map(|d| (b.aval(x).shape, d)))
+        .ok_or_else(|| AdError::Internal("broadcast_batcher without a batched operand".into()))?;
+    let agree = ins.iter().all(|(x, d)| {
+        let aval = b.aval(x);
+        aval.rank() == 0 || (aval.shape == shape && *d == Some(dim))
+    });
+    if agree {
+        return Ok((b.bind1(prim.clone(), ins.iter().map(|x| x.0).collect())?, Some(dim)));
+    }
+    let mut args = Vec::with_capacity(ins.len());
+    for &(x, d) in ins {
+        args.push(if b.aval(&x).rank() > 0 { bdim_at_front(b, x, d, 1)? } else { x });
+    }
+    let nd = args.iter().map(|x| b.aval(x).rank()).max().unwrap_or(0);
+    for (x, &(_, d)) in args.iter_mut().zip(ins) {
+        let rank = b.aval(x).rank();
+        if d.is_some() && rank != nd {
+            let dims: Vec<usize> = (rank..nd).collect();
+            *x = b.expand_dims(*x, &dims)?;
+        }
+    }
+    Ok((b.bind1(prim.clone(), args)?, Some(0)))
+}
+
+/// JAX's `add_batched`, the rule of `add_any`.
+fn add_batched(b: &mut Builder, prim: &Primitive, ins: &[Batched], _size: usize) -> Result<Batched, AdError> {
+    let ((x, bdx), (y, bdy)) = (ins[0], ins[1]);
+    let (x, y, d) = match (bdx, bdy) {
+        (Some(dx), Some(dy)) if dx == dy => (x, y, dx),
+        (None, Some(dy)) => {
+            let n = b.aval(&y).shape[dy];
+            (broadcast(b, x, n, dy)?, y, dy)
+        }
+        (Some(dx), None) => {
+            let n = b.aval(&x).shape[dx];
+            (x, broadcast(b, y, n, dx)?, dx)
+        }
+        (Some(dx), Some(dy)) => (moveaxis(b, x, dx, dy)?, y, dy),
+        (None, None) => return Err(AdError::Internal("add_batched without a batched operand".into())),
+    };
+    Ok((b.bind1(prim.clone(), vec![x, y])?, Some(d)))
+}
+
+/// JAX's `_clamp_batch_rule`: `clamp lo x hi`.
+fn clamp(b: &mut Builder, ins: &[Batched], size: usize) -> Result<Batched, AdError> {
+    let ((lo, lo_d), (x, x_d), (hi, hi_d)) = (ins[0], ins[1], ins[2]);
+    let rank = |b: &Builder, a: &Atom| b.aval(a).rank();
+    let x_shape = b.aval(&x).shape;
+    if lo_d == x_d && x_d == hi_d {
+        if b.aval(&lo).shape == x_shape && b.aval(&hi).shape == x_shape || rank(b, &lo) == 0 && rank(b, &hi) == 0 {
+            return Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, x_d));
+        }
+        if rank(b, &lo) == 1 && rank(b, &hi) == 1 {
+            let (ld, hd) = (lo_d.expect("batched"), hi_d.expect("batched"));
+            let bcast = |d: usize| Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![d] };
+            let lo = b.bind1(bcast(ld), vec![lo])?;
+            let hi = b.bind1(bcast(hd), vec![hi])?;
+            return Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, x_d));
+        }
+    } else if rank(b, &lo) == 0 && rank(b, &hi) == 0 && x_d.is_some() {
+        return Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, x_d));
+    }
+    let mut lo = if rank(b, &lo) > 0 { bdim_at_front(b, lo, lo_d, size)? } else { lo };
+    let mut hi = if rank(b, &hi) > 0 { bdim_at_front(b, hi, hi_d, size)? } else { hi };
+    let mut x = if rank(b, &x) > 0 { bdim_at_front(b, x, x_d, size)? } else { x };
+    let x_shape = b.aval(&x).shape;
+    // `lax.broadcast(v, x.shape)` of a scalar bound, `broadcast_in_dim(v, x.shape, [0])` of
+    // a batched scalar one.
+    for v in [&mut lo, &mut hi] {
+        let r = rank(b, v);
+        if r == 0 && !x_shape.is_empty() {
+            *v =
+                b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![] }, vec![*v])?;
+        } else if r > 0 && r < x_shape.len() {
+            *v =
+                b.bind1(Primitive::BroadcastInDim { shape: x_shape.clone(), broadcast_dimensions: vec![0] }, vec![*v])?;
+        }
+    }
+    if rank(b, &lo) > x_shape.len() {
+        let shape = b.aval(&lo).shape;
+        x = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: vec![] }, vec![x])?;
+    }
+    Ok((b.bind1(Primitive::Clamp, vec![lo, x, hi])?, Some(0)))
+}
+
+/// JAX's `_select_batch_rule`.
+fn select_n(b: &mut Builder, ins: &[Batched], size: usize) -> Result<Batched, AdError> {
+    let (which, which_d) = ins[0];
+    let cases = &ins[1..];
+    let case_shape = b.aval(&cases[0].0).shape;
+    if cases.iter().all(|c| c.1 == which_d) {
+        let which = if b.aval(&which).shape == case_shape {
+            which
+        } else {
+            let d = which_d.expect("batched");
+            b.bind1(Primitive::BroadcastInDim { shape: case_shape, broadcast_dimensions: vec![d] }, vec![which])?
+        };
+        let out = b.select_n(which, cases.iter().map(|c| c.0).collect())?;
+        return Ok((out, which_d));
+    }
+    if b.aval(&which).rank() == 0 && cases.iter().all(|c| c.1.is_some()) {
+        let d0 = cases[0].1;
+        if cases.iter().all(|c| c.1 == d0) {
+            return Ok((b.select_n(which, cases.iter().map(|c| c.0).collect())?, d0));
+        }
+        if cases.iter().all(|c| b.aval(&c.0).shape == case_shape) {
+            let d = d0.expect("batched");
+            let mut moved = vec![cases[0].0];
+            for c in &cases[1..] {
+                moved.push(moveaxis(b, c.0, c.1.expect("batched"), d)?);
+            }
+            return Ok((b.select_n(which, moved)?, d0));
+        }
+    }
+    let which = if b.aval(&which).rank() > 0 { bdim_at_front(b, which, which_d, size)? } else { which };
+    let mut new_cases = Vec::with_capacity(cases.len());
+    let all_scalar = cases.iter().all(|c| b.aval(&c.0).rank() == 0);
+    for &(c, d) in cases {
+        new_cases.push(if all_scalar { c } else { bdim_at_front(b, c, d, size)? });
+    }
+    let case_shape = b.aval(&new_cases[0]).shape;
+    let which_rank = b.aval(&which).rank();
+    let which = if which_rank > 0 && which_rank < case_shape.len() {
+        b.bind1(Primitive::BroadcastInDim { shape: case_shape.clone(), broadcast_dimensions: vec![0] }, vec![which])?
+    } else {
+        which
+    };
+    if b.aval(&which).rank() > case_shape.len() {
+        let shape = b.aval(&which).shape;
+        new_cases = new_cases
+            .into_iter()
+            .map(|c| b.bind1(Primitive::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: vec![] }, vec![c]))
+            .collect::<Result<_, _>>()?;
+    }
+    Ok((b.select_n(which, new_cases)?, Some(0)))
+}
+
+/// JAX's `reducer_batcher`: the reduced axes of the batched operand (of rank `rank`) and
+/// where the batch axis is in the result.
+fn reducer_axes(rank: usize, axes: &[usize], bdim: usize) -> (Vec<usize>, usize) {
+    let axes: Vec<usize> = axes.iter().map(|&a| if a < bdim { a } else { a + 1 }).collect();
+    let kept: Vec<usize> = (0..rank).filter(|d| !axes.contains(d)).collect();
+    let out = kept.iter().position(|&d| d == bdim).unwrap_or(0);
+    (axes, out)
+}
+
+/// JAX's `_dot_general_batch_dim_nums`: the batched dimension numbers and the result's
+/// batch axis.
+fn dot_general_batch_dims(
+    lhs_ndim: usize,
+    rhs_ndim: usize,
+    lbd: Option<usize>,
+    rbd: Option<usize>,
+    dn: &DotDimensionNumbers,
+) -> (DotDimensionNumbers, usize) {
+    let bump = |dims: &[usize], b: usize| dims.iter().map(|&d| d + usize::from(d >= b)).collect::<Vec<usize>>();
+    let mut out = dn.clone();
+    let result = match (lbd, rbd) {
+        (Some(l), Some(r)) => {
+            out.lhs_batch = std::iter::once(l).chain(bump(&dn.lhs_batch, l)).collect();
+            out.rhs_batch = std::iter::once(r).chain(bump(&dn.rhs_batch, r)).collect();
+            out.lhs_contracting = bump(&dn.lhs_contracting, l);
+            out.rhs_contracting = bump(&dn.rhs_contracting, r);
+            0
+        }
+        (Some(l), None) => {
+            let lhs_tensor = (0..lhs_ndim).filter(|d| !dn.lhs_batch.contains(d) && !dn.lhs_contracting.contains(d));
+            let result = dn.lhs_batch.len() + lhs_tensor.filter(|&d| d < l).count();
+            out.lhs_batch = bump(&dn.lhs_batch, l);
+            out.lhs_contracting = bump(&dn.lhs_contracting, l);
+            result
+        }
+        (None, Some(r)) => {
+            let rhs_tensor = (0..rhs_ndim).filter(|d| !dn.rhs_batch.contains(d) && !dn.rhs_contracting.contains(d));
+            let result = lhs_ndim - dn.lhs_contracting.len() + rhs_tensor.filter(|&d| d < r).count();
+            out.rhs_batch = bump(&dn.rhs_batch, r);
+            out.rhs_contracting = bump(&dn.rhs_contracting, r);
+            result
+        }
+        (None, None) => 0,
+    };
+    (out, result)
+}

@@ -1,0 +1,177 @@
+//! `remat::vmap` against JAX itself: each case of `crates/trace/tests/data/vmap_oracle.json`
+//! (written by `gen_vmap.py` from JAX 0.10.2) is `jax.vmap(fn, in_axes, out_axes)` of a
+//! small program; its Rust twin here (same name) must print the same jaxpr character for
+//! character and evaluate to the same outputs. Together they exercise every batching rule
+//! remat writes. The errors (a primitive without a rule, axes that do not fit) are located
+//! trace errors.
+
+use std::collections::BTreeMap;
+
+use remat::ir::Primitive;
+use remat::numpy::Sections;
+use remat::run::{Backend, Program, RunOptions};
+use remat::{checkpoint, grad, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
+use remat_testkit::{arrays, check_close, read_json};
+
+type Program1 = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
+
+fn programs() -> BTreeMap<&'static str, Program1> {
+    let mut m: BTreeMap<&'static str, Program1> = BTreeMap::new();
+    let mut add = |name: &'static str, f: Program1| {
+        m.insert(name, f);
+    };
+    add("sin_mul_same_axes", Box::new(|a| vec![a[0].sin() * &a[1]]));
+    add("mul_unbatched_vector", Box::new(|a| vec![&a[0] * &a[1] + 1.0]));
+    add("mul_unbatched_scalar", Box::new(|a| vec![&a[0] * &a[1]]));
+    add("batched_scalar_times_matrix", Box::new(|a| vec![&a[0] * &a[1]]));
+    add("mixed_axes", Box::new(|a| vec![&a[0] - &a[1]]));
+    add("in_axis_1_out_axis_1", Box::new(|a| vec![a[0].tanh().powi(3)]));
+    add("out_axis_moved", Box::new(|a| vec![&a[0] * 2.0]));
+    add("unbatched_output_broadcast", Box::new(|a| vec![a[0].sum(), &a[1] * 2.0]));
+    add("compare_select", Box::new(|a| vec![numpy::where_(&a[0].gt(&a[1]), &a[0], &a[1])]));
+    add(
+        "reduce_sum_max_argmax",
+        Box::new(|a| vec![a[0].sum_axes(&[1], false), a[0].max_axes(&[0], false), a[0].argmax(1)]),
+    );
+    add("cumsum", Box::new(|a| vec![lax::cumsum(&a[0], 0, false)]));
+    add("matvec_unbatched_matrix", Box::new(|a| vec![a[0].matmul(&a[1])]));
+    add("matvec_batched_matrix", Box::new(|a| vec![a[0].matmul(&a[1])]));
+    add("matmul_both_batched", Box::new(|a| vec![a[0].matmul(&a[1])]));
+    add("broadcast_to", Box::new(|a| vec![a[0].broadcast_to(&[2, 3])]));
+    add("reshape_transpose", Box::new(|a| vec![a[0].reshape(&[-1]), a[0].t()]));
+    add(
+        "squeeze_rev_slice",
+        Box::new(|a| {
+            vec![a[0].squeeze(&[0]), a[0].apply(Primitive::Rev { dimensions: vec![1] }), a[0].slice(&[0, 1], &[1, 3])]
+        }),
+    );
+    add("concatenate_unbatched", Box::new(|a| vec![numpy::concatenate(&[&a[0], &a[1]], 0)]));
+    add("pad", Box::new(|a| vec![a[0].pad(0.0, &[(1, 2, 0)])]));
+    add("convert", Box::new(|a| vec![(&a[0] * 3.0).astype(DType::I32)]));
+    add(
+        "jit_body",
+        Box::new(|a| {
+            vec![remat::trace::jit(|(x, w): (Tensor, Tensor)| x.sin().matmul(&w)).call((a[0].clone(), a[1].clone()))]
+        }),
+    );
+    add("checkpoint_body", Box::new(|a| vec![checkpoint(|x: Tensor| x.sin().sin()).call(a[0].clone())]));
+    add("grad_inside", Box::new(|a| vec![grad(|x: Tensor| (x.sin() * &x).sum()).trace_tree(&a[0])]));
+    add(
+        "nested_vmap",
+        Box::new(|a| {
+            let w = a[1].clone();
+            vec![vmap(move |r: Tensor| r * &w, &[Some(0)], &[Some(0)]).trace(a[0].clone())]
+        }),
+    );
+    add("clamp_scalar_bounds", Box::new(|a| vec![a[0].clamp(0.0, 1.0)]));
+    add("clamp_unbatched_bound", Box::new(|a| vec![a[0].clamp(&a[1], 1.0)]));
+    add(
+        "sort_split_top_k",
+        Box::new(|a| {
+            let mut outs = vec![a[0].sort(0)];
+            outs.extend(a[0].split(Sections::Count(2), 1));
+            let (v, i) = a[0].top_k(2);
+            outs.extend([v, i]);
+            outs
+        }),
+    );
+    add("relu_custom_jvp", Box::new(|a| vec![nn::relu(&a[0])]));
+    add(
+        "cond_unbatched_predicate",
+        Box::new(|a| {
+            let y = a[2].clone();
+            vec![lax::cond(&a[0], |x: Tensor| x.sin() * &y, |x: Tensor| x.cos(), a[1].clone())]
+        }),
+    );
+    add(
+        "scan_carry_becomes_batched",
+        Box::new(|a| {
+            let (c, ys) = scan(|c: Tensor, x: Tensor| (&c * &x + 1.0, c.sin()), a[0].clone(), a[1].clone());
+            vec![c, ys]
+        }),
+    );
+    add("random_uniform_per_key", Box::new(|a| vec![random::uniform(&a[0], &[3], DType::F32, 0.0, 1.0)]));
+    add("random_fold_in_batched_data", Box::new(|a| vec![random::fold_in(&a[0], &a[1])]));
+    m
+}
+
+fn axes(case: &serde_json::Value, key: &str) -> Vec<Option<usize>> {
+    case[key].as_array().unwrap().iter().map(|v| v.as_u64().map(|d| d as usize)).collect()
+}
+
+#[test]
+fn every_vmap_case_prints_and_evaluates_as_jax_does() {
+    let oracle =
+        read_json(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/data/vmap_oracle.json"));
+    let oracle = oracle.as_object().unwrap();
+    let programs = programs();
+    assert_eq!(
+        oracle.keys().map(String::as_str).collect::<Vec<_>>(),
+        programs.keys().copied().collect::<Vec<_>>(),
+        "the oracle and the Rust twins name the same cases"
+    );
+    let mut failures = Vec::new();
+    for (name, case) in oracle {
+        let args = arrays(case, "args");
+        let f = &programs[name.as_str()];
+        let v = vmap(|a: Vec<Tensor>| f(&a), &axes(case, "in_axes"), &axes(case, "out_axes"));
+        let traced = match make_jaxpr(|a: Vec<Tensor>| v.trace(a), &args) {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(format!("{name}: trace error: {e}"));
+                continue;
+            }
+        };
+        let text = traced.to_string();
+        let want_text = case["jaxpr"].as_str().unwrap();
+        if text != want_text {
+            failures.push(format!("{name}: printed\n{text}\nJAX printed\n{want_text}"));
+            continue;
+        }
+        let options = RunOptions { backend: Backend::Interp, nans: Nans::Propagate, ..RunOptions::default() };
+        let p = Program::new(traced.jaxpr.clone(), &options).unwrap();
+        let got = p.run(&args.iter().collect::<Vec<_>>()).unwrap();
+        if let Err(e) = check_close(&format!("{name}: outputs"), &got, &arrays(case, "outputs"), 1e-4, 1e-5) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), oracle.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn vmap_calls_at_top_level_with_the_jit_and_the_interpreter() {
+    let x = Array::F32(ndarray::ArrayD::from_shape_fn(vec![3, 2], |i| (i[0] * 2 + i[1]) as f32));
+    let w = Array::F32(ndarray::ArrayD::from_elem(vec![2], 0.5));
+    for backend in [Backend::Interp, Backend::Jit] {
+        let v = vmap(|(x, w): (Tensor, Tensor)| (&x * &w).sum(), &[Some(0), None], &[Some(0)]).backend(backend);
+        let out = v.call(&(x.clone(), w.clone())).unwrap();
+        let Array::F32(out) = &out[0] else { panic!("f32 result") };
+        assert_eq!(out.as_slice().unwrap(), &[0.5, 2.5, 4.5], "{backend:?}");
+    }
+}
+
+fn vmap_error(f: impl Fn(Tensor) -> Tensor, in_axes: &[Option<usize>], aval: Aval) -> String {
+    let v = vmap(f, in_axes, &[Some(0)]);
+    make_jaxpr(|x: Tensor| v.trace(x), &aval).expect_err("a vmap error").to_string()
+}
+
+#[test]
+fn vmap_errors_are_located_and_say_what_is_wrong() {
+    let aval = Aval::new(DType::F32, vec![4, 3]);
+    let e = vmap_error(|x| x.sin(), &[Some(2)], aval.clone());
+    assert!(e.contains("vmap: in_axes 2 is out of range for argument leaf 0 of type f32[4,3]"), "{e}");
+    assert!(e.contains("tests/vmap.rs"), "located at the caller: {e}");
+    let e = vmap_error(|x| x.sin(), &[None], aval.clone());
+    assert!(e.contains("vmap must have at least one non-None value in in_axes"), "{e}");
+    let e =
+        vmap_error(|x| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, x), &[Some(0)], aval.clone());
+    assert!(e.contains("vmap: no batching rule for while yet"), "{e}");
+    let v = vmap(|x: Tensor| x.sin(), &[Some(0)], &[None]);
+    let e = make_jaxpr(|x: Tensor| v.trace(x), &aval).expect_err("a batched output with out_axes None").to_string();
+    assert!(e.contains("output 0 is batched but its out_axes is None"), "{e}");
+    let v = vmap(|(x, y): (Tensor, Tensor)| x + y, &[Some(0)], &[Some(0)]);
+    let e = make_jaxpr(|(x, y): (Tensor, Tensor)| v.trace((x, y)), &(aval.clone(), Aval::new(DType::F32, vec![5, 3])))
+        .expect_err("sizes that disagree")
+        .to_string();
+    assert!(e.contains("inconsistent sizes"), "{e}");
+}

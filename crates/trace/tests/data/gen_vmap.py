@@ -1,0 +1,81 @@
+"""The oracle for crates/remat/tests/vmap.rs: what JAX 0.10.2 records and computes for
+`jax.vmap` of small programs, one or more cases per batching rule remat writes
+(elementwise with every kind of operand, clamp, sort, split, top_k,
+the PRNG primitives, add_any, select_n, broadcast_in_dim, reshape,
+transpose, squeeze, rev, slice, concatenate, pad, the reductions, argmax, cumsum,
+dot_general with either or both operands batched, jit, remat2 and custom_jvp_call
+bodies, cond with an unbatched predicate, scan with a carry the body batches, nested vmap,
+vmap of grad). Each case records the printed jaxpr of `jax.vmap(fn, in_axes, out_axes)`
+over fixed pseudo-random arguments (in_axes/out_axes one entry per positional argument and
+result) and its outputs. The Rust test traces its twin (same name), compares the printed
+jaxprs character for character and the values within 1e-4.
+
+    python3 crates/trace/tests/data/gen_vmap.py > crates/trace/tests/data/vmap_oracle.json
+"""
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+from jax import lax
+jax.config.update('jax_platform_name', 'cpu')
+
+rng = np.random.RandomState(0)
+def f32(*s): return rng.standard_normal(s).astype(np.float32)
+
+CASES = {}
+def c(name, fn, in_axes, out_axes, *args):
+    CASES[name] = (fn, in_axes, out_axes, args)
+
+B = 4
+c("sin_mul_same_axes", lambda x, y: (jnp.sin(x) * y,), [0, 0], [0], f32(B, 3), f32(B, 3))
+c("mul_unbatched_vector", lambda x, w: (x * w + 1.0,), [0, None], [0], f32(B, 3), f32(3))
+c("mul_unbatched_scalar", lambda x, s: (x * s,), [0, None], [0], f32(B, 3), np.float32(2.5))
+c("batched_scalar_times_matrix", lambda s, m: (s * m,), [0, None], [0], f32(B), f32(2, 3))
+c("mixed_axes", lambda x, y: (x - y,), [1, 0], [0], f32(3, B), f32(B, 3))
+c("in_axis_1_out_axis_1", lambda x: (jnp.tanh(x) ** 3,), [1], [1], f32(2, B, 3))
+c("out_axis_moved", lambda x: (x * 2.0,), [0], [1], f32(B, 3))
+c("unbatched_output_broadcast", lambda x, w: (x.sum(), w * 2.0), [0, None], [0, 0], f32(B, 3), f32(2))
+c("compare_select", lambda x, y: (jnp.where(x > y, x, y),), [0, None], [0], f32(B, 3), f32(3))
+c("reduce_sum_max_argmax", lambda x: (x.sum(axis=1), x.max(axis=0), jnp.argmax(x, axis=1)), [1], [0, 0, 0],
+  f32(2, B, 3))
+c("cumsum", lambda x: (lax.cumsum(x, axis=0),), [1], [0], f32(3, B))
+c("matvec_unbatched_matrix", lambda x, w: (x @ w,), [0, None], [0], f32(B, 5), f32(5, 3))
+c("matvec_batched_matrix", lambda x, w: (x @ w,), [None, 0], [0], f32(5), f32(B, 5, 3))
+c("matmul_both_batched", lambda a, b: (a @ b,), [0, 2], [0], f32(B, 2, 5), f32(5, 3, B))
+c("broadcast_to", lambda x: (jnp.broadcast_to(x, (2, 3)),), [0], [0], f32(B, 3))
+c("reshape_transpose", lambda x: (x.reshape(-1), x.T), [1], [0, 1], f32(2, B, 3))
+c("squeeze_rev_slice", lambda x: (jnp.squeeze(x, 0), lax.rev(x, (1,)), x[:, 1:3]), [2], [0, 0, 0], f32(1, 4, B))
+c("concatenate_unbatched", lambda x, w: (jnp.concatenate([x, w]),), [0, None], [0], f32(B, 3), f32(2))
+c("pad", lambda x: (lax.pad(x, 0.0, [(1, 2, 0)]),), [0], [0], f32(B, 3))
+c("convert", lambda x: ((x * 3.0).astype(jnp.int32),), [0], [0], f32(B, 3))
+c("jit_body", lambda x, w: (jax.jit(lambda a, b: jnp.sin(a) @ b)(x, w),), [0, None], [0], f32(B, 5), f32(5, 2))
+c("checkpoint_body", lambda x: (jax.checkpoint(lambda a: jnp.sin(jnp.sin(a)))(x),), [0], [0], f32(B, 3))
+c("grad_inside", lambda x: (jax.grad(lambda a: jnp.sum(jnp.sin(a) * a))(x),), [0], [0], f32(B, 3))
+c("nested_vmap", lambda x, w: (jax.vmap(lambda r: r * w)(x),), [0, None], [0], f32(B, 2, 3), f32(3))
+c("clamp_scalar_bounds", lambda x: (lax.clamp(0.0, x, 1.0),), [0], [0], f32(B, 3))
+c("clamp_unbatched_bound", lambda x, lo: (lax.clamp(lo, x, 1.0),), [0, None], [0], f32(B, 3), f32(3))
+c("sort_split_top_k", lambda x: (jnp.sort(x, axis=0), *jnp.split(x, 2, axis=1), *lax.top_k(x, 2)), [1],
+  [0, 0, 0, 0, 0], f32(3, B, 4))
+c("relu_custom_jvp", lambda x: (jax.nn.relu(x),), [0], [0], f32(B, 3))
+c("cond_unbatched_predicate", lambda p, x, y: (lax.cond(p, lambda a: jnp.sin(a) * y, jnp.cos, x),), [None, 0, None],
+  [0], np.bool_(True), f32(B, 3), f32(3))
+c("scan_carry_becomes_batched", lambda c0, xs: lax.scan(lambda c, x: (c * x + 1.0, jnp.sin(c)), c0, xs),
+  [None, 1], [0, 0], f32(3), f32(5, B, 3))
+c("random_uniform_per_key", lambda k: (jax.random.uniform(k, (3,)),), [0], [0],
+  np.asarray(jax.random.split(jax.random.PRNGKey(0), B)))
+c("random_fold_in_batched_data", lambda k, d: (jax.random.fold_in(k, d),), [None, 0], [0],
+  np.asarray(jax.random.PRNGKey(1)), np.arange(B, dtype=np.int32))
+
+def dtype_name(a):
+    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
+
+def arr(a):
+    a = np.asarray(a)
+    return {"dtype": dtype_name(a), "shape": list(a.shape), "data": a.reshape(-1).tolist()}
+
+out = {}
+for name, (fn, in_axes, out_axes, args) in CASES.items():
+    vf = jax.vmap(fn, in_axes=tuple(in_axes), out_axes=tuple(out_axes))
+    outs = vf(*args)
+    out[name] = {"jaxpr": str(jax.make_jaxpr(vf)(*args)), "in_axes": in_axes, "out_axes": out_axes,
+                 "args": [arr(a) for a in args], "outputs": [arr(o) for o in outs]}
+print(json.dumps(out, indent=1))
