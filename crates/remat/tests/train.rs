@@ -1,6 +1,7 @@
 //! The `train` example's model and train step (`examples/train/`), checked against the
 //! interpreter and against JAX:
-//! - a few jitted steps give the interpreter's losses and parameters, under every policy;
+//! - a few jitted steps give the interpreter's losses and parameters, under every policy
+//!   and under the memory planner's plan;
 //! - the loss saves, under every policy, exactly the residuals JAX 0.10.2 saves for the
 //!   same program (`examples/train_jax.txt`, written by `examples/train_jax.py`), up to
 //!   source locations;
@@ -32,10 +33,15 @@ fn setup() -> (data::Digits, model::Params<Array>) {
 
 /// Runs `steps` train steps at batch `batch` with `backend`; the losses and final state.
 fn run_steps(policy: PolicyChoice, backend: Backend, batch: usize, steps: usize) -> (Vec<f32>, State) {
-    let (train, params) = setup();
     let grad = model::loss_and_grad_program(policy, batch).expect("value_and_grad");
+    run_program(&grad, backend, batch, steps)
+}
+
+/// Runs `steps` train steps whose loss and gradient are the program `grad`.
+fn run_program(grad: &remat::ClosedJaxpr, backend: Backend, batch: usize, steps: usize) -> (Vec<f32>, State) {
+    let (train, params) = setup();
     let hyper = Hyper::new(1500);
-    let step_fn = remat::jit(|a: StepArgs| model::train_step(&grad, &hyper, a)).backend(backend).nans(Nans::Propagate);
+    let step_fn = remat::jit(|a: StepArgs| model::train_step(grad, &hyper, a)).backend(backend).nans(Nans::Propagate);
     let mut batches = Batches::new(&train, 0, batch);
     let mut state = State::new(params);
     let mut losses = Vec::new();
@@ -57,19 +63,23 @@ fn close(got: f64, want: f64, rel: f64, abs: f64) -> bool {
 fn jitted_steps_give_the_interpreters_losses_under_every_policy() {
     let (want_losses, want_state) = run_steps(PolicyChoice::Dots, Backend::Interp, 8, 3);
     assert!(want_losses.iter().all(|l| l.is_finite() && *l > 0.0), "{want_losses:?}");
-    for policy in PolicyChoice::ALL {
-        let (losses, state) = run_steps(policy, Backend::Jit, 8, 3);
+    let (planned, plan) = model::planned_loss_and_grad(8, None).expect("the planner's plan");
+    assert!(plan.peak_bytes <= plan.budget, "the plan's peak {} is over its budget {}", plan.peak_bytes, plan.budget);
+    let runs = PolicyChoice::ALL
+        .into_iter()
+        .map(|policy| (policy.name(), run_steps(policy, Backend::Jit, 8, 3)))
+        .chain([("planner", run_program(&planned, Backend::Jit, 8, 3))]);
+    for (name, (losses, state)) in runs {
         for (step, (got, want)) in losses.iter().zip(&want_losses).enumerate() {
             assert!(
                 close(f64::from(*got), f64::from(*want), 1e-5, 1e-6),
-                "policy {}: step {step}: jit loss {got}, interpreter {want}",
-                policy.name()
+                "{name}: step {step}: jit loss {got}, interpreter {want}"
             );
         }
-        for (name, want) in &want_state.params {
-            let (got, want) = (state.params[name].to_f64_vec(), want.to_f64_vec());
+        for (param, want) in &want_state.params {
+            let (got, want) = (state.params[param].to_f64_vec(), want.to_f64_vec());
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert!(close(*g, *w, 1e-4, 1e-6), "policy {}: {name}[{i}]: jit {g}, interpreter {w}", policy.name());
+                assert!(close(*g, *w, 1e-4, 1e-6), "{name}: {param}[{i}]: jit {g}, interpreter {w}");
             }
         }
     }

@@ -3,10 +3,12 @@
 //!
 //! 1. The data: 1,797 images, split by a `jax.random` permutation into 1,437 for training
 //!    and 360 held out.
-//! 2. The table: for each policy (`nothing`, `dots`, `names`, `everything`), the bytes the
-//!    loss's forward pass saves for its backward pass (`remat::saved_residuals`), the peak
-//!    of the compiled train step's arena (`Compiled::plan().peak_bytes`), and its time.
-//! 3. Training with `--policy`: one `remat::jit`ted step (value and gradient, clipping,
+//! 2. The table: for each policy (`nothing`, `dots`, `names`, `everything`) and for the
+//!    memory planner's choice (`planner`: `remat::plan` at `--budget` bytes), the bytes the
+//!    loss's forward pass saves for its backward pass (`remat::saved_residuals`, or the
+//!    plan's list), the peak of the compiled train step's arena
+//!    (`Compiled::plan().peak_bytes`), and its time.
+//! 3. Training with `--policy` (one of the above): one `remat::jit`ted step (value and gradient, clipping,
 //!    warmup + cosine learning rate, AdamW), batches shuffled per epoch by a `jax.random`
 //!    permutation, a progress bar with the loss and steps per second, the loss curve as an
 //!    SVG, and the held-out loss and accuracy at the end.
@@ -28,14 +30,21 @@ use remat::{Array, CseScope, Options};
 
 use data::Digits;
 use model::{Hyper, Params, PolicyChoice};
+use remat::ClosedJaxpr;
 use state::{scalar_i32, Batches, State};
 
 /// Train a CNN on the 8x8 digits with remat, and compare checkpoint policies.
 #[derive(Debug, Parser)]
 struct Args {
-    /// The checkpoint policy of the training run: nothing, dots, names or everything.
+    /// The checkpoint policy of the training run: nothing, dots, names, everything, or
+    /// planner (the memory planner's choice at `--budget`).
     #[arg(long, default_value = "dots")]
-    policy: PolicyChoice,
+    policy: Choice,
+    /// The planner's byte budget for the loss's whole vjp (units as `remat plan`:
+    /// `300KiB`, `1MB`); default: halfway between the smallest and the largest peak of the
+    /// plans it evaluates.
+    #[arg(long)]
+    budget: Option<remat::plan::Budget>,
     /// Training steps.
     #[arg(long, default_value_t = 1500)]
     steps: usize,
@@ -57,6 +66,56 @@ struct Args {
 }
 
 const HELD_OUT: usize = 360;
+
+/// What the train step saves: a `jax.checkpoint` policy, or the memory planner's plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    Policy(PolicyChoice),
+    Planner,
+}
+
+impl Choice {
+    const ALL: [Choice; 5] = [
+        Choice::Policy(PolicyChoice::ALL[0]),
+        Choice::Policy(PolicyChoice::ALL[1]),
+        Choice::Policy(PolicyChoice::ALL[2]),
+        Choice::Policy(PolicyChoice::ALL[3]),
+        Choice::Planner,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Choice::Policy(p) => p.name(),
+            Choice::Planner => "planner",
+        }
+    }
+}
+
+impl std::str::FromStr for Choice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Choice, String> {
+        if s == "planner" {
+            return Ok(Choice::Planner);
+        }
+        s.parse().map(Choice::Policy).map_err(|e| format!("{e}, planner"))
+    }
+}
+
+/// The step's `(params..., images, labels) -> (loss, grads...)` program, and the residuals
+/// the loss's forward pass saves, for `choice`.
+fn loss_and_grad(args: &Args, choice: Choice) -> Result<(ClosedJaxpr, Vec<remat::Residual>), remat::Error> {
+    match choice {
+        Choice::Policy(policy) => {
+            let residuals = remat::saved_residuals(model::checkpointed_loss(policy), &model::loss_avals(args.batch))?;
+            Ok((model::loss_and_grad_program(policy, args.batch)?, residuals))
+        }
+        Choice::Planner => {
+            let (program, plan) = model::planned_loss_and_grad(args.batch, args.budget.map(|b| b.bytes_value()))?;
+            Ok((program, plan.saved))
+        }
+    }
+}
 
 fn main() {
     let args = Args::parse();
@@ -139,7 +198,7 @@ fn print_residuals(batch: usize) -> Result<(), String> {
 
 /// One row of the policy table.
 struct Row {
-    policy: PolicyChoice,
+    policy: Choice,
     residuals: usize,
     residual_bytes: usize,
     /// The compiled step's arena, with the JIT's default CSE (`Auto`: a checkpoint's
@@ -154,8 +213,8 @@ struct Row {
 
 fn print_table(args: &Args, params: &Params<Array>, train: &Digits) -> Result<(), String> {
     let mut rows = Vec::new();
-    for policy in PolicyChoice::ALL {
-        rows.push(policy_row(args, policy, params, train).map_err(err)?);
+    for choice in Choice::ALL {
+        rows.push(policy_row(args, choice, params, train).map_err(err)?);
     }
     let kib = |b: usize| format!("{:.1} KiB", b as f64 / 1024.0);
     println!(
@@ -175,11 +234,17 @@ fn print_table(args: &Args, params: &Params<Array>, train: &Digits) -> Result<()
         );
     }
     println!(
-        "\n(batch {}; residuals: what the loss's forward pass saves, arguments included; planned peak: the \
+        "\n(batch {}; residuals: what the loss's forward pass saves, arguments included (planner: at a budget \
+         of {} for the loss's vjp); planned peak: the \
          arena of the compiled train step (Compiled::plan().peak_bytes), whose default CSE merges a \
          checkpoint's recompute with the forward pass when that does not raise the peak; as written: \
          compiled with CseScope::WithinCheckpoints; step time: mean of {} steps)\n",
-        args.batch, args.table_steps
+        args.batch,
+        args.budget.map_or("halfway between its smallest and largest peak".to_string(), |b| format!(
+            "{} bytes",
+            b.bytes_value()
+        )),
+        args.table_steps
     );
     Ok(())
 }
@@ -190,9 +255,8 @@ fn plan_of(program: &Program) -> (usize, Option<CseScope>) {
 }
 
 /// Traces, compiles and times the train step under `policy`.
-fn policy_row(args: &Args, policy: PolicyChoice, params: &Params<Array>, train: &Digits) -> Result<Row, remat::Error> {
-    let residuals = remat::saved_residuals(model::checkpointed_loss(policy), &model::loss_avals(args.batch))?;
-    let grad = model::loss_and_grad_program(policy, args.batch)?;
+fn policy_row(args: &Args, policy: Choice, params: &Params<Array>, train: &Digits) -> Result<Row, remat::Error> {
+    let (grad, residuals) = loss_and_grad(args, policy)?;
     let hyper = Hyper::new(args.steps);
     let traced =
         remat::make_jaxpr(|a: model::StepArgs| model::train_step(&grad, &hyper, a), &model::step_avals(args.batch))?;
@@ -234,7 +298,7 @@ fn policy_row(args: &Args, policy: PolicyChoice, params: &Params<Array>, train: 
 
 /// Trains with `remat::jit`: one compiled step, called once per batch.
 fn train_run(args: &Args, params: Params<Array>, train: &Digits) -> Result<(Params<Array>, Vec<f32>), String> {
-    let grad = model::loss_and_grad_program(args.policy, args.batch).map_err(err)?;
+    let (grad, _) = loss_and_grad(args, args.policy).map_err(err)?;
     let hyper = Hyper::new(args.steps);
     let step_fn = remat::jit(|a: model::StepArgs| model::train_step(&grad, &hyper, a));
     let bar = ProgressBar::with_draw_target(Some(args.steps as u64), ProgressDrawTarget::stderr());
@@ -271,7 +335,7 @@ fn evaluate(params: &Params<Array>, held_out: &Digits) -> Result<(f32, f32), rem
     Ok((f32_value(&out[0]) / n, f32_value(&out[1]) / n))
 }
 
-fn write_plot(path: &Path, losses: &[f32], policy: PolicyChoice) -> Result<(), String> {
+fn write_plot(path: &Path, losses: &[f32], policy: Choice) -> Result<(), String> {
     use plotters::prelude::*;
     let fail = |e: &dyn std::fmt::Display| format!("writing {}: {e}", path.display());
     let root = SVGBackend::new(path, (720, 400)).into_drawing_area();

@@ -276,3 +276,29 @@ pub fn evaluate((p, images, labels): LossArgs) -> (Tensor, Tensor) {
     let correct = logits.argmax(-1).eq(&labels).astype(DType::I32).sum();
     (loss_sum, correct)
 }
+
+/// The memory planner's choice for the loss's value and gradient with respect to the
+/// parameters (`remat::plan` on the loss without any checkpoint): the program
+/// `(params..., images, labels) -> (loss, grads...)`, as `loss_and_grad_program` gives for
+/// a policy, and the plan. `budget`: bytes for the whole vjp's planned peak; `None` takes
+/// the budget halfway between the smallest peak any evaluated plan reaches and the largest
+/// (saving everything), so that the planner has to trade recompute for memory.
+pub fn planned_loss_and_grad(
+    batch: usize,
+    budget: Option<usize>,
+) -> Result<(ClosedJaxpr, remat::plan::Plan), remat::Error> {
+    let traced = remat::make_jaxpr(|(p, images, labels): LossArgs| loss(&p, &images, &labels), &loss_avals(batch))?;
+    let options = remat::plan::PlanOptions { argnums: Some((0..param_shapes().len()).collect()), ..Default::default() };
+    let planner = remat::plan::Planner::new(&traced.jaxpr, &traced.arg_names, &options)?;
+    let budget = match budget {
+        Some(b) => b,
+        None => {
+            let peaks: Vec<usize> = planner.frontier().iter().map(|p| p.peak_bytes).collect();
+            let (lo, hi) = (peaks.iter().min().copied().unwrap_or(0), peaks.iter().max().copied().unwrap_or(0));
+            lo + (hi - lo) / 2
+        }
+    };
+    let plan = planner.plan(remat::plan::Budget::bytes(budget))?;
+    let program = ClosedJaxpr { jaxpr: std::sync::Arc::new(plan.program.clone()), consts: traced.jaxpr.consts.clone() };
+    Ok((program, plan))
+}
