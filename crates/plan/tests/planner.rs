@@ -245,6 +245,10 @@ fn names_only_plans_are_what_jax_saves_under_the_printed_policy() {
     }
 }
 
+/// The greedy path's order of candidates: a positive gain first, by gain per FLOP; then the
+/// gain, the fewest FLOPs, the earliest equation.
+type GreedyKey = (bool, u128, i64, std::cmp::Reverse<u64>, std::cmp::Reverse<usize>);
+
 /// The greedy path kept incrementally is the one analysing every plan from scratch finds:
 /// at every step, the candidate it stops saving is the best (by the path's key: freed
 /// residual bytes per FLOP, computed from `Model::analyze`'s residuals and recompute set)
@@ -265,7 +269,7 @@ fn the_incremental_greedy_path_is_the_analysed_one() {
         for k in 0..=order.len() {
             let a = model.analyze(&model.saved_for(&order[..k]));
             let res: std::collections::BTreeSet<usize> = a.residuals.iter().map(|v| v.index()).collect();
-            let mut best: Option<(bool, u128, i64, std::cmp::Reverse<u64>, std::cmp::Reverse<usize>)> = None;
+            let mut best: Option<GreedyKey> = None;
             for &v in &a.residuals {
                 let Some(e) = model.producer(v) else { continue };
                 if !model.is_candidate(e) {
