@@ -23,7 +23,8 @@
 //! than the output's elements, every offset is a multiple of [`ALIGN`] from its home's
 //! start, and `device_bytes` / `host_bytes` bound every arena buffer's end.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use crate::expr::{Expr, View};
 use crate::program::{BufId, Program, Step, Storage};
@@ -54,15 +55,6 @@ impl Layout {
     pub fn buffers_in_outputs(&self) -> usize {
         self.places.iter().filter(|p| matches!(p, Some((Home::Out(_), _)))).count()
     }
-}
-
-/// A placed buffer: its lifetime and its byte range in its home.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Placed {
-    first: usize,
-    last: usize,
-    start: usize,
-    end: usize,
 }
 
 /// When each buffer lives, in step positions.
@@ -153,8 +145,11 @@ pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
     for host in [false, true] {
         let mut order: Vec<usize> =
             (0..n).filter(|&b| prog.buffers[b].storage == Storage::Arena { host } && first[b] != usize::MAX).collect();
-        order.sort_by_key(|&b| (first[b], std::cmp::Reverse(prog.buffers[b].bytes)));
-        let mut placed: HashMap<Home, Vec<Placed>> = HashMap::new();
+        order.sort_by_key(|&b| (first[b], Reverse(prog.buffers[b].bytes)));
+        // The buffers are placed in order of their first use, so a placed buffer meets the
+        // lifetime of every later one that starts by its last use: what each home holds
+        // live is the buffers placed there that have not died yet.
+        let mut placed: HashMap<Home, Active> = HashMap::new();
         let mut peak = 0;
         for b in order {
             let size = prog.buffers[b].bytes.max(1);
@@ -178,9 +173,7 @@ pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
                     Home::Out(o) => lends(o.0 as usize),
                 };
                 let operand = (start, start + prog.buffers[a].bytes.max(1));
-                let free = live(placed.get(&home), span)
-                    .filter(|&r| r != operand)
-                    .all(|(lo, hi)| start + size <= lo || start >= hi);
+                let free = placed.get_mut(&home).is_none_or(|h| h.expire(span.0).is_free(start, start + size, operand));
                 (home_ok && start + size <= limit(home) && free).then_some((home, start))
             });
             let place = reuse
@@ -188,16 +181,17 @@ pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
                     let unwritten = lenders.partition_point(|&o| first[o] <= last[b]);
                     lenders[unwritten..].iter().filter(|&&o| lends(o)).find_map(|&o| {
                         let home = Home::Out(BufId(o as u32));
-                        first_fit(placed.get(&home), span, size, limit(home)).map(|start| (home, start))
+                        first_fit(placed.get_mut(&home).map(|h| h.expire(span.0)), size, limit(home))
+                            .map(|start| (home, start))
                     })
                 })
                 .unwrap_or_else(|| {
-                    let start = first_fit(placed.get(&Home::Pool), span, size, usize::MAX)
+                    let start = first_fit(placed.get_mut(&Home::Pool).map(|h| h.expire(span.0)), size, usize::MAX)
                         .expect("the end of the last live buffer is always free");
                     (Home::Pool, start)
                 });
             let (home, start) = place;
-            placed.entry(home).or_default().push(Placed { first: span.0, last: span.1, start, end: start + size });
+            placed.entry(home).or_default().insert(span.1, start, start + size);
             layout.places[b] = Some(place);
             if home == Home::Pool {
                 peak = peak.max(start + size);
@@ -212,26 +206,65 @@ pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
     (layout, lifetimes)
 }
 
-/// The byte ranges of the buffers placed in a home whose lifetimes meet `span`.
-fn live(placed: Option<&Vec<Placed>>, span: (usize, usize)) -> impl Iterator<Item = (usize, usize)> + '_ {
-    placed.into_iter().flatten().filter(move |p| p.first <= span.1 && p.last >= span.0).map(|p| (p.start, p.end))
+/// The buffers placed in one home that are still live, by their byte ranges.
+///
+/// Buffers are inserted in order of their first use and queried at that use, which never
+/// decreases: a buffer whose last use is before the query's first can never meet a later
+/// buffer again, so [`Active::expire`] drops it for good. What remains is exactly the
+/// set of placed buffers whose lifetimes meet the new buffer's (each started by then).
+/// The ranges stay sorted by start, so no query sorts (sorting every live range for every
+/// buffer, after scanning every placed buffer, made the layout quadratic in the number of
+/// buffers: most of the planner's time on long gradient programs).
+#[derive(Default)]
+struct Active {
+    /// The live byte ranges `(start, end)`, with how many live buffers have each.
+    ranges: BTreeMap<(usize, usize), usize>,
+    /// The live buffers by their last use, soonest first.
+    dying: BinaryHeap<Reverse<(usize, usize, usize)>>,
 }
 
-/// The lowest aligned offset in a home where `size` bytes overlap no buffer live during
-/// `span` and end by `limit`.
+impl Active {
+    fn insert(&mut self, last: usize, start: usize, end: usize) {
+        *self.ranges.entry((start, end)).or_insert(0) += 1;
+        self.dying.push(Reverse((last, start, end)));
+    }
+
+    /// Drops the buffers whose last use is before `now`.
+    fn expire(&mut self, now: usize) -> &Active {
+        while let Some(&Reverse((last, start, end))) = self.dying.peek() {
+            if last >= now {
+                break;
+            }
+            self.dying.pop();
+            if let Some(n) = self.ranges.get_mut(&(start, end)) {
+                *n -= 1;
+                if *n == 0 {
+                    self.ranges.remove(&(start, end));
+                }
+            }
+        }
+        self
+    }
+
+    /// Whether `[lo, hi)` overlaps no live range other than those equal to `except`.
+    fn is_free(&self, lo: usize, hi: usize, except: (usize, usize)) -> bool {
+        self.ranges.range(..(hi, 0)).all(|(&r, _)| r == except || r.1 <= lo || r.0 >= hi)
+    }
+}
+
+/// The lowest aligned offset in a home where `size` bytes overlap no live buffer and end
+/// by `limit`.
 ///
 /// One sweep over the live ranges in order of their starts: the candidate offset is 0, or
 /// the aligned end of the ranges seen so far, and the first range starting at or after the
 /// candidate's end leaves the gap before it free. This is the lowest offset among 0 and the
 /// aligned ends of the live ranges that overlaps none of them (an offset below the sweep's
-/// candidate would overlap a range already passed), in `O(L log L)` for `L` live ranges
+/// candidate would overlap a range already passed), in `O(L)` for `L` live ranges
 /// (checking every candidate against every range was `O(L^2)`, most of the JIT's planning
 /// time on long gradient programs).
-fn first_fit(placed: Option<&Vec<Placed>>, span: (usize, usize), size: usize, limit: usize) -> Option<usize> {
-    let mut ranges: Vec<(usize, usize)> = live(placed, span).collect();
-    ranges.sort_unstable();
+fn first_fit(live: Option<&Active>, size: usize, limit: usize) -> Option<usize> {
     let mut at = 0;
-    for (lo, hi) in ranges {
+    for &(lo, hi) in live.into_iter().flat_map(|a| a.ranges.keys()) {
         if at + size <= lo {
             break;
         }
@@ -475,13 +508,22 @@ mod tests {
         assert_eq!(l.buffers_in_outputs(), 0);
     }
 
+    /// A placed buffer: its lifetime and its byte range in its home.
+    struct Placed {
+        first: usize,
+        last: usize,
+        start: usize,
+        end: usize,
+    }
+
     /// The sweep finds what checking every candidate offset against every live range finds
     /// (the definition: the lowest of 0 and the ranges' aligned ends that overlaps none),
-    /// on random sets of placed buffers, spans, sizes and limits.
+    /// and the live set kept by expiry is the set of buffers whose lifetimes meet the new
+    /// one's, on random sets of placed buffers (inserted in order of first use), spans,
+    /// sizes and limits.
     #[test]
     fn first_fit_sweep_is_the_lowest_free_candidate() {
-        let reference = |placed: &Vec<Placed>, span: (usize, usize), size: usize, limit: usize| {
-            let ranges: Vec<(usize, usize)> = live(Some(placed), span).collect();
+        let reference = |ranges: &[(usize, usize)], size: usize, limit: usize| {
             let mut starts: Vec<usize> = std::iter::once(0).chain(ranges.iter().map(|&(_, e)| align(e))).collect();
             starts.sort_unstable();
             starts
@@ -497,17 +539,35 @@ mod tests {
             (state % n as u64) as usize
         };
         for _ in 0..3000 {
-            let placed: Vec<Placed> = (0..next(12))
+            let mut placed: Vec<Placed> = (0..next(12))
                 .map(|_| {
                     let (first, len) = (next(20), next(10));
                     let start = next(8) * ALIGN + next(2) * next(ALIGN);
                     Placed { first, last: first + len, start, end: start + 1 + next(4 * ALIGN) }
                 })
                 .collect();
-            let first = next(25);
+            placed.sort_by_key(|p| p.first);
+            let first = placed.last().map_or(0, |p| p.first) + next(6);
             let span = (first, first + next(8));
+            let mut active = Active::default();
+            for p in &placed {
+                active.insert(p.last, p.start, p.end);
+            }
+            let active = active.expire(span.0);
+            let ranges: Vec<(usize, usize)> =
+                placed.iter().filter(|p| p.first <= span.1 && p.last >= span.0).map(|p| (p.start, p.end)).collect();
+            let mut kept: Vec<(usize, usize)> = active.ranges.keys().copied().collect();
+            let mut want = ranges.clone();
+            want.sort_unstable();
+            want.dedup();
+            kept.sort_unstable();
+            assert_eq!(kept, want, "the live set");
             let (size, limit) = (1 + next(3 * ALIGN), if next(3) == 0 { next(12 * ALIGN) } else { usize::MAX });
-            assert_eq!(first_fit(Some(&placed), span, size, limit), reference(&placed, span, size, limit));
+            assert_eq!(first_fit(Some(active), size, limit), reference(&ranges, size, limit));
+            let (lo, hi) = (next(10 * ALIGN), next(10 * ALIGN) + 1);
+            let except = ranges.first().copied().unwrap_or((0, 0));
+            let free = ranges.iter().filter(|&&r| r != except).all(|&(a, b)| lo + hi <= a || lo >= b);
+            assert_eq!(active.is_free(lo, lo + hi, except), free);
         }
     }
 }

@@ -79,8 +79,13 @@ pub struct PlanOptions {
     pub exhaustive_plans: usize,
     /// Beyond, at most this many plans of the greedy path are evaluated exactly...
     pub heuristic_evals: usize,
-    /// ...and at most this many plans one decision away from the frontier.
+    /// ...and at most this many plans one decision away from the frontier...
     pub refine_evals: usize,
+    /// ...on checkpointed bodies (primal and tangent equations) of up to this many
+    /// equations; beyond, the two counts fall with the square of the body's size (at least
+    /// [`search::MIN_HEURISTIC_EVALS`] plans in all), because each exact evaluation costs
+    /// time about linear in the program (see `search::heuristic_evals`).
+    pub heuristic_full_size: usize,
 }
 
 impl Default for PlanOptions {
@@ -93,6 +98,7 @@ impl Default for PlanOptions {
             exhaustive_plans: 1024,
             heuristic_evals: 40,
             refine_evals: 64,
+            heuristic_full_size: 600,
         }
     }
 }
@@ -190,18 +196,22 @@ impl Planner {
             policies.push((short, Policy::SaveOnlyTheseNames { names: names.clone() }));
         }
         let mut builtin_evals = Evaluations::default();
-        for (label, policy) in &policies {
-            let saved = model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?;
-            let a = model.analyze(&saved);
-            let i = builtin_evals.add(&model, &a)?;
+        let analyses = policies
+            .iter()
+            .map(|(_, policy)| Ok(model.analyze(&model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?)))
+            .collect::<Result<Vec<_>, PlanError>>()?;
+        for ((label, _), i) in policies.iter().zip(builtin_evals.add_all(&model, &analyses)?) {
             let p = &builtin_evals.points[i];
             builtins.push(PolicyPoint {
                 policy: format!("jax.checkpoint_policies.{label}"),
                 peak_bytes: p.peak_bytes,
                 recompute_flops: p.recompute_flops,
             });
-            if !options.names_only {
-                evals.add(&model, &a)?;
+        }
+        if !options.names_only {
+            // The policies' plans are candidates too (evaluated once, above).
+            for p in &builtin_evals.points {
+                evals.insert(p.clone());
             }
         }
         let method = if options.names_only {
@@ -212,28 +222,30 @@ impl Planner {
                 )));
             }
             evals = Evaluations::default();
+            let mut subsets = Vec::new();
+            let mut analyses = Vec::new();
             for mask in 0u32..(1 << names.len()) {
                 let subset: Vec<String> =
                     names.iter().enumerate().filter(|(j, _)| mask >> j & 1 == 1).map(|(_, n)| n.clone()).collect();
                 let policy = Policy::SaveOnlyTheseNames { names: subset.clone() };
-                let a = model.analyze(&model.saved_by_policy(&ResolvedPolicy::Builtin(policy))?);
-                let i = evals.add(&model, &a)?;
+                analyses.push(model.analyze(&model.saved_by_policy(&ResolvedPolicy::Builtin(policy))?));
+                subsets.push(subset);
+            }
+            // A point's names are those of the first subset giving its plan.
+            for (subset, i) in subsets.into_iter().zip(evals.add_all(&model, &analyses)?) {
                 if i == point_names.len() {
                     point_names.push(Some(subset));
                 }
             }
             Method::Names
         } else if let Some(all) = search::exhaustive(&model, options.exhaustive_candidates, options.exhaustive_plans) {
-            for a in &all {
-                evals.add(&model, a)?;
-            }
+            evals.add_all(&model, &all)?;
             Method::Exhaustive
         } else {
-            let path = search::greedy(&model);
-            for a in search::spread(&path, options.heuristic_evals) {
-                evals.add(&model, &a)?;
-            }
-            search::refine(&model, &mut evals, options.refine_evals)?;
+            let order = search::greedy(&model);
+            let (on_path, refined) = search::heuristic_evals(model.body().eqns.len(), options);
+            evals.add_all(&model, &search::path_plans(&model, &order, on_path))?;
+            search::refine(&model, &mut evals, refined)?;
             Method::Greedy
         };
         point_names.resize(evals.points.len(), None);

@@ -47,6 +47,8 @@ pub struct Model {
     /// The primal values the backward half reads.
     needed: Vec<Var>,
     flops: Vec<u64>,
+    /// Per variable of the body: its bytes.
+    bytes: Vec<u64>,
 }
 
 /// What a plan does, analytically.
@@ -125,6 +127,7 @@ impl Model {
             }
         }
         let flops: Vec<u64> = body.eqns.iter().map(|e| eqn_flops(&body, e)).collect();
+        let bytes: Vec<u64> = body.vars.iter().map(|d| d.aval.size_in_bytes() as u64).collect();
         let mut model = Model {
             cp,
             consts: f.consts.clone(),
@@ -136,6 +139,7 @@ impl Model {
             relevant: Vec::new(),
             needed: needed.into_iter().collect(),
             flops,
+            bytes,
         };
         // Everything recomputed reaches every candidate that can matter.
         let all = model.analyze(&vec![false; model.body().eqns.len()]);
@@ -158,6 +162,16 @@ impl Model {
 
     pub fn flops(&self, eqn: usize) -> u64 {
         self.flops[eqn]
+    }
+
+    /// The bytes of the body's variable `v`.
+    pub fn bytes(&self, v: Var) -> u64 {
+        self.bytes[v.index()]
+    }
+
+    /// Whether the body's variable `v` is a primal (known) value.
+    pub fn is_known(&self, v: Var) -> bool {
+        self.known[v.index()]
     }
 
     /// The equation of the body that makes `v` (none for an input).
@@ -185,7 +199,7 @@ impl Model {
             let Some(p) = self.producer[v.index()] else { continue };
             if saved[p] || !self.candidate[p] {
                 residuals.push(v);
-                bytes += body.aval(v).size_in_bytes() as u64;
+                bytes += self.bytes[v.index()];
             } else if !recompute[p] {
                 recompute[p] = true;
                 flops += self.flops[p];

@@ -25,6 +25,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use remat_ir::Atom;
 
 use crate::model::{Analysis, Model};
@@ -50,18 +51,40 @@ pub struct Evaluations {
 impl Evaluations {
     /// Evaluates the plan `a` (unless its recompute set was) and returns its index.
     pub fn add(&mut self, model: &Model, a: &Analysis) -> Result<usize, PlanError> {
-        if let Some(&i) = self.index.get(&a.recompute) {
-            return Ok(i);
+        Ok(self.add_all(model, std::slice::from_ref(a))?[0])
+    }
+
+    /// Evaluates the plans `plans` whose recompute sets were not (each once, in parallel:
+    /// the evaluations are independent) and returns their indices. The points are added in
+    /// the order of `plans`, so the result does not depend on the threads.
+    pub fn add_all(&mut self, model: &Model, plans: &[Analysis]) -> Result<Vec<usize>, PlanError> {
+        let mut fresh: Vec<&Analysis> = Vec::new();
+        for a in plans {
+            if !self.index.contains_key(&a.recompute) && !fresh.iter().any(|f| f.recompute == a.recompute) {
+                fresh.push(a);
+            }
         }
-        let e = model.evaluate(&model.saved_for(&a.recompute))?;
-        self.points.push(Point {
-            recompute: a.recompute.clone(),
-            peak_bytes: e.peak_bytes,
-            recompute_flops: a.recompute_flops,
-            residual_bytes: a.residual_bytes,
-        });
-        self.index.insert(a.recompute.clone(), self.points.len() - 1);
-        Ok(self.points.len() - 1)
+        let peaks: Vec<Result<usize, PlanError>> =
+            fresh.par_iter().map(|a| Ok(model.evaluate(&model.saved_for(&a.recompute))?.peak_bytes)).collect();
+        for (a, peak) in fresh.into_iter().zip(peaks) {
+            self.insert(Point {
+                recompute: a.recompute.clone(),
+                peak_bytes: peak?,
+                recompute_flops: a.recompute_flops,
+                residual_bytes: a.residual_bytes,
+            });
+        }
+        Ok(plans.iter().map(|a| self.index[&a.recompute]).collect())
+    }
+
+    /// Adds a point evaluated elsewhere (unless its recompute set was) and returns its index.
+    pub fn insert(&mut self, p: Point) -> usize {
+        if let Some(&i) = self.index.get(&p.recompute) {
+            return i;
+        }
+        self.index.insert(p.recompute.clone(), self.points.len());
+        self.points.push(p);
+        self.points.len() - 1
     }
 
     /// Whether the plan with recompute set `recompute` was evaluated.
@@ -127,35 +150,46 @@ pub fn exhaustive(model: &Model, max_candidates: usize, max_plans: usize) -> Opt
     Some(out)
 }
 
-/// The greedy path from saving everything to saving nothing (see the module docs).
-pub fn greedy(model: &Model) -> Vec<Analysis> {
+/// The greedy path from saving everything to saving nothing (see the module docs), as the
+/// order in which its steps stop saving candidates: the path's plan `k` saves every
+/// candidate but the first `k` ([`path_plans`] analyses the plans wanted).
+///
+/// The state is kept incrementally (each step is a plan of the path, so analysing every
+/// one from scratch made the path quadratic in the program): since every unsaved candidate
+/// is recomputed, un-saving `e` turns its outputs from residuals into recomputed values,
+/// adds its FLOPs, and makes each of its known inputs whose producer is saved (or not a
+/// candidate) a residual; nothing stops being reachable. This is what `Model::analyze`
+/// finds for the same saved set (checked by `the_incremental_greedy_path_is_the_analysed_one`).
+pub fn greedy(model: &Model) -> Vec<usize> {
     let body = model.body();
     let n = body.eqns.len();
-    let mut saved = vec![true; n];
-    let mut path = vec![model.analyze(&saved)];
+    let start = model.analyze(&vec![true; n]);
+    let mut is_res = vec![false; body.vars.len()];
+    let mut residuals: Vec<remat_ir::Var> = start.residuals.clone();
+    for &v in &residuals {
+        is_res[v.index()] = true;
+    }
+    let mut in_r = vec![false; n];
+    for &e in &start.recompute {
+        in_r[e] = true;
+    }
+    let mut order = Vec::new();
+    let mut considered = vec![false; n];
+    let mut counted: Vec<usize> = Vec::new();
     loop {
-        let cur = path.last().expect("the path starts with one plan");
-        let mut is_res = vec![false; body.vars.len()];
-        for &v in &cur.residuals {
-            is_res[v.index()] = true;
-        }
-        let mut in_r = vec![false; n];
-        for &e in &cur.recompute {
-            in_r[e] = true;
-        }
         // The candidates making a residual, with what un-saving each would do.
         let mut best: Option<(bool, u128, i64, u64, usize)> = None;
-        let mut considered = vec![false; n];
-        for &v in &cur.residuals {
+        considered.iter_mut().for_each(|c| *c = false);
+        residuals.retain(|v| is_res[v.index()]);
+        for &v in &residuals {
             let Some(e) = producer_of(model, v) else { continue };
             if !model.is_candidate(e) || std::mem::replace(&mut considered[e], true) {
                 continue;
             }
             let eqn = &body.eqns[e];
-            let freed: i64 =
-                eqn.outvars.iter().filter(|o| is_res[o.index()]).map(|&o| body.aval(o).size_in_bytes() as i64).sum();
+            let freed: i64 = eqn.outvars.iter().filter(|o| is_res[o.index()]).map(|&o| model.bytes(o) as i64).sum();
             let mut added = 0i64;
-            let mut counted: Vec<usize> = Vec::new();
+            counted.clear();
             for a in &eqn.invars {
                 let Atom::Var(u) = a else { continue };
                 let Some(p) = producer_of(model, *u) else { continue };
@@ -163,7 +197,7 @@ pub fn greedy(model: &Model) -> Vec<Analysis> {
                     continue;
                 }
                 counted.push(u.index());
-                added += body.aval(*u).size_in_bytes() as i64;
+                added += model.bytes(*u) as i64;
             }
             let gain = freed - added;
             let flops = model.flops(e);
@@ -186,14 +220,54 @@ pub fn greedy(model: &Model) -> Vec<Analysis> {
             }
         }
         let Some((.., e)) = best else { break };
-        saved[e] = false;
-        path.push(model.analyze(&saved));
+        order.push(e);
+        in_r[e] = true;
+        for &o in &body.eqns[e].outvars {
+            is_res[o.index()] = false;
+        }
+        for a in &body.eqns[e].invars {
+            let Atom::Var(u) = a else { continue };
+            let Some(p) = producer_of(model, *u) else { continue };
+            if model.is_known(*u) && !in_r[p] && !is_res[u.index()] {
+                is_res[u.index()] = true;
+                residuals.push(*u);
+            }
+        }
     }
-    path
+    order
+}
+
+/// At most `k` plans of the greedy path `order` (from [`greedy`]), evenly spread, always
+/// including both ends (saving everything, and saving none of the path's candidates).
+pub fn path_plans(model: &Model, order: &[usize], k: usize) -> Vec<Analysis> {
+    let steps: Vec<usize> = (0..=order.len()).collect();
+    spread(&steps, k).into_iter().map(|k| model.analyze(&model.saved_for(&order[..k]))).collect()
 }
 
 fn producer_of(model: &Model, v: remat_ir::Var) -> Option<usize> {
     model.producer(v)
+}
+
+/// The fewest plans the heuristic evaluates exactly, however large the program: both ends
+/// of the greedy path and one between.
+pub const MIN_HEURISTIC_EVALS: usize = 3;
+
+/// How many plans of the greedy path, and how many neighbours of the frontier, the
+/// heuristic evaluates exactly on a checkpointed body of `size` equations: the options'
+/// `heuristic_evals` and `refine_evals` up to `heuristic_full_size` equations; beyond, their
+/// sum scaled by `(heuristic_full_size / size)^2` (at least [`MIN_HEURISTIC_EVALS`]), three
+/// quarters of it on the path. An evaluation takes time about linear in the program, so the
+/// heuristic's exact evaluations take time falling with the program's size beyond the limit
+/// (with the defaults: all 104 up to 600 equations, 5 at 2,500, 3 from 3,500 on).
+pub fn heuristic_evals(size: usize, options: &crate::PlanOptions) -> (usize, usize) {
+    let full = options.heuristic_evals + options.refine_evals;
+    if size <= options.heuristic_full_size {
+        return (options.heuristic_evals, options.refine_evals);
+    }
+    let scaled = (full as u128 * (options.heuristic_full_size as u128).pow(2) / (size as u128).pow(2)) as usize;
+    let total = scaled.clamp(MIN_HEURISTIC_EVALS.min(full), full);
+    let on_path = (total - total / 4).min(options.heuristic_evals.max(2)).min(total);
+    (on_path, (total - on_path).min(options.refine_evals))
 }
 
 /// At most `k` items of `items`, evenly spread, always including the first and the last.
@@ -242,15 +316,41 @@ pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Resul
             }
         }
         neighbours.sort_by(|x, y| (x.0, x.1, &x.2).cmp(&(y.0, y.1, &y.2)));
-        let mut changed = false;
-        for (.., a) in neighbours.into_iter().take(left) {
-            evals.add(model, &a)?;
-            left -= 1;
-            changed = true;
-        }
+        let batch: Vec<Analysis> = neighbours.into_iter().take(left).map(|n| n.3).collect();
+        left -= batch.len();
+        let changed = !batch.is_empty();
+        evals.add_all(model, &batch)?;
         if !changed || evals.frontier() == before {
             break;
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PlanOptions;
+
+    #[test]
+    fn large_programs_get_fewer_exact_evaluations_and_never_fewer_than_the_minimum() {
+        let o = PlanOptions::default();
+        let full = (o.heuristic_evals, o.refine_evals);
+        assert_eq!(heuristic_evals(1, &o), full);
+        assert_eq!(heuristic_evals(o.heuristic_full_size, &o), full);
+        let mut last = usize::MAX;
+        for size in [601, 900, 1_200, 2_500, 3_500, 10_000, 100_000, usize::MAX / 2] {
+            let (path, refined) = heuristic_evals(size, &o);
+            let total = path + refined;
+            assert!(total <= last, "{size}: {total} evaluations after {last}");
+            assert!(total >= MIN_HEURISTIC_EVALS && path >= 2, "{size}: {path} + {refined}");
+            assert!(path <= o.heuristic_evals && refined <= o.refine_evals);
+            last = total;
+        }
+        assert_eq!(heuristic_evals(2_500, &o), (4, 1));
+        assert_eq!(heuristic_evals(10_000, &o), (3, 0));
+        // Options allowing fewer than the minimum are honoured.
+        let tiny = PlanOptions { heuristic_evals: 2, refine_evals: 0, ..PlanOptions::default() };
+        assert_eq!(heuristic_evals(10_000, &tiny), (2, 0));
+    }
 }

@@ -244,3 +244,69 @@ fn names_only_plans_are_what_jax_saves_under_the_printed_policy() {
         }
     }
 }
+
+/// The greedy path's order of candidates: a positive gain first, by gain per FLOP; then the
+/// gain, the fewest FLOPs, the earliest equation.
+type GreedyKey = (bool, u128, i64, std::cmp::Reverse<u64>, std::cmp::Reverse<usize>);
+
+/// The greedy path kept incrementally is the one analysing every plan from scratch finds:
+/// at every step, the candidate it stops saving is the best (by the path's key: freed
+/// residual bytes per FLOP, computed from `Model::analyze`'s residuals and recompute set)
+/// among the candidates making a residual, and the path ends when none is left.
+#[test]
+fn the_incremental_greedy_path_is_the_analysed_one() {
+    use remat_ir::Atom;
+    use remat_plan::search::greedy;
+    for (f, argnums) in [
+        (load("dag.jaxpr"), vec![0]),
+        (load("chain.jaxpr"), vec![0]),
+        (primal("transformer_reduced").0, primal("transformer_reduced").1.argnums.unwrap()),
+    ] {
+        let model = Model::new(&f, Some(&argnums), &[]).unwrap();
+        let body = model.body();
+        let order = greedy(&model);
+        assert!(!order.is_empty());
+        for k in 0..=order.len() {
+            let a = model.analyze(&model.saved_for(&order[..k]));
+            let res: std::collections::BTreeSet<usize> = a.residuals.iter().map(|v| v.index()).collect();
+            let mut best: Option<GreedyKey> = None;
+            for &v in &a.residuals {
+                let Some(e) = model.producer(v) else { continue };
+                if !model.is_candidate(e) {
+                    continue;
+                }
+                let eqn = &body.eqns[e];
+                let freed: i64 =
+                    eqn.outvars.iter().filter(|o| res.contains(&o.index())).map(|&o| model.bytes(o) as i64).sum();
+                let mut inputs: Vec<usize> = Vec::new();
+                for x in &eqn.invars {
+                    let Atom::Var(u) = x else { continue };
+                    let Some(p) = model.producer(*u) else { continue };
+                    if !res.contains(&u.index()) && !a.recompute.contains(&p) && !inputs.contains(&u.index()) {
+                        inputs.push(u.index());
+                    }
+                }
+                let added: i64 = inputs.iter().map(|&u| model.bytes(remat_ir::Var(u as u32)) as i64).sum();
+                let (gain, flops) = (freed - added, model.flops(e));
+                let key = if gain > 0 {
+                    (
+                        true,
+                        ((gain as u128) << 64) / (flops as u128 + 1),
+                        0,
+                        std::cmp::Reverse(flops),
+                        std::cmp::Reverse(e),
+                    )
+                } else {
+                    (false, 0, gain, std::cmp::Reverse(flops), std::cmp::Reverse(e))
+                };
+                if best.as_ref().is_none_or(|b| key > *b) {
+                    best = Some(key);
+                }
+            }
+            match order.get(k) {
+                Some(&e) => assert_eq!(best.map(|b| b.4 .0), Some(e), "step {k}"),
+                None => assert_eq!(best, None, "the path ends when no candidate makes a residual"),
+            }
+        }
+    }
+}

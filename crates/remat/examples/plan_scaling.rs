@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Prints, per program: equations, candidates, the search used, plans evaluated exactly,
-//! the planner's wall time, and the frontier's size. Targets (issue 24): under 1 s at
+//! the planner's wall time and CPU time (user + system, all threads: on the shared machine
+//! the wall time says more about the load), and the frontier's size. Targets (issue 24): under 1 s at
 //! 1,000 equations and under 10 s at 10,000. docs/planner.md records the numbers.
 
 use std::sync::Arc;
@@ -49,6 +50,17 @@ fn stack(blocks: usize, n: usize, d: usize) -> String {
     t
 }
 
+/// The CPU time (user + system, every thread) this process has used, in seconds (10 ms
+/// ticks), where Linux reports it.
+fn cpu_secs() -> f64 {
+    let ticks = || -> Option<u64> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    };
+    ticks().map_or(f64::NAN, |t| t as f64 / 100.0)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let programs = [
         ("mlp", mlp(333, 8, 16)),
@@ -60,17 +72,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let jaxpr = parse_jaxpr(&text, name)?;
         let f = ClosedJaxpr::new(Arc::new(jaxpr));
         let options = PlanOptions { argnums: Some(vec![0, 1]), ..PlanOptions::default() };
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), cpu_secs());
         let planner = Planner::new(&f, &[], &options)?;
         let plan = planner.plan(Budget::bytes((planner.min_peak() + planner.no_remat_peak()) / 2))?;
-        let secs = t.elapsed().as_secs_f64();
+        let (secs, cpu) = (t.elapsed().as_secs_f64(), cpu_secs() - cpu);
         println!(
-            "{name}: {} equations, {} candidates, {:?}, {} plans evaluated, {:.2} s, frontier {} points, peak {} .. {} bytes, plan at the middle budget: {} bytes, {} FLOPs",
+            "{name}: {} equations, {} candidates, {:?}, {} plans evaluated, {:.2} s (CPU {:.2} s), frontier {} points, peak {} .. {} bytes, plan at the middle budget: {} bytes, {} FLOPs",
             f.jaxpr.eqns.len(),
             planner.candidates(),
             planner.method(),
             planner.evaluated(),
             secs,
+            cpu,
             planner.frontier().len(),
             planner.min_peak(),
             planner.no_remat_peak(),
