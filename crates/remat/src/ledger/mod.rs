@@ -218,7 +218,30 @@ pub fn explain_jaxpr(
 ) -> Result<Ledger, Error> {
     let vp = remat_ad::vjp_program(jaxpr, arg_names)?;
     let split = Split { num_fwd_eqns: vp.num_fwd_eqns, residual_atoms: vp.residuals.clone(), vjp: vp.vjp.clone() };
-    build(vp.jaxpr, consts, Some(split), Some(jaxpr), options)
+    build(vp.jaxpr, consts, Some(split), Some(Saver::Policies(jaxpr)), options)
+}
+
+/// The ledger of the memory planner's plan (`remat::plan`): its vjp planned as one program,
+/// every residual the plan chose saved by a "planner decision".
+pub fn explain_plan(plan: &remat_plan::Plan, consts: &[Array], options: &Options) -> Result<Ledger, Error> {
+    let num_outs = plan.fwd.outvars.len().saturating_sub(plan.saved.len());
+    let vjp = remat_ad::Vjp { fwd: plan.fwd.clone(), bwd: plan.bwd.clone(), num_outs, residuals: plan.saved.clone() };
+    let vp = remat_ad::vjp_program_of(vjp)?;
+    let split = Split { num_fwd_eqns: vp.num_fwd_eqns, residual_atoms: vp.residuals.clone(), vjp: vp.vjp.clone() };
+    build(vp.jaxpr, consts, Some(split), Some(Saver::Planner { budget: plan.budget }), options)
+}
+
+/// Who decided what the forward half saves: the policies of the function's checkpoints
+/// (looked up in the primal function), or the memory planner's plan for a budget.
+enum Saver<'a> {
+    Policies(&'a Jaxpr),
+    Planner { budget: usize },
+}
+
+/// What [`Saver`] says about one residual: the checkpoints' policies by source location.
+enum Reasons {
+    Policies(why::Contexts),
+    Planner { budget: usize },
 }
 
 /// The ledger of a program without a residual split (an already-differentiated program):
@@ -231,7 +254,7 @@ fn build(
     program: Jaxpr,
     consts: &[Array],
     split: Option<Split>,
-    primal: Option<&Jaxpr>,
+    saver: Option<Saver<'_>>,
     options: &Options,
 ) -> Result<Ledger, Error> {
     let profile = remat_jit::memory_profile(&program, consts, options)?;
@@ -254,8 +277,8 @@ fn build(
             }
         })
         .collect();
-    if let (Some(split), Some(primal)) = (&ledger.split, primal) {
-        ledger.rows = rows(&ledger, split, primal)?;
+    if let (Some(split), Some(saver)) = (&ledger.split, saver) {
+        ledger.rows = rows(&ledger, split, &saver)?;
     }
     let claimed: Vec<usize> = ledger.rows.iter().filter_map(|r| r.buffer).collect();
     ledger.rest = ledger
@@ -278,7 +301,7 @@ fn build(
     Ok(ledger)
 }
 
-fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>, Error> {
+fn rows(ledger: &Ledger, split: &Split, saver: &Saver<'_>) -> Result<Vec<LedgerRow>, Error> {
     let program = &ledger.program;
     let profile = &ledger.profile;
     let positions = ledger.eqn_positions();
@@ -289,7 +312,10 @@ fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>
         }
     }
     let saved: Vec<Var> = split.residual_atoms.iter().filter_map(Atom::as_var).collect();
-    let contexts = why::Contexts::of(primal);
+    let reasons = match saver {
+        Saver::Policies(primal) => Reasons::Policies(why::Contexts::of(primal)),
+        Saver::Planner { budget } => Reasons::Planner { budget: *budget },
+    };
     let last_position = profile.positions.saturating_sub(1);
     let mut out = Vec::new();
     for (residual, atom) in split.vjp.residuals.iter().zip(&split.residual_atoms) {
@@ -338,7 +364,10 @@ fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>
             Some(e) => recompute_cost(ledger, e, &saved, var, &producer),
             None => (0, 0),
         };
-        let why = why::why_saved(&contexts, residual, made_by.map(|e| (program, e)))?;
+        let why = match &reasons {
+            Reasons::Policies(contexts) => why::why_saved(contexts, residual, made_by.map(|e| (program, e)))?,
+            Reasons::Planner { budget } => why::planner_decision(residual, *budget),
+        };
         out.push(LedgerRow {
             residual: residual.clone(),
             made_by,

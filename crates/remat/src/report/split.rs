@@ -97,8 +97,13 @@ fn row_of(rows: &[Row], e: usize) -> Option<usize> {
 
 /// The split of a ledger's vjp as a standalone SVG (a note for a program without one).
 pub fn split_svg(l: &Ledger) -> String {
+    split_svg_as(l, "split")
+}
+
+/// [`split_svg`] with the SVG element's id (a report with several sides has several).
+pub(crate) fn split_svg_as(l: &Ledger, id: &str) -> String {
     let Some(split) = &l.split else {
-        let mut s = open(WIDTH, 40, "split");
+        let mut s = open(WIDTH, 40, id);
         s.push_str("<text x=\"10\" y=\"24\">No split: the program was explained as it is (already differentiated).</text>\n</svg>\n");
         return s;
     };
@@ -107,7 +112,7 @@ pub fn split_svg(l: &Ledger) -> String {
     let fwd = rows(l, 0, nf, 0);
     let bwd = rows(l, nf, n_all, nf);
     let height = (TOP + ROW * (fwd.len().max(bwd.len()) as f64 + 1.0) + 20.0) as usize;
-    let mut s = open(WIDTH, height, "split");
+    let mut s = open(WIDTH, height, id);
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">The split: {} residuals from {} forward to {} backward equations</text>",
