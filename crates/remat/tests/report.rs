@@ -112,6 +112,20 @@ fn the_memory_figure_shows_residuals_at_the_peak() {
 }
 
 #[test]
+fn the_largest_residuals_have_their_exact_extra_peak() {
+    let l = mlp_ledger();
+    let made: Vec<&remat::ledger::LedgerRow> = l.rows.iter().filter(|r| r.made_by.is_some()).collect();
+    let with: Vec<&&remat::ledger::LedgerRow> = made.iter().filter(|r| r.extra_peak_bytes.is_some()).collect();
+    assert_eq!(with.len(), made.len().min(remat::ledger::EXACT_ROWS));
+    let smallest_with = with.iter().map(|r| r.residual.bytes).min().unwrap();
+    assert!(made.iter().filter(|r| r.extra_peak_bytes.is_none()).all(|r| r.residual.bytes <= smallest_with));
+    // Recomputing one of them moves its bytes into the backward half: some row changes the peak.
+    assert!(with.iter().any(|r| r.extra_peak_bytes != Some(0)), "{}", l.text());
+    assert!(l.text().contains(", peak +") || l.text().contains(", peak -"));
+    assert!(split_svg(&l).contains(" bytes</title>") && split_svg(&l).contains(", peak "));
+}
+
+#[test]
 fn the_split_and_frontier_figures_render() {
     let l = mlp_ledger();
     let split = split_svg(&l);
@@ -303,4 +317,58 @@ fn several_programs_merge_into_one_report() {
     assert_eq!(m.sides[1].label, "b: nothing_saveable");
     assert_eq!(m.frontier[m.sides[1].point].name, "b: nothing_saveable");
     assert!(scraper::Html::parse_document(&m.html()).errors.is_empty());
+}
+
+/// `layers` tanh layers sharing one weight, as a jaxpr text: `3 * layers + 2` equations.
+fn deep_mlp(layers: usize, n: usize, d: usize) -> String {
+    let dot = "dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32]";
+    let mut t = format!("{{ lambda ; w:f32[{d},{d}] b:f32[{d}] x0:f32[{n},{d}]. let\n");
+    t.push_str(&format!(
+        "    bb:f32[1,{d}] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, {d}) sharding=None] b\n"
+    ));
+    for i in 0..layers {
+        t.push_str(&format!("    h{i}:f32[{n},{d}] = {dot} x{i} w\n"));
+        t.push_str(&format!("    a{i}:f32[{n},{d}] = add h{i} bb\n"));
+        t.push_str(&format!("    x{}:f32[{n},{d}] = tanh a{i}\n", i + 1));
+    }
+    t.push_str(&format!("    s:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] x{layers}\n  in (s,) }}\n"));
+    t
+}
+
+/// A 10,000-equation program stays readable: a bounded number of rows and labels in every
+/// figure, and the split's groups expandable in the HTML, every equation in one of them.
+#[test]
+fn a_ten_thousand_equation_program_is_readable_at_a_glance() {
+    let jaxpr = remat::ir::parse_jaxpr(&deep_mlp(3333, 2, 4), "deep").expect("parses");
+    assert_eq!(jaxpr.eqns.len(), 10_001);
+    let l = explain_jaxpr(&jaxpr, &[], &[], &Options::default()).expect("explains");
+    let memory = memory_svg(&l);
+    let split = split_svg(&l);
+    assert!(memory.matches("class=\"group\"").count() <= 40, "memory labels");
+    assert!(memory.matches("<text").count() <= 80, "memory: {} texts", memory.matches("<text").count());
+    assert!(split.matches("<text").count() <= 2 * MAX_ROWS + 10, "split: {} texts", split.matches("<text").count());
+    check_figure("memory (10k)", &memory);
+    check_figure("split (10k)", &split);
+    let html = one_side("deep", l.clone()).html();
+    let doc = scraper::Html::parse_document(&html);
+    assert!(doc.errors.is_empty(), "{:?}", doc.errors);
+    let halves = doc.select(&scraper::Selector::parse("details.groups").unwrap()).count();
+    assert_eq!(halves, 2, "both halves are grouped");
+    let groups = scraper::Selector::parse("details.groups > details").unwrap();
+    let mut listed = 0;
+    for g in doc.select(&groups) {
+        let summary =
+            g.select(&scraper::Selector::parse("summary").unwrap()).next().unwrap().text().collect::<String>();
+        assert!(summary.contains("equations"), "{summary}");
+        listed += g
+            .select(&scraper::Selector::parse("pre").unwrap())
+            .next()
+            .unwrap()
+            .text()
+            .collect::<String>()
+            .lines()
+            .count();
+    }
+    assert_eq!(listed, l.program.eqns.len(), "every equation in one group");
+    assert!(doc.select(&groups).count() <= 2 * MAX_ROWS);
 }

@@ -92,6 +92,7 @@ impl Report {
                 s.push_str(&format!("<h3>{}</h3>\n", esc(&side.label)));
             }
             s.push_str(&split::split_svg_as(&side.ledger, &id));
+            s.push_str(&split::groups_html(&side.ledger));
             s.push_str(&format!("<pre id=\"detail-{id}\">(no residual selected)</pre>\n"));
         }
         s.push_str("<h2>Frontier</h2>\n");
