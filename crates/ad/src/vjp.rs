@@ -171,11 +171,20 @@ pub struct VjpProgram {
 /// The vjp of `jaxpr` as one program (see [`VjpProgram`]); nothing is pruned, so every
 /// equation of either half is there, once.
 pub fn vjp_program(jaxpr: &Jaxpr, arg_names: &[String]) -> Result<VjpProgram, AdError> {
-    let v = vjp(jaxpr, arg_names)?;
+    vjp_program_of(vjp(jaxpr, arg_names)?)
+}
+
+/// A vjp made elsewhere (the memory planner's plan, `Checkpointed::vjp`) as one program,
+/// as [`vjp_program`] assembles it; the cotangent inputs are the backward half's.
+pub fn vjp_program_of(v: Vjp) -> Result<VjpProgram, AdError> {
     let mut b = Builder::new();
     let consts: Vec<Atom> = v.fwd.constvars.iter().map(|&c| Atom::Var(b.constvar(v.fwd.aval(c).clone()))).collect();
     let primals: Vec<Atom> = v.fwd.invars.iter().map(|&x| Atom::Var(b.invar(v.fwd.aval(x).clone()))).collect();
-    let cts: Vec<Atom> = jaxpr.outvars.iter().map(|a| Atom::Var(b.invar(jaxpr.atom_aval(a)))).collect();
+    let num_res =
+        v.fwd.outvars.len().checked_sub(v.num_outs).filter(|&r| r <= v.bwd.invars.len()).ok_or_else(|| {
+            AdError::Internal("vjp_program: the halves do not agree on the number of residuals".into())
+        })?;
+    let cts: Vec<Atom> = v.bwd.invars[num_res..].iter().map(|&x| Atom::Var(b.invar(v.bwd.aval(x).clone()))).collect();
     let fwd_outs = inline_jaxpr(&mut b, &v.fwd, &consts, &primals);
     let (outs, res) = fwd_outs.split_at(v.num_outs);
     let mut args = res.to_vec();

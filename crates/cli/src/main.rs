@@ -134,13 +134,31 @@ enum Command {
         json: bool,
     },
     /// Write the report of a jaxpr's vjp: one self-contained HTML file with the memory over
-    /// program order, the split (residuals as edges from forward to backward) and the
-    /// frontier of the built-in policies; or one figure as SVG.
+    /// program order, the split (residuals as edges from forward to backward), the frontier
+    /// of the built-in policies and the planner's plans, and the ledger; or one figure as
+    /// SVG. The program is reported as written, under one policy (`--policy`), under the
+    /// memory planner's plan for a budget (`--budget`), or several of these side by side
+    /// (`--compare`); several files are compared in one report.
     Report {
-        /// The jaxpr text file (`-` for standard input).
-        file: PathBuf,
+        /// The jaxpr text files (`-` for standard input).
+        #[arg(required = true, num_args = 1..)]
+        files: Vec<PathBuf>,
         #[command(flatten)]
         policy_names: PolicyNamesArg,
+        /// Report the program with every checkpoint under this policy (without one, the
+        /// whole function checkpointed): `everything`, `nothing`, `dots`, `dots_no_batch`
+        /// (or JAX's names, `dots_saveable`...), `names:a+b` (`save_only_these_names('a',
+        /// 'b')`), `as-written`.
+        #[arg(long, conflicts_with_all = ["budget", "compare"])]
+        policy: Option<String>,
+        /// Report the memory planner's plan for this many bytes (as `remat plan --budget`):
+        /// `64MiB`, `1.5GB`, `1000000`.
+        #[arg(long, conflicts_with = "compare")]
+        budget: Option<String>,
+        /// Compare sides: a comma-separated list of `--policy` words and `budget:BYTES`,
+        /// such as `nothing,dots,names:attn_out,budget:64MiB` (at most 6).
+        #[arg(long)]
+        compare: Option<String>,
         /// The program is already differentiated: report it as it is, without a split.
         #[arg(long)]
         no_split: bool,
@@ -150,7 +168,7 @@ enum Command {
         /// `html` (the whole report) or `svg` (one figure, `--figure`).
         #[arg(long, value_enum, default_value_t = Format::Html)]
         format: Format,
-        /// The figure `--format svg` writes.
+        /// The figure `--format svg` writes (`memory` draws every side, side by side).
         #[arg(long, value_enum, default_value_t = FigureArg::Memory)]
         figure: FigureArg,
     },
@@ -325,12 +343,19 @@ fn main() -> ExitCode {
         Command::FwdBwd { file, policy_names, dot } => {
             policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file, dot))
         }
-        Command::Report { file, policy_names, no_split, out, format, figure } => {
+        Command::Report { files, policy_names, policy, budget, compare, no_split, out, format, figure } => {
             let svg = (format == Format::Svg).then(|| figure.into());
-            policy_names
-                .apply()
-                .map_err(Into::into)
-                .and_then(|()| commands::report::run(&file, no_split, out.as_deref(), svg))
+            policy_names.apply().map_err(Into::into).and_then(|()| {
+                commands::report::run(&commands::report::Request {
+                    files: &files,
+                    no_split,
+                    out: out.as_deref(),
+                    svg,
+                    policy: policy.as_deref(),
+                    budget: budget.as_deref(),
+                    compare: compare.as_deref(),
+                })
+            })
         }
         Command::Grad { file, policy_names, inputs, cotangents, out, backend, nans } => {
             policy_names.apply().map_err(Into::into).and_then(|()| {

@@ -71,3 +71,85 @@ fn report_errors_name_the_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.jaxpr"));
 }
+
+/// The zoo's GPT block (a scalar loss with a named checkpoint) as a jaxpr file.
+fn gpt_block_file(dir: &std::path::Path) -> String {
+    let case: Value =
+        serde_json::from_str(&std::fs::read_to_string(data_dir().join("zoo/gpt_block.json")).unwrap()).unwrap();
+    let file = dir.join("gpt_block.jaxpr");
+    std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
+    file.to_str().unwrap().to_string()
+}
+
+#[test]
+fn report_a_budget_a_policy_and_a_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = gpt_block_file(dir.path());
+    // The planner's smallest and largest peaks, from `remat plan --frontier --json`.
+    let plan: Value = serde_json::from_str(&stdout(&remat(&["plan", &file, "--frontier", "--json"]))).unwrap();
+    let peaks: Vec<u64> =
+        plan["frontier"].as_array().unwrap().iter().map(|p| p["peak_bytes"].as_u64().unwrap()).collect();
+    let budget = (peaks.iter().min().unwrap() + peaks.iter().max().unwrap()) / 2;
+    let chosen: Value =
+        serde_json::from_str(&stdout(&remat(&["plan", &file, "--budget", &budget.to_string(), "--json"]))).unwrap();
+    let chosen_peak = chosen["plan"]["peak_bytes"].as_u64().unwrap();
+    // --budget: the plan's ledger, its peak the planner's, the plans on the frontier.
+    let html = stdout(&remat(&["report", &file, "--budget", &budget.to_string()]));
+    assert!(html.contains(&format!("Planned peak {chosen_peak} bytes")), "the plan's peak {chosen_peak}");
+    assert!(html.contains("why saved: planner decision"));
+    assert!(html.contains("class=\"plan\""));
+    let frontier =
+        stdout(&remat(&["report", &file, "--budget", &budget.to_string(), "--format", "svg", "--figure", "frontier"]));
+    assert!(frontier.starts_with("<svg ") && frontier.contains(&format!("plan for {}", human(budget))), "{frontier}");
+    // --policy: the policy's ledger.
+    let html = stdout(&remat(&["report", &file, "--policy", "dots"]));
+    assert!(html.contains("why saved: dots_saveable"));
+    // --compare: one memory panel per side, one split per side.
+    let out = dir.path().join("c.html");
+    let list = format!("nothing,dots,names:attn_out,budget:{budget}");
+    stdout(&remat(&["report", &file, "--compare", &list, "-o", out.to_str().unwrap()]));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("same byte scale"));
+    assert_eq!(html.matches("<svg x=\"").count(), 4);
+    assert_eq!(html.matches("<pre id=\"detail-split").count(), 4);
+    let svg = stdout(&remat(&["report", &file, "--compare", &list, "--format", "svg"]));
+    assert_eq!(svg.matches("<svg x=\"").count(), 4);
+    // Several files in one report.
+    let two = stdout(&remat(&["report", &file, &file, "--policy", "nothing"]));
+    assert!(two.contains("gpt_block.jaxpr: nothing_saveable"));
+}
+
+/// `12.00 KiB`, as the report labels a budget.
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1048576.0 {
+        format!("{:.2} MiB", b / 1048576.0)
+    } else if b >= 1024.0 {
+        format!("{:.2} KiB", b / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+#[test]
+fn report_sides_are_parsed_strictly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = gpt_block_file(dir.path());
+    let bench = data_dir().join("bench/mlp_small_dots.jaxpr");
+    let bench = bench.to_str().unwrap();
+    for (args, words) in [
+        (vec!["report", &file, "--compare", "nothing,dotz"], "--compare entry 2: unknown policy `dotz`"),
+        (vec!["report", &file, "--compare", "nothing,,dots"], "entry 2 is empty"),
+        (vec!["report", &file, "--compare", "budget:12 parsecs"], "expected a number of bytes"),
+        (vec!["report", &file, "--policy", "budget:1MiB"], "unknown policy `budget:1MiB`"),
+        (vec!["report", &file, "--budget", "lots"], "budget `lots`"),
+        (vec!["report", &file, "--budget", "1"], "no plan fits the budget of 1 bytes"),
+        (vec!["report", &file, "--policy", "dots", "--budget", "1MiB"], "cannot be used with"),
+        (vec!["report", bench, "--no-split", "--policy", "dots"], "need the primal function"),
+        (vec!["report", &file, "--compare", "nothing,dots", "--format", "svg", "--figure", "split"], "draws one side"),
+    ] {
+        let out = remat(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(words), "{args:?}: {err}");
+    }
+}

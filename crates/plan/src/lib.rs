@@ -276,6 +276,19 @@ impl Planner {
         self.evals.frontier().into_iter().map(|i| self.point(i)).collect()
     }
 
+    /// `policy` applied to the whole function, on the planner's axes (as [`Planner::builtins`]
+    /// places the built-in ones), labelled `label`.
+    pub fn policy_point(&self, label: &str, policy: &Policy) -> Result<PolicyPoint, PlanError> {
+        let a = self.model.analyze(&self.model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?);
+        let e = self.model.evaluate(&self.model.saved_for(&a.recompute))?;
+        Ok(PolicyPoint { policy: label.to_string(), peak_bytes: e.peak_bytes, recompute_flops: a.recompute_flops })
+    }
+
+    /// Every plan evaluated exactly, in the order evaluated (the frontier's and the rest).
+    pub fn points(&self) -> Vec<FrontierPoint> {
+        (0..self.evals.points.len()).map(|i| self.point(i)).collect()
+    }
+
     fn point(&self, i: usize) -> FrontierPoint {
         let p: &Point = &self.evals.points[i];
         FrontierPoint {

@@ -4,7 +4,13 @@
 //! a report for every benchmark, conformance and zoo program.
 
 use remat::ledger::{explain_jaxpr, explain_program, Ledger};
-use remat::report::{frontier_svg, memory_svg, policy_points, report_html, split_svg, FrontierPoint, MAX_ROWS};
+use std::sync::Arc;
+
+use remat::ir::ClosedJaxpr;
+use remat::report::{
+    compare_svg, frontier_svg, memory_svg, policy_points, split_svg, Choice, Figure, FrontierPoint, PointKind, Report,
+    Side, MAX_ROWS,
+};
 use remat::{Array, Options, Tensor};
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
@@ -75,6 +81,16 @@ fn mlp_ledger() -> Ledger {
     remat::explain(mlp, &(a(&[512, 32]), a(&[32, 32]), a(&[32, 32]), a(&[32, 32]))).expect("explains")
 }
 
+/// A report of one ledger as it is.
+fn one_side(title: &str, ledger: Ledger) -> Report {
+    let point = FrontierPoint::policy("as written", ledger.peak_bytes(), 0);
+    Report {
+        title: title.into(),
+        sides: vec![Side { label: "as written".into(), ledger, point: 0 }],
+        frontier: vec![point],
+    }
+}
+
 /// The x of the peak marker in a memory figure.
 fn peak_x(svg: &str) -> f32 {
     let at = svg.find("<line id=\"peak\" x1=\"").expect("a peak marker") + "<line id=\"peak\" x1=\"".len();
@@ -96,29 +112,37 @@ fn the_memory_figure_shows_residuals_at_the_peak() {
 }
 
 #[test]
+fn the_largest_residuals_have_their_exact_extra_peak() {
+    let l = mlp_ledger();
+    let made: Vec<&remat::ledger::LedgerRow> = l.rows.iter().filter(|r| r.made_by.is_some()).collect();
+    let with: Vec<&&remat::ledger::LedgerRow> = made.iter().filter(|r| r.extra_peak_bytes.is_some()).collect();
+    assert_eq!(with.len(), made.len().min(remat::ledger::EXACT_ROWS));
+    let smallest_with = with.iter().map(|r| r.residual.bytes).min().unwrap();
+    assert!(made.iter().filter(|r| r.extra_peak_bytes.is_none()).all(|r| r.residual.bytes <= smallest_with));
+    // Recomputing one of them moves its bytes into the backward half: some row changes the peak.
+    assert!(with.iter().any(|r| r.extra_peak_bytes != Some(0)), "{}", l.text());
+    assert!(l.text().contains(", peak +") || l.text().contains(", peak -"));
+    assert!(split_svg(&l).contains(" bytes</title>") && split_svg(&l).contains(", peak "));
+}
+
+#[test]
 fn the_split_and_frontier_figures_render() {
     let l = mlp_ledger();
     let split = split_svg(&l);
     assert!(split.matches("class=\"edge\"").count() >= 3, "{split}");
     check_figure("split", &split);
     let points = vec![
-        FrontierPoint { name: "everything_saveable".into(), peak_bytes: 4096, recompute_flops: 0 },
-        FrontierPoint { name: "nothing_saveable".into(), peak_bytes: 1024, recompute_flops: 90_000 },
-        FrontierPoint {
-            name: "dots_with_no_batch_dims_saveable".into(),
-            peak_bytes: 123_456_789_012,
-            recompute_flops: 987_654_321_098_765,
-        },
+        FrontierPoint::policy("everything_saveable", 4096, 0),
+        FrontierPoint::policy("nothing_saveable", 1024, 90_000),
+        FrontierPoint::policy("dots_with_no_batch_dims_saveable", 123_456_789_012, 987_654_321_098_765),
     ];
-    let pixmap = check_figure("frontier", &frontier_svg(&points, Some(1)));
+    let pixmap = check_figure("frontier", &frontier_svg(&points, &[1]));
     assert!(pixmap.width() > 0);
 }
 
 #[test]
 fn the_html_report_is_well_formed_self_contained_and_deterministic() {
-    let l = mlp_ledger();
-    let points = vec![FrontierPoint { name: "as written".into(), peak_bytes: l.peak_bytes(), recompute_flops: 0 }];
-    let html = report_html("mlp", &l, &points, Some(0));
+    let html = one_side("mlp", mlp_ledger()).html();
     let doc = scraper::Html::parse_document(&html);
     assert!(doc.errors.is_empty(), "HTML5 parse errors: {:?}", doc.errors);
     let svgs = scraper::Selector::parse("svg").unwrap();
@@ -127,7 +151,7 @@ fn the_html_report_is_well_formed_self_contained_and_deterministic() {
         assert_eq!(doc.select(&scraper::Selector::parse(sel).unwrap()).count(), 0, "{sel}: the report loads nothing");
     }
     assert!(!html.replace("http://www.w3.org/2000/svg", "").contains("http"), "no network address");
-    let again = report_html("mlp", &mlp_ledger(), &points, Some(0));
+    let again = one_side("mlp", mlp_ledger()).html();
     assert_eq!(html, again, "the same program gives the same bytes");
 }
 
@@ -139,7 +163,7 @@ fn snapshots_of_a_small_programs_figures() {
     insta::assert_snapshot!("save_only_a_c_memory", memory_svg(&l));
     insta::assert_snapshot!("save_only_a_c_split", split_svg(&l));
     let points = policy_points(&jaxpr, &Options::default()).expect("points");
-    insta::assert_snapshot!("save_only_a_c_frontier", frontier_svg(&points, Some(0)));
+    insta::assert_snapshot!("save_only_a_c_frontier", frontier_svg(&points, &[0]));
 }
 
 /// Every program gets a report whose figures render, and a large program stays
@@ -160,7 +184,7 @@ fn every_benchmark_conformance_and_zoo_program_gets_a_report() {
         ledgers.push((name, explain_jaxpr(&jaxpr, &[], &[], &Options::default()).expect("explains")));
     }
     for (name, l) in &ledgers {
-        let html = report_html(name, l, &[], None);
+        let html = one_side(name, l.clone()).html();
         assert!(scraper::Html::parse_document(&html).errors.is_empty(), "{name}");
         let split = split_svg(l);
         let rows = split.matches("class=\"eqn\"").count();
@@ -168,4 +192,183 @@ fn every_benchmark_conformance_and_zoo_program_gets_a_report() {
         render(&memory_svg(l));
         render(&split);
     }
+}
+
+/// The zoo's GPT block (a scalar loss with a named checkpoint), closed.
+fn gpt_block() -> (ClosedJaxpr, Vec<String>) {
+    let (_, case) = remat_testkit::zoo_cases().into_iter().find(|(n, _)| n.contains("gpt_block")).expect("gpt_block");
+    (ClosedJaxpr::new(Arc::new(remat_testkit::case_jaxpr(&case))), remat_testkit::arg_names(&case))
+}
+
+/// The pixels of `svg` around (x, y) hold `colour`.
+fn colour_near(p: &Pixmap, x: f32, y: f32, colour: (u8, u8, u8)) -> bool {
+    let (x, y) = (x.round() as i64, y.round() as i64);
+    (x - 3..=x + 3).flat_map(|x| (y - 3..=y + 3).map(move |y| (x, y))).any(|(x, y)| {
+        x >= 0 && y >= 0 && (x as u32) < p.width() && (y as u32) < p.height() && rgb(p, x as u32, y as u32) == colour
+    })
+}
+
+/// A budget between the smallest and the largest peak the planner reaches.
+fn middle_budget(f: &ClosedJaxpr, names: &[String]) -> usize {
+    let planner = remat::plan::Planner::new(f, names, &remat::plan::PlanOptions::default()).expect("plans");
+    (planner.min_peak() + planner.no_remat_peak()) / 2
+}
+
+#[test]
+fn a_budget_report_is_the_planners_plan_with_its_plans_on_the_frontier() {
+    let (f, names) = gpt_block();
+    let budget = middle_budget(&f, &names);
+    let report = Report::new("gpt", &f, &names, &[Choice::Budget(budget)], &Options::default()).expect("reports");
+    let plan = remat::plan::plan(&f, &names, remat::Budget::bytes(budget), &Default::default()).expect("a plan");
+    let side = &report.sides[0];
+    assert_eq!(side.label, format!("plan for {}", remat::plan::budget::human(budget)));
+    // The ledger is the plan's: its peak is the planner's, and what it saves is the plan's.
+    assert_eq!(side.ledger.peak_bytes(), plan.peak_bytes);
+    assert!(plan.peak_bytes <= budget);
+    let saved: Vec<String> = side.ledger.rows.iter().map(|r| r.residual.to_string()).collect();
+    assert_eq!(saved, plan.saved.iter().map(|r| r.to_string()).collect::<Vec<_>>());
+    let decided: Vec<&str> = side.ledger.rows.iter().map(|r| r.why.as_str()).collect();
+    assert!(decided.iter().any(|w| w.starts_with("planner decision: the plan for a budget of")), "{decided:?}");
+    assert!(decided.iter().all(|w| w.starts_with("planner decision") || w.starts_with("an argument")), "{decided:?}");
+    assert!(side.ledger.text().contains("why saved: planner decision"));
+    // The frontier: the built-in policies, the evaluated plans, the chosen one marked.
+    let chosen = &report.frontier[side.point];
+    assert_eq!(
+        (chosen.kind, chosen.peak_bytes, chosen.recompute_flops),
+        (PointKind::Plan, plan.peak_bytes, plan.recompute_flops)
+    );
+    let plans = report.frontier.iter().filter(|p| p.kind == PointKind::Plan).count();
+    assert!(plans >= 3, "{plans} plans on the frontier");
+    for name in ["everything_saveable", "nothing_saveable", "dots_saveable"] {
+        assert!(report.frontier.iter().any(|p| p.kind == PointKind::Policy && p.name == name), "{name}");
+    }
+    let svg = report.figure_svg(Figure::Frontier).expect("a frontier");
+    assert_eq!(svg.matches("class=\"plan\"").count(), plans);
+    assert_eq!(svg.matches("fill=\"#d62728\"").count(), 1, "one marked point");
+    let pixmap = check_figure("frontier with plans", &svg);
+    // The marked diamond is red where it is drawn (its path starts at its top corner).
+    let line = svg.lines().find(|l| l.contains("class=\"plan\"") && l.contains("fill=\"#d62728\"")).expect("marked");
+    let d: Vec<f32> =
+        line.split("d=\"M").nth(1).unwrap().split(' ').take(2).map(|v| v.parse().expect("a number")).collect();
+    assert!(colour_near(&pixmap, d[0], d[1] + 3.0, (214, 39, 40)), "the chosen plan is red at {d:?}");
+    let html = report.html();
+    assert!(scraper::Html::parse_document(&html).errors.is_empty());
+    assert!(html.contains("why saved: planner decision"));
+}
+
+#[test]
+fn a_policy_report_is_the_policys_ledger_marked_on_the_frontier() {
+    let (f, names) = gpt_block();
+    let choice = Choice::parse_policy("dots").unwrap();
+    let report = Report::new("gpt", &f, &names, &[choice], &Options::default()).expect("reports");
+    let side = &report.sides[0];
+    assert_eq!(side.label, "dots_saveable");
+    let p = &report.frontier[side.point];
+    assert_eq!((p.name.as_str(), p.peak_bytes), ("dots_saveable", side.ledger.peak_bytes()));
+    assert_eq!(report.frontier.iter().filter(|q| q.name == "dots_saveable").count(), 1, "one point per policy");
+    assert!(side.ledger.rows.iter().any(|r| r.why.starts_with("dots_saveable: dot_general is saveable")));
+    assert!(report.figure_svg(Figure::Split).is_ok());
+}
+
+#[test]
+fn a_comparison_draws_every_side_on_one_byte_scale() {
+    let (f, names) = gpt_block();
+    let budget = middle_budget(&f, &names);
+    let choices = Choice::parse_list(&format!("nothing,dots,names:attn_out,budget:{budget}")).unwrap();
+    let report = Report::new("gpt", &f, &names, &choices, &Options::default()).expect("reports");
+    assert_eq!(report.sides.len(), 4);
+    let marked = report.marked();
+    assert_eq!(marked.len(), 4);
+    assert!(marked.iter().all(|&k| k < report.frontier.len()));
+    let sides: Vec<(&str, &Ledger)> = report.sides.iter().map(|s| (s.label.as_str(), &s.ledger)).collect();
+    let svg = compare_svg(&sides);
+    assert_eq!(svg, report.figure_svg(Figure::Memory).unwrap());
+    assert_eq!(svg.matches("<svg x=\"").count(), 4, "one panel per side");
+    // The same scale: every panel's top label is the largest peak.
+    let top = report.sides.iter().map(|s| s.ledger.peak_bytes()).max().unwrap();
+    let label = format!(">{}</text>", remat::ir::format_bytes(top as u128));
+    assert_eq!(svg.matches(&label).count(), 4, "{label}");
+    check_figure("comparison", &svg);
+    // One red point per side on the frontier (a plan and a policy may coincide).
+    let frontier = report.figure_svg(Figure::Frontier).unwrap();
+    let distinct: std::collections::BTreeSet<usize> = marked.iter().copied().collect();
+    assert_eq!(frontier.matches("fill=\"#d62728\"").count(), distinct.len());
+    assert!(report.figure_svg(Figure::Split).unwrap_err().to_string().contains("draws one side"));
+    let html = report.html();
+    let doc = scraper::Html::parse_document(&html);
+    assert!(doc.errors.is_empty(), "{:?}", doc.errors);
+    let ids: Vec<&str> =
+        doc.select(&scraper::Selector::parse("svg[id]").unwrap()).filter_map(|e| e.value().attr("id")).collect();
+    let unique: std::collections::BTreeSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "distinct ids: {ids:?}");
+    assert_eq!(ids.iter().filter(|i| i.starts_with("split")).count(), 4);
+    assert_eq!(html, Report::new("gpt", &f, &names, &choices, &Options::default()).unwrap().html(), "deterministic");
+}
+
+#[test]
+fn several_programs_merge_into_one_report() {
+    let (f, names) = gpt_block();
+    let a = Report::new("a", &f, &names, &[Choice::AsWritten], &Options::default()).unwrap();
+    let b = Report::new("b", &f, &names, &[Choice::parse_policy("nothing").unwrap()], &Options::default()).unwrap();
+    let (na, nb) = (a.frontier.len(), b.frontier.len());
+    let m = Report::merge("a, b", vec![a, b]);
+    assert_eq!(m.frontier.len(), na + nb);
+    assert_eq!(m.sides[0].label, "a: as written");
+    assert_eq!(m.sides[1].label, "b: nothing_saveable");
+    assert_eq!(m.frontier[m.sides[1].point].name, "b: nothing_saveable");
+    assert!(scraper::Html::parse_document(&m.html()).errors.is_empty());
+}
+
+/// `layers` tanh layers sharing one weight, as a jaxpr text: `3 * layers + 2` equations.
+fn deep_mlp(layers: usize, n: usize, d: usize) -> String {
+    let dot = "dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32]";
+    let mut t = format!("{{ lambda ; w:f32[{d},{d}] b:f32[{d}] x0:f32[{n},{d}]. let\n");
+    t.push_str(&format!(
+        "    bb:f32[1,{d}] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, {d}) sharding=None] b\n"
+    ));
+    for i in 0..layers {
+        t.push_str(&format!("    h{i}:f32[{n},{d}] = {dot} x{i} w\n"));
+        t.push_str(&format!("    a{i}:f32[{n},{d}] = add h{i} bb\n"));
+        t.push_str(&format!("    x{}:f32[{n},{d}] = tanh a{i}\n", i + 1));
+    }
+    t.push_str(&format!("    s:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] x{layers}\n  in (s,) }}\n"));
+    t
+}
+
+/// A 10,000-equation program stays readable: a bounded number of rows and labels in every
+/// figure, and the split's groups expandable in the HTML, every equation in one of them.
+#[test]
+fn a_ten_thousand_equation_program_is_readable_at_a_glance() {
+    let jaxpr = remat::ir::parse_jaxpr(&deep_mlp(3333, 2, 4), "deep").expect("parses");
+    assert_eq!(jaxpr.eqns.len(), 10_001);
+    let l = explain_jaxpr(&jaxpr, &[], &[], &Options::default()).expect("explains");
+    let memory = memory_svg(&l);
+    let split = split_svg(&l);
+    assert!(memory.matches("class=\"group\"").count() <= 40, "memory labels");
+    assert!(memory.matches("<text").count() <= 80, "memory: {} texts", memory.matches("<text").count());
+    assert!(split.matches("<text").count() <= 2 * MAX_ROWS + 10, "split: {} texts", split.matches("<text").count());
+    check_figure("memory (10k)", &memory);
+    check_figure("split (10k)", &split);
+    let html = one_side("deep", l.clone()).html();
+    let doc = scraper::Html::parse_document(&html);
+    assert!(doc.errors.is_empty(), "{:?}", doc.errors);
+    let halves = doc.select(&scraper::Selector::parse("details.groups").unwrap()).count();
+    assert_eq!(halves, 2, "both halves are grouped");
+    let groups = scraper::Selector::parse("details.groups > details").unwrap();
+    let mut listed = 0;
+    for g in doc.select(&groups) {
+        let summary =
+            g.select(&scraper::Selector::parse("summary").unwrap()).next().unwrap().text().collect::<String>();
+        assert!(summary.contains("equations"), "{summary}");
+        listed += g
+            .select(&scraper::Selector::parse("pre").unwrap())
+            .next()
+            .unwrap()
+            .text()
+            .collect::<String>()
+            .lines()
+            .count();
+    }
+    assert_eq!(listed, l.program.eqns.len(), "every equation in one group");
+    assert!(doc.select(&groups).count() <= 2 * MAX_ROWS);
 }

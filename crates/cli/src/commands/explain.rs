@@ -64,6 +64,7 @@ pub fn to_json(l: &Ledger) -> Value {
                 "why": r.why,
                 "recompute_eqns": r.recompute_eqns,
                 "recompute_flops": r.recompute_flops,
+                "extra_peak_bytes": r.extra_peak_bytes,
             })
         })
         .collect();

@@ -16,9 +16,11 @@
 //! comes from the profile or the program, never from a second model of the planner.
 
 pub mod cost;
+mod extra;
 mod text;
 mod why;
 
+pub use extra::EXACT_ROWS;
 pub use why::policy_words;
 
 use remat_ir::{Array, Atom, Jaxpr, SourceInfo, Var};
@@ -75,6 +77,11 @@ pub struct LedgerRow {
     /// residuals), and their FLOPs ([`cost`]).
     pub recompute_eqns: usize,
     pub recompute_flops: u64,
+    /// The planned peak if this residual alone were recomputed by the backward half instead
+    /// of saved, minus the ledger's peak (negative: recomputing it lowers the peak). Exact
+    /// (one buffer plan of that program, [`extra`]), for the [`EXACT_ROWS`] largest
+    /// residuals made by an equation; `None` for the others.
+    pub extra_peak_bytes: Option<i64>,
 }
 
 /// What a buffer is for, as the report colours it.
@@ -218,7 +225,30 @@ pub fn explain_jaxpr(
 ) -> Result<Ledger, Error> {
     let vp = remat_ad::vjp_program(jaxpr, arg_names)?;
     let split = Split { num_fwd_eqns: vp.num_fwd_eqns, residual_atoms: vp.residuals.clone(), vjp: vp.vjp.clone() };
-    build(vp.jaxpr, consts, Some(split), Some(jaxpr), options)
+    build(vp.jaxpr, consts, Some(split), Some(Saver::Policies(jaxpr)), options)
+}
+
+/// The ledger of the memory planner's plan (`remat::plan`): its vjp planned as one program,
+/// every residual the plan chose saved by a "planner decision".
+pub fn explain_plan(plan: &remat_plan::Plan, consts: &[Array], options: &Options) -> Result<Ledger, Error> {
+    let num_outs = plan.fwd.outvars.len().saturating_sub(plan.saved.len());
+    let vjp = remat_ad::Vjp { fwd: plan.fwd.clone(), bwd: plan.bwd.clone(), num_outs, residuals: plan.saved.clone() };
+    let vp = remat_ad::vjp_program_of(vjp)?;
+    let split = Split { num_fwd_eqns: vp.num_fwd_eqns, residual_atoms: vp.residuals.clone(), vjp: vp.vjp.clone() };
+    build(vp.jaxpr, consts, Some(split), Some(Saver::Planner { budget: plan.budget }), options)
+}
+
+/// Who decided what the forward half saves: the policies of the function's checkpoints
+/// (looked up in the primal function), or the memory planner's plan for a budget.
+enum Saver<'a> {
+    Policies(&'a Jaxpr),
+    Planner { budget: usize },
+}
+
+/// What [`Saver`] says about one residual: the checkpoints' policies by source location.
+enum Reasons {
+    Policies(why::Contexts),
+    Planner { budget: usize },
 }
 
 /// The ledger of a program without a residual split (an already-differentiated program):
@@ -231,7 +261,7 @@ fn build(
     program: Jaxpr,
     consts: &[Array],
     split: Option<Split>,
-    primal: Option<&Jaxpr>,
+    saver: Option<Saver<'_>>,
     options: &Options,
 ) -> Result<Ledger, Error> {
     let profile = remat_jit::memory_profile(&program, consts, options)?;
@@ -254,8 +284,9 @@ fn build(
             }
         })
         .collect();
-    if let (Some(split), Some(primal)) = (&ledger.split, primal) {
-        ledger.rows = rows(&ledger, split, primal)?;
+    if let (Some(split), Some(saver)) = (&ledger.split, saver) {
+        ledger.rows = rows(&ledger, split, &saver)?;
+        extra_peaks(&mut ledger, consts, options)?;
     }
     let claimed: Vec<usize> = ledger.rows.iter().filter_map(|r| r.buffer).collect();
     ledger.rest = ledger
@@ -278,7 +309,7 @@ fn build(
     Ok(ledger)
 }
 
-fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>, Error> {
+fn rows(ledger: &Ledger, split: &Split, saver: &Saver<'_>) -> Result<Vec<LedgerRow>, Error> {
     let program = &ledger.program;
     let profile = &ledger.profile;
     let positions = ledger.eqn_positions();
@@ -289,7 +320,10 @@ fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>
         }
     }
     let saved: Vec<Var> = split.residual_atoms.iter().filter_map(Atom::as_var).collect();
-    let contexts = why::Contexts::of(primal);
+    let reasons = match saver {
+        Saver::Policies(primal) => Reasons::Policies(why::Contexts::of(primal)),
+        Saver::Planner { budget } => Reasons::Planner { budget: *budget },
+    };
     let last_position = profile.positions.saturating_sub(1);
     let mut out = Vec::new();
     for (residual, atom) in split.vjp.residuals.iter().zip(&split.residual_atoms) {
@@ -334,11 +368,12 @@ fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>
             Some(i) if profile.peak.live.contains(&i) => profile.buffers[i].bytes,
             _ => 0,
         };
-        let (recompute_eqns, recompute_flops) = match made_by {
-            Some(e) => recompute_cost(ledger, e, &saved, var, &producer),
-            None => (0, 0),
+        let cone = made_by.map(|e| recompute_cone(program, e, &saved, var, &producer)).unwrap_or_default();
+        let (recompute_eqns, recompute_flops) = (cone.len(), cone.iter().map(|&i| ledger.eqn_flops[i]).sum());
+        let why = match &reasons {
+            Reasons::Policies(contexts) => why::why_saved(contexts, residual, made_by.map(|e| (program, e)))?,
+            Reasons::Planner { budget } => why::planner_decision(residual, *budget),
         };
-        let why = why::why_saved(&contexts, residual, made_by.map(|e| (program, e)))?;
         out.push(LedgerRow {
             residual: residual.clone(),
             made_by,
@@ -350,21 +385,50 @@ fn rows(ledger: &Ledger, split: &Split, primal: &Jaxpr) -> Result<Vec<LedgerRow>
             why,
             recompute_eqns,
             recompute_flops,
+            extra_peak_bytes: None,
         });
     }
     Ok(out)
 }
 
-/// The forward equations that recomputing the value of equation `e` would run: `e` and,
-/// transitively, the producers of its operands that are neither inputs nor saved.
-fn recompute_cost(
-    ledger: &Ledger,
+/// The extra peak of the [`EXACT_ROWS`] largest residuals made by an equation.
+fn extra_peaks(ledger: &mut Ledger, consts: &[Array], options: &Options) -> Result<(), Error> {
+    let Some(split) = &ledger.split else { return Ok(()) };
+    let program = &ledger.program;
+    let mut producer: Vec<Option<usize>> = vec![None; program.vars.len()];
+    for (e, eqn) in program.eqns.iter().enumerate() {
+        for v in &eqn.outvars {
+            producer[v.index()] = Some(e);
+        }
+    }
+    let saved: Vec<Var> = split.residual_atoms.iter().filter_map(Atom::as_var).collect();
+    let made = |k: usize| split.residual_atoms[k].as_var().and_then(|v| producer[v.index()].map(|e| (v, e)));
+    let mut order: Vec<usize> = (0..ledger.rows.len()).filter(|&k| made(k).is_some()).collect();
+    order.sort_by_key(|&k| (std::cmp::Reverse(ledger.rows[k].residual.bytes), k));
+    let peak = ledger.peak_bytes() as i64;
+    let mut extras = Vec::new();
+    for k in order.into_iter().take(EXACT_ROWS) {
+        let Some((v, e)) = made(k) else { continue };
+        let cone = recompute_cone(program, e, &saved, Some(v), &producer);
+        let p = extra::peak_recomputing(program, consts, split.num_fwd_eqns, &cone, v, options)?;
+        extras.push((k, p as i64 - peak));
+    }
+    for (k, x) in extras {
+        ledger.rows[k].extra_peak_bytes = Some(x);
+    }
+    Ok(())
+}
+
+/// The forward equations that recomputing the value of equation `e` would run, in program
+/// order: `e` and, transitively, the producers of its operands that are neither inputs nor
+/// saved.
+fn recompute_cone(
+    program: &Jaxpr,
     e: usize,
     saved: &[Var],
     var: Option<Var>,
     producer: &[Option<usize>],
-) -> (usize, u64) {
-    let program = &ledger.program;
+) -> Vec<usize> {
     let mut seen = vec![false; program.eqns.len()];
     let mut stack = vec![e];
     seen[e] = true;
@@ -381,6 +445,5 @@ fn recompute_cost(
             }
         }
     }
-    let eqns: Vec<usize> = (0..seen.len()).filter(|&i| seen[i]).collect();
-    (eqns.len(), eqns.iter().map(|&i| ledger.eqn_flops[i]).sum())
+    (0..seen.len()).filter(|&i| seen[i]).collect()
 }

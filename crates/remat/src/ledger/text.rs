@@ -67,10 +67,11 @@ pub(super) fn ledger_text(l: &Ledger) -> String {
         if r.made_by.is_some() {
             let _ = writeln!(
                 out,
-                "    recompute instead: {} equation{}, {} FLOPs",
+                "    recompute instead: {} equation{}, {} FLOPs{}",
                 r.recompute_eqns,
                 if r.recompute_eqns == 1 { "" } else { "s" },
-                r.recompute_flops
+                r.recompute_flops,
+                r.extra_peak_bytes.map_or(String::new(), |x| format!(", peak {x:+} bytes"))
             );
         }
     }

@@ -85,6 +85,19 @@ fn resolved_words(r: &ResolvedPolicy) -> String {
     }
 }
 
+/// Why the memory planner's plan for `budget` bytes saves `residual`.
+pub(crate) fn planner_decision(residual: &Residual, budget: usize) -> String {
+    match &residual.kind {
+        ResidualKind::Literal | ResidualKind::Constant => {
+            "a constant of the function: the backward half reads it where it is".into()
+        }
+        ResidualKind::Argument(_) => "an argument: the backward half reads it in the caller's memory".into(),
+        _ => format!(
+            "planner decision: the plan for a budget of {budget} bytes (the fewest recompute FLOPs that fit) saves it"
+        ),
+    }
+}
+
 /// Why `residual` (made by equation `e` of `program`, if an equation makes it) is saved.
 pub(crate) fn why_saved(
     contexts: &Contexts,

@@ -12,19 +12,73 @@ use std::fmt::Write;
 
 use remat_jit::BufferHome;
 
-use super::svg::{colour, esc, fit, n, open, PARAMETERS, RESIDUAL};
+use super::svg::{colour, esc, fit, n, open, open_at, PARAMETERS, RESIDUAL};
 use crate::ledger::{BufferKind, Ledger};
 
 const WIDTH: usize = 960;
+/// The narrowest panel of a comparison.
+const MIN_PANEL: usize = 480;
 const LEFT: f64 = 78.0;
 const RIGHT: f64 = 16.0;
 const TOP: f64 = 34.0;
 const PLOT_H: f64 = 250.0;
 /// The most buffers listed at the peak.
 const LISTED: usize = 12;
+/// The legend's height under the panels.
+const LEGEND_H: f64 = 28.0;
+
+/// How one memory panel is drawn: its width, the bytes at the top of its y axis (the
+/// same for every panel of a comparison), its title, and where it sits.
+struct Frame {
+    width: usize,
+    y_max: usize,
+    title: String,
+    legend: bool,
+    x: usize,
+}
 
 /// The memory chart of a ledger, as a standalone SVG.
 pub fn memory_svg(l: &Ledger) -> String {
+    let title = format!(
+        "Memory over program order: the planned arena, {} at the peak",
+        remat_ir::format_bytes(l.peak_bytes() as u128)
+    );
+    let (mut s, _) = panel(l, &Frame { width: WIDTH, y_max: l.peak_bytes(), title, legend: true, x: 0 });
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The memory charts of several ledgers side by side on the same byte scale (a report's
+/// `--compare`), each titled by its label, with one legend under them all.
+pub fn compare_svg(sides: &[(&str, &Ledger)]) -> String {
+    let k = sides.len().max(1);
+    let width = (WIDTH / k).max(MIN_PANEL);
+    let y_max = sides.iter().map(|(_, l)| l.peak_bytes()).max().unwrap_or(0);
+    let panels: Vec<(String, usize)> = sides
+        .iter()
+        .enumerate()
+        .map(|(i, (label, l))| {
+            let title = format!("{}: {} at the peak", label, remat_ir::format_bytes(l.peak_bytes() as u128));
+            let chars = ((width as f64 - LEFT) / 7.5) as usize;
+            let frame = Frame { width, y_max, title: fit(&title, chars), legend: false, x: i * width };
+            let (mut s, h) = panel(l, &frame);
+            s.push_str("</svg>\n");
+            (s, h)
+        })
+        .collect();
+    let height = panels.iter().map(|p| p.1).max().unwrap_or(0) + LEGEND_H as usize;
+    let total = width * k;
+    let mut s = open(total, height, "memory");
+    for (p, _) in &panels {
+        s.push_str(p);
+    }
+    legend(&mut s, height as f64 - 14.0);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// One panel (an open `<svg>`, to be closed by the caller) and its height.
+fn panel(l: &Ledger, frame: &Frame) -> (String, usize) {
     let p = &l.profile;
     let peak = l.peak_bytes();
     let live_list: Vec<usize> = {
@@ -34,18 +88,27 @@ pub fn memory_svg(l: &Ledger) -> String {
     };
     let listed = live_list.len().min(LISTED);
     let list_top = TOP + PLOT_H + 58.0;
-    let height = (list_top + 18.0 * (listed as f64 + 3.0) + 34.0) as usize;
-    let plot_w = WIDTH as f64 - LEFT - RIGHT;
+    let height = if frame.legend {
+        (list_top + 18.0 * (listed as f64 + 3.0) + 34.0) as usize
+    } else {
+        (list_top + 18.0 * (listed as f64 + 2.0) + 6.0) as usize
+    };
+    let width = frame.width;
+    let plot_w = width as f64 - LEFT - RIGHT;
+    // Characters that fit in a line of the plot's width.
+    let chars = (plot_w / 6.6) as usize;
     let positions = p.positions.max(1) as f64;
     let x = |pos: usize| LEFT + pos as f64 * plot_w / positions;
-    let scale = if peak == 0 { 0.0 } else { PLOT_H / peak as f64 };
+    let y_max = frame.y_max.max(peak);
+    let scale = if y_max == 0 { 0.0 } else { PLOT_H / y_max as f64 };
     let y = |bytes: usize| TOP + PLOT_H - bytes as f64 * scale;
-    let mut s = open(WIDTH, height, "memory");
+    let mut s =
+        if frame.x == 0 && frame.legend { open(width, height, "memory") } else { open_at(frame.x, width, height) };
     let _ = writeln!(
         s,
-        "<text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">Memory over program order: the planned arena, {} at the peak</text>",
+        "<text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>",
         n(LEFT),
-        esc(&remat_ir::format_bytes(peak as u128))
+        esc(&frame.title)
     );
     // Axes and the byte scale.
     let _ = writeln!(
@@ -57,7 +120,7 @@ pub fn memory_svg(l: &Ledger) -> String {
         n(PLOT_H)
     );
     for frac in [0usize, 1, 2] {
-        let bytes = peak * frac / 2;
+        let bytes = y_max * frac / 2;
         let _ = writeln!(
             s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
@@ -212,15 +275,19 @@ pub fn memory_svg(l: &Ledger) -> String {
             esc(&remat_ir::format_bytes(peak as u128)),
             p.peak.position
         );
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{}\" font-weight=\"bold\">At the peak (step {}): {} buffers, {} bytes; {} bytes unused (holes and alignment)</text>",
-            n(LEFT),
-            n(list_top),
+        let head = format!(
+            "At the peak (step {}): {} buffers, {} bytes; {} bytes unused (holes and alignment)",
             p.peak.position,
             p.peak.live.len(),
             p.peak.live_bytes,
             p.peak.unused_bytes
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>",
+            n(LEFT),
+            n(list_top),
+            esc(&fit(&head, chars))
         );
         for (k, &i) in live_list.iter().take(listed).enumerate() {
             let b = &p.buffers[i];
@@ -240,7 +307,7 @@ pub fn memory_svg(l: &Ledger) -> String {
                 b.bytes,
                 n(LEFT + 108.0),
                 n(yy),
-                esc(&fit(&what, 118))
+                esc(&fit(&what, chars.saturating_sub(18)))
             );
         }
         if live_list.len() > listed {
@@ -257,8 +324,14 @@ pub fn memory_svg(l: &Ledger) -> String {
     } else {
         let _ = writeln!(s, "<text x=\"{}\" y=\"{}\">The program needs no arena.</text>", n(LEFT + 8.0), n(TOP + 20.0));
     }
-    // The legend.
-    let legend_y = height as f64 - 14.0;
+    if frame.legend {
+        legend(&mut s, height as f64 - 14.0);
+    }
+    (s, height)
+}
+
+/// The colours' legend, one line at `legend_y`.
+fn legend(s: &mut String, legend_y: f64) {
     let mut lx = LEFT;
     let kinds = [
         (RESIDUAL, "residuals"),
@@ -279,8 +352,6 @@ pub fn memory_svg(l: &Ledger) -> String {
         );
         lx += 14.0 + label.len() as f64 * 6.2 + 16.0;
     }
-    s.push_str("</svg>\n");
-    s
 }
 
 /// A top-level equation's label: its primitive, and the function (or line) it comes from.

@@ -14,7 +14,7 @@ use std::fmt::Write;
 use remat_ir::{Atom, Primitive};
 
 use super::svg::{esc, fit, n, open, RECOMPUTE, RESIDUAL};
-use crate::ledger::{Ledger, ResidualHome};
+use crate::ledger::{source_words, Ledger, ResidualHome};
 
 /// The most rows drawn per half.
 pub const MAX_ROWS: usize = 120;
@@ -26,14 +26,14 @@ const LEFT_X: f64 = 10.0;
 const RIGHT_X: f64 = 550.0;
 
 /// A row: equations `lo..hi` of the program, and its label.
-struct Row {
+pub(crate) struct Row {
     lo: usize,
     hi: usize,
     label: String,
     recompute: bool,
 }
 
-fn rows(l: &Ledger, lo: usize, hi: usize, base: usize) -> Vec<Row> {
+pub(crate) fn rows(l: &Ledger, lo: usize, hi: usize, base: usize) -> Vec<Row> {
     let eqns = &l.program.eqns;
     let one = |e: usize| {
         let eqn = &eqns[e];
@@ -97,8 +97,13 @@ fn row_of(rows: &[Row], e: usize) -> Option<usize> {
 
 /// The split of a ledger's vjp as a standalone SVG (a note for a program without one).
 pub fn split_svg(l: &Ledger) -> String {
+    split_svg_as(l, "split")
+}
+
+/// [`split_svg`] with the SVG element's id (a report with several sides has several).
+pub(crate) fn split_svg_as(l: &Ledger, id: &str) -> String {
     let Some(split) = &l.split else {
-        let mut s = open(WIDTH, 40, "split");
+        let mut s = open(WIDTH, 40, id);
         s.push_str("<text x=\"10\" y=\"24\">No split: the program was explained as it is (already differentiated).</text>\n</svg>\n");
         return s;
     };
@@ -107,7 +112,7 @@ pub fn split_svg(l: &Ledger) -> String {
     let fwd = rows(l, 0, nf, 0);
     let bwd = rows(l, nf, n_all, nf);
     let height = (TOP + ROW * (fwd.len().max(bwd.len()) as f64 + 1.0) + 20.0) as usize;
-    let mut s = open(WIDTH, height, "split");
+    let mut s = open(WIDTH, height, id);
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">The split: {} residuals from {} forward to {} backward equations</text>",
@@ -157,8 +162,15 @@ pub fn split_svg(l: &Ledger) -> String {
             .collect();
         targets.dedup();
         let tip = format!(
-            "residual {k}: {} | {} bytes, {} of the peak | steps {}..{} | why: {} | recompute: {} FLOPs",
-            row.residual, row.residual.bytes, row.peak_bytes, row.first, row.last, row.why, row.recompute_flops
+            "residual {k}: {} | {} bytes, {} of the peak | steps {}..{} | why: {} | recompute: {} FLOPs{}",
+            row.residual,
+            row.residual.bytes,
+            row.peak_bytes,
+            row.first,
+            row.last,
+            row.why,
+            row.recompute_flops,
+            row.extra_peak_bytes.map_or(String::new(), |x| format!(", peak {x:+} bytes"))
         );
         let width = if row.home == ResidualHome::Caller { 0.8 } else { 1.4 };
         for t in targets {
@@ -183,4 +195,41 @@ pub fn split_svg(l: &Ledger) -> String {
     let _ = writeln!(s, "</g>");
     s.push_str("</svg>\n");
     s
+}
+
+/// The split's groups as HTML: for each half drawn in groups, one `<details>` per group
+/// (collapsed; its summary the row's label) listing its equations, one line each, as the
+/// rows of an ungrouped split read, with the source function. Nothing for a split drawn
+/// one row per equation (or a program without one).
+pub(crate) fn groups_html(l: &Ledger) -> String {
+    let Some(split) = &l.split else { return String::new() };
+    let nf = split.num_fwd_eqns;
+    let n_all = l.program.eqns.len();
+    let mut out = String::new();
+    for (half, lo, hi) in [("forward", 0, nf), ("backward", nf, n_all)] {
+        let rows = rows(l, lo, hi, lo);
+        if rows.iter().all(|r| r.hi - r.lo == 1) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "<details class=\"groups\"><summary>The {half} half's {} groups of {} equations (expand a group for its equations)</summary>",
+            rows.len(),
+            hi - lo
+        );
+        for r in &rows {
+            let _ = write!(out, "<details><summary>{}</summary><pre>", esc(&r.label));
+            for e in r.lo..r.hi {
+                let eqn = &l.program.eqns[e];
+                let outs: Vec<String> = eqn.outvars.iter().map(|&v| l.program.aval(v).to_string()).collect();
+                let src =
+                    if eqn.source.is_unknown() { String::new() } else { format!("  {}", source_words(&eqn.source)) };
+                let line = format!("{:>5} {} {}{src}", e - lo, eqn.primitive.name(), outs.join(" "));
+                let _ = writeln!(out, "{}", esc(&line));
+            }
+            out.push_str("</pre></details>\n");
+        }
+        out.push_str("</details>\n");
+    }
+    out
 }

@@ -61,3 +61,11 @@ pub fn open(width: usize, height: usize, id: &str) -> String {
          <rect width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>\n"
     )
 }
+
+/// The opening of an SVG nested at `x` in a larger one (a panel of a comparison).
+pub fn open_at(x: usize, width: usize, height: usize) -> String {
+    format!(
+        "<svg x=\"{x}\" y=\"0\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\">\n\
+         <rect width=\"{width}\" height=\"{height}\" fill=\"#ffffff\"/>\n"
+    )
+}
