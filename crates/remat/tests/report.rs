@@ -372,3 +372,34 @@ fn a_ten_thousand_equation_program_is_readable_at_a_glance() {
     assert_eq!(listed, l.program.eqns.len(), "every equation in one group");
     assert!(doc.select(&groups).count() <= 2 * MAX_ROWS);
 }
+
+/// A scan, a call or a checkpoint is one row of the split, and its body opens from the
+/// HTML's groups: the LSTM's `scan` lists its body's equations, one line each.
+#[test]
+fn a_scans_body_is_expandable_in_the_html() {
+    let (_, case) = remat_testkit::zoo_cases().into_iter().find(|(n, _)| n.contains("lstm")).expect("lstm");
+    let jaxpr = remat_testkit::case_jaxpr(&case);
+    let l = explain_jaxpr(&jaxpr, &[], &[], &Options::default()).expect("explains");
+    let scans: Vec<&remat::ir::Eqn> = l.program.eqns.iter().filter(|e| e.primitive.name() == "scan").collect();
+    assert!(!scans.is_empty(), "the LSTM's vjp has scans");
+    let html = one_side("lstm", l.clone()).html();
+    let doc = scraper::Html::parse_document(&html);
+    assert!(doc.errors.is_empty(), "{:?}", doc.errors);
+    let bodies = scraper::Selector::parse("details.body").unwrap();
+    let summary = scraper::Selector::parse("summary").unwrap();
+    let pre = scraper::Selector::parse("pre").unwrap();
+    let mut seen = Vec::new();
+    for b in doc.select(&bodies) {
+        let s = b.select(&summary).next().unwrap().text().collect::<String>();
+        if let Some(n) = s.strip_prefix("scan body: ").and_then(|r| r.strip_suffix(" equations")) {
+            let n: usize = n.parse().expect("a count");
+            let lines = b.select(&pre).next().unwrap().text().collect::<String>().lines().count();
+            assert_eq!(lines, n, "{s}: every body equation listed");
+            seen.push(n);
+        }
+    }
+    let mut want: Vec<usize> = scans.iter().map(|e| e.primitive.subjaxprs()[0].eqns.len()).collect();
+    seen.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(seen, want, "one expandable body per scan of the vjp");
+}

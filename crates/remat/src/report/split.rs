@@ -197,10 +197,11 @@ pub(crate) fn split_svg_as(l: &Ledger, id: &str) -> String {
     s
 }
 
-/// The split's groups as HTML: for each half drawn in groups, one `<details>` per group
-/// (collapsed; its summary the row's label) listing its equations, one line each, as the
-/// rows of an ungrouped split read, with the source function. Nothing for a split drawn
-/// one row per equation (or a program without one).
+/// The split's groups as HTML: for each half drawn in groups or holding an equation with a
+/// body, one `<details>` per row (collapsed; its summary the row's label) listing its
+/// equations, one line each, as the rows of an ungrouped split read, with the source
+/// function, and each body (a scan's, a call's, a checkpoint's) expandable inside. Nothing
+/// for a half drawn one row per equation without bodies (or a program without a split).
 pub(crate) fn groups_html(l: &Ledger) -> String {
     let Some(split) = &l.split else { return String::new() };
     let nf = split.num_fwd_eqns;
@@ -208,7 +209,8 @@ pub(crate) fn groups_html(l: &Ledger) -> String {
     let mut out = String::new();
     for (half, lo, hi) in [("forward", 0, nf), ("backward", nf, n_all)] {
         let rows = rows(l, lo, hi, lo);
-        if rows.iter().all(|r| r.hi - r.lo == 1) {
+        let has_bodies = (lo..hi).any(|e| !l.program.eqns[e].primitive.subjaxprs().is_empty());
+        if rows.iter().all(|r| r.hi - r.lo == 1) && !has_bodies {
             continue;
         }
         let _ = writeln!(
@@ -220,16 +222,42 @@ pub(crate) fn groups_html(l: &Ledger) -> String {
         for r in &rows {
             let _ = write!(out, "<details><summary>{}</summary><pre>", esc(&r.label));
             for e in r.lo..r.hi {
-                let eqn = &l.program.eqns[e];
-                let outs: Vec<String> = eqn.outvars.iter().map(|&v| l.program.aval(v).to_string()).collect();
-                let src =
-                    if eqn.source.is_unknown() { String::new() } else { format!("  {}", source_words(&eqn.source)) };
-                let line = format!("{:>5} {} {}{src}", e - lo, eqn.primitive.name(), outs.join(" "));
-                let _ = writeln!(out, "{}", esc(&line));
+                eqn_html(&mut out, &l.program, e, lo, 0);
             }
             out.push_str("</pre></details>\n");
         }
         out.push_str("</details>\n");
     }
     out
+}
+
+/// At most this many nested levels of bodies are listed (a scan of a checkpoint of a jit).
+const MAX_BODY_DEPTH: usize = 4;
+
+/// One equation's line inside a group's `<pre>`, and for an equation with bodies (a scan,
+/// a call, a checkpoint, a cond's branches, a while) each body as a nested, collapsed
+/// `<details>` listing its equations the same way.
+fn eqn_html(out: &mut String, jaxpr: &remat_ir::Jaxpr, e: usize, base: usize, depth: usize) {
+    let eqn = &jaxpr.eqns[e];
+    let outs: Vec<String> = eqn.outvars.iter().map(|&v| jaxpr.aval(v).to_string()).collect();
+    let src = if eqn.source.is_unknown() { String::new() } else { format!("  {}", source_words(&eqn.source)) };
+    let line = format!("{:>5} {} {}{src}", e - base, eqn.primitive.name(), outs.join(" "));
+    let _ = writeln!(out, "{}", esc(&line));
+    if depth >= MAX_BODY_DEPTH {
+        return;
+    }
+    let bodies = eqn.primitive.subjaxprs();
+    for (i, body) in bodies.iter().enumerate() {
+        let which = if bodies.len() > 1 { format!(" {i}") } else { String::new() };
+        let _ = write!(
+            out,
+            "</pre><details class=\"body\"><summary>{} body{which}: {} equations</summary><pre>",
+            esc(eqn.primitive.name()),
+            body.eqns.len()
+        );
+        for b in 0..body.eqns.len() {
+            eqn_html(out, body, b, 0, depth + 1);
+        }
+        out.push_str("</pre></details><pre>");
+    }
 }
