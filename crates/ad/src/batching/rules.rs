@@ -7,6 +7,7 @@
 
 use remat_ir::{Atom, DotDimensionNumbers, Eqn, Primitive};
 
+use super::indexing::{self, GatherParams, ScatterParams};
 use super::{batch_jaxpr_axes, batch_jaxpr_bools, no_rule, Batched, OutAxes};
 use crate::builder::Builder;
 use crate::AdError;
@@ -345,15 +346,33 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             });
             Ok(outs.into_iter().map(Atom::Var).zip(dims).collect())
         }
-        Primitive::ExpandDims { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::ConvGeneralDilated(_)
+        Primitive::ExpandDims { dimensions } => one(indexing::expand_dims(b, dimensions, ins[0])),
+        Primitive::DynamicSlice { slice_sizes } => one(indexing::dynamic_slice(b, slice_sizes, ins, size)),
+        Primitive::DynamicUpdateSlice => one(indexing::dynamic_update_slice(b, ins, size)),
+        Primitive::Gather { dimension_numbers, fill_value, indices_are_sorted, mode, slice_sizes, unique_indices } => {
+            let params = GatherParams {
+                slice_sizes,
+                fill_value: *fill_value,
+                indices_are_sorted: *indices_are_sorted,
+                unique_indices: *unique_indices,
+                mode: *mode,
+            };
+            one(indexing::gather(b, Some(eqn), dimension_numbers, &params, ins[0], ins[1]))
+        }
+        Primitive::Scatter { op, dimension_numbers, indices_are_sorted, mode, unique_indices, update_jaxpr } => {
+            let params = ScatterParams {
+                op: *op,
+                indices_are_sorted: *indices_are_sorted,
+                unique_indices: *unique_indices,
+                mode: *mode,
+                update_jaxpr: update_jaxpr.clone(),
+            };
+            one(indexing::scatter(b, Some(eqn), dimension_numbers, &params, [ins[0], ins[1], ins[2]], size))
+        }
+        Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
         | Primitive::SelectAndGatherAdd { .. }
-        | Primitive::Gather { .. }
-        | Primitive::Scatter { .. }
         | Primitive::While { .. } => Err(no_rule(prim)),
     }
 }
@@ -394,7 +413,7 @@ pub(super) fn broadcast(b: &mut Builder, x: Atom, size: usize, axis: usize) -> R
 }
 
 /// JAX's `bdim_at_front(x, bdim, size)`.
-fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
+pub(super) fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
     match d {
         None => broadcast(b, x, size, 0),
         Some(d) => moveaxis(b, x, d, 0),

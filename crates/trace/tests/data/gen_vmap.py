@@ -65,6 +65,32 @@ c("random_uniform_per_key", lambda k: (jax.random.uniform(k, (3,)),), [0], [0],
 c("random_fold_in_batched_data", lambda k, d: (jax.random.fold_in(k, d),), [None, 0], [0],
   np.asarray(jax.random.PRNGKey(1)), np.arange(B, dtype=np.int32))
 
+# The indexing rules (added after the cases above, so that their arguments stay the same).
+def i32(hi, *s): return rng.randint(-hi, hi, size=s).astype(np.int32)
+c("dynamic_slice_batched_index", lambda x, i: (lax.dynamic_slice(x, (i, 0), (2, 3)),), [None, 0], [0],
+  f32(5, 3), i32(5, B))
+c("dynamic_slice_batched_operand", lambda x, i: (lax.dynamic_slice(x, (i, 1), (2, 2)),), [1, None], [0],
+  f32(5, B, 3), np.int32(2))
+c("dynamic_slice_both_batched", lambda x, i, j: (lax.dynamic_slice(x, (i, j), (2, 2)),), [0, 0, None], [0],
+  f32(B, 5, 3), i32(5, B), np.int32(1))
+c("dynamic_update_slice_batched_operand", lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),),
+  [0, None, None], [0], f32(B, 5, 3), f32(2, 3), np.int32(3))
+c("dynamic_update_slice_batched_update", lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),),
+  [None, 1, None], [0], f32(5, 3), f32(2, B, 3), np.int32(-1))
+c("dynamic_update_slice_batched_index", lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),),
+  [None, None, 0], [0], f32(5, 3), f32(2, 3), i32(5, B))
+c("gather_batched_indices", lambda x, i: (jnp.asarray(x)[i],), [None, 0], [0], f32(5, 3), i32(5, B, 2))
+c("gather_batched_operand", lambda x, i: (x[i],), [1, None], [0], f32(5, B, 3), i32(5, 2))
+c("take_both_batched", lambda x, i: (jnp.take(x, i, axis=1),), [0, 1], [0], f32(B, 2, 5), i32(5, 3, B))
+c("take_along_axis_both_batched", lambda x, i: (jnp.take_along_axis(x, i, axis=1),), [0, 0], [0],
+  f32(B, 2, 5), i32(5, B, 2, 3))
+c("scatter_add_batched_operand", lambda x, i, u: (x.at[i].add(u),), [0, None, None], [0], f32(B, 5, 3),
+  i32(5, 2), f32(2, 3))
+c("scatter_set_batched_indices", lambda x, i, u: (jnp.asarray(x).at[i].set(u),), [None, 0, None], [0], f32(5, 3),
+  i32(5, B, 2), f32(2, 3))
+c("scatter_add_all_batched", lambda x, i, u: (x.at[i].add(u),), [1, 0, 0], [0], f32(5, B, 3), i32(5, B, 2),
+  f32(B, 2, 3))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
