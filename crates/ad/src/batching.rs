@@ -17,6 +17,7 @@
 //! Architecture invariant: a rule sees the operands' atoms and batch axes and the
 //! equation's parameters, never values; the output verifies (checked in debug builds).
 
+mod control;
 mod indexing;
 mod rules;
 

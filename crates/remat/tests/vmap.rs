@@ -115,6 +115,24 @@ fn programs() -> BTreeMap<&'static str, Program1> {
     add("scatter_add_batched_operand", Box::new(|a| vec![a[0].at(&a[1]).add(&a[2])]));
     add("scatter_set_batched_indices", Box::new(|a| vec![a[0].at(&a[1]).set(&a[2])]));
     add("scatter_add_all_batched", Box::new(|a| vec![a[0].at(&a[1]).add(&a[2])]));
+    add(
+        "cond_batched_predicate",
+        Box::new(|a| {
+            let y = a[2].clone();
+            vec![lax::cond(&a[0], |x: Tensor| x.sin() * &y, |x: Tensor| x.cos(), a[1].clone())]
+        }),
+    );
+    add(
+        "cond_batched_predicate_scalar",
+        Box::new(|a| vec![lax::cond(&a[0].gt(0.0), |s: Tensor| s * 2.0, |s: Tensor| s + 1.0, a[1].clone())]),
+    );
+    add(
+        "switch_batched_index",
+        Box::new(|a| {
+            let branches: [&dyn Fn(Tensor) -> Tensor; 3] = [&|x| x.sin(), &|x| x.cos(), &|x| x.tanh()];
+            vec![lax::switch(&a[0], branches, a[1].clone())]
+        }),
+    );
     m
 }
 

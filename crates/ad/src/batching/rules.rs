@@ -268,9 +268,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         Primitive::Cond { branches } => {
             let ((index, index_d), ops) = (ins[0], &ins[1..]);
             if index_d.is_some() {
-                return Err(AdError::Invalid(
-                    "vmap: no batching rule for cond with a batched predicate yet (JAX turns it into select_n)".into(),
-                ));
+                return super::control::cond_batched_index(b, branches, ins, size);
             }
             let ops_bat: Vec<bool> = ops.iter().map(|x| x.1.is_some()).collect();
             let mut out_bat = vec![false; branches[0].jaxpr.outvars.len()];

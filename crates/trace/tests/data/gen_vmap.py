@@ -90,6 +90,12 @@ c("scatter_set_batched_indices", lambda x, i, u: (jnp.asarray(x).at[i].set(u),),
   i32(5, B, 2), f32(2, 3))
 c("scatter_add_all_batched", lambda x, i, u: (x.at[i].add(u),), [1, 0, 0], [0], f32(5, B, 3), i32(5, B, 2),
   f32(B, 2, 3))
+c("cond_batched_predicate", lambda p, x, y: (lax.cond(p, lambda a: jnp.sin(a) * y, jnp.cos, x),), [0, 0, None],
+  [0], np.array([True, False, False, True]), f32(B, 3), f32(3))
+c("cond_batched_predicate_scalar", lambda v, s: (lax.cond(v > 0, lambda a: a * 2.0, lambda a: a + 1.0, s),),
+  [0, None], [0], f32(B), np.float32(3.0))
+c("switch_batched_index", lambda i, x: (lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], x),), [0, 1], [0],
+  np.array([0, 2, 1, 5], dtype=np.int32), f32(3, B))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
