@@ -127,6 +127,25 @@ fn programs() -> BTreeMap<&'static str, Program1> {
         Box::new(|a| vec![lax::cond(&a[0].gt(0.0), |s: Tensor| s * 2.0, |s: Tensor| s + 1.0, a[1].clone())]),
     );
     add(
+        "while_batched_carry",
+        Box::new(|a| {
+            let (n, x) = (a[0].clone(), a[1].clone());
+            let (i, c) = lax::while_loop(
+                |(i, _): (Tensor, Tensor)| i.lt(&n),
+                |(i, c): (Tensor, Tensor)| (i + 1, c * &x),
+                (numpy::int32(0), a[2].clone()),
+            );
+            vec![i, c]
+        }),
+    );
+    add(
+        "fori_loop_batched_const",
+        Box::new(|a| {
+            let x = a[0].clone();
+            vec![lax::fori_loop(0, 3, |_, c: Tensor| c * 0.5 + &x, a[1].clone())]
+        }),
+    );
+    add(
         "switch_batched_index",
         Box::new(|a| {
             let branches: [&dyn Fn(Tensor) -> Tensor; 3] = [&|x| x.sin(), &|x| x.cos(), &|x| x.tanh()];
@@ -232,7 +251,7 @@ fn vmap_errors_are_located_and_say_what_is_wrong() {
     assert!(e.contains("vmap must have at least one non-None value in in_axes"), "{e}");
     let e =
         vmap_error(|x| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, x), &[Some(0)], aval.clone());
-    assert!(e.contains("vmap: no batching rule for while yet"), "{e}");
+    assert!(e.contains("vmap: no batching rule for while with a batched predicate yet"), "{e}");
     let v = vmap(|x: Tensor| x.sin(), &[Some(0)], &[None]);
     let e = make_jaxpr(|x: Tensor| v.trace(x), &aval).expect_err("a batched output with out_axes None").to_string();
     assert!(e.contains("output 0 is batched but its out_axes is None"), "{e}");

@@ -7,6 +7,7 @@
 
 use remat_ir::{Atom, DotDimensionNumbers, Eqn, Primitive};
 
+use super::control;
 use super::indexing::{self, GatherParams, ScatterParams};
 use super::{batch_jaxpr_axes, batch_jaxpr_bools, no_rule, Batched, OutAxes};
 use crate::builder::Builder;
@@ -268,7 +269,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         Primitive::Cond { branches } => {
             let ((index, index_d), ops) = (ins[0], &ins[1..]);
             if index_d.is_some() {
-                return super::control::cond_batched_index(b, branches, ins, size);
+                return control::cond_batched_index(b, branches, ins, size);
             }
             let ops_bat: Vec<bool> = ops.iter().map(|x| x.1.is_some()).collect();
             let mut out_bat = vec![false; branches[0].jaxpr.outvars.len()];
@@ -367,11 +368,14 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             };
             one(indexing::scatter(b, Some(eqn), dimension_numbers, &params, [ins[0], ins[1], ins[2]], size))
         }
+        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+            let w = control::While { cond_jaxpr, body_jaxpr, cond_nconsts: *cond_nconsts, body_nconsts: *body_nconsts };
+            control::while_loop(b, &w, ins, size)
+        }
         Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
-        | Primitive::SelectAndGatherAdd { .. }
-        | Primitive::While { .. } => Err(no_rule(prim)),
+        | Primitive::SelectAndGatherAdd { .. } => Err(no_rule(prim)),
     }
 }
 

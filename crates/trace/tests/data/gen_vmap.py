@@ -96,6 +96,10 @@ c("cond_batched_predicate_scalar", lambda v, s: (lax.cond(v > 0, lambda a: a * 2
   [0, None], [0], f32(B), np.float32(3.0))
 c("switch_batched_index", lambda i, x: (lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], x),), [0, 1], [0],
   np.array([0, 2, 1, 5], dtype=np.int32), f32(3, B))
+c("while_batched_carry", lambda n, x, c0: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * x),
+  (jnp.int32(0), c0)), [None, 0, None], [0, 0], np.int32(3), f32(B, 3), f32(3))
+c("fori_loop_batched_const", lambda x, c0: (lax.fori_loop(0, 3, lambda i, c: c * 0.5 + x, c0),), [0, None], [0],
+  f32(B, 3), f32(3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
