@@ -18,6 +18,7 @@
 //! equation's parameters, never values; the output verifies (checked in debug builds).
 
 mod control;
+mod conv;
 mod indexing;
 mod rules;
 

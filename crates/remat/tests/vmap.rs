@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use remat::ir::Primitive;
+use remat::lax::{ConvOptions, Padding};
 use remat::numpy::Sections;
 use remat::run::{Backend, Program, RunOptions};
 use remat::{checkpoint, grad, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
@@ -143,6 +144,29 @@ fn programs() -> BTreeMap<&'static str, Program1> {
         Box::new(|a| {
             let x = a[0].clone();
             vec![lax::fori_loop(0, 3, |_, c: Tensor| c * 0.5 + &x, a[1].clone())]
+        }),
+    );
+    let nhwc = || ConvOptions::default().dimension_numbers("NHWC", "HWIO", "NHWC");
+    add(
+        "conv_batched_lhs",
+        Box::new(|a| vec![lax::conv_general_dilated(&a[0], &a[1], &[1], Padding::Same, ConvOptions::default())]),
+    );
+    add(
+        "conv_both_batched_nhwc",
+        Box::new(move |a| vec![lax::conv_general_dilated(&a[0], &a[1], &[1, 1], Padding::Valid, nhwc())]),
+    );
+    add(
+        "conv_batched_rhs_depthwise",
+        Box::new(move |a| {
+            let options = ConvOptions { feature_group_count: 3, ..nhwc() };
+            vec![lax::conv_general_dilated(&a[0], &a[1], &[1, 1], Padding::Same, options)]
+        }),
+    );
+    add(
+        "conv_batched_lhs_batch_groups",
+        Box::new(|a| {
+            let options = ConvOptions { batch_group_count: 2, ..ConvOptions::default() };
+            vec![lax::conv_general_dilated(&a[0], &a[1], &[1], Padding::Valid, options)]
         }),
     );
     add(

@@ -372,8 +372,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let w = control::While { cond_jaxpr, body_jaxpr, cond_nconsts: *cond_nconsts, body_nconsts: *body_nconsts };
             control::while_loop(b, &w, ins, size)
         }
-        Primitive::ConvGeneralDilated(_)
-        | Primitive::ReduceWindow { .. }
+        Primitive::ConvGeneralDilated(params) => one(super::conv::conv_general_dilated(b, eqn, params, ins[0], ins[1])),
+        Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
         | Primitive::SelectAndGatherAdd { .. } => Err(no_rule(prim)),
     }

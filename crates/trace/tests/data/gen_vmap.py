@@ -100,6 +100,15 @@ c("while_batched_carry", lambda n, x, c0: lax.while_loop(lambda c: c[0] < n, lam
   (jnp.int32(0), c0)), [None, 0, None], [0, 0], np.int32(3), f32(B, 3), f32(3))
 c("fori_loop_batched_const", lambda x, c0: (lax.fori_loop(0, 3, lambda i, c: c * 0.5 + x, c0),), [0, None], [0],
   f32(B, 3), f32(3))
+NHWC = ("NHWC", "HWIO", "NHWC")
+c("conv_batched_lhs", lambda x, w: (lax.conv_general_dilated(x, w, (1,), "SAME"),), [0, None], [0], f32(B, 2, 3, 8),
+  f32(5, 3, 3))
+c("conv_both_batched_nhwc", lambda x, w: (lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=NHWC),),
+  [1, 3], [0], f32(2, B, 5, 5, 3), f32(3, 3, 3, B, 4))
+c("conv_batched_rhs_depthwise", lambda x, w: (lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=3,
+  dimension_numbers=NHWC),), [None, 0], [0], f32(2, 6, 6, 3), f32(B, 3, 3, 1, 6))
+c("conv_batched_lhs_batch_groups", lambda x, w: (lax.conv_general_dilated(x, w, (1,), "VALID", batch_group_count=2),),
+  [2, None], [0], f32(4, 3, B, 8), f32(4, 3, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
