@@ -169,6 +169,13 @@ fn programs() -> BTreeMap<&'static str, Program1> {
             vec![lax::conv_general_dilated(&a[0], &a[1], &[1], Padding::Valid, options)]
         }),
     );
+    add("reduce_window_sum_same", Box::new(|a| vec![lax::reduce_window_sum(&a[0], &[3, 3], &[2, 2], Padding::Same)]));
+    add(
+        "grad_of_reduce_window_max",
+        Box::new(|a| {
+            vec![grad(|x: Tensor| lax::reduce_window_max(&x, &[2, 2], &[1, 1], Padding::Valid).sum()).trace_tree(&a[0])]
+        }),
+    );
     add(
         "switch_batched_index",
         Box::new(|a| {

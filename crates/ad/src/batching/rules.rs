@@ -9,7 +9,8 @@ use remat_ir::{Atom, DotDimensionNumbers, Eqn, Primitive};
 
 use super::control;
 use super::indexing::{self, GatherParams, ScatterParams};
-use super::{batch_jaxpr_axes, batch_jaxpr_bools, no_rule, Batched, OutAxes};
+use super::window::{self, ScatterWindow};
+use super::{batch_jaxpr_axes, batch_jaxpr_bools, Batched, OutAxes};
 use crate::builder::Builder;
 use crate::AdError;
 
@@ -372,10 +373,15 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let w = control::While { cond_jaxpr, body_jaxpr, cond_nconsts: *cond_nconsts, body_nconsts: *body_nconsts };
             control::while_loop(b, &w, ins, size)
         }
-        Primitive::ConvGeneralDilated(params) => one(super::conv::conv_general_dilated(b, eqn, params, ins[0], ins[1])),
-        Primitive::ReduceWindow { .. }
-        | Primitive::SelectAndScatterAdd { .. }
-        | Primitive::SelectAndGatherAdd { .. } => Err(no_rule(prim)),
+        Primitive::ConvGeneralDilated(params) => one(window::conv_general_dilated(b, eqn, params, ins[0], ins[1])),
+        Primitive::ReduceWindow { op, window } => one(window::reduce_window(b, *op, window, ins[0])),
+        Primitive::SelectAndGatherAdd { select_prim, window } => {
+            one(window::select_and_gather_add(b, *select_prim, window, ins, size))
+        }
+        Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+            let w = ScatterWindow { window_dimensions, window_strides, padding };
+            one(window::select_and_scatter_add(b, *select_prim, &w, ins, size))
+        }
     }
 }
 

@@ -109,6 +109,10 @@ c("conv_batched_rhs_depthwise", lambda x, w: (lax.conv_general_dilated(x, w, (1,
   dimension_numbers=NHWC),), [None, 0], [0], f32(2, 6, 6, 3), f32(B, 3, 3, 1, 6))
 c("conv_batched_lhs_batch_groups", lambda x, w: (lax.conv_general_dilated(x, w, (1,), "VALID", batch_group_count=2),),
   [2, None], [0], f32(4, 3, B, 8), f32(4, 3, 3))
+c("reduce_window_sum_same", lambda x: (lax.reduce_window(x, 0., lax.add, (3, 3), (2, 2), "SAME"),), [0], [0],
+  f32(B, 5, 6))
+c("grad_of_reduce_window_max", lambda x: (jax.grad(lambda a: lax.reduce_window(a, -jnp.inf, lax.max, (2, 2), (1, 1),
+  "VALID").sum())(x),), [1], [0], f32(5, B, 4))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]

@@ -1,10 +1,13 @@
-//! The batching rule of `conv_general_dilated`, JAX 0.10.2's
-//! `_conv_general_dilated_batch_rule` (`jax/_src/lax/convolution.py`): the batch axis is
-//! reshaped into the lhs batch or feature axis, or the rhs output-feature axis (with the
-//! group counts scaled), and reshaped back out of the result.
+//! The batching rules of the windowed primitives, JAX 0.10.2's: `conv_general_dilated`
+//! (`_conv_general_dilated_batch_rule` in `jax/_src/lax/convolution.py`), whose batch axis
+//! is reshaped into the lhs batch or feature axis, or the rhs output-feature axis (with the
+//! group counts scaled), and back out of the result; the window reductions and their
+//! derivatives (`jax/_src/lax/windowed_reductions.py`), which get a window of 1 over the
+//! batch axis.
 
-use remat_ir::{ConvParams, Eqn, Primitive};
+use remat_ir::{CompareOp, ConvParams, Eqn, Primitive, ReduceOp, Window};
 
+use super::rules::bdim_at_front;
 use super::Batched;
 use crate::builder::Builder;
 use crate::AdError;
@@ -111,4 +114,63 @@ pub(super) fn conv_general_dilated(
         }
         (None, None) => Err(AdError::Internal("vmap: conv without a batched operand".into())),
     }
+}
+
+/// `window` with an axis of window 1 (stride 1, no padding or dilation) inserted at `at`.
+fn window_with_axis(window: &Window, at: usize) -> Window {
+    let mut w = window.clone();
+    w.window_dimensions.insert(at, 1);
+    w.window_strides.insert(at, 1);
+    w.padding.insert(at, (0, 0));
+    w.base_dilation.insert(at, 1);
+    w.window_dilation.insert(at, 1);
+    w
+}
+
+/// JAX's `_reduce_window_batch_rule`: a window of 1 over the batch axis, which stays.
+pub(super) fn reduce_window(b: &mut Builder, op: ReduceOp, window: &Window, x: Batched) -> Result<Batched, AdError> {
+    let d = x.1.ok_or_else(|| AdError::Internal("vmap: reduce_window without a batched operand".into()))?;
+    let prim = Primitive::ReduceWindow { op, window: window_with_axis(window, d) };
+    Ok((b.bind1(prim, vec![x.0])?, Some(d)))
+}
+
+/// JAX's `_select_and_gather_add_batching_rule`: both operands batched at the front, a
+/// window of 1 over it.
+pub(super) fn select_and_gather_add(
+    b: &mut Builder,
+    select_prim: CompareOp,
+    window: &Window,
+    ins: &[Batched],
+    size: usize,
+) -> Result<Batched, AdError> {
+    let t = bdim_at_front(b, ins[0].0, ins[0].1, size)?;
+    let x = bdim_at_front(b, ins[1].0, ins[1].1, size)?;
+    let prim = Primitive::SelectAndGatherAdd { select_prim, window: window_with_axis(window, 0) };
+    Ok((b.bind1(prim, vec![t, x])?, Some(0)))
+}
+
+/// The window of a `select_and_scatter_add`.
+pub(super) struct ScatterWindow<'a> {
+    pub window_dimensions: &'a [usize],
+    pub window_strides: &'a [usize],
+    pub padding: &'a [(i64, i64)],
+}
+
+/// JAX's `_select_and_scatter_add_batch_rule`: as `select_and_gather_add`'s.
+pub(super) fn select_and_scatter_add(
+    b: &mut Builder,
+    select_prim: CompareOp,
+    w: &ScatterWindow<'_>,
+    ins: &[Batched],
+    size: usize,
+) -> Result<Batched, AdError> {
+    let source = bdim_at_front(b, ins[0].0, ins[0].1, size)?;
+    let operand = bdim_at_front(b, ins[1].0, ins[1].1, size)?;
+    let prim = Primitive::SelectAndScatterAdd {
+        select_prim,
+        window_dimensions: std::iter::once(1).chain(w.window_dimensions.iter().copied()).collect(),
+        window_strides: std::iter::once(1).chain(w.window_strides.iter().copied()).collect(),
+        padding: std::iter::once((0, 0)).chain(w.padding.iter().copied()).collect(),
+    };
+    Ok((b.bind1(prim, vec![source, operand])?, Some(0)))
 }
