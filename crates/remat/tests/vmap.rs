@@ -176,6 +176,8 @@ fn programs() -> BTreeMap<&'static str, Program1> {
             vec![grad(|x: Tensor| lax::reduce_window_max(&x, &[2, 2], &[1, 1], Padding::Valid).sum()).trace_tree(&a[0])]
         }),
     );
+    add("pad_batched_value", Box::new(|a| vec![a[0].pad(&a[1], &[(1, 2, 1)])]));
+    add("pad_both_batched", Box::new(|a| vec![a[0].pad(&a[1], &[(1, 2, 1)])]));
     add(
         "switch_batched_index",
         Box::new(|a| {

@@ -5,13 +5,13 @@
 //! Parameters JAX computes with NumPy (`np.add(1, dims)`, `np.where(..)`) print as
 //! `np.int64(..)`; the rules spell them so (`np_tuple`).
 
-use remat_ir::{Atom, DotDimensionNumbers, Eqn, Primitive};
+use remat_ir::{Atom, DType, DotDimensionNumbers, Eqn, Primitive};
 
 use super::control;
 use super::indexing::{self, GatherParams, ScatterParams};
 use super::window::{self, ScatterWindow};
 use super::{batch_jaxpr_axes, batch_jaxpr_bools, Batched, OutAxes};
-use crate::builder::Builder;
+use crate::builder::{lit, Builder};
 use crate::AdError;
 
 /// The batched results of `eqn` on `ins` (at least one batched).
@@ -141,7 +141,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
                 config.insert(bd, (0, 0, 0));
                 Ok(vec![(b.bind1(Primitive::Pad { padding_config: config }, vec![x, ins[1].0])?, Some(bd))])
             }
-            _ => Err(AdError::Invalid("vmap: no batching rule for pad with a batched padding value yet".into())),
+            ((x, bd), Some(vd)) => one(pad_batched_value(b, padding_config, (x, bd), (ins[1].0, vd), size)),
+            ((_, None), None) => Err(AdError::Internal("vmap: pad without a batched operand".into())),
         },
         Primitive::Reduce { op, axes } => {
             let (x, d) = ins[0];
@@ -473,6 +474,43 @@ fn add_batched(b: &mut Builder, prim: &Primitive, ins: &[Batched], _size: usize)
         (None, None) => return Err(AdError::Internal("add_batched without a batched operand".into())),
     };
     Ok((b.bind1(prim.clone(), vec![x, y])?, Some(d)))
+}
+
+/// JAX's `_pad_batch_rule` with a batched padding value: the operand padded with zeros,
+/// then `select_n` of a mask of the padding between it and the broadcast padding values.
+fn pad_batched_value(
+    b: &mut Builder,
+    padding_config: &[(i64, i64, i64)],
+    x: Batched,
+    value: (Atom, usize),
+    size: usize,
+) -> Result<Batched, AdError> {
+    let (x, bd) = match x.1 {
+        Some(bd) => (x.0, bd),
+        None => {
+            // `lax.broadcast(operand, (size,))`: Python ints.
+            let aval = b.aval(&x.0);
+            let shape: Vec<usize> = std::iter::once(size).chain(aval.shape.iter().copied()).collect();
+            let dims: Vec<usize> = (1..=aval.rank()).collect();
+            (b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x.0])?, 0)
+        }
+    };
+    if value.1 != 0 {
+        return Err(AdError::Internal(format!("vmap: a batched padding value at axis {}", value.1)));
+    }
+    let mut config = padding_config.to_vec();
+    config.insert(bd, (0, 0, 0));
+    let aval = b.aval(&x);
+    let padded = b.bind1(Primitive::Pad { padding_config: config.clone() }, vec![x, lit(aval.dtype, 0.0)])?;
+    let ones = b.bind1(
+        Primitive::BroadcastInDim { shape: aval.shape.clone(), broadcast_dimensions: vec![] },
+        vec![lit(DType::Bool, 1.0)],
+    )?;
+    let mask = b.bind1(Primitive::Pad { padding_config: config }, vec![ones, lit(DType::Bool, 0.0)])?;
+    let shape = b.aval(&padded).shape;
+    let values = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: vec![bd] }, vec![value.0])?;
+    // `lax.select(mask, x, values)`.
+    Ok((b.select_n(mask, vec![values, padded])?, Some(bd)))
 }
 
 /// JAX's `_clamp_batch_rule`: `clamp lo x hi`.

@@ -113,6 +113,8 @@ c("reduce_window_sum_same", lambda x: (lax.reduce_window(x, 0., lax.add, (3, 3),
   f32(B, 5, 6))
 c("grad_of_reduce_window_max", lambda x: (jax.grad(lambda a: lax.reduce_window(a, -jnp.inf, lax.max, (2, 2), (1, 1),
   "VALID").sum())(x),), [1], [0], f32(5, B, 4))
+c("pad_batched_value", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [None, 0], [0], f32(3), f32(B))
+c("pad_both_batched", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [1, 0], [0], f32(3, B), f32(B))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
