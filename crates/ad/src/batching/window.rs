@@ -34,7 +34,7 @@ fn reshape_axis_out_of(
     x: remat_ir::Atom,
 ) -> Result<remat_ir::Atom, AdError> {
     let mut shape = b.aval(&x).shape;
-    if size1 == 0 || shape[src] % size1 != 0 {
+    if size1 == 0 || !shape[src].is_multiple_of(size1) {
         return Err(AdError::Internal(format!("vmap: cannot split axis {src} of {shape:?} by {size1}")));
     }
     let size2 = shape[src] / size1;
