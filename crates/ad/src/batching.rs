@@ -11,15 +11,19 @@
 //! copied unchanged, as JAX's trace never sees it; otherwise its primitive's rule emits
 //! the equations JAX's rule emits (the same `moveaxis` transposes and `broadcast_in_dim`s,
 //! and the `np.int64(..)` spelling of parameters JAX computes with NumPy), so that a
-//! batched program prints as `jax.make_jaxpr(jax.vmap(f))` does. A primitive without a
-//! rule is the error `vmap: no batching rule for <prim> yet`.
+//! batched program prints as `jax.make_jaxpr(jax.vmap(f))` does. Every primitive has a
+//! rule; a `while` whose predicate the batch reaches is the error `vmap: no batching rule
+//! for while with a batched predicate yet`.
 //!
 //! Architecture invariant: a rule sees the operands' atoms and batch axes and the
 //! equation's parameters, never values; the output verifies (checked in debug builds).
 
+mod control;
+mod indexing;
 mod rules;
+mod window;
 
-use remat_ir::{Atom, Aval, Jaxpr, Primitive};
+use remat_ir::{Atom, Aval, Jaxpr};
 
 use crate::builder::{Builder, VarMap};
 use crate::{check, AdError};
@@ -186,9 +190,4 @@ fn match_axis(b: &mut Builder, x: Batched, dst: Option<usize>, size: usize, j: u
             "vmap: output {j} is batched but its out_axes is None (JAX: vmap has mapped output but out_axes is None)"
         ))),
     }
-}
-
-/// The error for a primitive without a batching rule.
-pub(crate) fn no_rule(prim: &Primitive) -> AdError {
-    AdError::Invalid(format!("vmap: no batching rule for {} yet", prim.name()))
 }

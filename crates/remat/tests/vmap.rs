@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use remat::ir::Primitive;
+use remat::lax::{ConvOptions, Padding};
 use remat::numpy::Sections;
 use remat::run::{Backend, Program, RunOptions};
 use remat::{checkpoint, grad, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
@@ -92,6 +93,98 @@ fn programs() -> BTreeMap<&'static str, Program1> {
     );
     add("random_uniform_per_key", Box::new(|a| vec![random::uniform(&a[0], &[3], DType::F32, 0.0, 1.0)]));
     add("random_fold_in_batched_data", Box::new(|a| vec![random::fold_in(&a[0], &a[1])]));
+    add(
+        "dynamic_slice_batched_index",
+        Box::new(|a| vec![lax::dynamic_slice(&a[0], &[(&a[1]).into(), 0.into()], &[2, 3])]),
+    );
+    add(
+        "dynamic_slice_batched_operand",
+        Box::new(|a| vec![lax::dynamic_slice(&a[0], &[(&a[1]).into(), 1.into()], &[2, 2])]),
+    );
+    add(
+        "dynamic_slice_both_batched",
+        Box::new(|a| vec![lax::dynamic_slice(&a[0], &[(&a[1]).into(), (&a[2]).into()], &[2, 2])]),
+    );
+    let dus: fn(&[Tensor]) -> Vec<Tensor> = |a| vec![a[0].dynamic_update_slice(&a[1], &[(&a[2]).into(), 0.into()])];
+    add("dynamic_update_slice_batched_operand", Box::new(dus));
+    add("dynamic_update_slice_batched_update", Box::new(dus));
+    add("dynamic_update_slice_batched_index", Box::new(dus));
+    add("gather_batched_indices", Box::new(|a| vec![a[0].index_array(&a[1])]));
+    add("gather_batched_operand", Box::new(|a| vec![a[0].index_array(&a[1])]));
+    add("take_both_batched", Box::new(|a| vec![a[0].take(&a[1], Some(1))]));
+    add("take_along_axis_both_batched", Box::new(|a| vec![a[0].take_along_axis(&a[1], 1)]));
+    add("scatter_add_batched_operand", Box::new(|a| vec![a[0].at(&a[1]).add(&a[2])]));
+    add("scatter_set_batched_indices", Box::new(|a| vec![a[0].at(&a[1]).set(&a[2])]));
+    add("scatter_add_all_batched", Box::new(|a| vec![a[0].at(&a[1]).add(&a[2])]));
+    add(
+        "cond_batched_predicate",
+        Box::new(|a| {
+            let y = a[2].clone();
+            vec![lax::cond(&a[0], |x: Tensor| x.sin() * &y, |x: Tensor| x.cos(), a[1].clone())]
+        }),
+    );
+    add(
+        "cond_batched_predicate_scalar",
+        Box::new(|a| vec![lax::cond(&a[0].gt(0.0), |s: Tensor| s * 2.0, |s: Tensor| s + 1.0, a[1].clone())]),
+    );
+    add(
+        "while_batched_carry",
+        Box::new(|a| {
+            let (n, x) = (a[0].clone(), a[1].clone());
+            let (i, c) = lax::while_loop(
+                |(i, _): (Tensor, Tensor)| i.lt(&n),
+                |(i, c): (Tensor, Tensor)| (i + 1, c * &x),
+                (numpy::int32(0), a[2].clone()),
+            );
+            vec![i, c]
+        }),
+    );
+    add(
+        "fori_loop_batched_const",
+        Box::new(|a| {
+            let x = a[0].clone();
+            vec![lax::fori_loop(0, 3, |_, c: Tensor| c * 0.5 + &x, a[1].clone())]
+        }),
+    );
+    let nhwc = || ConvOptions::default().dimension_numbers("NHWC", "HWIO", "NHWC");
+    add(
+        "conv_batched_lhs",
+        Box::new(|a| vec![lax::conv_general_dilated(&a[0], &a[1], &[1], Padding::Same, ConvOptions::default())]),
+    );
+    add(
+        "conv_both_batched_nhwc",
+        Box::new(move |a| vec![lax::conv_general_dilated(&a[0], &a[1], &[1, 1], Padding::Valid, nhwc())]),
+    );
+    add(
+        "conv_batched_rhs_depthwise",
+        Box::new(move |a| {
+            let options = ConvOptions { feature_group_count: 3, ..nhwc() };
+            vec![lax::conv_general_dilated(&a[0], &a[1], &[1, 1], Padding::Same, options)]
+        }),
+    );
+    add(
+        "conv_batched_lhs_batch_groups",
+        Box::new(|a| {
+            let options = ConvOptions { batch_group_count: 2, ..ConvOptions::default() };
+            vec![lax::conv_general_dilated(&a[0], &a[1], &[1], Padding::Valid, options)]
+        }),
+    );
+    add("reduce_window_sum_same", Box::new(|a| vec![lax::reduce_window_sum(&a[0], &[3, 3], &[2, 2], Padding::Same)]));
+    add(
+        "grad_of_reduce_window_max",
+        Box::new(|a| {
+            vec![grad(|x: Tensor| lax::reduce_window_max(&x, &[2, 2], &[1, 1], Padding::Valid).sum()).trace_tree(&a[0])]
+        }),
+    );
+    add("pad_batched_value", Box::new(|a| vec![a[0].pad(&a[1], &[(1, 2, 1)])]));
+    add("pad_both_batched", Box::new(|a| vec![a[0].pad(&a[1], &[(1, 2, 1)])]));
+    add(
+        "switch_batched_index",
+        Box::new(|a| {
+            let branches: [&dyn Fn(Tensor) -> Tensor; 3] = [&|x| x.sin(), &|x| x.cos(), &|x| x.tanh()];
+            vec![lax::switch(&a[0], branches, a[1].clone())]
+        }),
+    );
     m
 }
 
@@ -128,14 +221,40 @@ fn every_vmap_case_prints_and_evaluates_as_jax_does() {
             failures.push(format!("{name}: printed\n{text}\nJAX printed\n{want_text}"));
             continue;
         }
-        let options = RunOptions { backend: Backend::Interp, nans: Nans::Propagate, ..RunOptions::default() };
-        let p = Program::new(traced.jaxpr.clone(), &options).unwrap();
-        let got = p.run(&args.iter().collect::<Vec<_>>()).unwrap();
-        if let Err(e) = check_close(&format!("{name}: outputs"), &got, &arrays(case, "outputs"), 1e-4, 1e-5) {
-            failures.push(e);
+        for backend in [Backend::Interp, Backend::Jit] {
+            let options = RunOptions { backend, nans: Nans::Propagate, ..RunOptions::default() };
+            let p = Program::new(traced.jaxpr.clone(), &options).unwrap();
+            let got = p.run(&args.iter().collect::<Vec<_>>()).unwrap();
+            let what = format!("{name}: outputs ({backend:?})");
+            if let Err(e) = check_close(&what, &got, &arrays(case, "outputs"), 1e-4, 1e-5) {
+                failures.push(e);
+            }
         }
     }
     assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), oracle.len(), failures.join("\n\n"));
+}
+
+/// `expand_dims` is a primitive of remat only (JAX's `lax.expand_dims` is a
+/// `broadcast_in_dim`), so it has no JAX twin: its batched program must compute what the
+/// unbatched one computes row by row.
+#[test]
+fn vmap_of_expand_dims_moves_the_batch_axis_to_the_front() {
+    let x = Array::F32(ndarray::ArrayD::from_shape_fn(vec![3, 4], |i| (i[0] * 4 + i[1]) as f32));
+    let f = |x: Tensor| x.apply(Primitive::ExpandDims { dimensions: vec![0, 2] });
+    let v = vmap(f, &[Some(1)], &[Some(0)]);
+    let traced = make_jaxpr(|x: Tensor| v.trace(x), &Aval::new(DType::F32, vec![3, 4])).unwrap();
+    let text = traced.to_string();
+    assert!(text.contains("transpose[permutation=(1, 0)]"), "{text}");
+    assert!(text.contains("f32[4,1,3,1] = expand_dims[dimensions=(1, 3)]"), "{text}");
+    for backend in [Backend::Interp, Backend::Jit] {
+        let options = RunOptions { backend, ..RunOptions::default() };
+        let out = Program::new(traced.jaxpr.clone(), &options).unwrap().run(&[&x]).unwrap();
+        let Array::F32(out) = &out[0] else { panic!("f32 result") };
+        assert_eq!(out.shape(), &[4, 1, 3, 1], "{backend:?}");
+        // Row `j` of the batch is column `j` of `x`, with size-1 axes around it.
+        let want: Vec<f32> = (0..4).flat_map(|j| (0..3).map(move |i| (i * 4 + j) as f32)).collect();
+        assert_eq!(out.iter().copied().collect::<Vec<_>>(), want, "{backend:?}");
+    }
 }
 
 #[test]
@@ -165,7 +284,7 @@ fn vmap_errors_are_located_and_say_what_is_wrong() {
     assert!(e.contains("vmap must have at least one non-None value in in_axes"), "{e}");
     let e =
         vmap_error(|x| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, x), &[Some(0)], aval.clone());
-    assert!(e.contains("vmap: no batching rule for while yet"), "{e}");
+    assert!(e.contains("vmap: no batching rule for while with a batched predicate yet"), "{e}");
     let v = vmap(|x: Tensor| x.sin(), &[Some(0)], &[None]);
     let e = make_jaxpr(|x: Tensor| v.trace(x), &aval).expect_err("a batched output with out_axes None").to_string();
     assert!(e.contains("output 0 is batched but its out_axes is None"), "{e}");

@@ -5,10 +5,13 @@
 //! Parameters JAX computes with NumPy (`np.add(1, dims)`, `np.where(..)`) print as
 //! `np.int64(..)`; the rules spell them so (`np_tuple`).
 
-use remat_ir::{Atom, DotDimensionNumbers, Eqn, Primitive};
+use remat_ir::{Atom, DType, DotDimensionNumbers, Eqn, Primitive};
 
-use super::{batch_jaxpr_axes, batch_jaxpr_bools, no_rule, Batched, OutAxes};
-use crate::builder::Builder;
+use super::control;
+use super::indexing::{self, GatherParams, ScatterParams};
+use super::window::{self, ScatterWindow};
+use super::{batch_jaxpr_axes, batch_jaxpr_bools, Batched, OutAxes};
+use crate::builder::{lit, Builder};
 use crate::AdError;
 
 /// The batched results of `eqn` on `ins` (at least one batched).
@@ -138,7 +141,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
                 config.insert(bd, (0, 0, 0));
                 Ok(vec![(b.bind1(Primitive::Pad { padding_config: config }, vec![x, ins[1].0])?, Some(bd))])
             }
-            _ => Err(AdError::Invalid("vmap: no batching rule for pad with a batched padding value yet".into())),
+            ((x, bd), Some(vd)) => one(pad_batched_value(b, padding_config, (x, bd), (ins[1].0, vd), size)),
+            ((_, None), None) => Err(AdError::Internal("vmap: pad without a batched operand".into())),
         },
         Primitive::Reduce { op, axes } => {
             let (x, d) = ins[0];
@@ -267,9 +271,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         Primitive::Cond { branches } => {
             let ((index, index_d), ops) = (ins[0], &ins[1..]);
             if index_d.is_some() {
-                return Err(AdError::Invalid(
-                    "vmap: no batching rule for cond with a batched predicate yet (JAX turns it into select_n)".into(),
-                ));
+                return control::cond_batched_index(b, branches, ins, size);
             }
             let ops_bat: Vec<bool> = ops.iter().map(|x| x.1.is_some()).collect();
             let mut out_bat = vec![false; branches[0].jaxpr.outvars.len()];
@@ -345,16 +347,42 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             });
             Ok(outs.into_iter().map(Atom::Var).zip(dims).collect())
         }
-        Primitive::ExpandDims { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::ConvGeneralDilated(_)
-        | Primitive::ReduceWindow { .. }
-        | Primitive::SelectAndScatterAdd { .. }
-        | Primitive::SelectAndGatherAdd { .. }
-        | Primitive::Gather { .. }
-        | Primitive::Scatter { .. }
-        | Primitive::While { .. } => Err(no_rule(prim)),
+        Primitive::ExpandDims { dimensions } => one(indexing::expand_dims(b, dimensions, ins[0])),
+        Primitive::DynamicSlice { slice_sizes } => one(indexing::dynamic_slice(b, slice_sizes, ins, size)),
+        Primitive::DynamicUpdateSlice => one(indexing::dynamic_update_slice(b, ins, size)),
+        Primitive::Gather { dimension_numbers, fill_value, indices_are_sorted, mode, slice_sizes, unique_indices } => {
+            let params = GatherParams {
+                slice_sizes,
+                fill_value: *fill_value,
+                indices_are_sorted: *indices_are_sorted,
+                unique_indices: *unique_indices,
+                mode: *mode,
+            };
+            one(indexing::gather(b, Some(eqn), dimension_numbers, &params, ins[0], ins[1]))
+        }
+        Primitive::Scatter { op, dimension_numbers, indices_are_sorted, mode, unique_indices, update_jaxpr } => {
+            let params = ScatterParams {
+                op: *op,
+                indices_are_sorted: *indices_are_sorted,
+                unique_indices: *unique_indices,
+                mode: *mode,
+                update_jaxpr: update_jaxpr.clone(),
+            };
+            one(indexing::scatter(b, Some(eqn), dimension_numbers, &params, [ins[0], ins[1], ins[2]], size))
+        }
+        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+            let w = control::While { cond_jaxpr, body_jaxpr, cond_nconsts: *cond_nconsts, body_nconsts: *body_nconsts };
+            control::while_loop(b, &w, ins, size)
+        }
+        Primitive::ConvGeneralDilated(params) => one(window::conv_general_dilated(b, eqn, params, ins[0], ins[1])),
+        Primitive::ReduceWindow { op, window } => one(window::reduce_window(b, *op, window, ins[0])),
+        Primitive::SelectAndGatherAdd { select_prim, window } => {
+            one(window::select_and_gather_add(b, *select_prim, window, ins, size))
+        }
+        Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
+            let w = ScatterWindow { window_dimensions, window_strides, padding };
+            one(window::select_and_scatter_add(b, *select_prim, &w, ins, size))
+        }
     }
 }
 
@@ -394,7 +422,7 @@ pub(super) fn broadcast(b: &mut Builder, x: Atom, size: usize, axis: usize) -> R
 }
 
 /// JAX's `bdim_at_front(x, bdim, size)`.
-fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
+pub(super) fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
     match d {
         None => broadcast(b, x, size, 0),
         Some(d) => moveaxis(b, x, d, 0),
@@ -446,6 +474,43 @@ fn add_batched(b: &mut Builder, prim: &Primitive, ins: &[Batched], _size: usize)
         (None, None) => return Err(AdError::Internal("add_batched without a batched operand".into())),
     };
     Ok((b.bind1(prim.clone(), vec![x, y])?, Some(d)))
+}
+
+/// JAX's `_pad_batch_rule` with a batched padding value: the operand padded with zeros,
+/// then `select_n` of a mask of the padding between it and the broadcast padding values.
+fn pad_batched_value(
+    b: &mut Builder,
+    padding_config: &[(i64, i64, i64)],
+    x: Batched,
+    value: (Atom, usize),
+    size: usize,
+) -> Result<Batched, AdError> {
+    let (x, bd) = match x.1 {
+        Some(bd) => (x.0, bd),
+        None => {
+            // `lax.broadcast(operand, (size,))`: Python ints.
+            let aval = b.aval(&x.0);
+            let shape: Vec<usize> = std::iter::once(size).chain(aval.shape.iter().copied()).collect();
+            let dims: Vec<usize> = (1..=aval.rank()).collect();
+            (b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x.0])?, 0)
+        }
+    };
+    if value.1 != 0 {
+        return Err(AdError::Internal(format!("vmap: a batched padding value at axis {}", value.1)));
+    }
+    let mut config = padding_config.to_vec();
+    config.insert(bd, (0, 0, 0));
+    let aval = b.aval(&x);
+    let padded = b.bind1(Primitive::Pad { padding_config: config.clone() }, vec![x, lit(aval.dtype, 0.0)])?;
+    let ones = b.bind1(
+        Primitive::BroadcastInDim { shape: aval.shape.clone(), broadcast_dimensions: vec![] },
+        vec![lit(DType::Bool, 1.0)],
+    )?;
+    let mask = b.bind1(Primitive::Pad { padding_config: config }, vec![ones, lit(DType::Bool, 0.0)])?;
+    let shape = b.aval(&padded).shape;
+    let values = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: vec![bd] }, vec![value.0])?;
+    // `lax.select(mask, x, values)`.
+    Ok((b.select_n(mask, vec![values, padded])?, Some(bd)))
 }
 
 /// JAX's `_clamp_batch_rule`: `clamp lo x hi`.

@@ -65,6 +65,57 @@ c("random_uniform_per_key", lambda k: (jax.random.uniform(k, (3,)),), [0], [0],
 c("random_fold_in_batched_data", lambda k, d: (jax.random.fold_in(k, d),), [None, 0], [0],
   np.asarray(jax.random.PRNGKey(1)), np.arange(B, dtype=np.int32))
 
+# The indexing rules (added after the cases above, so that their arguments stay the same).
+def i32(hi, *s): return rng.randint(-hi, hi, size=s).astype(np.int32)
+c("dynamic_slice_batched_index", lambda x, i: (lax.dynamic_slice(x, (i, 0), (2, 3)),), [None, 0], [0],
+  f32(5, 3), i32(5, B))
+c("dynamic_slice_batched_operand", lambda x, i: (lax.dynamic_slice(x, (i, 1), (2, 2)),), [1, None], [0],
+  f32(5, B, 3), np.int32(2))
+c("dynamic_slice_both_batched", lambda x, i, j: (lax.dynamic_slice(x, (i, j), (2, 2)),), [0, 0, None], [0],
+  f32(B, 5, 3), i32(5, B), np.int32(1))
+c("dynamic_update_slice_batched_operand", lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),),
+  [0, None, None], [0], f32(B, 5, 3), f32(2, 3), np.int32(3))
+c("dynamic_update_slice_batched_update", lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),),
+  [None, 1, None], [0], f32(5, 3), f32(2, B, 3), np.int32(-1))
+c("dynamic_update_slice_batched_index", lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),),
+  [None, None, 0], [0], f32(5, 3), f32(2, 3), i32(5, B))
+c("gather_batched_indices", lambda x, i: (jnp.asarray(x)[i],), [None, 0], [0], f32(5, 3), i32(5, B, 2))
+c("gather_batched_operand", lambda x, i: (x[i],), [1, None], [0], f32(5, B, 3), i32(5, 2))
+c("take_both_batched", lambda x, i: (jnp.take(x, i, axis=1),), [0, 1], [0], f32(B, 2, 5), i32(5, 3, B))
+c("take_along_axis_both_batched", lambda x, i: (jnp.take_along_axis(x, i, axis=1),), [0, 0], [0],
+  f32(B, 2, 5), i32(5, B, 2, 3))
+c("scatter_add_batched_operand", lambda x, i, u: (x.at[i].add(u),), [0, None, None], [0], f32(B, 5, 3),
+  i32(5, 2), f32(2, 3))
+c("scatter_set_batched_indices", lambda x, i, u: (jnp.asarray(x).at[i].set(u),), [None, 0, None], [0], f32(5, 3),
+  i32(5, B, 2), f32(2, 3))
+c("scatter_add_all_batched", lambda x, i, u: (x.at[i].add(u),), [1, 0, 0], [0], f32(5, B, 3), i32(5, B, 2),
+  f32(B, 2, 3))
+c("cond_batched_predicate", lambda p, x, y: (lax.cond(p, lambda a: jnp.sin(a) * y, jnp.cos, x),), [0, 0, None],
+  [0], np.array([True, False, False, True]), f32(B, 3), f32(3))
+c("cond_batched_predicate_scalar", lambda v, s: (lax.cond(v > 0, lambda a: a * 2.0, lambda a: a + 1.0, s),),
+  [0, None], [0], f32(B), np.float32(3.0))
+c("switch_batched_index", lambda i, x: (lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], x),), [0, 1], [0],
+  np.array([0, 2, 1, 5], dtype=np.int32), f32(3, B))
+c("while_batched_carry", lambda n, x, c0: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * x),
+  (jnp.int32(0), c0)), [None, 0, None], [0, 0], np.int32(3), f32(B, 3), f32(3))
+c("fori_loop_batched_const", lambda x, c0: (lax.fori_loop(0, 3, lambda i, c: c * 0.5 + x, c0),), [0, None], [0],
+  f32(B, 3), f32(3))
+NHWC = ("NHWC", "HWIO", "NHWC")
+c("conv_batched_lhs", lambda x, w: (lax.conv_general_dilated(x, w, (1,), "SAME"),), [0, None], [0], f32(B, 2, 3, 8),
+  f32(5, 3, 3))
+c("conv_both_batched_nhwc", lambda x, w: (lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=NHWC),),
+  [1, 3], [0], f32(2, B, 5, 5, 3), f32(3, 3, 3, B, 4))
+c("conv_batched_rhs_depthwise", lambda x, w: (lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=3,
+  dimension_numbers=NHWC),), [None, 0], [0], f32(2, 6, 6, 3), f32(B, 3, 3, 1, 6))
+c("conv_batched_lhs_batch_groups", lambda x, w: (lax.conv_general_dilated(x, w, (1,), "VALID", batch_group_count=2),),
+  [2, None], [0], f32(4, 3, B, 8), f32(4, 3, 3))
+c("reduce_window_sum_same", lambda x: (lax.reduce_window(x, 0., lax.add, (3, 3), (2, 2), "SAME"),), [0], [0],
+  f32(B, 5, 6))
+c("grad_of_reduce_window_max", lambda x: (jax.grad(lambda a: lax.reduce_window(a, -jnp.inf, lax.max, (2, 2), (1, 1),
+  "VALID").sum())(x),), [1], [0], f32(5, B, 4))
+c("pad_batched_value", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [None, 0], [0], f32(3), f32(B))
+c("pad_both_batched", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [1, 0], [0], f32(3, B), f32(B))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
