@@ -5,11 +5,11 @@
 
 use std::panic::Location;
 
-use remat_ir::{DType, GatherScatterMode, LitValue, Primitive, ScatterDimensionNumbers, ScatterOp};
+use remat_ir::{DType, LitValue, ScatterOp};
 
-use crate::numpy::{full_at, update_jaxpr};
+use crate::numpy::{full_at, scatter_rows};
 use crate::tensor::Tensor;
-use crate::trace::{bind, record_error, Operand};
+use crate::trace::record_error;
 
 /// `jax.ops.segment_sum(data, segment_ids, num_segments)`: `out[s] = sum of data[i] over
 /// the i with segment_ids[i] == s`, for `out` of shape `[num_segments, *data.shape[1:]]`
@@ -87,20 +87,5 @@ fn segment_update(
     };
     let buffer = full_at(&out_shape, init, loc);
     let indices = ids.expand_dims_at(&[1], loc);
-    let prim = Primitive::Scatter {
-        op,
-        dimension_numbers: ScatterDimensionNumbers {
-            update_window_dims: (1..data.ndim()).collect(),
-            inserted_window_dims: vec![0],
-            scatter_dims_to_operand_dims: vec![0],
-            operand_batching_dims: vec![],
-            scatter_indices_batching_dims: vec![],
-        },
-        indices_are_sorted: false,
-        mode: GatherScatterMode::FillOrDrop,
-        unique_indices: false,
-        update_jaxpr: update_jaxpr(op, data.dtype()),
-    };
-    let operands: [Operand; 3] = [buffer.into(), indices.into(), data.into()];
-    bind(prim, &operands, false, loc).remove(0)
+    scatter_rows(op, buffer, indices, data.clone(), false, loc)
 }

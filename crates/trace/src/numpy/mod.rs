@@ -25,7 +25,7 @@ pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use linalg::einsum;
 pub use repeat::Repeats;
 pub use shape::{concatenate, stack, Sections};
-pub(crate) use take::update_jaxpr;
+pub(crate) use take::scatter_rows;
 pub use take::AtIndex;
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};

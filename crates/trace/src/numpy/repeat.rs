@@ -15,6 +15,20 @@ use crate::trace::{bind, record_error, Operand};
 use crate::transforms::library_jit;
 
 impl Tensor {
+    /// The tensor `repeat` works on and its axis: `x` and its normalized `axis`, or the
+    /// flattened `x` and 0 for `None`; `None` after recording the error of an axis `x`
+    /// does not have.
+    fn repeat_axis(&self, axis: Option<isize>, loc: &'static Location<'static>) -> Option<(Tensor, usize)> {
+        match axis {
+            None => Some((self.reshape_at(&[self.size()], loc), 0)),
+            Some(a) if self.ndim() == 0 => {
+                record_error(loc, format!("repeat: {} has no axis {a}", self.aval()));
+                None
+            }
+            Some(a) => normalize_axes("repeat", self, &[a], loc).map(|a| (self.clone(), a[0])),
+        }
+    }
+
     /// `jnp.repeat(x, repeats, axis)` with a static count: each element of `x` repeated
     /// `repeats` times along `axis` (`None`: along the flattened `x`), so
     /// `repeat([a, b], 2, 0)` is `[a, a, b, b]` (nearest-neighbour upsampling when used on
@@ -22,18 +36,8 @@ impl Tensor {
     #[track_caller]
     pub fn repeat(&self, repeats: usize, axis: Option<isize>) -> Tensor {
         let loc = Location::caller();
-        let (x, axis) = match axis {
-            None => (self.reshape_at(&[self.size()], loc), 0),
-            Some(a) => {
-                if self.ndim() == 0 {
-                    record_error(loc, format!("repeat: {} has no axis {a}", self.aval()));
-                    return Tensor::placeholder(self.aval().clone());
-                }
-                match normalize_axes("repeat", self, &[a], loc) {
-                    Some(a) => (self.clone(), a[0]),
-                    None => return Tensor::placeholder(self.aval().clone()),
-                }
-            }
+        let Some((x, axis)) = self.repeat_axis(axis, loc) else {
+            return Tensor::placeholder(self.aval().clone());
         };
         let mut aux_shape = x.shape().to_vec();
         aux_shape.insert(axis + 1, repeats);
@@ -68,18 +72,8 @@ impl Tensor {
     #[track_caller]
     pub fn repeat_with_total(&self, repeats: Repeats, axis: Option<isize>, total: usize) -> Tensor {
         let loc = Location::caller();
-        let (x, axis) = match axis {
-            None => (self.reshape_at(&[self.size()], loc), 0),
-            Some(a) => {
-                if self.ndim() == 0 {
-                    record_error(loc, format!("repeat: {} has no axis {a}", self.aval()));
-                    return Tensor::placeholder(self.aval().clone());
-                }
-                match normalize_axes("repeat", self, &[a], loc) {
-                    Some(a) => (self.clone(), a[0]),
-                    None => return Tensor::placeholder(self.aval().clone()),
-                }
-            }
+        let Some((x, axis)) = self.repeat_axis(axis, loc) else {
+            return Tensor::placeholder(self.aval().clone());
         };
         let n = x.shape()[axis];
         let mut out_shape = x.shape().to_vec();

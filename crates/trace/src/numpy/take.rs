@@ -277,6 +277,37 @@ thread_local! {
     static UPDATE_JAXPRS: RefCell<HashMap<(ScatterOp, DType), Arc<Jaxpr>>> = RefCell::new(HashMap::new());
 }
 
+/// `operand.at[indices].op(updates)` over rows of axis 0, as JAX's `.at[]` and
+/// `segment_*` record it: a scatter whose `indices` (`[..., 1]`) pick rows of `operand`
+/// and whose `updates` are `indices`' batch shape followed by a row's shape; out-of-range
+/// rows dropped (`FILL_OR_DROP`).
+pub(crate) fn scatter_rows(
+    op: ScatterOp,
+    operand: Tensor,
+    indices: Tensor,
+    updates: Tensor,
+    weak: bool,
+    loc: &'static Location<'static>,
+) -> Tensor {
+    let batch = indices.ndim() - 1;
+    let prim = Primitive::Scatter {
+        op,
+        dimension_numbers: ScatterDimensionNumbers {
+            update_window_dims: (batch..batch + operand.ndim() - 1).collect(),
+            inserted_window_dims: vec![0],
+            scatter_dims_to_operand_dims: vec![0],
+            operand_batching_dims: vec![],
+            scatter_indices_batching_dims: vec![],
+        },
+        indices_are_sorted: false,
+        mode: GatherScatterMode::FillOrDrop,
+        unique_indices: false,
+        update_jaxpr: update_jaxpr(op, operand.dtype()),
+    };
+    let operands: [Operand; 3] = [operand.into(), indices.into(), updates.into()];
+    bind(prim, &operands, weak, loc).remove(0)
+}
+
 /// The `update_jaxpr` JAX gives a scatter combining with `op` (`None` for `scatter`,
 /// which replaces).
 pub(crate) fn update_jaxpr(op: ScatterOp, dtype: DType) -> Option<Arc<Jaxpr>> {
@@ -359,21 +390,6 @@ impl AtIndex<'_> {
             Arg::Tensor(t) => t.to_type(x.dtype(), x.is_weak(), loc).broadcast_to_at(&rows, loc),
             Arg::Scalar(value, _) => crate::numpy::full_at(&rows, remat_ir::LitValue::from_f64(x.dtype(), value), loc),
         };
-        let prim = Primitive::Scatter {
-            op,
-            dimension_numbers: ScatterDimensionNumbers {
-                update_window_dims: (r..r + x.ndim() - 1).collect(),
-                inserted_window_dims: vec![0],
-                scatter_dims_to_operand_dims: vec![0],
-                operand_batching_dims: vec![],
-                scatter_indices_batching_dims: vec![],
-            },
-            indices_are_sorted: false,
-            mode: GatherScatterMode::FillOrDrop,
-            unique_indices: false,
-            update_jaxpr: update_jaxpr(op, x.dtype()),
-        };
-        let operands: [Operand; 3] = [x.into(), indices.into(), v.into()];
-        bind(prim, &operands, x.is_weak(), loc).remove(0)
+        scatter_rows(op, x.clone(), indices, v, x.is_weak(), loc)
     }
 }
