@@ -226,6 +226,126 @@ pub fn conv_general_dilated(
     bind(Primitive::ConvGeneralDilated(Box::new(params)), &[lhs.into(), rhs.into()], false, loc).remove(0)
 }
 
+/// The options of [`conv_transpose`] beyond strides and padding, as `jax.lax.conv_transpose`
+/// takes them.
+#[derive(Clone, Debug, Default)]
+pub struct ConvTransposeOptions {
+    /// The kernel's dilation per spatial axis; `None`: all 1.
+    pub rhs_dilation: Option<Vec<usize>>,
+    /// The layouts of input, kernel and output; `None`: JAX's defaults by rank, `("NC",
+    /// "IO", "NC")`, `("NHC", "HIO", "NHC")`, `("NHWC", "HWIO", "NHWC")`, `("NHWDC",
+    /// "HWDIO", "NHWDC")`.
+    pub dimension_numbers: Option<(String, String, String)>,
+    /// Flip the kernel's spatial axes and swap its input and output features (the
+    /// gradient of a convolution, as in JAX).
+    pub transpose_kernel: bool,
+    /// Explicit padding is the forward convolution's, converted as `"SAME"`/`"VALID"` are.
+    pub use_consistent_padding: bool,
+}
+
+/// `jax.lax.conv_transpose(lhs, rhs, strides, padding, ...)`: the convolution whose input
+/// is dilated by `strides` (a fractionally strided, "deconvolution" layer), recorded as
+/// JAX records it: (with `transpose_kernel`) one `rev` per spatial axis of the kernel and a
+/// `transpose` swapping its feature axes, then a `conv_general_dilated` with
+/// `lhs_dilation=strides`, unit window strides, and the padding `"SAME"`/`"VALID"` give a
+/// transposed convolution (`_conv_transpose_padding`); explicit padding is passed through.
+#[track_caller]
+pub fn conv_transpose(
+    lhs: &Tensor,
+    rhs: &Tensor,
+    strides: &[usize],
+    padding: Padding,
+    options: ConvTransposeOptions,
+) -> Tensor {
+    let loc = Location::caller();
+    let fail = |message: String| {
+        record_error(loc, format!("conv_transpose: {message}"));
+        Tensor::placeholder(lhs.aval().clone())
+    };
+    let n = lhs.ndim();
+    if n != rhs.ndim() || n < 2 {
+        return fail(format!("lhs {} and rhs {} must have the same rank, at least 2", lhs.aval(), rhs.aval()));
+    }
+    let specs = match options.dimension_numbers.clone() {
+        Some(d) => d,
+        None => {
+            let (l, r) = match n {
+                2 => ("NC", "IO"),
+                3 => ("NHC", "HIO"),
+                4 => ("NHWC", "HWIO"),
+                5 => ("NHWDC", "HWDIO"),
+                _ => return fail(format!("no default dimension numbers for rank {n}; give them")),
+            };
+            (l.to_string(), r.to_string(), l.to_string())
+        }
+    };
+    let dnums = match conv_specs(&specs.0, &specs.1, &specs.2) {
+        Ok(d) if d.lhs_spec.len() == n => d,
+        Ok(_) => return fail(format!("dimension numbers {specs:?} do not have rank {n}")),
+        Err(e) => return fail(e),
+    };
+    let spatial = n - 2;
+    let rhs_dilation = options.rhs_dilation.clone().unwrap_or_else(|| vec![1; spatial]);
+    if strides.len() != spatial || rhs_dilation.len() != spatial {
+        return fail(format!(
+            "strides {strides:?} and rhs_dilation {rhs_dilation:?} must have one entry per spatial axis ({spatial})"
+        ));
+    }
+    let kernel: Vec<usize> = dnums.rhs_spec[2..].iter().map(|&a| rhs.shape()[a]).collect();
+    // `_conv_transpose_padding`: the (before, after) padding of one spatial axis.
+    let transposed = |k: usize, s: usize, p: &Padding, i: usize| -> Result<(i64, i64), String> {
+        let (k, s) = (k as i64, s as i64);
+        let (pad_a, pad_len) = match p {
+            Padding::Same => {
+                let len = k + s - 2;
+                (if s > k - 1 { k - 1 } else { (len + 1).div_euclid(2) }, len)
+            }
+            Padding::Valid => (k - 1, k + s - 2 + (k - s).max(0)),
+            Padding::Explicit(pairs) => {
+                let (lo, hi) = pairs[i];
+                (k - lo - 1, (k - lo - 1) + (k - hi - 1))
+            }
+            Padding::SameLower => return Err("SAME_LOWER is not a padding mode of a transposed convolution".into()),
+        };
+        Ok((pad_a, pad_len - pad_a))
+    };
+    let consistent = options.use_consistent_padding || matches!(padding, Padding::Same | Padding::Valid);
+    let pads = if consistent {
+        if let Padding::Explicit(pairs) = &padding {
+            if pairs.len() != spatial {
+                return fail(format!("padding {pairs:?} must have one pair per spatial axis ({spatial})"));
+            }
+        }
+        let mut out = Vec::with_capacity(spatial);
+        for i in 0..spatial {
+            match transposed(remat_ir::dilated(kernel[i], rhs_dilation[i]), strides[i], &padding, i) {
+                Ok(p) => out.push(p),
+                Err(e) => return fail(e),
+            }
+        }
+        Padding::Explicit(out)
+    } else {
+        padding
+    };
+    let mut kernel_t = rhs.clone();
+    if options.transpose_kernel {
+        for &axis in &dnums.rhs_spec[2..] {
+            kernel_t = kernel_t.apply_at(Primitive::Rev { dimensions: vec![axis] }, loc);
+        }
+        let mut permutation: Vec<usize> = (0..n).collect();
+        permutation.swap(dnums.rhs_spec[0], dnums.rhs_spec[1]);
+        kernel_t = kernel_t.apply_at(Primitive::Transpose { permutation }, loc);
+    }
+    let conv_options = ConvOptions {
+        lhs_dilation: Some(strides.to_vec()),
+        rhs_dilation: Some(rhs_dilation),
+        dimension_numbers: Some(specs),
+        feature_group_count: 1,
+        batch_group_count: 1,
+    };
+    conv_general_dilated(lhs, &kernel_t, &vec![1usize; spatial][..], pads, conv_options)
+}
+
 /// `lax.conv(lhs, rhs, window_strides, padding)`: an `NCHW`/`OIHW` convolution without
 /// dilation or groups.
 #[track_caller]

@@ -58,6 +58,30 @@ fn programs() -> BTreeMap<&'static str, Program> {
         }),
     );
     add("conv_helper", p(|a| lax::conv(&a[0], &a[1], &[1, 1], Padding::Same)));
+    add(
+        "conv_transpose_same_kernel",
+        p(|a| {
+            let options = lax::ConvTransposeOptions { transpose_kernel: true, ..Default::default() };
+            lax::conv_transpose(&a[0], &a[1], &[2, 2], Padding::Same, options)
+        }),
+    );
+    add("conv_transpose_valid", p(|a| lax::conv_transpose(&a[0], &a[1], &[2, 2], Padding::Valid, Default::default())));
+    add(
+        "conv_transpose_explicit",
+        p(|a| lax::conv_transpose(&a[0], &a[1], &[2], Padding::Explicit(vec![(1, 2)]), Default::default())),
+    );
+    add(
+        "conv_transpose_consistent_dilated",
+        p(|a| {
+            let options = lax::ConvTransposeOptions {
+                rhs_dilation: Some(vec![1, 2]),
+                dimension_numbers: Some(("NCHW".into(), "OIHW".into(), "NCHW".into())),
+                use_consistent_padding: true,
+                ..Default::default()
+            };
+            lax::conv_transpose(&a[0], &a[1], &[2, 1], Padding::Explicit(vec![(1, 1), (0, 1)]), options)
+        }),
+    );
     add("reduce_window_max_valid", p(|a| lax::reduce_window_max(&a[0], &[1, 2, 2, 1], &[1, 2, 2, 1], Padding::Valid)));
     add("reduce_window_sum_same", p(|a| lax::reduce_window_sum(&a[0], &[1, 3, 3, 1], &[1, 2, 2, 1], Padding::Same)));
     add("reduce_window_min", p(|a| lax::reduce_window_min(&a[0], &[2, 2], &[1, 1], Padding::Valid)));

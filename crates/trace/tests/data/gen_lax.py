@@ -72,6 +72,14 @@ c("while_literal_carry", lambda x: lax.while_loop(lambda c: c[1] < 5, lambda c: 
 c("while_literal_float", lambda x: lax.while_loop(lambda c: c[0].sum() < c[1], lambda c: (c[0] * 2.0, c[1]), (x, np.float32(40.0)))[0],
   np.abs(f32(3)) + 0.1, grad=False)
 
+c("conv_transpose_same_kernel", lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME", transpose_kernel=True),
+  f32(1, 4, 4, 3), f32(3, 3, 5, 3))
+c("conv_transpose_valid", lambda x, w: lax.conv_transpose(x, w, (2, 2), "VALID"), f32(2, 3, 3, 2), f32(3, 3, 2, 4))
+c("conv_transpose_explicit", lambda x, w: lax.conv_transpose(x, w, (2,), ((1, 2),)), f32(2, 5, 3), f32(3, 3, 2))
+c("conv_transpose_consistent_dilated", lambda x, w: lax.conv_transpose(
+  x, w, (2, 1), ((1, 1), (0, 1)), rhs_dilation=(1, 2), dimension_numbers=("NCHW", "OIHW", "NCHW"),
+  use_consistent_padding=True), f32(1, 2, 4, 5), f32(3, 2, 3, 2))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
