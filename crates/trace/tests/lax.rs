@@ -270,6 +270,30 @@ fn wrong_inputs_are_located_errors() {
         vec![f32s(&[1, 3, 5, 5]), f32s(&[4, 2, 3, 3])],
     );
     assert!(e.contains("conv_general_dilated"), "{e}");
+    let e = trace_error(
+        |a| lax::conv_transpose(&a[0], &a[1], &[2], Padding::Same, Default::default()),
+        vec![f32s(&[1, 4, 4, 3]), f32s(&[3, 3, 3, 5])],
+    );
+    assert!(
+        e.starts_with("crates/trace/tests/lax.rs:")
+            && e.contains(
+                "conv_transpose: strides [2] and rhs_dilation [1, 1] must have one entry per spatial axis (2)"
+            ),
+        "{e}"
+    );
+    let e = trace_error(
+        |a| {
+            let options = lax::ConvTransposeOptions { use_consistent_padding: true, ..Default::default() };
+            lax::conv_transpose(&a[0], &a[1], &[2, 2], Padding::SameLower, options)
+        },
+        vec![f32s(&[1, 4, 4, 3]), f32s(&[3, 3, 3, 5])],
+    );
+    assert!(e.contains("conv_transpose: SAME_LOWER is not a padding mode of a transposed convolution"), "{e}");
+    let e = trace_error(
+        |a| lax::conv_transpose(&a[0], &a[1], &[1, 1, 1, 1], Padding::Valid, Default::default()),
+        vec![f32s(&[1, 2, 2, 2, 2, 2]), f32s(&[1, 1, 1, 1, 2, 2])],
+    );
+    assert!(e.contains("conv_transpose: no default dimension numbers for rank 6"), "{e}");
     let e = trace_error(|a| lax::max_pool(&a[0], &[2, 2], None, Padding::Valid), vec![f32s(&[5, 5])]);
     assert!(e.contains("reduce_window: window_dimensions [1, 2, 2, 1]"), "{e}");
     let e = trace_error(|a| lax::cond(&a[0], |x: Tensor| x.sin(), |x: Tensor| x.sum(), a[0].clone()), vec![f32s(&[3])]);
