@@ -9,7 +9,7 @@ use remat_ir::{Aval, ClosedJaxpr, Primitive};
 
 use crate::tensor::Tensor;
 use crate::trace::{current_frame, record_error, Operand};
-use crate::transforms::{bind_call, placeholders, trace_body};
+use crate::transforms::{bind_call, bind_custom_jvp, placeholders, trace_body};
 use crate::tree::TensorTree;
 
 fn types_of(leaves: &[Tensor]) -> Vec<(Aval, bool)> {
@@ -31,18 +31,7 @@ pub fn custom_jvp_call<A: TensorTree, R: TensorTree>(
     let callee = ("the custom_jvp function", std::any::type_name_of_val(&f));
     match trace_body(&types_of(&leaves), |inner| f(args.rebuild(&mut inner.into_iter())), callee, loc) {
         Err(out) => placeholders(&out),
-        Ok(body) => {
-            let num_consts = body.captured.len();
-            let prim = Primitive::CustomJvpCall {
-                name: name.to_string(),
-                call_jaxpr: ClosedJaxpr::new(Arc::new(body.jaxpr)),
-                jvp: jvp.to_string(),
-                num_consts,
-                symbolic_zeros: false,
-            };
-            let operands: Vec<Operand> = body.captured.into_iter().chain(leaves).map(Operand::Tensor).collect();
-            bind_call(prim, &operands, &body.out, loc)
-        }
+        Ok(body) => bind_custom_jvp(name, jvp, body, leaves.into_iter().map(Operand::Tensor), loc),
     }
 }
 

@@ -387,18 +387,28 @@ pub(crate) fn library_custom_jvp(
     let types: Vec<(Aval, bool)> = args.iter().map(|(o, weak)| (o.typ().0, *weak)).collect();
     match trace_body(&types, f, ("the library function", name), loc) {
         Err(out) => placeholders(&out),
-        Ok(body) => {
-            let num_consts = body.captured.len();
-            let prim = Primitive::CustomJvpCall {
-                name: name.to_string(),
-                call_jaxpr: ClosedJaxpr::new(Arc::new(body.jaxpr)),
-                jvp: jvp.to_string(),
-                num_consts,
-                symbolic_zeros: false,
-            };
-            bind_call(prim, &with_captured(body.captured, operands), &body.out, loc)
-        }
+        Ok(body) => bind_custom_jvp(name, jvp, body, operands, loc),
     }
+}
+
+/// Records the `custom_jvp_call` of a traced `body` (its captured tensors first, as
+/// `num_consts`) over `operands`: what a library function and a user's `custom_jvp` both
+/// bind.
+pub(crate) fn bind_custom_jvp<R: TensorTree>(
+    name: &str,
+    jvp: &str,
+    body: Body<R>,
+    operands: impl IntoIterator<Item = Operand>,
+    loc: &'static Location<'static>,
+) -> R {
+    let prim = Primitive::CustomJvpCall {
+        name: name.to_string(),
+        call_jaxpr: ClosedJaxpr::new(Arc::new(body.jaxpr)),
+        jvp: jvp.to_string(),
+        num_consts: body.captured.len(),
+        symbolic_zeros: false,
+    };
+    bind_call(prim, &with_captured(body.captured, operands), &body.out, loc)
 }
 
 /// `jax.checkpoint(f)`: inside a trace, [`Checkpoint::call`] records a `remat2` equation
