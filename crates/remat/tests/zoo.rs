@@ -86,20 +86,7 @@ fn residuals(case: &Value) -> Result<(), String> {
     let v = remat::ad::vjp(&closed.jaxpr, &arg_names(case)).map_err(|e| e.to_string())?;
     let got: Vec<String> =
         v.residuals.iter().map(|r| format!("{} {} {}", r.aval, r.kind.kind_name(), r.kind.what())).collect();
-    let want: Vec<String> = case["saved_residuals"]
-        .as_array()
-        .expect("saved_residuals is a list")
-        .iter()
-        .filter(|r| r["kind"].as_str() != Some("literal"))
-        .map(|r| {
-            format!(
-                "{} {} {}",
-                r["aval"].as_str().unwrap(),
-                r["kind"].as_str().unwrap(),
-                r["what"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
+    let want = remat_testkit::jax_residual_lines(case);
     if got != want {
         return Err(format!("residuals differ:\n got  {got:?}\n want {want:?}"));
     }

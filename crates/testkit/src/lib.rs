@@ -19,4 +19,4 @@ pub use data::{
     is_model_bench, jaxpr_files, primitive_cases, read_json, reduced_bench_cases, try_arrays, zoo_cases,
 };
 pub use rng::Rng;
-pub use zoo::{check_zoo_values, forward_only, optional_arrays, reduced_precision, zoo_cotangents};
+pub use zoo::{check_zoo_values, forward_only, jax_residual_lines, optional_arrays, reduced_precision, zoo_cotangents};

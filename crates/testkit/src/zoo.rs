@@ -24,6 +24,26 @@ pub fn forward_only(case: &Value) -> bool {
     case["forward_only"].as_bool().unwrap_or(false)
 }
 
+/// JAX's saved residuals of a zoo case as `aval kind what` lines, in JAX's order, without
+/// the `literal` ones (remat inlines a literal into the backward half; docs/real_models.md):
+/// the lines remat's `vjp` residuals must equal.
+pub fn jax_residual_lines(case: &Value) -> Vec<String> {
+    case["saved_residuals"]
+        .as_array()
+        .expect("saved_residuals is a list")
+        .iter()
+        .filter(|r| r["kind"].as_str() != Some("literal"))
+        .map(|r| {
+            format!(
+                "{} {} {}",
+                r["aval"].as_str().unwrap(),
+                r["kind"].as_str().unwrap(),
+                r["what"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
 /// Whether the case computes in `bf16` or `f16` anywhere, so every floating value is
 /// compared with the looser tolerance.
 pub fn reduced_precision(case: &Value) -> bool {

@@ -94,20 +94,7 @@ impl Case {
         let v = remat::ad::vjp(jaxpr, &traced.arg_names).map_err(|e| format!("{}: vjp: {e}", self.name))?;
         let got: Vec<String> =
             v.residuals.iter().map(|r| format!("{} {} {}", r.aval, r.kind.kind_name(), r.kind.what())).collect();
-        let want: Vec<String> = self.json["saved_residuals"]
-            .as_array()
-            .expect("saved_residuals is a list")
-            .iter()
-            .filter(|r| r["kind"].as_str() != Some("literal"))
-            .map(|r| {
-                format!(
-                    "{} {} {}",
-                    r["aval"].as_str().unwrap(),
-                    r["kind"].as_str().unwrap(),
-                    r["what"].as_str().unwrap_or("")
-                )
-            })
-            .collect();
+        let want = remat_testkit::jax_residual_lines(&self.json);
         if got != want {
             return Err(format!("{}: residuals differ:\n got  {got:?}\n want {want:?}", self.name));
         }
