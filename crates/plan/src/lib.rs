@@ -21,6 +21,7 @@
 //! nothing.
 
 pub mod budget;
+pub mod cost;
 pub mod model;
 pub mod search;
 
@@ -281,7 +282,7 @@ impl Planner {
     pub fn policy_point(&self, label: &str, policy: &Policy) -> Result<PolicyPoint, PlanError> {
         let a = self.model.analyze(&self.model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?);
         let e = self.model.evaluate(&self.model.saved_for(&a.recompute))?;
-        Ok(PolicyPoint { policy: label.to_string(), peak_bytes: e.peak_bytes, recompute_flops: a.recompute_flops })
+        Ok(PolicyPoint { policy: label.to_string(), peak_bytes: e.peak_bytes, recompute_flops: e.recompute_flops })
     }
 
     /// Every plan evaluated exactly, in the order evaluated (the frontier's and the rest).

@@ -64,13 +64,19 @@ impl Evaluations {
                 fresh.push(a);
             }
         }
-        let peaks: Vec<Result<usize, PlanError>> =
-            fresh.par_iter().map(|a| Ok(model.evaluate(&model.saved_for(&a.recompute))?.peak_bytes)).collect();
-        for (a, peak) in fresh.into_iter().zip(peaks) {
+        let measured: Vec<Result<(usize, u64), PlanError>> = fresh
+            .par_iter()
+            .map(|a| {
+                let e = model.evaluate(&model.saved_for(&a.recompute))?;
+                Ok((e.peak_bytes, e.recompute_flops))
+            })
+            .collect();
+        for (a, m) in fresh.into_iter().zip(measured) {
+            let (peak_bytes, recompute_flops) = m?;
             self.insert(Point {
                 recompute: a.recompute.clone(),
-                peak_bytes: peak?,
-                recompute_flops: a.recompute_flops,
+                peak_bytes,
+                recompute_flops,
                 residual_bytes: a.residual_bytes,
             });
         }
