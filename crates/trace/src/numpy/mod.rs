@@ -25,8 +25,8 @@ pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use linalg::einsum;
 pub use repeat::Repeats;
 pub use shape::{concatenate, stack, Sections};
-pub(crate) use take::scatter_rows;
 pub use take::AtIndex;
+pub(crate) use take::{scatter_rows, update_jaxpr};
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};
 use crate::trace::{bind, record_error, Operand};
