@@ -314,6 +314,18 @@ impl Model {
         Ok((vjp, program))
     }
 
+    /// The FLOPs of the whole program when nothing is recomputed: the zero of recompute.
+    pub fn base_flops(&self) -> u64 {
+        self.base_flops
+    }
+
+    /// This model with its recompute measured from `base` (another model's
+    /// [`Model::base_flops`]: a rewritten function measured against the original).
+    pub fn measured_against(mut self, base: u64) -> Model {
+        self.base_flops = base;
+        self
+    }
+
     /// The planned function's constants (the whole program's).
     pub fn consts(&self) -> &[Array] {
         &self.consts

@@ -98,7 +98,10 @@ impl Report {
                     })
                     .collect();
                 v.extend(p.points().into_iter().map(|q| FrontierPoint {
-                    name: format!("{} equations recomputed, {} bytes saved", q.recomputed, q.residual_bytes),
+                    name: match &q.scan_nesting {
+                        Some(nesting) => format!("{nesting}, {} bytes saved", q.residual_bytes),
+                        None => format!("{} equations recomputed, {} bytes saved", q.recomputed, q.residual_bytes),
+                    },
                     peak_bytes: q.peak_bytes,
                     recompute_flops: q.recompute_flops,
                     kind: PointKind::Plan,
