@@ -73,6 +73,10 @@ c("int_chain", "ij,jk,kl->il", i32(2, 3), i32(3, 4), i32(4, 2))
 c("int_preferred_f32", "ij,jk,kl->il", i32(2, 3), i32(3, 4), i32(4, 2), preferred_element_type=jnp.float32)
 c("int_sum_preferred_f32", "ij,ik,kl->l", i32(2, 3), i32(2, 4), i32(4, 2), preferred_element_type=jnp.float32)
 c("mixed_int_float", "ij,jk,kl->il", i32(2, 3), f32(3, 4), f32(4, 2))
+def bf16(*s): return f32(*s).astype(jnp.bfloat16)
+c("bf16_preferred_f32", "ij,jk,kl->il", bf16(2, 3), bf16(3, 4), bf16(4, 2), preferred_element_type=jnp.float32)
+c("bf16_sum_preferred_f32", "ij,ik,kl->l", bf16(2, 3), bf16(2, 4), bf16(4, 2), preferred_element_type=jnp.float32)
+c("mixed_bf16_f32", "ij,jk,kl->il", bf16(2, 3), f32(3, 4), bf16(4, 2))
 # optimize= other than 'auto'.
 c("greedy_four", "ab,cd,bc,de->ae", f32(2, 5), f32(3, 4), f32(5, 3), f32(4, 2), optimize="greedy")
 c("greedy_six", "ab,bc,cd,de,ef,fg->ag", f32(4, 2), f32(2, 5), f32(5, 3), f32(3, 3), f32(3, 6), f32(6, 2), optimize="greedy")
@@ -82,11 +86,14 @@ c("unoptimized_three", "ij,jk,kl->il", f32(2, 3), f32(3, 10), f32(10, 5), optimi
 
 
 def dtype_name(a):
+    if a.dtype == jnp.bfloat16:
+        return 'bf16'
     return {np.float32: 'f32', np.int32: 'i32'}[np.dtype(a.dtype).type]
 
 def arr(a):
     a = np.asarray(a)
-    return {"dtype": dtype_name(a), "shape": list(a.shape), "data": a.reshape(-1).tolist()}
+    data = a.astype(np.float32) if a.dtype == jnp.bfloat16 else a
+    return {"dtype": dtype_name(a), "shape": list(a.shape), "data": data.reshape(-1).tolist()}
 
 cases = {}
 for name, (spec, args, grad, kw) in CASES.items():

@@ -105,16 +105,14 @@ pub(crate) fn find_path(inputs: &[Ix], output: Ix, sizes: &[usize], optimize: Op
 fn ssa_to_linear(ssa_path: &[Vec<usize>]) -> Path {
     let n: usize = ssa_path.iter().map(Vec::len).sum::<usize>() - ssa_path.len() + 1;
     let mut ids: Vec<usize> = (0..n).collect();
-    let mut next = n;
     let mut path = Vec::with_capacity(ssa_path.len());
-    for step in ssa_path {
+    for (next, step) in (n..).zip(ssa_path) {
         let mut con: Vec<usize> = step.iter().map(|s| ids.partition_point(|&x| x < *s)).collect();
         con.sort_unstable();
         for &j in con.iter().rev() {
             ids.remove(j);
         }
         ids.push(next);
-        next += 1;
         path.push(con);
     }
     path
