@@ -4,14 +4,16 @@
 //! - every recorded case has a Rust twin here of the same name and subscripts; its traced
 //!   jaxpr must print as JAX's, character for character, evaluate with the interpreter to
 //!   JAX's output and (where recorded) have JAX's gradient of the output's sum;
+//! - so must the recorded random einsums (text and values);
 //! - for hundreds of random contractions, `einsum_path` must choose opt_einsum's path and
 //!   steps under every `optimize` JAX accepts;
+//! - random einsums evaluate to the Einstein sum computed by definition;
 //! - bad subscripts, operand counts and sizes are located errors.
 
 use std::collections::BTreeMap;
 
 use remat_interp::eval_jaxpr;
-use remat_ir::{Aval, DType};
+use remat_ir::{Array, Aval, DType};
 use remat_testkit::{arrays, check_close, read_json};
 use remat_trace::make_jaxpr;
 use remat_trace::numpy::{einsum, einsum_path, einsum_with, EinsumOptions, Optimize};
@@ -138,6 +140,53 @@ fn every_einsum_case_prints_evaluates_and_differentiates_as_jax_does() {
     assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n\n"));
 }
 
+/// `optimize` as the oracle writes it (`false` for JAX's `Unoptimized`).
+fn optimize_of(v: &serde_json::Value) -> Optimize {
+    match v {
+        serde_json::Value::Bool(false) => Optimize::Unoptimized,
+        v => match v.as_str().unwrap() {
+            "auto" => Optimize::Auto,
+            "greedy" => Optimize::Greedy,
+            "optimal" => Optimize::Optimal,
+            "branch-all" => Optimize::BranchAll,
+            "branch-2" => Optimize::Branch2,
+            "branch-1" => Optimize::Branch1,
+            other => panic!("optimize={other}"),
+        },
+    }
+}
+
+#[test]
+fn random_einsums_print_and_evaluate_as_jax_does() {
+    let oracle = oracle();
+    let cases = oracle["random_cases"].as_array().unwrap();
+    assert!(cases.len() >= 50, "{} random cases", cases.len());
+    let mut failures = Vec::new();
+    for case in cases {
+        let spec = case["spec"].as_str().unwrap();
+        let options = opts(optimize_of(&case["optimize"]));
+        let args = arrays(case, "args");
+        let traced = make_jaxpr(|a: Vec<Tensor>| einsum_with(spec, &a.iter().collect::<Vec<_>>(), options), &args);
+        let traced = match traced {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(format!("{spec}: trace error: {e}"));
+                continue;
+            }
+        };
+        let (text, want) = (traced.to_string(), case["jaxpr"].as_str().unwrap());
+        if text != want {
+            failures.push(format!("{spec} {options:?}: printed\n{text}\nJAX printed\n{want}"));
+            continue;
+        }
+        let got = eval_jaxpr(&traced.jaxpr.jaxpr, &traced.jaxpr.consts, &args).unwrap();
+        if let Err(e) = check_close(spec, &got, &arrays(case, "outputs"), 1e-4, 1e-5) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+}
+
 #[test]
 fn every_random_contraction_takes_opt_einsums_path() {
     let oracle = oracle();
@@ -146,18 +195,7 @@ fn every_random_contraction_takes_opt_einsums_path() {
     let mut failures = Vec::new();
     for p in paths {
         let spec = p["spec"].as_str().unwrap();
-        let optimize = match &p["optimize"] {
-            serde_json::Value::Bool(false) => Optimize::Unoptimized,
-            v => match v.as_str().unwrap() {
-                "auto" => Optimize::Auto,
-                "greedy" => Optimize::Greedy,
-                "optimal" => Optimize::Optimal,
-                "branch-all" => Optimize::BranchAll,
-                "branch-2" => Optimize::Branch2,
-                "branch-1" => Optimize::Branch1,
-                other => panic!("optimize={other}"),
-            },
-        };
+        let optimize = optimize_of(&p["optimize"]);
         let shapes: Vec<Vec<usize>> = p["shapes"]
             .as_array()
             .unwrap()
@@ -227,4 +265,122 @@ fn bad_einsums_are_located_errors() {
     .expect_err("bool operands")
     .to_string();
     assert!(e.ends_with("operands must be numbers, found bool[2,3]"), "{e}");
+}
+
+/// A small deterministic generator (64-bit LCG), so failures reproduce.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+}
+
+/// Einstein summation by definition: every assignment of the letters, the operands'
+/// product added into the output element it names (a size-1 axis reads element 0).
+fn reference(inputs: &[Vec<char>], output: &[char], sizes: &BTreeMap<char, usize>, args: &[Array]) -> Vec<f64> {
+    let letters: Vec<char> = sizes.keys().copied().collect();
+    let total: usize = letters.iter().map(|c| sizes[c]).product();
+    let out_len: usize = output.iter().map(|c| sizes[c]).product();
+    let values: Vec<Vec<f64>> = args.iter().map(Array::to_f64_vec).collect();
+    let mut out = vec![0.0; out_len];
+    for flat in 0..total {
+        let mut rest = flat;
+        let mut at = BTreeMap::new();
+        for c in letters.iter().rev() {
+            at.insert(*c, rest % sizes[c]);
+            rest /= sizes[c];
+        }
+        let mut product = 1.0;
+        for ((names, arg), vals) in inputs.iter().zip(args).zip(&values) {
+            let mut offset = 0;
+            for (c, &d) in names.iter().zip(arg.shape()) {
+                offset = offset * d + if d == 1 { 0 } else { at[c] };
+            }
+            product *= vals[offset];
+        }
+        let o = output.iter().fold(0, |acc, c| acc * sizes[c] + at[c]);
+        out[o] += product;
+    }
+    out
+}
+
+#[test]
+fn random_einsums_compute_einstein_sums() {
+    let mut rng = Lcg(7);
+    let optimizers = [
+        Optimize::Auto,
+        Optimize::Greedy,
+        Optimize::Optimal,
+        Optimize::BranchAll,
+        Optimize::Branch2,
+        Optimize::Branch1,
+        Optimize::Unoptimized,
+    ];
+    let mut failures = Vec::new();
+    for case in 0..300 {
+        let sizes: BTreeMap<char, usize> = "abcdef".chars().map(|c| (c, 1 + rng.below(3))).collect();
+        let letters: Vec<char> = sizes.keys().copied().collect();
+        let n = 1 + rng.below(5);
+        let mut inputs: Vec<Vec<char>> = Vec::new();
+        let mut args: Vec<Array> = Vec::new();
+        for _ in 0..n {
+            let names: Vec<char> = (0..rng.below(4)).map(|_| letters[rng.below(letters.len())]).collect();
+            // A letter seen once in this operand may have size 1 here (it broadcasts).
+            let shape: Vec<usize> = names
+                .iter()
+                .map(|c| if names.iter().filter(|&d| d == c).count() == 1 && rng.below(6) == 0 { 1 } else { sizes[c] })
+                .collect();
+            let len: usize = shape.iter().product();
+            let data: Vec<f32> = (0..len).map(|_| rng.below(200) as f32 / 50.0 - 2.0).collect();
+            args.push(Array::F32(ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), data).unwrap()));
+            inputs.push(names);
+        }
+        let used: Vec<char> = letters.iter().copied().filter(|c| inputs.iter().any(|t| t.contains(c))).collect();
+        let explicit = rng.below(4) != 0;
+        let output: Vec<char> = if explicit {
+            let mut pool = used.clone();
+            (0..rng.below(pool.len() + 1).min(3)).map(|_| pool.remove(rng.below(pool.len()))).collect()
+        } else {
+            let all: Vec<char> = inputs.concat();
+            used.iter().copied().filter(|c| all.iter().filter(|&d| d == c).count() == 1).collect()
+        };
+        let terms: Vec<String> = inputs.iter().map(|t| t.iter().collect()).collect();
+        let spec = if explicit {
+            format!("{}->{}", terms.join(","), output.iter().collect::<String>())
+        } else {
+            terms.join(",")
+        };
+        let optimize = optimizers[rng.below(optimizers.len())];
+        // The letters' sizes as the operands have them (size 1 where no operand has more).
+        let mut actual: BTreeMap<char, usize> = BTreeMap::new();
+        for (names, arg) in inputs.iter().zip(&args) {
+            for (c, &d) in names.iter().zip(arg.shape()) {
+                let s = actual.entry(*c).or_insert(1);
+                *s = (*s).max(d);
+            }
+        }
+        let traced =
+            make_jaxpr(|a: Vec<Tensor>| einsum_with(&spec, &a.iter().collect::<Vec<_>>(), opts(optimize)), &args);
+        let traced = match traced {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(format!("case {case}: {spec} {optimize:?}: {e}"));
+                continue;
+            }
+        };
+        if let Err(e) = remat_ir::verify_closed(&traced.jaxpr) {
+            failures.push(format!("case {case}: {spec}: does not verify: {e}"));
+            continue;
+        }
+        let got = eval_jaxpr(&traced.jaxpr.jaxpr, &traced.jaxpr.consts, &args).unwrap()[0].to_f64_vec();
+        let want = reference(&inputs, &output, &actual, &args);
+        let close =
+            got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-3 * (1.0 + w.abs()));
+        if !close {
+            failures.push(format!("case {case}: {spec} {optimize:?}: got {got:?}, want {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of 300 differ:\n{}", failures.len(), failures.join("\n"));
 }

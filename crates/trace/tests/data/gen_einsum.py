@@ -5,6 +5,8 @@ JAX imports) chooses.
 - "cases": each a small program over fixed pseudo-random arguments; the printed jaxpr, the
   outputs and, where marked, the gradient of the output's sum. The Rust test traces its
   twin (same name) and compares the text character for character, the values within 1e-4.
+- "random_cases": random einsums of up to six operands (repeated letters, size-1 axes,
+  implicit outputs, every `optimize`): the subscripts, arguments, text and outputs.
 - "paths": random contractions (3 to 16 operands, sizes drawn from a few values so that
   costs tie often) with the path and the steps' equations `opt_einsum.contract_path`
   returns for each `optimize` JAX accepts (`False` is JAX's `Unoptimized`): the path and
@@ -133,6 +135,31 @@ for trial in range(160):
         paths.append({"spec": spec, "shapes": [list(s) for s in shapes], "optimize": opt,
                       "path": [list(p) for p in path], "steps": steps})
 
+# Random einsums (repeated letters, size-1 axes, implicit outputs, every optimize): JAX's
+# text and values. Each draws from its own seed, so the list is stable.
+random_cases = []
+for trial in range(60):
+    r = random.Random(1000 + trial)
+    sizes = {l: r.randint(1, 3) for l in "abcdef"}
+    terms, shapes = [], []
+    for _ in range(r.randint(1, 6)):
+        t = "".join(r.choice("abcdef") for _ in range(r.randint(0, 3)))
+        terms.append(t)
+        shapes.append(tuple(1 if t.count(l) == 1 and r.random() < 0.15 else sizes[l] for l in t))
+    used = sorted(set("".join(terms)))
+    spec = ",".join(terms)
+    if r.random() < 0.75:
+        spec += "->" + "".join(r.sample(used, r.randint(0, min(3, len(used)))))
+    opt = r.choice(OPTIMIZERS)
+    args = [f32(*s) for s in shapes]
+    fn = lambda *a, spec=spec, opt=opt: jnp.einsum(spec, *a, optimize=opt)
+    try:
+        text = str(jax.make_jaxpr(fn)(*args))
+    except Exception as e:  # JAX rejects some (a size-1 axis against a repeated letter)
+        continue
+    random_cases.append({"spec": spec, "optimize": opt, "jaxpr": text, "args": [arr(a) for a in args],
+                         "outputs": [arr(fn(*map(jnp.asarray, args)))]})
+
 # Python's set iteration order along random contraction sequences.
 pysets = []
 for trial in range(300):
@@ -147,4 +174,4 @@ for trial in range(300):
         orders.append(list(s))
     pysets.append({"n": n, "picks": picks, "orders": orders})
 
-print(json.dumps({"cases": cases, "paths": paths, "pysets": pysets}, indent=None, separators=(",", ":")))
+print(json.dumps({"cases": cases, "random_cases": random_cases, "paths": paths, "pysets": pysets}, indent=None, separators=(",", ":")))

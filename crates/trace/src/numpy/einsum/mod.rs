@@ -149,7 +149,8 @@ fn contraction_steps(spec: &Spec, optimize: Optimize) -> Result<(Vec<Vec<usize>>
             sets.remove(p);
         }
         let kept = sets.iter().fold(output, |acc, &s| acc | s) & contracted;
-        let summed: Vec<char> = letters.iter().copied().filter(|&c| contracted & !kept & bit(c) != 0).collect();
+        let mut summed: Vec<char> = letters.iter().copied().filter(|&c| contracted & !kept & bit(c) != 0).collect();
+        summed.sort_unstable();
         let result: Vec<char> = if n + 1 == path.len() {
             spec.output.clone()
         } else {
@@ -163,8 +164,6 @@ fn contraction_steps(spec: &Spec, optimize: Optimize) -> Result<(Vec<Vec<usize>>
         };
         sets.push(kept);
         terms.push(result.clone());
-        let mut summed = summed;
-        summed.sort_unstable();
         steps.push(Step { operands: positions, summed, inputs, result });
     }
     Ok((path, steps))

@@ -203,7 +203,6 @@ fn branch(inputs: &[Ix], output: Ix, sizes: &Sizes, nbranch: Option<usize>) -> P
         cache: HashMap<(Ix, Ix), (Ix, Flops)>,
     }
     impl Search<'_> {
-        #[allow(clippy::too_many_arguments)]
         fn assess(
             &mut self,
             inputs: &[Ix],
