@@ -63,6 +63,12 @@ c("trace_of_product", "ij,jk,ki->", f32(3, 4), f32(4, 2), f32(2, 3))
 c("repeated_kept", "iij,jk,kl->il", f32(3, 3, 2), f32(2, 4), f32(4, 3))
 c("triple_diagonal", "iii->i", f32(3, 3, 3))
 c("repeated_across_operands", "iji,jk,k->i", f32(3, 2, 3), f32(2, 4), f32(4))
+# A repeated letter with a size-1 axis: JAX's diagonal of a (1, 3) matrix, and its squeeze
+# of a size-1 axis whose letter the other operand repeats (or has at full size).
+c("repeated_size_one_diagonal", "ii->i", f32(1, 3))
+c("repeated_size_one_squeezed", "ij,jj->i", f32(2, 3), f32(1, 3))
+c("repeated_against_size_one", "ij,jj->i", f32(2, 1), f32(3, 3))
+c("repeated_size_one_hadamard", "ii,i->i", f32(1, 3), f32(3))
 # Outer products, Hadamard products, scalars, broadcasting size-1 axes.
 c("outer3", "i,j,k->ijk", f32(2), f32(3), f32(4), grad=True)
 c("hadamard_then_contract", "ij,ij,jk->ik", f32(2, 3), f32(2, 3), f32(3, 4))
