@@ -236,6 +236,16 @@ fn einsum_path_reports_the_steps() {
     assert_eq!((p.steps[0].operands.clone(), p.steps[0].summed.clone()), (vec![2, 1], vec!['k']));
 }
 
+#[test]
+fn einsum_path_rejects_what_it_cannot_plan() {
+    // `...` over 129 axes and `i`: 130 letters, more than an index set holds.
+    let shape = [1; 130];
+    let e = einsum_path("...i", &[&shape], Optimize::Auto).unwrap_err();
+    assert_eq!(e, "130 distinct subscripts; at most 128 are supported");
+    let e = einsum_path("ij,jk", &[&[2, 3]], Optimize::Auto).unwrap_err();
+    assert_eq!(e, "2 operand subscripts for 1 operands");
+}
+
 fn trace_error(spec: &str, shapes: &[&[usize]]) -> String {
     let avals: Vec<Aval> = shapes.iter().map(|s| Aval::new(DType::F32, s.to_vec())).collect();
     let e = make_jaxpr(|a: Vec<Tensor>| einsum(spec, &a.iter().collect::<Vec<_>>()), &avals)
