@@ -5,10 +5,12 @@
 //! `x.index(idx![1..4])`); this module holds the functions that build tensors or take
 //! several (`zeros`, `arange`, `linspace`, `where_`, `einsum`, `concatenate`), and free-function
 //! forms of the common elementwise ones for code that reads like `jnp` (`exp(&x)`,
-//! `sqrt(4.0)`). Files: `linalg` (products), `reduce` (reductions), `shape` (layout),
+//! `sqrt(4.0)`). Files: `linalg` (products), `einsum` (n-ary einsum with opt_einsum's
+//! contraction order), `reduce` (reductions), `shape` (layout),
 //! `index` (NumPy indexing), `take` (indexing by integer
 //! arrays), `sort` (scans and sorts).
 
+mod einsum;
 mod index;
 mod linalg;
 mod reduce;
@@ -21,8 +23,8 @@ use std::panic::Location;
 
 use remat_ir::{Array, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
+pub use einsum::{einsum, einsum_path, einsum_with, EinsumOptions, EinsumPath, EinsumStep, Optimize};
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
-pub use linalg::einsum;
 pub use repeat::Repeats;
 pub use shape::{concatenate, stack, Sections};
 pub use take::AtIndex;
