@@ -112,7 +112,7 @@ enum Command {
         /// The inputs differentiated (`0-15`, `0,2`); default: every float input.
         #[arg(long)]
         argnums: Option<String>,
-        /// Host memory for offloaded residuals (not implemented: an error).
+        /// Host memory the plan may keep residuals in (offloaded between the halves): `1GiB`
         #[arg(long)]
         host_budget: Option<String>,
     },

@@ -64,12 +64,32 @@ fn plan_errors_are_clear() {
     assert!(!small.status.success());
     let err = String::from_utf8_lossy(&small.stderr);
     assert!(err.contains("no plan fits the budget of 1024 bytes: the smallest peak reachable is"), "{err}");
-    let offload = remat(&["plan", &file, "--budget", "1MiB", "--host-budget", "1GB"]);
-    assert!(String::from_utf8_lossy(&offload.stderr).contains("offload planning is not implemented"));
+    let offload = remat(&["plan", &file, "--budget", "1MiB", "--host-budget", "a lot"]);
+    assert!(String::from_utf8_lossy(&offload.stderr).contains("expected a number of bytes"));
     let bad = remat(&["plan", &file, "--budget", "lots"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected a number of bytes"));
     let none = remat(&["plan", &file]);
     assert!(String::from_utf8_lossy(&none.stderr).contains("give --budget BYTES"));
     let argnums = remat(&["plan", &file, "--budget", "1MiB", "--argnums", "3-1"]);
     assert!(String::from_utf8_lossy(&argnums.stderr).contains("--argnums `3-1`"));
+}
+
+/// `--host-budget`: the tightest budget is met by moving residuals to host memory instead
+/// of recomputing them, and the plan says what moves.
+#[test]
+fn a_host_budget_offloads_instead_of_recomputing() {
+    let chain = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plan/tests/data/chain.jaxpr");
+    let file = chain.to_str().unwrap();
+    let plain = stdout(&remat(&["plan", file, "--argnums", "0", "--budget", "32KiB"]));
+    assert!(plain.contains("recompute: 8192 FLOPs") && !plain.contains("offloaded"), "{plain}");
+    let text = stdout(&remat(&["plan", file, "--argnums", "0", "--budget", "32KiB", "--host-budget", "1MiB"]));
+    assert!(text.contains("recompute: 0 FLOPs"), "{text}");
+    assert!(
+        text.contains("offloaded (4, 65536 bytes (64.00 KiB) of host memory; each moved to host memory after"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  f32[4096] output of cos from ") && text.contains("  f32<host>[4096] output of device_put"),
+        "{text}"
+    );
 }

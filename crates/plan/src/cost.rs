@@ -6,7 +6,8 @@
 //! body (a `scan` its body times its length, a `cond` its most expensive branch, a `while`
 //! one trip), a `reduce_precision` that keeps every value (JAX's rounding of saved
 //! residuals to their own dtype, the identity in the JIT) and a `convert_element_type` to
-//! the operand's own dtype (forwarded by partial evaluation) nothing, and every other equation
+//! the operand's own dtype (forwarded by partial evaluation) and a `device_put` (a transfer,
+//! such as an offloaded residual's) nothing, and every other equation
 //! one operation per element of its largest operand or result (elementwise arithmetic,
 //! reductions, layout moves). It is a price for comparing choices, not a prediction of
 //! time.
@@ -28,6 +29,8 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let per_feature = rhs.size() as u64 / (rhs.shape[p.dimension_numbers.rhs_spec[0]] as u64).max(1);
             2 * per_feature * elements(outs)
         }
+        // A transfer between memories (an offloaded residual's), not arithmetic.
+        Primitive::DevicePut { .. } => 0,
         // Partial evaluation forwards it, as JAX does (only the weak type changes).
         Primitive::ConvertElementType { new_dtype, .. } if ins[0].dtype == *new_dtype => 0,
         // The JIT makes it the identity (the residuals JAX's `remat` rounds).

@@ -52,7 +52,9 @@ pub enum PlanError {
         budget::human(*min_peak)
     )]
     Infeasible { budget: usize, min_peak: usize, held: String },
-    #[error("offload planning is not implemented: plans keep every residual in device memory (docs/planner.md)")]
+    /// A built-in policy that offloads cannot be placed on the planner's axes (the planner
+    /// chooses offloads itself, with `host_budget`).
+    #[error("an offloading policy cannot be placed on the planner's axes: give the planner a host budget instead (docs/planner.md)")]
     Offload,
 }
 
@@ -130,6 +132,10 @@ pub struct FrontierPoint {
     pub names: Option<Vec<String>>,
     /// A plan that runs a scan as nested checkpointed scans: which, and how (`nest.rs`).
     pub scan_nesting: Option<String>,
+    /// How many saved equations keep their outputs in host memory.
+    pub offloaded: usize,
+    /// The host memory the plan uses (offloaded residuals).
+    pub host_bytes: usize,
 }
 
 /// The plan for a budget.
@@ -144,6 +150,12 @@ pub struct Plan {
     pub saved: Vec<Residual>,
     /// What the backward half recomputes, in the same words.
     pub recomputed: Vec<String>,
+    /// What lives in host memory between the halves (moved there after the forward
+    /// equation that makes it, back to the device before the backward half reads it), in
+    /// the same words.
+    pub offloaded: Vec<String>,
+    /// The host memory the plan uses.
+    pub host_bytes: usize,
     /// With `names_only`: the names saved.
     pub names: Option<Vec<String>>,
     pub method: Method,
@@ -184,9 +196,6 @@ pub struct Planner {
 impl Planner {
     /// Plans `f` (a scalar loss); `arg_names` name its inputs in the residual lines.
     pub fn new(f: &ClosedJaxpr, arg_names: &[String], options: &PlanOptions) -> Result<Planner, PlanError> {
-        if options.host_budget.is_some() {
-            return Err(PlanError::Offload);
-        }
         let model = Model::new(f, options.argnums.as_deref(), arg_names)?;
         let mut evals = Evaluations::default();
         let mut point_names = Vec::new();
@@ -260,22 +269,27 @@ impl Planner {
         // Binomial checkpointing of each top-level scan, measured like any plan (saving
         // everything else): what a budget below stacking every iteration can choose.
         let variants = if options.names_only { Vec::new() } else { scan_variants(f, &model, arg_names)? };
-        let measured: Vec<Result<(usize, u64, u64), PlanError>> = variants
+        let measured: Vec<Result<(usize, u64, u64, usize), PlanError>> = variants
             .par_iter()
             .map(|(_, m)| {
                 let e = m.evaluate(&vec![true; m.body().eqns.len()])?;
-                Ok((e.peak_bytes, e.recompute_flops, e.analysis.residual_bytes))
+                Ok((e.peak_bytes, e.recompute_flops, e.analysis.residual_bytes, e.host_bytes))
             })
             .collect();
         for (k, m) in measured.into_iter().enumerate() {
-            let (peak_bytes, recompute_flops, residual_bytes) = m?;
+            let (peak_bytes, recompute_flops, residual_bytes, host_bytes) = m?;
             evals.insert(Point {
                 recompute: Vec::new(),
                 peak_bytes,
                 recompute_flops,
                 residual_bytes,
                 variant: Some(k),
+                offload: Vec::new(),
+                host_bytes,
             });
+        }
+        if let Some(host_budget) = options.host_budget {
+            offload_plans(&model, &mut evals, host_budget)?;
         }
         point_names.resize(evals.points.len(), None);
         Ok(Planner { model, variants, evals, method, point_names, builtins })
@@ -327,6 +341,8 @@ impl Planner {
             recomputed: p.recompute.len(),
             names: self.point_names[i].clone(),
             scan_nesting: p.variant.map(|k| self.variants[k].0.clone()),
+            offloaded: p.offload.len(),
+            host_bytes: p.host_bytes,
         }
     }
 
@@ -356,8 +372,9 @@ impl Planner {
         };
         let p = &self.evals.points[i];
         let model = self.model_of(p);
-        let e = model.evaluate(&model.saved_for(&p.recompute))?;
+        let e = model.evaluate_with(&model.saved_for(&p.recompute), &p.offload)?;
         let mut recomputed = self.recomputed_lines(model, &p.recompute);
+        let offloaded = self.recomputed_lines(model, &p.offload);
         if let Some(k) = p.variant {
             recomputed.insert(0, self.variants[k].0.clone());
         }
@@ -368,6 +385,8 @@ impl Planner {
             residual_bytes: p.residual_bytes,
             saved: e.vjp.residuals.clone(),
             recomputed,
+            offloaded,
+            host_bytes: e.host_bytes,
             names: self.point_names[i].clone(),
             method: self.method,
             program: e.program,
@@ -382,14 +401,14 @@ impl Planner {
         };
         let p = &self.evals.points[i];
         let model = self.model_of(p);
-        let held = match model.evaluate(&model.saved_for(&p.recompute)) {
+        let held = match model.evaluate_with(&model.saved_for(&p.recompute), &p.offload) {
             Ok(e) => held_by(&e),
             Err(err) => format!("(evaluating that plan again failed: {err})"),
         };
         PlanError::Infeasible { budget, min_peak: p.peak_bytes, held }
     }
 
-    /// The recomputed equations in JAX's residual words.
+    /// The outputs of the equations `eqns` of `model`'s body in JAX's residual words.
     fn recomputed_lines(&self, model: &Model, recompute: &[usize]) -> Vec<String> {
         let body = model.body();
         recompute
@@ -432,6 +451,68 @@ fn held_by(e: &Evaluated) -> String {
         e.io_bytes
     ));
     s
+}
+
+/// With a host budget: for every plan on the frontier (of the function itself), the plans
+/// that also offload its largest saved values to host memory, one more at a time (largest
+/// first, at most 16), while the host memory they use fits `host_budget`. Offloading costs
+/// no FLOPs, so a budget the device cannot meet by saving is met by moving before
+/// recomputing.
+fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> Result<(), PlanError> {
+    const MAX_OFFLOADS: usize = 16;
+    let mut proposals: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    for i in evals.frontier() {
+        let p = &evals.points[i];
+        if p.variant.is_some() {
+            continue;
+        }
+        let a = model.analyze(&model.saved_for(&p.recompute));
+        // The saved candidate equations making residuals, largest residual first.
+        let mut producers: Vec<(u64, usize)> = Vec::new();
+        for &v in &a.residuals {
+            if let Some(e) = model.producer(v).filter(|&e| model.is_candidate(e)) {
+                match producers.iter_mut().find(|(_, q)| *q == e) {
+                    Some(entry) => entry.0 += model.bytes(v),
+                    None => producers.push((model.bytes(v), e)),
+                }
+            }
+        }
+        producers.sort_by_key(|&(bytes, e)| (std::cmp::Reverse(bytes), e));
+        let mut offload: Vec<usize> = Vec::new();
+        let mut bytes = 0u64;
+        for &(b, e) in producers.iter().take(MAX_OFFLOADS) {
+            bytes += b;
+            if bytes > host_budget as u64 {
+                break;
+            }
+            offload.push(e);
+            let mut sorted = offload.clone();
+            sorted.sort_unstable();
+            proposals.push((p.recompute.clone(), sorted));
+        }
+    }
+    let measured: Vec<Result<Point, PlanError>> = proposals
+        .into_par_iter()
+        .map(|(recompute, offload)| {
+            let e = model.evaluate_with(&model.saved_for(&recompute), &offload)?;
+            Ok(Point {
+                recompute,
+                peak_bytes: e.peak_bytes,
+                recompute_flops: e.recompute_flops,
+                residual_bytes: e.analysis.residual_bytes,
+                variant: None,
+                offload,
+                host_bytes: e.host_bytes,
+            })
+        })
+        .collect();
+    for p in measured {
+        let p = p?;
+        if p.host_bytes <= host_budget {
+            evals.insert(p);
+        }
+    }
+    Ok(())
 }
 
 /// The function with each of its top-level scans (of length 4 or more) nested every way

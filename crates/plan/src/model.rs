@@ -76,6 +76,8 @@ pub struct Evaluated {
     /// `(primals) -> (value, grads)`: what `remat bench` runs.
     pub program: Jaxpr,
     pub peak_bytes: usize,
+    /// The host memory the program uses: offloaded residuals (and host arguments).
+    pub host_bytes: usize,
     /// The arguments' and outputs' bytes in the peak.
     pub io_bytes: usize,
     /// The FLOPs `program` runs beyond the program that recomputes nothing
@@ -153,7 +155,7 @@ impl Model {
         let all = model.analyze(&vec![false; model.body().eqns.len()]);
         model.relevant = all.recompute;
         let saved_all = vec![true; model.body().eqns.len()];
-        model.base_flops = jaxpr_flops(&model.program(&saved_all)?.1);
+        model.base_flops = jaxpr_flops(&model.program(model.decisions(&saved_all, &[]))?.1);
         Ok(model)
     }
 
@@ -287,9 +289,16 @@ impl Model {
 
     /// The plan saving `saved`, split, assembled into the whole program, and planned.
     pub fn evaluate(&self, saved: &[bool]) -> Result<Evaluated, PlanError> {
+        self.evaluate_with(saved, &[])
+    }
+
+    /// [`Model::evaluate`] with the saved equations `offload` (indices into the body)
+    /// keeping their outputs in host memory (`Offloadable`, device to `pinned_host`), moved
+    /// there after the forward half makes them and back before the backward half reads them.
+    pub fn evaluate_with(&self, saved: &[bool], offload: &[usize]) -> Result<Evaluated, PlanError> {
         let analysis = self.analyze(saved);
-        let (vjp, program) = self.program(saved)?;
-        let decisions = self.decisions(saved);
+        let decisions = self.decisions(saved, offload);
+        let (vjp, program) = self.program(decisions.clone())?;
         let plan = memory_plan(&program, &self.consts, &Options::default())?;
         let recompute_flops = jaxpr_flops(&program).saturating_sub(self.base_flops);
         Ok(Evaluated {
@@ -298,18 +307,26 @@ impl Model {
             vjp,
             program,
             peak_bytes: plan.peak_bytes,
+            host_bytes: plan.host_bytes,
             io_bytes: plan.io_bytes,
             recompute_flops,
         })
     }
 
-    fn decisions(&self, saved: &[bool]) -> Vec<Saveability> {
-        (0..self.body().eqns.len()).map(|i| Saveability::from_bool(saved[i] || !self.candidate[i])).collect()
+    fn decisions(&self, saved: &[bool], offload: &[usize]) -> Vec<Saveability> {
+        (0..self.body().eqns.len())
+            .map(|i| match saved[i] || !self.candidate[i] {
+                true if offload.contains(&i) => {
+                    Saveability::Offloadable { src: "device".into(), dst: "pinned_host".into() }
+                }
+                save => Saveability::from_bool(save),
+            })
+            .collect()
     }
 
-    /// The plan saving `saved`, split and assembled into the whole program.
-    fn program(&self, saved: &[bool]) -> Result<(Vjp, Jaxpr), PlanError> {
-        let vjp = self.cp.vjp(self.decisions(saved), &self.arg_names)?;
+    /// The plan deciding `decisions`, split and assembled into the whole program.
+    fn program(&self, decisions: Vec<Saveability>) -> Result<(Vjp, Jaxpr), PlanError> {
+        let vjp = self.cp.vjp(decisions, &self.arg_names)?;
         let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
         Ok((vjp, program))
     }

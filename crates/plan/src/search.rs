@@ -42,13 +42,20 @@ pub struct Point {
     /// `Some(k)`: a plan of the planner's `k`th scan nesting (`nest.rs`), whose body the
     /// recompute set indexes; `None`: of the function itself.
     pub variant: Option<usize>,
+    /// The saved equations whose outputs live in host memory, ascending.
+    pub offload: Vec<usize>,
+    /// The host memory the plan uses.
+    pub host_bytes: usize,
 }
+
+/// What identifies a plan: its scan nesting, recompute set and offloaded equations.
+type PlanKey = (Option<usize>, Vec<usize>, Vec<usize>);
 
 /// The plans evaluated, in evaluation order (which breaks the last ties).
 #[derive(Debug, Default)]
 pub struct Evaluations {
     pub points: Vec<Point>,
-    index: BTreeMap<(Option<usize>, Vec<usize>), usize>,
+    index: BTreeMap<PlanKey, usize>,
 }
 
 impl Evaluations {
@@ -67,29 +74,31 @@ impl Evaluations {
                 fresh.push(a);
             }
         }
-        let measured: Vec<Result<(usize, u64), PlanError>> = fresh
+        let measured: Vec<Result<(usize, u64, usize), PlanError>> = fresh
             .par_iter()
             .map(|a| {
                 let e = model.evaluate(&model.saved_for(&a.recompute))?;
-                Ok((e.peak_bytes, e.recompute_flops))
+                Ok((e.peak_bytes, e.recompute_flops, e.host_bytes))
             })
             .collect();
         for (a, m) in fresh.into_iter().zip(measured) {
-            let (peak_bytes, recompute_flops) = m?;
+            let (peak_bytes, recompute_flops, host_bytes) = m?;
             self.insert(Point {
                 recompute: a.recompute.clone(),
                 peak_bytes,
                 recompute_flops,
                 residual_bytes: a.residual_bytes,
                 variant: None,
+                offload: Vec::new(),
+                host_bytes,
             });
         }
-        Ok(plans.iter().map(|a| self.index[&(None, a.recompute.clone())]).collect())
+        Ok(plans.iter().map(|a| self.index[&(None, a.recompute.clone(), Vec::new())]).collect())
     }
 
     /// Adds a point evaluated elsewhere (unless its recompute set was) and returns its index.
     pub fn insert(&mut self, p: Point) -> usize {
-        let key = (p.variant, p.recompute.clone());
+        let key = (p.variant, p.recompute.clone(), p.offload.clone());
         if let Some(&i) = self.index.get(&key) {
             return i;
         }
@@ -101,15 +110,17 @@ impl Evaluations {
     /// Whether the plan of the function itself with recompute set `recompute` was
     /// evaluated.
     pub fn contains(&self, recompute: &[usize]) -> bool {
-        self.index.contains_key(&(None, recompute.to_vec()))
+        self.index.contains_key(&(None, recompute.to_vec(), Vec::new()))
     }
 
     /// The plan for `budget`: the least recompute FLOPs among the points whose peak fits,
-    /// then the lower peak, then the earlier evaluated. `None` if nothing fits.
+    /// then the least host memory (an offload only where it saves FLOPs), then the lower
+    /// peak, then the earlier evaluated. `None` if nothing fits.
     pub fn select(&self, budget: usize) -> Option<usize> {
-        (0..self.points.len())
-            .filter(|&i| self.points[i].peak_bytes <= budget)
-            .min_by_key(|&i| (self.points[i].recompute_flops, self.points[i].peak_bytes, i))
+        (0..self.points.len()).filter(|&i| self.points[i].peak_bytes <= budget).min_by_key(|&i| {
+            let p = &self.points[i];
+            (p.recompute_flops, p.host_bytes, p.peak_bytes, i)
+        })
     }
 
     /// The point with the smallest peak (then the fewest FLOPs).

@@ -111,6 +111,16 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
     for r in &p.recomputed {
         t.push_str(&format!("  {r}\n"));
     }
+    if !p.offloaded.is_empty() {
+        t.push_str(&format!(
+            "offloaded ({}, {} of host memory; each moved to host memory after the forward equation that makes it, back to the device before the backward half reads it):\n",
+            p.offloaded.len(),
+            Budget::bytes(p.host_bytes)
+        ));
+        for r in &p.offloaded {
+            t.push_str(&format!("  {r}\n"));
+        }
+    }
     if let Some(out) = out {
         t.push_str(&format!("wrote the planned program to {} (`remat bench` runs it)\n", out.display()));
     }
@@ -135,6 +145,9 @@ fn frontier_text(planner: &Planner) -> String {
         if let Some(nesting) = &p.scan_nesting {
             t.push_str(&format!("  {nesting}"));
         }
+        if p.offloaded > 0 {
+            t.push_str(&format!("  {} offloaded ({} host bytes)", p.offloaded, p.host_bytes));
+        }
         t.push('\n');
     }
     t.push_str("built-in policies (each applied to the whole function):\n");
@@ -155,6 +168,8 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
             "residual_bytes": p.residual_bytes,
             "saved": p.saved.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
             "recomputed": p.recomputed,
+            "offloaded": p.offloaded,
+            "host_bytes": p.host_bytes,
             "names": p.names,
             "jax_policy": p.jax_policy(),
         });
@@ -166,7 +181,7 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
             .map(|p| {
                 json!({ "peak_bytes": p.peak_bytes, "recompute_flops": p.recompute_flops,
                         "residual_bytes": p.residual_bytes, "recomputed": p.recomputed, "names": p.names,
-                        "scan_nesting": p.scan_nesting })
+                        "scan_nesting": p.scan_nesting, "offloaded": p.offloaded, "host_bytes": p.host_bytes })
             })
             .collect();
         v["builtins"] = planner
