@@ -35,6 +35,11 @@ fn programs() -> BTreeMap<&'static str, Program> {
         p(|a| numpy::pad(&a[0], &[(1, 2), (0, 1)], ConstantPerAxis(vec![(1.0, 2.0), (3.0, 4.0)]))),
     );
     add("pad_constant_int_one_width", p(|a| numpy::pad(&a[0], &[(1, 1)], Constant(0.into()))));
+    add("pad_constant_traced", p(|a| numpy::pad(&a[0], &[(1, 0), (0, 2)], Constant((&a[1]).into()))));
+    add("pad_constant_one_pair_int", p(|a| numpy::pad(&a[0], &[(1, 1), (0, 1)], ConstantPerAxis(vec![(1.0, 2.0)]))));
+    add("pad_constant_one_pair_1d", p(|a| numpy::pad(&a[0], &[(2, 1)], ConstantPerAxis(vec![(-1.0, 5.0)]))));
+    add("pad_scalar", p(|a| numpy::pad(&a[0], &[(2, 2)], Constant(0.into()))));
+    add("pad_symmetric_size_one", p(|a| numpy::pad(&a[0], &[(1, 2)], Symmetric)));
     add("pad_reflect", p(|a| numpy::pad(&a[0], &[(1, 2), (2, 1)], Reflect)));
     add("pad_reflect_wide", p(|a| numpy::pad(&a[0], &[(5, 0), (0, 7)], Reflect)));
     add("pad_reflect_size_one", p(|a| numpy::pad(&a[0], &[(2, 1), (1, 1)], Reflect)));

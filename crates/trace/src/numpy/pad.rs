@@ -82,16 +82,15 @@ pub fn pad(x: &Tensor, widths: &[(usize, usize)], mode: PadMode) -> Tensor {
     let values: Vec<Arg> = match &mode {
         PadMode::Constant(v) => vec![v.clone()],
         PadMode::ConstantPerAxis(pairs) => {
-            let pairs = match pairs.len() {
-                1 => vec![pairs[0]; nd],
-                n if n == nd => pairs.clone(),
+            match pairs.len() {
+                n if n == 1 || n == nd => {}
                 n => {
                     let message =
                         format!("pad: {n} (before, after) constant values for {}, which has {nd} axes", x.aval());
                     record_error(loc, message);
                     return Tensor::placeholder(x.aval().clone());
                 }
-            };
+            }
             pairs.iter().flat_map(|&(a, b)| [Arg::Scalar(a, DType::F32), Arg::Scalar(b, DType::F32)]).collect()
         }
         _ => vec![Arg::Scalar(0.0, DType::I32)],
@@ -156,9 +155,10 @@ fn pad_constant(x: &Tensor, value: &Tensor, widths: &[(usize, usize)], loc: &'st
     lax_pad(x, &value, widths, &spelled, loc)
 }
 
-/// `_pad_constant` with an `(nd, 2)` array of values: `jnp.asarray` of the pairs (each
-/// value converted and made `[1]`, pairs concatenated to `[2]`, stacked to `[nd, 2]`), then
-/// one `lax.pad` per non-zero side with the value sliced out of it.
+/// `_pad_constant` with an array of values: `jnp.asarray` of the pairs (each value
+/// converted and made `[1]`, pairs concatenated to `[2]`, stacked to `[pairs, 2]`),
+/// converted to `x`'s dtype and broadcast to `[nd, 2]`, then one `lax.pad` per non-zero
+/// side with the value sliced out of it.
 fn pad_constant_per_axis(
     x: &Tensor,
     values: &[Tensor],
@@ -183,9 +183,13 @@ fn pad_constant_per_axis(
             row.apply_at(Primitive::BroadcastInDim { shape: vec![1, 2], broadcast_dimensions: vec![1] }, loc)
         })
         .collect();
-    let operands: Vec<_> = rows.iter().map(Into::into).collect();
-    let table = bind(Primitive::Concatenate { dimension: 0 }, &operands, false, loc).remove(0);
-    let table = table.to_type(x.dtype(), x.is_weak(), loc);
+    let table = concatenate(&rows, 0, loc).to_type(x.dtype(), x.is_weak(), loc);
+    // A single pair is `broadcast_to` every axis.
+    let table = if rows.len() == nd {
+        table
+    } else {
+        table.apply_at(Primitive::BroadcastInDim { shape: vec![nd, 2], broadcast_dimensions: vec![0, 1] }, loc)
+    };
     let mut array = x.clone();
     for (i, &(before, after)) in widths.iter().enumerate() {
         for (side, width) in [(0, before), (1, after)] {
