@@ -52,6 +52,13 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("pad_maximum", p(|a| numpy::pad(&a[0], &[(1, 2), (2, 1)], Maximum)));
     add("pad_minimum_int", p(|a| numpy::pad(&a[0], &[(1, 0)], Minimum)));
     add("pad_mean", p(|a| numpy::pad(&a[0], &[(1, 2), (0, 1)], Mean)));
+    add(
+        "pad_twice",
+        p(|a| {
+            let inner = numpy::pad(&a[0], &[(1, 1), (0, 0)], Reflect);
+            numpy::pad(&inner, &[(1, 1), (0, 0)], Edge) + numpy::pad(&a[0], &[(2, 2), (0, 0)], Reflect)
+        }),
+    );
     add("var_ddof_keepdims", p(|a| a[0].var_with(Some(&[1]), 1, true)));
     add("var_all", p(|a| a[0].var_with(None, 0, false)));
     add("var_axis0", p(|a| a[0].var_with(Some(&[0]), 2, false)));

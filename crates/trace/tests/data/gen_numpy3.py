@@ -45,6 +45,8 @@ c("pad_wrap_wide", lambda x: jnp.pad(x, ((0, 0), (6, 9)), mode="wrap"), f32(3, 4
 c("pad_maximum", lambda x: jnp.pad(x, ((1, 2), (2, 1)), mode="maximum"), f32(3, 4))
 c("pad_minimum_int", lambda x: jnp.pad(x, ((1, 0),), mode="minimum"), i32(4, -2, 7, 0), grad=False)
 c("pad_mean", lambda x: jnp.pad(x, ((1, 2), (0, 1)), mode="mean"), f32(3, 4))
+c("pad_twice", lambda x: jnp.pad(jnp.pad(x, ((1, 1), (0, 0)), mode="reflect"), ((1, 1), (0, 0)), mode="edge")
+  + jnp.pad(x, ((2, 2), (0, 0)), mode="reflect")[:, :], f32(3, 2))
 # jnp.var / jnp.std with ddof and keepdims (ddof is a traced i32[] argument of _var).
 c("var_ddof_keepdims", lambda x: jnp.var(x, axis=1, ddof=1, keepdims=True), f32(3, 4))
 c("var_all", lambda x: jnp.var(x), f32(3, 4))
