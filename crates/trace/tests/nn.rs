@@ -37,6 +37,18 @@ fn programs() -> BTreeMap<String, Program> {
         add(format!("glorot_uniform_conv {kn}"), p(|a| initializers::glorot_uniform(&a[0], &[3, 3, 2, 5], DType::F32)));
         add(format!("he_normal {kn}"), p(|a| initializers::he_normal(&a[0], &[3, 4], DType::F32)));
         add(format!("normal {kn}"), p(|a| initializers::normal(&a[0], &[3, 4], DType::F32, 0.02)));
+        add(format!("lecun_normal {kn}"), p(|a| initializers::lecun_normal(&a[0], &[3, 4], DType::F32)));
+        add(format!("lecun_uniform {kn}"), p(|a| initializers::lecun_uniform(&a[0], &[4, 3], DType::F32)));
+        add(format!("xavier_normal {kn}"), p(|a| initializers::xavier_normal(&a[0], &[3, 4], DType::F32)));
+        add(format!("glorot_normal_conv {kn}"), p(|a| initializers::glorot_normal(&a[0], &[2, 2, 3, 4], DType::F32)));
+        add(format!("he_uniform {kn}"), p(|a| initializers::he_uniform(&a[0], &[5, 2], DType::F32)));
+        add(
+            format!("variance_scaling_normal_fan_out {kn}"),
+            p(|a| {
+                use initializers::{Distribution, FanMode};
+                initializers::variance_scaling(&a[0], &[3, 4], DType::F32, 2.0, FanMode::FanOut, Distribution::Normal)
+            }),
+        );
     }
     m
 }
@@ -141,6 +153,18 @@ fn wrong_inputs_are_located_errors() {
     let e = trace_error(|a| initializers::glorot_uniform(&a[0], &[5], DType::F32), vec![key.clone()]);
     assert!(e.starts_with("crates/trace/tests/nn.rs:"), "{e}");
     assert!(e.ends_with("glorot_uniform: a kernel needs at least two axes (in and out), found shape [5]"), "{e}");
+    let e = trace_error(|a| initializers::lecun_normal(&a[0], &[], DType::F32), vec![key.clone()]);
+    assert!(e.ends_with("lecun_normal: a kernel needs at least two axes (in and out), found shape []"), "{e}");
+    let e = trace_error(
+        |a| {
+            use initializers::{Distribution, FanMode};
+            initializers::variance_scaling(&a[0], &[4], DType::F32, 1.0, FanMode::FanIn, Distribution::Normal)
+        },
+        vec![key.clone()],
+    );
+    assert!(e.ends_with("variance_scaling: a kernel needs at least two axes (in and out), found shape [4]"), "{e}");
+    let e = trace_error(|a| initializers::he_uniform(&a[0], &[2, 3], DType::F32), vec![Aval::new(DType::F32, vec![2])]);
+    assert!(e.contains("uniform: expected a PRNG key"), "{e}");
     let e = trace_error(|a| nn::dropout(&a[0], &a[1], 1.0), vec![key.clone(), Aval::new(DType::F32, vec![3])]);
     assert!(e.ends_with("dropout: the rate must be in [0, 1), found 1"), "{e}");
     let e = trace_error(|a| nn::dropout(&a[1], &a[0], 0.5), vec![key, Aval::new(DType::F32, vec![3])]);

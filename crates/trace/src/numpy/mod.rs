@@ -8,16 +8,21 @@
 //! `sqrt(4.0)`). Files: `linalg` (products), `einsum` (n-ary einsum with opt_einsum's
 //! contraction order), `reduce` (reductions), `shape` (layout),
 //! `index` (NumPy indexing), `take` (indexing by integer
-//! arrays), `sort` (scans and sorts).
+//! arrays), `sort` (scans and sorts), `pad` (`jnp.pad`'s modes), `variance` (`var`, `std`),
+//! `round`, `linspace`, `repeat`.
 
 mod einsum;
 mod index;
 mod linalg;
+mod linspace;
+mod pad;
 mod reduce;
 mod repeat;
+mod round;
 mod shape;
 mod sort;
 mod take;
+mod variance;
 
 use std::panic::Location;
 
@@ -25,7 +30,10 @@ use remat_ir::{Array, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
 pub use einsum::{einsum, einsum_path, einsum_with, EinsumOptions, EinsumPath, EinsumStep, Optimize};
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
+pub use linspace::{linspace, linspace_dtype};
+pub use pad::{pad, PadMode};
 pub use repeat::Repeats;
+pub use round::round_decimals;
 pub use shape::{concatenate, stack, Sections};
 pub use take::AtIndex;
 pub(crate) use take::{scatter_rows, update_jaxpr};
@@ -201,47 +209,6 @@ pub fn arange_step(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
     bind(Primitive::Binary(BinaryOp::Add), &[lit(start), scaled.into()], false, loc).remove(0)
 }
 
-/// `jnp.linspace(start, stop, num, endpoint=endpoint)` in `f32`: `num` evenly spaced
-/// values from `start` to `stop` (included if `endpoint`). Recorded as JAX records it, a
-/// `jit[name=_linspace]` that interpolates `start * (1 - t) + stop * t` over an `iota` and,
-/// with the endpoint, appends `stop` itself. `num` must be at least 2.
-#[track_caller]
-pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool) -> Tensor {
-    let loc = Location::caller();
-    if num < 2 {
-        record_error(loc, format!("linspace: num = {num} is not supported yet (it must be at least 2)"));
-        return Tensor::placeholder(remat_ir::Aval::new(DType::F32, vec![num]));
-    }
-    let args = [Arg::Scalar(start, DType::F32), Arg::Scalar(stop, DType::F32)];
-    library_jit(
-        "_linspace",
-        &args,
-        |inner| {
-            let [start, stop]: [Tensor; 2] = inner.try_into().expect("two inputs");
-            let (start, stop) = (start.to_type(DType::F32, false, loc), stop.to_type(DType::F32, false, loc));
-            let steps = if endpoint { num - 1 } else { num };
-            let divisor = Arg::Scalar(steps as f64, DType::F32);
-            // JAX computes the step and does not use it; the equation stays in its jaxpr.
-            let delta = binary_at(BinaryOp::Sub, (&stop).into(), (&start).into(), loc);
-            binary_at(BinaryOp::Div, delta.into(), divisor.clone(), loc);
-            let iota = bind(Primitive::Iota { dtype: DType::F32, shape: vec![steps], dimension: 0 }, &[], false, loc);
-            let t = binary_at(BinaryOp::Div, iota[0].clone().into(), divisor, loc);
-            let start = start.reshape_at(&[1], loc);
-            let from = binary_at(BinaryOp::Sub, 1.0.into(), (&t).into(), loc);
-            let from = binary_at(BinaryOp::Mul, start.into(), from.into(), loc);
-            let to = binary_at(BinaryOp::Mul, stop.reshape_at(&[1], loc).into(), t.into(), loc);
-            let values = binary_at(BinaryOp::Add, from.into(), to.into(), loc);
-            if !endpoint {
-                return values;
-            }
-            let last = Primitive::BroadcastInDim { shape: vec![1], broadcast_dimensions: vec![] };
-            let last = bind(last, &[stop.into()], false, loc).remove(0);
-            bind(Primitive::Concatenate { dimension: 0 }, &[values.into(), last.into()], false, loc).remove(0)
-        },
-        loc,
-    )
-}
-
 /// A concrete array used inside a traced function (`jnp.asarray(a)`): it becomes a
 /// constvar of the traced jaxpr, with `a` as its value ([`crate::Traced::jaxpr`]'s
 /// `consts`).
@@ -309,20 +276,11 @@ pub fn arctan2(y: impl Into<Arg>, x: impl Into<Arg>) -> Tensor {
     binary_at(BinaryOp::Atan2, y.into(), x.into(), Location::caller())
 }
 
-/// `jnp.round(x)` of a float (`decimals=0`): halves to the even neighbour, recorded as JAX
-/// records it, `jit[name=round]` around `round[rounding_method=1]`.
+/// `jnp.round(x)` (`decimals=0`): halves to the even neighbour, recorded as JAX records
+/// it, `jit[name=round]` around `round[rounding_method=1]` (see [`round_decimals`]).
 #[track_caller]
 pub fn round(x: &Tensor) -> Tensor {
-    let loc = Location::caller();
-    library_jit(
-        "round",
-        &[x.into()],
-        |inner| {
-            let prim = Primitive::Round { rounding_method: remat_ir::RoundingMethod::ToNearestEven };
-            inner[0].apply_at(prim, loc)
-        },
-        loc,
-    )
+    round::round_at(x, 0, Location::caller())
 }
 
 /// `jax.lax.rsqrt(x)`: `1 / sqrt(x)` of a tensor or a Rust scalar.

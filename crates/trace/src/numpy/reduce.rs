@@ -12,7 +12,7 @@ use crate::tensor::{binary_at, Arg, Tensor};
 
 impl Tensor {
     /// Reduces over `axes` (`None`: all), keeping them as size-1 axes if `keepdims`.
-    fn reduce_at(
+    pub(crate) fn reduce_at(
         &self,
         op: ReduceOp,
         axes: Option<&[isize]>,
@@ -43,7 +43,12 @@ impl Tensor {
         }
     }
 
-    fn axes_or_all(&self, what: &str, axes: Option<&[isize]>, loc: &'static Location<'static>) -> Option<Vec<usize>> {
+    pub(crate) fn axes_or_all(
+        &self,
+        what: &str,
+        axes: Option<&[isize]>,
+        loc: &'static Location<'static>,
+    ) -> Option<Vec<usize>> {
         match axes {
             Some(axes) => normalize_axes(what, self, axes, loc),
             None => Some((0..self.ndim()).collect()),
@@ -102,7 +107,7 @@ impl Tensor {
         self.mean_at(Some(axes), keepdims, Location::caller())
     }
 
-    fn mean_at(&self, axes: Option<&[isize]>, keepdims: bool, loc: &'static Location<'static>) -> Tensor {
+    pub(crate) fn mean_at(&self, axes: Option<&[isize]>, keepdims: bool, loc: &'static Location<'static>) -> Tensor {
         let Some(resolved) = self.axes_or_all("mean", axes, loc) else {
             return Tensor::placeholder(self.aval().clone());
         };
@@ -112,37 +117,6 @@ impl Tensor {
         let x = if x.dtype().is_float() { x } else { x.to_type(DType::F32, false, loc) };
         let sum = x.reduce_at(ReduceOp::Sum, axes, keepdims, loc);
         binary_at(BinaryOp::Div, sum.into(), Arg::Scalar(count as f64, DType::F32), loc)
-    }
-
-    /// `jnp.var(x, axis=axes)` (`ddof=0`) of a float tensor: the mean squared deviation
-    /// from the mean, recorded as JAX records it, `jit[name=_var]` taking `x` and `ddof`
-    /// (`0:i32[]`): the mean (kept axes), `square` of the centred values, their sum divided
-    /// by `count - ddof`, and `nan` where that count is not positive.
-    #[track_caller]
-    pub fn var_axes(&self, axes: &[isize]) -> Tensor {
-        let loc = Location::caller();
-        let Some(resolved) = self.axes_or_all("var", Some(axes), loc) else {
-            return Tensor::placeholder(self.aval().clone());
-        };
-        let count: usize = resolved.iter().map(|&a| self.shape()[a]).product();
-        let dtype = self.dtype();
-        crate::transforms::library_jit(
-            "_var",
-            &[self.into(), Arg::Scalar(0.0, DType::I32)],
-            |inner| {
-                let [x, ddof]: [Tensor; 2] = inner.try_into().expect("two inputs");
-                let mean = x.mean_at(Some(axes), true, loc);
-                let centered = binary_at(BinaryOp::Sub, x.clone().into(), mean.into(), loc);
-                let squared = crate::tensor::unary_at(remat_ir::UnaryOp::Square, centered.into(), loc);
-                let ddof = ddof.to_type(dtype, false, loc);
-                let normalizer = binary_at(BinaryOp::Sub, Arg::Scalar(count as f64, dtype), ddof.into(), loc);
-                let sum = squared.reduce_at(ReduceOp::Sum, Some(axes), false, loc);
-                let var = binary_at(BinaryOp::Div, sum.into(), normalizer.clone().into(), loc);
-                let positive = crate::tensor::compare_at(remat_ir::CompareOp::Gt, normalizer.into(), 0.0.into(), loc);
-                super::where_at(&positive, var.into(), f64::NAN.into(), loc)
-            },
-            loc,
-        )
     }
 
     /// `jnp.argmax(x, axis=axis)`: the index (`i32`) of the largest element along `axis`

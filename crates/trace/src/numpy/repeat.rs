@@ -22,7 +22,7 @@ impl Tensor {
         match axis {
             None => Some((self.reshape_at(&[self.size()], loc), 0)),
             Some(a) if self.ndim() == 0 => {
-                record_error(loc, format!("repeat: {} has no axis {a}", self.aval()));
+                record_error(loc, format!("repeat: {} has no axis {a} (a scalar repeats along axis 0)", self.aval()));
                 None
             }
             Some(a) => normalize_axes("repeat", self, &[a], loc).map(|a| (self.clone(), a[0])),
@@ -32,13 +32,25 @@ impl Tensor {
     /// `jnp.repeat(x, repeats, axis)` with a static count: each element of `x` repeated
     /// `repeats` times along `axis` (`None`: along the flattened `x`), so
     /// `repeat([a, b], 2, 0)` is `[a, a, b, b]` (nearest-neighbour upsampling when used on
-    /// the spatial axes). Records `broadcast_in_dim` then `reshape`.
+    /// the spatial axes). Records `broadcast_in_dim` then `reshape`; a scalar `x` along
+    /// axis 0 (or -1, as NumPy allows) is one `broadcast_in_dim` to `[repeats]`, as JAX's
+    /// `full` (JAX ignores the axis of a scalar; NumPy, and remat, reject any other).
     #[track_caller]
     pub fn repeat(&self, repeats: usize, axis: Option<isize>) -> Tensor {
         let loc = Location::caller();
+        if let (0, Some(0 | -1)) = (self.ndim(), axis) {
+            let prim = Primitive::BroadcastInDim { shape: vec![repeats], broadcast_dimensions: vec![] };
+            return self.apply_at(prim, loc);
+        }
         let Some((x, axis)) = self.repeat_axis(axis, loc) else {
             return Tensor::placeholder(self.aval().clone());
         };
+        x.repeat_at(repeats, axis, loc)
+    }
+
+    /// `repeat` of each element `repeats` times along the (existing) `axis`.
+    pub(crate) fn repeat_at(&self, repeats: usize, axis: usize, loc: &'static Location<'static>) -> Tensor {
+        let x = self;
         let mut aux_shape = x.shape().to_vec();
         aux_shape.insert(axis + 1, repeats);
         let dims: Vec<usize> = (0..aux_shape.len()).filter(|&i| i != axis + 1).collect();

@@ -352,10 +352,34 @@ impl Tensor {
                 bounds.windows(2).map(|w| w[1].saturating_sub(w[0])).collect()
             }
         };
+        self.split_sizes_at(axis, &sizes, loc)
+    }
+
+    /// `jnp.array_split(x, sections, axis=axis)`: `sections` consecutive pieces along
+    /// `axis` that need not be equal: the first `n % sections` have one element more
+    /// (NumPy's rule), recorded as one `split`.
+    #[track_caller]
+    pub fn array_split(&self, sections: usize, axis: isize) -> Vec<Tensor> {
+        let loc = Location::caller();
+        let Some(axes) = normalize_axes("array_split", self, &[axis], loc) else {
+            return vec![Tensor::placeholder(self.aval().clone())];
+        };
+        if sections == 0 {
+            record_error(loc, "array_split: the number of sections must be positive".into());
+            return vec![Tensor::placeholder(self.aval().clone())];
+        }
+        let (axis, n) = (axes[0], self.shape()[axes[0]]);
+        let (part, rest) = (n / sections, n % sections);
+        let sizes: Vec<usize> = (0..sections).map(|i| if i < rest { part + 1 } else { part }).collect();
+        self.split_sizes_at(axis, &sizes, loc)
+    }
+
+    /// One `split` into `sizes` along `axis`, the sizes printed as NumPy integers.
+    fn split_sizes_at(&self, axis: usize, sizes: &[usize], loc: &'static Location<'static>) -> Vec<Tensor> {
         let spelled: Vec<String> = sizes.iter().map(|s| format!("np.int64({s})")).collect();
         let spelled =
             if spelled.len() == 1 { format!("({},)", spelled[0]) } else { format!("({})", spelled.join(", ")) };
-        let prim = Primitive::Split { axis, sizes: sizes.clone() };
+        let prim = Primitive::Split { axis, sizes: sizes.to_vec() };
         match crate::trace::bind_n(prim, &[self.into()], &[self.is_weak()], loc) {
             Some(outs) => {
                 crate::trace::spell_last_params(&[("sizes", spelled)]);
@@ -390,22 +414,24 @@ impl Tensor {
     }
 
     /// `jnp.tril(x, k)`: `x` with the elements above the `k`-th diagonal zeroed, for a
-    /// matrix `x`. Recorded as `jit[name=tril]`: an `iota` mask and a `select_n`.
+    /// matrix `x` or a stack of them (its last two axes). Recorded as `jit[name=tril]`: an
+    /// `iota` mask of the last two axes (broadcast over the others) and a `select_n`.
     #[track_caller]
     pub fn tril(&self, k: i64) -> Tensor {
         self.triangle_at("tril", k, Location::caller())
     }
 
     /// `jnp.triu(x, k)`: `x` with the elements below the `k`-th diagonal zeroed, for a
-    /// matrix `x`; `jit[name=triu]`.
+    /// matrix `x` or a stack of them; `jit[name=triu]`.
     #[track_caller]
     pub fn triu(&self, k: i64) -> Tensor {
         self.triangle_at("triu", k, Location::caller())
     }
 
     fn triangle_at(&self, name: &'static str, k: i64, loc: &'static Location<'static>) -> Tensor {
-        if self.ndim() != 2 {
-            let message = format!("{name}: {} is not a matrix (batched {name} is not supported yet)", self.aval());
+        if self.ndim() < 2 {
+            let message =
+                format!("{name}: {} has fewer than 2 axes (it needs a matrix or a stack of them)", self.aval());
             record_error(loc, message);
             return Tensor::placeholder(self.aval().clone());
         }
@@ -414,14 +440,25 @@ impl Tensor {
             &[self.into()],
             |inner| {
                 let x = &inner[0];
+                let rank = x.ndim();
+                let matrix = x.shape()[rank - 2..].to_vec();
                 let iota = |dimension| {
-                    let prim = Primitive::Iota { dtype: DType::I32, shape: x.shape().to_vec(), dimension };
+                    let prim = Primitive::Iota { dtype: DType::I32, shape: matrix.clone(), dimension };
                     bind(prim, &[], false, loc).remove(0)
                 };
                 // The mask of `tri(k)`: row + k >= column (`triu` zeroes `tri(k - 1)`).
                 let offset = if name == "tril" { k } else { k - 1 };
                 let rows = crate::tensor::binary_at(BinaryOp::Add, iota(0).into(), (offset as i32).into(), loc);
                 let mask = crate::tensor::compare_at(CompareOp::Ge, rows.into(), iota(1).into(), loc);
+                let mask = if rank == 2 {
+                    mask
+                } else {
+                    let prim = Primitive::BroadcastInDim {
+                        shape: x.shape().to_vec(),
+                        broadcast_dimensions: vec![rank - 2, rank - 1],
+                    };
+                    mask.apply_at(prim, loc)
+                };
                 let zeros = crate::numpy::full_at(x.shape(), LitValue::from_f64(x.dtype(), 0.0), loc);
                 let (on_false, on_true) = if name == "tril" { (zeros, x.clone()) } else { (x.clone(), zeros) };
                 bind(Primitive::SelectN, &[mask.into(), on_false.into(), on_true.into()], x.is_weak(), loc).remove(0)

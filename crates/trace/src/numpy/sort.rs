@@ -60,14 +60,49 @@ impl Tensor {
     /// `jit[name=sort]` around `sort[num_keys=1]`.
     #[track_caller]
     pub fn sort(&self, axis: isize) -> Tensor {
-        let loc = Location::caller();
-        let Some(axes) = normalize_axes("sort", self, &[axis], loc) else {
-            return Tensor::placeholder(self.aval().clone());
-        };
+        self.sort_at(Some(axis), false, Location::caller())
+    }
+
+    /// `jnp.sort(x, axis=axis, descending=descending)`: `axis` `None` sorts the flattened
+    /// `x` (a `reshape` first); descending order is the ascending sort then `rev`.
+    #[track_caller]
+    pub fn sort_with(&self, axis: Option<isize>, descending: bool) -> Tensor {
+        self.sort_at(axis, descending, Location::caller())
+    }
+
+    /// The flattened `x` and axis 0 for `None`, else `x` and its normalized axis.
+    fn sort_axis(
+        x: &Tensor,
+        what: &str,
+        axis: Option<isize>,
+        loc: &'static Location<'static>,
+    ) -> Option<(Tensor, usize)> {
+        match axis {
+            None => Some((x.reshape_at(&[x.size()], loc), 0)),
+            Some(a) => normalize_axes(what, x, &[a], loc).map(|axes| (x.clone(), axes[0])),
+        }
+    }
+
+    fn sort_at(&self, axis: Option<isize>, descending: bool, loc: &'static Location<'static>) -> Tensor {
+        if let Some(a) = axis {
+            if normalize_axes("sort", self, &[a], loc).is_none() {
+                return Tensor::placeholder(self.aval().clone());
+            }
+        }
         library_jit(
             "sort",
             &[self.into()],
-            |inner| inner[0].apply_at(Primitive::Sort { dimension: axes[0], is_stable: true, num_keys: 1 }, loc),
+            |inner| {
+                let Some((x, axis)) = Tensor::sort_axis(&inner[0], "sort", axis, loc) else {
+                    return Tensor::placeholder(inner[0].aval().clone());
+                };
+                let sorted = x.apply_at(Primitive::Sort { dimension: axis, is_stable: true, num_keys: 1 }, loc);
+                if descending {
+                    sorted.apply_at(Primitive::Rev { dimensions: vec![axis] }, loc)
+                } else {
+                    sorted
+                }
+            },
             loc,
         )
     }
@@ -76,21 +111,42 @@ impl Tensor {
     /// Recorded as `jit[name=argsort]`: a `sort` of `x` with an `iota` along.
     #[track_caller]
     pub fn argsort(&self, axis: isize) -> Tensor {
-        let loc = Location::caller();
-        let Some(axes) = normalize_axes("argsort", self, &[axis], loc) else {
-            return Tensor::placeholder(remat_ir::Aval::new(DType::I32, self.shape().to_vec()));
-        };
+        self.argsort_at(Some(axis), false, Location::caller())
+    }
+
+    /// `jnp.argsort(x, axis=axis, descending=descending)`: `axis` `None` sorts the
+    /// flattened `x`; descending (still stable: equal elements keep their order) sorts the
+    /// reversed `x` and `iota` and reverses the indices, as JAX does.
+    #[track_caller]
+    pub fn argsort_with(&self, axis: Option<isize>, descending: bool) -> Tensor {
+        self.argsort_at(axis, descending, Location::caller())
+    }
+
+    fn argsort_at(&self, axis: Option<isize>, descending: bool, loc: &'static Location<'static>) -> Tensor {
+        let out_shape = if axis.is_some() { self.shape().to_vec() } else { vec![self.size()] };
+        let placeholder = || Tensor::placeholder(remat_ir::Aval::new(DType::I32, out_shape.clone()));
+        if let Some(a) = axis {
+            if normalize_axes("argsort", self, &[a], loc).is_none() {
+                return placeholder();
+            }
+        }
         library_jit(
             "argsort",
             &[self.into()],
             |inner| {
-                let x = &inner[0];
-                let iota = Primitive::Iota { dtype: DType::I32, shape: x.shape().to_vec(), dimension: axes[0] };
+                let Some((x, axis)) = Tensor::sort_axis(&inner[0], "argsort", axis, loc) else {
+                    return placeholder();
+                };
+                let iota = Primitive::Iota { dtype: DType::I32, shape: x.shape().to_vec(), dimension: axis };
                 let iota = bind(iota, &[], false, loc).remove(0);
-                let sort = Primitive::Sort { dimension: axes[0], is_stable: true, num_keys: 1 };
-                match bind_n(sort, &[x.into(), iota.into()], &[x.is_weak(), false], loc) {
+                let rev = || Primitive::Rev { dimensions: vec![axis] };
+                let (x, iota) =
+                    if descending { (x.apply_at(rev(), loc), iota.apply_at(rev(), loc)) } else { (x, iota) };
+                let sort = Primitive::Sort { dimension: axis, is_stable: true, num_keys: 1 };
+                match bind_n(sort, &[(&x).into(), iota.into()], &[x.is_weak(), false], loc) {
+                    Some(mut outs) if descending => outs.remove(1).apply_at(rev(), loc),
                     Some(mut outs) => outs.remove(1),
-                    None => Tensor::placeholder(remat_ir::Aval::new(DType::I32, x.shape().to_vec())),
+                    None => placeholder(),
                 }
             },
             loc,

@@ -34,6 +34,13 @@ for kn, k in (("k0", K0), ("k42", K42)):
     c(f"glorot_uniform_conv {kn}", lambda k: jax.nn.initializers.glorot_uniform()(k, (3, 3, 2, 5)), k, grad=False)
     c(f"he_normal {kn}", lambda k: jax.nn.initializers.he_normal()(k, (3, 4)), k, grad=False)
     c(f"normal {kn}", lambda k: jax.nn.initializers.normal(0.02)(k, (3, 4)), k, grad=False)
+    c(f"lecun_normal {kn}", lambda k: jax.nn.initializers.lecun_normal()(k, (3, 4)), k, grad=False)
+    c(f"lecun_uniform {kn}", lambda k: jax.nn.initializers.lecun_uniform()(k, (4, 3)), k, grad=False)
+    c(f"xavier_normal {kn}", lambda k: jax.nn.initializers.xavier_normal()(k, (3, 4)), k, grad=False)
+    c(f"glorot_normal_conv {kn}", lambda k: jax.nn.initializers.glorot_normal()(k, (2, 2, 3, 4)), k, grad=False)
+    c(f"he_uniform {kn}", lambda k: jax.nn.initializers.he_uniform()(k, (5, 2)), k, grad=False)
+    c(f"variance_scaling_normal_fan_out {kn}",
+      lambda k: jax.nn.initializers.variance_scaling(2.0, "fan_out", "normal")(k, (3, 4)), k, grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
