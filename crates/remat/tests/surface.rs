@@ -136,3 +136,34 @@ fn lax_gathers_and_scatters_run_in_native_code_as_in_the_interpreter() {
     check_close("gradients", &g_native, &g_interp, 1e-4, 1e-5).unwrap();
     assert!(g_native.iter().all(|g| g.to_f64_vec().iter().any(|&v| v != 0.0)), "every input gets a gradient");
 }
+
+/// The numpy surface's padding modes, variance with `ddof`, rounding to decimals, sorts
+/// (descending, flattened), batched triangles and uneven splits run in native code as in
+/// the interpreter, gradients included.
+#[test]
+fn numpy_pads_sorts_and_statistics_run_in_native_code_as_in_the_interpreter() {
+    use remat::numpy::{self, PadMode};
+    fn program(x: Tensor) -> Tensor {
+        let m = x.reshape(&[2, 3, 4]);
+        let mut total = m.tril(-1).sum() + m.triu(1).sin().sum();
+        for mode in [PadMode::Reflect, PadMode::Symmetric, PadMode::Edge, PadMode::Wrap, PadMode::Mean] {
+            total = total + numpy::pad(&m, &[(0, 0), (1, 2), (2, 1)], mode).tanh().sum();
+        }
+        total = total + m.var_with(Some(&[2]), 1, true).sum() + m.std_with(None, 0, false);
+        total = total + numpy::round_decimals(&m, 1).sum();
+        let sorted = m.sort_with(Some(-1), true) + m.sort_with(None, false).reshape(&[2, 3, 4]);
+        total = total + (sorted * m.cos()).sum();
+        for part in m.array_split(3, 2) {
+            total = total + part.exp().sum();
+        }
+        total
+    }
+    let x = array(&[24], 0.4);
+    let native = remat::jit(program).call(&x).unwrap();
+    let interp = remat::jit(program).backend(Backend::Interp).call(&x).unwrap();
+    check_close("value", &native, &interp, 1e-5, 1e-6).unwrap();
+    let g_native = remat::grad(program).call(&x).unwrap();
+    let g_interp = remat::grad(program).backend(Backend::Interp).call(&x).unwrap();
+    check_close("gradient", &g_native, &g_interp, 1e-4, 1e-5).unwrap();
+    assert!(g_native[0].to_f64_vec().iter().all(|v| v.is_finite()));
+}
