@@ -7,7 +7,8 @@ call. Each differentiated part sits in a `jit` so that the saved scalars show up
 test leaves out, as everywhere). The cases also pin where JAX does *not* save one: a rule
 JAX traced beforehand (relu's), zeros made on the tangent side (a scan's carry, a
 `custom_vjp`'s tangents), a scan body's (hoisted out of the loop as a constant) and a
-checkpoint's (partially evaluated as a jaxpr, where the constant is a literal).
+checkpoint's, also inside a `jit` in it (partially evaluated as a jaxpr, where the
+constant is a literal).
 
     python3 gen_staged_constants.py > staged_constants_cases.json
 """
@@ -96,6 +97,11 @@ def checkpoint_pad_everything(x):
     return jnp.sum(f(x))
 
 
+def jit_pad_in_checkpoint(x):
+    f = jax.checkpoint(lambda x: jax.jit(pad_vector)(jnp.sin(x)), policy=jax.checkpoint_policies.everything_saveable)
+    return jnp.sum(f(x))
+
+
 def softplus_scalar(x):
     return jax.jit(lambda x: jax.nn.softplus(x) * x)(x)
 
@@ -120,6 +126,7 @@ CASES = [
     ("cummax_in_jit", cummax_in_jit, (x5,), ["x"]),
     ("checkpoint_pad", checkpoint_pad, (x4,), ["x"]),
     ("checkpoint_pad_everything", checkpoint_pad_everything, (x4,), ["x"]),
+    ("jit_pad_in_checkpoint", jit_pad_in_checkpoint, (x4,), ["x"]),
     ("softplus_scalar", softplus_scalar, (s,), ["x"]),
 ]
 
