@@ -13,9 +13,11 @@
 //! jaxpr and writes a new one, and never re-traces; `inline_jaxpr` copies a whole jaxpr
 //! into the one being built (the call a transformation makes when it splices a body in).
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use remat_ir::{
-    shape_rule, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitValue, Literal, Primitive,
-    ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
+    shape_rule, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitOrigin, LitValue, Literal,
+    Primitive, ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
 };
 
 use crate::AdError;
@@ -81,9 +83,13 @@ pub struct Builder {
     source: Option<SourceInfo>,
 }
 
+/// The next [`LitOrigin::Staged`] id: process-wide, so staged constants of jaxprs built
+/// separately and inlined into one another never share an id.
+static NEXT_STAGED: AtomicU32 = AtomicU32::new(0);
+
 /// A scalar literal atom.
 pub fn lit(dtype: DType, x: f64) -> Atom {
-    Atom::Lit(Literal { value: LitValue::from_f64(dtype, x) })
+    Atom::Lit(Literal::new(LitValue::from_f64(dtype, x)))
 }
 
 impl Builder {
@@ -304,9 +310,29 @@ impl Builder {
         self.bind1(Primitive::BroadcastInDim { shape: aval.shape.clone(), broadcast_dimensions: Vec::new() }, vec![l])
     }
 
-    /// Zeros of a device aval (`instantiate_zeros`).
+    /// Zeros of a device aval, as a constant written inline (a transpose's zeros, a rule
+    /// JAX traced to a jaxpr before running it, zeros JAX makes on the tangent side).
     pub fn zeros(&mut self, aval: &Aval) -> Result<Atom, AdError> {
         self.full(&Aval::new(aval.dtype, aval.shape.clone()), 0.0)
+    }
+
+    /// `lax.full(shape, value)` run by a jvp rule on the primal side: JAX stages the value
+    /// (`_convert_element_type` of a Python scalar ends in `stage`), so it is a value of the
+    /// primal trace, and a tangent equation that reads it makes it a residual. A
+    /// non-scalar is a `broadcast_in_dim` equation, which partial evaluation already treats
+    /// so; a scalar is a literal marked [`LitOrigin::Staged`] with an id of its own.
+    pub fn staged_full(&mut self, aval: &Aval, value: f64) -> Result<Atom, AdError> {
+        if aval.rank() > 0 {
+            return self.full(aval, value);
+        }
+        let id = NEXT_STAGED.fetch_add(1, Ordering::Relaxed);
+        Ok(Atom::Lit(Literal { value: LitValue::from_f64(aval.dtype, value), origin: LitOrigin::Staged(id) }))
+    }
+
+    /// Zeros made by a jvp rule on the primal side (JAX's `instantiate_zeros`,
+    /// `zeros_like_aval` and `_zeros` inside a rule): see [`Builder::staged_full`].
+    pub fn staged_zeros(&mut self, aval: &Aval) -> Result<Atom, AdError> {
+        self.staged_full(&Aval::new(aval.dtype, aval.shape.clone()), 0.0)
     }
 
     /// `lax.broadcast_in_dim`, skipping the identity.

@@ -89,8 +89,9 @@ pub fn jvp_jaxpr(jaxpr: &Jaxpr, nonzeros: &[bool], instantiate: &[bool]) -> Resu
                 out_nonzeros.push(true);
             }
             Tangent::Zero if inst => {
+                // `_linearize_jaxpr` instantiates under the linearize trace: primal-side zeros.
                 let aval = jaxpr.atom_aval(out);
-                let z = b.zeros(&aval)?;
+                let z = b.staged_zeros(&aval)?;
                 outvars.push(z);
                 out_nonzeros.push(true);
             }
@@ -260,7 +261,8 @@ pub(crate) fn scan_jvp(
     outvars.extend(&tout[n_id..]);
     body.outvars = outvars;
 
-    // Operands: tangents of carries that became nonzero are instantiated.
+    // Operands: tangents of carries that became nonzero are instantiated, on the tangent
+    // side as JAX's `_scan_linearize` does in its `tangent_fun` (never a residual).
     let mut ops = primals[..nc].to_vec();
     let nz_tangent = |t: &Tangent| match t {
         Tangent::Nz(a) => Some(*a),
@@ -271,7 +273,10 @@ pub(crate) fn scan_jvp(
     for i in 0..ncarry {
         if carry_nz[i] {
             let aval = b.aval(&primals[nc + i]);
-            ops.push(instantiate(b, tangents[nc + i], &aval)?);
+            ops.push(match tangents[nc + i] {
+                Tangent::Nz(a) => a,
+                Tangent::Zero => b.zeros(&aval)?,
+            });
         }
     }
     ops.extend(&primals[nc + ncarry..]);
@@ -332,11 +337,12 @@ pub(crate) fn emit_primal(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[At
     b.copy_eqn_with(old, eqn, primals.to_vec()).into_iter().map(Atom::Var).collect()
 }
 
-/// The tangent as a value: zeros of `aval` when symbolically zero (`instantiate_zeros`).
+/// The tangent as a value: zeros of `aval` when symbolically zero (`instantiate_zeros`
+/// inside a jvp rule, which makes them on the primal side: see [`Builder::staged_zeros`]).
 pub(crate) fn instantiate(b: &mut Builder, t: Tangent, aval: &Aval) -> Result<Atom, AdError> {
     match t {
         Tangent::Nz(a) => Ok(a),
-        Tangent::Zero => b.zeros(aval),
+        Tangent::Zero => b.staged_zeros(aval),
     }
 }
 
@@ -407,9 +413,14 @@ pub(crate) fn jvp_custom_vjp_rule(
         body.invar(aval);
         args.push(*r);
     }
+    // `process_custom_vjp_call` binds `custom_lin` on the tangent trace: zeros there are
+    // never residuals.
     for (t, aval) in tangents.iter().zip(&avals) {
         body.invar(aval.clone());
-        args.push(instantiate(b, *t, aval)?);
+        args.push(match t {
+            Tangent::Nz(a) => *a,
+            Tangent::Zero => b.zeros(aval)?,
+        });
     }
     let mut nans = Vec::new();
     for o in outs {

@@ -327,6 +327,11 @@ impl Pe<'_> {
                 if let Some(p) = known_body.invars.iter().position(|&v| Atom::Var(v) == *r) {
                     return Res::Input(p);
                 }
+                // A literal residual (a staged constant) is returned again, as JAX's
+                // forwarding matches variables only.
+                if !matches!(r, Atom::Var(_)) {
+                    return Res::Kept;
+                }
                 match known_body.outvars[..num_known_outs].iter().position(|o| o == r) {
                     Some(q) => Res::Output(q),
                     None => Res::Kept,

@@ -21,7 +21,7 @@ use remat_ir::{pp_jaxpr, Atom, Aval, Jaxpr};
 use crate::builder::{inline_jaxpr, lit, Builder};
 use crate::dce::dce_jaxpr_inst;
 use crate::jvp::{jvp_jaxpr, JvpJaxpr};
-use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
+use crate::partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
 use crate::residuals::{describe_residuals, residual_order, residuals_text, Residual};
 use crate::transpose::transpose_jaxpr_with;
 use crate::{check, check_split, AdError};
@@ -65,6 +65,7 @@ pub(crate) fn linearize_jvp(
     let mut out_flags = vec![false; n_out];
     out_flags.extend(vec![true; n_tout]);
     let pe = partial_eval_jaxpr_custom(&jvp.jaxpr, &unknowns, &unknowns, &out_flags, &out_flags, mode)?;
+    let pe = inline_literal_residuals(pe);
     if pe.out_unknowns[..n_out].iter().any(|&u| u) {
         return Err(AdError::Internal("linearize: a primal output depends on a tangent".into()));
     }
@@ -95,6 +96,52 @@ pub(crate) fn linearize_jvp(
     check("linearize (tangent)", &tangent)?;
     check_split("linearize", &primal, &tangent, num_res)?;
     Ok(Linearized { primal, tangent, num_res, in_nonzeros, out_nonzeros: jvp.out_nonzeros.clone() })
+}
+
+/// Puts the residuals that are literals (constants a jvp rule staged, which JAX lists as
+/// `from a literal`) back into the staged half: a literal costs nothing to rebuild there,
+/// so the top of a linearization saves none. Inside a `jit`, `scan` or `cond` such a
+/// residual stays an output of the known call, where JAX returns it too.
+fn inline_literal_residuals(mut pe: PartialEval) -> PartialEval {
+    let n_known_outs = pe.known.outvars.len() - pe.num_res;
+    let literals: Vec<(usize, Atom)> = (0..pe.num_res)
+        .filter_map(|i| match pe.known.outvars[n_known_outs + i] {
+            Atom::Lit(l) => Some((i, Atom::Lit(l))),
+            Atom::Var(_) => None,
+        })
+        .collect();
+    if literals.is_empty() {
+        return pe;
+    }
+    let mut subst: Vec<Option<Atom>> = vec![None; pe.staged.vars.len()];
+    for &(i, l) in &literals {
+        subst[pe.staged.invars[i].index()] = Some(l);
+    }
+    let replace = |a: &mut Atom| {
+        if let Atom::Var(v) = *a {
+            if let Some(l) = subst[v.index()] {
+                *a = l;
+            }
+        }
+    };
+    for eqn in &mut pe.staged.eqns {
+        eqn.invars.iter_mut().for_each(replace);
+    }
+    pe.staged.outvars.iter_mut().for_each(replace);
+    let dropped: Vec<usize> = literals.iter().map(|&(i, _)| i).collect();
+    let keep = |i: &usize| !dropped.contains(i);
+    pe.staged.invars =
+        pe.staged.invars.iter().enumerate().filter(|(i, _)| i >= &pe.num_res || keep(i)).map(|(_, &v)| v).collect();
+    pe.known.outvars = pe
+        .known
+        .outvars
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < n_known_outs || keep(&(i - n_known_outs)))
+        .map(|(_, &a)| a)
+        .collect();
+    pe.num_res -= dropped.len();
+    pe
 }
 
 /// The forward and backward halves of a reverse-mode derivative.

@@ -43,7 +43,7 @@ fn f64a(shape: &[usize]) -> Aval {
 }
 
 fn lit(x: f64) -> Atom {
-    Atom::Lit(Literal { value: LitValue::F64(x) })
+    Atom::Lit(Literal::new(LitValue::F64(x)))
 }
 
 /// Builds a program from input avals and a body.

@@ -120,9 +120,37 @@ impl LitValue {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Literal {
     pub value: LitValue,
+    /// Where the literal came from; not part of the text (the printer ignores it and the
+    /// parser gives [`LitOrigin::Inline`]).
+    pub origin: LitOrigin,
+}
+
+/// Where a literal came from. Only partial evaluation at the top of a linearization reads
+/// it; every other pass treats a literal as its value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LitOrigin {
+    /// Written in the program, or a constant a rule writes inline (a Python scalar in
+    /// JAX's rule): inlined wherever it is read.
+    #[default]
+    Inline,
+    /// A constant a jvp rule made on the primal side with `lax.full` or
+    /// `instantiate_zeros`, which JAX stages as a value of the primal trace: a tangent
+    /// equation that reads it under `linearize` makes it a residual (one per id, as JAX's
+    /// tracer is one value however often it is read).
+    Staged(u32),
 }
 
 impl Literal {
+    /// A literal written in the program.
+    pub fn new(value: LitValue) -> Literal {
+        Literal { value, origin: LitOrigin::Inline }
+    }
+
+    /// The same value, inlined wherever it is read.
+    pub fn inline(self) -> Literal {
+        Literal::new(self.value)
+    }
+
     pub fn aval(&self) -> Aval {
         Aval::scalar(self.value.dtype())
     }

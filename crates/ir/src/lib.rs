@@ -18,7 +18,7 @@ pub mod verify;
 
 pub use array::{Array, PrngKey};
 pub use half::{bf16, f16};
-pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
+pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitOrigin, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;

@@ -592,7 +592,7 @@ impl<'s> Parser<'s> {
         }
         let value = literal_value(aval.dtype, value_text)
             .ok_or_else(|| self.err_at(start, format!("`{value_text}` is not a valid {} literal", aval.dtype)))?;
-        Ok(Atom::Lit(Literal { value }))
+        Ok(Atom::Lit(Literal::new(value)))
     }
 
     // ---- parameter values ----

@@ -16,7 +16,7 @@ fn f32s(shape: &[usize]) -> Aval {
 }
 
 fn lit(value: LitValue) -> Atom {
-    Atom::Lit(Literal { value })
+    Atom::Lit(Literal::new(value))
 }
 
 fn push(j: &mut Jaxpr, prim: Primitive, invars: Vec<Atom>, out: Aval) -> Var {

@@ -261,7 +261,7 @@ fn weak_and_strong_literals_hold_the_same_f32_and_keep_their_text() {
     assert_eq!(lit(&j.eqns[2].invars[0]), LitValue::F32(0.1));
     // A spelling that no longer denotes the value is not used.
     let mut changed = j.clone();
-    changed.eqns[0].invars[1] = Atom::Lit(remat_ir::Literal { value: LitValue::F32(0.25) });
+    changed.eqns[0].invars[1] = Atom::Lit(remat_ir::Literal::new(LitValue::F32(0.25)));
     assert!(pp_jaxpr(&changed).contains("b:f32[] = mul a 0.25:f32[]"));
 }
 
@@ -276,7 +276,7 @@ fn variables_named_in_inf_let_and_nan_are_variables() {
     j.invars.push(x);
     for _ in 0..8803 {
         let y = j.new_var(Aval::scalar(DType::F32));
-        let nan = Atom::Lit(remat_ir::Literal { value: LitValue::F32(f32::NAN) });
+        let nan = Atom::Lit(remat_ir::Literal::new(LitValue::F32(f32::NAN)));
         let eqn =
             remat_ir::Eqn::new(Primitive::Binary(BinaryOp::Max), vec![x.into(), nan], vec![y], SourceInfo::unknown());
         j.eqns.push(eqn);

@@ -233,7 +233,7 @@ fn narrow_cond_and_while_agree() {
         let (k, c) = (cond.new_var(Aval::scalar(DType::I32)), cond.new_var(aval.clone()));
         cond.invars = vec![k, c];
         let p = cond.new_var(Aval::scalar(DType::Bool));
-        let three = Atom::Lit(remat_ir::Literal { value: remat_ir::LitValue::I32(3) });
+        let three = Atom::Lit(remat_ir::Literal::new(remat_ir::LitValue::I32(3)));
         cond.eqns.push(Eqn::new(
             Primitive::Compare(CompareOp::Lt),
             vec![k.into(), three],
@@ -245,8 +245,8 @@ fn narrow_cond_and_while_agree() {
         let (k, c) = (body.new_var(Aval::scalar(DType::I32)), body.new_var(aval.clone()));
         body.invars = vec![k, c];
         let (k1, c1) = (body.new_var(Aval::scalar(DType::I32)), body.new_var(aval.clone()));
-        let one = Atom::Lit(remat_ir::Literal { value: remat_ir::LitValue::I32(1) });
-        let step = Atom::Lit(remat_ir::Literal { value: remat_ir::LitValue::from_f64(dtype, 1.00390625) });
+        let one = Atom::Lit(remat_ir::Literal::new(remat_ir::LitValue::I32(1)));
+        let step = Atom::Lit(remat_ir::Literal::new(remat_ir::LitValue::from_f64(dtype, 1.00390625)));
         body.eqns.push(Eqn::new(
             Primitive::Binary(remat_ir::BinaryOp::Add),
             vec![k.into(), one],

@@ -327,7 +327,7 @@ pub(crate) fn pop_frame(
 /// `None` (with an error recorded) if `t` belongs to no live frame.
 fn resolve(t: &Tensor, loc: &'static Location<'static>) -> Option<Atom> {
     if let Some(value) = t.literal {
-        return Some(Atom::Lit(Literal { value }));
+        return Some(Atom::Lit(Literal::new(value)));
     }
     let found = STATE.with(|s| {
         let mut s = s.borrow_mut();
@@ -511,7 +511,7 @@ pub(crate) fn bind_n(
     for o in operands {
         match o {
             Operand::Tensor(t) => atoms.push(resolve(t, loc)?),
-            Operand::Literal(value) => atoms.push(Atom::Lit(Literal { value: *value })),
+            Operand::Literal(value) => atoms.push(Atom::Lit(Literal::new(*value))),
         }
     }
     let source = source_info(loc);

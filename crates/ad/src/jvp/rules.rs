@@ -81,7 +81,7 @@ pub(crate) fn jvp_rule(
                 return Ok((out, vec![Tangent::Zero]));
             };
             let aval = b.aval(&first);
-            let z = b.zeros(&aval)?;
+            let z = b.staged_zeros(&aval)?;
             let cases: Vec<Atom> = cases
                 .iter()
                 .map(|t| match t {
@@ -111,7 +111,7 @@ pub(crate) fn jvp_rule(
                 };
                 let pred = b.maybe_broadcast(&x_aval.shape, pred)?;
                 let g = b.maybe_broadcast(&x_aval.shape, g)?;
-                let zeros = b.zeros(&x_aval)?;
+                let zeros = b.staged_zeros(&x_aval)?;
                 b.select_n(pred, vec![zeros, g])
             })
         }
@@ -581,6 +581,8 @@ impl KnownCustomJvp {
                 let x = primals[0];
                 let aval = b.aval(&x);
                 let positive = b.compare(CompareOp::Gt, x, lit(aval.dtype, 0.0))?;
+                // JAX runs relu's rule as a jaxpr traced beforehand, where `full_like(g, 0)`
+                // is already a plain literal: a scalar zero here is never saved.
                 let zeros = b.zeros(&aval)?;
                 let t = b.select_n(positive, vec![zeros, g])?;
                 Ok((out, vec![Tangent::Nz(t)]))

@@ -10,11 +10,18 @@
 
 use std::collections::HashMap;
 
-use remat_ir::{Atom, Aval, Eqn, Jaxpr, Primitive, SourceInfo, Var};
+use remat_ir::{Atom, Aval, Eqn, Jaxpr, LitOrigin, Primitive, SourceInfo, Var};
 
 use super::PeMode;
 use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::AdError;
+
+/// What makes two reads the same residual: the known variable, or the staged constant's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum ResKey {
+    Var(Var),
+    Staged(u32),
+}
 
 /// One partial evaluation of `old` under way: its two halves and where each old variable
 /// went.
@@ -29,10 +36,11 @@ pub(crate) struct Pe<'a> {
     staged_map: VarMap,
     /// `(unknown, instantiated)` of each old variable.
     env: Vec<(bool, bool)>,
-    /// The residuals: known-half variables, and the staged half's binders for them.
-    res_known: Vec<Var>,
+    /// The residuals: known-half values (variables, or staged constants as plain
+    /// literals), and the staged half's binders for them.
+    res_known: Vec<Atom>,
     res_staged: Vec<Var>,
-    res_index: HashMap<Var, usize>,
+    res_index: HashMap<ResKey, usize>,
     /// The staged half's inputs after the residuals (the instantiated old invars).
     staged_ins: Vec<Var>,
 }
@@ -97,7 +105,8 @@ impl<'a> Pe<'a> {
     // ---- reading old values ------------------------------------------------------------
 
     /// JAX's `read`: `(unknown, instantiated)`. A literal is known and available to both
-    /// halves.
+    /// halves (a staged constant too: the staged half reads it through
+    /// [`Pe::ensure_instantiated`], which decides whether it is a residual).
     pub fn read(&self, a: &Atom) -> (bool, bool) {
         match a {
             Atom::Lit(_) => (false, true),
@@ -109,10 +118,11 @@ impl<'a> Pe<'a> {
         self.read(a).0
     }
 
-    /// A known old value as the known half holds it.
+    /// A known old value as the known half holds it (a literal inline: its provenance is
+    /// used up here).
     pub fn known_value(&self, a: &Atom) -> Result<Atom, AdError> {
         match a {
-            Atom::Lit(_) => Ok(*a),
+            Atom::Lit(l) => Ok(Atom::Lit(l.inline())),
             Atom::Var(v) => self
                 .known_map
                 .try_get(*v)
@@ -127,10 +137,19 @@ impl<'a> Pe<'a> {
     }
 
     /// JAX's `ensure_instantiated`: an old value as the staged half reads it, its staged
-    /// copy if it has one, else its known value made a residual.
+    /// copy if it has one, else its known value made a residual. A literal is inlined,
+    /// except a constant a jvp rule staged on the primal side, which at the top of a
+    /// linearization (JAX's `LinearizeTrace`, where the rule's value is a tracer of the
+    /// primal trace) is a residual; inside a checkpoint (`partial_eval_jaxpr_custom` on a
+    /// traced jvp, where it became a literal) it is inlined like any literal.
     pub fn ensure_instantiated(&mut self, a: &Atom) -> Result<Atom, AdError> {
         match a {
-            Atom::Lit(_) => Ok(*a),
+            Atom::Lit(l) => match l.origin {
+                LitOrigin::Staged(id) if self.mode.is_linearize() => {
+                    Ok(self.residual_of(ResKey::Staged(id), Atom::Lit(l.inline())))
+                }
+                LitOrigin::Staged(_) | LitOrigin::Inline => Ok(Atom::Lit(l.inline())),
+            },
             Atom::Var(v) => match self.staged_map.try_get(*v) {
                 Some(s) => Ok(s),
                 None => {
@@ -145,13 +164,20 @@ impl<'a> Pe<'a> {
     /// residual (an output of the known half and an input of the staged half, made on
     /// first use).
     pub fn residual(&mut self, known: Atom) -> Atom {
-        let Atom::Var(k) = known else { return known };
-        if let Some(&i) = self.res_index.get(&k) {
+        match known {
+            Atom::Var(k) => self.residual_of(ResKey::Var(k), known),
+            Atom::Lit(l) => Atom::Lit(l.inline()),
+        }
+    }
+
+    /// The staged binder of residual `key`, whose known-half value is `known`.
+    fn residual_of(&mut self, key: ResKey, known: Atom) -> Atom {
+        if let Some(&i) = self.res_index.get(&key) {
             return Atom::Var(self.res_staged[i]);
         }
-        let s = self.staged.new_var(self.known.var_aval(k).clone());
-        self.res_index.insert(k, self.res_known.len());
-        self.res_known.push(k);
+        let s = self.staged.new_var(self.known.aval(&known));
+        self.res_index.insert(key, self.res_known.len());
+        self.res_known.push(known);
         self.res_staged.push(s);
         Atom::Var(s)
     }
@@ -209,7 +235,7 @@ impl<'a> Pe<'a> {
     pub fn finish(self, known_outs: Vec<Atom>, staged_outs: Vec<Atom>) -> (Jaxpr, Jaxpr, usize) {
         let num_res = self.res_known.len();
         let mut known_outs = known_outs;
-        known_outs.extend(self.res_known.iter().map(|&v| Atom::Var(v)));
+        known_outs.extend(self.res_known);
         let mut staged_invars = self.res_staged;
         staged_invars.extend(self.staged_ins);
         let mut staged = self.staged;

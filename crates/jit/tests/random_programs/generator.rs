@@ -75,7 +75,7 @@ impl Gen {
 /// equation).
 fn lit(dtype: DType, x: f64) -> Atom {
     let value = LitValue::try_from_f64(dtype, x).unwrap_or(LitValue::F32(x as f32));
-    Atom::Lit(Literal { value })
+    Atom::Lit(Literal::new(value))
 }
 
 struct Builder {

@@ -21,7 +21,7 @@
 
 use remat::numpy::arange;
 use remat::trace::Idx;
-use remat::{lax, make_jaxpr, named, nn, DType, Tensor};
+use remat::{lax, named, nn, DType, Tensor};
 
 use super::common::Case;
 
@@ -46,37 +46,14 @@ pub fn scans_and_sorts(x: Tensor, w: Tensor) -> (Tensor, Tensor, Tensor) {
     (loss, am, ti)
 }
 
-/// The text and the values (interpreter and JIT) equal JAX's. The residuals equal JAX's
-/// but for six `f32[]` ones: JAX's vjp of the `cumprod` call (its jvp is an associative
-/// scan whose `pad`s take the literal `0.0`) makes the call return the literal padding
-/// value as residuals (`0.0:f32[]` outputs of the known `jit[name=cumprod]`), which remat
-/// keeps as a literal in the backward program instead (`tests/data/zoo/not_yet.txt` lists
-/// the same difference for the recorded text). The test asserts that exact difference, so
-/// it fails (and must become a full check) once remat-ad saves them as JAX does.
+/// The text, the values (interpreter and JIT) and the residuals equal JAX's, including
+/// the six `f32[]` ones of the `cumprod` call: its jvp is an associative scan whose `pad`s
+/// instantiate their padding value's zero tangent on the primal side, and the known
+/// `jit[name=cumprod]` returns those zeros (`0.0:f32[]`) as JAX's does.
 #[test]
-fn scans_and_sorts_matches_jax_but_for_the_literal_residuals_of_cumprod() {
+fn scans_and_sorts_matches_jax() {
     let case = Case::load("scans_and_sorts");
     let a = case.args();
     let args = (named("x", a[0].clone()), named("w", a[1].clone()));
-    let traced = make_jaxpr(|(x, w)| scans_and_sorts(x, w), &args).expect("traces");
-    case.check_text(&traced).unwrap();
-    case.check_values(&traced, &args).unwrap();
-    let failure = case.check_residuals(&traced).expect_err("the residuals differ");
-    assert!(failure.contains("residuals differ"), "{failure}");
-    let v = remat::ad::vjp(&traced.jaxpr.jaxpr, &traced.arg_names).expect("vjp");
-    let got: Vec<String> =
-        v.residuals.iter().map(|r| format!("{} {} {}", r.aval, r.kind.kind_name(), r.kind.what())).collect();
-    let jax: Vec<String> = case.json["saved_residuals"]
-        .as_array()
-        .expect("a list")
-        .iter()
-        .filter(|r| r["kind"].as_str() != Some("literal"))
-        .map(|r| {
-            format!("{} {} {}", r["aval"].as_str().unwrap(), r["kind"].as_str().unwrap(), r["what"].as_str().unwrap())
-        })
-        .collect();
-    let literal_pads = jax.iter().filter(|r| *r == "f32[] jit cumprod").count();
-    assert_eq!(literal_pads, 6, "{jax:#?}");
-    let without: Vec<String> = jax.into_iter().filter(|r| r != "f32[] jit cumprod").collect();
-    assert_eq!(got, without);
+    case.assert_matches(|(x, w)| scans_and_sorts(x, w), &args);
 }
