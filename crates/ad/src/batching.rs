@@ -12,8 +12,7 @@
 //! the equations JAX's rule emits (the same `moveaxis` transposes and `broadcast_in_dim`s,
 //! and the `np.int64(..)` spelling of parameters JAX computes with NumPy), so that a
 //! batched program prints as `jax.make_jaxpr(jax.vmap(f))` does. Every primitive has a
-//! rule; a `while` whose predicate the batch reaches is the error `vmap: no batching rule
-//! for while with a batched predicate yet`.
+//! rule.
 //!
 //! Architecture invariant: a rule sees the operands' atoms and batch axes and the
 //! equation's parameters, never values; the output verifies (checked in debug builds).

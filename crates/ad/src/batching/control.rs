@@ -80,11 +80,12 @@ pub(super) struct While<'a> {
     pub body_nconsts: usize,
 }
 
-/// JAX's `_while_loop_batching_rule`: the carries batched (at axis 0) from their init or
-/// by the body, a fixpoint; the consts keep their batch axes. A predicate the batch
-/// reaches would need a `while` that runs until every example is done (JAX lowers it with
-/// a per-example select); remat's `while` takes a `bool[]` predicate, so that case is an
-/// error.
+/// JAX's `_while_loop_batching_rule`: the carries batched from their init or by the body,
+/// a fixpoint; the consts keep their batch axes. When the predicate is batched, every carry
+/// is batched at axis 0 and the cond_jaxpr returns the batched predicate (`bool[size]`): the
+/// `while` runs until no example's predicate holds, updating only the examples whose
+/// predicate does (the `while` primitive's batched predicate). Otherwise the batched carries
+/// put their batch axis after the predicate's axes (at 0 for a `bool[]` one).
 pub(super) fn while_loop(
     b: &mut Builder,
     w: &While<'_>,
@@ -106,18 +107,19 @@ pub(super) fn while_loop(
     }
     let cond_in: Vec<bool> = cconst_bat.iter().chain(&carry_bat).copied().collect();
     let (_, pred_bat) = batch_jaxpr_bools(&w.cond_jaxpr.jaxpr, size, &cond_in, &[])?;
-    if pred_bat.first().copied().unwrap_or(false) {
-        return Err(AdError::Invalid(
-            "vmap: no batching rule for while with a batched predicate yet (JAX runs the loop until every \
-             example's predicate is false, selecting per example)"
-                .into(),
-        ));
-    }
-    let carry_dims: Vec<Option<usize>> = carry_bat.iter().map(|&c| c.then_some(0)).collect();
+    let (carry_dims, pred_dim): (Vec<Option<usize>>, Option<usize>) = if pred_bat.first().copied().unwrap_or(false) {
+        (vec![Some(0); carry_bat.len()], Some(0))
+    } else {
+        let cond_rank = match w.cond_jaxpr.jaxpr.outvars.first() {
+            Some(p) => w.cond_jaxpr.jaxpr.atom_aval(p).rank(),
+            None => return Err(AdError::Invalid("vmap: a while whose cond_jaxpr has no output".into())),
+        };
+        (carry_bat.iter().map(|&c| c.then_some(cond_rank)).collect(), None)
+    };
     let body_in: Vec<Option<usize>> = dims[nc..nc + nb].iter().chain(&carry_dims).copied().collect();
     let (body, _) = batch_jaxpr_axes(&w.body_jaxpr.jaxpr, size, &body_in, OutAxes::Given(&carry_dims))?;
     let cond_in: Vec<Option<usize>> = dims[..nc].iter().chain(&carry_dims).copied().collect();
-    let (cond, _) = batch_jaxpr_axes(&w.cond_jaxpr.jaxpr, size, &cond_in, OutAxes::Given(&[None]))?;
+    let (cond, _) = batch_jaxpr_axes(&w.cond_jaxpr.jaxpr, size, &cond_in, OutAxes::Given(&[pred_dim]))?;
     let mut args: Vec<Atom> = ins[..nc + nb].iter().map(|x| x.0).collect();
     for (&(x, old), &new) in ins[nc + nb..].iter().zip(&carry_dims) {
         args.push(match (old, new) {

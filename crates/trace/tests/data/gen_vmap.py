@@ -116,6 +116,19 @@ c("grad_of_reduce_window_max", lambda x: (jax.grad(lambda a: lax.reduce_window(a
 c("pad_batched_value", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [None, 0], [0], f32(3), f32(B))
 c("pad_both_batched", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [1, 0], [0], f32(3, B), f32(B))
 
+# Batched predicates (added after the cases above, so that their arguments stay the same):
+# the `while` runs until no example's predicate holds, updating only the running ones.
+def pos(*s): return np.abs(f32(*s)) + np.float32(0.1)
+c("while_batched_predicate", lambda c0: (lax.while_loop(lambda c: c.sum() < 10.0, lambda c: c * 2.0, c0),), [0], [0],
+  pos(B, 3))
+c("while_batched_bound", lambda n, x: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * x),
+  (jnp.int32(0), x)), [0, 0], [0, 0], np.array([0, 3, 1, 5], dtype=np.int32), f32(B, 3))
+c("while_batched_bound_unbatched_carry", lambda n, y, w: lax.while_loop(lambda c: c[0] < n,
+  lambda c: (c[0] + 1, c[1] * 0.5 + w), (jnp.int32(0), y)), [0, None, None], [0, 0],
+  np.array([2, 0, 4, 1], dtype=np.int32), f32(3), f32(3))
+c("while_batched_predicate_nested_vmap", lambda x: (jax.vmap(lambda r: lax.while_loop(lambda c: c.sum() < 10.0,
+  lambda c: c * 2.0, r))(x),), [1], [0], pos(2, B, 3))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
