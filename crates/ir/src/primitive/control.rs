@@ -253,11 +253,7 @@ mod tests {
   in (c,) }",
             // `jax.vmap` of a while whose predicate the batch reaches: a `bool[4]` predicate.
             "{ lambda ; a:i32[4] b:f32[4,3]. let
-    c:i32[4] = broadcast_in_dim[
-      broadcast_dimensions=()
-      shape=(4,)
-      sharding=None
-    ] 0:i32[]
+    c:i32[4] = broadcast_in_dim 0:i32[]
     d:i32[4] e:f32[4,3] = while[
       body_jaxpr={ lambda ; f:f32[4,3] g:i32[4] h:f32[4,3]. let
           i:i32[4] = add g 1:i32[]
