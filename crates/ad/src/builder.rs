@@ -14,8 +14,8 @@
 //! into the one being built (the call a transformation makes when it splices a body in).
 
 use remat_ir::{
-    shape_rule, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitValue, Literal, Primitive,
-    ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
+    shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitValue, Literal,
+    Primitive, ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
 };
 
 use crate::AdError;
@@ -79,6 +79,8 @@ pub(crate) fn inline_jaxpr(b: &mut Builder, inner: &Jaxpr, consts: &[Atom], args
 pub struct Builder {
     jaxpr: Jaxpr,
     source: Option<SourceInfo>,
+    /// The values of the constvars [`Builder::const_array`] declared, in order.
+    const_values: Vec<Array>,
 }
 
 /// A scalar literal atom.
@@ -105,6 +107,20 @@ impl Builder {
         let v = self.jaxpr.new_var(aval);
         self.jaxpr.constvars.push(v);
         v
+    }
+
+    /// A constvar holding `value`: a constant a rule makes (JAX's `np.array([], 'int32')`,
+    /// the start indices of a rank-0 `dynamic_slice` under `vmap`), declared after every
+    /// other constvar; [`Builder::take_const_values`] gives the values back in order.
+    pub fn const_array(&mut self, value: Array) -> Atom {
+        let v = self.constvar(value.aval());
+        self.const_values.push(value);
+        Atom::Var(v)
+    }
+
+    /// The values of the constvars [`Builder::const_array`] declared (the last ones).
+    pub fn take_const_values(&mut self) -> Vec<Array> {
+        std::mem::take(&mut self.const_values)
     }
 
     /// Appends an already declared variable to the invars (for binders declared early).

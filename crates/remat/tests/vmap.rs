@@ -215,6 +215,25 @@ fn programs() -> BTreeMap<&'static str, Program1> {
         "while_batched_predicate_nested_vmap",
         Box::new(move |a| vec![vmap(doubling, &[Some(0)], &[Some(0)]).trace(a[0].clone())]),
     );
+    add("dynamic_slice_rank0", Box::new(|a| vec![lax::dynamic_slice(&a[0], &[], &[])]));
+    add("dynamic_update_slice_rank0_batched_update", Box::new(|a| vec![a[0].dynamic_update_slice(&a[1], &[])]));
+    add(
+        "dynamic_update_slice_rank0_batched_operand",
+        Box::new(|a| vec![a[0].dynamic_update_slice(&a[1], &[]) * &a[0]]),
+    );
+    add(
+        "jit_dynamic_slice_rank0",
+        Box::new(|a| vec![remat::trace::jit(|y: Tensor| lax::dynamic_slice(&y, &[], &[]) + 1.0).call(a[0].clone())]),
+    );
+    add(
+        "cond_batched_predicate_constant_branches",
+        Box::new(|a| {
+            // One constant array both branches close over (JAX's `jnp.asarray` of one NumPy
+            // array: one const, an operand of the cond).
+            let c = numpy::constant(Array::F32(ndarray::arr1(&[-1.0f32, 0.0, 1.0]).into_dyn()));
+            vec![lax::cond(&a[0], |x: Tensor| x * &c, |x: Tensor| x + &c, a[1].clone())]
+        }),
+    );
     m
 }
 

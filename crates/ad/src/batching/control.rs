@@ -7,8 +7,6 @@
 
 use remat_ir::{Atom, ClosedJaxpr, CompareOp, Primitive, UnaryOp};
 
-use std::sync::Arc;
-
 use super::rules::{bdim_at_front, broadcast, moveaxis};
 use super::{batch_jaxpr_axes, batch_jaxpr_bools, Batched, OutAxes};
 use crate::builder::{inline_jaxpr, lit, Builder};
@@ -24,13 +22,6 @@ pub(super) fn cond_batched_index(
     ins: &[Batched],
     size: usize,
 ) -> Result<Vec<Batched>, AdError> {
-    if branches.iter().any(|br| !br.consts.is_empty() || !br.jaxpr.constvars.is_empty()) {
-        return Err(AdError::Invalid(
-            "vmap: cond with a batched predicate and branches that close over constant arrays is not supported \
-             (pass them as operands)"
-                .into(),
-        ));
-    }
     let mut args = Vec::with_capacity(ins.len());
     for &(x, d) in ins {
         args.push(bdim_at_front(b, x, d, size)?);
@@ -42,6 +33,9 @@ pub(super) fn cond_batched_index(
     let mut branch_outs: Vec<Vec<Atom>> = Vec::with_capacity(branches.len());
     for (i, br) in branches.iter().enumerate() {
         let (batched, _) = batch_jaxpr_bools(&br.jaxpr, size, &vec![true; n_in], &vec![true; n_out])?;
+        // The branch's constants (its own and any a rule made) become the batched
+        // program's, as JAX's `jaxpr_as_fun` of a closed branch embeds them.
+        let consts: Vec<Atom> = br.consts.iter().chain(&batched.new_consts).map(|c| b.const_array(c.clone())).collect();
         let pred = b.compare(CompareOp::Eq, index, lit(index_dtype, i as f64))?;
         let mut guarded = Vec::with_capacity(ops.len());
         for &x in ops {
@@ -50,7 +44,14 @@ pub(super) fn cond_batched_index(
             let p = bcast_pred(b, pred, x)?;
             guarded.push(b.select_n(p, vec![stopped, x])?);
         }
-        branch_outs.push(inline_jaxpr(b, &batched, &[], &guarded));
+        if consts.len() != batched.jaxpr.constvars.len() {
+            return Err(AdError::Invalid(format!(
+                "vmap: cond branch {i} has {} constvars but {} consts",
+                batched.jaxpr.constvars.len(),
+                consts.len()
+            )));
+        }
+        branch_outs.push(inline_jaxpr(b, &batched.jaxpr, &consts, &guarded));
     }
     let mut outs = Vec::with_capacity(n_out);
     for j in 0..n_out {
@@ -117,9 +118,9 @@ pub(super) fn while_loop(
         (carry_bat.iter().map(|&c| c.then_some(cond_rank)).collect(), None)
     };
     let body_in: Vec<Option<usize>> = dims[nc..nc + nb].iter().chain(&carry_dims).copied().collect();
-    let (body, _) = batch_jaxpr_axes(&w.body_jaxpr.jaxpr, size, &body_in, OutAxes::Given(&carry_dims))?;
+    let body = batch_jaxpr_axes(&w.body_jaxpr.jaxpr, size, &body_in, OutAxes::Given(&carry_dims))?;
     let cond_in: Vec<Option<usize>> = dims[..nc].iter().chain(&carry_dims).copied().collect();
-    let (cond, _) = batch_jaxpr_axes(&w.cond_jaxpr.jaxpr, size, &cond_in, OutAxes::Given(&[pred_dim]))?;
+    let cond = batch_jaxpr_axes(&w.cond_jaxpr.jaxpr, size, &cond_in, OutAxes::Given(&[pred_dim]))?;
     let mut args: Vec<Atom> = ins[..nc + nb].iter().map(|x| x.0).collect();
     for (&(x, old), &new) in ins[nc + nb..].iter().zip(&carry_dims) {
         args.push(match (old, new) {
@@ -129,8 +130,8 @@ pub(super) fn while_loop(
         });
     }
     let prim = Primitive::While {
-        cond_jaxpr: ClosedJaxpr { jaxpr: Arc::new(cond), consts: w.cond_jaxpr.consts.clone() },
-        body_jaxpr: ClosedJaxpr { jaxpr: Arc::new(body), consts: w.body_jaxpr.consts.clone() },
+        cond_jaxpr: cond.close(&w.cond_jaxpr.consts),
+        body_jaxpr: body.close(&w.body_jaxpr.consts),
         cond_nconsts: nc,
         body_nconsts: nb,
     };

@@ -129,6 +129,18 @@ c("while_batched_bound_unbatched_carry", lambda n, y, w: lax.while_loop(lambda c
 c("while_batched_predicate_nested_vmap", lambda x: (jax.vmap(lambda r: lax.while_loop(lambda c: c.sum() < 10.0,
   lambda c: c * 2.0, r))(x),), [1], [0], pos(2, B, 3))
 
+# Rank-0 dynamic slices (their start indices are an empty `i32[0]` constvar) and branches
+# that close over constant arrays.
+c("dynamic_slice_rank0", lambda x: (lax.dynamic_slice(x, (), ()),), [0], [0], f32(B))
+c("dynamic_update_slice_rank0_batched_update", lambda x, u: (lax.dynamic_update_slice(x, u, ()),), [None, 0], [0],
+  np.float32(1.5), f32(B))
+c("dynamic_update_slice_rank0_batched_operand", lambda x, u: (lax.dynamic_update_slice(x, u, ()) * x,), [0, None],
+  [0], f32(B), np.float32(-2.0))
+c("jit_dynamic_slice_rank0", lambda x: (jax.jit(lambda y: lax.dynamic_slice(y, (), ()) + 1.0)(x),), [0], [0], f32(B))
+CONST3 = np.arange(3, dtype=np.float32) - 1.0
+c("cond_batched_predicate_constant_branches", lambda p, x: (lax.cond(p, lambda a: a * jnp.asarray(CONST3),
+  lambda a: a + jnp.asarray(CONST3), x),), [0, 0], [0], np.array([True, False, True, False]), f32(B, 3))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
