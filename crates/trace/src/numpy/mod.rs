@@ -7,8 +7,10 @@
 //! forms of the common elementwise ones for code that reads like `jnp` (`exp(&x)`,
 //! `sqrt(4.0)`). Files: `linalg` (products), `reduce` (reductions), `shape` (layout),
 //! `index` (NumPy indexing), `take` (indexing by integer
-//! arrays), `sort` (scans and sorts).
+//! arrays), `advanced` (NumPy indexing mixing integer arrays with slices), `sort` (scans
+//! and sorts).
 
+mod advanced;
 mod index;
 mod linalg;
 mod reduce;
@@ -21,6 +23,7 @@ use std::panic::Location;
 
 use remat_ir::{Array, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
+pub use advanced::{AtIndices, Ix};
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use linalg::einsum;
 pub use repeat::Repeats;

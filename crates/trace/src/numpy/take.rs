@@ -21,7 +21,7 @@ use crate::transforms::library_jit;
 
 /// `idx` with negative entries counted from the end of an axis of size `n`. In a `jnp`
 /// function (`wrap_in_jit`) the select is `jnp.where`'s call; in `x[idx]` it is inline.
-fn wrap_negative(idx: &Tensor, n: usize, via_where: bool, loc: &'static Location<'static>) -> Tensor {
+pub(super) fn wrap_negative(idx: &Tensor, n: usize, via_where: bool, loc: &'static Location<'static>) -> Tensor {
     let neg = compare_at(CompareOp::Lt, idx.into(), 0.into(), loc);
     let shifted = binary_at(remat_ir::BinaryOp::Add, idx.into(), Arg::Scalar(n as f64, idx.dtype()), loc);
     if via_where {
@@ -355,6 +355,26 @@ impl AtIndex<'_> {
     #[track_caller]
     pub fn add(&self, v: impl Into<Arg>) -> Tensor {
         self.scatter(ScatterOp::Add, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].mul(v)`: `x` with the rows at `idx` multiplied by `v`; `scatter-mul`.
+    #[track_caller]
+    pub fn mul(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Mul, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].min(v)`: `x` with the rows at `idx` the minimum of theirs and `v`'s;
+    /// `scatter-min`.
+    #[track_caller]
+    pub fn min(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Min, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].max(v)`: `x` with the rows at `idx` the maximum of theirs and `v`'s;
+    /// `scatter-max`.
+    #[track_caller]
+    pub fn max(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Max, v.into(), Location::caller())
     }
 
     fn has_axes(&self, loc: &'static Location<'static>) -> bool {
