@@ -11,7 +11,7 @@ use remat::ir::Primitive;
 use remat::lax::{ConvOptions, Padding};
 use remat::numpy::Sections;
 use remat::run::{Backend, Program, RunOptions};
-use remat::{checkpoint, grad, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
+use remat::{checkpoint, grad, ix, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
 use remat_testkit::{arrays, check_close, read_json};
 
 type Program1 = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -234,6 +234,9 @@ fn programs() -> BTreeMap<&'static str, Program1> {
             vec![lax::cond(&a[0], |x: Tensor| x * &c, |x: Tensor| x + &c, a[1].clone())]
         }),
     );
+    add("index_col_batched_indices", Box::new(|a| vec![a[0].index_with(ix![.., &a[1]])]));
+    add("index_two_batched_operand", Box::new(|a| vec![a[0].index_with(ix![&a[1], 1..3, &a[2]])]));
+    add("at_max_two_all_batched", Box::new(|a| vec![a[0].at_with(ix![&a[1], .., &a[2]]).max(&a[3])]));
     m
 }
 

@@ -5,7 +5,9 @@ the PRNG primitives, add_any, select_n, broadcast_in_dim, reshape,
 transpose, squeeze, rev, slice, concatenate, pad, the reductions, argmax, cumsum,
 dot_general with either or both operands batched, jit, remat2 and custom_jvp_call
 bodies, cond with an unbatched predicate, scan with a carry the body batches, nested vmap,
-vmap of grad). Each case records the printed jaxpr of `jax.vmap(fn, in_axes, out_axes)`
+vmap of grad; then the indexing rules, cond/switch with a batched index, while (a predicate
+the batch reaches: the while takes a `bool[B]` predicate), windows, rank-0 dynamic slices,
+branches over constant arrays, and NumPy advanced indexing batched). Each case records the printed jaxpr of `jax.vmap(fn, in_axes, out_axes)`
 over fixed pseudo-random arguments (in_axes/out_axes one entry per positional argument and
 result) and its outputs. The Rust test traces its twin (same name), compares the printed
 jaxprs character for character and the values within 1e-4.
@@ -140,6 +142,12 @@ c("jit_dynamic_slice_rank0", lambda x: (jax.jit(lambda y: lax.dynamic_slice(y, (
 CONST3 = np.arange(3, dtype=np.float32) - 1.0
 c("cond_batched_predicate_constant_branches", lambda p, x: (lax.cond(p, lambda a: a * jnp.asarray(CONST3),
   lambda a: a + jnp.asarray(CONST3), x),), [0, 0], [0], np.array([True, False, True, False]), f32(B, 3))
+# NumPy advanced indexing beyond rows of axis 0, batched.
+c("index_col_batched_indices", lambda x, i: (jnp.asarray(x)[:, i],), [None, 0], [0], f32(3, 5), i32(5, B, 2))
+c("index_two_batched_operand", lambda x, i, j: (x[i, 1:3, j],), [2, None, None], [0], f32(4, 3, B, 5),
+  i32(4, 2), i32(5, 1, 2))
+c("at_max_two_all_batched", lambda x, i, j, v: (x.at[i, :, j].max(v),), [0, 0, None, 0], [0], f32(B, 4, 3, 5),
+  i32(4, B, 2), i32(5, 2), f32(B, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
