@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
-use remat_trace::numpy::{self, Repeats, Sections};
+use remat_trace::numpy::{self, Repeats, Sections, TakeMode};
 use remat_trace::{ix, make_jaxpr, ops, Idx, Tensor, ELLIPSIS, NEW_AXIS};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -103,6 +103,12 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("at_max_separated", p(|a| a[0].at_with(ix![&a[1], .., &a[2]]).max(&a[3])));
     add("at_mul_rows", p(|a| a[0].at(&a[1]).mul(2.0)));
     add("at_get_separated", p(|a| a[0].at_with(ix![&a[1], .., &a[2]]).get()));
+    add("take_clip", p(|a| a[0].take_mode(&a[1], Some(1), TakeMode::Clip)));
+    add("take_wrap", p(|a| a[0].take_mode(&a[1], Some(1), TakeMode::Wrap)));
+    add("take_wrap_flat", p(|a| a[0].take_mode(&a[1], None, TakeMode::Wrap)));
+    add("take_clip_u8", p(|a| a[0].take_mode(&a[1], Some(0), TakeMode::Clip)));
+    add("remainder_float", p(|a| numpy::remainder(&a[0], &a[1])));
+    add("remainder_int_scalar", p(|a| numpy::remainder(&a[0], 3)));
     m
 }
 

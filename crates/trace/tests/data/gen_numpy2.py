@@ -106,6 +106,13 @@ c("at_min_rows", lambda x, i, v: x.at[i].min(v), f32(4, 3), i32(1, -1, 1), f32(3
 c("at_max_separated", lambda x, i, j, v: x.at[i, :, j].max(v), X3(), i32(3, 0, 1), i32(5, -6).reshape(2, 1), f32(5))
 c("at_mul_rows", lambda x, i: x.at[i].mul(2.0), f32(4, 3), i32(2, 0))
 c("at_get_separated", lambda x, i, j: x.at[i, :, j].get(), X3(), i32(3, 0, 1), i32(5, -6).reshape(2, 1))
+# jnp.take's other modes, and jnp.remainder (what mode="wrap" calls).
+c("take_clip", lambda x, i: jnp.take(x, i, axis=1, mode="clip"), f32(3, 4), i32(0, 5, -7, 2))
+c("take_wrap", lambda x, i: jnp.take(x, i, axis=1, mode="wrap"), f32(3, 4), i32(0, 5, -7, 2))
+c("take_wrap_flat", lambda x, i: jnp.take(x, i, mode="wrap"), f32(3, 4), i32(13, -1, 4))
+c("take_clip_u8", lambda x, i: jnp.take(x, i, axis=0, mode="clip"), f32(3, 4), np.array([[1, 9]], np.uint8))
+c("remainder_float", lambda x, y: jnp.remainder(x, y), f32(6), f32(6), grad=False)
+c("remainder_int_scalar", lambda x: jnp.mod(x, 3), i32(-4, -3, 0, 2, 7), grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]
