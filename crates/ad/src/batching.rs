@@ -62,16 +62,19 @@ impl BatchedJaxpr {
         ClosedJaxpr { jaxpr: Arc::new(self.jaxpr), consts }
     }
 
-    /// The jaxpr of a body that cannot hold constants (`remat2`'s): an error if a rule made
-    /// one.
-    pub fn without_consts(self, what: &str) -> Result<Jaxpr, AdError> {
-        if self.new_consts.is_empty() {
-            Ok(self.jaxpr)
-        } else {
-            Err(AdError::Invalid(format!(
-                "vmap: a rank-0 dynamic_slice/dynamic_update_slice inside {what} needs a constant its body cannot hold"
-            )))
+    /// The jaxpr of a body that cannot hold constants (`remat2`'s) with the constants the
+    /// rules made as leading invars instead (JAX's `convert_constvars_jaxpr`), and their
+    /// values, which the caller passes as leading operands.
+    pub fn consts_as_invars(mut self) -> Result<(Jaxpr, Vec<Array>), AdError> {
+        if self.jaxpr.constvars.len() != self.new_consts.len() {
+            return Err(AdError::Invalid(format!(
+                "vmap: a body with {} constvars of unknown value",
+                self.jaxpr.constvars.len() - self.new_consts.len()
+            )));
         }
+        let consts = std::mem::take(&mut self.jaxpr.constvars);
+        self.jaxpr.invars.splice(0..0, consts);
+        Ok((self.jaxpr, self.new_consts))
     }
 }
 

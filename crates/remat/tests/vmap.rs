@@ -226,6 +226,10 @@ fn programs() -> BTreeMap<&'static str, Program1> {
         Box::new(|a| vec![remat::trace::jit(|y: Tensor| lax::dynamic_slice(&y, &[], &[]) + 1.0).call(a[0].clone())]),
     );
     add(
+        "checkpoint_dynamic_slice_rank0",
+        Box::new(|a| vec![checkpoint(|y: Tensor| lax::dynamic_slice(&y, &[], &[]) * 2.0).call(a[0].clone())]),
+    );
+    add(
         "cond_batched_predicate_constant_branches",
         Box::new(|a| {
             // One constant array both branches close over (JAX's `jnp.asarray` of one NumPy

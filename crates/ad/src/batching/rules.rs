@@ -187,13 +187,16 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
             let body = batch_jaxpr_axes(jaxpr, size, &dims, OutAxes::ZeroIfMapped)?;
             let out_dims = body.out_dims.clone();
+            let (body, consts) = body.consts_as_invars()?;
+            let mut args: Vec<Atom> = consts.into_iter().map(|c| b.const_array(c)).collect();
+            args.extend(ins.iter().map(|x| x.0));
             let prim = Primitive::Remat2 {
-                jaxpr: std::sync::Arc::new(body.without_consts("a checkpoint")?),
+                jaxpr: std::sync::Arc::new(body),
                 prevent_cse: *prevent_cse,
                 differentiated: *differentiated,
                 policy: policy.clone(),
             };
-            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            let outs = b.bind(prim, args)?;
             Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
         }
         Primitive::Clamp => one(clamp(b, ins, size)),

@@ -139,6 +139,8 @@ c("dynamic_update_slice_rank0_batched_update", lambda x, u: (lax.dynamic_update_
 c("dynamic_update_slice_rank0_batched_operand", lambda x, u: (lax.dynamic_update_slice(x, u, ()) * x,), [0, None],
   [0], f32(B), np.float32(-2.0))
 c("jit_dynamic_slice_rank0", lambda x: (jax.jit(lambda y: lax.dynamic_slice(y, (), ()) + 1.0)(x),), [0], [0], f32(B))
+c("checkpoint_dynamic_slice_rank0", lambda x: (jax.checkpoint(lambda y: lax.dynamic_slice(y, (), ()) * 2.0)(x),), [0],
+  [0], f32(B))
 CONST3 = np.arange(3, dtype=np.float32) - 1.0
 c("cond_batched_predicate_constant_branches", lambda p, x: (lax.cond(p, lambda a: a * jnp.asarray(CONST3),
   lambda a: a + jnp.asarray(CONST3), x),), [0, 0], [0], np.array([True, False, True, False]), f32(B, 3))
