@@ -108,6 +108,9 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("take_wrap_flat", p(|a| a[0].take_mode(&a[1], None, TakeMode::Wrap)));
     add("take_clip_u8", p(|a| a[0].take_mode(&a[1], Some(0), TakeMode::Clip)));
     add("remainder_float", p(|a| numpy::remainder(&a[0], &a[1])));
+    add("index_strided_array", p(|a| a[0].index_with(ix![Idx::slice(None, None, 2), &a[1]])));
+    add("index_reversed_array", p(|a| a[0].index_with(ix![Idx::slice(Some(3), Some(0), -1), &a[1]])));
+    add("at_add_reversed", p(|a| a[0].at_with(ix![Idx::slice(Some(4), None, -2), &a[1]]).add(&a[2])));
     add("remainder_int_scalar", p(|a| numpy::remainder(&a[0], 3)));
     m
 }
@@ -219,8 +222,8 @@ fn wrong_inputs_are_located_errors() {
     let (x, i) = (aval(DType::F32, &[3, 4]), aval(DType::I32, &[2]));
     let e = trace_error(|a| a[0].index_with(ix![.., &a[1]]), vec![x.clone(), aval(DType::F32, &[2])]);
     assert!(e.ends_with("index into f32[3,4]: index arrays must be integers, found f32[2]"), "{e}");
-    let e = trace_error(|a| a[0].index_with(ix![Idx::slice(None, None, 2), &a[1]]), vec![x.clone(), i.clone()]);
-    assert!(e.ends_with("a slice with step 2 in an index with arrays is not supported yet (axis 0)"), "{e}");
+    let e = trace_error(|a| a[0].index_with(ix![Idx::slice(None, None, 0), &a[1]]), vec![x.clone(), i.clone()]);
+    assert!(e.ends_with("index into f32[3,4]: slice step cannot be zero"), "{e}");
     let e = trace_error(|a| a[0].index_with(ix![1, 2]), vec![x.clone()]);
     assert!(e.contains("no index array of rank 1 or more"), "{e}");
     let e = trace_error(|a| a[0].index_with(ix![&a[1], 4]), vec![x.clone(), i.clone()]);

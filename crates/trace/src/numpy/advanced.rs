@@ -11,20 +11,20 @@
 //! ```
 //!
 //! The broadcast index arrays' axes replace the indexed axes where the arrays are
-//! adjacent in the index, and come first otherwise (NumPy's rule). Slices with a step
-//! other than 1 in an index with arrays are not supported yet (JAX gathers them with an
-//! `iota`).
+//! adjacent in the index, and come first otherwise (NumPy's rule). A slice with a step other
+//! than 1 is gathered element by element (`start + step * iota`; a negative step reverses
+//! those indices and the result, `rev`).
 
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 use std::panic::Location;
 
 use remat_ir::{
-    DType, GatherDimensionNumbers, GatherScatterMode, LitValue, Primitive, ScatterDimensionNumbers, ScatterOp,
+    BinaryOp, DType, GatherDimensionNumbers, GatherScatterMode, LitValue, Primitive, ScatterDimensionNumbers, ScatterOp,
 };
 
 use super::index::Idx;
 use super::take::{update_jaxpr, wrap_negative};
-use crate::tensor::{broadcast_shapes, Arg, Tensor};
+use crate::tensor::{binary_at, broadcast_shapes, Arg, Tensor};
 use crate::trace::{bind, record_error, Operand};
 
 /// One entry of a NumPy index that may be an integer array: a static entry ([`Idx`]:
@@ -110,6 +110,12 @@ enum Entry {
         start: usize,
         size: usize,
     },
+    /// `size` elements from `start` by `step` (not 1; Python's `slice.indices`).
+    Strided {
+        start: i64,
+        step: i64,
+        size: usize,
+    },
     NewAxis,
 }
 
@@ -136,18 +142,23 @@ struct Gather {
     collapsed_slice_dims: Vec<usize>,
     start_index_map: Vec<usize>,
     newaxis_dims: Vec<usize>,
+    /// Axes of the gathered values to reverse (slices with a negative step).
+    reversed_y_dims: Vec<usize>,
 }
 
-/// Python's `slice.indices` for a step of 1: the start and the length.
-fn slice_bounds(start: Option<i64>, stop: Option<i64>, size: usize) -> (usize, usize) {
-    let size = size as i64;
+/// Python's `slice(start, stop, step).indices(size)` (`step` not 0) and the slice's length
+/// (JAX's `canonicalize_slice`).
+fn slice_bounds(start: Option<i64>, stop: Option<i64>, step: i64, size: usize) -> (i64, usize) {
+    let n = size as i64;
+    let (lo, hi) = if step < 0 { (-1, n - 1) } else { (0, n) };
     let clamp = |v: Option<i64>, default: i64| match v {
         None => default,
-        Some(v) if v < 0 => (v + size).max(0),
-        Some(v) => v.min(size),
+        Some(v) if v < 0 => (v + n).max(lo),
+        Some(v) => v.min(hi),
     };
-    let (b, e) = (clamp(start, 0), clamp(stop, size));
-    (b as usize, (e - b).max(0) as usize)
+    let (b, e) = if step < 0 { (clamp(start, n - 1), clamp(stop, -1)) } else { (clamp(start, 0), clamp(stop, n)) };
+    let len = if step > 0 { (e - b + step - 1) / step } else { (b - e + (-step) - 1) / (-step) };
+    (b, len.max(0) as usize)
 }
 
 /// The entries of `index` into `shape` (ellipsis expanded, trailing full slices added,
@@ -211,13 +222,15 @@ fn parse(
                 Entry::Advanced(Advanced::Int(if k < 0 { k + size } else { k }))
             }
             Ix::Static(Idx::Slice { start, stop, step }) => {
-                if step != 1 {
-                    return Err(format!(
-                        "a slice with step {step} in an index with arrays is not supported yet (axis {axis})"
-                    ));
+                if step == 0 {
+                    return Err("slice step cannot be zero".into());
                 }
-                let (start, size) = slice_bounds(start, stop, shape[axis]);
-                Entry::Slice { start, size }
+                let (start, size) = slice_bounds(start, stop, step, shape[axis]);
+                if step == 1 {
+                    Entry::Slice { start: start as usize, size }
+                } else {
+                    Entry::Strided { start, step, size }
+                }
             }
             Ix::Static(Idx::Ellipsis) => unreachable!("expanded above"),
             Ix::Array(t) => {
@@ -241,7 +254,7 @@ fn index_to_gather(shape: &[usize], index: &[Ix], loc: &'static Location<'static
         .iter()
         .filter_map(|e| match e {
             Entry::Advanced(a) => Some(a.clone()),
-            Entry::Slice { .. } | Entry::NewAxis => None,
+            Entry::Slice { .. } | Entry::Strided { .. } | Entry::NewAxis => None,
         })
         .collect();
     // Each advanced entry's axis of `x` (`None` entries do not count).
@@ -256,6 +269,7 @@ fn index_to_gather(shape: &[usize], index: &[Ix], loc: &'static Location<'static
     let (mut offset_dims, mut collapsed_slice_dims, mut start_index_map) = (vec![], vec![], vec![]);
     let (mut parts, mut indices_shape): (Vec<Part>, Vec<usize>) = (vec![], vec![]);
     let (mut slice_shape, mut newaxis_dims, mut slice_sizes) = (vec![], vec![], vec![]);
+    let mut reversed_y_dims = vec![];
     for (pos, entry) in entries.iter().enumerate() {
         let first_advanced = if contiguous { advanced_pos[0] } else { 0 };
         if pos == first_advanced {
@@ -292,6 +306,27 @@ fn index_to_gather(shape: &[usize], index: &[Ix], loc: &'static Location<'static
                 y_axis += 1;
                 x_axis += 1;
             }
+            Entry::Strided { start, step, size } => {
+                slice_shape.push(size);
+                // `array(start) + array(step) * iota(size)`, strongly typed `i32`.
+                let lit = |v: i64| Tensor::literal(LitValue::I32(v as i32));
+                let iota = Primitive::Iota { dtype: DType::I32, shape: vec![size], dimension: 0 };
+                let iota = bind(iota, &[], false, loc).remove(0);
+                let steps = binary_at(BinaryOp::Mul, lit(step).into(), iota.into(), loc);
+                let mut idx = binary_at(BinaryOp::Add, lit(start).into(), steps.into(), loc);
+                if step < 0 {
+                    reversed_y_dims.push(collapsed_y_axis);
+                    idx = idx.apply_at(Primitive::Rev { dimensions: vec![0] }, loc);
+                }
+                slice_sizes.push(1);
+                parts.push(Part::Tensor(idx, indices_shape.len()));
+                start_index_map.push(x_axis);
+                indices_shape.push(size);
+                collapsed_slice_dims.push(x_axis);
+                collapsed_y_axis += 1;
+                y_axis += 1;
+                x_axis += 1;
+            }
         }
     }
     let indices = match parts.as_slice() {
@@ -317,7 +352,16 @@ fn index_to_gather(shape: &[usize], index: &[Ix], loc: &'static Location<'static
         }
     };
     collapsed_slice_dims.sort_unstable();
-    Ok(Gather { slice_shape, slice_sizes, indices, offset_dims, collapsed_slice_dims, start_index_map, newaxis_dims })
+    Ok(Gather {
+        slice_shape,
+        slice_sizes,
+        indices,
+        offset_dims,
+        collapsed_slice_dims,
+        start_index_map,
+        newaxis_dims,
+        reversed_y_dims,
+    })
 }
 
 /// JAX's `_broadcast_arrays` of the advanced entries, then each converted to `i32` (a
@@ -352,7 +396,7 @@ impl Tensor {
     /// NumPy indexing with integer arrays among the entries (`x[:, idx]`, `x[i, j]`,
     /// `x[1:3, idx]`, `x[i, :, j]`; see [`ix!`](crate::ix!)): the index arrays (and
     /// integers) broadcast together, and their shape replaces the axes they index (in
-    /// place when they are adjacent, in front otherwise); slices (step 1), `None` and
+    /// place when they are adjacent, in front otherwise); slices (any step), `None` and
     /// `...` as in [`Tensor::index`]. Negative indices count from the end; as in JAX,
     /// indices are promised in bounds (`PROMISE_IN_BOUNDS`: an out-of-bounds one is
     /// clamped). One `gather`, recorded as JAX records it.
@@ -386,7 +430,10 @@ impl Tensor {
             slice_sizes: g.slice_sizes,
             unique_indices: false,
         };
-        let y = bind(prim, &[self.into(), g.indices.into()], self.is_weak(), loc).remove(0);
+        let mut y = bind(prim, &[self.into(), g.indices.into()], self.is_weak(), loc).remove(0);
+        if !g.reversed_y_dims.is_empty() {
+            y = y.apply_at(Primitive::Rev { dimensions: g.reversed_y_dims }, loc);
+        }
         if g.newaxis_dims.is_empty() {
             y
         } else {
@@ -475,7 +522,10 @@ impl AtIndices<'_> {
             }
             Arg::Scalar(value, _) => super::full_at(&g.slice_shape, LitValue::from_f64(x.dtype(), value), loc),
         };
-        let y = if g.newaxis_dims.is_empty() { y } else { y.squeeze_at(&g.newaxis_dims, loc) };
+        let mut y = if g.newaxis_dims.is_empty() { y } else { y.squeeze_at(&g.newaxis_dims, loc) };
+        if !g.reversed_y_dims.is_empty() {
+            y = y.apply_at(Primitive::Rev { dimensions: g.reversed_y_dims }, loc);
+        }
         let prim = Primitive::Scatter {
             op,
             dimension_numbers: ScatterDimensionNumbers {

@@ -113,6 +113,10 @@ c("take_wrap_flat", lambda x, i: jnp.take(x, i, mode="wrap"), f32(3, 4), i32(13,
 c("take_clip_u8", lambda x, i: jnp.take(x, i, axis=0, mode="clip"), f32(3, 4), np.array([[1, 9]], np.uint8))
 c("remainder_float", lambda x, y: jnp.remainder(x, y), f32(6), f32(6), grad=False)
 c("remainder_int_scalar", lambda x: jnp.mod(x, 3), i32(-4, -3, 0, 2, 7), grad=False)
+# Strided and reversed slices next to index arrays: `start + step * iota`, `rev`.
+c("index_strided_array", lambda x, i: x[::2, i], f32(5, 4), i32(0, -2))
+c("index_reversed_array", lambda x, i: x[3:0:-1, i], f32(5, 4), i32(3, 1))
+c("at_add_reversed", lambda x, i, v: x.at[4::-2, i].add(v), f32(5, 4), i32(0, -1), f32(3, 2))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]
