@@ -238,6 +238,22 @@ fn programs() -> BTreeMap<&'static str, Program1> {
             vec![lax::cond(&a[0], |x: Tensor| x * &c, |x: Tensor| x + &c, a[1].clone())]
         }),
     );
+    add(
+        "while_inner_batched_predicate_outer_body",
+        Box::new(|a| {
+            let w = a[2].clone();
+            let inner = move |(m, r): (Tensor, Tensor)| {
+                let w = w.clone();
+                lax::while_loop(
+                    move |(i, _): (Tensor, Tensor)| i.lt(&m),
+                    move |(i, c): (Tensor, Tensor)| (i + 1, c * &w),
+                    (numpy::int32(0), r),
+                )
+                .1
+            };
+            vec![vmap(inner, &[Some(0)], &[Some(0)]).trace((a[0].clone(), a[1].clone()))]
+        }),
+    );
     add("index_col_batched_indices", Box::new(|a| vec![a[0].index_with(ix![.., &a[1]])]));
     add("index_two_batched_operand", Box::new(|a| vec![a[0].index_with(ix![&a[1], 1..3, &a[2]])]));
     add("at_max_two_all_batched", Box::new(|a| vec![a[0].at_with(ix![&a[1], .., &a[2]]).max(&a[3])]));

@@ -150,6 +150,11 @@ c("index_two_batched_operand", lambda x, i, j: (x[i, 1:3, j],), [2, None, None],
   i32(4, 2), i32(5, 1, 2))
 c("at_max_two_all_batched", lambda x, i, j, v: (x.at[i, :, j].max(v),), [0, 0, None, 0], [0], f32(B, 4, 3, 5),
   i32(4, B, 2), i32(5, 2), f32(B, 3))
+# The outer batch reaches only the body of an inner vmap's while (whose predicate is
+# batched): the carries it batches put their batch axis after the predicate's (axis 1).
+c("while_inner_batched_predicate_outer_body", lambda n, x, w: (jax.vmap(lambda m, r: lax.while_loop(
+  lambda c: c[0] < m, lambda c: (c[0] + 1, c[1] * w), (jnp.int32(0), r)))(n, x)[1],), [None, None, 0], [0],
+  np.array([1, 0, 2, 3], dtype=np.int32), f32(B, 3), f32(2, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
