@@ -74,11 +74,32 @@ fn report_errors_name_the_file() {
 
 /// The zoo's GPT block (a scalar loss with a named checkpoint) as a jaxpr file.
 fn gpt_block_file(dir: &std::path::Path) -> String {
+    zoo_file(dir, "gpt_block")
+}
+
+fn zoo_file(dir: &std::path::Path, name: &str) -> String {
     let case: Value =
-        serde_json::from_str(&std::fs::read_to_string(data_dir().join("zoo/gpt_block.json")).unwrap()).unwrap();
-    let file = dir.join("gpt_block.jaxpr");
+        serde_json::from_str(&std::fs::read_to_string(data_dir().join(format!("zoo/{name}.json"))).unwrap()).unwrap();
+    let file = dir.join(format!("{name}.jaxpr"));
     std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
     file.to_str().unwrap().to_string()
+}
+
+/// A `while_loop` has no vjp (JAX refuses it too): the report says so and points to
+/// `--no-split`, which reports the program as it is.
+#[test]
+fn a_program_without_a_vjp_is_reported_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = zoo_file(dir.path(), "control_flow_while");
+    let out = remat(&["report", &file, "-o", dir.path().join("r.html").to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("Reverse-mode differentiation does not work"), "{err}");
+    assert!(err.contains("`remat report --no-split` reports the program as it is"), "{err}");
+    let html = dir.path().join("n.html");
+    let out = remat(&["report", &file, "--no-split", "-o", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("<h2>Memory over program order</h2>") && html.contains("while"));
 }
 
 #[test]

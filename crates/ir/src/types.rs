@@ -93,6 +93,28 @@ impl DType {
         }
     }
 
+    /// Whether `reduce_precision[exponent_bits mantissa_bits]` leaves every value of this
+    /// dtype as it is: widths at or above the dtype's own (f32's (8, 23) for the others).
+    /// A bf16 value is exact at (8, 7); an f16 one is not at (5, 10), whose rule flushes
+    /// f16's subnormals to zero.
+    pub fn reduce_precision_is_identity(self, exponent_bits: u32, mantissa_bits: u32) -> bool {
+        let (e, m) = match self {
+            DType::F64 => (11, 52),
+            DType::BF16 => (8, 7),
+            DType::F32
+            | DType::F16
+            | DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U32
+            | DType::Bool
+            | DType::Key => (8, 23),
+        };
+        exponent_bits >= e && mantissa_bits >= m
+    }
+
     /// Floating dtypes: the ones that carry tangents.
     pub fn is_float(self) -> bool {
         match self {

@@ -21,7 +21,9 @@
 //! nothing.
 
 pub mod budget;
+pub mod cost;
 pub mod model;
+pub mod nest;
 pub mod search;
 
 use remat_ad::{AdError, Residual, ResidualKind, ResolvedPolicy};
@@ -31,6 +33,9 @@ use remat_jit::JitError;
 pub use budget::Budget;
 use model::{Evaluated, Model};
 use search::{Evaluations, Point};
+
+use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Why no plan could be made.
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +128,8 @@ pub struct FrontierPoint {
     pub recomputed: usize,
     /// With `names_only`: the names the plan saves.
     pub names: Option<Vec<String>>,
+    /// A plan that runs a scan as nested checkpointed scans: which, and how (`nest.rs`).
+    pub scan_nesting: Option<String>,
 }
 
 /// The plan for a budget.
@@ -165,6 +172,8 @@ pub fn jax_names_policy(names: &[String]) -> String {
 #[derive(Debug)]
 pub struct Planner {
     model: Model,
+    /// The function with one of its scans nested (binomial checkpointing), described.
+    variants: Vec<(String, Model)>,
     evals: Evaluations,
     method: Method,
     /// With `names_only`, the names each evaluated point saves.
@@ -248,8 +257,28 @@ impl Planner {
             search::refine(&model, &mut evals, refined)?;
             Method::Greedy
         };
+        // Binomial checkpointing of each top-level scan, measured like any plan (saving
+        // everything else): what a budget below stacking every iteration can choose.
+        let variants = if options.names_only { Vec::new() } else { scan_variants(f, &model, arg_names)? };
+        let measured: Vec<Result<(usize, u64, u64), PlanError>> = variants
+            .par_iter()
+            .map(|(_, m)| {
+                let e = m.evaluate(&vec![true; m.body().eqns.len()])?;
+                Ok((e.peak_bytes, e.recompute_flops, e.analysis.residual_bytes))
+            })
+            .collect();
+        for (k, m) in measured.into_iter().enumerate() {
+            let (peak_bytes, recompute_flops, residual_bytes) = m?;
+            evals.insert(Point {
+                recompute: Vec::new(),
+                peak_bytes,
+                recompute_flops,
+                residual_bytes,
+                variant: Some(k),
+            });
+        }
         point_names.resize(evals.points.len(), None);
-        Ok(Planner { model, evals, method, point_names, builtins })
+        Ok(Planner { model, variants, evals, method, point_names, builtins })
     }
 
     pub fn method(&self) -> Method {
@@ -281,7 +310,7 @@ impl Planner {
     pub fn policy_point(&self, label: &str, policy: &Policy) -> Result<PolicyPoint, PlanError> {
         let a = self.model.analyze(&self.model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?);
         let e = self.model.evaluate(&self.model.saved_for(&a.recompute))?;
-        Ok(PolicyPoint { policy: label.to_string(), peak_bytes: e.peak_bytes, recompute_flops: a.recompute_flops })
+        Ok(PolicyPoint { policy: label.to_string(), peak_bytes: e.peak_bytes, recompute_flops: e.recompute_flops })
     }
 
     /// Every plan evaluated exactly, in the order evaluated (the frontier's and the rest).
@@ -297,6 +326,15 @@ impl Planner {
             residual_bytes: p.residual_bytes,
             recomputed: p.recompute.len(),
             names: self.point_names[i].clone(),
+            scan_nesting: p.variant.map(|k| self.variants[k].0.clone()),
+        }
+    }
+
+    /// The model a point's recompute set belongs to.
+    fn model_of(&self, p: &Point) -> &Model {
+        match p.variant {
+            Some(k) => &self.variants[k].1,
+            None => &self.model,
         }
     }
 
@@ -317,14 +355,19 @@ impl Planner {
             return Err(self.infeasible(b));
         };
         let p = &self.evals.points[i];
-        let e = self.model.evaluate(&self.model.saved_for(&p.recompute))?;
+        let model = self.model_of(p);
+        let e = model.evaluate(&model.saved_for(&p.recompute))?;
+        let mut recomputed = self.recomputed_lines(model, &p.recompute);
+        if let Some(k) = p.variant {
+            recomputed.insert(0, self.variants[k].0.clone());
+        }
         Ok(Plan {
             budget: b,
             peak_bytes: e.peak_bytes,
             recompute_flops: p.recompute_flops,
             residual_bytes: p.residual_bytes,
             saved: e.vjp.residuals.clone(),
-            recomputed: self.recomputed_lines(&p.recompute),
+            recomputed,
             names: self.point_names[i].clone(),
             method: self.method,
             program: e.program,
@@ -338,7 +381,8 @@ impl Planner {
             return PlanError::Invalid("no plan was evaluated".into());
         };
         let p = &self.evals.points[i];
-        let held = match self.model.evaluate(&self.model.saved_for(&p.recompute)) {
+        let model = self.model_of(p);
+        let held = match model.evaluate(&model.saved_for(&p.recompute)) {
             Ok(e) => held_by(&e),
             Err(err) => format!("(evaluating that plan again failed: {err})"),
         };
@@ -346,8 +390,8 @@ impl Planner {
     }
 
     /// The recomputed equations in JAX's residual words.
-    fn recomputed_lines(&self, recompute: &[usize]) -> Vec<String> {
-        let body = self.model.body();
+    fn recomputed_lines(&self, model: &Model, recompute: &[usize]) -> Vec<String> {
+        let body = model.body();
         recompute
             .iter()
             .flat_map(|&i| {
@@ -388,6 +432,35 @@ fn held_by(e: &Evaluated) -> String {
         e.io_bytes
     ));
     s
+}
+
+/// The function with each of its top-level scans (of length 4 or more) nested every way
+/// [`nest::nestings`] proposes, each described and modelled, measured against `model`'s
+/// zero of recompute.
+fn scan_variants(f: &ClosedJaxpr, model: &Model, arg_names: &[String]) -> Result<Vec<(String, Model)>, PlanError> {
+    let mut out = Vec::new();
+    for (at, e) in f.jaxpr.eqns.iter().enumerate() {
+        let Primitive::Scan { length, .. } = &e.primitive else { continue };
+        if *length < 4 {
+            continue;
+        }
+        for factors in nest::nestings(*length) {
+            let nested = nest::nest_scan(&f.jaxpr, at, &factors)?;
+            let closed = ClosedJaxpr { jaxpr: Arc::new(nested), consts: f.consts.clone() };
+            let m = Model::new(&closed, Some(model.argnums()), arg_names)?.measured_against(model.base_flops());
+            let shape: Vec<String> = factors.iter().map(|k| k.to_string()).collect();
+            out.push((
+                format!(
+                    "the scan of {length} iterations at {}, run as {} nested scans of {} iterations (binomial checkpointing: each level keeps its segments' first carries, the backward pass recomputes every segment once per level above it)",
+                    e.source,
+                    factors.len(),
+                    shape.join(" x ")
+                ),
+                m,
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// The distinct `checkpoint_name` names of the candidates, in program order.

@@ -24,7 +24,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use remat_ad::{Checkpointed, Saveability, Vjp};
-use remat_ir::{Array, Atom, ClosedJaxpr, Eqn, HigherOrder, Jaxpr, Primitive, Var};
+use remat_ir::{Array, Atom, ClosedJaxpr, Eqn, HigherOrder, Jaxpr, Var};
+
+use crate::cost::{eqn_flops, jaxpr_flops};
 use remat_jit::{memory_plan, Options};
 
 use crate::PlanError;
@@ -49,6 +51,8 @@ pub struct Model {
     flops: Vec<u64>,
     /// Per variable of the body: its bytes.
     bytes: Vec<u64>,
+    /// The FLOPs of the whole program when nothing is recomputed.
+    base_flops: u64,
 }
 
 /// What a plan does, analytically.
@@ -74,6 +78,9 @@ pub struct Evaluated {
     pub peak_bytes: usize,
     /// The arguments' and outputs' bytes in the peak.
     pub io_bytes: usize,
+    /// The FLOPs `program` runs beyond the program that recomputes nothing
+    /// ([`crate::cost::jaxpr_flops`]): what the plan's recomputation costs, measured.
+    pub recompute_flops: u64,
 }
 
 impl Model {
@@ -140,10 +147,13 @@ impl Model {
             needed: needed.into_iter().collect(),
             flops,
             bytes,
+            base_flops: 0,
         };
         // Everything recomputed reaches every candidate that can matter.
         let all = model.analyze(&vec![false; model.body().eqns.len()]);
         model.relevant = all.recompute;
+        let saved_all = vec![true; model.body().eqns.len()];
+        model.base_flops = jaxpr_flops(&model.program(&saved_all)?.1);
         Ok(model)
     }
 
@@ -190,7 +200,7 @@ impl Model {
         let mut recompute = vec![false; body.eqns.len()];
         let mut seen = vec![false; body.vars.len()];
         let mut residuals = Vec::new();
-        let (mut bytes, mut flops) = (0u64, 0u64);
+        let mut bytes = 0u64;
         let mut stack: Vec<Var> = self.needed.iter().rev().copied().collect();
         while let Some(v) = stack.pop() {
             if std::mem::replace(&mut seen[v.index()], true) {
@@ -202,7 +212,6 @@ impl Model {
                 bytes += self.bytes[v.index()];
             } else if !recompute[p] {
                 recompute[p] = true;
-                flops += self.flops[p];
                 for a in body.eqns[p].invars.iter().rev() {
                     if let Atom::Var(u) = a {
                         if self.known[u.index()] {
@@ -213,8 +222,40 @@ impl Model {
             }
         }
         residuals.sort();
+        // A recomputed equation costs FLOPs only if the forward half runs it too: the
+        // forward half computes what the primal outputs and the residuals need, and an
+        // equation outside that (a derivative's factor, `cos x` of `sin x`) is moved to the
+        // backward half, not run twice.
+        let forward = self.forward_cone(&residuals);
+        let flops = (0..body.eqns.len()).filter(|&i| recompute[i] && forward[i]).map(|i| self.flops[i]).sum();
         let recompute: Vec<usize> = (0..body.eqns.len()).filter(|&i| recompute[i]).collect();
         Analysis { recompute, residuals, residual_bytes: bytes, recompute_flops: flops }
+    }
+
+    /// The equations the forward half runs when it saves `residuals`: those the primal
+    /// outputs and the residuals need.
+    fn forward_cone(&self, residuals: &[Var]) -> Vec<bool> {
+        let body = self.body();
+        let mut runs = vec![false; body.eqns.len()];
+        let mut seen = vec![false; body.vars.len()];
+        let mut stack: Vec<Var> = residuals.to_vec();
+        stack.extend(body.outvars.iter().filter_map(|a| match a {
+            Atom::Var(v) if self.known[v.index()] => Some(*v),
+            _ => None,
+        }));
+        while let Some(v) = stack.pop() {
+            if std::mem::replace(&mut seen[v.index()], true) {
+                continue;
+            }
+            let Some(p) = self.producer[v.index()] else { continue };
+            if !std::mem::replace(&mut runs[p], true) {
+                stack.extend(body.eqns[p].invars.iter().filter_map(|a| match a {
+                    Atom::Var(u) => Some(*u),
+                    Atom::Lit(_) => None,
+                }));
+            }
+        }
+        runs
     }
 
     /// The canonical plan with recompute set `recompute`: every other equation saved.
@@ -247,43 +288,46 @@ impl Model {
     /// The plan saving `saved`, split, assembled into the whole program, and planned.
     pub fn evaluate(&self, saved: &[bool]) -> Result<Evaluated, PlanError> {
         let analysis = self.analyze(saved);
-        let decisions: Vec<Saveability> =
-            (0..self.body().eqns.len()).map(|i| Saveability::from_bool(saved[i] || !self.candidate[i])).collect();
-        let vjp = self.cp.vjp(decisions.clone(), &self.arg_names)?;
-        let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
+        let (vjp, program) = self.program(saved)?;
+        let decisions = self.decisions(saved);
         let plan = memory_plan(&program, &self.consts, &Options::default())?;
-        Ok(Evaluated { analysis, decisions, vjp, program, peak_bytes: plan.peak_bytes, io_bytes: plan.io_bytes })
+        let recompute_flops = jaxpr_flops(&program).saturating_sub(self.base_flops);
+        Ok(Evaluated {
+            analysis,
+            decisions,
+            vjp,
+            program,
+            peak_bytes: plan.peak_bytes,
+            io_bytes: plan.io_bytes,
+            recompute_flops,
+        })
+    }
+
+    fn decisions(&self, saved: &[bool]) -> Vec<Saveability> {
+        (0..self.body().eqns.len()).map(|i| Saveability::from_bool(saved[i] || !self.candidate[i])).collect()
+    }
+
+    /// The plan saving `saved`, split and assembled into the whole program.
+    fn program(&self, saved: &[bool]) -> Result<(Vjp, Jaxpr), PlanError> {
+        let vjp = self.cp.vjp(self.decisions(saved), &self.arg_names)?;
+        let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
+        Ok((vjp, program))
+    }
+
+    /// The FLOPs of the whole program when nothing is recomputed: the zero of recompute.
+    pub fn base_flops(&self) -> u64 {
+        self.base_flops
+    }
+
+    /// This model with its recompute measured from `base` (another model's
+    /// [`Model::base_flops`]: a rewritten function measured against the original).
+    pub fn measured_against(mut self, base: u64) -> Model {
+        self.base_flops = base;
+        self
     }
 
     /// The planned function's constants (the whole program's).
     pub fn consts(&self) -> &[Array] {
         &self.consts
-    }
-}
-
-/// The FLOPs of one equation (see the module docs).
-pub fn eqn_flops(jaxpr: &Jaxpr, e: &Eqn) -> u64 {
-    let out_elems: u64 = e.outvars.iter().map(|&v| jaxpr.aval(v).size() as u64).max().unwrap_or(0);
-    match &e.primitive {
-        Primitive::DotGeneral { dimension_numbers: dn, .. } => {
-            let lhs = jaxpr.atom_aval(&e.invars[0]);
-            let k: u64 = dn.lhs_contracting.iter().map(|&d| lhs.shape[d] as u64).product();
-            2 * out_elems * k
-        }
-        Primitive::ConvGeneralDilated(p) => {
-            let rhs = jaxpr.atom_aval(&e.invars[1]);
-            let out_features = rhs.shape.get(p.dimension_numbers.rhs_spec[0]).copied().unwrap_or(1).max(1) as u64;
-            2 * out_elems * (rhs.size() as u64 / out_features)
-        }
-        Primitive::Scan { jaxpr: body, length, .. } => {
-            *length as u64 * body.jaxpr.eqns.iter().map(|b| eqn_flops(&body.jaxpr, b)).sum::<u64>()
-        }
-        prim if !prim.subjaxprs().is_empty() => {
-            prim.subjaxprs().iter().map(|b| b.eqns.iter().map(|x| eqn_flops(b, x)).sum::<u64>()).sum()
-        }
-        _ => {
-            let in_elems = e.invars.iter().map(|a| jaxpr.atom_aval(a).size() as u64).max().unwrap_or(0);
-            out_elems.max(in_elems)
-        }
     }
 }

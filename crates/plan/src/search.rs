@@ -39,13 +39,16 @@ pub struct Point {
     pub peak_bytes: usize,
     pub recompute_flops: u64,
     pub residual_bytes: u64,
+    /// `Some(k)`: a plan of the planner's `k`th scan nesting (`nest.rs`), whose body the
+    /// recompute set indexes; `None`: of the function itself.
+    pub variant: Option<usize>,
 }
 
 /// The plans evaluated, in evaluation order (which breaks the last ties).
 #[derive(Debug, Default)]
 pub struct Evaluations {
     pub points: Vec<Point>,
-    index: BTreeMap<Vec<usize>, usize>,
+    index: BTreeMap<(Option<usize>, Vec<usize>), usize>,
 }
 
 impl Evaluations {
@@ -60,36 +63,45 @@ impl Evaluations {
     pub fn add_all(&mut self, model: &Model, plans: &[Analysis]) -> Result<Vec<usize>, PlanError> {
         let mut fresh: Vec<&Analysis> = Vec::new();
         for a in plans {
-            if !self.index.contains_key(&a.recompute) && !fresh.iter().any(|f| f.recompute == a.recompute) {
+            if !self.contains(&a.recompute) && !fresh.iter().any(|f| f.recompute == a.recompute) {
                 fresh.push(a);
             }
         }
-        let peaks: Vec<Result<usize, PlanError>> =
-            fresh.par_iter().map(|a| Ok(model.evaluate(&model.saved_for(&a.recompute))?.peak_bytes)).collect();
-        for (a, peak) in fresh.into_iter().zip(peaks) {
+        let measured: Vec<Result<(usize, u64), PlanError>> = fresh
+            .par_iter()
+            .map(|a| {
+                let e = model.evaluate(&model.saved_for(&a.recompute))?;
+                Ok((e.peak_bytes, e.recompute_flops))
+            })
+            .collect();
+        for (a, m) in fresh.into_iter().zip(measured) {
+            let (peak_bytes, recompute_flops) = m?;
             self.insert(Point {
                 recompute: a.recompute.clone(),
-                peak_bytes: peak?,
-                recompute_flops: a.recompute_flops,
+                peak_bytes,
+                recompute_flops,
                 residual_bytes: a.residual_bytes,
+                variant: None,
             });
         }
-        Ok(plans.iter().map(|a| self.index[&a.recompute]).collect())
+        Ok(plans.iter().map(|a| self.index[&(None, a.recompute.clone())]).collect())
     }
 
     /// Adds a point evaluated elsewhere (unless its recompute set was) and returns its index.
     pub fn insert(&mut self, p: Point) -> usize {
-        if let Some(&i) = self.index.get(&p.recompute) {
+        let key = (p.variant, p.recompute.clone());
+        if let Some(&i) = self.index.get(&key) {
             return i;
         }
-        self.index.insert(p.recompute.clone(), self.points.len());
+        self.index.insert(key, self.points.len());
         self.points.push(p);
         self.points.len() - 1
     }
 
-    /// Whether the plan with recompute set `recompute` was evaluated.
+    /// Whether the plan of the function itself with recompute set `recompute` was
+    /// evaluated.
     pub fn contains(&self, recompute: &[usize]) -> bool {
-        self.index.contains_key(recompute)
+        self.index.contains_key(&(None, recompute.to_vec()))
     }
 
     /// The plan for `budget`: the least recompute FLOPs among the points whose peak fits,

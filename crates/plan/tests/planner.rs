@@ -57,7 +57,7 @@ fn the_exhaustive_planner_finds_the_optimum_of_every_subset() {
             saved[e] = mask >> j & 1 == 1;
         }
         let e = model.evaluate(&saved).unwrap();
-        all.push((e.peak_bytes, e.analysis.recompute_flops));
+        all.push((e.peak_bytes, e.recompute_flops));
     }
     let planner = Planner::new(&f, &[], &wrt_first()).unwrap();
     assert_eq!(planner.method(), Method::Exhaustive);

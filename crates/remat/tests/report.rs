@@ -88,6 +88,7 @@ fn one_side(title: &str, ledger: Ledger) -> Report {
         title: title.into(),
         sides: vec![Side { label: "as written".into(), ledger, point: 0 }],
         frontier: vec![point],
+        notes: Vec::new(),
     }
 }
 
@@ -268,6 +269,40 @@ fn a_policy_report_is_the_policys_ledger_marked_on_the_frontier() {
     assert_eq!(report.frontier.iter().filter(|q| q.name == "dots_saveable").count(), 1, "one point per policy");
     assert!(side.ledger.rows.iter().any(|r| r.why.starts_with("dots_saveable: dot_general is saveable")));
     assert!(report.figure_svg(Figure::Split).is_ok());
+    // Without a budget too, the planner's plans are on the frontier, with the policy's
+    // point on the same axes (the planner's own, for the policy on the whole function).
+    let planner = remat::plan::Planner::new(&f, &names, &remat::plan::PlanOptions::default()).expect("plans");
+    let plans: Vec<_> = report.frontier.iter().filter(|q| q.kind == PointKind::Plan).collect();
+    assert_eq!(plans.len(), planner.points().len());
+    let dots = planner.builtins().iter().find(|b| b.policy.ends_with(".dots_saveable")).unwrap();
+    assert_eq!((p.peak_bytes, p.recompute_flops), (dots.peak_bytes, dots.recompute_flops));
+    assert!(report.html().contains("planner"));
+}
+
+/// The frontier has one measure of recompute: the FLOPs a vjp runs beyond the same vjp
+/// recomputing nothing, with one cost model. The report measures a side's own program
+/// (`policy_points`), the planner its plans and the policies on the whole function; where
+/// both build the same program they agree exactly.
+#[test]
+fn the_report_and_the_planner_measure_recompute_alike() {
+    use remat::plan::{PlanOptions, Planner};
+    let a = |shape: &[usize]| remat::Aval::new(remat::DType::F32, shape.to_vec());
+    let traced = remat::make_jaxpr(mlp, &(a(&[512, 32]), a(&[32, 32]), a(&[32, 32]), a(&[32, 32]))).expect("traces");
+    let (f, names) = (traced.jaxpr, traced.arg_names);
+    let by_report = policy_points(&f.jaxpr, &Options::default()).expect("points");
+    let planner = Planner::new(&f, &names, &PlanOptions::default()).expect("plans");
+    let mut compared = 0;
+    for b in planner.builtins() {
+        let name = b.policy.trim_start_matches("jax.checkpoint_policies.");
+        if let Some(r) = by_report.iter().find(|r| r.name == name) {
+            assert_eq!((r.peak_bytes, r.recompute_flops), (b.peak_bytes, b.recompute_flops), "{name}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 4);
+    let nothing = planner.builtins().iter().find(|b| b.policy.ends_with("nothing_saveable")).unwrap();
+    // Recomputing everything repeats the three matmuls and tanhs, not the gradient's work.
+    assert_eq!(nothing.recompute_flops, 3 * (2 * 512 * 32 * 32) + 3 * (512 * 32));
 }
 
 #[test]
@@ -402,4 +437,27 @@ fn a_scans_body_is_expandable_in_the_html() {
     seen.sort_unstable();
     want.sort_unstable();
     assert_eq!(seen, want, "one expandable body per scan of the vjp");
+}
+
+/// A report without a budget shows the planner's plans where the planner can plan the
+/// function, and says why not where it cannot (a function that is not a scalar loss).
+#[test]
+fn every_report_has_planner_plans_or_says_why_not() {
+    let report_of = |name: &str| {
+        let (_, case) = remat_testkit::zoo_cases().into_iter().find(|(n, _)| n.contains(name)).expect("a zoo case");
+        let f = ClosedJaxpr::new(Arc::new(remat_testkit::case_jaxpr(&case)));
+        Report::new(name, &f, &remat_testkit::arg_names(&case), &[Choice::AsWritten], &Options::default())
+            .expect("reports")
+    };
+    let plans = |r: &Report| r.frontier.iter().filter(|p| p.kind == PointKind::Plan).count();
+    let gpt = report_of("gpt_block");
+    assert!(plans(&gpt) > 10, "{} plans", plans(&gpt));
+    assert!(gpt.notes.is_empty(), "{:?}", gpt.notes);
+    let adam = report_of("adam_step");
+    assert_eq!(plans(&adam), 0);
+    assert_eq!(adam.notes.len(), 1, "{:?}", adam.notes);
+    assert!(adam.notes[0].starts_with("No planner plans: "), "{:?}", adam.notes);
+    assert!(adam.html().contains("<p>No planner plans: "));
+    // The policies are still on the frontier, measured by the report.
+    assert!(adam.frontier.iter().any(|p| p.name == "nothing_saveable"));
 }

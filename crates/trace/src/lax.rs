@@ -1,5 +1,6 @@
-//! `jax.lax`: convolutions, windowed reductions (pooling) and control flow (`cond`,
-//! `switch`, `while_loop`, `fori_loop`), recorded as JAX 0.10.2 records them.
+//! `jax.lax`: convolutions, windowed reductions (pooling), control flow (`cond`,
+//! `switch`, `while_loop`, `fori_loop`) and `gather`/`scatter*` with dimension numbers
+//! (`lax/indexing.rs`), recorded as JAX 0.10.2 records them.
 //!
 //! What this module keeps true: a wrong shape, dtype or parameter is a located
 //! [`TraceError`](crate::TraceError) (the primitives' shape rules check what is not checked
@@ -14,6 +15,13 @@ use remat_ir::{
     Aval, BinaryOp, ClosedJaxpr, CompareOp, ConvDimensionNumbers, ConvParams, DType, Jaxpr, LitValue, Param, Primitive,
     ReduceOp, Var, Window,
 };
+
+mod indexing;
+
+pub use indexing::{
+    gather, scatter, scatter_add, scatter_max, scatter_min, scatter_mul, GatherOptions, ScatterOptions,
+};
+pub use remat_ir::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers};
 
 use crate::tensor::{binary_at, compare_at, Arg, Tensor};
 use crate::trace::{bind, bind_n, record_error, Operand};

@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
-use remat_trace::lax::{self, ConvOptions, Padding};
+use remat_trace::lax::{
+    self, ConvOptions, FillValue, GatherDimensionNumbers, GatherOptions, GatherScatterMode, Padding,
+    ScatterDimensionNumbers, ScatterOptions,
+};
 use remat_trace::{make_jaxpr, numpy, Arg, Tensor};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Tensor>;
@@ -156,6 +159,110 @@ fn programs() -> BTreeMap<&'static str, Program> {
             lax::while_loop(cond, body, (a[0].clone(), numpy::float32(40.0))).0
         }),
     );
+    let rows = || GatherDimensionNumbers {
+        offset_dims: vec![1],
+        collapsed_slice_dims: vec![0],
+        start_index_map: vec![0],
+        operand_batching_dims: vec![],
+        start_indices_batching_dims: vec![],
+    };
+    let gdn = |offset: &[usize], collapsed: &[usize], map: &[usize]| GatherDimensionNumbers {
+        offset_dims: offset.to_vec(),
+        collapsed_slice_dims: collapsed.to_vec(),
+        start_index_map: map.to_vec(),
+        operand_batching_dims: vec![],
+        start_indices_batching_dims: vec![],
+    };
+    let srows = || ScatterDimensionNumbers {
+        update_window_dims: vec![1],
+        inserted_window_dims: vec![0],
+        scatter_dims_to_operand_dims: vec![0],
+        operand_batching_dims: vec![],
+        scatter_indices_batching_dims: vec![],
+    };
+    add("gather_rows", p(move |a| lax::gather(&a[0], &a[1], rows(), &[1, 6], GatherOptions::default())));
+    add(
+        "gather_clip_sorted",
+        p(move |a| {
+            let options =
+                GatherOptions { mode: Some(GatherScatterMode::Clip), indices_are_sorted: true, ..Default::default() };
+            lax::gather(&a[0], &a[1], rows(), &[1, 6], options)
+        }),
+    );
+    add(
+        "gather_fill",
+        p(move |a| {
+            let options = GatherOptions {
+                mode: Some(GatherScatterMode::FillOrDrop),
+                fill_value: Some(FillValue::Float(-1.0)),
+                ..Default::default()
+            };
+            lax::gather(&a[0], &a[1], rows(), &[1, 6], options)
+        }),
+    );
+    add(
+        "gather_2d_windows",
+        p(move |a| lax::gather(&a[0], &a[1], gdn(&[1, 2], &[], &[0, 1]), &[2, 3], GatherOptions::default())),
+    );
+    add(
+        "gather_points",
+        p(move |a| {
+            let options = GatherOptions { unique_indices: true, ..Default::default() };
+            lax::gather(&a[0], &a[1], gdn(&[], &[0, 1], &[1, 0]), &[1, 1], options)
+        }),
+    );
+    add(
+        "gather_batched",
+        p(move |a| {
+            let dn = GatherDimensionNumbers {
+                operand_batching_dims: vec![0],
+                start_indices_batching_dims: vec![0],
+                ..gdn(&[1], &[1], &[1])
+            };
+            lax::gather(&a[0], &a[1], dn, &[1, 1, 4], GatherOptions::default())
+        }),
+    );
+    add("scatter_add_rows", p(move |a| lax::scatter_add(&a[0], &a[1], &a[2], srows(), ScatterOptions::default())));
+    add(
+        "scatter_set_rows",
+        p(move |a| {
+            let options = ScatterOptions { unique_indices: true, ..Default::default() };
+            lax::scatter(&a[0], &a[1], &a[2], srows(), options)
+        }),
+    );
+    add(
+        "scatter_mul_drop",
+        p(move |a| {
+            let options = ScatterOptions {
+                mode: Some(GatherScatterMode::FillOrDrop),
+                unique_indices: true,
+                ..Default::default()
+            };
+            lax::scatter_mul(&a[0], &a[1], &a[2], srows(), options)
+        }),
+    );
+    add(
+        "scatter_min_max",
+        p(move |a| {
+            let low = lax::scatter_min(&a[0], &a[1], &a[2], srows(), ScatterOptions::default());
+            lax::scatter_max(&low, &a[1], &(&a[2] * 2.0), srows(), ScatterOptions::default())
+        }),
+    );
+    add(
+        "scatter_add_points_clip",
+        p(|a| {
+            let dn = ScatterDimensionNumbers {
+                update_window_dims: vec![],
+                inserted_window_dims: vec![0, 1],
+                scatter_dims_to_operand_dims: vec![0, 1],
+                operand_batching_dims: vec![],
+                scatter_indices_batching_dims: vec![],
+            };
+            let options =
+                ScatterOptions { mode: Some(GatherScatterMode::Clip), indices_are_sorted: true, ..Default::default() };
+            lax::scatter_add(&a[0], &a[1], &a[2], dn, options)
+        }),
+    );
     m
 }
 
@@ -237,6 +344,37 @@ fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> Strin
 #[test]
 fn wrong_inputs_are_located_errors() {
     let f32s = |s: &[usize]| Aval::new(DType::F32, s.to_vec());
+    let i32s = |s: &[usize]| Aval::new(DType::I32, s.to_vec());
+    // A slice larger than the operand, a collapsed axis whose slice is not 1, an update
+    // window wider than the operand: each the shape rule's words, at the caller's line.
+    let rows = |collapsed: usize| GatherDimensionNumbers {
+        offset_dims: vec![1],
+        collapsed_slice_dims: vec![collapsed],
+        start_index_map: vec![0],
+        operand_batching_dims: vec![],
+        start_indices_batching_dims: vec![],
+    };
+    for (dn, sizes) in [(rows(0), [1, 7]), (rows(1), [1, 6])] {
+        let e = trace_error(
+            move |a| lax::gather(&a[0], &a[1], dn.clone(), &sizes, GatherOptions::default()),
+            vec![f32s(&[4, 6]), i32s(&[3, 1])],
+        );
+        assert!(e.starts_with("crates/trace/tests/lax.rs:") && e.contains("gather"), "{e}");
+    }
+    let e = trace_error(
+        |a| {
+            let dn = ScatterDimensionNumbers {
+                update_window_dims: vec![1],
+                inserted_window_dims: vec![0],
+                scatter_dims_to_operand_dims: vec![0],
+                operand_batching_dims: vec![],
+                scatter_indices_batching_dims: vec![],
+            };
+            lax::scatter_add(&a[0], &a[1], &a[2], dn, ScatterOptions::default())
+        },
+        vec![f32s(&[4, 6]), i32s(&[3, 1]), f32s(&[3, 7])],
+    );
+    assert!(e.starts_with("crates/trace/tests/lax.rs:") && e.contains("scatter-add"), "{e}");
     let e = trace_error(
         |a| {
             let options = ConvOptions { lhs_dilation: Some(vec![2, 2]), ..Default::default() };

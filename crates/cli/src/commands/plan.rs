@@ -132,6 +132,9 @@ fn frontier_text(planner: &Planner) -> String {
         if let Some(names) = &p.names {
             t.push_str(&format!("  {}", jax_names_policy(names)));
         }
+        if let Some(nesting) = &p.scan_nesting {
+            t.push_str(&format!("  {nesting}"));
+        }
         t.push('\n');
     }
     t.push_str("built-in policies (each applied to the whole function):\n");
@@ -162,7 +165,8 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
             .iter()
             .map(|p| {
                 json!({ "peak_bytes": p.peak_bytes, "recompute_flops": p.recompute_flops,
-                        "residual_bytes": p.residual_bytes, "recomputed": p.recomputed, "names": p.names })
+                        "residual_bytes": p.residual_bytes, "recomputed": p.recomputed, "names": p.names,
+                        "scan_nesting": p.scan_nesting })
             })
             .collect();
         v["builtins"] = planner

@@ -70,7 +70,18 @@ pub fn run(req: &Request<'_>) -> Result<()> {
         } else {
             let closed = read_program(file)?;
             let names = binder_names(&read_text(file)?).unwrap_or_default();
-            Report::new(&title, &closed, &names, &choices, &options).map_err(|e| in_file(file, e))?
+            Report::new(&title, &closed, &names, &choices, &options).map_err(|e| {
+                // A program with no vjp (a `while_loop`, as in JAX) still has a forward
+                // program to see.
+                let no_vjp = matches!(e, remat::Error::Ad(_)) && choices == [Choice::AsWritten];
+                let CliError(words) = in_file(file, e);
+                match no_vjp {
+                    true => CliError(format!(
+                        "{words}\n(`remat report --no-split` reports the program as it is, without a vjp)"
+                    )),
+                    false => CliError(words),
+                }
+            })?
         };
         reports.push(report);
     }

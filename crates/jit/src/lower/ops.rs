@@ -76,23 +76,7 @@ impl Lowering {
             }
             Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
                 // At or above the dtype's own widths it is the identity.
-                let (e, m) = match ins[0].aval.dtype {
-                    DType::F64 => (11, 52),
-                    // A bf16 value is exact at (8, 7); an f16 one is not at (5, 10), whose
-                    // rule flushes f16's subnormals to zero.
-                    DType::BF16 => (8, 7),
-                    DType::F32
-                    | DType::F16
-                    | DType::I8
-                    | DType::I16
-                    | DType::I32
-                    | DType::I64
-                    | DType::U8
-                    | DType::U32
-                    | DType::Bool
-                    | DType::Key => (8, 23),
-                };
-                if *exponent_bits >= e && *mantissa_bits >= m {
+                if ins[0].aval.dtype.reduce_precision_is_identity(*exponent_bits, *mantissa_bits) {
                     return node(ins[0].expr.clone());
                 }
                 node(Expr::ReducePrecision {

@@ -15,7 +15,7 @@
 //! What it keeps true: the ledger's sum is the profile's peak, byte for byte; every number
 //! comes from the profile or the program, never from a second model of the planner.
 
-pub mod cost;
+pub use remat_plan::cost;
 mod extra;
 mod text;
 mod why;

@@ -41,6 +41,8 @@ pub struct Report {
     pub title: String,
     pub sides: Vec<Side>,
     pub frontier: Vec<FrontierPoint>,
+    /// What the frontier lacks and why (a function the planner cannot plan).
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -58,6 +60,7 @@ impl Report {
             title: title.to_string(),
             sides: vec![Side { label: "as written".into(), ledger, point: 0 }],
             frontier: vec![point],
+            notes: vec!["An already-differentiated program has no other policies or plans to compare.".into()],
         })
     }
 
@@ -71,10 +74,17 @@ impl Report {
         options: &Options,
     ) -> Result<Report, Error> {
         let jaxpr = &f.jaxpr;
-        // With a budget, every policy is placed by the planner, on the plans' axes.
-        let planner = match choices.iter().any(|c| matches!(c, Choice::Budget(_))) {
-            true => Some(Planner::new(f, arg_names, &PlanOptions::default())?),
-            false => None,
+        // Every policy is placed by the planner, on the plans' axes, with the plans it
+        // evaluated; a function the planner cannot plan (not a scalar loss, say) gets the
+        // report's own points, unless a budget asks for a plan.
+        let mut notes = Vec::new();
+        let planner = match Planner::new(f, arg_names, &PlanOptions::default()) {
+            Ok(p) => Some(p),
+            Err(e) if choices.iter().any(|c| matches!(c, Choice::Budget(_))) => return Err(e.into()),
+            Err(e) => {
+                notes.push(format!("No planner plans: {e}."));
+                None
+            }
         };
         let mut frontier = match &planner {
             None => policy_points(jaxpr, options)?,
@@ -88,7 +98,10 @@ impl Report {
                     })
                     .collect();
                 v.extend(p.points().into_iter().map(|q| FrontierPoint {
-                    name: format!("{} equations recomputed, {} bytes saved", q.recomputed, q.residual_bytes),
+                    name: match &q.scan_nesting {
+                        Some(nesting) => format!("{nesting}, {} bytes saved", q.residual_bytes),
+                        None => format!("{} equations recomputed, {} bytes saved", q.recomputed, q.residual_bytes),
+                    },
                     peak_bytes: q.peak_bytes,
                     recompute_flops: q.recompute_flops,
                     kind: PointKind::Plan,
@@ -151,14 +164,15 @@ impl Report {
             };
             sides.push(Side { label, ledger, point });
         }
-        Ok(Report { title: title.to_string(), sides, frontier })
+        Ok(Report { title: title.to_string(), sides, frontier, notes })
     }
 
     /// Several programs' reports as one: every side labelled with its program's title, and
     /// every frontier point too.
     pub fn merge(title: &str, reports: Vec<Report>) -> Report {
-        let mut out = Report { title: title.to_string(), sides: Vec::new(), frontier: Vec::new() };
+        let mut out = Report { title: title.to_string(), sides: Vec::new(), frontier: Vec::new(), notes: Vec::new() };
         for r in reports {
+            out.notes.extend(r.notes.iter().map(|n| format!("{}: {n}", r.title)));
             let shift = out.frontier.len();
             out.frontier.extend(
                 r.frontier.into_iter().map(|p| FrontierPoint { name: format!("{}: {}", r.title, p.name), ..p }),

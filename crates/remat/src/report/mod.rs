@@ -97,6 +97,9 @@ impl Report {
         }
         s.push_str("<h2>Frontier</h2>\n");
         s.push_str(&frontier_svg(&self.frontier, &self.marked()));
+        for note in &self.notes {
+            s.push_str(&format!("<p>{}</p>\n", esc(note)));
+        }
         s.push_str("<h2>Ledger</h2>\n");
         for side in &self.sides {
             if self.sides.len() > 1 {

@@ -22,11 +22,8 @@ use super::common::Case;
 pub fn einsum_zoo(a: Tensor, b: Tensor, c: Tensor, d: Tensor, e: Tensor) -> Tensor {
     let r1 = einsum("bhqd,bhkd->bhqk", &[&a, &b]);
     let r2 = einsum("abcd,cdef->abef", &[&a, &c]);
-    // `jnp.einsum('ij,jk,kl->il', d, e, d.T)`: remat's einsum takes two operands, so
-    // the three-operand one is written as the two contractions JAX's path makes, in its
-    // order (`e` with `d` first, then with `d.T`).
-    let dt = d.t();
-    let r3 = einsum("ki,kl->il", &[&einsum("jk,ij->ki", &[&e, &d]), &dt]);
+    // Three operands: contracted in opt_einsum's order (`e` with `d` first, then `d.T`).
+    let r3 = einsum("ij,jk,kl->il", &[&d, &e, &d.t()]);
     let r4 = einsum("bhqk,bhkd->bqd", &[&r1, &b]);
     let r5 = einsum("bi,bj->bij", &[&d.index(idx![..2]), &e.index(idx![..2])]);
     r1.powi(2).sum() + r2.sin().sum() + r3.sum() + (&r4 * &r4).sum() + r5.sum()

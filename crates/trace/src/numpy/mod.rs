@@ -5,12 +5,14 @@
 //! `x.index(idx![1..4])`); this module holds the functions that build tensors or take
 //! several (`zeros`, `arange`, `linspace`, `where_`, `einsum`, `concatenate`), and free-function
 //! forms of the common elementwise ones for code that reads like `jnp` (`exp(&x)`,
-//! `sqrt(4.0)`). Files: `linalg` (products), `reduce` (reductions), `shape` (layout),
+//! `sqrt(4.0)`). Files: `linalg` (products), `einsum` (n-ary einsum with opt_einsum's
+//! contraction order), `reduce` (reductions), `shape` (layout),
 //! `index` (NumPy indexing), `take` (indexing by integer
 //! arrays), `advanced` (NumPy indexing mixing integer arrays with slices), `sort` (scans
 //! and sorts).
 
 mod advanced;
+mod einsum;
 mod index;
 mod linalg;
 mod reduce;
@@ -24,12 +26,12 @@ use std::panic::Location;
 use remat_ir::{Array, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
 pub use advanced::{AtIndices, Ix};
+pub use einsum::{einsum, einsum_path, einsum_with, EinsumOptions, EinsumPath, EinsumStep, Optimize};
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
-pub use linalg::einsum;
 pub use repeat::Repeats;
 pub use shape::{concatenate, stack, Sections};
-pub(crate) use take::scatter_rows;
 pub use take::{AtIndex, TakeMode};
+pub(crate) use take::{scatter_rows, update_jaxpr};
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};
 use crate::trace::{bind, record_error, Operand};

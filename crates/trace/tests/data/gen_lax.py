@@ -80,6 +80,39 @@ c("conv_transpose_consistent_dilated", lambda x, w: lax.conv_transpose(
   x, w, (2, 1), ((1, 1), (0, 1)), rhs_dilation=(1, 2), dimension_numbers=("NCHW", "OIHW", "NCHW"),
   use_consistent_padding=True), f32(1, 2, 4, 5), f32(3, 2, 3, 2))
 
+# lax.gather / lax.scatter* with explicit dimension numbers (jnp indexing in lax's terms).
+GDN = lax.GatherDimensionNumbers
+SDN = lax.ScatterDimensionNumbers
+rows = GDN(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+c("gather_rows", lambda x, i: lax.gather(x, i, rows, (1, 6)), f32(4, 6), np.array([[1], [3], [0]], np.int32))
+c("gather_clip_sorted", lambda x, i: lax.gather(x, i, rows, (1, 6), mode="clip", indices_are_sorted=True),
+  f32(4, 6), np.array([[0], [2], [9]], np.int32))
+c("gather_fill", lambda x, i: lax.gather(x, i, rows, (1, 6), mode="fill", fill_value=-1.0),
+  f32(4, 6), np.array([[1], [7]], np.int32))
+c("gather_2d_windows", lambda x, i: lax.gather(
+    x, i, GDN(offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(0, 1)), (2, 3)),
+  f32(5, 6), np.array([[0, 1], [3, 2], [1, 3]], np.int32))
+c("gather_points", lambda x, i: lax.gather(
+    x, i, GDN(offset_dims=(), collapsed_slice_dims=(0, 1), start_index_map=(1, 0)), (1, 1), unique_indices=True),
+  f32(4, 5), np.array([[[1, 2], [4, 0]], [[0, 3], [2, 1]]], np.int32))
+c("gather_batched", lambda x, i: lax.gather(
+    x, i, GDN(offset_dims=(1,), collapsed_slice_dims=(1,), start_index_map=(1,),
+              operand_batching_dims=(0,), start_indices_batching_dims=(0,)), (1, 1, 4)),
+  f32(3, 5, 4), np.array([[2], [0], [4]], np.int32))
+srows = SDN(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+c("scatter_add_rows", lambda x, i, u: lax.scatter_add(x, i, u, srows),
+  f32(4, 6), np.array([[1], [3], [1]], np.int32), f32(3, 6))
+c("scatter_set_rows", lambda x, i, u: lax.scatter(x, i, u, srows, unique_indices=True),
+  f32(4, 6), np.array([[2], [0]], np.int32), f32(2, 6))
+c("scatter_mul_drop", lambda x, i, u: lax.scatter_mul(x, i, u, srows, mode="drop", unique_indices=True),
+  f32(4, 6), np.array([[0], [5]], np.int32), f32(2, 6))
+c("scatter_min_max", lambda x, i, u: lax.scatter_max(lax.scatter_min(x, i, u, srows), i, u * 2.0, srows),
+  f32(4, 6), np.array([[3], [1]], np.int32), f32(2, 6), grad=False)
+c("scatter_add_points_clip", lambda x, i, u: lax.scatter_add(
+    x, i, u, SDN(update_window_dims=(), inserted_window_dims=(0, 1), scatter_dims_to_operand_dims=(0, 1)),
+    mode="clip", indices_are_sorted=True),
+  f32(3, 4), np.array([[0, 1], [2, 3], [5, 0]], np.int32), f32(3))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 

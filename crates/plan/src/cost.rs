@@ -1,12 +1,15 @@
-//! What an equation costs to compute, in floating-point operations: the ledger's price of
-//! recomputing a residual.
+//! What an equation costs to compute, in floating-point operations: the one price of
+//! recomputation that the planner, the residual ledger and the report's frontier all use.
 //!
 //! The model is the usual one: a `dot_general` is `2*m*n*k` per batch, a convolution
 //! `2*k` per output element (`k` the kernel's elements per output feature), a call its
 //! body (a `scan` its body times its length, a `cond` its most expensive branch, a `while`
-//! one trip), and every other equation one operation per element of its largest operand or
-//! result (elementwise arithmetic, reductions, layout moves). It is a price for comparing
-//! choices, not a prediction of time.
+//! one trip), a `reduce_precision` that keeps every value (JAX's rounding of saved
+//! residuals to their own dtype, the identity in the JIT) and a `convert_element_type` to
+//! the operand's own dtype (forwarded by partial evaluation) nothing, and every other equation
+//! one operation per element of its largest operand or result (elementwise arithmetic,
+//! reductions, layout moves). It is a price for comparing choices, not a prediction of
+//! time.
 
 use remat_ir::{Eqn, HigherOrder, Jaxpr, Primitive};
 
@@ -24,6 +27,14 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let rhs = &ins[1];
             let per_feature = rhs.size() as u64 / (rhs.shape[p.dimension_numbers.rhs_spec[0]] as u64).max(1);
             2 * per_feature * elements(outs)
+        }
+        // Partial evaluation forwards it, as JAX does (only the weak type changes).
+        Primitive::ConvertElementType { new_dtype, .. } if ins[0].dtype == *new_dtype => 0,
+        // The JIT makes it the identity (the residuals JAX's `remat` rounds).
+        Primitive::ReducePrecision { exponent_bits, mantissa_bits }
+            if ins[0].dtype.reduce_precision_is_identity(*exponent_bits, *mantissa_bits) =>
+        {
+            0
         }
         prim => match prim.higher_order() {
             None => elements(ins).max(elements(outs)),

@@ -1,0 +1,118 @@
+//! Binomial checkpointing of a scan (`remat_plan::nest`): the nested program computes the
+//! same value and gradients as the scan it replaces, and its planned peak falls with the
+//! depth of the nesting while its recompute grows, as Revolve's trade-off says.
+
+use std::sync::Arc;
+
+use remat_ir::{parse_jaxpr, Array, ClosedJaxpr, Jaxpr};
+use remat_plan::cost::jaxpr_flops;
+use remat_plan::nest::{nest_scan, nestings};
+
+/// An RNN over 64 steps, as JAX 0.10.2 prints it: `h' = tanh(h @ w + x_t)`, the loss the
+/// sum of every step's `sin h'`.
+const RNN: &str = "{ lambda ; a:f32[32,32] b:f32[32] c:f32[64,32]. let
+    _:f32[32] d:f32[64,32] = scan[
+      jaxpr={ lambda ; e:f32[32,32] f:f32[32] g:f32[32]. let
+          h:f32[32] = dot_general[
+            dimension_numbers=(([0], [0]), ([], []))
+            preferred_element_type=float32
+          ] f e
+          i:f32[32] = add h g
+          j:f32[32] = tanh i
+          k:f32[32] = sin j
+        in (j, k) }
+      length=64
+      num_carry=1
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] a b c
+    l:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] d
+  in (l,) }";
+
+fn arg(shape: &[usize], seed: f32) -> Array {
+    let n: usize = shape.iter().product();
+    let data = (0..n).map(|i| ((i as f32 * 0.61 + seed).sin()) * 0.3).collect();
+    Array::F32(ndarray::ArrayD::from_shape_vec(shape.to_vec(), data).unwrap())
+}
+
+fn run(program: &Jaxpr) -> Vec<Array> {
+    let args = [arg(&[32, 32], 0.1), arg(&[32], 0.2), arg(&[64, 32], 0.3)];
+    remat_jit::compile(program).expect("compiles").run(&args).expect("runs")
+}
+
+fn whole_program(f: &Jaxpr) -> Jaxpr {
+    remat_ad::value_and_grad(f, &[0, 1, 2]).expect("differentiates")
+}
+
+#[test]
+fn a_nested_scan_has_the_scans_value_and_gradients_and_a_smaller_peak() {
+    let f = parse_jaxpr(RNN, "rnn").unwrap();
+    let plain = whole_program(&f);
+    let want = run(&plain);
+    let peak = |p: &Jaxpr| remat_jit::memory_plan(p, &[], &remat_jit::Options::default()).unwrap().peak_bytes;
+    let (plain_peak, plain_flops) = (peak(&plain), jaxpr_flops(&plain));
+    let mut last = (plain_peak, plain_flops);
+    for factors in nestings(64) {
+        let nested = nest_scan(&f, 0, &factors).expect("nests");
+        remat_ir::verify_closed(&ClosedJaxpr::new(Arc::new(nested.clone()))).expect("verifies");
+        let program = whole_program(&nested);
+        let got = run(&program);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (g, w) = (g.to_f64_vec(), w.to_f64_vec());
+            for (x, y) in g.iter().zip(&w) {
+                assert!((x - y).abs() <= 1e-5 + 1e-4 * y.abs(), "{factors:?}: output {k}: {x} against {y}");
+            }
+        }
+        let (p, fl) = (peak(&program), jaxpr_flops(&program));
+        println!("{factors:?}: peak {p} bytes, {fl} FLOPs (plain {plain_peak}, {plain_flops})");
+        assert!(fl > plain_flops, "{factors:?} recomputes");
+        if factors.len() == 2 {
+            // sqrt(n) checkpointing: 8 + 8 carries instead of 64 steps' residuals.
+            assert!(p < plain_peak, "{factors:?}: peak {p} against {plain_peak}");
+        }
+        // Every nesting keeps less than the stacked residuals of 64 steps. (Deeper ones
+        // keep fewer carries, but each level's loop holds its own buffers in the JIT's
+        // plan, so here the two-level one is the smallest.)
+        assert!(p < plain_peak, "{factors:?}: peak {p} against {plain_peak}");
+        last = (p.min(last.0), fl);
+    }
+    assert!(last.0 * 100 < plain_peak * 55, "sqrt(n) checkpointing about halves the peak: {last:?}");
+}
+
+/// The planner proposes the nestings itself: a budget below every plan of the scan as it
+/// is gets a nested one, and says so.
+#[test]
+fn the_planner_nests_a_scan_when_the_budget_asks() {
+    use remat_plan::{Budget, PlanOptions, Planner};
+    let f = ClosedJaxpr::new(Arc::new(parse_jaxpr(RNN, "rnn").unwrap()));
+    let planner = Planner::new(&f, &[], &PlanOptions::default()).expect("plans");
+    let points = planner.points();
+    let flat_min = points.iter().filter(|p| p.scan_nesting.is_none()).map(|p| p.peak_bytes).min().unwrap();
+    let nested = points.iter().filter(|p| p.scan_nesting.is_some()).min_by_key(|p| p.peak_bytes).expect("nestings");
+    assert!(nested.peak_bytes < flat_min, "{} against {flat_min}", nested.peak_bytes);
+    assert_eq!(planner.min_peak(), nested.peak_bytes);
+    let plan = planner.plan(Budget::bytes(nested.peak_bytes)).expect("a plan");
+    assert_eq!(plan.peak_bytes, nested.peak_bytes);
+    assert!(plan.recomputed[0].contains("nested scans of 8 x 8 iterations"), "{:?}", plan.recomputed);
+    assert!(plan.recompute_flops > 0);
+    // The plan's program is the nested one, and computes what the scan does.
+    let want = run(&whole_program(&f.jaxpr));
+    let got = run(&plan.program);
+    for (g, w) in got.iter().zip(&want) {
+        for (x, y) in g.to_f64_vec().iter().zip(w.to_f64_vec()) {
+            assert!((x - y).abs() <= 1e-5 + 1e-4 * y.abs(), "{x} against {y}");
+        }
+    }
+    // A budget the scan as it is fits is planned without nesting.
+    assert!(planner.plan(Budget::bytes(flat_min)).unwrap().recomputed.iter().all(|l| !l.contains("nested")));
+}
+
+#[test]
+fn nesting_what_is_not_a_scan_or_does_not_divide_is_an_error() {
+    let f = parse_jaxpr(RNN, "rnn").unwrap();
+    for (at, factors) in [(1, vec![8, 8]), (0, vec![8, 4]), (0, vec![64]), (0, vec![64, 1]), (5, vec![8, 8])] {
+        let e = nest_scan(&f, at, &factors).expect_err("an error");
+        assert!(e.to_string().contains("scan") || e.to_string().contains("equation"), "{e}");
+    }
+}
