@@ -30,8 +30,8 @@ pub use einsum::{einsum, einsum_path, einsum_with, EinsumOptions, EinsumPath, Ei
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use repeat::Repeats;
 pub use shape::{concatenate, stack, Sections};
-pub use take::{AtIndex, TakeMode};
 pub(crate) use take::{scatter_rows, update_jaxpr};
+pub use take::{AtIndex, TakeMode};
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};
 use crate::trace::{bind, record_error, Operand};
