@@ -3,7 +3,10 @@
 //! `jax/_src/lax/control_flow/conditionals.py`), which runs every branch on every example
 //! and picks each example's result with `select_n`; `while` (`_while_loop_batching_rule`
 //! in `control_flow/loops.py`), whose carries are batched where their init or the body
-//! batches them.
+//! batches them, and all of them (at axis 0) when the batch reaches the predicate: the
+//! `while` then takes a `bool[size]` predicate and updates only the examples still
+//! running (the IR's batched predicate, which the interpreter and the JIT give JAX's
+//! meaning).
 
 use remat_ir::{Atom, ClosedJaxpr, CompareOp, Primitive, UnaryOp};
 
@@ -33,6 +36,13 @@ pub(super) fn cond_batched_index(
     let mut branch_outs: Vec<Vec<Atom>> = Vec::with_capacity(branches.len());
     for (i, br) in branches.iter().enumerate() {
         let (batched, _) = batch_jaxpr_bools(&br.jaxpr, size, &vec![true; n_in], &vec![true; n_out])?;
+        if br.consts.len() + batched.new_consts.len() != batched.jaxpr.constvars.len() {
+            return Err(AdError::Invalid(format!(
+                "vmap: cond branch {i} has {} constvars but {} consts",
+                batched.jaxpr.constvars.len(),
+                br.consts.len() + batched.new_consts.len()
+            )));
+        }
         // The branch's constants (its own and any a rule made) become the batched
         // program's, as JAX's `jaxpr_as_fun` of a closed branch embeds them.
         let consts: Vec<Atom> = br.consts.iter().chain(&batched.new_consts).map(|c| b.const_array(c.clone())).collect();
@@ -43,13 +53,6 @@ pub(super) fn cond_batched_index(
             // `lax.select(pred, x, stop_gradient(x))`.
             let p = bcast_pred(b, pred, x)?;
             guarded.push(b.select_n(p, vec![stopped, x])?);
-        }
-        if consts.len() != batched.jaxpr.constvars.len() {
-            return Err(AdError::Invalid(format!(
-                "vmap: cond branch {i} has {} constvars but {} consts",
-                batched.jaxpr.constvars.len(),
-                consts.len()
-            )));
         }
         branch_outs.push(inline_jaxpr(b, &batched.jaxpr, &consts, &guarded));
     }
