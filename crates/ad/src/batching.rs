@@ -12,8 +12,7 @@
 //! the equations JAX's rule emits (the same `moveaxis` transposes and `broadcast_in_dim`s,
 //! and the `np.int64(..)` spelling of parameters JAX computes with NumPy), so that a
 //! batched program prints as `jax.make_jaxpr(jax.vmap(f))` does. Every primitive has a
-//! rule; a `while` whose predicate the batch reaches is the error `vmap: no batching rule
-//! for while with a batched predicate yet`.
+//! rule.
 //!
 //! Architecture invariant: a rule sees the operands' atoms and batch axes and the
 //! equation's parameters, never values; the output verifies (checked in debug builds).
@@ -23,7 +22,9 @@ mod indexing;
 mod rules;
 mod window;
 
-use remat_ir::{Atom, Aval, Jaxpr};
+use std::sync::Arc;
+
+use remat_ir::{Array, Atom, Aval, ClosedJaxpr, Jaxpr};
 
 use crate::builder::{Builder, VarMap};
 use crate::{check, AdError};
@@ -44,35 +45,69 @@ pub(crate) enum OutAxes<'a> {
     Given(&'a [Option<usize>]),
 }
 
-/// `jax.vmap(f, in_axes, out_axes)` on `jaxpr`, for a batch of `axis_size`: the batched
+/// A batched jaxpr: the unbatched one's constvars, then one per constant a rule made
+/// (`new_consts` holds their values), and where each output's batch axis is.
+#[derive(Debug)]
+pub(crate) struct BatchedJaxpr {
+    pub jaxpr: Jaxpr,
+    pub new_consts: Vec<Array>,
+    pub out_dims: Vec<Option<usize>>,
+}
+
+impl BatchedJaxpr {
+    /// Closed over `consts` (the values of the unbatched jaxpr's constvars) and the new
+    /// constants.
+    pub fn close(self, consts: &[Array]) -> ClosedJaxpr {
+        let consts = consts.iter().cloned().chain(self.new_consts).collect();
+        ClosedJaxpr { jaxpr: Arc::new(self.jaxpr), consts }
+    }
+
+    /// The jaxpr of a body that cannot hold constants (`remat2`'s) with the constants the
+    /// rules made as leading invars instead (JAX's `convert_constvars_jaxpr`), and their
+    /// values, which the caller passes as leading operands.
+    pub fn consts_as_invars(mut self) -> Result<(Jaxpr, Vec<Array>), AdError> {
+        if self.jaxpr.constvars.len() != self.new_consts.len() {
+            return Err(AdError::Invalid(format!(
+                "vmap: a body with {} constvars of unknown value",
+                self.jaxpr.constvars.len() - self.new_consts.len()
+            )));
+        }
+        let consts = std::mem::take(&mut self.jaxpr.constvars);
+        self.jaxpr.invars.splice(0..0, consts);
+        Ok((self.jaxpr, self.new_consts))
+    }
+}
+
+/// `jax.vmap(f, in_axes, out_axes)` on `closed`, for a batch of `axis_size`: the batched
 /// program takes each invar with a batch axis at `in_dims[i]` (`None`: as it is) and gives
-/// each output with one at `out_dims[j]`. Constvars stay unbatched constvars.
+/// each output with one at `out_dims[j]`. Constvars stay unbatched constvars; constants the
+/// rules make (the `i32[0]` start indices of a rank-0 `dynamic_slice`) are constvars after
+/// them, with their values in the consts.
 pub fn batch_jaxpr(
-    jaxpr: &Jaxpr,
+    closed: &ClosedJaxpr,
     axis_size: usize,
     in_dims: &[Option<usize>],
     out_dims: &[Option<usize>],
-) -> Result<Jaxpr, AdError> {
-    if out_dims.len() != jaxpr.outvars.len() {
+) -> Result<ClosedJaxpr, AdError> {
+    if out_dims.len() != closed.jaxpr.outvars.len() {
         return Err(AdError::Invalid(format!(
             "vmap: out_axes has {} entries for {} outputs",
             out_dims.len(),
-            jaxpr.outvars.len()
+            closed.jaxpr.outvars.len()
         )));
     }
-    let (batched, _) = batch_jaxpr_axes(jaxpr, axis_size, in_dims, OutAxes::Given(out_dims))?;
-    check("vmap", &batched)?;
-    Ok(batched)
+    let batched = batch_jaxpr_axes(&closed.jaxpr, axis_size, in_dims, OutAxes::Given(out_dims))?;
+    check("vmap", &batched.jaxpr)?;
+    Ok(batched.close(&closed.consts))
 }
 
-/// [`batch_jaxpr`] with the outputs' axes decided by `out`; returns the batched jaxpr and
-/// where each output's batch axis is.
+/// [`batch_jaxpr`] with the outputs' axes decided by `out`.
 pub(crate) fn batch_jaxpr_axes(
     jaxpr: &Jaxpr,
     axis_size: usize,
     in_dims: &[Option<usize>],
     out: OutAxes<'_>,
-) -> Result<(Jaxpr, Vec<Option<usize>>), AdError> {
+) -> Result<BatchedJaxpr, AdError> {
     if in_dims.len() != jaxpr.invars.len() {
         return Err(AdError::Invalid(format!(
             "vmap: in_axes has {} entries for {} inputs",
@@ -139,7 +174,8 @@ pub(crate) fn batch_jaxpr_axes(
         outvars.push(match_axis(&mut b, x, want, axis_size, j)?);
         out_dims.push(want);
     }
-    Ok((b.finish(outvars), out_dims))
+    let new_consts = b.take_const_values();
+    Ok(BatchedJaxpr { jaxpr: b.finish(outvars), new_consts, out_dims })
 }
 
 /// JAX's `batching.batch_jaxpr(jaxpr, batched, instantiate)`: inputs batched at axis 0
@@ -150,16 +186,20 @@ pub(crate) fn batch_jaxpr_bools(
     size: usize,
     batched: &[bool],
     instantiate: &[bool],
-) -> Result<(Jaxpr, Vec<bool>), AdError> {
+) -> Result<(BatchedJaxpr, Vec<bool>), AdError> {
     let in_dims: Vec<Option<usize>> = batched.iter().map(|&b| b.then_some(0)).collect();
-    let (j, dims) = batch_jaxpr_axes(jaxpr, size, &in_dims, OutAxes::ZeroIfMapped)?;
-    let out: Vec<bool> =
-        dims.iter().enumerate().map(|(i, d)| d.is_some() || instantiate.get(i).copied().unwrap_or(false)).collect();
-    if out.iter().zip(&dims).all(|(o, d)| *o == d.is_some()) {
+    let j = batch_jaxpr_axes(jaxpr, size, &in_dims, OutAxes::ZeroIfMapped)?;
+    let out: Vec<bool> = j
+        .out_dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| d.is_some() || instantiate.get(i).copied().unwrap_or(false))
+        .collect();
+    if out.iter().zip(&j.out_dims).all(|(o, d)| *o == d.is_some()) {
         return Ok((j, out));
     }
     let out_dims: Vec<Option<usize>> = out.iter().map(|&o| o.then_some(0)).collect();
-    let (j, _) = batch_jaxpr_axes(jaxpr, size, &in_dims, OutAxes::Given(&out_dims))?;
+    let j = batch_jaxpr_axes(jaxpr, size, &in_dims, OutAxes::Given(&out_dims))?;
     Ok((j, out))
 }
 

@@ -16,7 +16,8 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use remat_ir::{
-    shape_rule, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitOrigin, LitValue, Literal,
+    shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitOrigin, LitValue,
+    Literal,
     Primitive, ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
 };
 
@@ -81,6 +82,8 @@ pub(crate) fn inline_jaxpr(b: &mut Builder, inner: &Jaxpr, consts: &[Atom], args
 pub struct Builder {
     jaxpr: Jaxpr,
     source: Option<SourceInfo>,
+    /// The values of the constvars [`Builder::const_array`] declared, in order.
+    const_values: Vec<Array>,
 }
 
 /// The next [`LitOrigin::Staged`] id: process-wide, so staged constants of jaxprs built
@@ -111,6 +114,20 @@ impl Builder {
         let v = self.jaxpr.new_var(aval);
         self.jaxpr.constvars.push(v);
         v
+    }
+
+    /// A constvar holding `value`: a constant a rule makes (JAX's `np.array([], 'int32')`,
+    /// the start indices of a rank-0 `dynamic_slice` under `vmap`), declared after every
+    /// other constvar; [`Builder::take_const_values`] gives the values back in order.
+    pub fn const_array(&mut self, value: Array) -> Atom {
+        let v = self.constvar(value.aval());
+        self.const_values.push(value);
+        Atom::Var(v)
+    }
+
+    /// The values of the constvars [`Builder::const_array`] declared (the last ones).
+    pub fn take_const_values(&mut self) -> Vec<Array> {
+        std::mem::take(&mut self.const_values)
     }
 
     /// Appends an already declared variable to the invars (for binders declared early).

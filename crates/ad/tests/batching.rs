@@ -1,13 +1,16 @@
 //! `batch_jaxpr` on jaxprs read from text, for the batching rules of primitives no Rust
 //! function traces: `select_and_gather_add` (JAX's jvp of a max pool; remat's `jvp` runs at
 //! top level only) against JAX 0.10.2's `make_jaxpr(vmap(..))` of the same program, and
-//! `expand_dims` (remat's own primitive). Each batched program must also compute, example
-//! by example, what the unbatched one computes.
+//! `expand_dims` (remat's own primitive), and a `cond` with a batched index whose branches
+//! hold constants (which a traced program never has). Each batched program must also
+//! compute, example by example, what the unbatched one computes.
 
 use ndarray::{ArrayD, Axis, Dimension};
 use remat_ad::batch_jaxpr;
 use remat_interp::eval_jaxpr;
-use remat_ir::{parse_jaxpr, Array, Jaxpr};
+use std::sync::Arc;
+
+use remat_ir::{parse_jaxpr, Array, ClosedJaxpr, Jaxpr};
 
 fn f32s(shape: &[usize], seed: usize) -> ArrayD<f32> {
     ArrayD::from_shape_fn(shape, |i| {
@@ -86,7 +89,8 @@ const VMAP_JVP_OF_MAX_POOL: &str = "{ lambda ; a:f32[5,4,4] b:f32[5,4]. let
 #[test]
 fn select_and_gather_add_batches_as_jax_does() {
     let jaxpr = parse_jaxpr(JVP_OF_MAX_POOL, "jvp_of_max_pool").unwrap();
-    let batched = batch_jaxpr(&jaxpr, 4, &[Some(1), None], &[Some(0), Some(0)]).unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let batched = batch_jaxpr(&closed, 4, &[Some(1), None], &[Some(0), Some(0)]).unwrap().jaxpr;
     assert_eq!(batched.to_string(), VMAP_JVP_OF_MAX_POOL);
     check_per_example(&jaxpr, &batched, &f32s(&[5, 4, 4], 1), 1, &[Array::F32(f32s(&[5, 4], 2))]);
 }
@@ -98,11 +102,50 @@ fn expand_dims_batches_with_the_batch_axis_in_front() {
         "expand_dims",
     )
     .unwrap();
-    let batched = batch_jaxpr(&jaxpr, 4, &[Some(2)], &[Some(0)]).unwrap();
+    let batched = batch_jaxpr(&ClosedJaxpr::new(Arc::new(jaxpr.clone())), 4, &[Some(2)], &[Some(0)]).unwrap().jaxpr;
     let want = "{ lambda ; a:f32[3,2,4]. let
     b:f32[4,3,2] = transpose[permutation=(2, 0, 1)] a
     c:f32[4,1,3,2,1] = expand_dims[dimensions=(1, 4)] b
   in (c,) }";
     assert_eq!(batched.to_string(), want);
     check_per_example(&jaxpr, &batched, &f32s(&[3, 2, 4], 3), 2, &[]);
+}
+
+/// A `cond` whose index is batched and whose branches close over constant arrays (a
+/// `ClosedJaxpr` with consts, as a transformation may leave them): every branch runs on
+/// every example with its constants as constants of the batched program, and each
+/// example gets its own branch's result.
+#[test]
+fn cond_with_a_batched_index_keeps_its_branches_constants() {
+    let mut top = parse_jaxpr(
+        "{ lambda ; a:i32[] b:f32[3]. let
+    c:f32[3] = cond[
+      branches=(
+        { lambda ; d:f32[3]. let  in (d,) }
+        { lambda ; e:f32[3]. let  in (e,) }
+      )
+    ] a b
+  in (c,) }",
+        "cond",
+    )
+    .unwrap();
+    let branch = |op: &str, k: f32| {
+        let text = format!("{{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = {op} b a in (c,) }}");
+        let consts = vec![Array::F32(ArrayD::from_shape_vec(vec![3], vec![k, 2.0 * k, -k]).unwrap())];
+        ClosedJaxpr { jaxpr: Arc::new(parse_jaxpr(&text, "branch").unwrap()), consts }
+    };
+    top.eqns[0].primitive = remat_ir::Primitive::Cond { branches: vec![branch("mul", 3.0), branch("add", 0.5)] };
+    remat_ir::verify(&top).unwrap();
+    let batched = batch_jaxpr(&ClosedJaxpr::new(Arc::new(top.clone())), 4, &[Some(0), Some(0)], &[Some(0)]).unwrap();
+    assert_eq!(batched.consts.len(), 2, "both branches' constants: {}", batched.jaxpr);
+    let index = ArrayD::from_shape_vec(vec![4], vec![1, 0, 0, 1]).unwrap();
+    let x = f32s(&[4, 3], 4);
+    let outs =
+        eval_jaxpr(&batched.jaxpr, &batched.consts, &[Array::I32(index.clone()), Array::F32(x.clone())]).unwrap();
+    for j in 0..4 {
+        let args =
+            [Array::I32(index.index_axis(Axis(0), j).to_owned()), Array::F32(x.index_axis(Axis(0), j).to_owned())];
+        let want = eval_jaxpr(&top, &[], &args).unwrap();
+        assert_eq!(&f32_of(&outs[0]).index_axis(Axis(0), j).to_owned(), f32_of(&want[0]), "example {j}");
+    }
 }

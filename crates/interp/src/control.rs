@@ -158,6 +158,14 @@ pub(crate) struct While<'a> {
 /// ```text
 /// while cond(cconsts, carry): carry = body(bconsts, carry)
 /// ```
+///
+/// A batched predicate (`bool[n..]`, a prefix of every carry's shape; `vmap` of a
+/// predicate the batch reaches) runs the loop while any element is true, and a trip
+/// keeps the slices of the carries whose element is false (JAX's `_while_lowering`):
+///
+/// ```text
+/// while any(p = cond(cconsts, carry)): carry = select_n(p, carry, body(bconsts, carry))
+/// ```
 pub(crate) fn while_loop(w: &While, args: &[&Array]) -> Result<Vec<Array>, EvalError> {
     let invalid = |message: String| EvalError::Invalid { primitive: "while", message };
     if args.len() < w.cond_nconsts + w.body_nconsts {
@@ -176,15 +184,38 @@ pub(crate) fn while_loop(w: &While, args: &[&Array]) -> Result<Vec<Array>, EvalE
         let cond_in: Vec<&Array> = cconsts.iter().copied().chain(&carry).collect();
         let pred =
             call("while", format!("while cond_jaxpr after {trip} trips"), &w.cond.jaxpr, &w.cond.consts, &cond_in)?;
-        let go = match pred.as_slice() {
-            [Array::Bool(p)] if p.ndim() == 0 => p.iter().next().copied().unwrap_or(false),
-            _ => return Err(invalid("cond_jaxpr must return one bool[]".into())),
+        let pred = match pred.as_slice() {
+            [Array::Bool(p)] => p.clone(),
+            _ => return Err(invalid("cond_jaxpr must return one bool predicate".into())),
         };
-        if !go {
+        if !pred.iter().any(|&p| p) {
             break;
         }
         let body_in: Vec<&Array> = bconsts.iter().copied().chain(&carry).collect();
-        carry = call("while", format!("while body_jaxpr trip {trip}"), &w.body.jaxpr, &w.body.consts, &body_in)?;
+        let new = call("while", format!("while body_jaxpr trip {trip}"), &w.body.jaxpr, &w.body.consts, &body_in)?;
+        carry = if pred.ndim() == 0 {
+            new
+        } else {
+            let keep = |(old, new): (&Array, Array)| select_rows(&pred, old, &new).map_err(invalid);
+            carry.iter().zip(new).map(keep).collect::<Result<_, _>>()?
+        };
     }
     Ok(carry)
+}
+
+/// `select_n(p, old, new)` with the batched predicate `p` broadcast over the trailing axes
+/// of the carry it has the leading shape of.
+fn select_rows(pred: &ArrayD<bool>, old: &Array, new: &Array) -> Result<Array, String> {
+    let shape = old.shape();
+    if !shape.starts_with(pred.shape()) {
+        return Err(format!(
+            "a batched predicate of shape {:?} does not prefix a carry of shape {shape:?}",
+            pred.shape()
+        ));
+    }
+    let mut padded = pred.shape().to_vec();
+    padded.resize(shape.len(), 1);
+    let p = pred.view().into_shape_with_order(padded).map_err(|e| e.to_string())?;
+    let p = p.broadcast(shape).ok_or("the batched predicate does not broadcast to a carry")?.to_owned();
+    crate::elementwise::select_n(&[&Array::Bool(p), old, new])
 }

@@ -53,11 +53,19 @@ proptest! {
 #[test]
 fn the_generator_covers_every_primitive() {
     let mut seen = std::collections::HashSet::new();
+    let mut batched_whiles = 0;
     for seed in 0..3000u64 {
         for e in &program(seed).eqns {
             seen.insert(e.primitive.name());
+            if let Primitive::While { cond_jaxpr, .. } = &e.primitive {
+                let pred = cond_jaxpr.jaxpr.atom_aval(&cond_jaxpr.jaxpr.outvars[0]);
+                batched_whiles += usize::from(pred.rank() > 0);
+            }
         }
     }
+    // The batched predicate `vmap` makes of a while (`bool[n]`, rows that are done keep
+    // their values) is a lowering of its own.
+    assert!(batched_whiles >= 10, "only {batched_whiles} whiles with a batched predicate");
     let sizes: Vec<usize> = (0..1024u64).map(|s| program(s).eqns.len()).collect();
     let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
     assert!(mean >= 3.0, "programs are too small: {mean} equations on average");

@@ -65,10 +65,10 @@ pub use remat_plan as plan;
 pub use remat_plan::Budget;
 pub use remat_trace::{
     self as trace, checkpoint, checkpoint_name, function_scope, lax, make_jaxpr, named, nn, numpy, ops, random,
-    recursive_checkpoint, scan, scan_reverse, ArgTree, GradTree, Idx, Named, ScanBody, Tensor, TensorTree, TraceError,
-    TraceFn, Traced, ELLIPSIS, NEW_AXIS,
+    recursive_checkpoint, scan, scan_reverse, ArgTree, GradTree, Idx, Ix, Named, ScanBody, Tensor, TensorTree,
+    TraceError, TraceFn, Traced, ELLIPSIS, NEW_AXIS,
 };
-pub use remat_trace::{idx, pytree};
+pub use remat_trace::{idx, ix, pytree};
 pub use run::{Backend, Nans, RunOptions};
 pub use vmap::{vmap, Vmap};
 

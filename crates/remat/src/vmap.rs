@@ -13,9 +13,9 @@
 use std::panic::Location;
 use std::sync::Arc;
 
-use remat_ir::Aval;
+use remat_ir::{Aval, ClosedJaxpr};
 use remat_trace::{
-    inline_jaxpr, rebuild_or_placeholders, record_trace_error, trace_subjaxpr, ArgTree, TensorTree, TraceFn,
+    inline_jaxpr, numpy, rebuild_or_placeholders, record_trace_error, trace_subjaxpr, ArgTree, TensorTree, TraceFn,
 };
 
 use crate::run::{Cache, Program};
@@ -132,12 +132,16 @@ impl<F> Vmap<F> {
         let batched = per_leaf(&self.out_axes, sub.jaxpr.outvars.len(), "out_axes").and_then(|out_axes| {
             let in_dims: Vec<Option<usize>> =
                 std::iter::repeat_n(None, sub.captured.len()).chain(in_axes.iter().copied()).collect();
-            remat_ad::batch_jaxpr(&sub.jaxpr, size, &in_dims, &out_axes).map_err(|e| e.to_string())
+            let closed = ClosedJaxpr::new(Arc::new(sub.jaxpr));
+            remat_ad::batch_jaxpr(&closed, size, &in_dims, &out_axes).map_err(|e| e.to_string())
         });
         match batched {
             Ok(program) => {
-                let inputs: Vec<_> = sub.captured.iter().cloned().chain(leaves).collect();
-                rebuild_or_placeholders(&sub.out, inline_jaxpr(&program, &inputs, loc))
+                // Constants the batching rules made (JAX's `np.array([], 'int32')` start
+                // indices) become the trace's constants, as JAX's do.
+                let consts = program.consts.iter().map(|c| numpy::constant(c.clone()));
+                let inputs: Vec<_> = consts.chain(sub.captured.iter().cloned()).chain(leaves).collect();
+                rebuild_or_placeholders(&sub.out, inline_jaxpr(&program.jaxpr, &inputs, loc))
             }
             Err(message) => {
                 record_trace_error(loc, message);

@@ -11,7 +11,7 @@ use remat::ir::Primitive;
 use remat::lax::{ConvOptions, Padding};
 use remat::numpy::Sections;
 use remat::run::{Backend, Program, RunOptions};
-use remat::{checkpoint, grad, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
+use remat::{checkpoint, grad, ix, lax, make_jaxpr, nn, numpy, random, scan, vmap, Array, Aval, DType, Nans, Tensor};
 use remat_testkit::{arrays, check_close, read_json};
 
 type Program1 = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
@@ -185,6 +185,78 @@ fn programs() -> BTreeMap<&'static str, Program1> {
             vec![lax::switch(&a[0], branches, a[1].clone())]
         }),
     );
+    let doubling = |c: Tensor| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, c);
+    add("while_batched_predicate", Box::new(move |a| vec![doubling(a[0].clone())]));
+    add(
+        "while_batched_bound",
+        Box::new(|a| {
+            let (n, x) = (a[0].clone(), a[1].clone());
+            let (i, c) = lax::while_loop(
+                |(i, _): (Tensor, Tensor)| i.lt(&n),
+                |(i, c): (Tensor, Tensor)| (i + 1, c * &x),
+                (numpy::int32(0), a[1].clone()),
+            );
+            vec![i, c]
+        }),
+    );
+    add(
+        "while_batched_bound_unbatched_carry",
+        Box::new(|a| {
+            let (n, w) = (a[0].clone(), a[2].clone());
+            let (i, c) = lax::while_loop(
+                |(i, _): (Tensor, Tensor)| i.lt(&n),
+                |(i, c): (Tensor, Tensor)| (i + 1, c * 0.5 + &w),
+                (numpy::int32(0), a[1].clone()),
+            );
+            vec![i, c]
+        }),
+    );
+    add(
+        "while_batched_predicate_nested_vmap",
+        Box::new(move |a| vec![vmap(doubling, &[Some(0)], &[Some(0)]).trace(a[0].clone())]),
+    );
+    add("dynamic_slice_rank0", Box::new(|a| vec![lax::dynamic_slice(&a[0], &[], &[])]));
+    add("dynamic_update_slice_rank0_batched_update", Box::new(|a| vec![a[0].dynamic_update_slice(&a[1], &[])]));
+    add(
+        "dynamic_update_slice_rank0_batched_operand",
+        Box::new(|a| vec![a[0].dynamic_update_slice(&a[1], &[]) * &a[0]]),
+    );
+    add(
+        "jit_dynamic_slice_rank0",
+        Box::new(|a| vec![remat::trace::jit(|y: Tensor| lax::dynamic_slice(&y, &[], &[]) + 1.0).call(a[0].clone())]),
+    );
+    add(
+        "checkpoint_dynamic_slice_rank0",
+        Box::new(|a| vec![checkpoint(|y: Tensor| lax::dynamic_slice(&y, &[], &[]) * 2.0).call(a[0].clone())]),
+    );
+    add(
+        "cond_batched_predicate_constant_branches",
+        Box::new(|a| {
+            // One constant array both branches close over (JAX's `jnp.asarray` of one NumPy
+            // array: one const, an operand of the cond).
+            let c = numpy::constant(Array::F32(ndarray::arr1(&[-1.0f32, 0.0, 1.0]).into_dyn()));
+            vec![lax::cond(&a[0], |x: Tensor| x * &c, |x: Tensor| x + &c, a[1].clone())]
+        }),
+    );
+    add(
+        "while_inner_batched_predicate_outer_body",
+        Box::new(|a| {
+            let w = a[2].clone();
+            let inner = move |(m, r): (Tensor, Tensor)| {
+                let w = w.clone();
+                lax::while_loop(
+                    move |(i, _): (Tensor, Tensor)| i.lt(&m),
+                    move |(i, c): (Tensor, Tensor)| (i + 1, c * &w),
+                    (numpy::int32(0), r),
+                )
+                .1
+            };
+            vec![vmap(inner, &[Some(0)], &[Some(0)]).trace((a[0].clone(), a[1].clone()))]
+        }),
+    );
+    add("index_col_batched_indices", Box::new(|a| vec![a[0].index_with(ix![.., &a[1]])]));
+    add("index_two_batched_operand", Box::new(|a| vec![a[0].index_with(ix![&a[1], 1..3, &a[2]])]));
+    add("at_max_two_all_batched", Box::new(|a| vec![a[0].at_with(ix![&a[1], .., &a[2]]).max(&a[3])]));
     m
 }
 
@@ -282,9 +354,6 @@ fn vmap_errors_are_located_and_say_what_is_wrong() {
     assert!(e.contains("tests/vmap.rs"), "located at the caller: {e}");
     let e = vmap_error(|x| x.sin(), &[None], aval.clone());
     assert!(e.contains("vmap must have at least one non-None value in in_axes"), "{e}");
-    let e =
-        vmap_error(|x| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, x), &[Some(0)], aval.clone());
-    assert!(e.contains("vmap: no batching rule for while with a batched predicate yet"), "{e}");
     let v = vmap(|x: Tensor| x.sin(), &[Some(0)], &[None]);
     let e = make_jaxpr(|x: Tensor| v.trace(x), &aval).expect_err("a batched output with out_axes None").to_string();
     assert!(e.contains("output 0 is batched but its out_axes is None"), "{e}");
@@ -293,4 +362,23 @@ fn vmap_errors_are_located_and_say_what_is_wrong() {
         .expect_err("sizes that disagree")
         .to_string();
     assert!(e.contains("inconsistent sizes"), "{e}");
+}
+
+/// Forward mode through a `while` with a batched predicate (`jax.jvp(jax.vmap(f))`): the
+/// tangent carries are updated by the same per-example selection as the primal ones, so
+/// an example that doubled `k` times has the tangent `t * 2^k` (and `out = x * 2^k`).
+#[test]
+fn jvp_of_a_while_with_a_batched_predicate_stops_each_example_on_its_own() {
+    let x = Array::F32(ndarray::ArrayD::from_shape_vec(vec![3, 2], vec![4.0, 1.0, 0.5, 0.25, 20.0, 1.0]).unwrap());
+    let t = Array::F32(ndarray::ArrayD::from_shape_vec(vec![3, 2], vec![1.0, -1.0, 2.0, 0.5, 3.0, 1.0]).unwrap());
+    let v =
+        vmap(|c: Tensor| lax::while_loop(|c: Tensor| c.sum().lt(10.0), |c: Tensor| c * 2.0, c), &[Some(0)], &[Some(0)]);
+    for backend in [Backend::Interp, Backend::Jit] {
+        let options = RunOptions { backend, ..RunOptions::default() };
+        let (outs, tangents) = remat::jvp_with(|c: Tensor| v.trace(c), &x, &t, &options).unwrap();
+        let (Array::F32(out), Array::F32(dout)) = (&outs[0], &tangents[0]) else { panic!("f32 results") };
+        // Rows double until their sum reaches 10: 5 -> 10 (once), 0.75 -> 12 (4 times), 21 (never).
+        assert_eq!(out.as_slice().unwrap(), &[8.0, 2.0, 8.0, 4.0, 20.0, 1.0], "{backend:?}");
+        assert_eq!(dout.as_slice().unwrap(), &[2.0, -2.0, 32.0, 8.0, 3.0, 1.0], "{backend:?}");
+    }
 }

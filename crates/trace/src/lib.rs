@@ -90,7 +90,7 @@ pub use custom::{custom_jvp_call, custom_vjp_call, trace_jvp_rule, trace_rule};
 pub use inline::{
     in_trace, inline_jaxpr, placeholder, rebuild_or_placeholders, record_trace_error, trace_subjaxpr, SubTrace,
 };
-pub use numpy::{Idx, ELLIPSIS, NEW_AXIS};
+pub use numpy::{AtIndices, Idx, Ix, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
 pub use tensor::{binary, compare, unary, Arg, Tensor};
 #[doc(hidden)]

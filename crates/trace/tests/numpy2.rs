@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType, Jaxpr};
 use remat_testkit::{arrays, check_close, read_json};
-use remat_trace::numpy::{self, Repeats, Sections};
-use remat_trace::{make_jaxpr, ops, Idx, Tensor};
+use remat_trace::numpy::{self, Repeats, Sections, TakeMode};
+use remat_trace::{ix, make_jaxpr, ops, Idx, Tensor, ELLIPSIS, NEW_AXIS};
 
 type Program = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
 
@@ -88,6 +88,30 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("slice_negative_step", p(|a| a[0].index(&[Idx::slice(None, None, -2), Idx::slice(Some(5), Some(1), -1)])));
     add("slice_negative_step_squeezed", p(|a| a[0].index(&[Idx::At(1), Idx::slice(Some(6), None, -3)])));
     add("bool_operators", p(|a| (a[0].gt(0.0) & a[1].lt(0.0)) | (a[0].gt(&a[1]) ^ a[1].gt(1.0))));
+    add("index_col", p(|a| a[0].index_with(ix![.., &a[1]])));
+    add("index_two_broadcast", p(|a| a[0].index_with(ix![&a[1], &a[2]])));
+    add("index_separated", p(|a| a[0].index_with(ix![&a[1], .., &a[2]])));
+    add("index_slice_then_array", p(|a| a[0].index_with(ix![1..3, &a[1]])));
+    add("index_array_then_int", p(|a| a[0].index_with(ix![.., &a[1], 2])));
+    add("index_ellipsis", p(|a| a[0].index_with(ix![ELLIPSIS, &a[1]])));
+    add("index_negative_int", p(|a| a[0].index_with(ix![&a[1], -1])));
+    add("index_newaxis", p(|a| a[0].index_with(ix![NEW_AXIS, .., &a[1]])));
+    add("at_set_col", p(|a| a[0].at_with(ix![.., &a[1]]).set(&a[2])));
+    add("at_add_two_scalar", p(|a| a[0].at_with(ix![&a[1], &a[2]]).add(2.0)));
+    add("at_mul_slice", p(|a| a[0].at_with(ix![1..3, &a[1]]).mul(3.0)));
+    add("at_min_rows", p(|a| a[0].at(&a[1]).min(&a[2])));
+    add("at_max_separated", p(|a| a[0].at_with(ix![&a[1], .., &a[2]]).max(&a[3])));
+    add("at_mul_rows", p(|a| a[0].at(&a[1]).mul(2.0)));
+    add("at_get_separated", p(|a| a[0].at_with(ix![&a[1], .., &a[2]]).get()));
+    add("take_clip", p(|a| a[0].take_mode(&a[1], Some(1), TakeMode::Clip)));
+    add("take_wrap", p(|a| a[0].take_mode(&a[1], Some(1), TakeMode::Wrap)));
+    add("take_wrap_flat", p(|a| a[0].take_mode(&a[1], None, TakeMode::Wrap)));
+    add("take_clip_u8", p(|a| a[0].take_mode(&a[1], Some(0), TakeMode::Clip)));
+    add("remainder_float", p(|a| numpy::remainder(&a[0], &a[1])));
+    add("index_strided_array", p(|a| a[0].index_with(ix![Idx::slice(None, None, 2), &a[1]])));
+    add("index_reversed_array", p(|a| a[0].index_with(ix![Idx::slice(Some(3), Some(0), -1), &a[1]])));
+    add("at_add_reversed", p(|a| a[0].at_with(ix![Idx::slice(Some(4), None, -2), &a[1]]).add(&a[2])));
+    add("remainder_int_scalar", p(|a| numpy::remainder(&a[0], 3)));
     m
 }
 
@@ -193,4 +217,17 @@ fn wrong_inputs_are_located_errors() {
     assert!(e.contains("tril: f32[4] has fewer than 2 axes"), "{e}");
     let e = trace_error(|a| a[0].top_k(6).0, vec![aval(DType::F32, &[3, 5])]);
     assert!(e.ends_with("top_k: k = 6 is more than the last axis of f32[3,5] has"), "{e}");
+    let (x, i) = (aval(DType::F32, &[3, 4]), aval(DType::I32, &[2]));
+    let e = trace_error(|a| a[0].index_with(ix![.., &a[1]]), vec![x.clone(), aval(DType::F32, &[2])]);
+    assert!(e.ends_with("index into f32[3,4]: index arrays must be integers, found f32[2]"), "{e}");
+    let e = trace_error(|a| a[0].index_with(ix![Idx::slice(None, None, 0), &a[1]]), vec![x.clone(), i.clone()]);
+    assert!(e.ends_with("index into f32[3,4]: slice step cannot be zero"), "{e}");
+    let e = trace_error(|a| a[0].index_with(ix![1, 2]), vec![x.clone()]);
+    assert!(e.contains("no index array of rank 1 or more"), "{e}");
+    let e = trace_error(|a| a[0].index_with(ix![&a[1], 4]), vec![x.clone(), i.clone()]);
+    assert!(e.ends_with("index 4 is out of bounds for axis 1 with size 4"), "{e}");
+    let e = trace_error(|a| a[0].index_with(ix![&a[1], &a[2]]), vec![x.clone(), i.clone(), aval(DType::I32, &[3])]);
+    assert!(e.ends_with("the index arrays of shapes [[2], [3]] do not broadcast together"), "{e}");
+    let e = trace_error(|a| a[0].at_with(ix![.., &a[1]]).set(&a[2]), vec![x.clone(), i, aval(DType::F32, &[3])]);
+    assert!(e.ends_with("at[...]: updates f32[3] do not broadcast to [3, 2]"), "{e}");
 }

@@ -3,11 +3,12 @@
 //! `jax/_src/lax/control_flow/conditionals.py`), which runs every branch on every example
 //! and picks each example's result with `select_n`; `while` (`_while_loop_batching_rule`
 //! in `control_flow/loops.py`), whose carries are batched where their init or the body
-//! batches them.
+//! batches them, and all of them (at axis 0) when the batch reaches the predicate: the
+//! `while` then takes a `bool[size]` predicate and updates only the examples still
+//! running (the IR's batched predicate, which the interpreter and the JIT give JAX's
+//! meaning).
 
 use remat_ir::{Atom, ClosedJaxpr, CompareOp, Primitive, UnaryOp};
-
-use std::sync::Arc;
 
 use super::rules::{bdim_at_front, broadcast, moveaxis};
 use super::{batch_jaxpr_axes, batch_jaxpr_bools, Batched, OutAxes};
@@ -24,13 +25,6 @@ pub(super) fn cond_batched_index(
     ins: &[Batched],
     size: usize,
 ) -> Result<Vec<Batched>, AdError> {
-    if branches.iter().any(|br| !br.consts.is_empty() || !br.jaxpr.constvars.is_empty()) {
-        return Err(AdError::Invalid(
-            "vmap: cond with a batched predicate and branches that close over constant arrays is not supported \
-             (pass them as operands)"
-                .into(),
-        ));
-    }
     let mut args = Vec::with_capacity(ins.len());
     for &(x, d) in ins {
         args.push(bdim_at_front(b, x, d, size)?);
@@ -42,6 +36,16 @@ pub(super) fn cond_batched_index(
     let mut branch_outs: Vec<Vec<Atom>> = Vec::with_capacity(branches.len());
     for (i, br) in branches.iter().enumerate() {
         let (batched, _) = batch_jaxpr_bools(&br.jaxpr, size, &vec![true; n_in], &vec![true; n_out])?;
+        if br.consts.len() + batched.new_consts.len() != batched.jaxpr.constvars.len() {
+            return Err(AdError::Invalid(format!(
+                "vmap: cond branch {i} has {} constvars but {} consts",
+                batched.jaxpr.constvars.len(),
+                br.consts.len() + batched.new_consts.len()
+            )));
+        }
+        // The branch's constants (its own and any a rule made) become the batched
+        // program's, as JAX's `jaxpr_as_fun` of a closed branch embeds them.
+        let consts: Vec<Atom> = br.consts.iter().chain(&batched.new_consts).map(|c| b.const_array(c.clone())).collect();
         let pred = b.compare(CompareOp::Eq, index, lit(index_dtype, i as f64))?;
         let mut guarded = Vec::with_capacity(ops.len());
         for &x in ops {
@@ -50,7 +54,7 @@ pub(super) fn cond_batched_index(
             let p = bcast_pred(b, pred, x)?;
             guarded.push(b.select_n(p, vec![stopped, x])?);
         }
-        branch_outs.push(inline_jaxpr(b, &batched, &[], &guarded));
+        branch_outs.push(inline_jaxpr(b, &batched.jaxpr, &consts, &guarded));
     }
     let mut outs = Vec::with_capacity(n_out);
     for j in 0..n_out {
@@ -80,11 +84,12 @@ pub(super) struct While<'a> {
     pub body_nconsts: usize,
 }
 
-/// JAX's `_while_loop_batching_rule`: the carries batched (at axis 0) from their init or
-/// by the body, a fixpoint; the consts keep their batch axes. A predicate the batch
-/// reaches would need a `while` that runs until every example is done (JAX lowers it with
-/// a per-example select); remat's `while` takes a `bool[]` predicate, so that case is an
-/// error.
+/// JAX's `_while_loop_batching_rule`: the carries batched from their init or by the body,
+/// a fixpoint; the consts keep their batch axes. When the predicate is batched, every carry
+/// is batched at axis 0 and the cond_jaxpr returns the batched predicate (`bool[size]`): the
+/// `while` runs until no example's predicate holds, updating only the examples whose
+/// predicate does (the `while` primitive's batched predicate). Otherwise the batched carries
+/// put their batch axis after the predicate's axes (at 0 for a `bool[]` one).
 pub(super) fn while_loop(
     b: &mut Builder,
     w: &While<'_>,
@@ -106,18 +111,19 @@ pub(super) fn while_loop(
     }
     let cond_in: Vec<bool> = cconst_bat.iter().chain(&carry_bat).copied().collect();
     let (_, pred_bat) = batch_jaxpr_bools(&w.cond_jaxpr.jaxpr, size, &cond_in, &[])?;
-    if pred_bat.first().copied().unwrap_or(false) {
-        return Err(AdError::Invalid(
-            "vmap: no batching rule for while with a batched predicate yet (JAX runs the loop until every \
-             example's predicate is false, selecting per example)"
-                .into(),
-        ));
-    }
-    let carry_dims: Vec<Option<usize>> = carry_bat.iter().map(|&c| c.then_some(0)).collect();
+    let (carry_dims, pred_dim): (Vec<Option<usize>>, Option<usize>) = if pred_bat.first().copied().unwrap_or(false) {
+        (vec![Some(0); carry_bat.len()], Some(0))
+    } else {
+        let cond_rank = match w.cond_jaxpr.jaxpr.outvars.first() {
+            Some(p) => w.cond_jaxpr.jaxpr.atom_aval(p).rank(),
+            None => return Err(AdError::Invalid("vmap: a while whose cond_jaxpr has no output".into())),
+        };
+        (carry_bat.iter().map(|&c| c.then_some(cond_rank)).collect(), None)
+    };
     let body_in: Vec<Option<usize>> = dims[nc..nc + nb].iter().chain(&carry_dims).copied().collect();
-    let (body, _) = batch_jaxpr_axes(&w.body_jaxpr.jaxpr, size, &body_in, OutAxes::Given(&carry_dims))?;
+    let body = batch_jaxpr_axes(&w.body_jaxpr.jaxpr, size, &body_in, OutAxes::Given(&carry_dims))?;
     let cond_in: Vec<Option<usize>> = dims[..nc].iter().chain(&carry_dims).copied().collect();
-    let (cond, _) = batch_jaxpr_axes(&w.cond_jaxpr.jaxpr, size, &cond_in, OutAxes::Given(&[None]))?;
+    let cond = batch_jaxpr_axes(&w.cond_jaxpr.jaxpr, size, &cond_in, OutAxes::Given(&[pred_dim]))?;
     let mut args: Vec<Atom> = ins[..nc + nb].iter().map(|x| x.0).collect();
     for (&(x, old), &new) in ins[nc + nb..].iter().zip(&carry_dims) {
         args.push(match (old, new) {
@@ -127,8 +133,8 @@ pub(super) fn while_loop(
         });
     }
     let prim = Primitive::While {
-        cond_jaxpr: ClosedJaxpr { jaxpr: Arc::new(cond), consts: w.cond_jaxpr.consts.clone() },
-        body_jaxpr: ClosedJaxpr { jaxpr: Arc::new(body), consts: w.body_jaxpr.consts.clone() },
+        cond_jaxpr: cond.close(&w.cond_jaxpr.consts),
+        body_jaxpr: body.close(&w.body_jaxpr.consts),
         cond_nconsts: nc,
         body_nconsts: nb,
     };

@@ -10,7 +10,9 @@
 //! computed it with NumPy (`np.add(1, dims)` prints `np.int64(..)`), so that the rewritten
 //! equation prints as JAX's does.
 
-use remat_ir::{Eqn, GatherDimensionNumbers, GatherScatterMode, Primitive, ScatterDimensionNumbers, ScatterOp};
+use remat_ir::{
+    Array, Aval, DType, Eqn, GatherDimensionNumbers, GatherScatterMode, Primitive, ScatterDimensionNumbers, ScatterOp,
+};
 
 use super::rules::{bdim_at_front, moveaxis};
 use super::Batched;
@@ -307,12 +309,11 @@ pub(super) fn scatter(
 }
 
 /// JAX's `_batch_dynamic_slice_indices`: the start indices as one `i32[n]` index vector,
-/// or `i32[size,n]` batched at axis 0 when any is batched.
+/// or `i32[size,n]` batched at axis 0 when any is batched; no start indices (a rank-0
+/// operand) are the constant `np.array([], 'int32')`, a constvar of its own.
 fn dynamic_slice_indices(b: &mut Builder, starts: &[Batched], size: usize) -> Result<Batched, AdError> {
     if starts.is_empty() {
-        return Err(AdError::Invalid(
-            "vmap: dynamic_slice/dynamic_update_slice of a rank-0 operand is not supported".into(),
-        ));
+        return Ok((b.const_array(Array::zeros(&Aval::new(DType::I32, vec![0]))), None));
     }
     let any_batched = starts.iter().any(|s| s.1.is_some());
     let mut parts = Vec::with_capacity(starts.len());

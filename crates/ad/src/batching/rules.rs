@@ -176,22 +176,27 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         }
         Primitive::Jit { name, jaxpr, options } => {
             let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
-            let (body, out_dims) = batch_jaxpr_axes(&jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
-            let body = remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: jaxpr.consts.clone() };
-            let prim = Primitive::Jit { name: name.clone(), jaxpr: body, options: options.clone() };
+            let body = batch_jaxpr_axes(&jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let out_dims = body.out_dims.clone();
+            let prim =
+                Primitive::Jit { name: name.clone(), jaxpr: body.close(&jaxpr.consts), options: options.clone() };
             let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
             Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
         }
         Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } => {
             let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
-            let (body, out_dims) = batch_jaxpr_axes(jaxpr, size, &dims, OutAxes::ZeroIfMapped)?;
+            let body = batch_jaxpr_axes(jaxpr, size, &dims, OutAxes::ZeroIfMapped)?;
+            let out_dims = body.out_dims.clone();
+            let (body, consts) = body.consts_as_invars()?;
+            let mut args: Vec<Atom> = consts.into_iter().map(|c| b.const_array(c)).collect();
+            args.extend(ins.iter().map(|x| x.0));
             let prim = Primitive::Remat2 {
                 jaxpr: std::sync::Arc::new(body),
                 prevent_cse: *prevent_cse,
                 differentiated: *differentiated,
                 policy: policy.clone(),
             };
-            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            let outs = b.bind(prim, args)?;
             Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
         }
         Primitive::Clamp => one(clamp(b, ins, size)),
@@ -237,13 +242,11 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             // JAX's `process_custom_jvp_call`: the body batched where its inputs are, the
             // rule's name kept.
             let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
-            let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let body = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let out_dims = body.out_dims.clone();
             let prim = Primitive::CustomJvpCall {
                 name: name.clone(),
-                call_jaxpr: remat_ir::ClosedJaxpr {
-                    jaxpr: std::sync::Arc::new(body),
-                    consts: call_jaxpr.consts.clone(),
-                },
+                call_jaxpr: body.close(&call_jaxpr.consts),
                 jvp: jvp.clone(),
                 num_consts: *num_consts,
                 symbolic_zeros: *symbolic_zeros,
@@ -253,13 +256,11 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         }
         Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros } => {
             let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
-            let (body, out_dims) = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let body = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let out_dims = body.out_dims.clone();
             let prim = Primitive::CustomVjpCall {
                 name: name.clone(),
-                call_jaxpr: remat_ir::ClosedJaxpr {
-                    jaxpr: std::sync::Arc::new(body),
-                    consts: call_jaxpr.consts.clone(),
-                },
+                call_jaxpr: body.close(&call_jaxpr.consts),
                 fwd: fwd.clone(),
                 bwd: bwd.clone(),
                 num_consts: *num_consts,
@@ -282,7 +283,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let mut new_branches = Vec::with_capacity(branches.len());
             for br in branches {
                 let (j, _) = batch_jaxpr_bools(&br.jaxpr, size, &ops_bat, &out_bat)?;
-                new_branches.push(remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(j), consts: br.consts.clone() });
+                new_branches.push(j.close(&br.consts));
             }
             let mut args = vec![index];
             for &(x, d) in ops {
@@ -332,7 +333,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
                 });
             }
             let prim = Primitive::Scan {
-                jaxpr: remat_ir::ClosedJaxpr { jaxpr: std::sync::Arc::new(body), consts: jaxpr.consts.clone() },
+                jaxpr: body.close(&jaxpr.consts),
                 length: *length,
                 reverse: *reverse,
                 num_consts: nc,

@@ -86,7 +86,13 @@ pub(super) fn parse_while(p: &mut ParamReader) -> Result<Primitive, String> {
 }
 
 /// `while`: operands are the cond consts, the body consts, then the initial carries;
-/// `cond_jaxpr(cond consts, carries) -> bool[]`, `body_jaxpr(body consts, carries) -> carries`.
+/// `cond_jaxpr(cond consts, carries) -> bool[..]`, `body_jaxpr(body consts, carries) -> carries`.
+///
+/// A predicate of rank > 0 is JAX's batched predicate (what `vmap` makes of a predicate
+/// the batch reaches): its shape is a prefix of every carry's shape, the loop runs while
+/// any element is true, and each trip updates only the carries' slices whose predicate
+/// element is true (JAX's `_while_lowering`: `reduce_or` of the predicate in the cond, a
+/// `select_n` per carry in the body).
 pub(crate) fn while_shape(
     cond_jaxpr: &ClosedJaxpr,
     body_jaxpr: &ClosedJaxpr,
@@ -109,10 +115,18 @@ pub(crate) fn while_shape(
     check_operands(name, &cond_in, &inner_avals(name, &cond_jaxpr.jaxpr, &cond_jaxpr.jaxpr.invars)?)?;
     let pred = inner_out_avals(name, &cond_jaxpr.jaxpr)?;
     ensure!(
-        pred.len() == 1 && pred[0].dtype == DType::Bool && pred[0].shape.is_empty(),
+        pred.len() == 1 && pred[0].dtype == DType::Bool,
         name,
-        "cond_jaxpr must return one bool[], got {}",
+        "cond_jaxpr must return one bool[] (or a batched bool predicate), got {}",
         avals(&pred)
+    );
+    let batch = &pred[0].shape;
+    ensure!(
+        carries.iter().all(|c| c.shape.starts_with(batch)),
+        name,
+        "a batched predicate {} must have a shape that prefixes every carry's, got carries {}",
+        pred[0],
+        avals(carries)
     );
     let body_in: Vec<Aval> = bconsts.iter().chain(carries).cloned().collect();
     check_operands(name, &body_in, &inner_avals(name, &body_jaxpr.jaxpr, &body_jaxpr.jaxpr.invars)?)?;
@@ -237,6 +251,21 @@ mod tests {
       cond_nconsts=0
     ] 0:i32[] b a
   in (c,) }",
+            // `jax.vmap` of a while whose predicate the batch reaches: a `bool[4]` predicate.
+            "{ lambda ; a:i32[4] b:f32[4,3]. let
+    c:i32[4] = broadcast_in_dim 0:i32[]
+    d:i32[4] e:f32[4,3] = while[
+      body_jaxpr={ lambda ; f:f32[4,3] g:i32[4] h:f32[4,3]. let
+          i:i32[4] = add g 1:i32[]
+          j:f32[4,3] = mul h f
+        in (i, j) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; k:i32[4] l:i32[4] m:f32[4,3]. let
+          n:bool[4] = lt l k
+        in (n,) }
+      cond_nconsts=1
+    ] a b c b
+  in (d, e) }",
         ] {
             let j = parse_jaxpr(text, "t.jaxpr").unwrap();
             verify(&j).unwrap();
@@ -255,7 +284,17 @@ mod tests {
     ] a
   in (b,) }";
         let e = verify(&parse_jaxpr(bad_pred, "w.jaxpr").unwrap()).unwrap_err().to_string();
-        assert!(e.contains("cond_jaxpr must return one bool[], got (f32[])"), "{e}");
+        assert!(e.contains("cond_jaxpr must return one bool[] (or a batched bool predicate), got (f32[])"), "{e}");
+        let bad_batch = "{ lambda ; a:f32[3] b:bool[4]. let
+    c:f32[3] = while[
+      body_jaxpr={ lambda ; d:f32[3]. let  in (d,) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; e:bool[4] f:f32[3]. let  in (e,) }
+      cond_nconsts=1
+    ] b a
+  in (c,) }";
+        let e = verify(&parse_jaxpr(bad_batch, "w.jaxpr").unwrap()).unwrap_err().to_string();
+        assert!(e.contains("a batched predicate bool[4] must have a shape that prefixes every carry's"), "{e}");
         let too_few = bad_pred.replace("body_nconsts=0", "body_nconsts=2");
         let e = verify(&parse_jaxpr(&too_few, "w.jaxpr").unwrap()).unwrap_err().to_string();
         assert!(e.contains("body_nconsts=2 but only 1 operands"), "{e}");

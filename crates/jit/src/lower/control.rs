@@ -8,11 +8,16 @@
 //!               carry[i] <- temp[i] or carry'[i]
 //! ```
 //!
+//! A batched predicate (`bool[n..]`, a prefix of every carry's shape) is JAX's
+//! `_while_lowering` with `batched`: the loop's `pred` is the `reduce_max` (or) of it, and
+//! the body evaluates it again on the old carries and writes
+//! `select_n(p, carry[i], carry'[i])`, so finished examples keep their values.
+//!
 //! Every branch writes the same output buffers, so the values after the switch are loads
 //! of them whichever branch ran. The while loop's carries are rewritten as a scan's are:
 //! only after every value of the trip is computed.
 
-use remat_ir::{Aval, ClosedJaxpr, DType};
+use remat_ir::{Aval, ClosedJaxpr, DType, Primitive, ReduceOp};
 
 use super::{Lowering, Val};
 use crate::expr::{Expr, View};
@@ -87,21 +92,36 @@ impl Lowering {
                 self.write(v, buf);
             }
         }
-        let pred = self.new_buf(&Aval::scalar(DType::Bool));
+        let pred_aval = match w.cond.jaxpr.outvars.as_slice() {
+            [p] => w.cond.jaxpr.atom_aval(p),
+            _ => return Err(JitError::Invalid("while: cond_jaxpr must have one output".into())),
+        };
+        let batched = pred_aval.rank() > 0;
+        let scalar_pred = Aval::scalar(DType::Bool);
+        let pred = self.new_buf(&scalar_pred);
         let ((), cond_steps) = self.scoped(|lw| {
             let consts = lw.add_consts(&w.cond.consts);
             let args: Vec<Val> = cconsts.iter().cloned().chain(loads(&carry_bufs, out_avals)).collect();
-            let outs = lw.lower_jaxpr(&w.cond.jaxpr, consts, args, &[Some(pred)])?;
-            let p = outs.first().ok_or_else(|| JitError::Invalid("while: cond_jaxpr has no output".into()))?;
-            if !lw.is_whole(p, pred) {
-                lw.write(p, pred);
+            let target = if batched { None } else { Some(pred) };
+            let outs = lw.lower_jaxpr(&w.cond.jaxpr, consts, args, &[target])?;
+            let mut p =
+                outs.into_iter().next().ok_or_else(|| JitError::Invalid("while: cond_jaxpr has no output".into()))?;
+            if batched {
+                let any = Primitive::Reduce { op: ReduceOp::Max, axes: (0..pred_aval.rank()).collect() };
+                p = lw.lower_eqn(&any, vec![p], std::slice::from_ref(&scalar_pred), &[Some(pred)])?.remove(0);
+            }
+            if !lw.is_whole(&p, pred) {
+                lw.write(&p, pred);
             }
             Ok(())
         })?;
         let ((), body_steps) = self.scoped(|lw| {
             let consts = lw.add_consts(&w.body.consts);
             let args: Vec<Val> = bconsts.iter().cloned().chain(loads(&carry_bufs, out_avals)).collect();
-            let outs = lw.lower_jaxpr(&w.body.jaxpr, consts, args, &[])?;
+            let mut outs = lw.lower_jaxpr(&w.body.jaxpr, consts, args, &[])?;
+            if batched {
+                outs = lw.keep_finished(w, &cconsts, &carry_bufs, out_avals, &pred_aval, outs)?;
+            }
             // Phase 1: new carries that read an old carry go to temporaries first.
             let reads_carry = |e: &Expr| {
                 let mut hit = false;
@@ -129,5 +149,39 @@ impl Lowering {
         })?;
         self.push_step(Step::While { cond: cond_steps, pred, body: body_steps });
         Ok(loads(&carry_bufs, out_avals))
+    }
+
+    /// The body's new carries of a while with a batched predicate: `select_n(p, old, new)`
+    /// per carry, `p` the predicate on the old carries (computed once per trip) broadcast
+    /// over each carry's trailing axes.
+    fn keep_finished(
+        &mut self,
+        w: &WhileParams,
+        cconsts: &[Val],
+        carry_bufs: &[BufId],
+        out_avals: &[Aval],
+        pred_aval: &Aval,
+        outs: Vec<Val>,
+    ) -> Result<Vec<Val>, JitError> {
+        let consts = self.add_consts(&w.cond.consts);
+        let args: Vec<Val> = cconsts.iter().cloned().chain(loads(carry_bufs, out_avals)).collect();
+        let p = self.lower_jaxpr(&w.cond.jaxpr, consts, args, &[None])?;
+        let p = p.into_iter().next().ok_or_else(|| JitError::Invalid("while: cond_jaxpr has no output".into()))?;
+        let p_buf = self.new_buf(pred_aval);
+        let p = self.materialize(p, Some(p_buf));
+        let olds = loads(carry_bufs, out_avals);
+        let mut kept = Vec::with_capacity(outs.len());
+        for ((new, old), aval) in outs.into_iter().zip(olds).zip(out_avals) {
+            let bool_aval = Aval::new(DType::Bool, aval.shape.clone());
+            let bcast = Primitive::BroadcastInDim {
+                shape: aval.shape.clone(),
+                broadcast_dimensions: (0..pred_aval.rank()).collect(),
+            };
+            let which = self.lower_eqn(&bcast, vec![p.clone()], std::slice::from_ref(&bool_aval), &[None])?.remove(0);
+            let sel =
+                self.lower_eqn(&Primitive::SelectN, vec![which, old, new], std::slice::from_ref(aval), &[None])?;
+            kept.extend(sel);
+        }
+        Ok(kept)
     }
 }

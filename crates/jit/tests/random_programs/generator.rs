@@ -171,30 +171,33 @@ fn scan_body(carry: &Aval, x: &Aval) -> Arc<Jaxpr> {
     Arc::new(j)
 }
 
-/// `(n, k, x) -> k < min(n, 5)` (a bounded trip count whatever `n` is).
-fn while_cond(x: &Aval) -> Arc<Jaxpr> {
+/// `(n, k, x) -> k < min(n, 5)` (a bounded trip count whatever `n` is); `n` and `k` of
+/// shape `batch` (a batched predicate, one trip count per row of `x`, when not empty).
+fn while_cond(x: &Aval, batch: &[usize]) -> Arc<Jaxpr> {
     let mut j = Jaxpr::default();
-    let (n, k, xv) = (j.new_var(Aval::scalar(DType::I32)), j.new_var(Aval::scalar(DType::I32)), j.new_var(x.clone()));
+    let counter = Aval::new(DType::I32, batch.to_vec());
+    let (n, k, xv) = (j.new_var(counter.clone()), j.new_var(counter.clone()), j.new_var(x.clone()));
     j.invars = vec![n, k, xv];
-    let m = j.new_var(Aval::scalar(DType::I32));
+    let m = j.new_var(counter);
     j.eqns.push(Eqn::new(
         Primitive::Binary(BinaryOp::Min),
         vec![n.into(), lit(DType::I32, 5.0)],
         vec![m],
         SourceInfo::unknown(),
     ));
-    let p = j.new_var(Aval::scalar(DType::Bool));
+    let p = j.new_var(Aval::new(DType::Bool, batch.to_vec()));
     j.eqns.push(Eqn::new(Primitive::Compare(CompareOp::Lt), vec![k.into(), m.into()], vec![p], SourceInfo::unknown()));
     j.outvars = vec![p.into()];
     Arc::new(j)
 }
 
-/// `(k, x) -> (k + 1, op(x))`.
-fn while_body(x: &Aval, op: UnaryOp) -> Arc<Jaxpr> {
+/// `(k, x) -> (k + 1, op(x))`, `k` of shape `batch`.
+fn while_body(x: &Aval, op: UnaryOp, batch: &[usize]) -> Arc<Jaxpr> {
     let mut j = Jaxpr::default();
-    let (k, xv) = (j.new_var(Aval::scalar(DType::I32)), j.new_var(x.clone()));
+    let counter = Aval::new(DType::I32, batch.to_vec());
+    let (k, xv) = (j.new_var(counter.clone()), j.new_var(x.clone()));
     j.invars = vec![k, xv];
-    let k1 = j.new_var(Aval::scalar(DType::I32));
+    let k1 = j.new_var(counter);
     j.eqns.push(Eqn::new(
         Primitive::Binary(BinaryOp::Add),
         vec![k.into(), lit(DType::I32, 1.0)],
@@ -536,21 +539,33 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(Primitive::Empty2 { dtype: aval.dtype, memory_space: MemorySpace::Device }, vec![])?;
         }
         34 | 35 => {
-            // `while k < n: (k, x) = (k + 1, op(x))`, with n an operand (a cond const).
+            // `while k < n: (k, x) = (k + 1, op(x))`, with n an operand (a cond const); or,
+            // for a rank > 0 x, the batched predicate `vmap` makes: one counter per row,
+            // rows that are done keep their value.
             let x = b.of(g, is_float)?;
             let aval = b.aval(x);
             let op = g.pick(&[UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin]);
+            let batch: Vec<usize> = if aval.rank() > 0 && g.chance(40) { vec![aval.shape[0]] } else { vec![] };
             let prim = Primitive::While {
-                cond_jaxpr: ClosedJaxpr::new(while_cond(&aval)),
-                body_jaxpr: ClosedJaxpr::new(while_body(&aval, op)),
+                cond_jaxpr: ClosedJaxpr::new(while_cond(&aval, &batch)),
+                body_jaxpr: ClosedJaxpr::new(while_body(&aval, op, &batch)),
                 cond_nconsts: 1,
                 body_nconsts: 0,
             };
-            let n = match b.of(g, |a| a.dtype == DType::I32 && a.rank() == 0) {
-                Some(v) if g.chance(50) => v.into(),
-                _ => lit(DType::I32, g.pick(&[-1.0, 0.0, 1.0, 3.0])),
+            let (n, k) = if batch.is_empty() {
+                let n = match b.of(g, |a| a.dtype == DType::I32 && a.rank() == 0) {
+                    Some(v) if g.chance(50) => v.into(),
+                    _ => lit(DType::I32, g.pick(&[-1.0, 0.0, 1.0, 3.0])),
+                };
+                (n, lit(DType::I32, 0.0))
+            } else {
+                let counter = Aval::new(DType::I32, batch.clone());
+                let n = b.input(counter.clone());
+                let zeros = Primitive::BroadcastInDim { shape: batch.clone(), broadcast_dimensions: vec![] };
+                let k = b.eqn(zeros, vec![lit(DType::I32, 0.0)])?[0];
+                (n.into(), k.into())
             };
-            b.eqn(prim, vec![n, lit(DType::I32, 0.0), x.into()])?;
+            b.eqn(prim, vec![n, k, x.into()])?;
         }
         36 => {
             // Threefry: raw key words wrapped, split, folded, turned into bits, unwrapped;

@@ -8,9 +8,11 @@
 //! `sqrt(4.0)`). Files: `linalg` (products), `einsum` (n-ary einsum with opt_einsum's
 //! contraction order), `reduce` (reductions), `shape` (layout),
 //! `index` (NumPy indexing), `take` (indexing by integer
-//! arrays), `sort` (scans and sorts), `pad` (`jnp.pad`'s modes), `variance` (`var`, `std`),
-//! `round`, `linspace`, `repeat`.
+//! arrays), `advanced` (NumPy indexing mixing integer arrays with slices), `sort` (scans
+//! and sorts), `pad` (`jnp.pad`'s modes), `variance` (`var`, `std`), `round`, `linspace`,
+//! `repeat`.
 
+mod advanced;
 mod einsum;
 mod index;
 mod linalg;
@@ -28,6 +30,7 @@ use std::panic::Location;
 
 use remat_ir::{Array, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
+pub use advanced::{AtIndices, Ix};
 pub use einsum::{einsum, einsum_path, einsum_with, EinsumOptions, EinsumPath, EinsumStep, Optimize};
 pub use index::{Idx, ELLIPSIS, NEW_AXIS};
 pub use linspace::{linspace, linspace_dtype};
@@ -35,8 +38,8 @@ pub use pad::{pad, PadMode};
 pub use repeat::Repeats;
 pub use round::round_decimals;
 pub use shape::{concatenate, stack, Sections};
-pub use take::AtIndex;
 pub(crate) use take::{scatter_rows, update_jaxpr};
+pub use take::{AtIndex, TakeMode};
 
 use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};
 use crate::trace::{bind, record_error, Operand};
@@ -101,6 +104,41 @@ pub(crate) fn where_at(cond: &Tensor, x: Arg, y: Arg, loc: &'static Location<'st
             let c = if c.ndim() == 0 { c } else { c.broadcast_to_at(&shape, loc) };
             let [x, y] = [x, y].map(|t| t.broadcast_to_at(&shape, loc));
             bind(Primitive::SelectN, &[c.into(), y.into(), x.into()], weak, loc).remove(0)
+        },
+        loc,
+    )
+}
+
+/// `jnp.remainder(x, y)` (`jnp.mod`, Python's `%`): the remainder with the sign of `y`,
+/// recorded as JAX's `jit[name=remainder]`: `rem`, then `y` added where the signs of the
+/// remainder and `y` differ (an integer `y` of 0 is taken as 1 first, through `_where`).
+#[track_caller]
+pub fn remainder(x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
+    remainder_at(x.into(), y.into(), Location::caller())
+}
+
+pub(crate) fn remainder_at(x: Arg, y: Arg, loc: &'static Location<'static>) -> Tensor {
+    library_jit(
+        "remainder",
+        &[x, y],
+        |inner| {
+            let [x, y]: [Tensor; 2] = inner.try_into().expect("two inputs");
+            let (dtype, weak) = result_type(&[(x.dtype(), x.is_weak()), (y.dtype(), y.is_weak())]);
+            let (x, y) = (x.to_type(dtype, weak, loc), y.to_type(dtype, weak, loc));
+            let y = if dtype.is_integer() {
+                let zero = crate::tensor::compare_at(CompareOp::Eq, (&y).into(), 0.into(), loc);
+                where_at(&zero, Tensor::literal(LitValue::from_f64(dtype, 1.0)).into(), (&y).into(), loc)
+            } else {
+                y
+            };
+            let trunc = binary_at(BinaryOp::Rem, (&x).into(), (&y).into(), loc);
+            let not_zero = crate::tensor::compare_at(CompareOp::Ne, (&trunc).into(), 0.into(), loc);
+            let trunc_neg = crate::tensor::compare_at(CompareOp::Lt, (&trunc).into(), 0.into(), loc);
+            let y_neg = crate::tensor::compare_at(CompareOp::Lt, (&y).into(), 0.into(), loc);
+            let differ = crate::tensor::compare_at(CompareOp::Ne, trunc_neg.into(), y_neg.into(), loc);
+            let plus = binary_at(BinaryOp::And, differ.into(), not_zero.into(), loc);
+            let sum = binary_at(BinaryOp::Add, (&trunc).into(), y.into(), loc);
+            bind(Primitive::SelectN, &[plus.into(), trunc.into(), sum.into()], weak, loc).remove(0)
         },
         loc,
     )

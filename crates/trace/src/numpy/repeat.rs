@@ -146,7 +146,7 @@ impl Tensor {
             Arg::Scalar(1.0, DType::I32),
             loc,
         );
-        x.take_at(&gather_indices, Some(axis as isize), loc)
+        x.take_at(&gather_indices, Some(axis as isize), super::TakeMode::Fill, loc)
     }
 }
 

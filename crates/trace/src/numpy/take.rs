@@ -21,7 +21,7 @@ use crate::transforms::library_jit;
 
 /// `idx` with negative entries counted from the end of an axis of size `n`. In a `jnp`
 /// function (`wrap_in_jit`) the select is `jnp.where`'s call; in `x[idx]` it is inline.
-fn wrap_negative(idx: &Tensor, n: usize, via_where: bool, loc: &'static Location<'static>) -> Tensor {
+pub(super) fn wrap_negative(idx: &Tensor, n: usize, via_where: bool, loc: &'static Location<'static>) -> Tensor {
     let neg = compare_at(CompareOp::Lt, idx.into(), 0.into(), loc);
     let shifted = binary_at(remat_ir::BinaryOp::Add, idx.into(), Arg::Scalar(n as f64, idx.dtype()), loc);
     if via_where {
@@ -89,6 +89,19 @@ fn check_indices(what: &str, x: &Tensor, idx: &Tensor, loc: &'static Location<'s
     true
 }
 
+/// What `jnp.take` does with an out-of-bounds index (its `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TakeMode {
+    /// `mode="fill"` (the default): negative indices count from the end, others out of
+    /// bounds gather the fill value (NaN for floats); `FILL_OR_DROP`.
+    Fill,
+    /// `mode="clip"`: every index clamped into the axis (negative ones to 0); `CLIP`.
+    Clip,
+    /// `mode="wrap"`: every index taken modulo the axis size (`jnp.mod`, recorded as
+    /// `jit[name=remainder]`); `PROMISE_IN_BOUNDS`.
+    Wrap,
+}
+
 impl Tensor {
     /// `jnp.take(x, idx, axis=axis)` (`axis: None` takes from the flattened `x`): the
     /// slices of `x` at the integer indices `idx` along `axis`, which `idx`'s axes replace.
@@ -97,10 +110,23 @@ impl Tensor {
     /// `jit[name=_take]`.
     #[track_caller]
     pub fn take(&self, idx: &Tensor, axis: Option<isize>) -> Tensor {
-        self.take_at(idx, axis, Location::caller())
+        self.take_at(idx, axis, TakeMode::Fill, Location::caller())
     }
 
-    pub(crate) fn take_at(&self, idx: &Tensor, axis: Option<isize>, loc: &'static Location<'static>) -> Tensor {
+    /// `jnp.take(x, idx, axis=axis, mode=mode)`: [`Tensor::take`] with out-of-bounds
+    /// indices clipped or wrapped instead (see [`TakeMode`]).
+    #[track_caller]
+    pub fn take_mode(&self, idx: &Tensor, axis: Option<isize>, mode: TakeMode) -> Tensor {
+        self.take_at(idx, axis, mode, Location::caller())
+    }
+
+    pub(crate) fn take_at(
+        &self,
+        idx: &Tensor,
+        axis: Option<isize>,
+        mode: TakeMode,
+        loc: &'static Location<'static>,
+    ) -> Tensor {
         let placeholder = || Tensor::placeholder(self.aval().clone());
         if !check_indices("take", self, idx, loc) {
             return placeholder();
@@ -112,8 +138,12 @@ impl Tensor {
                 None => return placeholder(),
             },
         };
-        let Some(fill) = fill_value("take", self, loc) else {
-            return placeholder();
+        let fill = match mode {
+            TakeMode::Fill => match fill_value("take", self, loc) {
+                Some(fill) => Some(fill),
+                None => return placeholder(),
+            },
+            TakeMode::Clip | TakeMode::Wrap => None,
         };
         library_jit(
             "_take",
@@ -124,8 +154,18 @@ impl Tensor {
                     Some(a) => (x, a),
                     None => (x.reshape_at(&[x.size()], loc), 0),
                 };
-                let idx = wrap_negative(&idx, x.shape()[axis], true, loc);
-                gather_axis(&x, &idx, axis, GatherScatterMode::FillOrDrop, Some(fill), loc)
+                let n = x.shape()[axis];
+                let (idx, gather_mode) = match mode {
+                    TakeMode::Fill => (wrap_negative(&idx, n, true, loc), GatherScatterMode::FillOrDrop),
+                    TakeMode::Clip => (idx, GatherScatterMode::Clip),
+                    TakeMode::Wrap => {
+                        // `lax._const(indices, n)`: a strongly typed scalar of the indices' dtype.
+                        let n = Tensor::literal(remat_ir::LitValue::from_f64(idx.dtype(), n as f64));
+                        let idx = crate::numpy::remainder_at((&idx).into(), n.into(), loc);
+                        (idx, GatherScatterMode::PromiseInBounds)
+                    }
+                };
+                gather_axis(&x, &idx, axis, gather_mode, fill, loc)
             },
             loc,
         )
@@ -355,6 +395,26 @@ impl AtIndex<'_> {
     #[track_caller]
     pub fn add(&self, v: impl Into<Arg>) -> Tensor {
         self.scatter(ScatterOp::Add, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].mul(v)`: `x` with the rows at `idx` multiplied by `v`; `scatter-mul`.
+    #[track_caller]
+    pub fn mul(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Mul, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].min(v)`: `x` with the rows at `idx` the minimum of theirs and `v`'s;
+    /// `scatter-min`.
+    #[track_caller]
+    pub fn min(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Min, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].max(v)`: `x` with the rows at `idx` the maximum of theirs and `v`'s;
+    /// `scatter-max`.
+    #[track_caller]
+    pub fn max(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Max, v.into(), Location::caller())
     }
 
     fn has_axes(&self, loc: &'static Location<'static>) -> bool {

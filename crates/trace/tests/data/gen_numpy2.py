@@ -87,6 +87,36 @@ c("slice_negative_step", lambda x: x[::-2, 5:1:-1], f32(5, 7))
 c("slice_negative_step_squeezed", lambda x: x[1, 6::-3], f32(3, 8))
 # &, |, ^ on booleans.
 c("bool_operators", lambda x, y: ((x > 0) & (y < 0)) | ((x > y) ^ (y > 1)), f32(6), f32(6), grad=False)
+# Advanced indexing beyond rows of axis 0 (added after the cases above, so that their
+# arguments stay the same): arrays at any axis, several (broadcast together), mixed with
+# slices, integers, `...` and `None`; the same for `.at[...]`, and `.mul/.min/.max`.
+X3 = lambda: f32(4, 5, 6)
+c("index_col", lambda x, i: x[:, i], X3(), i32(0, 2, -1))
+c("index_two_broadcast", lambda x, i, j: x[i, j], X3(), i32(0, 2, -1), i32(1, -2).reshape(2, 1))
+c("index_separated", lambda x, i, j: x[i, :, j], X3(), i32(3, 0, 1), i32(5, -6).reshape(2, 1))
+c("index_slice_then_array", lambda x, i: x[1:3, i], X3(), i32(4, -1, 0))
+c("index_array_then_int", lambda x, i: x[:, i, 2], X3(), i32(1, 3).reshape(1, 2))
+c("index_ellipsis", lambda x, i: x[..., i], X3(), i32(5, 0, -3, 1).reshape(2, 2))
+c("index_negative_int", lambda x, i: x[i, -1], X3(), i32(2, -4))
+c("index_newaxis", lambda x, i: x[None, :, i], f32(3, 4), i32(3, 1))
+c("at_set_col", lambda x, i, v: x.at[:, i].set(v), X3(), i32(0, 2, -1), f32(6))
+c("at_add_two_scalar", lambda x, i, j: x.at[i, j].add(2.0), X3(), i32(0, 2, -1), i32(1, -2).reshape(2, 1))
+c("at_mul_slice", lambda x, i: x.at[1:3, i].mul(3.0), X3(), i32(4, -1, 0))
+c("at_min_rows", lambda x, i, v: x.at[i].min(v), f32(4, 3), i32(1, -1, 1), f32(3, 3))
+c("at_max_separated", lambda x, i, j, v: x.at[i, :, j].max(v), X3(), i32(3, 0, 1), i32(5, -6).reshape(2, 1), f32(5))
+c("at_mul_rows", lambda x, i: x.at[i].mul(2.0), f32(4, 3), i32(2, 0))
+c("at_get_separated", lambda x, i, j: x.at[i, :, j].get(), X3(), i32(3, 0, 1), i32(5, -6).reshape(2, 1))
+# jnp.take's other modes, and jnp.remainder (what mode="wrap" calls).
+c("take_clip", lambda x, i: jnp.take(x, i, axis=1, mode="clip"), f32(3, 4), i32(0, 5, -7, 2))
+c("take_wrap", lambda x, i: jnp.take(x, i, axis=1, mode="wrap"), f32(3, 4), i32(0, 5, -7, 2))
+c("take_wrap_flat", lambda x, i: jnp.take(x, i, mode="wrap"), f32(3, 4), i32(13, -1, 4))
+c("take_clip_u8", lambda x, i: jnp.take(x, i, axis=0, mode="clip"), f32(3, 4), np.array([[1, 9]], np.uint8))
+c("remainder_float", lambda x, y: jnp.remainder(x, y), f32(6), f32(6), grad=False)
+c("remainder_int_scalar", lambda x: jnp.mod(x, 3), i32(-4, -3, 0, 2, 7), grad=False)
+# Strided and reversed slices next to index arrays: `start + step * iota`, `rev`.
+c("index_strided_array", lambda x, i: x[::2, i], f32(5, 4), i32(0, -2))
+c("index_reversed_array", lambda x, i: x[3:0:-1, i], f32(5, 4), i32(3, 1))
+c("at_add_reversed", lambda x, i, v: x.at[4::-2, i].add(v), f32(5, 4), i32(0, -1), f32(3, 2))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]

@@ -5,7 +5,9 @@ the PRNG primitives, add_any, select_n, broadcast_in_dim, reshape,
 transpose, squeeze, rev, slice, concatenate, pad, the reductions, argmax, cumsum,
 dot_general with either or both operands batched, jit, remat2 and custom_jvp_call
 bodies, cond with an unbatched predicate, scan with a carry the body batches, nested vmap,
-vmap of grad). Each case records the printed jaxpr of `jax.vmap(fn, in_axes, out_axes)`
+vmap of grad; then the indexing rules, cond/switch with a batched index, while (a predicate
+the batch reaches: the while takes a `bool[B]` predicate), windows, rank-0 dynamic slices,
+branches over constant arrays, and NumPy advanced indexing batched). Each case records the printed jaxpr of `jax.vmap(fn, in_axes, out_axes)`
 over fixed pseudo-random arguments (in_axes/out_axes one entry per positional argument and
 result) and its outputs. The Rust test traces its twin (same name), compares the printed
 jaxprs character for character and the values within 1e-4.
@@ -115,6 +117,44 @@ c("grad_of_reduce_window_max", lambda x: (jax.grad(lambda a: lax.reduce_window(a
   "VALID").sum())(x),), [1], [0], f32(5, B, 4))
 c("pad_batched_value", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [None, 0], [0], f32(3), f32(B))
 c("pad_both_batched", lambda x, v: (lax.pad(x, v, [(1, 2, 1)]),), [1, 0], [0], f32(3, B), f32(B))
+
+# Batched predicates (added after the cases above, so that their arguments stay the same):
+# the `while` runs until no example's predicate holds, updating only the running ones.
+def pos(*s): return np.abs(f32(*s)) + np.float32(0.1)
+c("while_batched_predicate", lambda c0: (lax.while_loop(lambda c: c.sum() < 10.0, lambda c: c * 2.0, c0),), [0], [0],
+  pos(B, 3))
+c("while_batched_bound", lambda n, x: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * x),
+  (jnp.int32(0), x)), [0, 0], [0, 0], np.array([0, 3, 1, 5], dtype=np.int32), f32(B, 3))
+c("while_batched_bound_unbatched_carry", lambda n, y, w: lax.while_loop(lambda c: c[0] < n,
+  lambda c: (c[0] + 1, c[1] * 0.5 + w), (jnp.int32(0), y)), [0, None, None], [0, 0],
+  np.array([2, 0, 4, 1], dtype=np.int32), f32(3), f32(3))
+c("while_batched_predicate_nested_vmap", lambda x: (jax.vmap(lambda r: lax.while_loop(lambda c: c.sum() < 10.0,
+  lambda c: c * 2.0, r))(x),), [1], [0], pos(2, B, 3))
+
+# Rank-0 dynamic slices (their start indices are an empty `i32[0]` constvar) and branches
+# that close over constant arrays.
+c("dynamic_slice_rank0", lambda x: (lax.dynamic_slice(x, (), ()),), [0], [0], f32(B))
+c("dynamic_update_slice_rank0_batched_update", lambda x, u: (lax.dynamic_update_slice(x, u, ()),), [None, 0], [0],
+  np.float32(1.5), f32(B))
+c("dynamic_update_slice_rank0_batched_operand", lambda x, u: (lax.dynamic_update_slice(x, u, ()) * x,), [0, None],
+  [0], f32(B), np.float32(-2.0))
+c("jit_dynamic_slice_rank0", lambda x: (jax.jit(lambda y: lax.dynamic_slice(y, (), ()) + 1.0)(x),), [0], [0], f32(B))
+c("checkpoint_dynamic_slice_rank0", lambda x: (jax.checkpoint(lambda y: lax.dynamic_slice(y, (), ()) * 2.0)(x),), [0],
+  [0], f32(B))
+CONST3 = np.arange(3, dtype=np.float32) - 1.0
+c("cond_batched_predicate_constant_branches", lambda p, x: (lax.cond(p, lambda a: a * jnp.asarray(CONST3),
+  lambda a: a + jnp.asarray(CONST3), x),), [0, 0], [0], np.array([True, False, True, False]), f32(B, 3))
+# NumPy advanced indexing beyond rows of axis 0, batched.
+c("index_col_batched_indices", lambda x, i: (jnp.asarray(x)[:, i],), [None, 0], [0], f32(3, 5), i32(5, B, 2))
+c("index_two_batched_operand", lambda x, i, j: (x[i, 1:3, j],), [2, None, None], [0], f32(4, 3, B, 5),
+  i32(4, 2), i32(5, 1, 2))
+c("at_max_two_all_batched", lambda x, i, j, v: (x.at[i, :, j].max(v),), [0, 0, None, 0], [0], f32(B, 4, 3, 5),
+  i32(4, B, 2), i32(5, 2), f32(B, 3))
+# The outer batch reaches only the body of an inner vmap's while (whose predicate is
+# batched): the carries it batches put their batch axis after the predicate's (axis 1).
+c("while_inner_batched_predicate_outer_body", lambda n, x, w: (jax.vmap(lambda m, r: lax.while_loop(
+  lambda c: c[0] < m, lambda c: (c[0] + 1, c[1] * w), (jnp.int32(0), r)))(n, x)[1],), [None, None, 0], [0],
+  np.array([1, 0, 2, 3], dtype=np.int32), f32(B, 3), f32(2, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
