@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use remat_ir::{
     shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitOrigin, LitValue,
-    Literal,
-    Primitive, ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
+    Literal, Primitive, ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
 };
 
 use crate::AdError;
