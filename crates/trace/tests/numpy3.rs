@@ -92,6 +92,13 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("repeat_scalar", p(|a| a[0].repeat(3, None)));
     add("repeat_scalar_axis0", p(|a| a[0].repeat(4, Some(0))));
     add("repeat_scalar_zero", p(|a| a[0].repeat(0, Some(0))));
+    add("bfloat16_scalar", p(|a| &a[0] * numpy::bfloat16(2.5) + numpy::bfloat16(1.0)));
+    add("float16_scalar", p(|a| &a[0] * numpy::float16(2.5) - numpy::float16(0.125)));
+    add("int8_scalar", p(|a| &a[0] * numpy::int8(3) + numpy::int8(-2)));
+    add("int16_scalar", p(|a| &a[0] - numpy::int16(300)));
+    add("uint8_scalar", p(|a| &a[0] + numpy::uint8(7)));
+    add("uint32_scalar", p(|a| &a[0] * numpy::uint32(3)));
+    add("bool_scalar", p(|a| &a[0] & numpy::bool_(true)));
     m
 }
 

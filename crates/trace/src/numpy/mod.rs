@@ -186,6 +186,42 @@ pub fn float32(v: f32) -> Tensor {
     Tensor::literal(LitValue::F32(v))
 }
 
+/// `jnp.bfloat16(v)`: a concrete `bf16` scalar, recorded as the literal `v:bf16[]` where it
+/// is used (`x * jnp.bfloat16(2.5)` prints `mul a 2.5:bf16[]`).
+pub fn bfloat16(v: impl Into<f64>) -> Tensor {
+    Tensor::literal(LitValue::BF16(remat_ir::bf16::from_f64(v.into())))
+}
+
+/// `jnp.float16(v)`: a concrete `f16` scalar, recorded as a literal where it is used.
+pub fn float16(v: impl Into<f64>) -> Tensor {
+    Tensor::literal(LitValue::F16(remat_ir::f16::from_f64(v.into())))
+}
+
+/// `jnp.int8(v)`: a concrete `i8` scalar, recorded as a literal where it is used.
+pub fn int8(v: i8) -> Tensor {
+    Tensor::literal(LitValue::I8(v))
+}
+
+/// `jnp.int16(v)`: a concrete `i16` scalar, recorded as a literal where it is used.
+pub fn int16(v: i16) -> Tensor {
+    Tensor::literal(LitValue::I16(v))
+}
+
+/// `jnp.uint8(v)`: a concrete `u8` scalar, recorded as a literal where it is used.
+pub fn uint8(v: u8) -> Tensor {
+    Tensor::literal(LitValue::U8(v))
+}
+
+/// `jnp.uint32(v)`: a concrete `u32` scalar, recorded as a literal where it is used.
+pub fn uint32(v: u32) -> Tensor {
+    Tensor::literal(LitValue::U32(v))
+}
+
+/// `jnp.bool_(v)`: a concrete `bool` scalar, recorded as a literal where it is used.
+pub fn bool_(v: bool) -> Tensor {
+    Tensor::literal(LitValue::Bool(v))
+}
+
 /// `jnp.zeros(shape, dtype)`.
 #[track_caller]
 pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {

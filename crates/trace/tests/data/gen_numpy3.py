@@ -86,8 +86,18 @@ c("repeat_scalar", lambda x: jnp.repeat(x, 3), np.float32(1.5))
 c("repeat_scalar_axis0", lambda x: jnp.repeat(x, 4, axis=0), np.float32(-0.5))
 c("repeat_scalar_zero", lambda x: jnp.repeat(x, 0, axis=0), np.float32(2.0))
 
+# Concrete scalars of every dtype (jnp.bfloat16(2.5), ...): literals where they are used.
+c("bfloat16_scalar", lambda x: x * jnp.bfloat16(2.5) + jnp.bfloat16(1), np.array([0.5, -1.25, 3.0], jnp.bfloat16))
+c("float16_scalar", lambda x: x * jnp.float16(2.5) - jnp.float16(0.125), np.array([0.5, -1.25, 3.0], np.float16))
+c("int8_scalar", lambda x: x * jnp.int8(3) + jnp.int8(-2), np.array([1, -4, 20], np.int8))
+c("int16_scalar", lambda x: x - jnp.int16(300), np.array([1, -4, 20], np.int16))
+c("uint8_scalar", lambda x: x + jnp.uint8(7), np.array([1, 4, 250], np.uint8))
+c("uint32_scalar", lambda x: x * jnp.uint32(3), np.array([1, 4, 250], np.uint32))
+c("bool_scalar", lambda x: jnp.logical_and(x, jnp.bool_(True)), np.array([True, False]))
+
 def dtype_name(a):
-    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]
+    return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool',
+            jnp.bfloat16: 'bf16', np.float16: 'f16', np.int8: 'i8', np.int16: 'i16'}[np.dtype(a.dtype).type]
 
 def arr(a):
     a = np.asarray(a)
