@@ -6,19 +6,15 @@
 //! rest within rel 1e-5. Where JAX differentiates a case, remat-ad's gradient of the
 //! output's sum must be JAX's within rel 1e-4 / abs 1e-5.
 
+mod oracle;
+
+use oracle::{check_oracle_with, p, Program};
+
 use std::collections::BTreeMap;
 
-use remat_interp::eval_jaxpr;
 use remat_ir::{Array, Aval, DType};
-use remat_testkit::{arrays, check_close, read_json};
 use remat_trace::nn::{self, initializers};
 use remat_trace::{make_jaxpr, Tensor};
-
-type Program = Box<dyn Fn(&[Tensor]) -> Tensor>;
-
-fn p(f: impl Fn(&[Tensor]) -> Tensor + 'static) -> Program {
-    Box::new(f)
-}
 
 /// The Rust twin of each oracle case.
 fn programs() -> BTreeMap<String, Program> {
@@ -66,15 +62,17 @@ fn ulp_distance(a: f64, b: f64) -> u64 {
     (ordered(a) - ordered(b)).unsigned_abs()
 }
 
-fn check_values(name: &str, got: &[Array], want: &[Array]) -> Result<(), String> {
+/// The masks and initial values drawn from a key bit for bit up to a few ulps, the rest
+/// within rel 1e-5.
+fn check_values(got: &[Array], want: &[Array]) -> Result<(), String> {
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         if g.aval() != w.aval() {
-            return Err(format!("{name}: output {i} is {}, JAX's is {}", g.aval(), w.aval()));
+            return Err(format!("output {i} is {}, JAX's is {}", g.aval(), w.aval()));
         }
         for (j, (a, b)) in g.to_f64_vec().into_iter().zip(w.to_f64_vec()).enumerate() {
             let close = a == b || ulp_distance(a, b) <= 8 || (a - b).abs() <= 1e-5 * b.abs().max(1e-2);
             if !close {
-                return Err(format!("{name}: output {i}, element {j}: got {a}, JAX gave {b}"));
+                return Err(format!("output {i}, element {j}: got {a}, JAX gave {b}"));
             }
         }
     }
@@ -83,61 +81,7 @@ fn check_values(name: &str, got: &[Array], want: &[Array]) -> Result<(), String>
 
 #[test]
 fn every_nn_case_prints_evaluates_and_differentiates_as_jax_does() {
-    let oracle = read_json(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nn_oracle.json"));
-    let oracle = oracle.as_object().unwrap();
-    let programs = programs();
-    assert_eq!(
-        oracle.keys().collect::<Vec<_>>(),
-        programs.keys().collect::<Vec<_>>(),
-        "the oracle and the Rust twins name the same cases"
-    );
-    let mut failures = Vec::new();
-    for (name, case) in oracle {
-        let args = arrays(case, "args");
-        let f = &programs[name];
-        let traced = match make_jaxpr(|a: Vec<Tensor>| f(&a), &args) {
-            Ok(t) => t,
-            Err(e) => {
-                failures.push(format!("{name}: trace error: {e}"));
-                continue;
-            }
-        };
-        if let Err(e) = remat_ir::verify_closed(&traced.jaxpr) {
-            failures.push(format!("{name}: does not verify: {e}"));
-        }
-        let text = traced.to_string();
-        let want_text = case["jaxpr"].as_str().unwrap();
-        if text != want_text {
-            failures.push(format!("{name}: printed\n{text}\nJAX printed\n{want_text}"));
-            continue;
-        }
-        match eval_jaxpr(&traced.jaxpr.jaxpr, &traced.jaxpr.consts, &args) {
-            Err(e) => failures.push(format!("{name}: evaluation failed: {e}")),
-            Ok(got) => {
-                if let Err(e) = check_values(name, &got, &arrays(case, "outputs")) {
-                    failures.push(e);
-                }
-            }
-        }
-        if case.get("grads").is_none() {
-            continue;
-        }
-        let argnums: Vec<usize> =
-            case["argnums"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
-        let summed = make_jaxpr(|a: Vec<Tensor>| f(&a).sum(), &args).unwrap();
-        match remat_ad::grad(&summed.jaxpr.jaxpr, &argnums) {
-            Err(e) => failures.push(format!("{name}: grad failed: {e}")),
-            Ok(g) => match eval_jaxpr(&g, &summed.jaxpr.consts, &args) {
-                Err(e) => failures.push(format!("{name}: grad evaluation failed: {e}")),
-                Ok(got) => {
-                    if let Err(e) = check_close(&format!("{name}: grads"), &got, &arrays(case, "grads"), 1e-4, 1e-5) {
-                        failures.push(e);
-                    }
-                }
-            },
-        }
-    }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), oracle.len(), failures.join("\n\n"));
+    check_oracle_with("nn_oracle.json", &programs(), check_values);
 }
 
 fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> String {

@@ -5,19 +5,15 @@
 //! differentiates it) have JAX's gradient of its first output's sum, through remat-ad's
 //! `grad`, within rel 1e-4 / abs 1e-5.
 
+mod oracle;
+
+use oracle::{check_oracle, p, Program};
+
 use std::collections::BTreeMap;
 
-use remat_interp::eval_jaxpr;
-use remat_ir::{Array, Aval, DType, Jaxpr};
-use remat_testkit::{arrays, check_close, read_json};
+use remat_ir::{Aval, DType};
 use remat_trace::numpy::{self, Repeats, Sections, TakeMode};
 use remat_trace::{ix, make_jaxpr, ops, Idx, Tensor, ELLIPSIS, NEW_AXIS};
-
-type Program = Box<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
-
-fn p(f: impl Fn(&[Tensor]) -> Tensor + 'static) -> Program {
-    Box::new(move |a| vec![f(a)])
-}
 
 /// The Rust twin of each oracle case.
 fn programs() -> BTreeMap<&'static str, Program> {
@@ -115,63 +111,9 @@ fn programs() -> BTreeMap<&'static str, Program> {
     m
 }
 
-/// Evaluates `jaxpr` with its constants (`numpy::constant`s, such as `repeat_each`'s
-/// counts) and arguments.
-fn eval(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Vec<Array> {
-    eval_jaxpr(jaxpr, consts, args).unwrap_or_else(|e| panic!("evaluation failed: {e}"))
-}
-
 #[test]
 fn every_numpy2_case_prints_evaluates_and_differentiates_as_jax_does() {
-    let oracle = read_json(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/numpy2_oracle.json"));
-    let oracle = oracle.as_object().unwrap();
-    let programs = programs();
-    assert_eq!(
-        oracle.keys().map(String::as_str).collect::<Vec<_>>(),
-        programs.keys().copied().collect::<Vec<_>>(),
-        "the oracle and the Rust twins name the same cases"
-    );
-    let mut failures = Vec::new();
-    for (name, case) in oracle {
-        let args = arrays(case, "args");
-        let f = &programs[name.as_str()];
-        let traced = match make_jaxpr(|a: Vec<Tensor>| f(&a), &args) {
-            Ok(t) => t,
-            Err(e) => {
-                failures.push(format!("{name}: trace error: {e}"));
-                continue;
-            }
-        };
-        if let Err(e) = remat_ir::verify_closed(&traced.jaxpr) {
-            failures.push(format!("{name}: does not verify: {e}"));
-        }
-        let text = traced.to_string();
-        let want_text = case["jaxpr"].as_str().unwrap();
-        if text != want_text {
-            failures.push(format!("{name}: printed\n{text}\nJAX printed\n{want_text}"));
-            continue;
-        }
-        let got = eval(&traced.jaxpr.jaxpr, &traced.jaxpr.consts, &args);
-        if let Err(e) = check_close(&format!("{name}: outputs"), &got, &arrays(case, "outputs"), 1e-4, 1e-5) {
-            failures.push(e);
-        }
-        if case.get("grads").is_none() {
-            continue;
-        }
-        let argnums: Vec<usize> =
-            case["argnums"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
-        let summed = make_jaxpr(|a: Vec<Tensor>| f(&a)[0].sum(), &args).unwrap();
-        match remat_ad::grad(&summed.jaxpr.jaxpr, &argnums) {
-            Err(e) => failures.push(format!("{name}: grad failed: {e}")),
-            Ok(g) => {
-                let got = eval(&g, &summed.jaxpr.consts, &args);
-                if let Err(e) = check_close(&format!("{name}: grads"), &got, &arrays(case, "grads"), 1e-4, 1e-5) {
-                    failures.push(e);
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), oracle.len(), failures.join("\n\n"));
+    check_oracle("numpy2_oracle.json", &programs());
 }
 
 fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> String {
