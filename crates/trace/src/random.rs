@@ -376,6 +376,32 @@ pub fn normal(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
     )
 }
 
+/// `jax.random.exponential(key, shape, dtype)`: samples of the unit-rate exponential
+/// distribution, `-log1p(-u)` for `u` uniform in `[0, 1)`, recorded as
+/// `jit[name=_exponential]{ jit[name=_uniform] }`.
+#[track_caller]
+pub fn exponential(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
+    let loc = Location::caller();
+    let out = Tensor::placeholder(Aval::new(dtype, shape.to_vec()));
+    let Some(k) = check_key("exponential", key, true, loc) else { return out };
+    if !check_float("exponential", dtype, loc) {
+        return out;
+    }
+    let key_arg = [CallArg { operand: k.key.into(), weak: false, python_float: None }];
+    call(
+        "_exponential",
+        &key_arg,
+        |inner| {
+            let bounds = [CallArg::of(Arg::from(0.0)), CallArg::of(Arg::from(1.0))];
+            let u = uniform_call(&inner[0], shape, bounds, true, loc);
+            let neg = unary_at(UnaryOp::Neg, u.into(), loc);
+            let l = unary_at(UnaryOp::Log1p, neg.into(), loc);
+            unary_at(UnaryOp::Neg, l.into(), loc)
+        },
+        loc,
+    )
+}
+
 /// `jax.random.bernoulli(key, p, shape)`: `true` with probability `p`, recorded as
 /// `jit[name=_bernoulli]{ uniform(key, shape) < p }`. `p` is a float scalar or a tensor
 /// whose shape broadcasts to `shape`; `shape: None` is `p`'s shape.

@@ -58,6 +58,8 @@ fn programs() -> BTreeMap<String, Program> {
     );
     add("typed_split".into(), p(|a| random::key_data(&random::split(&random::key(&a[0]), 4))));
     add("typed_uniform".into(), p(|a| random::uniform(&random::key(&a[0]), &[3], DType::F32, 0.0, 1.0)));
+    add("exponential".into(), p(|a| random::exponential(&a[0], &[2, 3], DType::F32)));
+    add("exponential_scalar".into(), p(|a| random::exponential(&a[0], &[], DType::F32)));
     m
 }
 

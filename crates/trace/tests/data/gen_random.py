@@ -48,6 +48,8 @@ c("randint_traced_bounds", lambda k, lo, hi: random.randint(k, (5,), lo, hi), K4
 c("split_then_uniform", lambda k: random.uniform(random.split(k)[1], (2,)), K0)
 c("typed_split", lambda s: random.key_data(random.split(random.key(s), 4)), np.int32(3))
 c("typed_uniform", lambda s: random.uniform(random.key(s), (3,)), np.int32(3))
+c("exponential", lambda k: random.exponential(k, (2, 3)), K42)
+c("exponential_scalar", lambda k: random.exponential(k, ()), K0)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]
