@@ -402,6 +402,33 @@ pub fn exponential(key: &Tensor, shape: &[usize], dtype: DType) -> Tensor {
     )
 }
 
+/// `jax.random.choice(key, a, shape)` with JAX's defaults `replace=True`, `p=None`,
+/// `axis=0`: `shape` draws of `a`'s rows, recorded as JAX does (`randint(key, shape, 0, n)`
+/// then `jnp.take(a, ind, axis=0)`). For a count `n` instead of an array, use
+/// [`randint`]`(key, shape, 0, n)`.
+#[track_caller]
+pub fn choice(key: &Tensor, a: &Tensor, shape: &[usize]) -> Tensor {
+    let loc = Location::caller();
+    if a.ndim() == 0 {
+        record_error(loc, format!("choice: a must be an array of rank 1 or more, found {}", a.aval()));
+        return Tensor::placeholder(Aval::new(a.dtype(), shape.to_vec()));
+    }
+    let n = a.shape()[0];
+    if n == 0 {
+        record_error(loc, "choice: a cannot be empty when shape is not empty".to_string());
+        return Tensor::placeholder(Aval::new(
+            a.dtype(),
+            shape.iter().chain(&a.shape()[1..]).copied().collect::<Vec<_>>(),
+        ));
+    }
+    let Ok(n) = i32::try_from(n) else {
+        record_error(loc, format!("choice: {n} rows do not fit int32"));
+        return Tensor::placeholder(a.aval().clone());
+    };
+    let ind = randint_at(key, shape, Arg::from(0), Arg::from(n), loc);
+    a.take_at(&ind, Some(0), crate::numpy::TakeMode::Fill, loc)
+}
+
 /// `jax.random.bernoulli(key, p, shape)`: `true` with probability `p`, recorded as
 /// `jit[name=_bernoulli]{ uniform(key, shape) < p }`. `p` is a float scalar or a tensor
 /// whose shape broadcasts to `shape`; `shape: None` is `p`'s shape.
@@ -607,10 +634,13 @@ pub fn truncated_normal(
 /// almost unbiased for any span). The bounds are Rust integers or `i32` scalars.
 #[track_caller]
 pub fn randint(key: &Tensor, shape: &[usize], minval: impl Into<Arg>, maxval: impl Into<Arg>) -> Tensor {
-    let loc = Location::caller();
+    randint_at(key, shape, minval.into(), maxval.into(), Location::caller())
+}
+
+fn randint_at(key: &Tensor, shape: &[usize], minval: Arg, maxval: Arg, loc: &'static Location<'static>) -> Tensor {
     let out = Tensor::placeholder(Aval::new(DType::I32, shape.to_vec()));
     let Some(k) = check_key("randint", key, true, loc) else { return out };
-    let bounds = [CallArg::of(minval.into()), CallArg::of(maxval.into())];
+    let bounds = [CallArg::of(minval), CallArg::of(maxval)];
     for b in &bounds {
         let (aval, _) = b.operand.typ();
         if !aval.shape.is_empty() || !aval.dtype.is_integer() {

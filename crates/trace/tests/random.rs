@@ -60,6 +60,8 @@ fn programs() -> BTreeMap<String, Program> {
     add("typed_uniform".into(), p(|a| random::uniform(&random::key(&a[0]), &[3], DType::F32, 0.0, 1.0)));
     add("exponential".into(), p(|a| random::exponential(&a[0], &[2, 3], DType::F32)));
     add("exponential_scalar".into(), p(|a| random::exponential(&a[0], &[], DType::F32)));
+    add("choice_rows".into(), p(|a| random::choice(&a[0], &a[1], &[3])));
+    add("choice_matrix_rows".into(), p(|a| random::choice(&a[0], &a[1], &[2, 2])));
     m
 }
 
@@ -184,4 +186,8 @@ fn unsupported_dtypes_and_seeds_are_errors() {
     assert!(e.ends_with("fold_in: the data must be an integer scalar, found the f32 scalar 2.5"), "{e}");
     let e = trace_error(|k| random::bernoulli(&k, &k, None), Aval::new(DType::U32, vec![2]));
     assert!(e.ends_with("bernoulli: p must be a float, found dtype u32"), "{e}");
+    let e = trace_error(|k| random::choice(&k, &k.sum(), &[2]), Aval::new(DType::U32, vec![2]));
+    assert!(e.ends_with("choice: a must be an array of rank 1 or more, found u32[]"), "{e}");
+    let e = trace_error(|k| random::exponential(&k, &[2], DType::I32), Aval::new(DType::U32, vec![2]));
+    assert!(e.contains("exponential"), "{e}");
 }

@@ -50,6 +50,8 @@ c("typed_split", lambda s: random.key_data(random.split(random.key(s), 4)), np.i
 c("typed_uniform", lambda s: random.uniform(random.key(s), (3,)), np.int32(3))
 c("exponential", lambda k: random.exponential(k, (2, 3)), K42)
 c("exponential_scalar", lambda k: random.exponential(k, ()), K0)
+c("choice_rows", lambda k, a: random.choice(k, a, (3,)), K0, np.arange(5, dtype=np.float32))
+c("choice_matrix_rows", lambda k, a: random.choice(k, a, (2, 2)), K42, np.arange(12, dtype=np.float32).reshape(4, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]
