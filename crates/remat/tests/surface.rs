@@ -65,13 +65,15 @@ fn a_cnn_step_runs_and_differentiates_in_native_code_as_in_the_interpreter() {
 fn native_code_draws_jaxs_random_words_and_samples() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/data/random_oracle.json");
     let oracle = read_json(path);
-    let cases: [(&str, Sampler); 6] = [
+    let cases: [(&str, Sampler); 8] = [
         ("split3 k42", |k| random::split(&k, 3)),
         ("bits k0", |k| random::bits(&k, &[2, 3])),
         ("uniform k42", |k| random::uniform(&k, &[3], DType::F32, 0.0, 1.0)),
         ("bernoulli k0", |k| random::bernoulli(&k, 0.5, Some(&[6]))),
         ("permutation k42", |k| random::permutation(&k, 5)),
         ("randint_2d k0", |k| random::randint(&k, &[2, 3], -5, 1000)),
+        ("exponential", |k| random::exponential(&k, &[2, 3], DType::F32)),
+        ("exponential_scalar", |k| random::exponential(&k, &[], DType::F32)),
     ];
     for (name, f) in cases {
         let case = &oracle[name];
