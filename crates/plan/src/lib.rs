@@ -22,6 +22,7 @@
 
 pub mod budget;
 pub mod cost;
+pub mod exact;
 pub mod model;
 pub mod nest;
 pub mod search;
@@ -101,8 +102,8 @@ impl Default for PlanOptions {
             argnums: None,
             names_only: false,
             host_budget: None,
-            exhaustive_candidates: 16,
-            exhaustive_plans: 1024,
+            exhaustive_candidates: 32,
+            exhaustive_plans: 4096,
             heuristic_evals: 40,
             refine_evals: 64,
             heuristic_full_size: 600,

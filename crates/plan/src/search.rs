@@ -144,33 +144,25 @@ impl Evaluations {
     }
 }
 
-/// The distinct recompute sets of every subset of the relevant candidates, if there are at
-/// most `2^max_candidates` subsets and `max_plans` distinct sets; in the order of the
-/// subsets (saving more first).
+/// The distinct recompute sets of every subset of the relevant candidates, analysed, if
+/// there are at most `max_candidates` relevant candidates and `max_plans` distinct sets; in
+/// the order of the subsets that first give them, counting down from saving everything
+/// (cheap plans first). Found by [`crate::exact::recompute_sets`] without visiting the
+/// subsets, so the time goes with the distinct sets, not with `2^candidates`.
 pub fn exhaustive(model: &Model, max_candidates: usize, max_plans: usize) -> Option<Vec<Analysis>> {
-    let rel = model.relevant();
-    if rel.len() > max_candidates || rel.len() >= 63 {
+    if model.relevant().len() > max_candidates {
         return None;
     }
-    let n = model.body().eqns.len();
-    let mut seen = BTreeMap::new();
-    let mut out = Vec::new();
-    let full = (1u64 << rel.len()) - 1;
-    // Bit j set: candidate j is saved. Counting down from "save all" puts cheap plans first.
-    for mask in (0..=full).rev() {
-        let mut saved = vec![true; n];
-        for (j, &e) in rel.iter().enumerate() {
-            saved[e] = mask >> j & 1 == 1;
-        }
-        let a = model.analyze(&saved);
-        if seen.insert(a.recompute.clone(), ()).is_none() {
-            if out.len() == max_plans {
-                return None;
-            }
-            out.push(a);
-        }
-    }
-    Some(out)
+    let sets = crate::exact::recompute_sets(model, max_plans)?;
+    Some(
+        sets.into_iter()
+            .map(|r| {
+                let a = model.analyze(&model.saved_for(&r));
+                debug_assert_eq!(a.recompute, r, "a closed set is its own plan's recompute set");
+                a
+            })
+            .collect(),
+    )
 }
 
 /// The greedy path from saving everything to saving nothing (see the module docs), as the
