@@ -5,10 +5,11 @@
 //! (`Model::evaluate`: the planned peak of the whole program) and keeps them all; a budget
 //! then selects among them (`select`). Two ways to propose:
 //!
-//! - **Exhaustive** (exact): every subset of the relevant candidates is analysed (cheap,
-//!   analytic) and the distinct recompute sets they give are all evaluated exactly. When
-//!   this runs, the chosen plan is optimal over *every* plan: minimal recompute FLOPs
-//!   among those whose exact peak fits, ties broken by the lower peak.
+//! - **Exhaustive** (exact): the distinct recompute sets of all the subsets of the relevant
+//!   candidates (found without visiting the subsets, `exact.rs`) are all evaluated exactly,
+//!   when they are few enough ([`exhaustive_plans`]). When this runs, the chosen plan is
+//!   optimal over *every* plan: minimal recompute FLOPs among those whose exact peak fits,
+//!   ties broken by the lower peak.
 //! - **Greedy** (heuristic, beyond the exhaustive limits): starting from saving
 //!   everything, repeatedly stop saving the residual-producing candidate whose recompute
 //!   frees the most residual bytes per recomputed FLOP (a removal that frees nothing is
@@ -163,6 +164,18 @@ pub fn exhaustive(model: &Model, max_candidates: usize, max_plans: usize) -> Opt
             })
             .collect(),
     )
+}
+
+/// How many distinct plans the exhaustive search may evaluate on a checkpointed body of
+/// `size` equations: the options' `exhaustive_plans` up to `exhaustive_full_size`
+/// equations, beyond that scaled by `exhaustive_full_size / size` (at least one), so that
+/// its time stays about that of `exhaustive_plans` evaluations of a full-size body.
+pub fn exhaustive_plans(size: usize, options: &crate::PlanOptions) -> usize {
+    if size <= options.exhaustive_full_size {
+        return options.exhaustive_plans;
+    }
+    let scaled = options.exhaustive_plans as u128 * options.exhaustive_full_size as u128 / size as u128;
+    (scaled.min(usize::MAX as u128) as usize).clamp(options.exhaustive_plans.min(1), options.exhaustive_plans)
 }
 
 /// The greedy path from saving everything to saving nothing (see the module docs), as the
@@ -346,6 +359,17 @@ pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Resul
 mod tests {
     use super::*;
     use crate::PlanOptions;
+
+    #[test]
+    fn the_exhaustive_plan_limit_falls_with_the_body_size() {
+        let o = PlanOptions::default();
+        assert_eq!(exhaustive_plans(1, &o), o.exhaustive_plans);
+        assert_eq!(exhaustive_plans(o.exhaustive_full_size, &o), o.exhaustive_plans);
+        assert_eq!(exhaustive_plans(2 * o.exhaustive_full_size, &o), o.exhaustive_plans / 2);
+        assert_eq!(exhaustive_plans(usize::MAX, &o), 1);
+        let none = PlanOptions { exhaustive_plans: 0, ..PlanOptions::default() };
+        assert_eq!(exhaustive_plans(10 * none.exhaustive_full_size, &none), 0);
+    }
 
     #[test]
     fn large_programs_get_fewer_exact_evaluations_and_never_fewer_than_the_minimum() {
