@@ -22,6 +22,7 @@
 
 pub mod budget;
 pub mod cost;
+pub mod exact;
 pub mod model;
 pub mod nest;
 pub mod search;
@@ -82,8 +83,12 @@ pub struct PlanOptions {
     pub host_budget: Option<usize>,
     /// The exhaustive search runs when there are at most this many relevant candidates...
     pub exhaustive_candidates: usize,
-    /// ...and they give at most this many distinct plans (each evaluated exactly).
+    /// ...and they give at most this many distinct plans (each evaluated exactly)...
     pub exhaustive_plans: usize,
+    /// ...on checkpointed bodies of up to this many equations; beyond, the plan limit falls
+    /// in proportion to the body's size (`search::exhaustive_plans`), since each exact
+    /// evaluation takes time about linear in the program.
+    pub exhaustive_full_size: usize,
     /// Beyond, at most this many plans of the greedy path are evaluated exactly...
     pub heuristic_evals: usize,
     /// ...and at most this many plans one decision away from the frontier...
@@ -101,8 +106,9 @@ impl Default for PlanOptions {
             argnums: None,
             names_only: false,
             host_budget: None,
-            exhaustive_candidates: 16,
-            exhaustive_plans: 1024,
+            exhaustive_candidates: 32,
+            exhaustive_plans: 2048,
+            exhaustive_full_size: 64,
             heuristic_evals: 40,
             refine_evals: 64,
             heuristic_full_size: 600,
@@ -256,7 +262,11 @@ impl Planner {
                 }
             }
             Method::Names
-        } else if let Some(all) = search::exhaustive(&model, options.exhaustive_candidates, options.exhaustive_plans) {
+        } else if let Some(all) = search::exhaustive(
+            &model,
+            options.exhaustive_candidates,
+            search::exhaustive_plans(model.body().eqns.len(), options),
+        ) {
             evals.add_all(&model, &all)?;
             Method::Exhaustive
         } else {

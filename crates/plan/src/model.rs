@@ -195,6 +195,16 @@ impl Model {
         self.candidate[eqn]
     }
 
+    /// The candidates making a primal value the backward half reads, ascending: where
+    /// every recompute set starts (`exact.rs`).
+    pub fn roots(&self) -> Vec<usize> {
+        let mut roots: Vec<usize> =
+            self.needed.iter().filter_map(|v| self.producer[v.index()]).filter(|&p| self.candidate[p]).collect();
+        roots.sort_unstable();
+        roots.dedup();
+        roots
+    }
+
     /// The recompute set, residuals and FLOPs of the plan saving the equations `saved`
     /// (one flag per equation of the body; non-candidates are always saved).
     pub fn analyze(&self, saved: &[bool]) -> Analysis {

@@ -5,10 +5,11 @@
 //! (`Model::evaluate`: the planned peak of the whole program) and keeps them all; a budget
 //! then selects among them (`select`). Two ways to propose:
 //!
-//! - **Exhaustive** (exact): every subset of the relevant candidates is analysed (cheap,
-//!   analytic) and the distinct recompute sets they give are all evaluated exactly. When
-//!   this runs, the chosen plan is optimal over *every* plan: minimal recompute FLOPs
-//!   among those whose exact peak fits, ties broken by the lower peak.
+//! - **Exhaustive** (exact): the distinct recompute sets of all the subsets of the relevant
+//!   candidates (found without visiting the subsets, `exact.rs`) are all evaluated exactly,
+//!   when they are few enough ([`exhaustive_plans`]). When this runs, the chosen plan is
+//!   optimal over *every* plan: minimal recompute FLOPs among those whose exact peak fits,
+//!   ties broken by the lower peak.
 //! - **Greedy** (heuristic, beyond the exhaustive limits): starting from saving
 //!   everything, repeatedly stop saving the residual-producing candidate whose recompute
 //!   frees the most residual bytes per recomputed FLOP (a removal that frees nothing is
@@ -144,33 +145,37 @@ impl Evaluations {
     }
 }
 
-/// The distinct recompute sets of every subset of the relevant candidates, if there are at
-/// most `2^max_candidates` subsets and `max_plans` distinct sets; in the order of the
-/// subsets (saving more first).
+/// The distinct recompute sets of every subset of the relevant candidates, analysed, if
+/// there are at most `max_candidates` relevant candidates and `max_plans` distinct sets; in
+/// the order of the subsets that first give them, counting down from saving everything
+/// (cheap plans first). Found by [`crate::exact::recompute_sets`] without visiting the
+/// subsets, so the time goes with the distinct sets, not with `2^candidates`.
 pub fn exhaustive(model: &Model, max_candidates: usize, max_plans: usize) -> Option<Vec<Analysis>> {
-    let rel = model.relevant();
-    if rel.len() > max_candidates || rel.len() >= 63 {
+    if model.relevant().len() > max_candidates {
         return None;
     }
-    let n = model.body().eqns.len();
-    let mut seen = BTreeMap::new();
-    let mut out = Vec::new();
-    let full = (1u64 << rel.len()) - 1;
-    // Bit j set: candidate j is saved. Counting down from "save all" puts cheap plans first.
-    for mask in (0..=full).rev() {
-        let mut saved = vec![true; n];
-        for (j, &e) in rel.iter().enumerate() {
-            saved[e] = mask >> j & 1 == 1;
-        }
-        let a = model.analyze(&saved);
-        if seen.insert(a.recompute.clone(), ()).is_none() {
-            if out.len() == max_plans {
-                return None;
-            }
-            out.push(a);
-        }
+    let sets = crate::exact::recompute_sets(model, max_plans)?;
+    Some(
+        sets.into_iter()
+            .map(|r| {
+                let a = model.analyze(&model.saved_for(&r));
+                debug_assert_eq!(a.recompute, r, "a closed set is its own plan's recompute set");
+                a
+            })
+            .collect(),
+    )
+}
+
+/// How many distinct plans the exhaustive search may evaluate on a checkpointed body of
+/// `size` equations: the options' `exhaustive_plans` up to `exhaustive_full_size`
+/// equations, beyond that scaled by `exhaustive_full_size / size` (at least one), so that
+/// its time stays about that of `exhaustive_plans` evaluations of a full-size body.
+pub fn exhaustive_plans(size: usize, options: &crate::PlanOptions) -> usize {
+    if size <= options.exhaustive_full_size {
+        return options.exhaustive_plans;
     }
-    Some(out)
+    let scaled = options.exhaustive_plans as u128 * options.exhaustive_full_size as u128 / size as u128;
+    (scaled.min(usize::MAX as u128) as usize).clamp(options.exhaustive_plans.min(1), options.exhaustive_plans)
 }
 
 /// The greedy path from saving everything to saving nothing (see the module docs), as the
@@ -354,6 +359,17 @@ pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Resul
 mod tests {
     use super::*;
     use crate::PlanOptions;
+
+    #[test]
+    fn the_exhaustive_plan_limit_falls_with_the_body_size() {
+        let o = PlanOptions::default();
+        assert_eq!(exhaustive_plans(1, &o), o.exhaustive_plans);
+        assert_eq!(exhaustive_plans(o.exhaustive_full_size, &o), o.exhaustive_plans);
+        assert_eq!(exhaustive_plans(2 * o.exhaustive_full_size, &o), o.exhaustive_plans / 2);
+        assert_eq!(exhaustive_plans(usize::MAX, &o), 1);
+        let none = PlanOptions { exhaustive_plans: 0, ..PlanOptions::default() };
+        assert_eq!(exhaustive_plans(10 * none.exhaustive_full_size, &none), 0);
+    }
 
     #[test]
     fn large_programs_get_fewer_exact_evaluations_and_never_fewer_than_the_minimum() {

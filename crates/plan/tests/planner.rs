@@ -74,7 +74,7 @@ fn the_exhaustive_planner_finds_the_optimum_of_every_subset() {
 
 #[test]
 fn the_greedy_heuristic_is_within_two_percent_of_the_exact_plan() {
-    for file in ["dag.jaxpr", "chain.jaxpr"] {
+    for file in ["dag.jaxpr", "chain.jaxpr", "two_chains.jaxpr"] {
         let f = load(file);
         let exact = Planner::new(&f, &[], &wrt_first()).unwrap();
         assert_eq!(exact.method(), Method::Exhaustive);
