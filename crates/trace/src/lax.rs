@@ -458,6 +458,47 @@ pub fn avg_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding
     binary_at(BinaryOp::Div, sum.into(), (size as f64).into(), loc)
 }
 
+/// `lax.sort(operands, dimension, is_stable, num_keys)`: the operands (of one shape)
+/// sorted together along `dimension`, ordered lexicographically by the first `num_keys`
+/// of them (NaNs last); one result per operand.
+#[track_caller]
+pub fn sort(operands: &[&Tensor], dimension: isize, is_stable: bool, num_keys: usize) -> Vec<Tensor> {
+    let loc = Location::caller();
+    let placeholders = || operands.iter().map(|t| Tensor::placeholder(t.aval().clone())).collect::<Vec<_>>();
+    let Some(first) = operands.first() else {
+        record_error(loc, "sort: no operands".to_string());
+        return Vec::new();
+    };
+    let rank = first.ndim() as isize;
+    let d = if dimension < 0 { dimension + rank } else { dimension };
+    if d < 0 || d >= rank.max(1) || rank == 0 {
+        record_error(loc, format!("sort: dimension {dimension} is out of bounds for {}", first.aval()));
+        return placeholders();
+    }
+    if num_keys == 0 || num_keys > operands.len() {
+        record_error(loc, format!("sort: num_keys {num_keys} must be between 1 and the {} operands", operands.len()));
+        return placeholders();
+    }
+    let ins: Vec<Operand> = operands.iter().map(|t| (*t).into()).collect();
+    let weak: Vec<bool> = operands.iter().map(|t| t.is_weak()).collect();
+    let prim = Primitive::Sort { dimension: d as usize, is_stable, num_keys };
+    bind_n(prim, &ins, &weak, loc).unwrap_or_else(placeholders)
+}
+
+/// `lax.select_n(which, *cases)`: elementwise, the case `which` picks (`which` a `bool`
+/// for two cases, else an `i32` in range; a scalar `which` picks whole cases).
+#[track_caller]
+pub fn select_n(which: &Tensor, cases: &[&Tensor]) -> Tensor {
+    let loc = Location::caller();
+    let Some(first) = cases.first() else {
+        record_error(loc, "select_n: no cases".to_string());
+        return Tensor::placeholder(which.aval().clone());
+    };
+    let mut ins: Vec<Operand> = vec![which.into()];
+    ins.extend(cases.iter().map(|t| Operand::from(*t)));
+    bind(Primitive::SelectN, &ins, first.is_weak(), loc).remove(0)
+}
+
 /// `lax.stop_gradient(x)`: `x`, with no gradient flowing back.
 #[track_caller]
 pub fn stop_gradient(x: &Tensor) -> Tensor {

@@ -260,6 +260,11 @@ fn programs() -> BTreeMap<&'static str, Program> {
             lax::scatter_add(&a[0], &a[1], &a[2], dn, options)
         }),
     );
+    add("sort_two_operands", Box::new(|a| lax::sort(&[&a[0], &a[1]], 0, true, 1)));
+    add("sort_two_keys_unstable", Box::new(|a| lax::sort(&[&a[0], &a[1]], 1, false, 2)));
+    add("sort_one", p(|a| lax::sort(&[&a[0]], 0, true, 1).remove(0)));
+    add("select_n_bool", p(|a| lax::select_n(&a[0], &[&a[1], &a[2]])));
+    add("select_n_three", p(|a| lax::select_n(&a[0], &[&a[1], &a[2], &a[3]])));
     m
 }
 
@@ -290,6 +295,12 @@ fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> Strin
 fn wrong_inputs_are_located_errors() {
     let f32s = |s: &[usize]| Aval::new(DType::F32, s.to_vec());
     let i32s = |s: &[usize]| Aval::new(DType::I32, s.to_vec());
+    let e = trace_error(|a| lax::sort(&[&a[0], &a[0]], 0, true, 3).remove(0), vec![f32s(&[4])]);
+    assert!(e.ends_with("sort: num_keys 3 must be between 1 and the 2 operands"), "{e}");
+    let e = trace_error(|a| lax::sort(&[&a[0]], 2, true, 1).remove(0), vec![f32s(&[4, 2])]);
+    assert!(e.ends_with("sort: dimension 2 is out of bounds for f32[4,2]"), "{e}");
+    let e = trace_error(|a| lax::select_n(&a[0], &[&a[0], &a[0]]), vec![f32s(&[4])]);
+    assert!(e.starts_with("crates/trace/tests/lax.rs:") && e.contains("select_n"), "{e}");
     // A slice larger than the operand, a collapsed axis whose slice is not 1, an update
     // window wider than the operand: each the shape rule's words, at the caller's line.
     let rows = |collapsed: usize| GatherDimensionNumbers {

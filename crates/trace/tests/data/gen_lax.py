@@ -113,6 +113,16 @@ c("scatter_add_points_clip", lambda x, i, u: lax.scatter_add(
     mode="clip", indices_are_sorted=True),
   f32(3, 4), np.array([[0, 1], [2, 3], [5, 0]], np.int32), f32(3))
 
+# lax.sort of several operands and lax.select_n.
+c("sort_two_operands", lambda a, b: lax.sort((a, b), num_keys=1), np.array([3., 1., 2., 1.], np.float32), f32(4),
+  grad=False)
+c("sort_two_keys_unstable", lambda a, b: lax.sort((a, b), dimension=1, is_stable=False, num_keys=2),
+  np.array([[3., 1., 3.], [2., 2., 1.]], np.float32), f32(2, 3), grad=False)
+c("sort_one", lambda a: lax.sort(a, dimension=0), f32(3, 2))
+c("select_n_bool", lambda p, a, b: lax.select_n(p, a, b), np.array([True, False, True, False]), f32(4), f32(4))
+c("select_n_three", lambda w, a, b, d: lax.select_n(w, a, b, d), np.array([0, 1, 2, 1], np.int32), f32(4), f32(4),
+  f32(4))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
