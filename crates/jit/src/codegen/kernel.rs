@@ -34,6 +34,28 @@ fn slice_import(op: UnaryOp, row: i64, fma: bool) -> Option<Import> {
     }
 }
 
+/// A block of rows handed to a slice function at once holds at most this many elements
+/// (16 KiB of f32: written by the kernel just before, it is still in L1). One call per row
+/// of 64 elements ran latency-bound: four 16-lane vectors do not fill the pipelines of the
+/// ~20-operation dependency chain of `tanh` (docs/benchmarks.md, mlp_small).
+const SLICE_BLOCK: i64 = 4096;
+
+/// How many rows of a slice kernel's nest go to the slice function per call, when more
+/// than one: the destination's rows (the innermost dimension, stride 1) must follow each
+/// other in memory, and a thread's range must not cut the row dimension.
+fn slice_block(nest: &Nest, split: Option<(usize, Value, Value)>) -> Option<i64> {
+    let rank = nest.ext.len();
+    if rank < 2 || split.is_some_and(|(d, _, _)| d + 2 >= rank) {
+        return None;
+    }
+    let (outer, width) = (nest.ext[rank - 2], nest.ext[rank - 1]);
+    if nest.strides[0][rank - 1] != 1 || nest.strides[0][rank - 2] != width {
+        return None;
+    }
+    let rows = (SLICE_BLOCK / width).min(outer);
+    (rows >= 2).then_some(rows)
+}
+
 /// The users of a nest: strides per dimension and base offsets.
 struct Nest {
     ext: Vec<i64>,
@@ -195,14 +217,29 @@ impl Fx<'_, '_> {
         split: Option<(usize, Value, Value)>,
         inner: &mut dyn FnMut(&mut Self, &[Value]),
     ) {
-        if level + 1 >= nest.ext.len() {
+        let stop = nest.ext.len().saturating_sub(1);
+        self.loops_above(nest, stop, level, offs, split, inner);
+    }
+
+    /// Loops over the dimensions of `nest` before `stop`, calling `inner` with the offsets
+    /// (`inner` runs the dimensions from `stop` on). `split` as in `outer_loops`.
+    fn loops_above(
+        &mut self,
+        nest: &Nest,
+        stop: usize,
+        level: usize,
+        offs: Vec<Value>,
+        split: Option<(usize, Value, Value)>,
+        inner: &mut dyn FnMut(&mut Self, &[Value]),
+    ) {
+        if level >= stop {
             inner(self, &offs);
             return;
         }
         let s: Vec<i64> = nest.strides.iter().map(|s| s[level]).collect();
         let mut body = |fx: &mut Self, i: Value| {
             let o = fx.advance(&offs, &s, i);
-            fx.outer_loops(nest, level + 1, o, split, inner);
+            fx.loops_above(nest, stop, level + 1, o, split, inner);
         };
         match split {
             Some((d, lo, hi)) if d == level => self.for_range_dyn(lo, hi, 1, &mut body),
@@ -269,7 +306,9 @@ impl Fx<'_, '_> {
             _ => None,
         };
         let src = slice.map_or(src, |(_, x)| x);
-        self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
+        let block = slice.and_then(|(imp, _)| slice_block(&nest, split).map(|rows| (imp, rows)));
+        // One row: the expression at every point, then (per row) the slice function.
+        let row = |fx: &mut Self, offs: &[Value], call_per_row: bool| {
             if rank == 0 {
                 let x = fx.eval(src, false, offs, &inner, &mut 1);
                 fx.store(buf, dtype, offs[0], x, false, 0);
@@ -288,12 +327,36 @@ impl Fx<'_, '_> {
                 let x = fx.eval(src, false, &o, &inner, &mut 1);
                 fx.store(buf, dtype, o[0], x, false, 0);
             });
-            if let Some((imp, _)) = slice {
+            if let (Some((imp, _)), true) = (slice, call_per_row) {
                 let o = fx.advance(offs, &inner, start);
                 let row = fx.element_address(buf, o[0], 4);
                 let len = fx.b.ins().isub(n, start);
                 fx.call(imp, &[row, len]);
             }
+        };
+        let Some((imp, rows)) = block else {
+            self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| row(fx, offs, true));
+            return;
+        };
+        // Blocks of `rows` contiguous rows: the expression into every row of the block,
+        // then one call of the slice function over the whole block (still in L1).
+        let (outer, width) = (nest.ext[rank - 2], nest.ext[rank - 1]);
+        let step: Vec<i64> = nest.strides.iter().map(|s| s[rank - 2]).collect();
+        self.loops_above(&nest, rank - 2, 0, bases, split, &mut |fx, offs| {
+            fx.for_range(0, outer, rows, |fx, first| {
+                let last = fx.b.ins().iadd_imm_s(first, rows);
+                let limit = fx.iconst(outer);
+                let end = fx.b.ins().smin(last, limit);
+                fx.for_range_dyn(first, end, 1, &mut |fx, r| {
+                    let o = fx.advance(offs, &step, r);
+                    row(fx, &o, false);
+                });
+                let o = fx.advance(offs, &step, first);
+                let addr = fx.element_address(buf, o[0], 4);
+                let count = fx.b.ins().isub(end, first);
+                let len = fx.b.ins().imul_imm_s(count, width);
+                fx.call(imp, &[addr, len]);
+            });
         });
     }
 
