@@ -384,6 +384,10 @@ impl Fx<'_, '_> {
         let n = nest.ext.last().copied().unwrap_or(1);
         let rank = nest.ext.len();
         let ty = clif_type(dtype);
+        if rank == 2 && split.is_none() && vec_ok && dtype == DType::F32 && nest.strides[0] == [0, 1] && n >= 4 {
+            self.reduce_columns(op, &nest, dst, src, &bases);
+            return Ok(());
+        }
         self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
             let load_dst = |fx: &mut Self, off: Value, vector: bool| {
                 let addr = fx.element_address(dst, off, dtype.size_in_bytes() as i64);
@@ -458,6 +462,66 @@ impl Fx<'_, '_> {
             fx.store(dst, dtype, offs[0], r, false, 0);
         });
         Ok(())
+    }
+
+    /// `dst[j] = op(dst[j], src[i, j])` for every row `i` in order, over a nest of two
+    /// dimensions: the rows (reduced) and the destination's contiguous columns (kept): the
+    /// column sums of a bias gradient. Groups of up to four column vectors accumulate in
+    /// registers across all rows and are stored once, instead of a load and a store of the
+    /// destination per row; each column still starts from the destination (the identity
+    /// fill) and combines rows 0, 1, ... in order, so the bits are those of the row by row
+    /// loop.
+    fn reduce_columns(&mut self, op: ReduceOp, nest: &Nest, dst: BufId, src: &Expr, offs: &[Value]) {
+        let dtype = src.dtype();
+        let (rows, n) = (nest.ext[0], nest.ext[1]);
+        let step: Vec<i64> = nest.strides.iter().map(|s| s[0]).collect();
+        let inner = nest.inner();
+        let (n16, n4) = (n / 16 * 16, n / 4 * 4);
+        let group = |fx: &mut Self, col: Value, vectors: i64| {
+            let cols: Vec<Vec<Value>> = (0..vectors)
+                .map(|g| {
+                    let c = fx.b.ins().iadd_imm_s(col, 4 * g);
+                    fx.advance(offs, &inner, c)
+                })
+                .collect();
+            let accs: Vec<_> = cols
+                .iter()
+                .map(|o| {
+                    let var = fx.b.declare_var(types::F32X4);
+                    let addr = fx.element_address(dst, o[0], 4);
+                    let v = fx.b.ins().load(types::F32X4, mem(), addr, 0);
+                    fx.b.def_var(var, v);
+                    var
+                })
+                .collect();
+            fx.for_range(0, rows, 1, |fx, i| {
+                for (o, &var) in cols.iter().zip(&accs) {
+                    let o = fx.advance(o, &step, i);
+                    let x = fx.eval(src, true, &o, &inner, &mut 1);
+                    let a = fx.b.use_var(var);
+                    let r = fx.combine(op, dtype, a, x, true);
+                    fx.b.def_var(var, r);
+                }
+            });
+            for (o, &var) in cols.iter().zip(&accs) {
+                let v = fx.b.use_var(var);
+                fx.store(dst, dtype, o[0], v, true, 1);
+            }
+        };
+        self.for_range(0, n16, 16, |fx, c| group(fx, c, 4));
+        self.for_range(n16, n4, 4, |fx, c| group(fx, c, 1));
+        // The last `n % 4` columns, one element at a time.
+        self.for_range(0, rows, 1, |fx, i| {
+            let row = fx.advance(offs, &step, i);
+            fx.for_range(n4, n, 1, |fx, j| {
+                let o = fx.advance(&row, &inner, j);
+                let x = fx.eval(src, false, &o, &inner, &mut 1);
+                let addr = fx.element_address(dst, o[0], dtype.size_in_bytes() as i64);
+                let a = fx.load_elem(dtype, addr, 0);
+                let r = fx.combine(op, dtype, a, x, false);
+                fx.store(dst, dtype, o[0], r, false, 0);
+            });
+        });
     }
 
     /// Fills a reduction's destination with the identity of `op`.
