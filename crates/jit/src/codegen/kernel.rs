@@ -8,7 +8,7 @@
 //! is vectorizable) with a scalar tail for the last `n % 4` elements.
 
 use cranelift_codegen::ir::{types, InstBuilder, Value};
-use remat_ir::{DType, ReduceOp, UnaryOp};
+use remat_ir::{BinaryOp, DType, ReduceOp, UnaryOp};
 
 use super::eval::vectorizable;
 use super::{clif_type, mem, Fx};
@@ -54,6 +54,28 @@ fn slice_block(nest: &Nest, split: Option<(usize, Value, Value)>) -> Option<i64>
     }
     let rows = (SLICE_BLOCK / width).min(outer);
     (rows >= 2).then_some(rows)
+}
+
+/// A slice kernel's expression `a + b` where, over the last two dimensions of the nest,
+/// one operand walks the destination's rows and the other is one row broadcast down them
+/// (a bias): the buffers of `(rows, row)` and the user index of each (1 and 2, the
+/// destination being user 0), for one fused call per block instead of a loop then a call.
+fn add_row_operands(x: &Expr, nest: &Nest) -> Option<[(BufId, usize); 2]> {
+    let Expr::Binary(BinaryOp::Add, DType::F32, a, b) = x else { return None };
+    let (Expr::Load(va), Expr::Load(vb)) = (&**a, &**b) else { return None };
+    let rank = nest.ext.len();
+    if nest.strides.len() != 3 || va.dtype != DType::F32 || vb.dtype != DType::F32 {
+        return None;
+    }
+    let tail = |user: usize| &nest.strides[user][rank - 2..];
+    let (rows, row) = ([nest.ext[rank - 1], 1], [0, 1]);
+    if tail(1) == rows && tail(2) == row {
+        Some([(va.buf, 1), (vb.buf, 2)])
+    } else if tail(2) == rows && tail(1) == row {
+        Some([(vb.buf, 2), (va.buf, 1)])
+    } else {
+        None
+    }
 }
 
 /// The users of a nest: strides per dimension and base offsets.
@@ -342,11 +364,28 @@ impl Fx<'_, '_> {
         // then one call of the slice function over the whole block (still in L1).
         let (outer, width) = (nest.ext[rank - 2], nest.ext[rank - 1]);
         let step: Vec<i64> = nest.strides.iter().map(|s| s[rank - 2]).collect();
+        // `f(rows + bias)`: the sum is formed inside the row function's loop (the same f32
+        // addition, so the same bits), not written to the block first.
+        let add_row = add_row_operands(src, &nest).map(|ops| {
+            let imp = if imp == Import::ExpF32Slice { Import::ExpAddRowF32 } else { Import::TanhAddRowF32 };
+            (imp, ops)
+        });
         self.loops_above(&nest, rank - 2, 0, bases, split, &mut |fx, offs| {
             fx.for_range(0, outer, rows, |fx, first| {
                 let last = fx.b.ins().iadd_imm_s(first, rows);
                 let limit = fx.iconst(outer);
                 let end = fx.b.ins().smin(last, limit);
+                if let Some((imp, [(rows_buf, ru), (row_buf, bu)])) = add_row {
+                    let o = fx.advance(offs, &step, first);
+                    let dst = fx.element_address(buf, o[0], 4);
+                    let from = fx.element_address(rows_buf, o[ru], 4);
+                    let row = fx.element_address(row_buf, o[bu], 4);
+                    let count = fx.b.ins().isub(end, first);
+                    let len = fx.b.ins().imul_imm_s(count, width);
+                    let w = fx.iconst(width);
+                    fx.call(imp, &[dst, from, row, len, w]);
+                    return;
+                }
                 fx.for_range_dyn(first, end, 1, &mut |fx, r| {
                     let o = fx.advance(offs, &step, r);
                     row(fx, &o, false);
