@@ -1,7 +1,10 @@
 //! Hand-written programs for what the random generator reaches rarely: nested scans (loop
 //! lifetimes in the planner), carries that swap places, and chains of layout primitives.
 //! `exp_tanh_rows.jaxpr`: `exp` and `tanh` as kernel results (the native row functions)
-//! over broadcast, transposed and split rows, saturated and overflowing. Each
+//! over broadcast, transposed and split rows, saturated and overflowing. `row_blocks.jaxpr`:
+//! row functions called on blocks of rows (with a partial last block, and inside an outer
+//! loop; `f(x + bias)` with the bias either operand, fused into the row function), and column reductions accumulated in registers (groups of four vectors, single
+//! vectors and scalar tail columns; sum, max, min, of a load and of an expression). Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;

@@ -8,7 +8,7 @@
 //! is vectorizable) with a scalar tail for the last `n % 4` elements.
 
 use cranelift_codegen::ir::{types, InstBuilder, Value};
-use remat_ir::{DType, ReduceOp, UnaryOp};
+use remat_ir::{BinaryOp, DType, ReduceOp, UnaryOp};
 
 use super::eval::vectorizable;
 use super::{clif_type, mem, Fx};
@@ -31,6 +31,50 @@ fn slice_import(op: UnaryOp, row: i64, fma: bool) -> Option<Import> {
         UnaryOp::Exp => Some(Import::ExpF32Slice),
         UnaryOp::Tanh => Some(Import::TanhF32Slice),
         _ => None,
+    }
+}
+
+/// A block of rows handed to a slice function at once holds at most this many elements
+/// (16 KiB of f32: written by the kernel just before, it is still in L1). One call per row
+/// of 64 elements ran latency-bound: four 16-lane vectors do not fill the pipelines of the
+/// ~20-operation dependency chain of `tanh` (docs/benchmarks.md, mlp_small).
+const SLICE_BLOCK: i64 = 4096;
+
+/// How many rows of a slice kernel's nest go to the slice function per call, when more
+/// than one: the destination's rows (the innermost dimension, stride 1) must follow each
+/// other in memory, and a thread's range must not cut the row dimension.
+fn slice_block(nest: &Nest, split: Option<(usize, Value, Value)>) -> Option<i64> {
+    let rank = nest.ext.len();
+    if rank < 2 || split.is_some_and(|(d, _, _)| d + 2 >= rank) {
+        return None;
+    }
+    let (outer, width) = (nest.ext[rank - 2], nest.ext[rank - 1]);
+    if nest.strides[0][rank - 1] != 1 || nest.strides[0][rank - 2] != width {
+        return None;
+    }
+    let rows = (SLICE_BLOCK / width).min(outer);
+    (rows >= 2).then_some(rows)
+}
+
+/// A slice kernel's expression `a + b` where, over the last two dimensions of the nest,
+/// one operand walks the destination's rows and the other is one row broadcast down them
+/// (a bias): the buffers of `(rows, row)` and the user index of each (1 and 2, the
+/// destination being user 0), for one fused call per block instead of a loop then a call.
+fn add_row_operands(x: &Expr, nest: &Nest) -> Option<[(BufId, usize); 2]> {
+    let Expr::Binary(BinaryOp::Add, DType::F32, a, b) = x else { return None };
+    let (Expr::Load(va), Expr::Load(vb)) = (&**a, &**b) else { return None };
+    let rank = nest.ext.len();
+    if nest.strides.len() != 3 || va.dtype != DType::F32 || vb.dtype != DType::F32 {
+        return None;
+    }
+    let tail = |user: usize| &nest.strides[user][rank - 2..];
+    let (rows, row) = ([nest.ext[rank - 1], 1], [0, 1]);
+    if tail(1) == rows && tail(2) == row {
+        Some([(va.buf, 1), (vb.buf, 2)])
+    } else if tail(2) == rows && tail(1) == row {
+        Some([(vb.buf, 2), (va.buf, 1)])
+    } else {
+        None
     }
 }
 
@@ -195,14 +239,29 @@ impl Fx<'_, '_> {
         split: Option<(usize, Value, Value)>,
         inner: &mut dyn FnMut(&mut Self, &[Value]),
     ) {
-        if level + 1 >= nest.ext.len() {
+        let stop = nest.ext.len().saturating_sub(1);
+        self.loops_above(nest, stop, level, offs, split, inner);
+    }
+
+    /// Loops over the dimensions of `nest` before `stop`, calling `inner` with the offsets
+    /// (`inner` runs the dimensions from `stop` on). `split` as in `outer_loops`.
+    fn loops_above(
+        &mut self,
+        nest: &Nest,
+        stop: usize,
+        level: usize,
+        offs: Vec<Value>,
+        split: Option<(usize, Value, Value)>,
+        inner: &mut dyn FnMut(&mut Self, &[Value]),
+    ) {
+        if level >= stop {
             inner(self, &offs);
             return;
         }
         let s: Vec<i64> = nest.strides.iter().map(|s| s[level]).collect();
         let mut body = |fx: &mut Self, i: Value| {
             let o = fx.advance(&offs, &s, i);
-            fx.outer_loops(nest, level + 1, o, split, inner);
+            fx.loops_above(nest, stop, level + 1, o, split, inner);
         };
         match split {
             Some((d, lo, hi)) if d == level => self.for_range_dyn(lo, hi, 1, &mut body),
@@ -269,7 +328,9 @@ impl Fx<'_, '_> {
             _ => None,
         };
         let src = slice.map_or(src, |(_, x)| x);
-        self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
+        let block = slice.and_then(|(imp, _)| slice_block(&nest, split).map(|rows| (imp, rows)));
+        // One row: the expression at every point, then (per row) the slice function.
+        let row = |fx: &mut Self, offs: &[Value], call_per_row: bool| {
             if rank == 0 {
                 let x = fx.eval(src, false, offs, &inner, &mut 1);
                 fx.store(buf, dtype, offs[0], x, false, 0);
@@ -288,12 +349,53 @@ impl Fx<'_, '_> {
                 let x = fx.eval(src, false, &o, &inner, &mut 1);
                 fx.store(buf, dtype, o[0], x, false, 0);
             });
-            if let Some((imp, _)) = slice {
+            if let (Some((imp, _)), true) = (slice, call_per_row) {
                 let o = fx.advance(offs, &inner, start);
                 let row = fx.element_address(buf, o[0], 4);
                 let len = fx.b.ins().isub(n, start);
                 fx.call(imp, &[row, len]);
             }
+        };
+        let Some((imp, rows)) = block else {
+            self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| row(fx, offs, true));
+            return;
+        };
+        // Blocks of `rows` contiguous rows: the expression into every row of the block,
+        // then one call of the slice function over the whole block (still in L1).
+        let (outer, width) = (nest.ext[rank - 2], nest.ext[rank - 1]);
+        let step: Vec<i64> = nest.strides.iter().map(|s| s[rank - 2]).collect();
+        // `f(rows + bias)`: the sum is formed inside the row function's loop (the same f32
+        // addition, so the same bits), not written to the block first.
+        let add_row = add_row_operands(src, &nest).map(|ops| {
+            let imp = if imp == Import::ExpF32Slice { Import::ExpAddRowF32 } else { Import::TanhAddRowF32 };
+            (imp, ops)
+        });
+        self.loops_above(&nest, rank - 2, 0, bases, split, &mut |fx, offs| {
+            fx.for_range(0, outer, rows, |fx, first| {
+                let last = fx.b.ins().iadd_imm_s(first, rows);
+                let limit = fx.iconst(outer);
+                let end = fx.b.ins().smin(last, limit);
+                if let Some((imp, [(rows_buf, ru), (row_buf, bu)])) = add_row {
+                    let o = fx.advance(offs, &step, first);
+                    let dst = fx.element_address(buf, o[0], 4);
+                    let from = fx.element_address(rows_buf, o[ru], 4);
+                    let row = fx.element_address(row_buf, o[bu], 4);
+                    let count = fx.b.ins().isub(end, first);
+                    let len = fx.b.ins().imul_imm_s(count, width);
+                    let w = fx.iconst(width);
+                    fx.call(imp, &[dst, from, row, len, w]);
+                    return;
+                }
+                fx.for_range_dyn(first, end, 1, &mut |fx, r| {
+                    let o = fx.advance(offs, &step, r);
+                    row(fx, &o, false);
+                });
+                let o = fx.advance(offs, &step, first);
+                let addr = fx.element_address(buf, o[0], 4);
+                let count = fx.b.ins().isub(end, first);
+                let len = fx.b.ins().imul_imm_s(count, width);
+                fx.call(imp, &[addr, len]);
+            });
         });
     }
 
@@ -321,6 +423,10 @@ impl Fx<'_, '_> {
         let n = nest.ext.last().copied().unwrap_or(1);
         let rank = nest.ext.len();
         let ty = clif_type(dtype);
+        if rank == 2 && split.is_none() && vec_ok && dtype == DType::F32 && nest.strides[0] == [0, 1] && n >= 4 {
+            self.reduce_columns(op, &nest, dst, src, &bases);
+            return Ok(());
+        }
         self.outer_loops(&nest, 0, bases, split, &mut |fx, offs| {
             let load_dst = |fx: &mut Self, off: Value, vector: bool| {
                 let addr = fx.element_address(dst, off, dtype.size_in_bytes() as i64);
@@ -395,6 +501,66 @@ impl Fx<'_, '_> {
             fx.store(dst, dtype, offs[0], r, false, 0);
         });
         Ok(())
+    }
+
+    /// `dst[j] = op(dst[j], src[i, j])` for every row `i` in order, over a nest of two
+    /// dimensions: the rows (reduced) and the destination's contiguous columns (kept): the
+    /// column sums of a bias gradient. Groups of up to four column vectors accumulate in
+    /// registers across all rows and are stored once, instead of a load and a store of the
+    /// destination per row; each column still starts from the destination (the identity
+    /// fill) and combines rows 0, 1, ... in order, so the bits are those of the row by row
+    /// loop.
+    fn reduce_columns(&mut self, op: ReduceOp, nest: &Nest, dst: BufId, src: &Expr, offs: &[Value]) {
+        let dtype = src.dtype();
+        let (rows, n) = (nest.ext[0], nest.ext[1]);
+        let step: Vec<i64> = nest.strides.iter().map(|s| s[0]).collect();
+        let inner = nest.inner();
+        let (n16, n4) = (n / 16 * 16, n / 4 * 4);
+        let group = |fx: &mut Self, col: Value, vectors: i64| {
+            let cols: Vec<Vec<Value>> = (0..vectors)
+                .map(|g| {
+                    let c = fx.b.ins().iadd_imm_s(col, 4 * g);
+                    fx.advance(offs, &inner, c)
+                })
+                .collect();
+            let accs: Vec<_> = cols
+                .iter()
+                .map(|o| {
+                    let var = fx.b.declare_var(types::F32X4);
+                    let addr = fx.element_address(dst, o[0], 4);
+                    let v = fx.b.ins().load(types::F32X4, mem(), addr, 0);
+                    fx.b.def_var(var, v);
+                    var
+                })
+                .collect();
+            fx.for_range(0, rows, 1, |fx, i| {
+                for (o, &var) in cols.iter().zip(&accs) {
+                    let o = fx.advance(o, &step, i);
+                    let x = fx.eval(src, true, &o, &inner, &mut 1);
+                    let a = fx.b.use_var(var);
+                    let r = fx.combine(op, dtype, a, x, true);
+                    fx.b.def_var(var, r);
+                }
+            });
+            for (o, &var) in cols.iter().zip(&accs) {
+                let v = fx.b.use_var(var);
+                fx.store(dst, dtype, o[0], v, true, 1);
+            }
+        };
+        self.for_range(0, n16, 16, |fx, c| group(fx, c, 4));
+        self.for_range(n16, n4, 4, |fx, c| group(fx, c, 1));
+        // The last `n % 4` columns, one element at a time.
+        self.for_range(0, rows, 1, |fx, i| {
+            let row = fx.advance(offs, &step, i);
+            fx.for_range(n4, n, 1, |fx, j| {
+                let o = fx.advance(&row, &inner, j);
+                let x = fx.eval(src, false, &o, &inner, &mut 1);
+                let addr = fx.element_address(dst, o[0], dtype.size_in_bytes() as i64);
+                let a = fx.load_elem(dtype, addr, 0);
+                let r = fx.combine(op, dtype, a, x, false);
+                fx.store(dst, dtype, o[0], r, false, 0);
+            });
+        });
     }
 
     /// Fills a reduction's destination with the identity of `op`.

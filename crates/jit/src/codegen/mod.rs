@@ -172,6 +172,7 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
         ImportSig::Dot => (&[types::I64; 4], None),
         ImportSig::ParallelFor => (&[types::I64; 4], None),
         ImportSig::Slice | ImportSig::Native => (&[types::I64; 2], None),
+        ImportSig::AddRow => (&[types::I64; 5], None),
         ImportSig::OpF32ToF32 => (&[types::I32, types::F32], Some(types::F32)),
         ImportSig::OpF64ToF64 => (&[types::I32, types::F64], Some(types::F64)),
         ImportSig::OpF32F32ToF32 => (&[types::I32, types::F32, types::F32], Some(types::F32)),

@@ -48,6 +48,10 @@ pub(crate) enum Import {
     ExpF32Slice,
     /// `tanh` in place over a contiguous run of f32 (`vmath`).
     TanhF32Slice,
+    /// `exp(x + row)` over contiguous rows of f32 (`vmath::add_row_fn`).
+    ExpAddRowF32,
+    /// `tanh(x + row)` over contiguous rows of f32 (`vmath::add_row_fn`).
+    TanhAddRowF32,
     /// A gather, scatter, sort, ... over whole buffers (`indexing`).
     Native,
     /// `remat-math`'s unary functions: `(op index in UnaryOp::ALL, x)`.
@@ -70,6 +74,8 @@ pub(crate) enum ImportSig {
     ParallelFor,
     /// `(ptr, len)` of a run of f32 changed in place.
     Slice,
+    /// `(dst, src, row, len, width)`: rows of f32 plus a broadcast row, mapped.
+    AddRow,
     /// `(desc, bases)`, both pointers.
     Native,
     /// `(op, x)` with an `i32` op index.
@@ -135,7 +141,7 @@ extern "C" fn tan_f32(x: f32) -> f32 {
 }
 
 impl Import {
-    pub const ALL: [Import; 21] = [
+    pub const ALL: [Import; 23] = [
         Import::Dot,
         Import::ParallelFor,
         Import::ExpF64,
@@ -152,6 +158,8 @@ impl Import {
         Import::TanF32,
         Import::ExpF32Slice,
         Import::TanhF32Slice,
+        Import::ExpAddRowF32,
+        Import::TanhAddRowF32,
         Import::Native,
         Import::MathUnaryF32,
         Import::MathUnaryF64,
@@ -177,6 +185,8 @@ impl Import {
             Import::TanF32 => "remat_tan_f32",
             Import::ExpF32Slice => "remat_exp_f32_slice",
             Import::TanhF32Slice => "remat_tanh_f32_slice",
+            Import::ExpAddRowF32 => "remat_exp_add_row_f32",
+            Import::TanhAddRowF32 => "remat_tanh_add_row_f32",
             Import::Native => "remat_native",
             Import::MathUnaryF32 => "remat_math_unary_f32",
             Import::MathUnaryF64 => "remat_math_unary_f64",
@@ -193,6 +203,7 @@ impl Import {
             Import::PowF64 => ImportSig::F64F64ToF64,
             Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
             Import::ExpF32Slice | Import::TanhF32Slice => ImportSig::Slice,
+            Import::ExpAddRowF32 | Import::TanhAddRowF32 => ImportSig::AddRow,
             Import::MathUnaryF32 => ImportSig::OpF32ToF32,
             Import::MathUnaryF64 => ImportSig::OpF64ToF64,
             Import::MathBinaryF32 => ImportSig::OpF32F32ToF32,
@@ -226,6 +237,8 @@ impl Import {
             Import::TanF32 => tan_f32 as *const u8,
             Import::ExpF32Slice => vmath::slice_fn(vmath::SliceOp::Exp, vmath::width()) as *const u8,
             Import::TanhF32Slice => vmath::slice_fn(vmath::SliceOp::Tanh, vmath::width()) as *const u8,
+            Import::ExpAddRowF32 => vmath::add_row_fn(vmath::SliceOp::Exp, vmath::width()) as *const u8,
+            Import::TanhAddRowF32 => vmath::add_row_fn(vmath::SliceOp::Tanh, vmath::width()) as *const u8,
             Import::Native => indexing::remat_native as *const u8,
             Import::MathUnaryF32 => math_unary::<f32> as *const u8,
             Import::MathUnaryF64 => math_unary::<f64> as *const u8,

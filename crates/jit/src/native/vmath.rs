@@ -157,6 +157,78 @@ unsafe fn map_in_place(ptr: *mut f32, n: i64, f: impl Fn(f32) -> f32) {
     }
 }
 
+/// `dst[r, j] = f(src[r, j] + row[j])` over `n` f32 (whole rows of `width`) at `dst` and
+/// `src`, which are the same memory or do not overlap.
+///
+/// # Safety
+/// `dst` and `src` point at `n` f32 (nothing if `n <= 0`), `row` at `width` f32, `n` is a
+/// multiple of `width > 0`, `dst` is either `src` or overlaps neither `src` nor `row`, and
+/// nothing else accesses them during the call.
+#[inline(always)]
+unsafe fn map_add_row(dst: *mut f32, src: *const f32, row: *const f32, n: i64, width: i64, f: impl Fn(f32) -> f32) {
+    if n <= 0 || width <= 0 {
+        return;
+    }
+    let (n, width) = (n as usize, width as usize);
+    // SAFETY: the caller's contract.
+    let row = unsafe { std::slice::from_raw_parts(row, width) };
+    if std::ptr::eq(dst, src) {
+        // SAFETY: the caller's contract: `dst` holds `n` f32 of its own.
+        let xs = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        for xs in xs.chunks_exact_mut(width) {
+            for (x, &b) in xs.iter_mut().zip(row) {
+                *x = f(*x + b);
+            }
+        }
+    } else {
+        // SAFETY: the caller's contract: two distinct runs of `n` f32.
+        let (ds, xs) = unsafe { (std::slice::from_raw_parts_mut(dst, n), std::slice::from_raw_parts(src, n)) };
+        for (ds, xs) in ds.chunks_exact_mut(width).zip(xs.chunks_exact(width)) {
+            for ((d, &x), &b) in ds.iter_mut().zip(xs).zip(row) {
+                *d = f(x + b);
+            }
+        }
+    }
+}
+
+/// A function `f(x + row)` over rows: `(dst, src, row, n, width)`, as [`map_add_row`].
+pub(crate) type AddRowFn = unsafe extern "C" fn(*mut f32, *const f32, *const f32, i64, i64);
+
+/// The function the JIT code calls for `op` of a sum with a broadcast row, at `width`.
+pub(crate) fn add_row_fn(op: SliceOp, width: Option<Width>) -> AddRowFn {
+    match (op, width) {
+        #[cfg(target_arch = "x86_64")]
+        (SliceOp::Exp, Some(Width::Avx512)) => x86::add_row_exp_avx512,
+        #[cfg(target_arch = "x86_64")]
+        (SliceOp::Exp, Some(Width::Avx2)) => x86::add_row_exp_avx2,
+        #[cfg(target_arch = "x86_64")]
+        (SliceOp::Tanh, Some(Width::Avx512)) => x86::add_row_tanh_avx512,
+        #[cfg(target_arch = "x86_64")]
+        (SliceOp::Tanh, Some(Width::Avx2)) => x86::add_row_tanh_avx2,
+        (SliceOp::Exp, _) => add_row_exp_portable,
+        (SliceOp::Tanh, _) => add_row_tanh_portable,
+    }
+}
+
+/// Add-row functions, one per `name => element function`, as `slice_fns`.
+macro_rules! add_row_fns {
+    ($($(#[$attr:meta])* $name:ident => $f:ident;)*) => {$(
+        /// # Safety
+        /// As [`map_add_row`]; a variant compiled for target features only on a CPU that
+        /// has them (`width`).
+        $(#[$attr])*
+        pub(super) unsafe extern "C" fn $name(dst: *mut f32, src: *const f32, row: *const f32, n: i64, width: i64) {
+            // SAFETY: the caller's contract.
+            unsafe { map_add_row(dst, src, row, n, width, $f) }
+        }
+    )*};
+}
+
+add_row_fns! {
+    add_row_exp_portable => exp;
+    add_row_tanh_portable => tanh;
+}
+
 /// Slice functions, one per `name => element function`, each optionally compiled for
 /// target features: the element function over `n` f32 at `ptr`, in place.
 macro_rules! slice_fns {
@@ -179,7 +251,18 @@ slice_fns! {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{exp, map_in_place, tanh};
+    use super::{exp, map_add_row, map_in_place, tanh};
+
+    add_row_fns! {
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        add_row_exp_avx512 => exp;
+        #[target_feature(enable = "avx2,fma")]
+        add_row_exp_avx2 => exp;
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+        add_row_tanh_avx512 => tanh;
+        #[target_feature(enable = "avx2,fma")]
+        add_row_tanh_avx2 => tanh;
+    }
 
     slice_fns! {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
@@ -239,6 +322,39 @@ mod tests {
                         let x = xs[start + i];
                         assert_eq!(g.to_bits(), want[start + i], "{op:?}({x:e}) at {width:?}");
                     }
+                }
+            }
+        }
+    }
+
+    /// `f(x + row)` over rows, in place and into another buffer, gives the bits of the
+    /// element function applied to the f32 sum, at every width.
+    #[test]
+    fn add_row_functions_give_the_scalar_bits() {
+        let xs = inputs();
+        let cols = 37;
+        let n = xs.len() / cols * cols;
+        let row: Vec<f32> = xs[..cols].iter().map(|x| x * 0.5).collect();
+        for op in [SliceOp::Exp, SliceOp::Tanh] {
+            let scalar: fn(f32) -> f32 = match op {
+                SliceOp::Exp => exp,
+                SliceOp::Tanh => tanh,
+            };
+            let want: Vec<u32> = (0..n).map(|i| scalar(xs[i] + row[i % cols]).to_bits()).collect();
+            for w in [width(), None] {
+                let f = add_row_fn(op, w);
+                let mut into = vec![f32::NAN; n];
+                let mut in_place = xs[..n].to_vec();
+                // SAFETY: `into` and `xs` hold `n` f32 and do not overlap; `in_place` is
+                // both source and destination; `row` holds `cols` f32; `n` is a multiple
+                // of `cols`; the function for `w` runs on this CPU.
+                unsafe {
+                    f(into.as_mut_ptr(), xs.as_ptr(), row.as_ptr(), n as i64, cols as i64);
+                    f(in_place.as_mut_ptr(), in_place.as_ptr(), row.as_ptr(), n as i64, cols as i64);
+                }
+                for (got, what) in [(&into, "into"), (&in_place, "in place")] {
+                    let bits: Vec<u32> = got.iter().map(|g| g.to_bits()).collect();
+                    assert!(bits == want, "{op:?} {what} at {w:?}");
                 }
             }
         }
