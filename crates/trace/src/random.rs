@@ -532,18 +532,27 @@ pub fn permutation(key: &Tensor, n: usize) -> Tensor {
 }
 
 /// `jax.random.permutation(key, x)` for an array `x`: `x` with its leading axis shuffled
-/// (`jit[name=_shuffle]`; JAX's `independent=False`).
+/// (`jit[name=_shuffle]`; JAX's `independent=False`): a vector directly, a larger array
+/// by shuffling its row indices and taking the rows, as JAX does.
 #[track_caller]
 pub fn permute(key: &Tensor, x: &Tensor) -> Tensor {
     let loc = Location::caller();
     let Some(k) = check_key("permutation", key, true, loc) else { return Tensor::placeholder(x.aval().clone()) };
-    if x.ndim() != 1 {
-        // JAX shuffles a rank > 1 array through an index permutation and a gather; only
-        // vectors are shuffled directly here.
-        record_error(loc, format!("permutation: only a vector can be shuffled for now, found {}", x.aval()));
-        return Tensor::placeholder(x.aval().clone());
+    match x.ndim() {
+        0 => {
+            record_error(loc, format!("permutation: x must be an array of rank 1 or more, found {}", x.aval()));
+            Tensor::placeholder(x.aval().clone())
+        }
+        1 => shuffle(&k.key, x, loc),
+        // JAX shuffles the indices of the leading axis and takes the rows, promising
+        // unique indices.
+        _ => {
+            let n = x.shape()[0];
+            let iota = bind(Primitive::Iota { dtype: DType::I32, shape: vec![n], dimension: 0 }, &[], false, loc);
+            let ind = shuffle(&k.key, &iota[0], loc);
+            x.take_unique_at(&ind, Some(0), crate::numpy::TakeMode::Fill, true, loc)
+        }
     }
-    shuffle(&k.key, x, loc)
 }
 
 /// JAX's `_shuffle(key, x, axis=0)`: `ceil(3 ln(n) / ln(2^32 - 1))` rounds, each splitting

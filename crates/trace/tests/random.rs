@@ -61,6 +61,7 @@ fn programs() -> BTreeMap<String, Program> {
     add("exponential".into(), p(|a| random::exponential(&a[0], &[2, 3], DType::F32)));
     add("exponential_scalar".into(), p(|a| random::exponential(&a[0], &[], DType::F32)));
     add("choice_rows".into(), p(|a| random::choice(&a[0], &a[1], &[3])));
+    add("permutation_rows".into(), p(|a| random::permute(&a[0], &a[1])));
     add("choice_matrix_rows".into(), p(|a| random::choice(&a[0], &a[1], &[2, 2])));
     m
 }

@@ -38,6 +38,7 @@ fn gather_axis(
     axis: usize,
     mode: GatherScatterMode,
     fill_value: Option<FillValue>,
+    unique_indices: bool,
     loc: &'static Location<'static>,
 ) -> Tensor {
     let r = idx.ndim();
@@ -58,7 +59,7 @@ fn gather_axis(
         indices_are_sorted: false,
         mode,
         slice_sizes,
-        unique_indices: false,
+        unique_indices,
     };
     bind(prim, &[x.into(), indices.into()], x.is_weak(), loc).remove(0)
 }
@@ -127,6 +128,19 @@ impl Tensor {
         mode: TakeMode,
         loc: &'static Location<'static>,
     ) -> Tensor {
+        self.take_unique_at(idx, axis, mode, false, loc)
+    }
+
+    /// [`Tensor::take_at`] with JAX's `unique_indices` (the caller promises no index
+    /// repeats, as `random.permutation` does), printed on the `gather`.
+    pub(crate) fn take_unique_at(
+        &self,
+        idx: &Tensor,
+        axis: Option<isize>,
+        mode: TakeMode,
+        unique: bool,
+        loc: &'static Location<'static>,
+    ) -> Tensor {
         let placeholder = || Tensor::placeholder(self.aval().clone());
         if !check_indices("take", self, idx, loc) {
             return placeholder();
@@ -165,7 +179,7 @@ impl Tensor {
                         (idx, GatherScatterMode::PromiseInBounds)
                     }
                 };
-                gather_axis(&x, &idx, axis, gather_mode, fill, loc)
+                gather_axis(&x, &idx, axis, gather_mode, fill, unique, loc)
             },
             loc,
         )
@@ -185,7 +199,7 @@ impl Tensor {
             return Tensor::placeholder(self.aval().clone());
         }
         let idx = wrap_negative(idx, self.shape()[0], false, loc);
-        gather_axis(self, &idx, 0, GatherScatterMode::PromiseInBounds, None, loc)
+        gather_axis(self, &idx, 0, GatherScatterMode::PromiseInBounds, None, false, loc)
     }
 }
 
@@ -380,7 +394,7 @@ impl AtIndex<'_> {
             return Tensor::placeholder(self.x.aval().clone());
         }
         let idx = wrap_negative(self.idx, self.x.shape()[0], false, loc);
-        gather_axis(self.x, &idx, 0, GatherScatterMode::PromiseInBounds, None, loc)
+        gather_axis(self.x, &idx, 0, GatherScatterMode::PromiseInBounds, None, false, loc)
     }
 
     /// `x.at[idx].set(v)`: `x` with the rows at `idx` replaced by `v` (converted to `x`'s

@@ -51,6 +51,7 @@ c("typed_uniform", lambda s: random.uniform(random.key(s), (3,)), np.int32(3))
 c("exponential", lambda k: random.exponential(k, (2, 3)), K42)
 c("exponential_scalar", lambda k: random.exponential(k, ()), K0)
 c("choice_rows", lambda k, a: random.choice(k, a, (3,)), K0, np.arange(5, dtype=np.float32))
+c("permutation_rows", lambda k, x: random.permutation(k, x), K42, np.arange(12, dtype=np.float32).reshape(4, 3))
 c("choice_matrix_rows", lambda k, a: random.choice(k, a, (2, 2)), K42, np.arange(12, dtype=np.float32).reshape(4, 3))
 
 def dtype_name(a):
