@@ -538,7 +538,7 @@ fn scan_variants(f: &ClosedJaxpr, model: &Model, arg_names: &[String]) -> Result
         for factors in nest::nestings(*length) {
             let nested = nest::nest_scan(&f.jaxpr, at, &factors)?;
             let closed = ClosedJaxpr { jaxpr: Arc::new(nested), consts: f.consts.clone() };
-            let m = Model::new(&closed, Some(model.argnums()), arg_names)?.measured_against(model.base_flops());
+            let m = Model::with_base(&closed, Some(model.argnums()), arg_names, Some(model.base_flops()))?;
             let shape: Vec<String> = factors.iter().map(|k| k.to_string()).collect();
             out.push((
                 format!(
