@@ -49,14 +49,18 @@ pub struct Point {
     pub host_bytes: usize,
 }
 
-/// What identifies a plan: its scan nesting, recompute set and offloaded equations.
-type PlanKey = (Option<usize>, Vec<usize>, Vec<usize>);
+/// What identifies a plan that rewrites the function (a scan nesting) or offloads: its
+/// nesting, recompute set and offloaded equations.
+type RewrittenKey = (Option<usize>, Vec<usize>, Vec<usize>);
 
 /// The plans evaluated, in evaluation order (which breaks the last ties).
 #[derive(Debug, Default)]
 pub struct Evaluations {
     pub points: Vec<Point>,
-    index: BTreeMap<PlanKey, usize>,
+    /// The plans of the function itself, by recompute set (the search's lookups).
+    plain: BTreeMap<Vec<usize>, usize>,
+    /// The nested and offloading plans.
+    rewritten: BTreeMap<RewrittenKey, usize>,
 }
 
 impl Evaluations {
@@ -94,24 +98,26 @@ impl Evaluations {
                 host_bytes,
             });
         }
-        Ok(plans.iter().map(|a| self.index[&(None, a.recompute.clone(), Vec::new())]).collect())
+        Ok(plans.iter().map(|a| self.plain[&a.recompute]).collect())
     }
 
     /// Adds a point evaluated elsewhere (unless its recompute set was) and returns its index.
     pub fn insert(&mut self, p: Point) -> usize {
-        let key = (p.variant, p.recompute.clone(), p.offload.clone());
-        if let Some(&i) = self.index.get(&key) {
-            return i;
+        let next = self.points.len();
+        let i = match p.variant.is_none() && p.offload.is_empty() {
+            true => *self.plain.entry(p.recompute.clone()).or_insert(next),
+            false => *self.rewritten.entry((p.variant, p.recompute.clone(), p.offload.clone())).or_insert(next),
+        };
+        if i == next {
+            self.points.push(p);
         }
-        self.index.insert(key, self.points.len());
-        self.points.push(p);
-        self.points.len() - 1
+        i
     }
 
     /// Whether the plan of the function itself with recompute set `recompute` was
     /// evaluated.
     pub fn contains(&self, recompute: &[usize]) -> bool {
-        self.index.contains_key(&(None, recompute.to_vec(), Vec::new()))
+        self.plain.contains_key(recompute)
     }
 
     /// The plan for `budget`: the least recompute FLOPs among the points whose peak fits,
