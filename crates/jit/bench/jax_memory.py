@@ -18,9 +18,9 @@ import jax
 
 here = os.path.dirname(os.path.abspath(__file__))
 gen = os.environ.get("GEN_BENCH", os.path.join(here, "../../../../shared/bench/gen_bench.py"))
-# The realistic-size models (CNN, ResNet block, GPT block) come from gen_models.py beside this.
+# The realistic-size models (CNN, ResNet block, GPT block) and the scans come from gen_models.py beside this.
 model_gen = os.path.join(here, "gen_models.py")
-model_names = ("cnn_", "resnet_", "gpt_")
+model_names = ("cnn_", "resnet_", "gpt_", "scan_")
 compiled = []
 compile_ = jax.stages.Lowered.compile
 

@@ -299,8 +299,12 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
             oo += *i as isize * os;
         }
         match d.dtype {
+            DType::F32 if dot_splits_k(d) => split_k_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
+            DType::F64 if dot_splits_k(d) => split_k_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
+            DType::F64 if dot_splits_n(d) => split_n_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
             #[cfg(target_arch = "x86_64")]
             DType::F32 if dot_uses_own_sgemm(d) => own_sgemm_at(d, lhs, rhs, out, (lo, ro, oo)),
+            DType::F32 if dot_splits_n(d) => split_n_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F64 => gemm_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::I8 => loop_at::<i8>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
@@ -350,6 +354,140 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
         let l = faer::MatRef::from_raw_parts((lhs as *const T).offset(lo), d.m, d.k, d.lhs_m, d.lhs_k);
         let r = faer::MatRef::from_raw_parts((rhs as *const T).offset(ro), d.k, d.n, d.rhs_k, d.rhs_n);
         faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), par);
+    }
+}
+
+/// Whether a two-thread product is deep and narrow (the contracted axis at least 16 times
+/// the larger of m and n, as a scan's weight gradient summed over all steps at once:
+/// 128 x (256 * 32) x 128): each thread then takes a share of `k`. Split over m or n, the
+/// threads of faer's product meet at a barrier after every block of `k` (64 of them there),
+/// which spins on a machine busy with other work (`perf`: 30-50% of the samples in
+/// `spindle`'s barrier, 3x slower than one thread).
+fn dot_splits_k(d: &DotDesc) -> bool {
+    dot_is_parallel(d) && threads() > 1 && d.k >= 16 * d.m.max(d.n)
+}
+
+/// Whether a two-thread product is short and wide (at most 64 rows, at least 256 columns,
+/// as one step of a scan over a batch of 32: 32 x 512 x 512): each thread then takes whole
+/// 16-column panels of `n` through a one-thread product. faer's parallel product meets at a
+/// barrier per block (`perf` on such a scan: 40% of the samples spinning in `spindle`'s
+/// barriers on the busy machine).
+fn dot_splits_n(d: &DotDesc) -> bool {
+    dot_is_parallel(d) && threads() > 1 && d.m <= 64 && d.n >= 256
+}
+
+/// `out = lhs . rhs` with `n` split over the pool's threads in whole 16-column panels, each
+/// share a one-thread product.
+fn split_n_at<T: faer::traits::ComplexField + Copy>(
+    d: &DotDesc,
+    lhs: *const u8,
+    rhs: *const u8,
+    out: *mut u8,
+    (lo, ro, oo): (isize, isize, isize),
+) {
+    let panels = d.n.div_ceil(16);
+    let parts = threads().min(panels);
+    let bound = move |p: usize| (panels * p / parts * 16).min(d.n);
+    // Raw pointers are not `Send`; their addresses are.
+    let l = (lhs as *const T).wrapping_offset(lo) as usize;
+    let r = (rhs as *const T).wrapping_offset(ro) as usize;
+    let o = (out as *mut T).wrapping_offset(oo) as usize;
+    let share = move |p: usize| {
+        let (j0, j1) = (bound(p), bound(p + 1));
+        // SAFETY: as in `gemm_at`: `d` describes views inside the operand buffers and a
+        // destination of distinct elements; columns `j0..j1` are inside them, and the
+        // threads' columns of the destination are disjoint.
+        unsafe {
+            let dst = faer::MatMut::from_raw_parts_mut(
+                (o as *mut T).offset(j0 as isize * d.out_n),
+                d.m,
+                j1 - j0,
+                d.out_m,
+                d.out_n,
+            );
+            let a = faer::MatRef::from_raw_parts(l as *const T, d.m, d.k, d.lhs_m, d.lhs_k);
+            let b = faer::MatRef::from_raw_parts(
+                (r as *const T).offset(j0 as isize * d.rhs_n),
+                d.k,
+                j1 - j0,
+                d.rhs_k,
+                d.rhs_n,
+            );
+            faer::linalg::matmul::matmul(dst, faer::Accum::Replace, a, b, T::one_impl(), faer::Par::Seq);
+        }
+    };
+    rayon::in_place_scope(|s| {
+        for p in 1..parts {
+            s.spawn(move |_| {
+                clear_upper_vector_state();
+                share(p);
+            });
+        }
+        share(0);
+    });
+}
+
+/// `out = lhs . rhs` with `k` split over the pool's threads: the first share into `out`,
+/// each other into a buffer of its own, added into `out` after the join.
+fn split_k_at<T: faer::traits::ComplexField + Copy + std::ops::Add<Output = T>>(
+    d: &DotDesc,
+    lhs: *const u8,
+    rhs: *const u8,
+    out: *mut u8,
+    (lo, ro, oo): (isize, isize, isize),
+) {
+    let parts = threads().min(d.k);
+    let bound = move |p: usize| d.k * p / parts;
+    // Raw pointers are not `Send`; their addresses are.
+    let (l, r, o) = (
+        (lhs as *const T).wrapping_offset(lo) as usize,
+        (rhs as *const T).wrapping_offset(ro) as usize,
+        (out as *mut T).wrapping_offset(oo) as usize,
+    );
+    let share = move |p: usize, dst: *mut T, (dst_m, dst_n): (isize, isize)| {
+        let (k0, k1) = (bound(p), bound(p + 1));
+        // SAFETY: as in `gemm_at`: `d` describes views inside the operand buffers, and rows
+        // `k0..k1` of the contracted axis are inside them; `dst` is `out` (this thread's
+        // share is the only one writing it) or a buffer of `m * n` elements of this thread.
+        unsafe {
+            let dst = faer::MatMut::from_raw_parts_mut(dst, d.m, d.n, dst_m, dst_n);
+            let a = faer::MatRef::from_raw_parts(
+                (l as *const T).offset(k0 as isize * d.lhs_k),
+                d.m,
+                k1 - k0,
+                d.lhs_m,
+                d.lhs_k,
+            );
+            let b = faer::MatRef::from_raw_parts(
+                (r as *const T).offset(k0 as isize * d.rhs_k),
+                k1 - k0,
+                d.n,
+                d.rhs_k,
+                d.rhs_n,
+            );
+            faer::linalg::matmul::matmul(dst, faer::Accum::Replace, a, b, T::one_impl(), faer::Par::Seq);
+        }
+    };
+    let mut partial: Vec<Vec<T>> = (1..parts).map(|_| vec![T::zero_impl(); d.m * d.n]).collect();
+    rayon::in_place_scope(|s| {
+        for (p, buf) in partial.iter_mut().enumerate() {
+            s.spawn(move |_| {
+                clear_upper_vector_state();
+                share(p + 1, buf.as_mut_ptr(), (d.n as isize, 1));
+            });
+        }
+        share(0, o as *mut T, (d.out_m, d.out_n));
+    });
+    for buf in &partial {
+        for i in 0..d.m {
+            for j in 0..d.n {
+                // SAFETY: `(i, j)` is below the destination's extents.
+                unsafe {
+                    let at = (o as *mut T).offset(i as isize * d.out_m + j as isize * d.out_n);
+                    *at = *at + buf[i * d.n + j];
+                }
+            }
+        }
     }
 }
 
