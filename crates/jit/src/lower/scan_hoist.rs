@@ -7,10 +7,10 @@
 //!
 //! - **Hoisted** (before the loop): a product of an xs slice (a buffer the loop does not
 //!   write, read at `[counter]`) by a loop-invariant operand, whose rows are the slice's
-//!   outermost elements, so that the steps' rows follow each other in memory: one product of
-//!   `length * m` rows into a stacked buffer that the body reads at `[counter]`. When the body
-//!   stacks the product unchanged as one of its ys (a residual), the ys buffer is that stacked
-//!   buffer: written in place, no copy.
+//!   outermost elements, so that the steps' rows follow each other in memory, and which the
+//!   body stacks unchanged as one of its ys (a residual, as `x_t . U` under `dots_saveable`):
+//!   one product of `length * m` rows written in place into that ys buffer, which the body
+//!   reads at `[counter]`. No buffer is added.
 //! - **Deferred** (after the loop): a carry that only accumulates a product,
 //!   `carry' = carry + a_j . b_j` with nothing else in the body reading the carry or the
 //!   product (the weight gradients of an RNN's backward scan), whose contracted axis is the
@@ -188,7 +188,13 @@ impl Lowering {
                     in_place[j] = true;
                     f.ys[j]
                 }
-                None => self.new_buf(&Aval::new(d.dtype, vec![f.length, d.m, d.n])),
+                // Into a buffer of its own it would add a stack of `length` products to the
+                // planned peak (4 MiB on the benchmark scans, past XLA's temp bytes) and
+                // measured no faster on scan_long_* (docs/benchmarks.md, "Scans").
+                None => {
+                    i += 1;
+                    continue;
+                }
             };
             let mut whole_desc = d;
             whole_desc.m *= f.length;
