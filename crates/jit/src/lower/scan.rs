@@ -98,6 +98,7 @@ impl Lowering {
             let facts = LoopFacts { counter, length, carries: &carry_bufs, ys: &y_bufs };
             let mut in_place = vec![false; y_bufs.len()];
             let before = lw.hoist_products(&facts, &mut outs, nk, &mut in_place);
+            lw.stack_in_place(&facts, &mut outs, nk, &mut in_place);
             let (carry_outs, ys) = outs.split_at(nk);
             for ((y, &buf), &done) in ys.iter().zip(&y_bufs).zip(&in_place) {
                 if done || y.aval.size() == 0 {

@@ -64,6 +64,15 @@ impl LoopFacts<'_> {
             _ => None,
         }
     }
+
+    /// If `v` reads `buf[counter]` of a buffer that holds every step's slice after the loop
+    /// (one the loop does not write, or a ys stack), the counter's stride.
+    fn stacked_stride(&self, v: &View, written: &HashSet<BufId>) -> Option<i64> {
+        match v.dynamic.as_slice() {
+            [d] if d.index == self.counter && d.stride > 0 && self.ys.contains(&v.buf) => Some(d.stride),
+            _ => self.slice_stride(v, written),
+        }
+    }
 }
 
 /// The buffers `steps` write.
@@ -212,6 +221,53 @@ impl Lowering {
         before
     }
 
+    /// Writes the body's stacked values in place: a y that is the whole buffer of one kernel
+    /// of the body (a value also read elsewhere, as an RNN's new state, both a carry and a
+    /// y) is computed by that kernel straight into `ys[counter]`, and every later reader
+    /// (steps and `outs`) reads it there, instead of a copy from the kernel's buffer each
+    /// step. Sets `in_place[j]` for such ys.
+    pub(super) fn stack_in_place(&mut self, f: &LoopFacts, outs: &mut [Val], nk: usize, in_place: &mut [bool]) {
+        for j in 0..outs.len() - nk {
+            let y = &outs[nk + j];
+            let Expr::Load(v) = &y.expr else { continue };
+            let (buf, shape) = (v.buf, y.aval.shape.clone());
+            if in_place[j] || y.aval.size() == 0 || !whole(&y.expr, buf, &shape) {
+                continue;
+            }
+            let steps = &self.scopes[self.scopes.len() - 1];
+            let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], buf)).collect();
+            let [at] = writers[..] else { continue };
+            let Step::Kernel { space, dst, .. } = &steps[at] else { continue };
+            let ok = *space == shape
+                && dst.buf == buf
+                && dst.dynamic.is_empty()
+                && dst.offset == 0
+                && dst.is_row_major(&shape)
+                && self.prog.buffers[buf.0 as usize].bytes == y.aval.size_in_bytes()
+                && steps.iter().enumerate().all(|(i, s)| i == at || !touches(s, buf) || reads_through_views(s, buf));
+            if !ok {
+                continue;
+            }
+            let term = f.term(y.aval.size() as i64);
+            let to = f.ys[j];
+            let steps = self.body_steps();
+            if let Step::Kernel { dst, .. } = &mut steps[at] {
+                *dst = View {
+                    buf: to,
+                    dtype: dst.dtype,
+                    offset: 0,
+                    strides: dst.strides.clone(),
+                    dynamic: vec![term.clone()],
+                };
+            }
+            steps.iter_mut().for_each(|s| restack_step(s, buf, to, &term));
+            for o in outs.iter_mut() {
+                o.expr = o.expr.map_loads(&|v| Expr::Load(restack(v, buf, to, &term)));
+            }
+            in_place[j] = true;
+        }
+    }
+
     /// Defers the body's accumulations of products into carries (see the module docs).
     /// Returns the deferred carries with the product each runs after the loop (into the
     /// buffer the carry's new value reads, as before); the caller skips their rewrites in
@@ -268,7 +324,7 @@ impl Lowering {
             let mut plan = Vec::new();
             for (v, k_stride) in [(&lhs, d.lhs_k as i64), (&rhs, d.rhs_k as i64)] {
                 let merged = d.k as i64 * k_stride;
-                if let Some(s) = f.slice_stride(v, &written) {
+                if let Some(s) = f.stacked_stride(v, &written) {
                     if s == merged {
                         plan.push(Stack::Xs);
                     }
