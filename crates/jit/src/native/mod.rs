@@ -357,14 +357,14 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
     }
 }
 
-/// Whether a two-thread product is deep and narrow (the contracted axis at least 16 times
-/// the larger of m and n, as a scan's weight gradient summed over all steps at once:
-/// 128 x (256 * 32) x 128): each thread then takes a share of `k`. Split over m or n, the
-/// threads of faer's product meet at a barrier after every block of `k` (64 of them there),
-/// which spins on a machine busy with other work (`perf`: 30-50% of the samples in
-/// `spindle`'s barrier, 3x slower than one thread).
+/// Whether a two-thread product is deep and narrow (the contracted axis at least 2048 and
+/// four times the larger of m and n, as a scan's weight gradient summed over all steps at
+/// once: 128 x (256 * 32) x 128, 512 x (64 * 32) x 512): each thread then takes a share of
+/// `k`. Split over m or n, the threads of faer's product meet at a barrier after every
+/// block of `k`, which spins on a machine busy with other work (`perf`: 20-50% of a scan's
+/// samples in `spindle`'s barriers, up to 3x slower than one thread).
 fn dot_splits_k(d: &DotDesc) -> bool {
-    dot_is_parallel(d) && threads() > 1 && d.k >= 16 * d.m.max(d.n)
+    dot_is_parallel(d) && threads() > 1 && d.k >= 2048 && d.k >= 4 * d.m.max(d.n)
 }
 
 /// Whether a two-thread product is short and wide (at most 64 rows, at least 256 columns,
