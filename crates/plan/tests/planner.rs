@@ -418,6 +418,14 @@ fn names_only_offload_plans_are_what_jax_saves_under_the_printed_policy() {
             save_only.min_peak(),
             tight.recompute_flops
         );
+        // The printed program is what the JIT plans, device and host bytes.
+        let smallest = planner.plan(Budget::bytes(lo)).unwrap();
+        let compiled =
+            remat_jit::compile(&parse_jaxpr(&pp_jaxpr(&smallest.program), "planned.jaxpr").unwrap()).unwrap();
+        assert_eq!(
+            (compiled.plan().peak_bytes, compiled.plan().host_bytes),
+            (smallest.peak_bytes, smallest.host_bytes)
+        );
         let mut offloads = 0;
         for b in budgets(lo, hi, 8).into_iter().chain(planner.frontier().iter().map(|p| p.peak_bytes)) {
             let plan = planner.plan(Budget::bytes(b)).unwrap();
