@@ -1,5 +1,5 @@
-"""The realistic-size benchmark programs of issue 21: a CNN, a ResNet basic block and a GPT
-block, recorded from JAX 0.10.2 in the format of the other benchmark programs
+"""The realistic-size benchmark programs of issue 21 (a CNN, a ResNet basic block and a GPT
+block) and issue 26's deep stack of narrow gelu layers, recorded from JAX 0.10.2 in the format of the other benchmark programs
 (`tests/data/bench/NAME.jaxpr`: what `jax.make_jaxpr(jax.value_and_grad(loss))` prints, the
 whole program XLA compiles under `jax.jit`; `NAME.json`: argument names and avals, sizes,
 policy, and JAX's CPU compile and median run time on the machine that generated it, for
@@ -113,6 +113,28 @@ def gpt(heads, policy):
     return loss
 
 
+def gelu_mlp(policy):
+    """A deep stack of narrow gelu layers (issue 26's "deep stacks of small elementwise-heavy
+    layers"): `x = gelu(x @ W + b)` per layer, each layer checkpointed under `policy`; the
+    mean square as the loss."""
+    def layer(w, b, x):
+        return jax.nn.gelu(x @ w + b)
+    if policy is not None:
+        layer = jax.checkpoint(layer, policy=policy)
+
+    def loss(params, x):
+        for w, b in params:
+            x = layer(w, b, x)
+        return jnp.mean(x ** 2)
+    return loss
+
+
+def gelu_args(batch, width, depth):
+    k = jax.random.PRNGKey(4)
+    params = [(normal(k, i, (width, width), width), jnp.zeros(width)) for i in range(depth)]
+    return (params, jax.random.normal(jax.random.fold_in(k, 100), (batch, width)))
+
+
 def normal(key, i, shape, fan_in):
     return jax.random.normal(jax.random.fold_in(key, i), shape) / fan_in ** .5
 
@@ -156,6 +178,7 @@ def gpt_args(batch, seq, d):
 CNN = dict(batch=32, image=32, widths=[64, 128])
 RESNET = dict(batch=32, image=32, width=64)
 GPT = dict(batch=4, seq=256, d_model=256, heads=4)
+GELU = dict(batch=256, width=128, depth=32)
 
 
 def programs():
@@ -170,6 +193,10 @@ def programs():
                       dict(GPT, policy='plain')),
         'gpt_dots': (gpt(4, P.dots_saveable), lambda: gpt_args(4, 256, 256), lambda: gpt_args(2, 8, 16),
                      dict(GPT, policy='dots')),
+        'gelu_deep_plain': (gelu_mlp(None), lambda: gelu_args(256, 128, 32), lambda: gelu_args(4, 8, 4),
+                            dict(GELU, policy='plain')),
+        'gelu_deep_dots': (gelu_mlp(P.dots_saveable), lambda: gelu_args(256, 128, 32),
+                           lambda: gelu_args(4, 8, 4), dict(GELU, policy='dots')),
     }
 
 

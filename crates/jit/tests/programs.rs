@@ -227,3 +227,18 @@ fn wide_programs_compile_to_bounded_functions() {
         }
     }
 }
+
+/// `cheap_derivations.jaxpr`: `0.5 * (1 - tanh a)` (a short arithmetic function of the
+/// output `tanh a`) is read by two reductions, and `exp b + 2` by a product and a reduction.
+/// Each reader recomputes such a value from the buffer it derives from instead of the
+/// program keeping a buffer for it: the first needs no arena memory at all (it derives
+/// from an output), the second only `exp b` (`h`, itself read twice), 256 KiB. Kept in
+/// buffers of their own (without the rule), the planned peak is 512 KiB. (Its values: the
+/// hand-written programs' test.)
+#[test]
+fn cheap_derivations_are_recomputed_by_their_readers_not_kept() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cheap_derivations.jaxpr");
+    let jaxpr = parse_jaxpr(&std::fs::read_to_string(path).expect("readable"), "cheap_derivations").expect("parses");
+    let plan = remat_jit::memory_plan(&jaxpr, &[], &remat_jit::Options::default()).expect("plans");
+    assert_eq!(plan.peak_bytes, 65536 * 4, "only exp b is kept");
+}
