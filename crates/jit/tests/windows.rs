@@ -305,7 +305,11 @@ fn large_convolutions_copy_their_patches_in_blocks() {
         let c = ConvParams { dimension_numbers: dn, ..conv_params(2, (1, 1), 1, None) };
         let j = one_eqn(Primitive::ConvGeneralDilated(Box::new(c)), &[lhs.aval(), rhs.aval()]);
         let plan = remat_jit::memory_plan(&j, &[], &remat_jit::Options::default()).unwrap();
-        assert!(plan.peak_bytes < patch_bytes, "{what}: planned peak {} of {patch_bytes} bytes of patches", plan.peak_bytes);
+        assert!(
+            plan.peak_bytes < patch_bytes,
+            "{what}: planned peak {} of {patch_bytes} bytes of patches",
+            plan.peak_bytes
+        );
         same(what, &j, &[lhs, rhs]);
     }
 }
