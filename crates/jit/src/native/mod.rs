@@ -371,6 +371,13 @@ pub(crate) fn dot_uses_threads(d: &DotDesc) -> bool {
 /// (transposed, broadcast with stride 0, or a transposed destination) and picks its kernels
 /// at run time: AVX-512 where the CPU has it, else AVX2 + FMA (private-gemm-x86), small
 /// shapes unrolled (nano-gemm), a portable fallback elsewhere.
+///
+/// A product for both cores is cut into one block of output rows (or columns, whichever
+/// dimension is longer) per thread of the pool, each a one-thread faer product. faer's own
+/// threading (`Par::rayon`) meets at a spinning barrier several times per product; on this
+/// shared host, when another process holds a core, the thread that waits spins through its
+/// time slice for a partner that is not running: the transformers ran 1.5-1.9x slower that
+/// way than with the blocks (docs/benchmarks.md, "Transformers (issue 26)").
 fn gemm_at<T: faer::traits::ComplexField + Copy>(
     d: &DotDesc,
     lhs: *const u8,
@@ -378,16 +385,62 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
     out: *mut u8,
     (lo, ro, oo): (isize, isize, isize),
 ) {
-    let par = if dot_is_parallel(d) { faer::Par::rayon(threads()) } else { faer::Par::Seq };
+    if !dot_is_parallel(d) {
+        gemm_block::<T>(d, lhs, rhs, out, (lo, ro, oo), (0..d.m, 0..d.n));
+        return;
+    }
+    let parts = threads();
+    let by_rows = d.m >= d.n;
+    let len = if by_rows { d.m } else { d.n };
+    // Block bounds are multiples of 32 elements (two AVX-512 vectors, eight of the kernels'
+    // four-column tiles), the last one ends at `len`.
+    let bound = move |p: usize| if p == parts { len } else { len * p / parts / 32 * 32 };
+    // Addresses cross to the pool threads: each block writes only its own rows (or
+    // columns) of the destination, and `in_place_scope` returns when every block is done.
+    let (l, r, o) = (lhs as usize, rhs as usize, out as usize);
+    let run = move |p: usize| {
+        let block = bound(p)..bound(p + 1);
+        let blocks = if by_rows { (block, 0..d.n) } else { (0..d.m, block) };
+        gemm_block::<T>(d, l as *const u8, r as *const u8, o as *mut u8, (lo, ro, oo), blocks);
+        clear_upper_vector_state();
+    };
+    rayon::in_place_scope(|s| {
+        for p in 1..parts {
+            s.spawn(move |_| run(p));
+        }
+        run(0);
+    });
+}
+
+/// Rows `rows` and columns `cols` of one product, on this thread.
+fn gemm_block<T: faer::traits::ComplexField + Copy>(
+    d: &DotDesc,
+    lhs: *const u8,
+    rhs: *const u8,
+    out: *mut u8,
+    (lo, ro, oo): (isize, isize, isize),
+    (rows, cols): (std::ops::Range<usize>, std::ops::Range<usize>),
+) {
+    if rows.is_empty() || cols.is_empty() {
+        return;
+    }
+    let (i, j) = (rows.start as isize, cols.start as isize);
     // SAFETY: the lowering built `d` from the operands' views: every element
     // `base + off + i*stride` for i below the extents lies inside the operand buffers, whose
-    // sizes the plan and the argument checks guarantee; `out` is a distinct buffer of
-    // `batch*m*n` elements (the planner never overlaps a step's inputs and output).
+    // sizes the plan and the argument checks guarantee, and `rows`, `cols` lie within the
+    // extents `m`, `n`; `out` is a distinct buffer of `batch*m*n` elements (the planner
+    // never overlaps a step's inputs and output).
     unsafe {
-        let dst = faer::MatMut::from_raw_parts_mut((out as *mut T).offset(oo), d.m, d.n, d.out_m, d.out_n);
-        let l = faer::MatRef::from_raw_parts((lhs as *const T).offset(lo), d.m, d.k, d.lhs_m, d.lhs_k);
-        let r = faer::MatRef::from_raw_parts((rhs as *const T).offset(ro), d.k, d.n, d.rhs_k, d.rhs_n);
-        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), par);
+        let dst = faer::MatMut::from_raw_parts_mut(
+            (out as *mut T).offset(oo + i * d.out_m + j * d.out_n),
+            rows.len(),
+            cols.len(),
+            d.out_m,
+            d.out_n,
+        );
+        let l = faer::MatRef::from_raw_parts((lhs as *const T).offset(lo + i * d.lhs_m), rows.len(), d.k, d.lhs_m, d.lhs_k);
+        let r = faer::MatRef::from_raw_parts((rhs as *const T).offset(ro + j * d.rhs_n), d.k, cols.len(), d.rhs_k, d.rhs_n);
+        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), faer::Par::Seq);
     }
 }
 
