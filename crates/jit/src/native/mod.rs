@@ -376,7 +376,7 @@ pub(crate) fn dot_uses_threads(d: &DotDesc) -> bool {
 /// dimension is longer) per thread of the pool, each a one-thread faer product. faer's own
 /// threading (`Par::rayon`) meets at a spinning barrier several times per product; on this
 /// shared host, when another process holds a core, the thread that waits spins through its
-/// time slice for a partner that is not running: the transformers ran 1.5-1.9x slower that
+/// time slice for a partner that is not running: the transformers ran about 2x slower that
 /// way than with the blocks (docs/benchmarks.md, "Transformers (issue 26)").
 fn gemm_at<T: faer::traits::ComplexField + Copy>(
     d: &DotDesc,
@@ -438,8 +438,10 @@ fn gemm_block<T: faer::traits::ComplexField + Copy>(
             d.out_m,
             d.out_n,
         );
-        let l = faer::MatRef::from_raw_parts((lhs as *const T).offset(lo + i * d.lhs_m), rows.len(), d.k, d.lhs_m, d.lhs_k);
-        let r = faer::MatRef::from_raw_parts((rhs as *const T).offset(ro + j * d.rhs_n), d.k, cols.len(), d.rhs_k, d.rhs_n);
+        let l =
+            faer::MatRef::from_raw_parts((lhs as *const T).offset(lo + i * d.lhs_m), rows.len(), d.k, d.lhs_m, d.lhs_k);
+        let r =
+            faer::MatRef::from_raw_parts((rhs as *const T).offset(ro + j * d.rhs_n), d.k, cols.len(), d.rhs_k, d.rhs_n);
         faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), faer::Par::Seq);
     }
 }
@@ -703,7 +705,10 @@ mod tests {
         let row = (h * dh) as isize;
         let d = DotDesc {
             dtype: DType::F32,
-            batch: vec![(b, t as isize * row, t as isize * row, (h * t * t) as isize), (h, dh as isize, dh as isize, (t * t) as isize)],
+            batch: vec![
+                (b, t as isize * row, t as isize * row, (h * t * t) as isize),
+                (h, dh as isize, dh as isize, (t * t) as isize),
+            ],
             m: t,
             n: t,
             k: dh,
