@@ -4,7 +4,9 @@
 //! over broadcast, transposed and split rows, saturated and overflowing. `row_blocks.jaxpr`:
 //! row functions called on blocks of rows (with a partial last block, and inside an outer
 //! loop; `f(x + bias)` with the bias either operand, fused into the row function), and column reductions accumulated in registers (groups of four vectors, single
-//! vectors and scalar tail columns; sum, max, min, of a load and of an expression). Each
+//! vectors and scalar tail columns; sum, max, min, of a load and of an expression).
+//! `row_maxima.jaxpr`: `reduce_max`/`reduce_min` over rows (the four-chain loops), NaNs
+//! included, compared bit for bit. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;
