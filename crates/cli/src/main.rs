@@ -99,7 +99,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Choose only among values named with `checkpoint_name`, and print the
-        /// `jax.checkpoint_policies.save_only_these_names(...)` call that reproduces the plan.
+        /// `jax.checkpoint_policies.save_only_these_names(...)` call that reproduces the plan
+        /// (with `--host-budget`, `save_and_offload_only_these_names(...)`).
         #[arg(long)]
         names_only: bool,
         /// Print the Pareto frontier of peak bytes against recompute FLOPs, with the
@@ -112,7 +113,8 @@ enum Command {
         /// The inputs differentiated (`0-15`, `0,2`); default: every float input.
         #[arg(long)]
         argnums: Option<String>,
-        /// Host memory the plan may keep residuals in (offloaded between the halves): `1GiB`
+        /// Host memory the plan may keep residuals in (offloaded between the halves): `1GiB`;
+        /// an error if nothing can be offloaded within it
         #[arg(long)]
         host_budget: Option<String>,
     },

@@ -93,3 +93,69 @@ fn a_host_budget_offloads_instead_of_recomputing() {
         "{text}"
     );
 }
+
+/// `--names-only --host-budget`: the plan is a `save_and_offload_only_these_names` call
+/// (JAX's keyword parameters), with the split of the names; `--json` carries both; a budget
+/// only offloading meets gets an offloading split, a roomy one says it offloads nothing;
+/// and offload that cannot be honoured is an error.
+#[test]
+fn names_only_with_a_host_budget_prints_the_offload_policy_and_the_split() {
+    let file = primal("transformer_reduced");
+    let base = ["plan", file.as_str(), "--argnums", "0-15", "--names-only"];
+    let run = |extra: &[&str]| remat(&[&base[..], extra].concat());
+    // Saving every name is the smallest names-only peak without a host budget.
+    let save_only = json(&run(&["--frontier", "--json"]));
+    let min_save_only = save_only["frontier"][0]["peak_bytes"].as_u64().unwrap();
+    let tight = (min_save_only - 1).to_string();
+    let text = stdout(&run(&["--budget", &tight, "--host-budget", "1MiB"]));
+    assert!(
+        text.contains("  policy: jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=["),
+        "{text}"
+    );
+    assert!(text.contains("], offload_src=\"device\", offload_dst=\"pinned_host\")\n"), "{text}");
+    assert!(text.contains("  names saved on the device: ") && text.contains("; offloaded to host memory: "), "{text}");
+    assert!(text.contains("offloaded (") && text.contains("f32<host>[2,8,"), "{text}");
+    let plan = json(&run(&["--budget", &tight, "--host-budget", "1MiB", "--json"]))["plan"].clone();
+    assert!(plan["peak_bytes"].as_u64().unwrap() < min_save_only, "{plan}");
+    let names = &plan["names"];
+    let offloaded = names["offloaded"].as_array().unwrap();
+    assert!(!offloaded.is_empty(), "{plan}");
+    let all: usize = ["saved", "offloaded", "recomputed"].iter().map(|k| names[k].as_array().unwrap().len()).sum();
+    assert_eq!(all, 5, "{plan}");
+    let call = plan["jax_policy"].as_str().unwrap();
+    let listed: Vec<String> = offloaded.iter().map(|n| format!("'{}'", n.as_str().unwrap())).collect();
+    assert!(call.contains(&format!("names_which_can_be_offloaded=[{}]", listed.join(", "))), "{call}");
+    assert!(plan["host_bytes"].as_u64().unwrap() > 0 && !plan["offloaded"].as_array().unwrap().is_empty());
+    // At a budget saving fits, offloading saves no recomputation: said, not hidden.
+    let roomy = stdout(&run(&["--budget", "1GiB", "--host-budget", "1MiB"]));
+    assert!(roomy.contains("names_which_can_be_offloaded=[]"), "{roomy}");
+    assert!(roomy.contains("offloaded (0): offloading a named value saves no recomputation at this budget"), "{roomy}");
+    // Without a host budget, save_only_these_names as before.
+    let plain = json(&run(&["--budget", "1GiB", "--json"]))["plan"].clone();
+    assert!(plain["jax_policy"].as_str().unwrap().starts_with("jax.checkpoint_policies.save_only_these_names("));
+    assert_eq!(plain["names"]["offloaded"], Value::Null, "{plain}");
+    // Nothing fits in no host memory; a program without names has nothing to offload.
+    let none = run(&["--budget", "1GiB", "--host-budget", "0"]);
+    assert!(!none.status.success());
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        err.contains(
+            "no plan offloads within the host budget of 0 bytes: the least host memory a names-only plan offloads is"
+        ),
+        "{err}"
+    );
+    let chain = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plan/tests/data/chain.jaxpr");
+    let unnamed = remat(&[
+        "plan",
+        chain.to_str().unwrap(),
+        "--argnums",
+        "0",
+        "--names-only",
+        "--budget",
+        "1GiB",
+        "--host-budget",
+        "1MiB",
+    ]);
+    assert!(!unnamed.status.success());
+    assert!(String::from_utf8_lossy(&unnamed.stderr).contains("the program names none"));
+}

@@ -1,5 +1,6 @@
 """The realistic-size benchmark programs of issue 21 (a CNN, a ResNet basic block and a GPT
-block) and the scans of issue 26 (an RNN cell under `lax.scan`), recorded from JAX 0.10.2 in the format of the other benchmark programs
+block), issue 26's deep stack of narrow gelu layers and its scans (an RNN cell under `lax.scan`),
+recorded from JAX 0.10.2 in the format of the other benchmark programs
 (`tests/data/bench/NAME.jaxpr`: what `jax.make_jaxpr(jax.value_and_grad(loss))` prints, the
 whole program XLA compiles under `jax.jit`; `NAME.json`: argument names and avals, sizes,
 policy, and JAX's CPU compile and median run time on the machine that generated it, for
@@ -130,6 +131,28 @@ def rnn(policy):
     return loss
 
 
+def gelu_mlp(policy):
+    """A deep stack of narrow gelu layers (issue 26's "deep stacks of small elementwise-heavy
+    layers"): `x = gelu(x @ W + b)` per layer, each layer checkpointed under `policy`; the
+    mean square as the loss."""
+    def layer(w, b, x):
+        return jax.nn.gelu(x @ w + b)
+    if policy is not None:
+        layer = jax.checkpoint(layer, policy=policy)
+
+    def loss(params, x):
+        for w, b in params:
+            x = layer(w, b, x)
+        return jnp.mean(x ** 2)
+    return loss
+
+
+def gelu_args(batch, width, depth):
+    k = jax.random.PRNGKey(4)
+    params = [(normal(k, i, (width, width), width), jnp.zeros(width)) for i in range(depth)]
+    return (params, jax.random.normal(jax.random.fold_in(k, 100), (batch, width)))
+
+
 def normal(key, i, shape, fan_in):
     return jax.random.normal(jax.random.fold_in(key, i), shape) / fan_in ** .5
 
@@ -183,6 +206,7 @@ GPT = dict(batch=4, seq=256, d_model=256, heads=4)
 # Issue 26's scans: 64-256 steps, 128-512 wide bodies.
 SCAN_LONG = dict(steps=256, batch=32, width=128)
 SCAN_WIDE = dict(steps=64, batch=32, width=512)
+GELU = dict(batch=256, width=128, depth=32)
 
 
 def programs():
@@ -201,6 +225,10 @@ def programs():
                                    lambda: rnn_args(16, 8, 32), dict(d, policy=name))
            for size, d in (('long', SCAN_LONG), ('wide', SCAN_WIDE))
            for name, policy in (('plain', None), ('dots', P.dots_saveable), ('nothing', P.nothing_saveable))},
+        'gelu_deep_plain': (gelu_mlp(None), lambda: gelu_args(256, 128, 32), lambda: gelu_args(4, 8, 4),
+                            dict(GELU, policy='plain')),
+        'gelu_deep_dots': (gelu_mlp(P.dots_saveable), lambda: gelu_args(256, 128, 32),
+                           lambda: gelu_args(4, 8, 4), dict(GELU, policy='dots')),
     }
 
 

@@ -9,6 +9,7 @@ for intermediate values (arguments and outputs excluded, as remat's `peak_bytes`
 like remat, keeps intermediate values in output buffers before the outputs are written, so
 neither figure counts those.
 """
+import importlib.util
 import json
 import os
 import runpy
@@ -18,9 +19,13 @@ import jax
 
 here = os.path.dirname(os.path.abspath(__file__))
 gen = os.environ.get("GEN_BENCH", os.path.join(here, "../../../../shared/bench/gen_bench.py"))
-# The realistic-size models (CNN, ResNet block, GPT block) and the scans come from gen_models.py beside this.
+# The realistic-size models (CNN, ResNet block, GPT block, ...) come from gen_models.py
+# beside this: every program its `programs()` names.
 model_gen = os.path.join(here, "gen_models.py")
-model_names = ("cnn_", "resnet_", "gpt_", "scan_")
+spec = importlib.util.spec_from_file_location("gen_models", model_gen)
+gen_models = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gen_models)
+model_names = set(gen_models.programs())
 compiled = []
 compile_ = jax.stages.Lowered.compile
 
@@ -34,7 +39,7 @@ def keep(self, *args, **kwargs):
 jax.stages.Lowered.compile = keep
 for name in sys.argv[1:]:
     compiled.clear()
-    g = model_gen if name.startswith(model_names) else gen
+    g = model_gen if name in model_names else gen
     sys.argv = [g, "--time", name]
     stdout = sys.stdout
     sys.stdout = open(os.devnull, "w")  # gen_bench's own timing line

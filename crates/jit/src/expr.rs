@@ -63,6 +63,10 @@ pub(crate) struct Affine {
     pub coeffs: Vec<i64>,
 }
 
+/// The most nodes an expression recomputed by each of its readers has
+/// ([`Expr::is_cheap_derivation`]).
+pub(crate) const CHEAP_DERIVATION_NODES: usize = 5;
+
 /// An elementwise expression; every node knows its dtype.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Expr {
@@ -152,6 +156,35 @@ impl Expr {
     /// Whether evaluating it costs nothing beyond reading memory (no arithmetic nodes).
     pub fn is_trivial(&self) -> bool {
         matches!(self, Expr::Load(_) | Expr::Lit(_) | Expr::Iota(..))
+    }
+
+    /// Whether this is a short arithmetic function of one view (at most
+    /// [`CHEAP_DERIVATION_NODES`] nodes: loads of a single view, literals, `add`, `sub`,
+    /// `mul`, `max`, `min`, `neg`, `abs`, `integer_pow`, conversions). A value like that read
+    /// more than once is recomputed by each reader instead of being kept in a buffer of its
+    /// own (as XLA duplicates cheap elementwise producers into their consumers' fusions):
+    /// its view is read anyway, and a kept copy would hold memory until its last reader
+    /// (in a value-and-grad program, the backward half).
+    pub fn is_cheap_derivation(&self) -> bool {
+        let mut view: Option<View> = None;
+        let (mut ok, mut nodes) = (true, 0);
+        self.visit(&mut |e| {
+            nodes += 1;
+            match e {
+                Expr::Load(v) => match &view {
+                    Some(w) if w != v => ok = false,
+                    Some(_) => {}
+                    None => view = Some(v.clone()),
+                },
+                Expr::Lit(_) | Expr::Convert { .. } | Expr::IntegerPow(..) => {}
+                Expr::Binary(op, ..) => {
+                    ok &= matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min)
+                }
+                Expr::Unary(op, ..) => ok &= matches!(op, UnaryOp::Neg | UnaryOp::Abs),
+                _ => ok = false,
+            }
+        });
+        ok && view.is_some() && nodes <= CHEAP_DERIVATION_NODES
     }
 
     /// The number of nodes, to bound the size of one fused loop body.

@@ -282,7 +282,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
             remat_ir::types::limit_words(limit)
         )));
     }
-    let threaded = plan.parallel_steps > 0 || dots.iter().any(native::dot_is_parallel);
+    let threaded = plan.parallel_steps > 0 || dots.iter().any(native::dot_uses_threads);
     Ok(Compiled {
         code: native::NativeCode::new(built.module, built.entry),
         in_avals,

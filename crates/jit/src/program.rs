@@ -67,7 +67,9 @@ pub(crate) enum Step {
     /// The index of the first maximum of `src` along `axis` (NaN counts as the largest).
     Argmax { space: Vec<usize>, axis: usize, dst: BufId, src: Expr },
     /// A product by the runtime's GEMM; `desc` is an index into the program's descriptors.
-    Dot { desc: usize, lhs: View, rhs: View, dst: BufId },
+    /// The operands and the destination are addressed from their views' (static and
+    /// dynamic) offsets; their strides are the descriptor's.
+    Dot { desc: usize, lhs: View, rhs: View, dst: View },
     /// A runtime function over whole row-major buffers (`native::indexing`): `bufs` are
     /// the operands' then the results'; `desc` indexes the program's `natives`.
     Native { desc: usize, bufs: Vec<BufId>, num_ins: usize },
@@ -107,7 +109,9 @@ impl Step {
             Step::Dot { lhs, rhs, dst, .. } => {
                 view(lhs, out);
                 view(rhs, out);
-                out.push(*dst);
+                // The destination's buffer last (after its offset's counters).
+                out.extend(dst.dynamic.iter().map(|d| d.index));
+                out.push(dst.buf);
             }
             Step::Native { bufs, .. } => out.extend(bufs),
             Step::Loop { counter, body, .. } => {
@@ -163,7 +167,7 @@ impl Step {
             }
             // The descriptor's address is passed after the buffers' (its contents are in the
             // key the code generator builds).
-            Step::Dot { lhs, rhs, dst, .. } => Step::Dot { desc: 0, lhs: view(lhs), rhs: view(rhs), dst: rename(*dst) },
+            Step::Dot { lhs, rhs, dst, .. } => Step::Dot { desc: 0, lhs: view(lhs), rhs: view(rhs), dst: view(dst) },
             Step::Native { bufs, num_ins, .. } => {
                 Step::Native { desc: 0, bufs: bufs.iter().map(|&b| rename(b)).collect(), num_ins: *num_ins }
             }
@@ -284,7 +288,7 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
                 d.rhs_n,
                 d.out_m,
                 d.out_n,
-                name(dst),
+                name(&dst.buf),
                 reads.join(" ")
             )
         }

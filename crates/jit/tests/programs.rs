@@ -4,7 +4,9 @@
 //! over broadcast, transposed and split rows, saturated and overflowing. `row_blocks.jaxpr`:
 //! row functions called on blocks of rows (with a partial last block, and inside an outer
 //! loop; `f(x + bias)` with the bias either operand, fused into the row function), and column reductions accumulated in registers (groups of four vectors, single
-//! vectors and scalar tail columns; sum, max, min, of a load and of an expression). Each
+//! vectors and scalar tail columns; sum, max, min, of a load and of an expression).
+//! `row_maxima.jaxpr`: `reduce_max`/`reduce_min` over rows (the four-chain loops), NaNs
+//! included, compared bit for bit. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;
@@ -50,6 +52,27 @@ fn large_loops_are_split_over_threads_and_agree_with_the_interpreter() {
     let mut rng = Rng(7);
     let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
     differential("parallel_kernels", &jaxpr, &args, 1e-4, 1e-5).expect("matches");
+}
+
+/// Row maxima and minima (`reduce_max`/`reduce_min` over the innermost axis, which run four
+/// vector chains over blocks of 16 elements) equal the interpreter's bit for bit: rows of
+/// 135, 128, 64, 48, 33, 16 and 7 elements, of a load, of an expression, of a transposed
+/// view, with NaNs in some rows (`sqrt` of a negative number), which win wherever they are.
+#[test]
+fn row_maxima_equal_the_interpreter_bit_for_bit() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/row_maxima.jaxpr");
+    let jaxpr = parse_jaxpr(&std::fs::read_to_string(path).expect("readable"), "row_maxima").expect("parses");
+    let mut nan_rows = 0;
+    for seed in 0..8 {
+        let mut rng = Rng(seed);
+        let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+        let want = remat_interp::eval_jaxpr(&jaxpr, &[], &args).expect("the interpreter runs it");
+        nan_rows += want[1].to_f64_vec().iter().filter(|x| x.is_nan()).count();
+        common::differential_by("row_maxima", &jaxpr, &args, &[remat_jit::Options::default()], &common::check_bits)
+            .expect("the same bits");
+    }
+    // The inputs do reach the NaN rule: some of the 48 rows of `sqrt(0.995 - a)` hold one.
+    assert!(nan_rows > 0 && nan_rows < 48, "{nan_rows} rows with a NaN");
 }
 
 /// A value used twice by one later loop, at the points it was written, is computed in that
@@ -106,6 +129,14 @@ fn dot_products_as_loops_and_as_gemm_calls_agree_with_the_interpreter() {
         ("f32[3,70,97]", "f32[3,97,101]", "(([2], [1]), ([0], [0]))", "f32[3,70,101]"),
         ("f32[2,257,130]", "f32[2,257,129]", "(([1], [1]), ([0], [0]))", "f32[2,130,129]"),
         ("f32[700,300]", "f32[300,21]", "(([1], [0]), ([], []))", "f32[700,21]"),
+        // Batched products each too small for both threads whose batch together is not
+        // (the attention's scores and their gradients): the batch is split over the
+        // threads, evenly (6) and not (5), with the heads inside the rows as in
+        // `[b, t, h, d]` queries and keys read in place.
+        ("f32[2,3,129,70]", "f32[2,3,129,70]", "(([3], [3]), ([0, 1], [0, 1]))", "f32[2,3,129,129]"),
+        ("f32[5,129,70]", "f32[5,70,131]", "(([2], [1]), ([0], [0]))", "f32[5,129,131]"),
+        ("f32[2,129,3,70]", "f32[2,129,3,70]", "(([3], [3]), ([0, 2], [0, 2]))", "f32[2,3,129,129]"),
+        ("f32[2,3,129,129]", "f32[2,129,3,70]", "(([3], [1]), ([0, 1], [0, 2]))", "f32[2,3,129,70]"),
     ];
     let mut rng = Rng(11);
     let mut failures = Vec::new();
@@ -229,8 +260,8 @@ fn wide_programs_compile_to_bounded_functions() {
 }
 
 /// Two-thread products that are deep and narrow (64 x 4099 x 64: `k` split over the threads,
-/// the partial sums added) or short and wide (32 x 512 x 520: whole 16-column panels per
-/// thread, the last one partial), plain and with a transposed destination, agree with the
+/// the partial sums added, into a plain and a transposed destination) or short and wide
+/// (32 x 512 x 520: column blocks per thread, the last one partial) agree with the
 /// interpreter. Sums over 4099 terms round differently in another order: rel 1e-3.
 #[test]
 fn deep_and_wide_products_split_over_threads_agree_with_the_interpreter() {
@@ -253,4 +284,19 @@ fn deep_and_wide_products_split_over_threads_agree_with_the_interpreter() {
     let mut rng = Rng(3);
     let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
     differential("split_products", &jaxpr, &args, 1e-3, 1e-3).expect("matches");
+}
+
+/// `cheap_derivations.jaxpr`: `0.5 * (1 - tanh a)` (a short arithmetic function of the
+/// output `tanh a`) is read by two reductions, and `exp b + 2` by a product and a reduction.
+/// Each reader recomputes such a value from the buffer it derives from instead of the
+/// program keeping a buffer for it: the first needs no arena memory at all (it derives
+/// from an output), the second only `exp b` (`h`, itself read twice), 256 KiB. Kept in
+/// buffers of their own (without the rule), the planned peak is 512 KiB. (Its values: the
+/// hand-written programs' test.)
+#[test]
+fn cheap_derivations_are_recomputed_by_their_readers_not_kept() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cheap_derivations.jaxpr");
+    let jaxpr = parse_jaxpr(&std::fs::read_to_string(path).expect("readable"), "cheap_derivations").expect("parses");
+    let plan = remat_jit::memory_plan(&jaxpr, &[], &remat_jit::Options::default()).expect("plans");
+    assert_eq!(plan.peak_bytes, 65536 * 4, "only exp b is kept");
 }

@@ -274,3 +274,42 @@ fn narrow_cond_and_while_agree() {
         }
     }
 }
+
+/// A convolution whose im2col copy would exceed 4 MiB copies its patches a block of rows at
+/// a time (a loop over the leading M axes, each block multiplied into its rows of the
+/// result): the planned peak stays below the whole copy (which alone would be a temporary
+/// of `patch_bytes`), and the result is the
+/// interpreter's, bit for bit (values whose f32 sums are exact in any order). Three
+/// layouts: NCHW and NHWC forward convolutions (patches copied `[M, K]`, blocked by the
+/// batch) and the weight gradient JAX emits for NHWC (`lhs_spec=(3, 0, 1, 2)`: patches
+/// copied `[K, M]`, blocked by an output row of the 3x3 kernel).
+#[test]
+fn large_convolutions_copy_their_patches_in_blocks() {
+    let small = [1.0, -2.0, 0.5, 3.0, -0.25, 4.0];
+    let (n, c, hw, o) = (4usize, 32usize, 32usize, 32usize);
+    let patch_bytes = n * hw * hw * c * 9 * 4;
+    assert!(patch_bytes > 4 << 20);
+    let spec = |lhs: [usize; 4], rhs: [usize; 4], out: [usize; 4]| ConvDimensionNumbers {
+        lhs_spec: lhs.to_vec(),
+        rhs_spec: rhs.to_vec(),
+        out_spec: out.to_vec(),
+    };
+    let cases = [
+        ("NCHW forward", spec([0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]), [n, c, hw, hw], [o, c, 3, 3]),
+        ("NHWC forward", spec([0, 3, 1, 2], [3, 2, 0, 1], [0, 3, 1, 2]), [n, hw, hw, c], [3, 3, c, o]),
+        ("NHWC weight gradient", spec([3, 0, 1, 2], [3, 0, 1, 2], [2, 3, 0, 1]), [n, hw, hw, c], [n, hw, hw, o]),
+    ];
+    for (what, dn, lhs_shape, rhs_shape) in cases {
+        let lhs = array(DType::F32, &lhs_shape, &small);
+        let rhs = array(DType::F32, &rhs_shape, &small[2..]);
+        let c = ConvParams { dimension_numbers: dn, ..conv_params(2, (1, 1), 1, None) };
+        let j = one_eqn(Primitive::ConvGeneralDilated(Box::new(c)), &[lhs.aval(), rhs.aval()]);
+        let plan = remat_jit::memory_plan(&j, &[], &remat_jit::Options::default()).unwrap();
+        assert!(
+            plan.peak_bytes < patch_bytes,
+            "{what}: planned peak {} of {patch_bytes} bytes of patches",
+            plan.peak_bytes
+        );
+        same(what, &j, &[lhs, rhs]);
+    }
+}

@@ -24,6 +24,7 @@ pub mod budget;
 pub mod cost;
 pub mod exact;
 pub mod model;
+pub mod names;
 pub mod nest;
 pub mod search;
 
@@ -33,6 +34,7 @@ use remat_jit::JitError;
 
 pub use budget::Budget;
 use model::{Evaluated, Model};
+pub use names::NamesPolicy;
 use search::{Evaluations, Point};
 
 use rayon::prelude::*;
@@ -57,6 +59,10 @@ pub enum PlanError {
     /// chooses offloads itself, with `host_budget`).
     #[error("an offloading policy cannot be placed on the planner's axes: give the planner a host budget instead (docs/planner.md)")]
     Offload,
+    /// A host budget was given but no plan can offload within it: an error rather than a
+    /// plan that silently offloads nothing.
+    #[error("no plan offloads within the host budget of {host_budget} bytes: {why}; drop the host budget to plan without offloading")]
+    NoOffload { host_budget: usize, why: String },
 }
 
 /// How the planner proposes plans (see `search.rs`).
@@ -66,7 +72,8 @@ pub enum Method {
     Exhaustive,
     /// The greedy path (and the built-in policies) were evaluated: a heuristic.
     Greedy,
-    /// `--names-only`: every subset of the program's names was evaluated.
+    /// `--names-only`: every subset of the program's names (with a host budget, every
+    /// split into saved, offloaded and recomputed names) was evaluated.
     Names,
 }
 
@@ -77,9 +84,11 @@ pub struct PlanOptions {
     /// `None`.
     pub argnums: Option<Vec<usize>>,
     /// Choose only among values named with `checkpoint_name` (the plan is then a
-    /// `save_only_these_names` policy).
+    /// `save_only_these_names` policy, or with a host budget a
+    /// `save_and_offload_only_these_names` one: [`NamesPolicy`]).
     pub names_only: bool,
-    /// Host memory for offloaded residuals: not implemented, an error when given.
+    /// Host memory for offloaded residuals: saved values may wait there between the
+    /// halves. A budget under which nothing can be offloaded is [`PlanError::NoOffload`].
     pub host_budget: Option<usize>,
     /// The exhaustive search runs when there are at most this many relevant candidates...
     pub exhaustive_candidates: usize,
@@ -134,8 +143,8 @@ pub struct FrontierPoint {
     pub residual_bytes: u64,
     /// How many equations the backward half recomputes.
     pub recomputed: usize,
-    /// With `names_only`: the names the plan saves.
-    pub names: Option<Vec<String>>,
+    /// With `names_only`: the policy the plan is.
+    pub names: Option<NamesPolicy>,
     /// A plan that runs a scan as nested checkpointed scans: which, and how (`nest.rs`).
     pub scan_nesting: Option<String>,
     /// How many saved equations keep their outputs in host memory.
@@ -162,8 +171,8 @@ pub struct Plan {
     pub offloaded: Vec<String>,
     /// The host memory the plan uses.
     pub host_bytes: usize,
-    /// With `names_only`: the names saved.
-    pub names: Option<Vec<String>>,
+    /// With `names_only`: the policy the plan is (which names are saved, which offloaded).
+    pub names: Option<NamesPolicy>,
     pub method: Method,
     /// `(primals) -> (value, grads)`, forward then backward: what `remat bench` runs.
     pub program: Jaxpr,
@@ -174,16 +183,15 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// With `names_only`: the JAX policy that reproduces the plan.
+    /// With `names_only`: the JAX policy call that reproduces the plan.
     pub fn jax_policy(&self) -> Option<String> {
-        self.names.as_ref().map(|names| jax_names_policy(names))
+        self.names.as_ref().map(NamesPolicy::jax_call)
     }
 }
 
 /// `jax.checkpoint_policies.save_only_these_names('a', 'b')`.
 pub fn jax_names_policy(names: &[String]) -> String {
-    let args: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
-    format!("jax.checkpoint_policies.save_only_these_names({})", args.join(", "))
+    NamesPolicy::SaveOnly { saved: names.to_vec() }.jax_call()
 }
 
 /// A function's plans: the evaluated candidates, ready to answer budgets.
@@ -194,8 +202,10 @@ pub struct Planner {
     variants: Vec<(String, Model)>,
     evals: Evaluations,
     method: Method,
-    /// With `names_only`, the names each evaluated point saves.
-    point_names: Vec<Option<Vec<String>>>,
+    /// With `names_only`, the policy each evaluated point is.
+    point_names: Vec<Option<NamesPolicy>>,
+    /// The program's `checkpoint_name`s, in program order.
+    names: Vec<String>,
     builtins: Vec<PolicyPoint>,
 }
 
@@ -239,28 +249,8 @@ impl Planner {
             }
         }
         let method = if options.names_only {
-            if names.len() > 16 {
-                return Err(PlanError::Invalid(format!(
-                    "--names-only: the program has {} names; the planner tries every subset of at most 16",
-                    names.len()
-                )));
-            }
             evals = Evaluations::default();
-            let mut subsets = Vec::new();
-            let mut analyses = Vec::new();
-            for mask in 0u32..(1 << names.len()) {
-                let subset: Vec<String> =
-                    names.iter().enumerate().filter(|(j, _)| mask >> j & 1 == 1).map(|(_, n)| n.clone()).collect();
-                let policy = Policy::SaveOnlyTheseNames { names: subset.clone() };
-                analyses.push(model.analyze(&model.saved_by_policy(&ResolvedPolicy::Builtin(policy))?));
-                subsets.push(subset);
-            }
-            // A point's names are those of the first subset giving its plan.
-            for (subset, i) in subsets.into_iter().zip(evals.add_all(&model, &analyses)?) {
-                if i == point_names.len() {
-                    point_names.push(Some(subset));
-                }
-            }
+            point_names = names_plans(&model, &names, &mut evals, options.host_budget)?;
             Method::Names
         } else if let Some(all) = search::exhaustive(
             &model,
@@ -298,11 +288,16 @@ impl Planner {
                 host_bytes,
             });
         }
-        if let Some(host_budget) = options.host_budget {
+        if let (Some(host_budget), false) = (options.host_budget, options.names_only) {
             offload_plans(&model, &mut evals, host_budget)?;
         }
         point_names.resize(evals.points.len(), None);
-        Ok(Planner { model, variants, evals, method, point_names, builtins })
+        Ok(Planner { model, variants, evals, method, point_names, names, builtins })
+    }
+
+    /// The program's `checkpoint_name`s (the candidates'), in program order.
+    pub fn names(&self) -> &[String] {
+        &self.names
     }
 
     pub fn method(&self) -> Method {
@@ -463,14 +458,59 @@ fn held_by(e: &Evaluated) -> String {
     s
 }
 
+/// `--names-only`: every subset of `names` (with a host budget, every split into saved,
+/// offloaded and recomputed names) as its JAX policy, evaluated into `evals` (empty); the
+/// policy of each point. With a host budget, a clear error if no split can offload within
+/// it (no names, no named residual, or too little host memory).
+fn names_plans(
+    model: &Model,
+    names: &[String],
+    evals: &mut Evaluations,
+    host_budget: Option<usize>,
+) -> Result<Vec<Option<NamesPolicy>>, PlanError> {
+    let (limit, tried) = match host_budget {
+        None => (names::MAX_NAMES, "subset"),
+        Some(_) => (names::MAX_NAMES_OFFLOAD, "split into saved, offloaded and recomputed names"),
+    };
+    if names.len() > limit {
+        return Err(PlanError::Invalid(format!(
+            "--names-only: the program has {} names; the planner tries every {tried} of at most {limit}",
+            names.len()
+        )));
+    }
+    let found = names::evaluate_splits(model, evals, &names::splits(names, host_budget.is_some()), host_budget)?;
+    if let Some(host_budget) = host_budget {
+        let why = match &found.least_offload {
+            _ if names.is_empty() => {
+                Some("--names-only offloads only values named with checkpoint_name, and the program names none".into())
+            }
+            None => Some(format!(
+                "no split of the program's names ({}) offloads a value the backward half reads",
+                names.join(", ")
+            )),
+            Some((bytes, call)) if *bytes > host_budget => Some(format!(
+                "the least host memory a names-only plan offloads is {bytes} bytes ({}), under {call}",
+                budget::human(*bytes)
+            )),
+            Some(_) => None,
+        };
+        if let Some(why) = why {
+            return Err(PlanError::NoOffload { host_budget, why });
+        }
+    }
+    Ok(found.policies.into_iter().map(Some).collect())
+}
+
 /// With a host budget: for every plan on the frontier (of the function itself), the plans
 /// that also offload its largest saved values to host memory, one more at a time (largest
-/// first, at most 16), while the host memory they use fits `host_budget`. Offloading costs
+/// first, passing over a value that would not fit, at most 16), while the host memory they
+/// use fits `host_budget`. Offloading costs
 /// no FLOPs, so a budget the device cannot meet by saving is met by moving before
-/// recomputing.
+/// recomputing. [`PlanError::NoOffload`] if no such plan fits the host budget.
 fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> Result<(), PlanError> {
     const MAX_OFFLOADS: usize = 16;
     let mut proposals: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    let mut smallest: Option<u64> = None;
     for i in evals.frontier() {
         let p = &evals.points[i];
         if p.variant.is_some() {
@@ -488,13 +528,20 @@ fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> 
             }
         }
         producers.sort_by_key(|&(bytes, e)| (std::cmp::Reverse(bytes), e));
+        if let Some(&(b, _)) = producers.last() {
+            smallest = Some(smallest.map_or(b, |s: u64| s.min(b)));
+        }
         let mut offload: Vec<usize> = Vec::new();
         let mut bytes = 0u64;
-        for &(b, e) in producers.iter().take(MAX_OFFLOADS) {
-            bytes += b;
-            if bytes > host_budget as u64 {
+        for &(b, e) in producers.iter() {
+            if offload.len() == MAX_OFFLOADS {
                 break;
             }
+            // A value that no longer fits is passed over for the smaller ones after it.
+            if bytes + b > host_budget as u64 {
+                continue;
+            }
+            bytes += b;
             offload.push(e);
             let mut sorted = offload.clone();
             sorted.sort_unstable();
@@ -516,11 +563,23 @@ fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> 
             })
         })
         .collect();
+    let mut fitted = 0;
     for p in measured {
         let p = p?;
         if p.host_bytes <= host_budget {
             evals.insert(p);
+            fitted += 1;
         }
+    }
+    if fitted == 0 {
+        let why = match smallest {
+            Some(b) => format!(
+                "the smallest value a plan of the frontier could offload has {b} bytes ({})",
+                budget::human(b as usize)
+            ),
+            None => "no plan of the frontier saves a value that could be offloaded".into(),
+        };
+        return Err(PlanError::NoOffload { host_budget, why });
     }
     Ok(())
 }

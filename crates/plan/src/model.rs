@@ -296,20 +296,28 @@ impl Model {
         saved
     }
 
-    /// The decisions of a built-in policy for every equation of the body, as flags.
+    /// The decisions of a built-in policy for every equation of the body, as flags; an
+    /// offloading decision is [`PlanError::Offload`] (see [`Model::decisions_by_policy`]).
     pub fn saved_by_policy(&self, policy: &remat_ad::ResolvedPolicy) -> Result<Vec<bool>, PlanError> {
+        self.decisions_by_policy(policy)?
+            .into_iter()
+            .map(|d| match d {
+                Saveability::Saveable => Ok(true),
+                Saveability::Recompute => Ok(false),
+                Saveability::Offloadable { .. } => Err(PlanError::Offload),
+            })
+            .collect()
+    }
+
+    /// What `policy` (with `remat-ad`'s meaning) answers for every equation of the body.
+    pub fn decisions_by_policy(&self, policy: &remat_ad::ResolvedPolicy) -> Result<Vec<Saveability>, PlanError> {
         let body = self.body();
         body.eqns
             .iter()
             .enumerate()
             .map(|(i, e)| {
                 let avals: Vec<_> = e.invars.iter().map(|a| body.atom_aval(a)).collect();
-                let d = policy.decide_eqn(body, i, &e.primitive, &avals)?;
-                match d {
-                    Saveability::Saveable => Ok(true),
-                    Saveability::Recompute => Ok(false),
-                    Saveability::Offloadable { .. } => Err(PlanError::Offload),
-                }
+                Ok(policy.decide_eqn(body, i, &e.primitive, &avals)?)
             })
             .collect()
     }

@@ -205,9 +205,17 @@ fn a_host_budget_offloads_residuals_to_lower_the_device_peak() {
                 assert!(q.offloaded.is_empty(), "{name} at {b}: offloads without saving FLOPs");
             }
         }
-        // No host memory, no offload.
-        let none = Planner::new(&f, &[], &PlanOptions { host_budget: Some(0), ..wrt_first() }).unwrap();
-        assert_eq!(none.min_peak(), plain.min_peak(), "{name}");
+        // No host memory: asking for offload is an error, not a plan that offloads nothing.
+        match Planner::new(&f, &[], &PlanOptions { host_budget: Some(0), ..wrt_first() }) {
+            Err(e @ PlanError::NoOffload { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.starts_with("no plan offloads within the host budget of 0 bytes: the smallest value a plan of the frontier could offload has "),
+                    "{msg}"
+                );
+            }
+            other => panic!("{name}: expected NoOffload, got {other:?}"),
+        }
     }
 }
 
@@ -281,7 +289,7 @@ fn names_only_plans_are_what_jax_saves_under_the_printed_policy() {
             assert_eq!(plan.peak_bytes, point.peak_bytes);
             let policy = plan.jax_policy().unwrap();
             assert!(policy.starts_with("jax.checkpoint_policies.save_only_these_names("), "{policy}");
-            let key = plan.names.clone().unwrap().join(",");
+            let key = plan.names.clone().unwrap().saved().join(",");
             assert_eq!(ours(&plan.saved), jax_saved(&meta, &key), "{name} under {policy}");
         }
         // And every subset of the names the planner chooses among, through the model.
@@ -360,5 +368,129 @@ fn the_incremental_greedy_path_is_the_analysed_one() {
                 None => assert_eq!(best, None, "the path ends when no candidate makes a residual"),
             }
         }
+    }
+}
+
+/// JAX's residuals under the policy call `call`, from `NAME.offload.json`.
+fn jax_offloaded(off: &Value, call: &str) -> BTreeMap<(String, String, String), usize> {
+    let jax = off["jax_saved"][call].as_array().unwrap_or_else(|| panic!("no JAX recording for `{call}`"));
+    counted(jax.iter().map(|r| {
+        let s = |k: &str| r[k].as_str().unwrap().to_string();
+        (s("aval"), s("kind"), s("what"))
+    }))
+}
+
+/// `--names-only` with a host budget: at several budgets the plan is a
+/// `save_and_offload_only_these_names` call, and what the planner's program saves (on the
+/// device and in host memory) is what JAX saves under that printed call, as recorded by
+/// `gen_primal.py` (which evaluated the same text as Python). Offloading lowers the
+/// smallest names-only peak, or the recomputation at it.
+#[test]
+fn names_only_offload_plans_are_what_jax_saves_under_the_printed_policy() {
+    for name in ["transformer_reduced", "gpt_names_reduced"] {
+        let (f, options, names, _) = primal(name);
+        let off: Value =
+            serde_json::from_str(&std::fs::read_to_string(data(&format!("primal/{name}.offload.json"))).unwrap())
+                .unwrap();
+        // What JAX 0.10.2 did on this CPU: the jaxpr moves the values to host memory, the
+        // CPU lowering of `device_put` moves nothing, and the gradients are unchanged.
+        let cpu = &off["cpu"];
+        assert_eq!(cpu["platform"], "cpu");
+        assert!(cpu["device_puts_to_host_in_vjp"].as_u64().unwrap() > 0, "{cpu}");
+        assert_eq!(cpu["annotate_device_placement_in_lowered_grad"], false, "{cpu}");
+        assert_eq!(cpu["gradients_equal_unoffloaded"], true, "{cpu}");
+        assert_eq!(off["jax_saved"].as_object().unwrap().len(), 243);
+
+        let save_only = Planner::new(&f, &names, &PlanOptions { names_only: true, ..options.clone() }).unwrap();
+        let host = 1 << 20;
+        let planner =
+            Planner::new(&f, &names, &PlanOptions { names_only: true, host_budget: Some(host), ..options.clone() })
+                .unwrap();
+        assert_eq!(planner.method(), Method::Names);
+        let (lo, hi) = (planner.min_peak(), save_only.no_remat_peak());
+        let tight = save_only.plan(Budget::bytes(save_only.min_peak())).unwrap();
+        let offloading = planner.plan(Budget::bytes(save_only.min_peak())).unwrap();
+        assert!(
+            lo < save_only.min_peak() || offloading.recompute_flops < tight.recompute_flops,
+            "{name}: offloading reaches {lo} bytes ({} FLOPs at {}), saving only {} ({} FLOPs)",
+            offloading.recompute_flops,
+            save_only.min_peak(),
+            save_only.min_peak(),
+            tight.recompute_flops
+        );
+        // The printed program is what the JIT plans, device and host bytes.
+        let smallest = planner.plan(Budget::bytes(lo)).unwrap();
+        let compiled =
+            remat_jit::compile(&parse_jaxpr(&pp_jaxpr(&smallest.program), "planned.jaxpr").unwrap()).unwrap();
+        assert_eq!(
+            (compiled.plan().peak_bytes, compiled.plan().host_bytes),
+            (smallest.peak_bytes, smallest.host_bytes)
+        );
+        let mut offloads = 0;
+        for b in budgets(lo, hi, 8).into_iter().chain(planner.frontier().iter().map(|p| p.peak_bytes)) {
+            let plan = planner.plan(Budget::bytes(b)).unwrap();
+            assert!(plan.peak_bytes <= b && plan.host_bytes <= host, "{name} at {b}");
+            let call = plan.jax_policy().unwrap();
+            assert!(
+                call.starts_with(
+                    "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=["
+                ),
+                "{call}"
+            );
+            assert_eq!(ours(&plan.saved), jax_offloaded(&off, &call), "{name} at {b} under {call}");
+            let on_host = plan.saved.iter().filter(|r| r.aval.memory_space == remat_ir::MemorySpace::Host).count();
+            assert_eq!(on_host, plan.offloaded.len(), "{name} at {b}: {:?}", plan.offloaded);
+            assert_eq!(on_host > 0, plan.host_bytes > 0, "{name} at {b}");
+            offloads += on_host.min(1);
+            // Never more recomputation than the save-only plan at the same budget.
+            if let Ok(p) = save_only.plan(Budget::bytes(b)) {
+                assert!(plan.recompute_flops <= p.recompute_flops, "{name} at {b}");
+            }
+        }
+        assert!(offloads > 0, "{name}: no plan offloads");
+        // And every split the planner chooses among, through the model with the policy's
+        // own decisions (remat-ad's meaning of `save_and_offload_only_these_names`).
+        let model = Model::new(&f, options.argnums.as_deref(), &names).unwrap();
+        assert_eq!(planner.names(), ["q", "k", "v", "attn_out", "mlp_hidden"]);
+        let splits = remat_plan::names::splits(planner.names(), true);
+        assert_eq!(splits.len(), 243);
+        for split in splits {
+            let policy = remat_ad::ResolvedPolicy::Builtin(split.policy());
+            let decisions = model.decisions_by_policy(&policy).unwrap();
+            let saved: Vec<bool> = decisions.iter().map(|d| *d != remat_ad::Saveability::Recompute).collect();
+            let offload: Vec<usize> = (0..decisions.len())
+                .filter(|&i| matches!(decisions[i], remat_ad::Saveability::Offloadable { .. }))
+                .collect();
+            let e = model.evaluate_with(&saved, &offload).unwrap();
+            let call = split.jax_call();
+            assert_eq!(ours(&e.vjp.residuals), jax_offloaded(&off, &call), "{name} under {call}");
+        }
+    }
+}
+
+/// Offload asked where it cannot be honoured is an error saying why: a program without
+/// names, and a host budget below every offload.
+#[test]
+fn names_only_offload_that_cannot_be_honoured_is_an_error() {
+    let no_offload = |f: &ClosedJaxpr, names: &[String], options: PlanOptions| -> String {
+        match Planner::new(f, names, &options) {
+            Err(e @ PlanError::NoOffload { .. }) => e.to_string(),
+            other => panic!("expected NoOffload, got {other:?}"),
+        }
+    };
+    let msg = no_offload(
+        &load("chain.jaxpr"),
+        &[],
+        PlanOptions { names_only: true, host_budget: Some(1 << 20), ..wrt_first() },
+    );
+    assert!(msg.contains("the program names none"), "{msg}");
+    let (f, options, names, _) = primal("transformer_reduced");
+    for host in [0, 64] {
+        let msg = no_offload(&f, &names, PlanOptions { names_only: true, host_budget: Some(host), ..options.clone() });
+        assert!(
+            msg.starts_with(&format!("no plan offloads within the host budget of {host} bytes: the least host memory a names-only plan offloads is ")),
+            "{msg}"
+        );
+        assert!(msg.contains("save_and_offload_only_these_names(names_which_can_be_saved="), "{msg}");
     }
 }

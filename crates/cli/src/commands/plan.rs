@@ -1,13 +1,16 @@
-//! `remat plan FILE --budget BYTES [--json] [--names-only] [--frontier] [-o PLANNED]`: the
-//! memory plan of the file's scalar loss (the primal function, as `residuals` takes it):
-//! what the forward half saves, what the backward half recomputes, the whole program's
-//! planned peak (what `remat bench` reports for the `-o` file) and the recompute FLOPs.
-//! `--frontier` prints every plan of the Pareto frontier with the built-in policies on
-//! the same axes. `docs/planner.md` describes the model and the search.
+//! `remat plan FILE --budget BYTES [--host-budget BYTES] [--json] [--names-only] [--frontier]
+//! [-o PLANNED]`: the memory plan of the file's scalar loss (the primal function, as
+//! `residuals` takes it): what the forward half saves, what the backward half recomputes,
+//! what waits in host memory, the whole program's planned peak (what `remat bench` reports
+//! for the `-o` file) and the recompute FLOPs. With `--names-only`, the JAX policy call
+//! that reproduces the plan (`save_only_these_names`, or with `--host-budget`
+//! `save_and_offload_only_these_names`) and the split of the names. `--frontier` prints
+//! every plan of the Pareto frontier with the built-in policies on the same axes.
+//! `docs/planner.md` describes the model and the search.
 
 use std::path::Path;
 
-use remat::plan::{jax_names_policy, Budget, Method, Plan, PlanOptions, Planner};
+use remat::plan::{Budget, Method, NamesPolicy, Plan, PlanOptions, Planner};
 use serde_json::{json, Value};
 
 use crate::commands::residuals::binder_names;
@@ -86,7 +89,7 @@ fn method_words(m: Method) -> &'static str {
     match m {
         Method::Exhaustive => "exhaustive (every distinct plan evaluated: optimal)",
         Method::Greedy => "greedy with local refinement (a heuristic)",
-        Method::Names => "every subset of the program's names",
+        Method::Names => "every policy over the program's names",
     }
 }
 
@@ -100,8 +103,9 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
         p.recompute_flops,
         Budget::bytes(p.residual_bytes as usize),
     );
-    if let Some(policy) = p.jax_policy() {
-        t.push_str(&format!("  policy: {policy}\n"));
+    if let Some(policy) = &p.names {
+        t.push_str(&format!("  policy: {}\n", policy.jax_call()));
+        t.push_str(&split_text(planner, policy));
     }
     t.push_str(&format!("saved ({}):\n", p.saved.len()));
     for r in &p.saved {
@@ -110,6 +114,9 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
     t.push_str(&format!("recomputed ({}):\n", p.recomputed.len()));
     for r in &p.recomputed {
         t.push_str(&format!("  {r}\n"));
+    }
+    if p.offloaded.is_empty() && matches!(p.names, Some(NamesPolicy::SaveAndOffload { .. })) {
+        t.push_str("offloaded (0): offloading a named value saves no recomputation at this budget\n");
     }
     if !p.offloaded.is_empty() {
         t.push_str(&format!(
@@ -127,6 +134,41 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
     t
 }
 
+/// The program's names by what the policy does with them: saved, offloaded, recomputed.
+fn split_of<'a>(planner: &'a Planner, policy: &NamesPolicy) -> [Vec<&'a str>; 3] {
+    let mut out: [Vec<&str>; 3] = Default::default();
+    for n in planner.names() {
+        let k = match (policy.saved().contains(n), policy.offloaded().contains(n)) {
+            (true, _) => 0,
+            (false, true) => 1,
+            (false, false) => 2,
+        };
+        out[k].push(n);
+    }
+    out
+}
+
+/// `  names saved on the device: q, k; offloaded to host memory: v; recomputed: ...`.
+fn split_text(planner: &Planner, policy: &NamesPolicy) -> String {
+    let [saved, offloaded, recomputed] = split_of(planner, policy);
+    let list = |v: &[&str]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    let mut t = format!("  names saved on the device: {}", list(&saved));
+    if let NamesPolicy::SaveAndOffload { .. } = policy {
+        t.push_str(&format!("; offloaded to host memory: {}", list(&offloaded)));
+    }
+    t.push_str(&format!("; recomputed: {}\n", list(&recomputed)));
+    t
+}
+
+fn names_json(planner: &Planner, policy: &NamesPolicy) -> Value {
+    let [saved, offloaded, recomputed] = split_of(planner, policy);
+    json!({
+        "saved": saved,
+        "offloaded": match policy { NamesPolicy::SaveAndOffload { .. } => Some(offloaded), NamesPolicy::SaveOnly { .. } => None },
+        "recomputed": recomputed,
+    })
+}
+
 fn frontier_text(planner: &Planner) -> String {
     let mut t =
         format!("frontier ({}, {} plans evaluated exactly):\n", method_words(planner.method()), planner.evaluated());
@@ -140,7 +182,7 @@ fn frontier_text(planner: &Planner) -> String {
             p.peak_bytes, p.recompute_flops, p.residual_bytes, p.recomputed
         ));
         if let Some(names) = &p.names {
-            t.push_str(&format!("  {}", jax_names_policy(names)));
+            t.push_str(&format!("  {}", names.jax_call()));
         }
         if let Some(nesting) = &p.scan_nesting {
             t.push_str(&format!("  {nesting}"));
@@ -170,7 +212,7 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
             "recomputed": p.recomputed,
             "offloaded": p.offloaded,
             "host_bytes": p.host_bytes,
-            "names": p.names,
+            "names": p.names.as_ref().map(|n| names_json(planner, n)),
             "jax_policy": p.jax_policy(),
         });
     }
@@ -180,7 +222,8 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
             .iter()
             .map(|p| {
                 json!({ "peak_bytes": p.peak_bytes, "recompute_flops": p.recompute_flops,
-                        "residual_bytes": p.residual_bytes, "recomputed": p.recomputed, "names": p.names,
+                        "residual_bytes": p.residual_bytes, "recomputed": p.recomputed,
+                        "names": p.names.as_ref().map(|n| names_json(planner, n)),
                         "scan_nesting": p.scan_nesting, "offloaded": p.offloaded, "host_bytes": p.host_bytes })
             })
             .collect();

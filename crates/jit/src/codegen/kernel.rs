@@ -473,7 +473,39 @@ impl Fx<'_, '_> {
                 let acc_v = fx.b.declare_var(types::F32X4);
                 let idv = fx.lit(id, true);
                 fx.b.def_var(acc_v, idv);
-                fx.for_range(0, n4, 4, |fx, i| {
+                // `max`/`min` (exact, so any grouping gives the same value) run four
+                // independent vector chains over blocks of 16: one chain waits for the
+                // ~10-instruction NaN-propagating select of the previous vector (the
+                // softmax's row maxima ran at ~12 cycles a vector). Sums keep one chain, so
+                // their rounding stays as it was.
+                let n16 = if op == ReduceOp::Sum || dtype != DType::F32 { 0 } else { n / 16 * 16 };
+                if n16 > 0 {
+                    let chains: Vec<_> = (0..4)
+                        .map(|_| {
+                            let var = fx.b.declare_var(types::F32X4);
+                            let idv = fx.lit(id, true);
+                            fx.b.def_var(var, idv);
+                            var
+                        })
+                        .collect();
+                    fx.for_range(0, n16, 16, |fx, i| {
+                        for (g, &var) in chains.iter().enumerate() {
+                            let at = fx.b.ins().iadd_imm_s(i, 4 * g as i64);
+                            let o = fx.advance(offs, &inner, at);
+                            let x = fx.eval(src, true, &o, &inner, &mut 1);
+                            let a = fx.b.use_var(var);
+                            let r = fx.combine(op, dtype, a, x, true);
+                            fx.b.def_var(var, r);
+                        }
+                    });
+                    let mut v = fx.b.use_var(chains[0]);
+                    for &var in &chains[1..] {
+                        let x = fx.b.use_var(var);
+                        v = fx.combine(op, dtype, v, x, true);
+                    }
+                    fx.b.def_var(acc_v, v);
+                }
+                fx.for_range(n16, n4, 4, |fx, i| {
                     let o = fx.advance(offs, &inner, i);
                     let x = fx.eval(src, true, &o, &inner, &mut 1);
                     let a = fx.b.use_var(acc_v);

@@ -535,7 +535,7 @@ impl<'a, 'b> Fx<'a, 'b> {
                 let size = self.env.prog.dots[*desc].dtype.size_in_bytes() as i64;
                 let l = self.view_address(lhs, size);
                 let r = self.view_address(rhs, size);
-                let o = self.base(*dst);
+                let o = self.view_address(dst, size);
                 // The descriptor's address follows the buffers' in the base array, so
                 // products of the same shape share this function.
                 let Addressing::Step { bases, slots } = &self.addressing else {

@@ -24,11 +24,61 @@
 //! What it keeps true: the returned views hold the same elements at the same logical
 //! positions as the permuted input views; only memory layout and axis order change.
 
-use remat_ir::Aval;
+use remat_ir::{Aval, DType, DotDimensionNumbers};
 
 use super::{Lowering, Val};
-use crate::expr::{row_major_strides, Expr, View};
-use crate::program::Step;
+use crate::expr::{row_major_strides, DynTerm, Expr, View};
+use crate::program::{BufId, Step};
+use crate::JitError;
+
+/// An im2col copy of more than this many bytes is made a block of rows at a time
+/// ([`Lowering::conv_gemm_product`]).
+pub(crate) const PATCH_CHUNK_BYTES: usize = 4 << 20;
+
+/// The fewest rows (M elements) a block of patches keeps.
+pub(crate) const PATCH_CHUNK_MIN_ROWS: usize = 64;
+
+/// How the patches are copied: row-major `[group, M..., K...]`, or `[group, K..., M...]`
+/// when their contiguous axis is an M axis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum PatchLayout {
+    MK,
+    KM,
+}
+
+impl PatchLayout {
+    /// The copy's axes in memory order, of patches with `m` M axes and `k` K axes.
+    fn axes(self, m: usize, k: usize) -> Vec<usize> {
+        match self {
+            PatchLayout::MK => (0..1 + m + k).collect(),
+            PatchLayout::KM => [vec![0], (1 + m..1 + m + k).collect(), (1..1 + m).collect()].concat(),
+        }
+    }
+}
+
+/// How many leading M axes of patches `shape` (`[group, M..., K...]`, `n` of each, `elem`
+/// bytes each) a blockwise copy loops over: `None` for one whole copy (one group only is
+/// blocked; a copy within [`PATCH_CHUNK_BYTES`] stays whole). Otherwise the fewest axes
+/// that bring a block within the limit, but no more than keep [`PATCH_CHUNK_MIN_ROWS`]
+/// rows in a block.
+fn chunk_prefix(shape: &[usize], n: usize, elem: usize) -> Option<usize> {
+    let k: usize = shape[1 + n..].iter().product();
+    let bytes = |p: usize| shape[1 + p..1 + n].iter().product::<usize>() * k * elem;
+    if shape[0] != 1 || bytes(0) <= PATCH_CHUNK_BYTES {
+        return None;
+    }
+    let mut best = None;
+    for p in 1..n {
+        if shape[1 + p..1 + n].iter().product::<usize>() < PATCH_CHUNK_MIN_ROWS {
+            break;
+        }
+        best = Some(p);
+        if bytes(p) <= PATCH_CHUNK_BYTES {
+            break;
+        }
+    }
+    best
+}
 
 /// A convolution's product operands, ready for the GEMM: `patches` `[group, M..., K...]`,
 /// `kernel` `[group, K..., O]`, each with its M and K axes in the chosen order, and
@@ -37,6 +87,8 @@ pub(super) struct ConvOperands {
     pub patches: Val,
     pub kernel: Val,
     pub m_order: Vec<usize>,
+    /// `Some` when the patches must be copied before the GEMM (in this layout).
+    pub patch_layout: Option<PatchLayout>,
 }
 
 /// Whether the axes `shape`/`strides` nest into one stride (row-major within the group,
@@ -99,8 +151,8 @@ impl Lowering {
         let (m_shape, k_shape_p) = (&p_shape[1..1 + n], &p_shape[1 + n..]);
         let (m_strides, k_strides_p) = (&p_view.strides[1..1 + n], &p_view.strides[1 + n..]);
         let patches_nest = nests(m_shape, m_strides) && nests(k_shape_p, k_strides_p) && p_view.strides[0] >= 0;
-        let p_view = if patches_nest {
-            p_view
+        let patch_layout = if patches_nest {
+            None
         } else {
             // Copy along the axis that is contiguous in the source: M's when an M axis has
             // the smallest stride.
@@ -111,12 +163,7 @@ impl Lowering {
                 (Some(m), Some(k)) => m < k,
                 _ => false,
             };
-            let layout: Vec<usize> = if transposed {
-                [vec![0], (1 + n..1 + 2 * n).collect(), (1..1 + n).collect()].concat()
-            } else {
-                (0..1 + 2 * n).collect()
-            };
-            self.copied(&p_view, &p_shape, &layout, patches.aval.dtype)
+            Some(if transposed { PatchLayout::KM } else { PatchLayout::MK })
         };
         let k_view = if nests(&k_shape[1..1 + n], &k_view.strides[1..1 + n]) && k_view.strides.iter().all(|&s| s >= 0) {
             k_view
@@ -127,13 +174,87 @@ impl Lowering {
             patches: Val { expr: Expr::Load(p_view), aval: Aval::new(patches.aval.dtype, p_shape) },
             kernel: Val { expr: Expr::Load(k_view), aval: Aval::new(kernel.aval.dtype, k_shape) },
             m_order,
+            patch_layout,
         }
+    }
+
+    /// The convolution's product of `ops` (patches `[group, M..., K...]`, kernel `[group,
+    /// K..., O]`, `n` M axes and `n` K axes) into a new row-major `[group, M..., O]` buffer,
+    /// copying the patches first when `ops.patch_layout` asks for it.
+    ///
+    /// A copy of more than [`PATCH_CHUNK_BYTES`] is made a block of rows at a time: a loop
+    /// nest over the first M axes copies one block of patches into a buffer of the block's
+    /// size and multiplies it into its rows of the result (the destination offset by the
+    /// loops' counters), so the im2col buffer is that block, not the whole `M x K` (75 MB
+    /// for a 3x3 convolution of a batch of 32 32x32x64 images, more than the rest of a
+    /// ResNet block's peak). Blocks keep at least [`PATCH_CHUNK_MIN_ROWS`] rows, so each is
+    /// still a GEMM of full panels. Each element of the result is the same dot product over
+    /// the same K elements in the same order as in the whole product: the same bits.
+    pub(super) fn conv_gemm_product(&mut self, ops: &ConvOperands, n: usize, out: &Aval) -> Result<Val, JitError> {
+        let dims = DotDimensionNumbers {
+            lhs_contracting: (1 + n..1 + 2 * n).collect(),
+            rhs_contracting: (1..1 + n).collect(),
+            lhs_batch: vec![0],
+            rhs_batch: vec![0],
+        };
+        let Expr::Load(pv) = &ops.patches.expr else { unreachable!("patches are a view") };
+        let (ps, dtype) = (&ops.patches.aval.shape, ops.patches.aval.dtype);
+        let Some(layout) = ops.patch_layout else {
+            return Ok(self.dot(&ops.patches, &ops.kernel, &dims, out, None));
+        };
+        let elem = dtype.size_in_bytes();
+        let Some(p) = chunk_prefix(ps, n, elem) else {
+            let v = self.copied(pv, ps, &layout.axes(n, n), dtype);
+            let patches = Val { expr: Expr::Load(v), aval: ops.patches.aval.clone() };
+            return Ok(self.dot(&patches, &ops.kernel, &dims, out, None));
+        };
+        // The block: [group, M_p..., K...], the first `p` M axes fixed by the counters.
+        let buf = self.new_buf(out);
+        let r_strides = row_major_strides(&out.shape);
+        let counters: Vec<BufId> = (0..p).map(|_| self.new_buf(&Aval::scalar(DType::I32))).collect();
+        let terms = |strides: &[i64]| -> Vec<DynTerm> {
+            counters
+                .iter()
+                .enumerate()
+                .map(|(j, &c)| DynTerm { index: c, max: ps[1 + j] as i64 - 1, stride: strides[1 + j] })
+                .collect()
+        };
+        let drop_prefix = |xs: &[usize]| -> Vec<usize> { [&xs[..1], &xs[1 + p..]].concat() };
+        let block_shape = drop_prefix(ps);
+        let mut block_strides = vec![pv.strides[0]];
+        block_strides.extend(&pv.strides[1 + p..]);
+        let mut dynamic = pv.dynamic.clone();
+        dynamic.extend(terms(&pv.strides));
+        let src = View { strides: block_strides, dynamic, ..pv.clone() };
+        let mut block_out = vec![out.shape[0]];
+        block_out.extend(&out.shape[1 + p..]);
+        let block_out = Aval::new(out.dtype, block_out);
+        let block_dims = DotDimensionNumbers {
+            lhs_contracting: (1 + n - p..1 + 2 * n - p).collect(),
+            rhs_contracting: dims.rhs_contracting.clone(),
+            lhs_batch: vec![0],
+            rhs_batch: vec![0],
+        };
+        let dst = View { buf, dtype: out.dtype, offset: 0, strides: Vec::new(), dynamic: terms(&r_strides) };
+        let (_, body) = self.scoped(|lw| {
+            let v = lw.copied(&src, &block_shape, &layout.axes(n - p, n), dtype);
+            let block = Val { expr: Expr::Load(v), aval: Aval::new(dtype, block_shape.clone()) };
+            let strides = row_major_strides(&block_out.shape);
+            lw.gemm(&block, &ops.kernel, &block_dims, &block_out, &strides, dst.clone());
+            Ok(())
+        })?;
+        let mut steps = body;
+        for j in (0..p).rev() {
+            steps = vec![Step::Loop { length: ps[1 + j], reverse: false, counter: counters[j], body: steps }];
+        }
+        steps.into_iter().for_each(|s| self.push_step(s));
+        Ok(Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() })
     }
 
     /// `v` (of logical shape `shape`) copied into a new buffer whose row-major axes are
     /// `layout` (a permutation of the logical axes), walked in that order; the copy as a
     /// view with the logical axes.
-    fn copied(&mut self, v: &View, shape: &[usize], layout: &[usize], dtype: remat_ir::DType) -> View {
+    fn copied(&mut self, v: &View, shape: &[usize], layout: &[usize], dtype: DType) -> View {
         let space = pick(shape, layout);
         let buf = self.new_buf(&Aval::new(dtype, space.clone()));
         let src = Expr::Load(View { strides: pick(&v.strides, layout), ..v.clone() });

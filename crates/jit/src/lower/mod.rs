@@ -311,7 +311,9 @@ impl Lowering {
             for ((&v, val), t) in eqn.outvars.iter().zip(outs).zip(out_targets) {
                 let val = if t.is_some() {
                     self.materialize(val, t)
-                } else if (uses[v.index()] > 1 && !val.expr.is_trivial()) || val.expr.size() > MAX_FUSED_NODES {
+                } else if (uses[v.index()] > 1 && !val.expr.is_trivial() && !val.expr.is_cheap_derivation())
+                    || val.expr.size() > MAX_FUSED_NODES
+                {
                     self.materialize(val, None)
                 } else {
                     val

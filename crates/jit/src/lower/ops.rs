@@ -396,15 +396,35 @@ impl Lowering {
             return result;
         }
         let dtype = out.dtype;
-        let (lhs, rhs) = (converted(lhs, dtype), converted(rhs, dtype));
-        let DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb } = dn;
-        let k_size: usize = lc.iter().map(|&a| lhs.shape()[a]).product();
+        let k_size: usize = dn.lhs_contracting.iter().map(|&a| lhs.shape()[a]).product();
         if k_size == 0 {
             let zero = Val { expr: Expr::Lit(LitValue::from_f64(dtype, 0.0)), aval: Aval::scalar(dtype) };
             let fill = Val { expr: self.operand(&zero, &out.shape), aval: out.clone() };
             self.write(&fill, buf);
             return result;
         }
+        self.gemm(lhs, rhs, dn, out, &out_strides, View::contiguous(buf, dtype, &[]));
+        result
+    }
+
+    /// A product of non-empty operands (`k > 0`) by the runtime's GEMM, written into `dst`
+    /// (its static and dynamic offsets; `out_strides` are the result's strides from there).
+    pub(crate) fn gemm(
+        &mut self,
+        lhs: &Val,
+        rhs: &Val,
+        dn: &DotDimensionNumbers,
+        out: &Aval,
+        out_strides: &[i64],
+        dst: View,
+    ) {
+        let (lf, rf) = (
+            free_axes(lhs.aval.rank(), &dn.lhs_batch, &dn.lhs_contracting),
+            free_axes(rhs.aval.rank(), &dn.rhs_batch, &dn.rhs_contracting),
+        );
+        let dtype = out.dtype;
+        let (lhs, rhs) = (converted(lhs, dtype), converted(rhs, dtype));
+        let DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb } = dn;
         let lhs_order: Vec<usize> = [lb.as_slice(), &lf, lc].concat();
         let rhs_order: Vec<usize> = [rb.as_slice(), rc, &rf].concat();
         let (mut lv, _) = self.as_view(lhs.clone());
@@ -446,8 +466,7 @@ impl Lowering {
         };
         self.prog.dots.push(desc);
         let desc = self.prog.dots.len() - 1;
-        self.push_step(Step::Dot { desc, lhs: lv, rhs: rv, dst: buf });
-        result
+        self.push_step(Step::Dot { desc, lhs: lv, rhs: rv, dst });
     }
 
     /// A product of at most `small_dot_macs` multiply-adds as a sum-reduction of the

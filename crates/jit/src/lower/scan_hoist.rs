@@ -167,7 +167,8 @@ impl Lowering {
                 i += 1;
                 continue;
             };
-            let (desc, lhs, rhs, dst) = (*desc, lhs.clone(), rhs.clone(), *dst);
+            let (desc, lhs, rhs, dst_view) = (*desc, lhs.clone(), rhs.clone(), dst.clone());
+            let dst = dst_view.buf;
             let d = self.prog.dots[desc].clone();
             let written = written(steps);
             let rows_follow = f.slice_stride(&lhs, &written) == Some(d.m as i64 * d.lhs_m as i64);
@@ -177,6 +178,8 @@ impl Lowering {
                 && f.invariant(rhs.buf, &written)
                 && d.out_n == 1
                 && d.out_m == d.n as isize
+                && dst_view.offset == 0
+                && dst_view.dynamic.is_empty()
                 // Only this product writes its buffer, and only views read it.
                 && steps.iter().enumerate().all(|(j, s)| j == i || !touches(s, dst) || reads_through_views(s, dst));
             if !ok {
@@ -209,7 +212,8 @@ impl Lowering {
             whole_desc.m *= f.length;
             self.prog.dots.push(whole_desc);
             let lhs = View { dynamic: Vec::new(), ..lhs };
-            before.push(Step::Dot { desc: self.prog.dots.len() - 1, lhs, rhs, dst: stacked });
+            let dst_view = View { buf: stacked, ..dst_view };
+            before.push(Step::Dot { desc: self.prog.dots.len() - 1, lhs, rhs, dst: dst_view });
             let term = f.term(slice);
             let steps = self.body_steps();
             steps.remove(i);
@@ -304,12 +308,12 @@ impl Lowering {
             let writers: Vec<usize> = (0..steps.len()).filter(|&j| writes(&steps[j], product)).collect();
             let [at] = writers[..] else { continue };
             let Step::Dot { desc, lhs, rhs, dst } = &steps[at] else { continue };
-            let (lhs, rhs, dst) = (lhs.clone(), rhs.clone(), *dst);
+            let (lhs, rhs, dst) = (lhs.clone(), rhs.clone(), dst.clone());
             let d = self.prog.dots[*desc].clone();
             // Nothing else in the body reads the product or the carry.
             let alone = steps.iter().enumerate().all(|(j, s)| j == at || (!touches(s, product) && !touches(s, carry)))
                 && outs.iter().enumerate().all(|(j, o)| j == c || (!reads(&o.expr, product) && !reads(&o.expr, carry)));
-            if !d.batch.is_empty() || d.k == 0 || !alone {
+            if !d.batch.is_empty() || d.k == 0 || !alone || !dst.dynamic.is_empty() {
                 continue;
             }
             let written = written(steps);
@@ -418,7 +422,7 @@ mod tests {
         assert_eq!(products(&prog.steps), (3, vec![1, 2]));
         // The hoisted product writes output 2 (`h`, the forward scan's stacked `n`) in place.
         let hoisted = prog.steps.iter().find_map(|s| match s {
-            Step::Dot { dst, .. } => Some(prog.buffers[dst.0 as usize].storage),
+            Step::Dot { dst, .. } => Some(prog.buffers[dst.buf.0 as usize].storage),
             _ => None,
         });
         assert!(matches!(hoisted, Some(Storage::Out { index: 2, .. })), "{hoisted:?}");

@@ -179,7 +179,8 @@ fn count_references(steps: &[Step], counts: &mut HashMap<BufId, usize>) {
 pub(crate) fn writes(step: &Step, out: &mut Vec<BufId>) {
     match step {
         Step::Kernel { dst, .. } => out.push(dst.buf),
-        Step::Reduce { dst, .. } | Step::Argmax { dst, .. } | Step::Dot { dst, .. } => out.push(*dst),
+        Step::Reduce { dst, .. } | Step::Argmax { dst, .. } => out.push(*dst),
+        Step::Dot { dst, .. } => out.push(dst.buf),
         Step::Native { bufs, num_ins, .. } => out.extend(&bufs[*num_ins..]),
         Step::Loop { counter, body, .. } => {
             out.push(*counter);

@@ -211,7 +211,7 @@ impl Lowering {
         };
         let (patches, kernel) = (operand(&p.patches, &p.p_shape), operand(&p.kernel, &p.k_shape));
         if let (Expr::Load(_), Expr::Load(_)) = (&patches.expr, &kernel.expr) {
-            let r = self.conv_gemm(&patches, &kernel, ns, &dims, &p.out)?;
+            let r = self.conv_gemm(&patches, &kernel, ns, &p.out)?;
             Ok(Val { expr: Expr::Load(r), aval: p.out.clone() })
         } else {
             // 16-bit operands converted to f32: the GEMM path copies them as they convert.
@@ -417,19 +417,12 @@ impl Lowering {
 
     /// The product of `conv_gemm_operands`' reordered patches and kernel, as a view with
     /// `out`'s axes `[group, N, out spatial..., O / group]`.
-    fn conv_gemm(
-        &mut self,
-        patches: &Val,
-        kernel: &Val,
-        ns: usize,
-        dims: &DotDimensionNumbers,
-        out: &Aval,
-    ) -> Result<View, JitError> {
+    fn conv_gemm(&mut self, patches: &Val, kernel: &Val, ns: usize, out: &Aval) -> Result<View, JitError> {
         let ops = self.conv_gemm_operands(patches, kernel, ns);
         let mut r_shape = vec![out.shape[0]];
         r_shape.extend(ops.m_order.iter().map(|&a| out.shape[1 + a]));
         r_shape.push(out.shape[2 + ns]);
-        let r = self.dot(&ops.patches, &ops.kernel, dims, &Aval::new(out.dtype, r_shape), None);
+        let r = self.conv_gemm_product(&ops, 1 + ns, &Aval::new(out.dtype, r_shape))?;
         let (r, _) = self.as_view(r);
         let mut strides = r.strides.clone();
         for (j, &a) in ops.m_order.iter().enumerate() {

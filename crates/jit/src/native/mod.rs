@@ -283,28 +283,56 @@ extern "C" fn remat_parallel_for(f: RangeFn, bases: *const usize, total: i64, gr
 /// Products at least this large (m*n*k) use both cores.
 const PARALLEL_FLOPS: usize = 1 << 21;
 
-/// `out = lhs . rhs` for one `dot_general`, batch by batch.
+/// `out = lhs . rhs` for one `dot_general`, batch by batch: a batched product whose
+/// single products are too small for both cores (the attention's `[b, h, t, t]` scores and
+/// their gradients) is split by batch instead, one contiguous range of batch elements per
+/// thread, each product on one thread as it would be when run alone (so the same bits).
 extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8) {
     // SAFETY: `desc` points into the `Box<[DotDesc]>` the compiled program owns for as long
     // as its code can run; the code passes exactly such an address (a constant the entry
     // stores after the step's buffer addresses).
     let d = unsafe { &*desc };
     let batch: usize = d.batch.iter().map(|b| b.0).product();
-    let mut idx = vec![0usize; d.batch.len()];
-    for _ in 0..batch {
+    let parts = if dot_splits_batch(d) { threads().min(batch) } else { 1 };
+    if parts <= 1 {
+        dot_batches(d, lhs, rhs, out, 0..batch);
+    } else {
+        // Addresses cross to the pool threads: each range writes only its own batch
+        // elements of `out` (the lowering never gives the output a zero batch stride), and
+        // `in_place_scope` returns only after every range is done.
+        let (l, r, o) = (lhs as usize, rhs as usize, out as usize);
+        let bound = |p: usize| batch * p / parts;
+        let run = move |p: usize| {
+            clear_upper_vector_state();
+            dot_batches(d, l as *const u8, r as *const u8, o as *mut u8, bound(p)..bound(p + 1));
+        };
+        rayon::in_place_scope(|s| {
+            for p in 1..parts {
+                s.spawn(move |_| run(p));
+            }
+            run(0);
+        });
+    }
+    clear_upper_vector_state();
+}
+
+/// The products of batch elements `range` (row-major over `d.batch`) of one `dot_general`.
+fn dot_batches(d: &DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8, range: std::ops::Range<usize>) {
+    for flat in range {
         let (mut lo, mut ro, mut oo) = (0isize, 0isize, 0isize);
-        for (i, &(_, ls, rs, os)) in idx.iter().zip(&d.batch) {
-            lo += *i as isize * ls;
-            ro += *i as isize * rs;
-            oo += *i as isize * os;
+        let mut rest = flat;
+        for &(extent, ls, rs, os) in d.batch.iter().rev() {
+            let i = (rest % extent) as isize;
+            rest /= extent;
+            lo += i * ls;
+            ro += i * rs;
+            oo += i * os;
         }
         match d.dtype {
             DType::F32 if dot_splits_k(d) => split_k_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F64 if dot_splits_k(d) => split_k_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
-            DType::F64 if dot_splits_n(d) => split_n_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
             #[cfg(target_arch = "x86_64")]
             DType::F32 if dot_uses_own_sgemm(d) => own_sgemm_at(d, lhs, rhs, out, (lo, ro, oo)),
-            DType::F32 if dot_splits_n(d) => split_n_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F64 => gemm_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
             DType::I8 => loop_at::<i8>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
@@ -317,26 +345,41 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
             DType::BF16 | DType::F16 | DType::Key => {}
             DType::Bool => loop_at::<bool>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a | (x & y)),
         }
-        for k in (0..idx.len()).rev() {
-            idx[k] += 1;
-            if idx[k] < d.batch[k].0 {
-                break;
-            }
-            idx[k] = 0;
-        }
     }
-    clear_upper_vector_state();
 }
 
-/// Whether a product runs on more than one thread.
-pub(crate) fn dot_is_parallel(d: &DotDesc) -> bool {
+/// Whether a product's batch is split over the threads: an f32/f64 product whose single
+/// products stay on one thread (below [`PARALLEL_FLOPS`]) but whose batch together reaches
+/// it. Each thread then runs whole products, with no barrier inside them.
+fn dot_splits_batch(d: &DotDesc) -> bool {
+    let batch: usize = d.batch.iter().map(|b| b.0).product();
+    matches!(d.dtype, DType::F32 | DType::F64)
+        && batch > 1
+        && d.m * d.n * d.k < PARALLEL_FLOPS
+        && batch.saturating_mul(d.m * d.n * d.k) >= PARALLEL_FLOPS
+}
+
+/// Whether one product of a `dot_general` runs on more than one thread.
+fn dot_is_parallel(d: &DotDesc) -> bool {
     matches!(d.dtype, DType::F32 | DType::F64) && d.m * d.n * d.k >= PARALLEL_FLOPS
+}
+
+/// Whether a `dot_general` uses more than one thread: its products, or its batch split.
+pub(crate) fn dot_uses_threads(d: &DotDesc) -> bool {
+    dot_is_parallel(d) || dot_splits_batch(d)
 }
 
 /// One product through faer's `matmul`, which takes the operands' strides as they are
 /// (transposed, broadcast with stride 0, or a transposed destination) and picks its kernels
 /// at run time: AVX-512 where the CPU has it, else AVX2 + FMA (private-gemm-x86), small
 /// shapes unrolled (nano-gemm), a portable fallback elsewhere.
+///
+/// A product for both cores is cut into one block of output rows (or columns, whichever
+/// dimension is longer) per thread of the pool, each a one-thread faer product. faer's own
+/// threading (`Par::rayon`) meets at a spinning barrier several times per product; on this
+/// shared host, when another process holds a core, the thread that waits spins through its
+/// time slice for a partner that is not running: the transformers ran about 2x slower that
+/// way than with the blocks (docs/benchmarks.md, "Transformers (issue 26)").
 fn gemm_at<T: faer::traits::ComplexField + Copy>(
     d: &DotDesc,
     lhs: *const u8,
@@ -344,87 +387,75 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
     out: *mut u8,
     (lo, ro, oo): (isize, isize, isize),
 ) {
-    let par = if dot_is_parallel(d) { faer::Par::rayon(threads()) } else { faer::Par::Seq };
+    if !dot_is_parallel(d) {
+        gemm_block::<T>(d, lhs, rhs, out, (lo, ro, oo), (0..d.m, 0..d.n));
+        return;
+    }
+    let parts = threads();
+    let by_rows = d.m >= d.n;
+    let len = if by_rows { d.m } else { d.n };
+    // Block bounds are multiples of 32 elements (two AVX-512 vectors, eight of the kernels'
+    // four-column tiles), the last one ends at `len`.
+    let bound = move |p: usize| if p == parts { len } else { len * p / parts / 32 * 32 };
+    // Addresses cross to the pool threads: each block writes only its own rows (or
+    // columns) of the destination, and `in_place_scope` returns when every block is done.
+    let (l, r, o) = (lhs as usize, rhs as usize, out as usize);
+    let run = move |p: usize| {
+        let block = bound(p)..bound(p + 1);
+        let blocks = if by_rows { (block, 0..d.n) } else { (0..d.m, block) };
+        gemm_block::<T>(d, l as *const u8, r as *const u8, o as *mut u8, (lo, ro, oo), blocks);
+        clear_upper_vector_state();
+    };
+    rayon::in_place_scope(|s| {
+        for p in 1..parts {
+            s.spawn(move |_| run(p));
+        }
+        run(0);
+    });
+}
+
+/// Rows `rows` and columns `cols` of one product, on this thread.
+fn gemm_block<T: faer::traits::ComplexField + Copy>(
+    d: &DotDesc,
+    lhs: *const u8,
+    rhs: *const u8,
+    out: *mut u8,
+    (lo, ro, oo): (isize, isize, isize),
+    (rows, cols): (std::ops::Range<usize>, std::ops::Range<usize>),
+) {
+    if rows.is_empty() || cols.is_empty() {
+        return;
+    }
+    let (i, j) = (rows.start as isize, cols.start as isize);
     // SAFETY: the lowering built `d` from the operands' views: every element
     // `base + off + i*stride` for i below the extents lies inside the operand buffers, whose
-    // sizes the plan and the argument checks guarantee; `out` is a distinct buffer of
-    // `batch*m*n` elements (the planner never overlaps a step's inputs and output).
+    // sizes the plan and the argument checks guarantee, and `rows`, `cols` lie within the
+    // extents `m`, `n`; `out` is a distinct buffer of `batch*m*n` elements (the planner
+    // never overlaps a step's inputs and output).
     unsafe {
-        let dst = faer::MatMut::from_raw_parts_mut((out as *mut T).offset(oo), d.m, d.n, d.out_m, d.out_n);
-        let l = faer::MatRef::from_raw_parts((lhs as *const T).offset(lo), d.m, d.k, d.lhs_m, d.lhs_k);
-        let r = faer::MatRef::from_raw_parts((rhs as *const T).offset(ro), d.k, d.n, d.rhs_k, d.rhs_n);
-        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), par);
+        let dst = faer::MatMut::from_raw_parts_mut(
+            (out as *mut T).offset(oo + i * d.out_m + j * d.out_n),
+            rows.len(),
+            cols.len(),
+            d.out_m,
+            d.out_n,
+        );
+        let l =
+            faer::MatRef::from_raw_parts((lhs as *const T).offset(lo + i * d.lhs_m), rows.len(), d.k, d.lhs_m, d.lhs_k);
+        let r =
+            faer::MatRef::from_raw_parts((rhs as *const T).offset(ro + j * d.rhs_n), d.k, cols.len(), d.rhs_k, d.rhs_n);
+        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), faer::Par::Seq);
     }
 }
 
 /// Whether a two-thread product is deep and narrow (the contracted axis at least 2048 and
 /// four times the larger of m and n, as a scan's weight gradient summed over all steps at
 /// once: 128 x (256 * 32) x 128, 512 x (64 * 32) x 512): each thread then takes a share of
-/// `k`. Split over m or n, the threads of faer's product meet at a barrier after every
-/// block of `k`, which spins on a machine busy with other work (`perf`: 20-50% of a scan's
-/// samples in `spindle`'s barriers, up to 3x slower than one thread).
+/// `k`, reading half of each operand, where blocks of rows or columns would each read all
+/// of the other operand's `k` extent. (Measured against faer's own threading, whose barriers
+/// took 20-50% of a scan's samples on the busy machine, not against `gemm_at`'s blocks.)
 fn dot_splits_k(d: &DotDesc) -> bool {
     dot_is_parallel(d) && threads() > 1 && d.k >= 2048 && d.k >= 4 * d.m.max(d.n)
-}
-
-/// Whether a two-thread product is short and wide (at most 64 rows, at least 256 columns,
-/// as one step of a scan over a batch of 32: 32 x 512 x 512): each thread then takes whole
-/// 16-column panels of `n` through a one-thread product. faer's parallel product meets at a
-/// barrier per block (`perf` on such a scan: 40% of the samples spinning in `spindle`'s
-/// barriers on the busy machine).
-fn dot_splits_n(d: &DotDesc) -> bool {
-    dot_is_parallel(d) && threads() > 1 && d.m <= 64 && d.n >= 256
-}
-
-/// `out = lhs . rhs` with `n` split over the pool's threads in whole 16-column panels, each
-/// share a one-thread product.
-fn split_n_at<T: faer::traits::ComplexField + Copy>(
-    d: &DotDesc,
-    lhs: *const u8,
-    rhs: *const u8,
-    out: *mut u8,
-    (lo, ro, oo): (isize, isize, isize),
-) {
-    let panels = d.n.div_ceil(16);
-    let parts = threads().min(panels);
-    let bound = move |p: usize| (panels * p / parts * 16).min(d.n);
-    // Raw pointers are not `Send`; their addresses are.
-    let l = (lhs as *const T).wrapping_offset(lo) as usize;
-    let r = (rhs as *const T).wrapping_offset(ro) as usize;
-    let o = (out as *mut T).wrapping_offset(oo) as usize;
-    let share = move |p: usize| {
-        let (j0, j1) = (bound(p), bound(p + 1));
-        // SAFETY: as in `gemm_at`: `d` describes views inside the operand buffers and a
-        // destination of distinct elements; columns `j0..j1` are inside them, and the
-        // threads' columns of the destination are disjoint.
-        unsafe {
-            let dst = faer::MatMut::from_raw_parts_mut(
-                (o as *mut T).offset(j0 as isize * d.out_n),
-                d.m,
-                j1 - j0,
-                d.out_m,
-                d.out_n,
-            );
-            let a = faer::MatRef::from_raw_parts(l as *const T, d.m, d.k, d.lhs_m, d.lhs_k);
-            let b = faer::MatRef::from_raw_parts(
-                (r as *const T).offset(j0 as isize * d.rhs_n),
-                d.k,
-                j1 - j0,
-                d.rhs_k,
-                d.rhs_n,
-            );
-            faer::linalg::matmul::matmul(dst, faer::Accum::Replace, a, b, T::one_impl(), faer::Par::Seq);
-        }
-    };
-    rayon::in_place_scope(|s| {
-        for p in 1..parts {
-            s.spawn(move |_| {
-                clear_upper_vector_state();
-                share(p);
-            });
-        }
-        share(0);
-    });
 }
 
 /// `out = lhs . rhs` with `k` split over the pool's threads: the first share into `out`,
@@ -740,3 +771,56 @@ fn advise_huge_pages(ptr: usize, len: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages(_ptr: usize, _len: usize) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batched product whose single products stay on one thread, split by batch over the
+    /// pool, gives the bits of the same products run one after the other on one thread:
+    /// the attention's `[b, t, h, d]` layout (heads inside the rows), an odd batch of 15
+    /// over two or more threads.
+    #[test]
+    fn a_batch_split_over_threads_gives_the_bits_of_one_thread() {
+        let (b, h, t, dh) = (3usize, 5usize, 100usize, 80usize);
+        let row = (h * dh) as isize;
+        let d = DotDesc {
+            dtype: DType::F32,
+            batch: vec![
+                (b, t as isize * row, t as isize * row, (h * t * t) as isize),
+                (h, dh as isize, dh as isize, (t * t) as isize),
+            ],
+            m: t,
+            n: t,
+            k: dh,
+            lhs_m: row,
+            lhs_k: 1,
+            rhs_k: 1,
+            rhs_n: row,
+            out_m: t as isize,
+            out_n: 1,
+        };
+        assert!(dot_splits_batch(&d) && !dot_is_parallel(&d) && dot_uses_threads(&d));
+        let mut rng = remat_testkit::Rng(3);
+        let q: Vec<f32> = (0..b * t * h * dh).map(|_| rng.next_f64() as f32).collect();
+        let k: Vec<f32> = (0..b * t * h * dh).map(|_| rng.next_f64() as f32).collect();
+        let mut split = vec![f32::NAN; b * h * t * t];
+        let mut serial = vec![f32::NAN; b * h * t * t];
+        let (lhs, rhs, out) = (q.as_ptr() as usize, k.as_ptr() as usize, split.as_mut_ptr() as usize);
+        // On a pool thread, as a program with parallel work runs.
+        rayon::scope(|_| remat_dot(&d, lhs as *const u8, rhs as *const u8, out as *mut u8));
+        dot_batches(&d, lhs as *const u8, rhs as *const u8, serial.as_mut_ptr() as *mut u8, 0..b * h);
+        assert!(serial.iter().all(|x| x.is_finite()), "every product written");
+        assert!(split.iter().zip(&serial).all(|(x, y)| x.to_bits() == y.to_bits()), "the same bits");
+        // And the products are the products: one element against a plain sum.
+        let (bi, hi, i, j) = (2, 3, 41, 77);
+        let want: f64 = (0..dh)
+            .map(|c| {
+                let at = |x: &[f32], r: usize| x[bi * t * h * dh + r * h * dh + hi * dh + c] as f64;
+                at(&q, i) * at(&k, j)
+            })
+            .sum();
+        let got = split[(bi * h + hi) * t * t + i * t + j] as f64;
+        assert!((got - want).abs() < 1e-4 * want.abs().max(1.0), "{got} against {want}");
+    }
+}

@@ -12,6 +12,16 @@ differentiates: the parameters, `argnums=0` over a pytree), `arg_names`, and for
 with names, `jax_saved` — for every subset of the names, the residuals JAX saves under
 `jax.checkpoint(loss, policy=save_only_these_names(*subset))` (`print_saved_residuals`'s
 avals and kinds), so that the Rust tests check `--names-only` against JAX without Python.
+
+Programs with names also get `NAME.offload.json`: for every split of the names into saved,
+offloaded and recomputed (3^5 = 243), keyed by the exact call `remat plan --names-only
+--host-budget` prints (`offload_call`, evaluated here as Python), the residuals JAX saves
+under `jax.checkpoint(loss, policy=<that call>)` beyond the arguments and constants; an offloaded residual is the output of a
+`device_put` to host memory (`f32<host>[...]`). `cpu` records what JAX does with such a
+policy on this CPU backend: the vjp's jaxpr moves the offloaded values with `device_put`s
+to `MemorySpace.Host`, but the CPU lowering of `device_put` is the identity (no
+`annotate_device_placement`), so nothing moves and the gradients are those of the
+un-offloaded function.
 """
 import itertools
 import json
@@ -119,7 +129,47 @@ NAMES = ['q', 'k', 'v', 'attn_out', 'mlp_hidden']
 
 def saved(loss, args, subset):
     """JAX's residuals under save_only_these_names(*subset), as (aval, kind, what)."""
-    f = jax.checkpoint(loss, policy=P.save_only_these_names(*subset))
+    return saved_under(loss, args, P.save_only_these_names(*subset))
+
+
+def offload_call(saved_names, offloaded):
+    """The call `remat plan --names-only --host-budget` prints for a split, character for
+    character (`crates/plan/src/names.rs`)."""
+    def lst(ns): return '[' + ', '.join(f"'{n}'" for n in ns) + ']'
+    return ('jax.checkpoint_policies.save_and_offload_only_these_names('
+            f'names_which_can_be_saved={lst(saved_names)}, names_which_can_be_offloaded={lst(offloaded)}, '
+            'offload_src="device", offload_dst="pinned_host")')
+
+
+def splits():
+    """Every split of NAMES into (saved, offloaded), the rest recomputed."""
+    for digits in itertools.product(range(3), repeat=len(NAMES)):
+        yield ([n for n, d in zip(NAMES, digits) if d == 1], [n for n, d in zip(NAMES, digits) if d == 2])
+
+
+def cpu_check(loss, args):
+    """What JAX 0.10.2 does on CPU with an offloading policy (offload every name)."""
+    call = offload_call([], NAMES)
+    f = jax.checkpoint(loss, policy=eval(call, {'jax': jax}))
+    vjp_jaxpr = jax.make_jaxpr(lambda p: jax.vjp(lambda q: f(q, *args[1:]), p))(args[0])
+    puts = [e for e in vjp_jaxpr.jaxpr.eqns if e.primitive.name == 'device_put']
+    to_host = sum(1 for e in puts for d in e.params['devices'] if str(d) == 'MemorySpace.Host')
+    grad = jax.jit(jax.grad(f))
+    lowered = grad.lower(*args).as_text()
+    g_off = jax.tree_util.tree_leaves(grad(*args))
+    g_plain = jax.tree_util.tree_leaves(jax.jit(jax.grad(loss))(*args))
+    return dict(policy=call, platform=jax.devices()[0].platform,
+                memory_kinds=[m.kind for m in jax.devices()[0].addressable_memories()],
+                device_puts_to_host_in_vjp=to_host,
+                annotate_device_placement_in_lowered_grad='annotate_device_placement' in lowered,
+                pinned_host_in_lowered_grad='pinned_host' in lowered,
+                gradients_equal_unoffloaded=all(bool(jnp.allclose(a, b, rtol=1e-5, atol=1e-6))
+                                                for a, b in zip(g_off, g_plain)))
+
+
+def saved_under(loss, args, policy):
+    """JAX's residuals under `policy`, as (aval, kind, what)."""
+    f = jax.checkpoint(loss, policy=policy)
     out = []
     for aval, why in saved_residuals(lambda p: f(p, *args[1:]), args[0]):
         if why.startswith('from the argument'):
@@ -150,6 +200,21 @@ def record(outdir, name, loss, args, with_names):
                              for r in range(len(NAMES) + 1) for s in itertools.combinations(NAMES, r)}
     with open(f"{outdir}/{name}.json", "w") as f:
         json.dump(meta, f, indent=1)
+    if with_names:
+        policies = {}
+        for s, o in splits():
+            call = offload_call(s, o)
+            # Beyond the arguments and constants (the same under every split), as the
+            # Rust test compares.
+            policies[call] = [r for r in saved_under(loss, args, eval(call, {'jax': jax}))
+                              if r['kind'] not in ('argument', 'constant')]
+        head = dict(name=name, jax_version=jax.__version__, cpu=cpu_check(loss, args))
+        compact = dict(separators=(',', ':'))
+        with open(f"{outdir}/{name}.offload.json", "w") as f:
+            # One line per policy: the file stays small and its diffs readable.
+            f.write(json.dumps(head, indent=1)[:-2] + ',\n "jax_saved": {\n')
+            f.write(',\n'.join(f'{json.dumps(c)}:{json.dumps(r, **compact)}' for c, r in policies.items()))
+            f.write('\n }\n}\n')
     print(name)
 
 

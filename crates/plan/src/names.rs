@@ -1,0 +1,222 @@
+//! `--names-only`: plans that are JAX policies over the program's `checkpoint_name`s.
+//!
+//! Without a host budget, a plan is `save_only_these_names(subset)`: every subset of the
+//! names is tried. With one, a plan is a *split* of the names into saved (on the device),
+//! offloaded (to host memory) and recomputed, the policy
+//! `save_and_offload_only_these_names(names_which_can_be_saved=..., names_which_can_be_offloaded=...,
+//! offload_src="device", offload_dst="pinned_host")`: every split (3^n of `n` names) is tried.
+//!
+//! A split's plan is what `remat-ad` makes of the policy itself: the built-in policy
+//! (`ResolvedPolicy::Builtin`, JAX's meaning, `Offloadable` included) decides every
+//! equation of the checkpointed body, and partial evaluation splits by those decisions
+//! (an offloaded value is `device_put` to `MemorySpace.Host` after its equation and back
+//! before the backward half reads it). Every other value follows JAX's rule under that
+//! policy: recomputed. Splits that give the same program (same recompute set, same
+//! offloaded residuals; a name whose value the backward half does not read changes
+//! nothing) are evaluated once; a plan keeps the first split giving it, in the order of
+//! [`splits`].
+
+use rayon::prelude::*;
+use remat_ad::{ResolvedPolicy, Saveability};
+use remat_ir::Policy;
+
+use crate::model::Model;
+use crate::search::{Evaluations, Point};
+use crate::PlanError;
+
+/// At most this many names without a host budget (2^16 subsets)...
+pub const MAX_NAMES: usize = 16;
+/// ...and with one (3^8 = 6,561 splits).
+pub const MAX_NAMES_OFFLOAD: usize = 8;
+
+/// The JAX policy a names-only plan is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NamesPolicy {
+    /// `save_only_these_names(*saved)`: every other value recomputed.
+    SaveOnly { saved: Vec<String> },
+    /// `save_and_offload_only_these_names(...)` from `"device"` to `"pinned_host"`: the
+    /// values named `saved` stay on the device, those named `offloaded` wait in host
+    /// memory, every other value is recomputed.
+    SaveAndOffload { saved: Vec<String>, offloaded: Vec<String> },
+}
+
+impl NamesPolicy {
+    /// The names saved on the device.
+    pub fn saved(&self) -> &[String] {
+        match self {
+            NamesPolicy::SaveOnly { saved } | NamesPolicy::SaveAndOffload { saved, .. } => saved,
+        }
+    }
+
+    /// The names offloaded to host memory (none for `SaveOnly`).
+    pub fn offloaded(&self) -> &[String] {
+        match self {
+            NamesPolicy::SaveOnly { .. } => &[],
+            NamesPolicy::SaveAndOffload { offloaded, .. } => offloaded,
+        }
+    }
+
+    /// The policy as remat holds it (what `remat-ad` gives JAX's meaning).
+    pub fn policy(&self) -> Policy {
+        match self {
+            NamesPolicy::SaveOnly { saved } => Policy::SaveOnlyTheseNames { names: saved.clone() },
+            NamesPolicy::SaveAndOffload { saved, offloaded } => Policy::SaveAndOffloadOnlyTheseNames {
+                saved: saved.clone(),
+                offloaded: offloaded.clone(),
+                offload_src: "device".into(),
+                offload_dst: "pinned_host".into(),
+            },
+        }
+    }
+
+    /// The call that makes the policy in JAX 0.10.2, as Python:
+    /// `jax.checkpoint_policies.save_only_these_names('q', 'k')`, or
+    /// `jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=['q'],
+    /// names_which_can_be_offloaded=['k'], offload_src="device", offload_dst="pinned_host")`
+    /// (JAX's keyword-only parameters, all four required).
+    pub fn jax_call(&self) -> String {
+        let quoted = |names: &[String]| names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+        match self {
+            NamesPolicy::SaveOnly { saved } => {
+                format!("jax.checkpoint_policies.save_only_these_names({})", quoted(saved))
+            }
+            NamesPolicy::SaveAndOffload { saved, offloaded } => format!(
+                "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[{}], names_which_can_be_offloaded=[{}], offload_src=\"device\", offload_dst=\"pinned_host\")",
+                quoted(saved),
+                quoted(offloaded)
+            ),
+        }
+    }
+}
+
+/// Every policy the planner tries over `names` (in program order): the subsets in mask
+/// order (bit `j` saves name `j`) without `offload`; with it, the splits in base-3 order
+/// (digit `j` of name `j`: 0 recomputed, 1 saved, 2 offloaded).
+pub fn splits(names: &[String], offload: bool) -> Vec<NamesPolicy> {
+    let pick = |digits: &[u8], d: u8| -> Vec<String> {
+        names.iter().zip(digits).filter(|(_, &x)| x == d).map(|(n, _)| n.clone()).collect()
+    };
+    let base: u64 = if offload { 3 } else { 2 };
+    let count = base.pow(names.len() as u32);
+    (0..count)
+        .map(|mut k| {
+            let digits: Vec<u8> = (0..names.len())
+                .map(|_| {
+                    let d = (k % base) as u8;
+                    k /= base;
+                    d
+                })
+                .collect();
+            match offload {
+                false => NamesPolicy::SaveOnly { saved: pick(&digits, 1) },
+                true => NamesPolicy::SaveAndOffload { saved: pick(&digits, 1), offloaded: pick(&digits, 2) },
+            }
+        })
+        .collect()
+}
+
+/// What a policy's decisions make of the model: its recompute set and the offloaded
+/// equations whose values are residuals (an offloaded value nobody reads is not moved).
+fn plan_of(model: &Model, policy: &NamesPolicy) -> Result<(Vec<usize>, Vec<usize>), PlanError> {
+    let decisions = model.decisions_by_policy(&ResolvedPolicy::Builtin(policy.policy()))?;
+    let saved: Vec<bool> = decisions.iter().map(|d| *d != Saveability::Recompute).collect();
+    let a = model.analyze(&saved);
+    let body = model.body();
+    let offload: Vec<usize> = (0..decisions.len())
+        .filter(|&i| matches!(decisions[i], Saveability::Offloadable { .. }))
+        .filter(|&i| body.eqns[i].outvars.iter().any(|v| a.residuals.binary_search(v).is_ok()))
+        .collect();
+    Ok((a.recompute, offload))
+}
+
+/// What evaluating the splits found.
+#[derive(Debug)]
+pub struct SplitsEvaluated {
+    /// Per point of the evaluations (all of them new): the first split giving it.
+    pub policies: Vec<NamesPolicy>,
+    /// The least host memory a split that offloads something needs (with its call), if
+    /// any split offloads something.
+    pub least_offload: Option<(usize, String)>,
+}
+
+/// Evaluates every split's plan into `evals` (empty: its points are then the splits'),
+/// each distinct plan once and in parallel, keeping only the plans whose host memory fits
+/// `host_budget`.
+pub fn evaluate_splits(
+    model: &Model,
+    evals: &mut Evaluations,
+    splits: &[NamesPolicy],
+    host_budget: Option<usize>,
+) -> Result<SplitsEvaluated, PlanError> {
+    debug_assert!(evals.points.is_empty());
+    let mut fresh: Vec<(Vec<usize>, Vec<usize>, &NamesPolicy)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for s in splits {
+        let (recompute, offload) = plan_of(model, s)?;
+        if seen.insert((recompute.clone(), offload.clone())) {
+            fresh.push((recompute, offload, s));
+        }
+    }
+    let measured: Vec<Result<Point, PlanError>> = fresh
+        .par_iter()
+        .map(|(recompute, offload, _)| {
+            let e = model.evaluate_with(&model.saved_for(recompute), offload)?;
+            Ok(Point {
+                recompute: recompute.clone(),
+                peak_bytes: e.peak_bytes,
+                recompute_flops: e.recompute_flops,
+                residual_bytes: e.analysis.residual_bytes,
+                variant: None,
+                offload: offload.clone(),
+                host_bytes: e.host_bytes,
+            })
+        })
+        .collect();
+    let mut out = SplitsEvaluated { policies: Vec::new(), least_offload: None };
+    for ((_, offload, split), p) in fresh.into_iter().zip(measured) {
+        let p = p?;
+        if !offload.is_empty() && out.least_offload.as_ref().is_none_or(|(b, _)| p.host_bytes < *b) {
+            out.least_offload = Some((p.host_bytes, split.jax_call()));
+        }
+        if host_budget.is_some_and(|h| p.host_bytes > h) {
+            continue;
+        }
+        if evals.insert(p) == out.policies.len() {
+            out.policies.push(split.clone());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_calls_are_spelled_as_jax_takes_them() {
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let save = NamesPolicy::SaveOnly { saved: n(&["q", "k"]) };
+        assert_eq!(save.jax_call(), "jax.checkpoint_policies.save_only_these_names('q', 'k')");
+        let off = NamesPolicy::SaveAndOffload { saved: n(&["q"]), offloaded: n(&["v", "mlp_hidden"]) };
+        assert_eq!(
+            off.jax_call(),
+            "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=['q'], names_which_can_be_offloaded=['v', 'mlp_hidden'], offload_src=\"device\", offload_dst=\"pinned_host\")"
+        );
+        let none = NamesPolicy::SaveAndOffload { saved: vec![], offloaded: vec![] };
+        assert!(none.jax_call().contains("names_which_can_be_saved=[], names_which_can_be_offloaded=[]"));
+    }
+
+    #[test]
+    fn every_split_is_tried_once() {
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let all = splits(&names, true);
+        assert_eq!(all.len(), 27);
+        for (i, s) in all.iter().enumerate() {
+            assert!(all[..i].iter().all(|t| t != s), "{s:?} twice");
+            assert!(s.saved().iter().all(|n| !s.offloaded().contains(n)));
+        }
+        assert_eq!(all[0], NamesPolicy::SaveAndOffload { saved: vec![], offloaded: vec![] });
+        assert_eq!(splits(&names, false).len(), 8);
+        assert_eq!(splits(&[], true), vec![NamesPolicy::SaveAndOffload { saved: vec![], offloaded: vec![] }]);
+    }
+}
