@@ -67,7 +67,7 @@ fn print_round_trips_every_benchmark_program() {
         let (got, want) = (String::from_utf8(printed.stdout).unwrap(), std::fs::read_to_string(&path).unwrap());
         assert_eq!(got, want, "{}", path.display());
     }
-    assert_eq!(n, 19);
+    assert_eq!(n, 25);
 }
 
 #[test]

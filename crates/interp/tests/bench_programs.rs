@@ -20,7 +20,7 @@ fn input(arg: usize, shape: &[usize]) -> Array {
 #[test]
 fn benchmark_programs_evaluate() {
     let paths = data_files("bench", "jaxpr");
-    assert_eq!(paths.len(), 19, "expected 19 benchmark programs");
+    assert_eq!(paths.len(), 25, "expected 25 benchmark programs");
     for path in &paths {
         let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
         // 4-12 GFLOP a step: minutes in a debug build (their values: the reduced twins below).
@@ -54,7 +54,7 @@ fn benchmark_programs_evaluate() {
 #[test]
 fn reduced_model_programs_match_jax() {
     let cases = reduced_bench_cases();
-    assert_eq!(cases.len(), 7, "expected 7 reduced-size model programs");
+    assert_eq!(cases.len(), 13, "expected 13 reduced-size model programs");
     let mut failures = Vec::new();
     for (name, case) in &cases {
         let jaxpr =

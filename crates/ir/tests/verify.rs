@@ -30,7 +30,7 @@ fn conformance_jaxprs_verify() {
 
 #[test]
 fn benchmark_programs_verify() {
-    assert_eq!(check_all(remat_testkit::jaxpr_files("bench")), 19);
+    assert_eq!(check_all(remat_testkit::jaxpr_files("bench")), 25);
 }
 
 /// Parses `text` (which must parse) and returns the verifier's complaint, one problem a line.

@@ -1,5 +1,6 @@
 """The realistic-size benchmark programs of issue 21 (a CNN, a ResNet basic block and a GPT
-block) and issue 26's deep stack of narrow gelu layers, recorded from JAX 0.10.2 in the format of the other benchmark programs
+block), issue 26's deep stack of narrow gelu layers and its scans (an RNN cell under `lax.scan`),
+recorded from JAX 0.10.2 in the format of the other benchmark programs
 (`tests/data/bench/NAME.jaxpr`: what `jax.make_jaxpr(jax.value_and_grad(loss))` prints, the
 whole program XLA compiles under `jax.jit`; `NAME.json`: argument names and avals, sizes,
 policy, and JAX's CPU compile and median run time on the machine that generated it, for
@@ -113,6 +114,23 @@ def gpt(heads, policy):
     return loss
 
 
+def rnn(policy):
+    """An RNN over a sequence: `lax.scan` of `h = tanh(h @ W + x_t @ U + b)` from `h = 0`, the
+    stacked states as the scan's ys; the mean square of all states as the loss. Under a
+    policy the cell is `jax.checkpoint`ed, so the scan's backward recomputes what the policy
+    does not save (JAX's `scan` saves the cell's residuals per step, stacked)."""
+    def cell(p, h, x):
+        return jnp.tanh(h @ p['W'] + x @ p['U'] + p['b'])
+    if policy is not None:
+        cell = jax.checkpoint(cell, policy=policy)
+
+    def loss(params, xs):
+        h0 = jnp.zeros((xs.shape[1], params['W'].shape[0]), xs.dtype)
+        _, hs = lax.scan(lambda h, x: (lambda n: (n, n))(cell(params, h, x)), h0, xs)
+        return jnp.mean(hs ** 2)
+    return loss
+
+
 def gelu_mlp(policy):
     """A deep stack of narrow gelu layers (issue 26's "deep stacks of small elementwise-heavy
     layers"): `x = gelu(x @ W + b)` per layer, each layer checkpointed under `policy`; the
@@ -173,11 +191,21 @@ def gpt_args(batch, seq, d):
     return (params, jax.random.normal(jax.random.fold_in(k, 20), (batch, seq, d)))
 
 
+def rnn_args(steps, batch, width):
+    k = jax.random.PRNGKey(4)
+    params = dict(W=normal(k, 0, (width, width), width), U=normal(k, 1, (width, width), width),
+                  b=jnp.zeros(width))
+    return (params, jax.random.normal(jax.random.fold_in(k, 20), (steps, batch, width)))
+
+
 # name: (loss, full-size args and sizes, reduced-size args). The reduced sizes keep every
 # structural feature (two pools, the skip, several heads, the causal mask).
 CNN = dict(batch=32, image=32, widths=[64, 128])
 RESNET = dict(batch=32, image=32, width=64)
 GPT = dict(batch=4, seq=256, d_model=256, heads=4)
+# Issue 26's scans: 64-256 steps, 128-512 wide bodies.
+SCAN_LONG = dict(steps=256, batch=32, width=128)
+SCAN_WIDE = dict(steps=64, batch=32, width=512)
 GELU = dict(batch=256, width=128, depth=32)
 
 
@@ -193,6 +221,10 @@ def programs():
                       dict(GPT, policy='plain')),
         'gpt_dots': (gpt(4, P.dots_saveable), lambda: gpt_args(4, 256, 256), lambda: gpt_args(2, 8, 16),
                      dict(GPT, policy='dots')),
+        **{f'scan_{size}_{name}': (rnn(policy), lambda d=d: rnn_args(d['steps'], d['batch'], d['width']),
+                                   lambda: rnn_args(16, 8, 32), dict(d, policy=name))
+           for size, d in (('long', SCAN_LONG), ('wide', SCAN_WIDE))
+           for name, policy in (('plain', None), ('dots', P.dots_saveable), ('nothing', P.nothing_saveable))},
         'gelu_deep_plain': (gelu_mlp(None), lambda: gelu_args(256, 128, 32), lambda: gelu_args(4, 8, 4),
                             dict(GELU, policy='plain')),
         'gelu_deep_dots': (gelu_mlp(P.dots_saveable), lambda: gelu_args(256, 128, 32),

@@ -75,7 +75,7 @@ fn realistic_size_model_programs_compile() {
         .into_iter()
         .filter(|p| is_model_bench(&p.file_stem().unwrap_or_default().to_string_lossy()))
         .collect();
-    assert_eq!(paths.len(), 7, "expected 7 realistic-size model programs");
+    assert_eq!(paths.len(), 13, "expected 13 realistic-size model programs");
     for path in paths {
         let text = std::fs::read_to_string(&path).expect("readable");
         let jaxpr = parse_jaxpr(&text, "model.jaxpr").expect("parses");
@@ -87,7 +87,7 @@ fn realistic_size_model_programs_compile() {
 #[test]
 fn reduced_model_programs_match_the_interpreter_and_jax() {
     let cases = reduced_bench_cases();
-    assert_eq!(cases.len(), 7, "expected 7 reduced-size model programs");
+    assert_eq!(cases.len(), 13, "expected 13 reduced-size model programs");
     let mut failures = Vec::new();
     for (name, case) in &cases {
         let check = || -> Result<(), String> {

@@ -259,6 +259,33 @@ fn wide_programs_compile_to_bounded_functions() {
     }
 }
 
+/// Two-thread products that are deep and narrow (64 x 4099 x 64: `k` split over the threads,
+/// the partial sums added, into a plain and a transposed destination) or short and wide
+/// (32 x 512 x 520: column blocks per thread, the last one partial) agree with the
+/// interpreter. Sums over 4099 terms round differently in another order: rel 1e-3.
+#[test]
+fn deep_and_wide_products_split_over_threads_agree_with_the_interpreter() {
+    let text = "{ lambda ; a:f32[4099,64] b:f32[4099,64] c:f32[32,512] d:f32[512,520]. let
+    e:f32[64,64] = dot_general[
+      dimension_numbers=(([0], [0]), ([], []))
+      preferred_element_type=float32
+    ] a b
+    f:f32[64,64] = dot_general[
+      dimension_numbers=(([0], [0]), ([], []))
+      preferred_element_type=float32
+    ] b a
+    g:f32[64,64] = transpose[permutation=(1, 0)] f
+    h:f32[32,520] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      preferred_element_type=float32
+    ] c d
+  in (e, g, h) }";
+    let jaxpr = parse_jaxpr(text, "split_products").expect("parses");
+    let mut rng = Rng(3);
+    let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+    differential("split_products", &jaxpr, &args, 1e-3, 1e-3).expect("matches");
+}
+
 /// `cheap_derivations.jaxpr`: `0.5 * (1 - tanh a)` (a short arithmetic function of the
 /// output `tanh a`) is read by two reductions, and `exp b + 2` by a product and a reduction.
 /// Each reader recomputes such a value from the buffer it derives from instead of the

@@ -63,12 +63,12 @@ pub fn zoo_cases() -> Vec<(String, Value)> {
 }
 
 /// Whether benchmark program `name` is one of the realistic-size models of issues 21 and 26
-/// (a CNN, a ResNet block, a GPT block and a deep gelu MLP recorded by
+/// (a CNN, a ResNet block, a GPT block, a deep gelu MLP and the RNN scans recorded by
 /// `crates/jit/bench/gen_models.py`): each does 0.8-12 GFLOP a step, minutes in a debug build's interpreter, so the tests check them
 /// at full size only structurally in debug builds, and compare their values with JAX's on
 /// their reduced-size twins ([`reduced_bench_cases`]).
 pub fn is_model_bench(name: &str) -> bool {
-    ["cnn_", "resnet_", "gpt_", "gelu_"].iter().any(|p| name.starts_with(p))
+    ["cnn_", "resnet_", "gpt_", "gelu_", "scan_"].iter().any(|p| name.starts_with(p))
 }
 
 /// The reduced-size twins of the realistic-size benchmark programs

@@ -19,6 +19,7 @@ mod native;
 mod ops;
 mod pool;
 mod scan;
+mod scan_hoist;
 mod share;
 mod window;
 

@@ -13,9 +13,13 @@
 //! The xs are read in place: the body sees `xs[counter]` as a view with a dynamic offset.
 //! Every carry is rewritten only after all of the iteration's values are computed, so no
 //! lazy expression of the body reads a carry buffer that has already changed.
+//!
+//! Products of an xs slice by a loop-invariant operand run before the loop as one GEMM, and
+//! carries that only accumulate a product run theirs after it (`scan_hoist`).
 
 use remat_ir::{Aval, ClosedJaxpr, DType, LitValue};
 
+use super::scan_hoist::{Deferred, LoopFacts};
 use super::{Lowering, Val};
 use crate::expr::{row_major_strides, DynTerm, Expr, View};
 use crate::program::{BufId, Step};
@@ -71,7 +75,7 @@ impl Lowering {
 
         let counter = self.new_buf(&Aval::scalar(DType::I32));
         let xs: Vec<Val> = xs.into_iter().map(|x| self.as_view(x).1).collect();
-        let (_, body_steps) = self.scoped(|lw| {
+        let ((before, deferred, outs), body_steps) = self.scoped(|lw| {
             let carries: Vec<Val> = carry_bufs
                 .iter()
                 .zip(&out_avals[..nk])
@@ -90,10 +94,14 @@ impl Lowering {
                 .collect();
             let args: Vec<Val> = consts.iter().cloned().chain(carries).chain(slices).collect();
             let body_consts = lw.add_consts(&s.body.consts);
-            let outs = lw.lower_jaxpr(&s.body.jaxpr, body_consts, args, &[])?;
+            let mut outs = lw.lower_jaxpr(&s.body.jaxpr, body_consts, args, &[])?;
+            let facts = LoopFacts { counter, length, carries: &carry_bufs, ys: &y_bufs };
+            let mut in_place = vec![false; y_bufs.len()];
+            let before = lw.hoist_products(&facts, &mut outs, nk, &mut in_place);
+            lw.stack_in_place(&facts, &mut outs, nk, &mut in_place);
             let (carry_outs, ys) = outs.split_at(nk);
-            for (y, &buf) in ys.iter().zip(&y_bufs) {
-                if y.aval.size() == 0 {
+            for ((y, &buf), &done) in ys.iter().zip(&y_bufs).zip(&in_place) {
+                if done || y.aval.size() == 0 {
                     continue;
                 }
                 let strides = row_major_strides(&[&[length][..], &y.aval.shape].concat());
@@ -106,6 +114,8 @@ impl Lowering {
                 };
                 lw.push_step(Step::Kernel { space: y.aval.shape.clone(), dst, src: y.expr.clone() });
             }
+            let deferred: Vec<Deferred> = lw.defer_accumulations(&facts, &outs, nk);
+            let in_loop = |c: &usize| !deferred.iter().any(|d| d.carry == *c);
             // Phase 1: new carries that read an old carry go to temporaries first.
             let reads_carry = |e: &Expr| {
                 let mut hit = false;
@@ -117,21 +127,30 @@ impl Lowering {
                 hit
             };
             let mut sources = Vec::with_capacity(nk);
-            for c in carry_outs {
+            for (i, c) in carry_outs.iter().enumerate().filter(|(i, _)| in_loop(i)) {
                 if reads_carry(&c.expr) {
                     let buf = lw.new_buf(&c.aval);
-                    sources.push(lw.materialize(c.clone(), Some(buf)));
+                    sources.push((i, lw.materialize(c.clone(), Some(buf))));
                 } else {
-                    sources.push(c.clone());
+                    sources.push((i, c.clone()));
                 }
             }
             // Phase 2: nothing reads the old carries any more.
-            for (src, &buf) in sources.iter().zip(&carry_bufs) {
-                lw.write(src, buf);
+            for (i, src) in &sources {
+                lw.write(src, carry_bufs[*i]);
             }
-            Ok(())
+            Ok((before, deferred, outs))
         })?;
+        for step in before {
+            self.push_step(step);
+        }
         self.push_step(Step::Loop { length, reverse: s.reverse, counter, body: body_steps });
+        // A deferred carry: its product over all steps at once, then `carry + product`.
+        for Deferred { carry, product } in deferred {
+            self.push_step(product);
+            let sum = self.materialize(outs[carry].clone(), None);
+            self.write(&sum, carry_bufs[carry]);
+        }
         Ok(results)
     }
 

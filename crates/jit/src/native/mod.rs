@@ -329,6 +329,8 @@ fn dot_batches(d: &DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8, range:
             oo += i * os;
         }
         match d.dtype {
+            DType::F32 if dot_splits_k(d) => split_k_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
+            DType::F64 if dot_splits_k(d) => split_k_at::<f64>(d, lhs, rhs, out, (lo, ro, oo)),
             #[cfg(target_arch = "x86_64")]
             DType::F32 if dot_uses_own_sgemm(d) => own_sgemm_at(d, lhs, rhs, out, (lo, ro, oo)),
             DType::F32 => gemm_at::<f32>(d, lhs, rhs, out, (lo, ro, oo)),
@@ -443,6 +445,85 @@ fn gemm_block<T: faer::traits::ComplexField + Copy>(
         let r =
             faer::MatRef::from_raw_parts((rhs as *const T).offset(ro + j * d.rhs_n), d.k, cols.len(), d.rhs_k, d.rhs_n);
         faer::linalg::matmul::matmul(dst, faer::Accum::Replace, l, r, T::one_impl(), faer::Par::Seq);
+    }
+}
+
+/// Whether a two-thread product is deep and narrow (the contracted axis at least 2048 and
+/// four times the larger of m and n, as a scan's weight gradient summed over all steps at
+/// once: 128 x (256 * 32) x 128, 512 x (64 * 32) x 512): each thread then takes a share of
+/// `k`, reading half of each operand, where blocks of rows or columns would each read all
+/// of the other operand's `k` extent. (Measured against faer's own threading, whose barriers
+/// took 20-50% of a scan's samples on the busy machine, not against `gemm_at`'s blocks.)
+fn dot_splits_k(d: &DotDesc) -> bool {
+    dot_is_parallel(d) && threads() > 1 && d.k >= 2048 && d.k >= 4 * d.m.max(d.n)
+}
+
+/// `out = lhs . rhs` with `k` split over the pool's threads: the first share into `out`,
+/// each other into a buffer of its own, added into `out` after the join.
+fn split_k_at<T: faer::traits::ComplexField + Copy + std::ops::Add<Output = T>>(
+    d: &DotDesc,
+    lhs: *const u8,
+    rhs: *const u8,
+    out: *mut u8,
+    (lo, ro, oo): (isize, isize, isize),
+) {
+    let parts = threads().min(d.k);
+    let bound = move |p: usize| d.k * p / parts;
+    // Raw pointers are not `Send`; their addresses are.
+    let (l, r, o) = (
+        (lhs as *const T).wrapping_offset(lo) as usize,
+        (rhs as *const T).wrapping_offset(ro) as usize,
+        (out as *mut T).wrapping_offset(oo) as usize,
+    );
+    let share = move |p: usize, dst: *mut T, (dst_m, dst_n): (isize, isize)| {
+        let (k0, k1) = (bound(p), bound(p + 1));
+        // SAFETY: as in `gemm_at`: `d` describes views inside the operand buffers, and rows
+        // `k0..k1` of the contracted axis are inside them; `dst` is `out` (this thread's
+        // share is the only one writing it) or a buffer of `m * n` elements of this thread.
+        unsafe {
+            let dst = faer::MatMut::from_raw_parts_mut(dst, d.m, d.n, dst_m, dst_n);
+            let a = faer::MatRef::from_raw_parts(
+                (l as *const T).offset(k0 as isize * d.lhs_k),
+                d.m,
+                k1 - k0,
+                d.lhs_m,
+                d.lhs_k,
+            );
+            let b = faer::MatRef::from_raw_parts(
+                (r as *const T).offset(k0 as isize * d.rhs_k),
+                k1 - k0,
+                d.n,
+                d.rhs_k,
+                d.rhs_n,
+            );
+            faer::linalg::matmul::matmul(dst, faer::Accum::Replace, a, b, T::one_impl(), faer::Par::Seq);
+        }
+    };
+    let mut partial: Vec<Vec<T>> = (1..parts).map(|_| vec![T::zero_impl(); d.m * d.n]).collect();
+    rayon::in_place_scope(|s| {
+        for (p, buf) in partial.iter_mut().enumerate() {
+            s.spawn(move |_| {
+                clear_upper_vector_state();
+                share(p + 1, buf.as_mut_ptr(), (d.n as isize, 1));
+            });
+        }
+        share(0, o as *mut T, (d.out_m, d.out_n));
+    });
+    // In the destination's memory order (a transposed destination walked by rows would
+    // touch a new line per element: 8% of a wide scan's samples).
+    let rows_outer = d.out_m.unsigned_abs() >= d.out_n.unsigned_abs();
+    let (outer, inner) = if rows_outer { (d.m, d.n) } else { (d.n, d.m) };
+    for buf in &partial {
+        for a in 0..outer {
+            for b in 0..inner {
+                let (i, j) = if rows_outer { (a, b) } else { (b, a) };
+                // SAFETY: `(i, j)` is below the destination's extents.
+                unsafe {
+                    let at = (o as *mut T).offset(i as isize * d.out_m + j as isize * d.out_n);
+                    *at = *at + buf[i * d.n + j];
+                }
+            }
+        }
     }
 }
 
