@@ -14,8 +14,10 @@
 //! cargo run --release -p remat --example plan_sweep
 //! ```
 //!
-//! Prints one line per program (or why the planner does not take it) and exits non-zero if
-//! any check fails. docs/planner.md records a run.
+//! A zoo case whose policy JAX prints as a closure gets its meaning from
+//! `tests/data/zoo/policy_names.txt`, as `remat plan --policy-names` would. Prints one line
+//! per program (or why the planner does not take it) and exits non-zero if any check fails.
+//! docs/planner.md records a run.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -60,6 +62,20 @@ fn zoo_programs() -> Vec<(String, ClosedJaxpr, PlanOptions, Vec<String>)> {
             (format!("zoo/{name}"), f, PlanOptions::default(), remat_testkit::arg_names(&case))
         })
         .collect()
+}
+
+/// `tests/data/zoo/policy_names.txt`: a zoo case's `--policy-names` words (the meaning of a
+/// policy JAX prints as a closure), empty for every other case.
+fn policy_names(program: &str) -> Vec<String> {
+    let path = remat_testkit::data_dir().join("zoo/policy_names.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            (Some(program.trim_start_matches("zoo/")) == words.next()).then(|| words.map(String::from).collect())
+        })
+        .unwrap_or_default()
 }
 
 /// The checks on one program: `Err` lists what failed.
@@ -125,6 +141,9 @@ fn sweep(f: &ClosedJaxpr, names: &[String], options: &PlanOptions) -> Result<Str
 fn main() {
     let (mut planned, mut failed) = (0, 0);
     for (name, f, options, names) in primal_programs().into_iter().chain(zoo_programs()) {
+        let words = policy_names(&name);
+        let meaning = remat::ad::PolicyNames::parse(&words).expect("valid policy names");
+        remat::ad::set_policy_names(&meaning).expect("a valid meaning");
         let t = Instant::now();
         let result = sweep(&f, &names, &options);
         let secs = t.elapsed().as_secs_f64();
