@@ -499,32 +499,59 @@ fn split_k_at<T: faer::traits::ComplexField + Copy + std::ops::Add<Output = T>>(
             faer::linalg::matmul::matmul(dst, faer::Accum::Replace, a, b, T::one_impl(), faer::Par::Seq);
         }
     };
-    let mut partial: Vec<Vec<T>> = (1..parts).map(|_| vec![T::zero_impl(); d.m * d.n]).collect();
-    rayon::in_place_scope(|s| {
-        for (p, buf) in partial.iter_mut().enumerate() {
-            s.spawn(move |_| {
-                clear_upper_vector_state();
-                share(p + 1, buf.as_mut_ptr(), (d.n as isize, 1));
-            });
-        }
-        share(0, o as *mut T, (d.out_m, d.out_n));
-    });
-    // In the destination's memory order (a transposed destination walked by rows would
-    // touch a new line per element: 8% of a wide scan's samples).
+    // The other threads' shares go to this thread's scratch, kept across calls (as
+    // `sgemm`'s packing buffers: no allocation per product once it has grown), each laid
+    // out like the destination, so that the sums below walk both in memory order (a
+    // transposed destination walked by rows would touch a new line per element: 8% of a
+    // wide scan's samples).
     let rows_outer = d.out_m.unsigned_abs() >= d.out_n.unsigned_abs();
-    let (outer, inner) = if rows_outer { (d.m, d.n) } else { (d.n, d.m) };
-    for buf in &partial {
-        for a in 0..outer {
-            for b in 0..inner {
-                let (i, j) = if rows_outer { (a, b) } else { (b, a) };
-                // SAFETY: `(i, j)` is below the destination's extents.
-                unsafe {
-                    let at = (o as *mut T).offset(i as isize * d.out_m + j as isize * d.out_n);
-                    *at = *at + buf[i * d.n + j];
+    let strides = if rows_outer { (d.n as isize, 1) } else { (1, d.m as isize) };
+    let len = d.m * d.n;
+    let add_shares = |scratch: &mut Vec<u64>| {
+        // `u64` words: aligned for `f32` and `f64`.
+        let words = ((parts - 1) * len * size_of::<T>()).div_ceil(size_of::<u64>());
+        if scratch.len() < words {
+            scratch.resize(words, 0);
+        }
+        let base = scratch.as_mut_ptr() as usize;
+        let share_at = move |p: usize| (base as *mut T).wrapping_add((p - 1) * len);
+        rayon::in_place_scope(|s| {
+            for p in 1..parts {
+                let buf = share_at(p) as usize;
+                s.spawn(move |_| {
+                    clear_upper_vector_state();
+                    share(p, buf as *mut T, strides);
+                });
+            }
+            share(0, o as *mut T, (d.out_m, d.out_n));
+        });
+        let (outer, inner) = if rows_outer { (d.m, d.n) } else { (d.n, d.m) };
+        for p in 1..parts {
+            let buf = share_at(p);
+            for a in 0..outer {
+                for b in 0..inner {
+                    let (i, j) = if rows_outer { (a, b) } else { (b, a) };
+                    // SAFETY: `(i, j)` is below the destination's extents, and the share's
+                    // `m * n` elements lie inside the scratch resized above.
+                    unsafe {
+                        let at = (o as *mut T).offset(i as isize * d.out_m + j as isize * d.out_n);
+                        *at = *at + *buf.offset(i as isize * strides.0 + j as isize * strides.1);
+                    }
                 }
             }
         }
-    }
+    };
+    SPLIT_K_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => add_shares(&mut scratch),
+        // A product inside another's wait on this thread (a pool thread that stole work):
+        // a scratch of its own.
+        Err(_) => add_shares(&mut Vec::new()),
+    });
+}
+
+thread_local! {
+    /// [`split_k_at`]'s buffers for the other threads' shares.
+    static SPLIT_K_SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Whether a product goes to remat's own AVX2 GEMM (`sgemm`) instead of faer's: a
