@@ -59,7 +59,7 @@ pub use residuals::{summarize, Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};
 pub use vjp::{
     fwd_bwd_strings, grad, jvp, linearize, print_saved_residuals, saved_residuals, value_and_grad,
-    value_and_grad_in_trace, vjp, vjp_program, vjp_program_of, Linearized, Vjp, VjpProgram,
+    value_and_grad_in_trace, value_and_grad_vjp, vjp, vjp_program, vjp_program_of, Linearized, Vjp, VjpProgram,
 };
 
 use remat_ir::{Jaxpr, VerifyError};

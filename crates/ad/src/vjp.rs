@@ -323,6 +323,24 @@ pub fn value_and_grad_in_trace(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Jaxpr
     whole_program(jaxpr, &v, argnums, true)
 }
 
+/// `jax.value_and_grad(f, argnums)` without an enclosing checkpoint, with its vjp: the
+/// program `(primals) -> (value, grads of argnums)` and the split it runs (residuals
+/// described with `arg_names`). Only `argnums` are differentiated, so a `remat2` of `f`
+/// splits by its own policy against exactly the inputs whose gradient is asked for: what
+/// the memory planner measures a function rewritten into checkpointed segments with.
+pub fn value_and_grad_vjp(jaxpr: &Jaxpr, argnums: &[usize], arg_names: &[String]) -> Result<(Vjp, Jaxpr), AdError> {
+    check_grad_request(jaxpr, argnums)?;
+    let mut in_nonzeros = vec![false; jaxpr.invars.len()];
+    for &i in argnums {
+        in_nonzeros[i] = true;
+    }
+    let jvp = jvp_jaxpr(jaxpr, &in_nonzeros, &vec![false; jaxpr.outvars.len()])?;
+    let lin = linearize_jvp(jaxpr, in_nonzeros, &jvp, PeMode::Linearize)?;
+    let v = vjp_of(jaxpr, lin, arg_names)?;
+    let program = whole_program(jaxpr, &v, argnums, true)?;
+    Ok((v, program))
+}
+
 fn grad_impl(jaxpr: &Jaxpr, argnums: &[usize], with_value: bool) -> Result<Jaxpr, AdError> {
     check_grad_request(jaxpr, argnums)?;
     let v = vjp(jaxpr, &[])?;

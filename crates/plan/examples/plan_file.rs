@@ -35,6 +35,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             p.peak_bytes, p.recompute_flops, p.residual_bytes, p.recomputed
         );
     }
+    if std::env::var("ALL").is_ok() {
+        for p in planner.points().into_iter().filter(|p| p.scan_nesting.is_some()) {
+            println!(
+                "rewritten peak {:>12} flops {:>14} residual {:>12} {}",
+                p.peak_bytes,
+                p.recompute_flops,
+                p.residual_bytes,
+                p.scan_nesting.unwrap_or_default()
+            );
+        }
+    }
     for b in planner.builtins() {
         println!("builtin  peak {:>12} flops {:>14} {}", b.peak_bytes, b.recompute_flops, b.policy);
     }

@@ -27,6 +27,7 @@ pub mod model;
 pub mod names;
 pub mod nest;
 pub mod search;
+pub mod segment;
 
 use remat_ad::{AdError, Residual, ResidualKind, ResolvedPolicy};
 use remat_ir::{ClosedJaxpr, Jaxpr, Policy, Primitive};
@@ -107,6 +108,10 @@ pub struct PlanOptions {
     /// [`search::MIN_HEURISTIC_EVALS`] plans in all), because each exact evaluation costs
     /// time about linear in the program (see `search::heuristic_evals`).
     pub heuristic_full_size: usize,
+    /// At most this many segmentations of the chain DP (`segment.rs`) are measured, on
+    /// checkpointed bodies of up to `heuristic_full_size` equations; beyond, their number
+    /// falls with the square of the body's size, to at least two (none if this is 0).
+    pub segment_evals: usize,
 }
 
 impl Default for PlanOptions {
@@ -121,6 +126,7 @@ impl Default for PlanOptions {
             heuristic_evals: 40,
             refine_evals: 64,
             heuristic_full_size: 600,
+            segment_evals: 12,
         }
     }
 }
@@ -194,12 +200,30 @@ pub fn jax_names_policy(names: &[String]) -> String {
     NamesPolicy::SaveOnly { saved: names.to_vec() }.jax_call()
 }
 
+/// A rewriting of the function that the planner measures as one plan.
+#[derive(Debug)]
+enum Variant {
+    /// A scan nested (`nest.rs`), everything else saved.
+    Nested(Box<Model>),
+    /// Checkpointed segments (`segment.rs`).
+    Segments(segment::Segmented),
+}
+
+impl Variant {
+    fn evaluate(&self) -> Result<Evaluated, PlanError> {
+        match self {
+            Variant::Nested(m) => m.evaluate(&vec![true; m.body().eqns.len()]),
+            Variant::Segments(s) => s.evaluate(),
+        }
+    }
+}
+
 /// A function's plans: the evaluated candidates, ready to answer budgets.
 #[derive(Debug)]
 pub struct Planner {
     model: Model,
-    /// The function with one of its scans nested (binomial checkpointing), described.
-    variants: Vec<(String, Model)>,
+    /// The function rewritten (a scan nested, or cut into checkpointed segments), described.
+    variants: Vec<(String, Variant)>,
     evals: Evaluations,
     method: Method,
     /// With `names_only`, the policy each evaluated point is.
@@ -266,13 +290,21 @@ impl Planner {
             search::refine(&model, &mut evals, refined)?;
             Method::Greedy
         };
-        // Binomial checkpointing of each top-level scan, measured like any plan (saving
-        // everything else): what a budget below stacking every iteration can choose.
-        let variants = if options.names_only { Vec::new() } else { scan_variants(f, &model, arg_names)? };
+        // Binomial checkpointing of each top-level scan, and the chain DP's checkpointed
+        // segments, measured like any plan (saving everything else): what a budget below
+        // one checkpoint's reach can choose.
+        let variants = match options.names_only {
+            true => Vec::new(),
+            false => {
+                let mut v = scan_variants(f, &model, arg_names)?;
+                v.extend(segment_variants(&model, arg_names, options)?);
+                v
+            }
+        };
         let measured: Vec<Result<(usize, u64, u64, usize), PlanError>> = variants
             .par_iter()
             .map(|(_, m)| {
-                let e = m.evaluate(&vec![true; m.body().eqns.len()])?;
+                let e = m.evaluate()?;
                 Ok((e.peak_bytes, e.recompute_flops, e.analysis.residual_bytes, e.host_bytes))
             })
             .collect();
@@ -351,11 +383,11 @@ impl Planner {
         }
     }
 
-    /// The model a point's recompute set belongs to.
-    fn model_of(&self, p: &Point) -> &Model {
+    /// A point evaluated again (its program, split and peak).
+    fn evaluate_point(&self, p: &Point) -> Result<Evaluated, PlanError> {
         match p.variant {
-            Some(k) => &self.variants[k].1,
-            None => &self.model,
+            Some(k) => self.variants[k].1.evaluate(),
+            None => self.model.evaluate_with(&self.model.saved_for(&p.recompute), &p.offload),
         }
     }
 
@@ -376,10 +408,11 @@ impl Planner {
             return Err(self.infeasible(b));
         };
         let p = &self.evals.points[i];
-        let model = self.model_of(p);
-        let e = model.evaluate_with(&model.saved_for(&p.recompute), &p.offload)?;
-        let mut recomputed = self.recomputed_lines(model, &p.recompute);
-        let offloaded = self.recomputed_lines(model, &p.offload);
+        let e = self.evaluate_point(p)?;
+        // A rewritten function's point recomputes and offloads nothing of the function's
+        // own plans: its lines are empty.
+        let mut recomputed = self.recomputed_lines(&self.model, &p.recompute);
+        let offloaded = self.recomputed_lines(&self.model, &p.offload);
         if let Some(k) = p.variant {
             recomputed.insert(0, self.variants[k].0.clone());
         }
@@ -405,8 +438,7 @@ impl Planner {
             return PlanError::Invalid("no plan was evaluated".into());
         };
         let p = &self.evals.points[i];
-        let model = self.model_of(p);
-        let held = match model.evaluate_with(&model.saved_for(&p.recompute), &p.offload) {
+        let held = match self.evaluate_point(p) {
             Ok(e) => held_by(&e),
             Err(err) => format!("(evaluating that plan again failed: {err})"),
         };
@@ -587,7 +619,7 @@ fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> 
 /// The function with each of its top-level scans (of length 4 or more) nested every way
 /// [`nest::nestings`] proposes, each described and modelled, measured against `model`'s
 /// zero of recompute.
-fn scan_variants(f: &ClosedJaxpr, model: &Model, arg_names: &[String]) -> Result<Vec<(String, Model)>, PlanError> {
+fn scan_variants(f: &ClosedJaxpr, model: &Model, arg_names: &[String]) -> Result<Vec<(String, Variant)>, PlanError> {
     let mut out = Vec::new();
     for (at, e) in f.jaxpr.eqns.iter().enumerate() {
         let Primitive::Scan { length, .. } = &e.primitive else { continue };
@@ -606,11 +638,87 @@ fn scan_variants(f: &ClosedJaxpr, model: &Model, arg_names: &[String]) -> Result
                     factors.len(),
                     shape.join(" x ")
                 ),
-                m,
+                Variant::Nested(Box::new(m)),
             ));
         }
     }
     Ok(out)
+}
+
+/// The chain DP's segmentations of the function (`segment.rs`) at model budgets from
+/// saving everything down to the smallest that any segmentation fits, the distinct ones
+/// spread to [`PlanOptions::segment_evals`] (fewer on large bodies, at least two: the ends),
+/// each measured as `jax.value_and_grad` of the segmented function runs, against `model`'s
+/// zero of recompute.
+fn segment_variants(
+    model: &Model,
+    arg_names: &[String],
+    options: &PlanOptions,
+) -> Result<Vec<(String, Variant)>, PlanError> {
+    let flat = model.flat();
+    let size = model.body().eqns.len();
+    if options.segment_evals == 0 {
+        return Ok(Vec::new());
+    }
+    let count = match size <= options.heuristic_full_size {
+        true => options.segment_evals,
+        false => {
+            let scaled =
+                options.segment_evals as u128 * (options.heuristic_full_size as u128).pow(2) / (size as u128).pow(2);
+            (scaled as usize).clamp(2.min(options.segment_evals), options.segment_evals)
+        }
+    };
+    let chain = segment::Chain::new(flat, segment::MAX_UNITS);
+    let all_kept = chain.cost(&[]).0;
+    let mut found: Vec<segment::Segmentation> = Vec::new();
+    let mut add = |s: segment::Solution| {
+        if !s.segments.is_empty() && !found.contains(&s.segments) {
+            found.push(s.segments);
+        }
+    };
+    // Modelled budgets evenly spaced below saving everything, four per segmentation
+    // measured (at most 32).
+    let budgets = (4 * count as u64).clamp(4, 32);
+    let mut fits = all_kept;
+    for k in (1..budgets).rev() {
+        let Some(s) = chain.solve(all_kept * k / budgets) else { break };
+        fits = all_kept * k / budgets;
+        add(s);
+    }
+    // The smallest modelled budget any segmentation fits, by bisection (what fits is
+    // monotone in the budget): the segmentation of the least memory.
+    let (mut lo, mut hi) = (0, fits);
+    while hi - lo > (all_kept / 256).max(1) {
+        let mid = lo + (hi - lo) / 2;
+        match chain.solve(mid) {
+            Some(_) => hi = mid,
+            None => lo = mid,
+        }
+    }
+    if let Some(s) = chain.solve(hi) {
+        add(s);
+    }
+    search::spread(&found, count)
+        .par_iter()
+        .map(|s| {
+            let spans = chain.spans(s);
+            let g = segment::checkpoint_segments(flat, &spans)?;
+            let closed = ClosedJaxpr { jaxpr: Arc::new(g), consts: model.consts().to_vec() };
+            let m = segment::Segmented::new(closed, model.argnums(), arg_names, model.base_flops());
+            let at: Vec<String> = spans
+                .iter()
+                .map(|&(a, e)| format!("{} to {}", flat.eqns[a].source, flat.eqns[e - 1].source))
+                .collect();
+            Ok((
+                format!(
+                    "{} checkpointed segments ({}; each saves nothing: the forward half keeps their boundaries, the backward half recomputes one segment at a time)",
+                    spans.len(),
+                    at.join(", ")
+                ),
+                Variant::Segments(m),
+            ))
+        })
+        .collect()
 }
 
 /// The distinct `checkpoint_name` names of the candidates, in program order.

@@ -180,6 +180,11 @@ impl Model {
         self.cp.body()
     }
 
+    /// The function planned, its top-level calls inlined (`Checkpointed::flat`).
+    pub fn flat(&self) -> &Jaxpr {
+        self.cp.flat()
+    }
+
     /// The candidates a plan chooses among (equations of the body), in program order.
     pub fn relevant(&self) -> &[usize] {
         &self.relevant

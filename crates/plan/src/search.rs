@@ -304,10 +304,14 @@ pub fn heuristic_evals(size: usize, options: &crate::PlanOptions) -> (usize, usi
     (on_path, (total - on_path).min(options.refine_evals))
 }
 
-/// At most `k` items of `items`, evenly spread, always including the first and the last.
+/// At most `k` items of `items`, evenly spread, always including the first and the last
+/// (only the last when `k` is 1).
 pub fn spread<T: Clone>(items: &[T], k: usize) -> Vec<T> {
-    if items.len() <= k || k < 2 {
+    if items.len() <= k {
         return items.to_vec();
+    }
+    if k < 2 {
+        return items.last().into_iter().take(k).cloned().collect();
     }
     let last = items.len() - 1;
     let mut picks: Vec<usize> = (0..k).map(|j| j * last / (k - 1)).collect();
