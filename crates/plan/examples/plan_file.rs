@@ -36,13 +36,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     if std::env::var("ALL").is_ok() {
-        for p in planner.points().into_iter().filter(|p| p.scan_nesting.is_some()) {
+        for p in planner.points().into_iter().filter(|p| p.rewrite.is_some()) {
             println!(
                 "rewritten peak {:>12} flops {:>14} residual {:>12} {}",
                 p.peak_bytes,
                 p.recompute_flops,
                 p.residual_bytes,
-                p.scan_nesting.unwrap_or_default()
+                p.rewrite.unwrap_or_default()
             );
         }
     }

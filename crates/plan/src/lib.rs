@@ -151,8 +151,9 @@ pub struct FrontierPoint {
     pub recomputed: usize,
     /// With `names_only`: the policy the plan is.
     pub names: Option<NamesPolicy>,
-    /// A plan that runs a scan as nested checkpointed scans: which, and how (`nest.rs`).
-    pub scan_nesting: Option<String>,
+    /// A plan that rewrites the function, described: a scan run as nested checkpointed
+    /// scans (`nest.rs`) or the function cut into checkpointed segments (`segment.rs`).
+    pub rewrite: Option<String>,
     /// How many saved equations keep their outputs in host memory.
     pub offloaded: usize,
     /// The host memory the plan uses (offloaded residuals).
@@ -377,7 +378,7 @@ impl Planner {
             residual_bytes: p.residual_bytes,
             recomputed: p.recompute.len(),
             names: self.point_names[i].clone(),
-            scan_nesting: p.variant.map(|k| self.variants[k].0.clone()),
+            rewrite: p.variant.map(|k| self.variants[k].0.clone()),
             offloaded: p.offload.len(),
             host_bytes: p.host_bytes,
         }
@@ -705,20 +706,33 @@ fn segment_variants(
             let g = segment::checkpoint_segments(flat, &spans)?;
             let closed = ClosedJaxpr { jaxpr: Arc::new(g), consts: model.consts().to_vec() };
             let m = segment::Segmented::new(closed, model.argnums(), arg_names, model.base_flops());
-            let at: Vec<String> = spans
-                .iter()
-                .map(|&(a, e)| format!("{} to {}", flat.eqns[a].source, flat.eqns[e - 1].source))
-                .collect();
-            Ok((
-                format!(
-                    "{} checkpointed segments ({}; each saves nothing: the forward half keeps their boundaries, the backward half recomputes one segment at a time)",
-                    spans.len(),
-                    at.join(", ")
-                ),
-                Variant::Segments(m),
-            ))
+            Ok((segments_description(flat, &spans), Variant::Segments(m)))
         })
         .collect()
+}
+
+/// `N checkpointed segments (...) at f.jaxpr lines 7-9, 11-69, ...`: where each segment's
+/// first and last equations come from (the file named once when they share it).
+fn segments_description(flat: &Jaxpr, spans: &[(usize, usize)]) -> String {
+    let ends: Vec<(&remat_ir::SourceInfo, &remat_ir::SourceInfo)> =
+        spans.iter().map(|&(a, e)| (&flat.eqns[a].source, &flat.eqns[e - 1].source)).collect();
+    let one_file = ends.iter().all(|(a, e)| a.file == ends[0].0.file && e.file == ends[0].0.file);
+    let at: Vec<String> = ends
+        .iter()
+        .map(|(a, e)| match (one_file, a.line == e.line) {
+            (true, true) => a.line.to_string(),
+            (true, false) => format!("{}-{}", a.line, e.line),
+            (false, _) => format!("{a} to {e}"),
+        })
+        .collect();
+    let place = match (one_file, ends.first()) {
+        (true, Some((a, _))) => format!("at {} lines {}", a.file, at.join(", ")),
+        _ => format!("at {}", at.join(", ")),
+    };
+    format!(
+        "{} checkpointed segments, each saving nothing (the forward half keeps their boundaries, the backward half recomputes one segment at a time), {place}",
+        spans.len()
+    )
 }
 
 /// The distinct `checkpoint_name` names of the candidates, in program order.

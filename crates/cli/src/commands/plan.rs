@@ -184,8 +184,8 @@ fn frontier_text(planner: &Planner) -> String {
         if let Some(names) = &p.names {
             t.push_str(&format!("  {}", names.jax_call()));
         }
-        if let Some(nesting) = &p.scan_nesting {
-            t.push_str(&format!("  {nesting}"));
+        if let Some(rewrite) = &p.rewrite {
+            t.push_str(&format!("  {rewrite}"));
         }
         if p.offloaded > 0 {
             t.push_str(&format!("  {} offloaded ({} host bytes)", p.offloaded, p.host_bytes));
@@ -224,7 +224,7 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
                 json!({ "peak_bytes": p.peak_bytes, "recompute_flops": p.recompute_flops,
                         "residual_bytes": p.residual_bytes, "recomputed": p.recomputed,
                         "names": p.names.as_ref().map(|n| names_json(planner, n)),
-                        "scan_nesting": p.scan_nesting, "offloaded": p.offloaded, "host_bytes": p.host_bytes })
+                        "rewrite": p.rewrite, "offloaded": p.offloaded, "host_bytes": p.host_bytes })
             })
             .collect();
         v["builtins"] = planner

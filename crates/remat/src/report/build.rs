@@ -98,8 +98,8 @@ impl Report {
                     })
                     .collect();
                 v.extend(p.points().into_iter().map(|q| FrontierPoint {
-                    name: match &q.scan_nesting {
-                        Some(nesting) => format!("{nesting}, {} bytes saved", q.residual_bytes),
+                    name: match &q.rewrite {
+                        Some(rewrite) => format!("{rewrite}, {} bytes saved", q.residual_bytes),
                         None => format!("{} equations recomputed, {} bytes saved", q.recomputed, q.residual_bytes),
                     },
                     peak_bytes: q.peak_bytes,
