@@ -127,6 +127,16 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         policy_names: PolicyNamesArg,
+        /// Explain the vjp with every checkpoint under this policy (without one, the whole
+        /// function checkpointed), in `remat report --policy`'s words: `everything`,
+        /// `nothing`, `dots`, `dots_no_batch`, `names:a+b`, `as-written`.
+        #[arg(long, conflicts_with_all = ["budget", "no_split"])]
+        policy: Option<String>,
+        /// Explain the memory planner's plan for this many bytes (as `remat plan --budget`,
+        /// every float input differentiated): `64MiB`, `1.5GB`, `1000000`. Each row then
+        /// says it is saved by the planner's decision.
+        #[arg(long, conflicts_with = "no_split")]
+        budget: Option<String>,
         /// The program is already differentiated (a value-and-grad jaxpr): explain its
         /// buffers as it is, without a residual split.
         #[arg(long)]
@@ -339,9 +349,10 @@ fn main() -> ExitCode {
             .apply()
             .map_err(Into::into)
             .and_then(|()| commands::residuals::run(&file, arg_names.as_deref())),
-        Command::Explain { file, policy_names, no_split, json } => {
-            policy_names.apply().map_err(Into::into).and_then(|()| commands::explain::run(&file, no_split, json))
-        }
+        Command::Explain { file, policy_names, policy, budget, no_split, json } => policy_names
+            .apply()
+            .map_err(Into::into)
+            .and_then(|()| commands::explain::run(&file, policy.as_deref(), budget.as_deref(), no_split, json)),
         Command::FwdBwd { file, policy_names, dot } => {
             policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file, dot))
         }

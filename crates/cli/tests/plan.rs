@@ -159,3 +159,30 @@ fn names_only_with_a_host_budget_prints_the_offload_policy_and_the_split() {
     assert!(!unnamed.status.success());
     assert!(String::from_utf8_lossy(&unnamed.stderr).contains("the program names none"));
 }
+
+#[test]
+fn explain_ledgers_a_plan_and_a_policy() {
+    let file = primal("transformer_reduced");
+    // `explain --budget` plans as `remat plan` does without `--argnums` (every float input).
+    let frontier = json(&remat(&["plan", &file, "--frontier", "--json"]));
+    let smallest = frontier["frontier"][0]["peak_bytes"].as_u64().unwrap().to_string();
+    let plan = json(&remat(&["plan", &file, "--budget", &smallest, "--json"]));
+    let peak = plan["plan"]["peak_bytes"].as_u64().unwrap();
+    let text = stdout(&remat(&["explain", &file, "--budget", &smallest]));
+    let last = text.lines().last().unwrap();
+    assert!(last.contains(&format!("= {peak} bytes, the planned peak")), "{last}");
+    assert!(
+        text.contains(&format!("why saved: planner decision: the plan for a budget of {smallest} bytes")),
+        "{text}"
+    );
+    // Under `nothing_saveable` the forward half keeps only the arguments.
+    let json_nothing: Value =
+        serde_json::from_str(&stdout(&remat(&["explain", &file, "--policy", "nothing", "--json"]))).unwrap();
+    let rows = json_nothing["residuals"].as_array().unwrap();
+    assert!(!rows.is_empty() && rows.iter().all(|r| r["kind"] == "argument"), "{rows:?}");
+    // Bad requests say what is wrong.
+    let err = |args: &[&str]| String::from_utf8_lossy(&remat(args).stderr).into_owned();
+    assert!(err(&["explain", &file, "--budget", "100"]).contains("no plan fits the budget of 100 bytes"));
+    assert!(err(&["explain", &file, "--policy", "bogus"]).contains("unknown policy `bogus`"));
+    assert!(err(&["explain", &file, "--policy", "dots", "--budget", "1MiB"]).contains("cannot be used with"));
+}
