@@ -201,30 +201,12 @@ pub fn jax_names_policy(names: &[String]) -> String {
     NamesPolicy::SaveOnly { saved: names.to_vec() }.jax_call()
 }
 
-/// A rewriting of the function that the planner measures as one plan.
-#[derive(Debug)]
-enum Variant {
-    /// A scan nested (`nest.rs`), everything else saved.
-    Nested(Box<Model>),
-    /// Checkpointed segments (`segment.rs`).
-    Segments(segment::Segmented),
-}
-
-impl Variant {
-    fn evaluate(&self) -> Result<Evaluated, PlanError> {
-        match self {
-            Variant::Nested(m) => m.evaluate(&vec![true; m.body().eqns.len()]),
-            Variant::Segments(s) => s.evaluate(),
-        }
-    }
-}
-
 /// A function's plans: the evaluated candidates, ready to answer budgets.
 #[derive(Debug)]
 pub struct Planner {
     model: Model,
     /// The function rewritten (a scan nested, or cut into checkpointed segments), described.
-    variants: Vec<(String, Variant)>,
+    variants: Vec<(String, segment::Rewritten)>,
     evals: Evaluations,
     method: Method,
     /// With `names_only`, the policy each evaluated point is.
@@ -297,7 +279,7 @@ impl Planner {
         let variants = match options.names_only {
             true => Vec::new(),
             false => {
-                let mut v = scan_variants(f, &model, arg_names)?;
+                let mut v = scan_variants(&model, arg_names)?;
                 v.extend(segment_variants(&model, arg_names, options)?);
                 v
             }
@@ -617,20 +599,22 @@ fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> 
     Ok(())
 }
 
-/// The function with each of its top-level scans (of length 4 or more) nested every way
-/// [`nest::nestings`] proposes, each described and modelled, measured against `model`'s
-/// zero of recompute.
-fn scan_variants(f: &ClosedJaxpr, model: &Model, arg_names: &[String]) -> Result<Vec<(String, Variant)>, PlanError> {
+/// The function (its top-level calls inlined) with each of its top-level scans (of length
+/// 4 or more) nested every way [`nest::nestings`] proposes, each described and measured as
+/// `jax.value_and_grad` of it runs (no enclosing checkpoint, whose policy would override
+/// the nested checkpoints'), against `model`'s zero of recompute.
+fn scan_variants(model: &Model, arg_names: &[String]) -> Result<Vec<(String, segment::Rewritten)>, PlanError> {
+    let f = model.flat();
     let mut out = Vec::new();
-    for (at, e) in f.jaxpr.eqns.iter().enumerate() {
+    for (at, e) in f.eqns.iter().enumerate() {
         let Primitive::Scan { length, .. } = &e.primitive else { continue };
         if *length < 4 {
             continue;
         }
         for factors in nest::nestings(*length) {
-            let nested = nest::nest_scan(&f.jaxpr, at, &factors)?;
-            let closed = ClosedJaxpr { jaxpr: Arc::new(nested), consts: f.consts.clone() };
-            let m = Model::with_base(&closed, Some(model.argnums()), arg_names, Some(model.base_flops()))?;
+            let nested = nest::nest_scan(f, at, &factors)?;
+            let closed = ClosedJaxpr { jaxpr: Arc::new(nested), consts: model.consts().to_vec() };
+            let m = segment::Rewritten::new(closed, model.argnums(), arg_names, model.base_flops());
             let shape: Vec<String> = factors.iter().map(|k| k.to_string()).collect();
             out.push((
                 format!(
@@ -639,7 +623,7 @@ fn scan_variants(f: &ClosedJaxpr, model: &Model, arg_names: &[String]) -> Result
                     factors.len(),
                     shape.join(" x ")
                 ),
-                Variant::Nested(Box::new(m)),
+                m,
             ));
         }
     }
@@ -655,7 +639,7 @@ fn segment_variants(
     model: &Model,
     arg_names: &[String],
     options: &PlanOptions,
-) -> Result<Vec<(String, Variant)>, PlanError> {
+) -> Result<Vec<(String, segment::Rewritten)>, PlanError> {
     let flat = model.flat();
     let size = model.body().eqns.len();
     if options.segment_evals == 0 {
@@ -705,8 +689,8 @@ fn segment_variants(
             let spans = chain.spans(s);
             let g = segment::checkpoint_segments(flat, &spans)?;
             let closed = ClosedJaxpr { jaxpr: Arc::new(g), consts: model.consts().to_vec() };
-            let m = segment::Segmented::new(closed, model.argnums(), arg_names, model.base_flops());
-            Ok((segments_description(flat, &spans), Variant::Segments(m)))
+            let m = segment::Rewritten::new(closed, model.argnums(), arg_names, model.base_flops());
+            Ok((segments_description(flat, &spans), m))
         })
         .collect()
 }

@@ -89,18 +89,6 @@ impl Model {
     /// The model of `f` (a scalar loss) differentiated with respect to `argnums` (all
     /// float inputs when `None`).
     pub fn new(f: &ClosedJaxpr, argnums: Option<&[usize]>, arg_names: &[String]) -> Result<Model, PlanError> {
-        Model::with_base(f, argnums, arg_names, None)
-    }
-
-    /// [`Model::new`] measuring recompute from `base` when given (another model's
-    /// [`Model::base_flops`]: a rewritten function measured against the original), else
-    /// from `f`'s own program recomputing nothing.
-    pub(crate) fn with_base(
-        f: &ClosedJaxpr,
-        argnums: Option<&[usize]>,
-        arg_names: &[String],
-        base: Option<u64>,
-    ) -> Result<Model, PlanError> {
         let jaxpr = &f.jaxpr;
         let argnums: Vec<usize> = match argnums {
             Some(a) => a.to_vec(),
@@ -166,13 +154,8 @@ impl Model {
         // Everything recomputed reaches every candidate that can matter.
         let all = model.analyze(&vec![false; model.body().eqns.len()]);
         model.relevant = all.recompute;
-        model.base_flops = match base {
-            Some(b) => b,
-            None => {
-                let saved_all = vec![true; model.body().eqns.len()];
-                jaxpr_flops(&model.program(model.decisions(&saved_all, &[]))?.1)
-            }
-        };
+        let saved_all = vec![true; model.body().eqns.len()];
+        model.base_flops = jaxpr_flops(&model.program(model.decisions(&saved_all, &[]))?.1);
         Ok(model)
     }
 

@@ -45,10 +45,11 @@ use crate::cost::{eqn_flops, jaxpr_flops};
 use crate::model::{Analysis, Evaluated};
 use crate::PlanError;
 
-/// A function rewritten into checkpointed segments, measured as `jax.value_and_grad` of it
-/// runs without an enclosing checkpoint (which would override the segments' policies).
+/// A function the planner rewrote (cut into checkpointed segments, or a scan nested:
+/// `nest.rs`), measured as `jax.value_and_grad` of it runs, without an enclosing checkpoint
+/// (which would override the policies of the checkpoints the rewrite placed, as in JAX).
 #[derive(Debug)]
-pub struct Segmented {
+pub struct Rewritten {
     f: ClosedJaxpr,
     argnums: Vec<usize>,
     arg_names: Vec<String>,
@@ -56,9 +57,9 @@ pub struct Segmented {
     base_flops: u64,
 }
 
-impl Segmented {
-    pub fn new(f: ClosedJaxpr, argnums: &[usize], arg_names: &[String], base_flops: u64) -> Segmented {
-        Segmented { f, argnums: argnums.to_vec(), arg_names: arg_names.to_vec(), base_flops }
+impl Rewritten {
+    pub fn new(f: ClosedJaxpr, argnums: &[usize], arg_names: &[String], base_flops: u64) -> Rewritten {
+        Rewritten { f, argnums: argnums.to_vec(), arg_names: arg_names.to_vec(), base_flops }
     }
 
     /// Its vjp, whole program and planned peak.
