@@ -126,7 +126,7 @@ impl Default for PlanOptions {
             heuristic_evals: 40,
             refine_evals: 64,
             heuristic_full_size: 600,
-            segment_evals: 12,
+            segment_evals: 24,
         }
     }
 }
@@ -655,35 +655,48 @@ fn segment_variants(
     };
     let chain = segment::Chain::new(flat, segment::MAX_UNITS);
     let all_kept = chain.cost(&[]).0;
-    let mut found: Vec<segment::Segmentation> = Vec::new();
-    let mut add = |s: segment::Solution| {
-        if !s.segments.is_empty() && !found.contains(&s.segments) {
-            found.push(s.segments);
+    // Segments saving nothing reach the least memory; letting them save their products
+    // too gives cheaper plans between. Half the measurements for each.
+    let mut chosen: Vec<segment::Segmentation> = Vec::new();
+    for (keeps, share) in [(&[segment::Keep::Nothing][..], count.div_ceil(2)), (&segment::Keep::ALL[..], count / 2)] {
+        if share == 0 {
+            continue;
         }
-    };
-    // Modelled budgets evenly spaced below saving everything, four per segmentation
-    // measured (at most 32).
-    let budgets = (4 * count as u64).clamp(4, 32);
-    let mut fits = all_kept;
-    for k in (1..budgets).rev() {
-        let Some(s) = chain.solve(all_kept * k / budgets) else { break };
-        fits = all_kept * k / budgets;
-        add(s);
-    }
-    // The smallest modelled budget any segmentation fits, by bisection (what fits is
-    // monotone in the budget): the segmentation of the least memory.
-    let (mut lo, mut hi) = (0, fits);
-    while hi - lo > (all_kept / 256).max(1) {
-        let mid = lo + (hi - lo) / 2;
-        match chain.solve(mid) {
-            Some(_) => hi = mid,
-            None => lo = mid,
+        let mut found: Vec<segment::Segmentation> = Vec::new();
+        let mut add = |s: segment::Solution| {
+            if !s.segments.is_empty() && !found.contains(&s.segments) {
+                found.push(s.segments);
+            }
+        };
+        // Modelled budgets evenly spaced below saving everything, four per segmentation
+        // measured (at most 32).
+        let budgets = (4 * share as u64).clamp(4, 32);
+        let mut fits = all_kept;
+        for k in (1..budgets).rev() {
+            let Some(s) = chain.solve(all_kept * k / budgets, keeps) else { break };
+            fits = all_kept * k / budgets;
+            add(s);
+        }
+        // The smallest modelled budget any segmentation fits, by bisection (what fits is
+        // monotone in the budget): the segmentation of the least memory.
+        let (mut lo, mut hi) = (0, fits);
+        while hi - lo > (all_kept / 256).max(1) {
+            let mid = lo + (hi - lo) / 2;
+            match chain.solve(mid, keeps) {
+                Some(_) => hi = mid,
+                None => lo = mid,
+            }
+        }
+        if let Some(s) = chain.solve(hi, keeps) {
+            add(s);
+        }
+        for s in search::spread(&found, share) {
+            if !chosen.contains(&s) {
+                chosen.push(s);
+            }
         }
     }
-    if let Some(s) = chain.solve(hi) {
-        add(s);
-    }
-    search::spread(&found, count)
+    chosen
         .par_iter()
         .map(|s| {
             let spans = chain.spans(s);
@@ -695,27 +708,42 @@ fn segment_variants(
         .collect()
 }
 
-/// `N checkpointed segments (...) at f.jaxpr lines 7-9, 11-69, ...`: where each segment's
-/// first and last equations come from (the file named once when they share it).
-fn segments_description(flat: &Jaxpr, spans: &[(usize, usize)]) -> String {
-    let ends: Vec<(&remat_ir::SourceInfo, &remat_ir::SourceInfo)> =
-        spans.iter().map(|&(a, e)| (&flat.eqns[a].source, &flat.eqns[e - 1].source)).collect();
-    let one_file = ends.iter().all(|(a, e)| a.file == ends[0].0.file && e.file == ends[0].0.file);
+/// `N checkpointed segments, ... at f.jaxpr lines 7-9, 11-69 (dots), ...`: where each
+/// segment's first and last equations come from (the file named once when they share it),
+/// and what it saves.
+fn segments_description(flat: &Jaxpr, spans: &[(usize, usize, segment::Keep)]) -> String {
+    let ends: Vec<(&remat_ir::SourceInfo, &remat_ir::SourceInfo, segment::Keep)> =
+        spans.iter().map(|&(a, e, keep)| (&flat.eqns[a].source, &flat.eqns[e - 1].source, keep)).collect();
+    let one_file = ends.iter().all(|(a, e, _)| a.file == ends[0].0.file && e.file == ends[0].0.file);
     let at: Vec<String> = ends
         .iter()
-        .map(|(a, e)| match (one_file, a.line == e.line) {
-            (true, true) => a.line.to_string(),
-            (true, false) => format!("{}-{}", a.line, e.line),
-            (false, _) => format!("{a} to {e}"),
+        .map(|(a, e, keep)| {
+            let range = match (one_file, a.line == e.line) {
+                (true, true) => a.line.to_string(),
+                (true, false) => format!("{}-{}", a.line, e.line),
+                (false, _) => format!("{a} to {e}"),
+            };
+            match keep {
+                segment::Keep::Nothing => range,
+                segment::Keep::Dots => format!("{range} (dots)"),
+            }
         })
         .collect();
     let place = match (one_file, ends.first()) {
-        (true, Some((a, _))) => format!("at {} lines {}", a.file, at.join(", ")),
+        (true, Some((a, _, _))) => format!("at {} lines {}", a.file, at.join(", ")),
         _ => format!("at {}", at.join(", ")),
     };
+    let dots = spans.iter().filter(|s| s.2 == segment::Keep::Dots).count();
+    let saves = match (spans.len(), dots) {
+        (1, 0) => "1 checkpointed segment, saving nothing".to_string(),
+        (1, _) => "1 checkpointed segment, saving its products (dots_saveable)".to_string(),
+        (n, 0) => format!("{n} checkpointed segments, each saving nothing"),
+        (n, _) => format!(
+            "{n} checkpointed segments, those marked (dots) saving their products (dots_saveable), the others nothing"
+        ),
+    };
     format!(
-        "{} checkpointed segments, each saving nothing (the forward half keeps their boundaries, the backward half recomputes one segment at a time), {place}",
-        spans.len()
+        "{saves} (the forward half keeps their boundaries, the backward half recomputes one segment at a time), {place}"
     )
 }
 

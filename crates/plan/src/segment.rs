@@ -89,13 +89,46 @@ impl Rewritten {
 /// The most units [`Chain::new`] cuts a long function into for the planner.
 pub const MAX_UNITS: usize = 64;
 
+/// What a checkpointed segment saves inside itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Keep {
+    /// Nothing (`nothing_saveable`): the backward half recomputes the whole segment.
+    Nothing,
+    /// Its products (`dots_saveable`: `dot_general` and convolution outputs): the backward
+    /// half recomputes only the rest.
+    Dots,
+}
+
+impl Keep {
+    pub const ALL: [Keep; 2] = [Keep::Nothing, Keep::Dots];
+
+    pub fn policy(self) -> Policy {
+        match self {
+            Keep::Nothing => Policy::NothingSaveable,
+            Keep::Dots => Policy::DotsSaveable { only_if_no_batch_dims: false },
+        }
+    }
+
+    pub fn words(self) -> &'static str {
+        match self {
+            Keep::Nothing => "nothing_saveable",
+            Keep::Dots => "dots_saveable",
+        }
+    }
+}
+
+/// Whether `e` is a product `dots_saveable` saves.
+fn is_product(e: &remat_ir::Eqn) -> bool {
+    matches!(e.primitive, Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_))
+}
+
 /// `f` with each of its top-level equation ranges `spans` (`[start, end)`, ascending and
-/// disjoint) run as a checkpoint that saves nothing. A range none of whose values is read
-/// after it is left as it is.
-pub fn checkpoint_segments(f: &Jaxpr, spans: &[(usize, usize)]) -> Result<Jaxpr, PlanError> {
+/// disjoint) run as a checkpoint that saves what its [`Keep`] says. A range none of whose
+/// values is read after it is left as it is.
+pub fn checkpoint_segments(f: &Jaxpr, spans: &[(usize, usize, Keep)]) -> Result<Jaxpr, PlanError> {
     let n = f.eqns.len();
     let mut end = 0;
-    for &(a, e) in spans {
+    for &(a, e, _) in spans {
         if a < end || e <= a || e > n {
             return Err(PlanError::Invalid(format!(
                 "segments {spans:?} are not ascending, disjoint ranges of the {n} equations"
@@ -123,9 +156,9 @@ pub fn checkpoint_segments(f: &Jaxpr, spans: &[(usize, usize)]) -> Result<Jaxpr,
     let mut spans = spans.iter().peekable();
     let mut i = 0;
     while i < n {
-        match spans.next_if(|&&(a, _)| a == i) {
-            Some(&(a, e)) => {
-                wrap(&mut b, &mut map, f, (a, e), &producer, &last)?;
+        match spans.next_if(|&&(a, _, _)| a == i) {
+            Some(&(a, e, keep)) => {
+                wrap(&mut b, &mut map, f, (a, e, keep), &producer, &last)?;
                 i = e;
             }
             None => {
@@ -138,12 +171,12 @@ pub fn checkpoint_segments(f: &Jaxpr, spans: &[(usize, usize)]) -> Result<Jaxpr,
     Ok(b.finish(outs))
 }
 
-/// Emits the equations `a..e` of `f` as one `remat2[policy=nothing_saveable]`.
+/// Emits the equations `a..e` of `f` as one `remat2` under `keep`'s policy.
 fn wrap(
     b: &mut Builder,
     map: &mut VarMap,
     f: &Jaxpr,
-    (a, e): (usize, usize),
+    (a, e, keep): (usize, usize, Keep),
     producer: &[usize],
     last: &[usize],
 ) -> Result<(), PlanError> {
@@ -181,7 +214,7 @@ fn wrap(
         jaxpr: Arc::new(body),
         prevent_cse: true,
         differentiated: false,
-        policy: Some(Policy::NothingSaveable),
+        policy: Some(keep.policy()),
     };
     let old = b.set_source(Some(f.eqns[a].source.clone()));
     let made = b.bind(prim, map.get_vars(&ins));
@@ -222,14 +255,17 @@ pub struct Chain {
     made: Vec<u64>,
     /// Per unit: the FLOPs of its equations.
     flops: Vec<u64>,
+    /// Per unit: the bytes its products make, and their FLOPs.
+    dot_made: Vec<u64>,
+    dot_flops: Vec<u64>,
     /// `out[u][w - u - 1]`: the bytes the units `u..w` make that an equation after them or
     /// the result reads.
     out: Vec<Vec<u64>>,
 }
 
-/// A segmentation of a [`Chain`]: the checkpointed segments as unit ranges `[u, w)`,
-/// ascending and disjoint (every other unit is kept).
-pub type Segmentation = Vec<(usize, usize)>;
+/// A segmentation of a [`Chain`]: the checkpointed segments as unit ranges `[u, w)` with
+/// what each saves, ascending and disjoint (every other unit is kept whole).
+pub type Segmentation = Vec<(usize, usize, Keep)>;
 
 /// What [`Chain::solve`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -295,12 +331,18 @@ impl Chain {
         unit_of[n] = k;
         let mut made = vec![0u64; k];
         let mut flops = vec![0u64; k];
+        let mut dot_made = vec![0u64; k];
+        let mut dot_flops = vec![0u64; k];
         // reach[pu][w]: the bytes made in unit pu and read at or after unit w's start,
         // accumulated over w by a difference array.
         let mut reach = vec![vec![0i128; k + 2]; k];
         for (i, e) in f.eqns.iter().enumerate() {
             let u = unit_of[i];
             flops[u] += eqn_flops(f, e);
+            if is_product(e) {
+                dot_flops[u] += eqn_flops(f, e);
+                dot_made[u] += e.outvars.iter().map(|&o| bytes(o)).sum::<u64>();
+            }
             for &o in &e.outvars {
                 made[u] += bytes(o);
                 let lu = unit_of[last[o.index()]];
@@ -319,7 +361,7 @@ impl Chain {
         let out = (0..k)
             .map(|u| (u + 1..=k).map(|w| reach[u..w].iter().map(|r| r[w] as u64).sum()).collect::<Vec<u64>>())
             .collect();
-        Chain { cuts, made, flops, out }
+        Chain { cuts, made, flops, dot_made, dot_flops, out }
     }
 
     /// How many units the chain has.
@@ -328,8 +370,22 @@ impl Chain {
     }
 
     /// The equation ranges of the segments `s` (unit ranges).
-    pub fn spans(&self, s: &[(usize, usize)]) -> Vec<(usize, usize)> {
-        s.iter().map(|&(u, w)| (self.cuts[u], self.cuts[w])).collect()
+    pub fn spans(&self, s: &[(usize, usize, Keep)]) -> Vec<(usize, usize, Keep)> {
+        s.iter().map(|&(u, w, keep)| (self.cuts[u], self.cuts[w], keep)).collect()
+    }
+
+    /// A segment's (bytes kept by the forward half, recompute FLOPs): its boundary and,
+    /// saving products, their outputs (counted even where they are in the boundary: an
+    /// upper bound); its FLOPs less, saving products, theirs.
+    fn segment(&self, u: usize, w: usize, keep: Keep) -> (u64, u64) {
+        let flops: u64 = self.flops[u..w].iter().sum();
+        match keep {
+            Keep::Nothing => (self.out(u, w), flops),
+            Keep::Dots => (
+                self.out(u, w) + self.dot_made[u..w].iter().sum::<u64>(),
+                flops - self.dot_flops[u..w].iter().sum::<u64>(),
+            ),
+        }
     }
 
     fn out(&self, u: usize, w: usize) -> u64 {
@@ -341,16 +397,17 @@ impl Chain {
     }
 
     /// The modelled (peak, recompute FLOPs) of the segmentation `s`.
-    pub fn cost(&self, s: &[(usize, usize)]) -> (u64, u64) {
+    pub fn cost(&self, s: &[(usize, usize, Keep)]) -> (u64, u64) {
         let (mut kept, mut peak, mut flops) = (0u64, 0u64, 0u64);
         let mut u = 0;
         let mut segs = s.iter().peekable();
         while u < self.units() {
-            match segs.next_if(|&&(a, _)| a == u) {
-                Some(&(a, w)) => {
+            match segs.next_if(|&&(a, _, _)| a == u) {
+                Some(&(a, w, keep)) => {
                     peak = peak.max(kept + self.made_in(a, w));
-                    kept += self.out(a, w);
-                    flops += self.flops[a..w].iter().sum::<u64>();
+                    let (k, f) = self.segment(a, w, keep);
+                    kept += k;
+                    flops += f;
                     u = w;
                 }
                 None => {
@@ -363,12 +420,12 @@ impl Chain {
     }
 
     /// The segmentation of least modelled recompute FLOPs whose modelled peak is at most
-    /// `budget`, or `None` if none fits.
-    pub fn solve(&self, budget: u64) -> Option<Solution> {
+    /// `budget`, its segments saving what one of `keeps` says, or `None` if none fits.
+    pub fn solve(&self, budget: u64, keeps: &[Keep]) -> Option<Solution> {
         let k = self.units();
         // Per boundary: the Pareto points (bytes kept, FLOPs), with back pointers.
         let mut at: Vec<Vec<Label>> = vec![Vec::new(); k + 1];
-        at[0].push(Label { kept: 0, flops: 0, peak: 0, from: usize::MAX, prev: 0, segment: false });
+        at[0].push(Label { kept: 0, flops: 0, peak: 0, from: usize::MAX, prev: 0, segment: None });
         let mut exact = true;
         for u in 0..k {
             if at[u].is_empty() {
@@ -380,20 +437,24 @@ impl Chain {
                 let kept = l.kept + self.made[u];
                 if kept <= budget {
                     let peak = l.peak.max(kept);
-                    at[u + 1].push(Label { kept, flops: l.flops, peak, from: u, prev: li, segment: false });
+                    at[u + 1].push(Label { kept, flops: l.flops, peak, from: u, prev: li, segment: None });
                 }
-                // Or checkpoint units u..w.
+                // Or checkpoint units u..w, saving nothing or its products.
                 let mut made = 0u64;
-                let mut flops = l.flops;
-                for (w, (unit_made, unit_flops)) in (u + 1..=k).zip(self.made[u..].iter().zip(&self.flops[u..])) {
+                for (w, unit_made) in (u + 1..=k).zip(&self.made[u..]) {
                     made += unit_made;
-                    flops += unit_flops;
                     if l.kept + made > budget {
                         break;
                     }
-                    let kept = l.kept + self.out(u, w);
-                    let peak = l.peak.max(l.kept + made).max(kept);
-                    at[w].push(Label { kept, flops, peak, from: u, prev: li, segment: true });
+                    for &keep in keeps {
+                        let (seg_kept, seg_flops) = self.segment(u, w, keep);
+                        let kept = l.kept + seg_kept;
+                        if kept > budget {
+                            continue;
+                        }
+                        let (flops, peak) = (l.flops + seg_flops, l.peak.max(l.kept + made).max(kept));
+                        at[w].push(Label { kept, flops, peak, from: u, prev: li, segment: Some(keep) });
+                    }
                 }
             }
             at[u] = labels;
@@ -406,8 +467,8 @@ impl Chain {
         let (mut w, mut i) = (k, best);
         while w > 0 {
             let l = at[w][i];
-            if l.segment {
-                segments.push((l.from, w));
+            if let Some(keep) = l.segment {
+                segments.push((l.from, w, keep));
             }
             (w, i) = (l.from, l.prev);
         }
@@ -426,8 +487,8 @@ struct Label {
     /// The boundary it extends and the index of that label there.
     from: usize,
     prev: usize,
-    /// Whether it extends `from` by a segment (else by keeping one unit).
-    segment: bool,
+    /// The segment it extends `from` by, saving what (else it keeps one unit).
+    segment: Option<Keep>,
 }
 
 /// The labels no other label dominates (no more bytes kept at no more FLOPs; of equal
