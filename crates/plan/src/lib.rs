@@ -276,32 +276,14 @@ impl Planner {
         // Binomial checkpointing of each top-level scan, and the chain DP's checkpointed
         // segments, measured like any plan (saving everything else): what a budget below
         // one checkpoint's reach can choose.
-        let variants = match options.names_only {
-            true => Vec::new(),
-            false => {
-                let mut v = scan_variants(&model, arg_names)?;
-                v.extend(segment_variants(&model, arg_names, options)?);
-                v
-            }
-        };
-        let measured: Vec<Result<(usize, u64, u64, usize), PlanError>> = variants
-            .par_iter()
-            .map(|(_, m)| {
-                let e = m.evaluate()?;
-                Ok((e.peak_bytes, e.recompute_flops, e.analysis.residual_bytes, e.host_bytes))
-            })
-            .collect();
-        for (k, m) in measured.into_iter().enumerate() {
-            let (peak_bytes, recompute_flops, residual_bytes, host_bytes) = m?;
-            evals.insert(Point {
-                recompute: Vec::new(),
-                peak_bytes,
-                recompute_flops,
-                residual_bytes,
-                variant: Some(k),
-                offload: Vec::new(),
-                host_bytes,
-            });
+        let mut variants = Vec::new();
+        if !options.names_only {
+            variants = scan_variants(&model, arg_names)?;
+            let first = variants.len();
+            let mut segments = segment_variants(&model, options);
+            variants.extend(segments.rewrite(&model, arg_names, &segments.plans.clone())?);
+            measure_variants(&variants, 0, &mut evals)?;
+            segments.refine(&model, arg_names, first, &mut variants, &mut evals)?;
         }
         if let (Some(host_budget), false) = (options.host_budget, options.names_only) {
             offload_plans(&model, &mut evals, host_budget)?;
@@ -630,34 +612,66 @@ fn scan_variants(model: &Model, arg_names: &[String]) -> Result<Vec<(String, seg
     Ok(out)
 }
 
-/// The chain DP's segmentations of the function (`segment.rs`) at model budgets from
-/// saving everything down to the smallest that any segmentation fits, the distinct ones
-/// spread to [`PlanOptions::segment_evals`] (fewer on large bodies, at least two: the ends),
-/// each measured as `jax.value_and_grad` of the segmented function runs, against `model`'s
-/// zero of recompute.
-fn segment_variants(
-    model: &Model,
-    arg_names: &[String],
-    options: &PlanOptions,
-) -> Result<Vec<(String, segment::Rewritten)>, PlanError> {
-    let flat = model.flat();
+/// Measures the rewritten functions `variants[from..]` (in parallel) and adds their points.
+fn measure_variants(
+    variants: &[(String, segment::Rewritten)],
+    from: usize,
+    evals: &mut Evaluations,
+) -> Result<(), PlanError> {
+    let measured: Vec<Result<(usize, u64, u64, usize), PlanError>> = variants[from..]
+        .par_iter()
+        .map(|(_, m)| {
+            let e = m.evaluate()?;
+            Ok((e.peak_bytes, e.recompute_flops, e.analysis.residual_bytes, e.host_bytes))
+        })
+        .collect();
+    for (k, m) in measured.into_iter().enumerate() {
+        let (peak_bytes, recompute_flops, residual_bytes, host_bytes) = m?;
+        evals.insert(Point {
+            recompute: Vec::new(),
+            peak_bytes,
+            recompute_flops,
+            residual_bytes,
+            variant: Some(from + k),
+            offload: Vec::new(),
+            host_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// The checkpointed segments' search: the chain, the segmentations measured (in the order
+/// of their variants) and how many more the local refinement may measure.
+struct SegmentSearch {
+    chain: segment::Chain,
+    plans: Vec<segment::Segmentation>,
+    refine: usize,
+}
+
+/// The chain DP's segmentations of the function (`segment.rs`): solved with segments saving
+/// nothing only and with both kinds, each at model budgets from saving everything down to
+/// the smallest it fits, the distinct ones spread to half of
+/// [`PlanOptions::segment_evals`] each (fewer on large bodies, at least two in all: the
+/// ends); the refinement may measure half as many again on bodies of up to
+/// `heuristic_full_size` equations.
+fn segment_variants(model: &Model, options: &PlanOptions) -> SegmentSearch {
+    let chain = segment::Chain::new(model.flat(), segment::MAX_UNITS);
     let size = model.body().eqns.len();
     if options.segment_evals == 0 {
-        return Ok(Vec::new());
+        return SegmentSearch { chain, plans: Vec::new(), refine: 0 };
     }
-    let count = match size <= options.heuristic_full_size {
-        true => options.segment_evals,
+    let (count, refine) = match size <= options.heuristic_full_size {
+        true => (options.segment_evals, options.segment_evals / 2),
         false => {
             let scaled =
                 options.segment_evals as u128 * (options.heuristic_full_size as u128).pow(2) / (size as u128).pow(2);
-            (scaled as usize).clamp(2.min(options.segment_evals), options.segment_evals)
+            ((scaled as usize).clamp(2.min(options.segment_evals), options.segment_evals), 0)
         }
     };
-    let chain = segment::Chain::new(flat, segment::MAX_UNITS);
     let all_kept = chain.cost(&[]).0;
     // Segments saving nothing reach the least memory; letting them save their products
     // too gives cheaper plans between. Half the measurements for each.
-    let mut chosen: Vec<segment::Segmentation> = Vec::new();
+    let mut plans: Vec<segment::Segmentation> = Vec::new();
     for (keeps, share) in [(&[segment::Keep::Nothing][..], count.div_ceil(2)), (&segment::Keep::ALL[..], count / 2)] {
         if share == 0 {
             continue;
@@ -691,21 +705,95 @@ fn segment_variants(
             add(s);
         }
         for s in search::spread(&found, share) {
-            if !chosen.contains(&s) {
-                chosen.push(s);
+            if !plans.contains(&s) {
+                plans.push(s);
             }
         }
     }
-    chosen
-        .par_iter()
-        .map(|s| {
-            let spans = chain.spans(s);
-            let g = segment::checkpoint_segments(flat, &spans)?;
-            let closed = ClosedJaxpr { jaxpr: Arc::new(g), consts: model.consts().to_vec() };
-            let m = segment::Rewritten::new(closed, model.argnums(), arg_names, model.base_flops());
-            Ok((segments_description(flat, &spans), m))
-        })
-        .collect()
+    SegmentSearch { chain, plans, refine }
+}
+
+impl SegmentSearch {
+    /// The function rewritten with each of `plans`, described.
+    fn rewrite(
+        &self,
+        model: &Model,
+        arg_names: &[String],
+        plans: &[segment::Segmentation],
+    ) -> Result<Vec<(String, segment::Rewritten)>, PlanError> {
+        let flat = model.flat();
+        plans
+            .par_iter()
+            .map(|s| {
+                let spans = self.chain.spans(s);
+                let g = segment::checkpoint_segments(flat, &spans)?;
+                let closed = ClosedJaxpr { jaxpr: Arc::new(g), consts: model.consts().to_vec() };
+                let m = segment::Rewritten::new(closed, model.argnums(), arg_names, model.base_flops());
+                Ok((segments_description(flat, &spans), m))
+            })
+            .collect()
+    }
+
+    /// Local refinement where the model and the JIT disagree: the segmentations one change
+    /// away ([`segment::Chain::neighbours`]) from those on the frontier, taken in turn from
+    /// each (lowest peak first, each one's by modelled peak then FLOPs), measured four at a
+    /// time until `refine` were spent or a round leaves the frontier as it was. The
+    /// segmentations measured are `variants[first..]`.
+    fn refine(
+        &mut self,
+        model: &Model,
+        arg_names: &[String],
+        first: usize,
+        variants: &mut Vec<(String, segment::Rewritten)>,
+        evals: &mut Evaluations,
+    ) -> Result<(), PlanError> {
+        const ROUND: usize = 4;
+        while self.refine > 0 {
+            let before = evals.frontier();
+            let parents: Vec<&segment::Segmentation> = before
+                .iter()
+                .filter_map(|&i| evals.points[i].variant)
+                .filter(|&k| k >= first)
+                .map(|k| &self.plans[k - first])
+                .collect();
+            let mut lists: Vec<Vec<segment::Segmentation>> = parents
+                .iter()
+                .map(|p| {
+                    let mut n: Vec<segment::Segmentation> = self
+                        .chain
+                        .neighbours(p)
+                        .into_iter()
+                        .filter(|n| !n.is_empty() && !self.plans.contains(n))
+                        .collect();
+                    n.sort_by_key(|n| self.chain.cost(n));
+                    n.reverse();
+                    n
+                })
+                .collect();
+            let mut batch: Vec<segment::Segmentation> = Vec::new();
+            while batch.len() < ROUND.min(self.refine) && lists.iter().any(|l| !l.is_empty()) {
+                for l in &mut lists {
+                    if let Some(n) = l.pop() {
+                        if batch.len() < ROUND.min(self.refine) && !batch.contains(&n) {
+                            batch.push(n);
+                        }
+                    }
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            let from = variants.len();
+            variants.extend(self.rewrite(model, arg_names, &batch)?);
+            self.refine -= batch.len();
+            self.plans.extend(batch);
+            measure_variants(variants, from, evals)?;
+            if evals.frontier() == before {
+                break;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `N checkpointed segments, ... at f.jaxpr lines 7-9, 11-69 (dots), ...`: where each

@@ -419,6 +419,55 @@ impl Chain {
         (peak.max(kept), flops)
     }
 
+    /// The segmentations one change away from `s`: a segment saving the other thing, one
+    /// unit longer or shorter at either end, split in two, merged with the next one when
+    /// they touch, or dropped. What the planner's local refinement measures (`lib.rs`),
+    /// where the model and the JIT's peak disagree.
+    pub fn neighbours(&self, s: &[(usize, usize, Keep)]) -> Vec<Segmentation> {
+        let mut out: Vec<Segmentation> = Vec::new();
+        let mut push = |i: usize, with: &[(usize, usize, Keep)]| {
+            let mut n: Segmentation = s[..i].to_vec();
+            n.extend_from_slice(with);
+            n.extend_from_slice(&s[(i + 1).min(s.len())..]);
+            if n.as_slice() != s && !out.contains(&n) {
+                out.push(n);
+            }
+        };
+        for (i, &(u, w, keep)) in s.iter().enumerate() {
+            let other = match keep {
+                Keep::Nothing => Keep::Dots,
+                Keep::Dots => Keep::Nothing,
+            };
+            push(i, &[(u, w, other)]);
+            let before = if i == 0 { 0 } else { s[i - 1].1 };
+            let after = s.get(i + 1).map_or(self.units(), |n| n.0);
+            if u > before {
+                push(i, &[(u - 1, w, keep)]);
+            }
+            if w < after {
+                push(i, &[(u, w + 1, keep)]);
+            }
+            if w - u >= 2 {
+                push(i, &[(u + 1, w, keep)]);
+                push(i, &[(u, w - 1, keep)]);
+                let m = u + (w - u) / 2;
+                push(i, &[(u, m, keep), (m, w, keep)]);
+            }
+            push(i, &[]);
+        }
+        for i in 0..s.len().saturating_sub(1) {
+            if s[i].1 == s[i + 1].0 {
+                let mut n: Segmentation = s[..i].to_vec();
+                n.push((s[i].0, s[i + 1].1, s[i].2));
+                n.extend_from_slice(&s[i + 2..]);
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
+
     /// The segmentation of least modelled recompute FLOPs whose modelled peak is at most
     /// `budget`, its segments saving what one of `keeps` says, or `None` if none fits.
     pub fn solve(&self, budget: u64, keeps: &[Keep]) -> Option<Solution> {

@@ -175,3 +175,30 @@ fn segmented_plans_reach_below_one_checkpoints_floor_at_the_compiled_peak() {
     }
     assert!(with.plan(Budget::bytes(min - 1)).is_err());
 }
+
+#[test]
+fn neighbours_are_valid_segmentations_one_change_away() {
+    let chain = Chain::new(&deep_mlp(6), 10);
+    let s: Segmentation = vec![(0, 3, Keep::Nothing), (3, 5, Keep::Dots), (7, 10, Keep::Nothing)];
+    let near = chain.neighbours(&s);
+    for n in &near {
+        assert_ne!(n, &s);
+        let mut end = 0;
+        for &(u, w, _) in n {
+            assert!(u >= end && w > u && w <= chain.units(), "{n:?}");
+            end = w;
+        }
+    }
+    for want in [
+        vec![(0, 3, Keep::Dots), (3, 5, Keep::Dots), (7, 10, Keep::Nothing)],
+        vec![(0, 3, Keep::Nothing), (3, 6, Keep::Dots), (7, 10, Keep::Nothing)],
+        vec![(0, 3, Keep::Nothing), (3, 5, Keep::Dots), (6, 10, Keep::Nothing)],
+        vec![(0, 1, Keep::Nothing), (1, 3, Keep::Nothing), (3, 5, Keep::Dots), (7, 10, Keep::Nothing)],
+        vec![(0, 5, Keep::Nothing), (7, 10, Keep::Nothing)],
+        vec![(3, 5, Keep::Dots), (7, 10, Keep::Nothing)],
+    ] {
+        assert!(near.contains(&want), "{want:?} among {near:?}");
+    }
+    // Touching segments cannot grow into each other.
+    assert!(!near.iter().any(|n| n.windows(2).any(|p| p[0].1 > p[1].0)));
+}
