@@ -99,6 +99,22 @@ impl Builder {
         Builder::default()
     }
 
+    /// A builder with `f`'s constvars and invars (fresh, same avals), and the map from
+    /// `f`'s to them: where a rewrite of `f` equation by equation starts.
+    pub fn with_signature_of(f: &Jaxpr) -> (Builder, VarMap) {
+        let mut b = Builder::new();
+        let mut map = VarMap::new(f);
+        for &c in &f.constvars {
+            let v = b.constvar(f.aval(c).clone());
+            map.set(c, v);
+        }
+        for &v in &f.invars {
+            let nv = b.invar(f.aval(v).clone());
+            map.set(v, nv);
+        }
+        (b, map)
+    }
+
     pub fn new_var(&mut self, aval: Aval) -> Var {
         self.jaxpr.new_var(aval)
     }

@@ -107,16 +107,7 @@ impl Checkpointed {
 
 /// `f` with every top-level `jit` (without consts) and `remat2` inlined, recursively.
 pub fn flatten_calls(f: &Jaxpr) -> Jaxpr {
-    let mut b = Builder::new();
-    let mut map = VarMap::new(f);
-    for &c in &f.constvars {
-        let v = b.constvar(f.aval(c).clone());
-        map.set(c, v);
-    }
-    let ins: Vec<_> = f.invars.iter().map(|&v| b.invar(f.aval(v).clone())).collect();
-    for (&old, new) in f.invars.iter().zip(ins) {
-        map.set(old, new);
-    }
+    let (mut b, mut map) = Builder::with_signature_of(f);
     flatten_into(&mut b, f, &mut map);
     let outs = map.get_all(&f.outvars);
     b.finish(outs)

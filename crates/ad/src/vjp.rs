@@ -312,15 +312,7 @@ pub(crate) fn check_grad_request(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Ava
 /// computed even when the caller wants only the gradient (`make_jaxpr(jax.grad(f))`
 /// prints it as an unused `_` binder).
 pub fn value_and_grad_in_trace(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Jaxpr, AdError> {
-    check_grad_request(jaxpr, argnums)?;
-    let mut in_nonzeros = vec![false; jaxpr.invars.len()];
-    for &i in argnums {
-        in_nonzeros[i] = true;
-    }
-    let jvp = jvp_jaxpr(jaxpr, &in_nonzeros, &vec![false; jaxpr.outvars.len()])?;
-    let lin = linearize_jvp(jaxpr, in_nonzeros, &jvp, PeMode::Linearize)?;
-    let v = vjp_of(jaxpr, lin, &[])?;
-    whole_program(jaxpr, &v, argnums, true)
+    Ok(value_and_grad_vjp(jaxpr, argnums, &[])?.1)
 }
 
 /// `jax.value_and_grad(f, argnums)` without an enclosing checkpoint, with its vjp: the

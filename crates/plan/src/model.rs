@@ -85,6 +85,32 @@ pub struct Evaluated {
     pub recompute_flops: u64,
 }
 
+impl Evaluated {
+    /// The whole program `program` (split as `vjp`) planned by the JIT, with its FLOPs
+    /// beyond `base_flops`: a plan's measurements.
+    pub(crate) fn measure(
+        analysis: Analysis,
+        decisions: Vec<Saveability>,
+        vjp: Vjp,
+        program: Jaxpr,
+        consts: &[Array],
+        base_flops: u64,
+    ) -> Result<Evaluated, PlanError> {
+        let plan = memory_plan(&program, consts, &Options::default())?;
+        let recompute_flops = jaxpr_flops(&program).saturating_sub(base_flops);
+        Ok(Evaluated {
+            analysis,
+            decisions,
+            vjp,
+            program,
+            peak_bytes: plan.peak_bytes,
+            host_bytes: plan.host_bytes,
+            io_bytes: plan.io_bytes,
+            recompute_flops,
+        })
+    }
+}
+
 impl Model {
     /// The model of `f` (a scalar loss) differentiated with respect to `argnums` (all
     /// float inputs when `None`).
@@ -322,18 +348,7 @@ impl Model {
         let analysis = self.analyze(saved);
         let decisions = self.decisions(saved, offload);
         let (vjp, program) = self.program(decisions.clone())?;
-        let plan = memory_plan(&program, &self.consts, &Options::default())?;
-        let recompute_flops = jaxpr_flops(&program).saturating_sub(self.base_flops);
-        Ok(Evaluated {
-            analysis,
-            decisions,
-            vjp,
-            program,
-            peak_bytes: plan.peak_bytes,
-            host_bytes: plan.host_bytes,
-            io_bytes: plan.io_bytes,
-            recompute_flops,
-        })
+        Evaluated::measure(analysis, decisions, vjp, program, &self.consts, self.base_flops)
     }
 
     fn decisions(&self, saved: &[bool], offload: &[usize]) -> Vec<Saveability> {

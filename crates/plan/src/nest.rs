@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use remat_ad::{Builder, VarMap};
+use remat_ad::Builder;
 use remat_ir::{Atom, ClosedJaxpr, Jaxpr, Policy, Primitive};
 
 use crate::PlanError;
@@ -30,16 +30,7 @@ pub fn nest_scan(f: &Jaxpr, at: usize, factors: &[usize]) -> Result<Jaxpr, PlanE
     if factors.len() < 2 || factors.iter().any(|&k| k < 2) || factors.iter().product::<usize>() != *length {
         return Err(PlanError::Invalid(format!("cannot nest a scan of length {length} as {factors:?}")));
     }
-    let mut b = Builder::new();
-    let mut map = VarMap::new(f);
-    for &c in &f.constvars {
-        let v = b.constvar(f.aval(c).clone());
-        map.set(c, v);
-    }
-    for &v in &f.invars {
-        let n = b.invar(f.aval(v).clone());
-        map.set(v, n);
-    }
+    let (mut b, mut map) = Builder::with_signature_of(f);
     for (i, e) in f.eqns.iter().enumerate() {
         if i != at {
             b.copy_eqn(f, e, &mut map);

@@ -39,9 +39,8 @@ use std::sync::Arc;
 
 use remat_ad::{Builder, ResidualKind, VarMap};
 use remat_ir::{Atom, ClosedJaxpr, Jaxpr, Policy, Primitive, Var};
-use remat_jit::{memory_plan, Options};
 
-use crate::cost::{eqn_flops, jaxpr_flops};
+use crate::cost::eqn_flops;
 use crate::model::{Analysis, Evaluated};
 use crate::PlanError;
 
@@ -65,24 +64,16 @@ impl Rewritten {
     /// Its vjp, whole program and planned peak.
     pub fn evaluate(&self) -> Result<Evaluated, PlanError> {
         let (vjp, program) = remat_ad::value_and_grad_vjp(&self.f.jaxpr, &self.argnums, &self.arg_names)?;
-        let plan = memory_plan(&program, &self.f.consts, &Options::default())?;
-        let recompute_flops = jaxpr_flops(&program).saturating_sub(self.base_flops);
         let residual_bytes = vjp
             .residuals
             .iter()
             .filter(|r| matches!(r.kind, ResidualKind::Output(_) | ResidualKind::Named(_) | ResidualKind::Jit(_)))
             .map(|r| r.bytes as u64)
             .sum();
-        Ok(Evaluated {
-            analysis: Analysis { recompute: Vec::new(), residuals: Vec::new(), residual_bytes, recompute_flops },
-            decisions: Vec::new(),
-            vjp,
-            program,
-            peak_bytes: plan.peak_bytes,
-            host_bytes: plan.host_bytes,
-            io_bytes: plan.io_bytes,
-            recompute_flops,
-        })
+        let analysis = Analysis { recompute: Vec::new(), residuals: Vec::new(), residual_bytes, recompute_flops: 0 };
+        let mut e = Evaluated::measure(analysis, Vec::new(), vjp, program, &self.f.consts, self.base_flops)?;
+        e.analysis.recompute_flops = e.recompute_flops;
+        Ok(e)
     }
 }
 
@@ -143,16 +134,7 @@ pub fn checkpoint_segments(f: &Jaxpr, spans: &[(usize, usize, Keep)]) -> Result<
             producer[o.index()] = i;
         }
     }
-    let mut b = Builder::new();
-    let mut map = VarMap::new(f);
-    for &c in &f.constvars {
-        let v = b.constvar(f.aval(c).clone());
-        map.set(c, v);
-    }
-    for &v in &f.invars {
-        let nv = b.invar(f.aval(v).clone());
-        map.set(v, nv);
-    }
+    let (mut b, mut map) = Builder::with_signature_of(f);
     let mut spans = spans.iter().peekable();
     let mut i = 0;
     while i < n {
