@@ -40,8 +40,9 @@ pub struct Point {
     pub peak_bytes: usize,
     pub recompute_flops: u64,
     pub residual_bytes: u64,
-    /// `Some(k)`: a plan of the planner's `k`th scan nesting (`nest.rs`), whose body the
-    /// recompute set indexes; `None`: of the function itself.
+    /// `Some(k)`: the planner's `k`th rewritten function (a scan nested, `nest.rs`, or
+    /// checkpointed segments, `segment.rs`), measured as it is (its recompute set empty);
+    /// `None`: a plan of the function itself.
     pub variant: Option<usize>,
     /// The saved equations whose outputs live in host memory, ascending.
     pub offload: Vec<usize>,
@@ -49,8 +50,8 @@ pub struct Point {
     pub host_bytes: usize,
 }
 
-/// What identifies a plan that rewrites the function (a scan nesting) or offloads: its
-/// nesting, recompute set and offloaded equations.
+/// What identifies a plan that rewrites the function (a scan nesting, checkpointed
+/// segments) or offloads: its rewrite, recompute set and offloaded equations.
 type RewrittenKey = (Option<usize>, Vec<usize>, Vec<usize>);
 
 /// The plans evaluated, in evaluation order (which breaks the last ties).
