@@ -231,8 +231,7 @@ fn every_recorded_program_cut_into_segments_keeps_its_outputs_and_gradients() {
         let all_kept = chain.cost(&[]).0;
         // The segmentation of the least modelled memory, of segments saving nothing, and one
         // halfway, of both kinds: whatever the cuts, the same arithmetic.
-        let least =
-            (1..=64u64).rev().map(|k| all_kept * k / 64).filter_map(|b| chain.solve(b, &[Keep::Nothing])).last();
+        let least = (1..=64u64).map(|k| all_kept * k / 64).find_map(|b| chain.solve(b, &[Keep::Nothing]));
         let half = chain.solve(all_kept / 2, &Keep::ALL);
         for s in [least, half].into_iter().flatten().filter(|s| !s.segments.is_empty()) {
             let g = checkpoint_segments(&f, &chain.spans(&s.segments)).expect("segments");
