@@ -258,6 +258,18 @@ fn threads() -> usize {
     *THREADS.get_or_init(rayon::current_num_threads)
 }
 
+/// Runs `run(p)` for every part `p` in `0..parts`: this thread runs part 0, the pool the
+/// others, and it returns when all are done (rayon's `in_place_scope`). The fork and join
+/// of every split product and loop.
+fn fork_join(parts: usize, run: impl Fn(usize) + Send + Copy) {
+    rayon::in_place_scope(|s| {
+        for p in 1..parts {
+            s.spawn(move |_| run(p));
+        }
+        run(0);
+    });
+}
+
 /// Runs `f` over `0..total` in one contiguous range per thread, every bound but `total` a
 /// multiple of `grain`: this thread runs the first range, the pool the others.
 extern "C" fn remat_parallel_for(f: RangeFn, bases: *const usize, total: i64, grain: i64) {
@@ -267,15 +279,10 @@ extern "C" fn remat_parallel_for(f: RangeFn, bases: *const usize, total: i64, gr
     // Raw pointers are not `Send`; the addresses are, and every range function only reads
     // the step's inputs and writes its own range of the destination (kernel::split_dim).
     let bases = bases as usize;
-    let run = move |p: i64| {
+    fork_join(parts as usize, move |p| {
+        let p = p as i64;
         clear_upper_vector_state();
         f(bases as *const usize, bound(p), bound(p + 1));
-    };
-    rayon::in_place_scope(|s| {
-        for p in 1..parts {
-            s.spawn(move |_| run(p));
-        }
-        run(0);
     });
     clear_upper_vector_state();
 }
@@ -302,15 +309,9 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
         // `in_place_scope` returns only after every range is done.
         let (l, r, o) = (lhs as usize, rhs as usize, out as usize);
         let bound = |p: usize| batch * p / parts;
-        let run = move |p: usize| {
+        fork_join(parts, move |p: usize| {
             clear_upper_vector_state();
             dot_batches(d, l as *const u8, r as *const u8, o as *mut u8, bound(p)..bound(p + 1));
-        };
-        rayon::in_place_scope(|s| {
-            for p in 1..parts {
-                s.spawn(move |_| run(p));
-            }
-            run(0);
         });
     }
     clear_upper_vector_state();
@@ -400,17 +401,11 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
     // Addresses cross to the pool threads: each block writes only its own rows (or
     // columns) of the destination, and `in_place_scope` returns when every block is done.
     let (l, r, o) = (lhs as usize, rhs as usize, out as usize);
-    let run = move |p: usize| {
+    fork_join(parts, move |p: usize| {
         let block = bound(p)..bound(p + 1);
         let blocks = if by_rows { (block, 0..d.n) } else { (0..d.m, block) };
         gemm_block::<T>(d, l as *const u8, r as *const u8, o as *mut u8, (lo, ro, oo), blocks);
         clear_upper_vector_state();
-    };
-    rayon::in_place_scope(|s| {
-        for p in 1..parts {
-            s.spawn(move |_| run(p));
-        }
-        run(0);
     });
 }
 
@@ -515,15 +510,12 @@ fn split_k_at<T: faer::traits::ComplexField + Copy + std::ops::Add<Output = T>>(
         }
         let base = scratch.as_mut_ptr() as usize;
         let share_at = move |p: usize| (base as *mut T).wrapping_add((p - 1) * len);
-        rayon::in_place_scope(|s| {
-            for p in 1..parts {
-                let buf = share_at(p) as usize;
-                s.spawn(move |_| {
-                    clear_upper_vector_state();
-                    share(p, buf as *mut T, strides);
-                });
+        fork_join(parts, move |p: usize| match p {
+            0 => share(0, o as *mut T, (d.out_m, d.out_n)),
+            _ => {
+                clear_upper_vector_state();
+                share(p, share_at(p), strides);
             }
-            share(0, o as *mut T, (d.out_m, d.out_n));
         });
         let (outer, inner) = if rows_outer { (d.m, d.n) } else { (d.n, d.m) };
         for p in 1..parts {

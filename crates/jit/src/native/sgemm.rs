@@ -140,12 +140,7 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Operand, b: Operand,
             }
         }
     };
-    rayon::in_place_scope(|s| {
-        for p in 1..parts {
-            s.spawn(move |_| run(p));
-        }
-        run(0);
-    });
+    super::fork_join(parts, run);
 }
 
 /// One thread's product.
