@@ -233,11 +233,11 @@ pub struct Chain {
     /// The units' first equations, then the number of equations: unit `u` is the
     /// equations `cuts[u]..cuts[u + 1]`.
     cuts: Vec<usize>,
-    /// Per unit: the bytes of the values it makes.
+    /// Prefix sums over the units (`x[w] - x[u]` is the units `u..w`' total): the bytes of
+    /// the values they make, the FLOPs of their equations, and the bytes their products
+    /// make and those products' FLOPs.
     made: Vec<u64>,
-    /// Per unit: the FLOPs of its equations.
     flops: Vec<u64>,
-    /// Per unit: the bytes its products make, and their FLOPs.
     dot_made: Vec<u64>,
     dot_flops: Vec<u64>,
     /// `out[u][w - u - 1]`: the bytes the units `u..w` make that an equation after them or
@@ -343,12 +343,27 @@ impl Chain {
         let out = (0..k)
             .map(|u| (u + 1..=k).map(|w| reach[u..w].iter().map(|r| r[w] as u64).sum()).collect::<Vec<u64>>())
             .collect();
-        Chain { cuts, made, flops, dot_made, dot_flops, out }
+        let prefix = |per_unit: Vec<u64>| -> Vec<u64> {
+            std::iter::once(0)
+                .chain(per_unit.iter().scan(0u64, |sum, &x| {
+                    *sum += x;
+                    Some(*sum)
+                }))
+                .collect()
+        };
+        Chain {
+            cuts,
+            made: prefix(made),
+            flops: prefix(flops),
+            dot_made: prefix(dot_made),
+            dot_flops: prefix(dot_flops),
+            out,
+        }
     }
 
     /// How many units the chain has.
     pub fn units(&self) -> usize {
-        self.made.len()
+        self.made.len() - 1
     }
 
     /// The equation ranges of the segments `s` (unit ranges).
@@ -360,12 +375,12 @@ impl Chain {
     /// saving products, their outputs (counted even where they are in the boundary: an
     /// upper bound); its FLOPs less, saving products, theirs.
     fn segment(&self, u: usize, w: usize, keep: Keep) -> (u64, u64) {
-        let flops: u64 = self.flops[u..w].iter().sum();
+        let flops = self.flops[w] - self.flops[u];
         match keep {
             Keep::Nothing => (self.out(u, w), flops),
             Keep::Dots => (
-                self.out(u, w) + self.dot_made[u..w].iter().sum::<u64>(),
-                flops - self.dot_flops[u..w].iter().sum::<u64>(),
+                self.out(u, w) + (self.dot_made[w] - self.dot_made[u]),
+                flops - (self.dot_flops[w] - self.dot_flops[u]),
             ),
         }
     }
@@ -375,7 +390,7 @@ impl Chain {
     }
 
     fn made_in(&self, u: usize, w: usize) -> u64 {
-        self.made[u..w].iter().sum()
+        self.made[w] - self.made[u]
     }
 
     /// The modelled (peak, recompute FLOPs) of the segmentation `s`.
@@ -393,7 +408,7 @@ impl Chain {
                     u = w;
                 }
                 None => {
-                    kept += self.made[u];
+                    kept += self.made_in(u, u + 1);
                     u += 1;
                 }
             }
@@ -465,15 +480,14 @@ impl Chain {
             let labels = pareto(std::mem::take(&mut at[u]), &mut exact);
             for (li, l) in labels.iter().enumerate() {
                 // Keep unit u.
-                let kept = l.kept + self.made[u];
+                let kept = l.kept + self.made_in(u, u + 1);
                 if kept <= budget {
                     let peak = l.peak.max(kept);
                     at[u + 1].push(Label { kept, flops: l.flops, peak, from: u, prev: li, segment: None });
                 }
                 // Or checkpoint units u..w, saving nothing or its products.
-                let mut made = 0u64;
-                for (w, unit_made) in (u + 1..=k).zip(&self.made[u..]) {
-                    made += unit_made;
+                for (w, next) in at.iter_mut().enumerate().skip(u + 1) {
+                    let made = self.made_in(u, w);
                     if l.kept + made > budget {
                         break;
                     }
@@ -484,7 +498,7 @@ impl Chain {
                             continue;
                         }
                         let (flops, peak) = (l.flops + seg_flops, l.peak.max(l.kept + made).max(kept));
-                        at[w].push(Label { kept, flops, peak, from: u, prev: li, segment: Some(keep) });
+                        next.push(Label { kept, flops, peak, from: u, prev: li, segment: Some(keep) });
                     }
                 }
             }
