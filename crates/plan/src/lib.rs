@@ -281,7 +281,7 @@ impl Planner {
             variants = scan_variants(&model, arg_names)?;
             let first = variants.len();
             let mut segments = segment_variants(&model, options);
-            variants.extend(segments.rewrite(&model, arg_names, &segments.plans.clone())?);
+            variants.extend(segments.rewrite(&model, arg_names, &segments.plans)?);
             measure_variants(&variants, 0, &mut evals)?;
             segments.refine(&model, arg_names, first, &mut variants, &mut evals)?;
         }
@@ -545,21 +545,8 @@ fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> 
             proposals.push((p.recompute.clone(), sorted));
         }
     }
-    let measured: Vec<Result<Point, PlanError>> = proposals
-        .into_par_iter()
-        .map(|(recompute, offload)| {
-            let e = model.evaluate_with(&model.saved_for(&recompute), &offload)?;
-            Ok(Point {
-                recompute,
-                peak_bytes: e.peak_bytes,
-                recompute_flops: e.recompute_flops,
-                residual_bytes: e.analysis.residual_bytes,
-                variant: None,
-                offload,
-                host_bytes: e.host_bytes,
-            })
-        })
-        .collect();
+    let measured: Vec<Result<Point, PlanError>> =
+        proposals.into_par_iter().map(|(recompute, offload)| Point::measured(model, recompute, offload)).collect();
     let mut fitted = 0;
     for p in measured {
         let p = p?;

@@ -159,18 +159,7 @@ pub fn evaluate_splits(
     }
     let measured: Vec<Result<Point, PlanError>> = fresh
         .par_iter()
-        .map(|(recompute, offload, _)| {
-            let e = model.evaluate_with(&model.saved_for(recompute), offload)?;
-            Ok(Point {
-                recompute: recompute.clone(),
-                peak_bytes: e.peak_bytes,
-                recompute_flops: e.recompute_flops,
-                residual_bytes: e.analysis.residual_bytes,
-                variant: None,
-                offload: offload.clone(),
-                host_bytes: e.host_bytes,
-            })
-        })
+        .map(|(recompute, offload, _)| Point::measured(model, recompute.clone(), offload.clone()))
         .collect();
     let mut out = SplitsEvaluated { policies: Vec::new(), least_offload: None };
     for ((_, offload, split), p) in fresh.into_iter().zip(measured) {

@@ -50,6 +50,22 @@ pub struct Point {
     pub host_bytes: usize,
 }
 
+impl Point {
+    /// The plan of `model` recomputing `recompute` and offloading `offload`, evaluated.
+    pub fn measured(model: &Model, recompute: Vec<usize>, offload: Vec<usize>) -> Result<Point, PlanError> {
+        let e = model.evaluate_with(&model.saved_for(&recompute), &offload)?;
+        Ok(Point {
+            recompute,
+            peak_bytes: e.peak_bytes,
+            recompute_flops: e.recompute_flops,
+            residual_bytes: e.analysis.residual_bytes,
+            variant: None,
+            offload,
+            host_bytes: e.host_bytes,
+        })
+    }
+}
+
 /// What identifies a plan that rewrites the function (a scan nesting, checkpointed
 /// segments) or offloads: its rewrite, recompute set and offloaded equations.
 type RewrittenKey = (Option<usize>, Vec<usize>, Vec<usize>);
