@@ -58,17 +58,8 @@ pub fn jvp_jaxpr(jaxpr: &Jaxpr, nonzeros: &[bool], instantiate: &[bool]) -> Resu
             jaxpr.outvars.len()
         )));
     }
-    let mut b = Builder::new();
-    let mut primal = VarMap::new(jaxpr);
+    let (mut b, mut primal) = Builder::with_signature_of(jaxpr);
     let mut tangents = vec![Tangent::Zero; jaxpr.vars.len()];
-    for &c in &jaxpr.constvars {
-        let nc = b.constvar(jaxpr.aval(c).clone());
-        primal.set(c, nc);
-    }
-    for &v in &jaxpr.invars {
-        let nv = b.invar(jaxpr.aval(v).clone());
-        primal.set(v, nv);
-    }
     for (&v, &nz) in jaxpr.invars.iter().zip(nonzeros) {
         if nz {
             let t = b.invar(jaxpr.aval(v).clone());

@@ -51,16 +51,7 @@ pub(crate) fn recomputing(program: &Jaxpr, num_fwd: usize, cone: &[usize], v: Va
     let first_reader = (num_fwd..program.eqns.len())
         .find(|&e| program.eqns[e].invars.contains(&Atom::Var(v)))
         .unwrap_or(program.eqns.len());
-    let mut b = Builder::new();
-    let mut map = VarMap::new(program);
-    for &c in &program.constvars {
-        let n = b.constvar(program.aval(c).clone());
-        map.set(c, n);
-    }
-    for &x in &program.invars {
-        let n = b.invar(program.aval(x).clone());
-        map.set(x, n);
-    }
+    let (mut b, mut map) = Builder::with_signature_of(program);
     for (e, eqn) in program.eqns.iter().enumerate() {
         if e == first_reader {
             let call = Primitive::Remat2 {
