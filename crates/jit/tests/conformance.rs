@@ -67,6 +67,67 @@ fn bench_programs() -> Vec<(String, remat_ir::Jaxpr)> {
         .collect()
 }
 
+/// Whether the program (or a jaxpr it calls) compares floating-point values by order
+/// (`gt`, `ge`, `lt`, `le`): a relu's mask, a max pool's choice. Such a program's gradient
+/// jumps where a compared value crosses the other, and at full size, on random inputs, some
+/// of its millions of compared pairs lie within float32 rounding of each other: there the
+/// JIT and the interpreter, summing in different orders, may take different sides. Measured
+/// on this suite's inputs: one max-pool window of cnn_plain whose two largest values differ
+/// by 4.6e-7 relative (the JIT and the interpreter pick different ones; the float64 value
+/// agrees with the interpreter), and one element of resnet_plain's normalized activation
+/// within rounding of zero. One flipped gate moves the weight gradients by up to 0.4% in
+/// the 2-norm (through the normalization's backward), so no tolerance separates it from a
+/// bug; such programs are checked in float64 instead
+/// (`gated_benchmark_programs_match_the_interpreter_in_float64`).
+fn has_float_order_gates(jaxpr: &remat_ir::Jaxpr) -> bool {
+    jaxpr.eqns.iter().any(|eqn| {
+        let order = matches!(eqn.primitive.name(), "gt" | "ge" | "lt" | "le");
+        let float = eqn.invars.iter().any(|a| jaxpr.atom_aval(a).dtype.is_float());
+        (order && float) || eqn.primitive.subjaxprs().iter().any(|j| has_float_order_gates(j))
+    })
+}
+
+/// The program with every float32 value made float64 (types, literals and dtype
+/// parameters: the printed text's `f32` and `float32`), as JAX would trace it under
+/// `jax_enable_x64` with float64 inputs.
+fn float64_twin(text: &str, name: &str) -> remat_ir::Jaxpr {
+    let twin = text.replace("float32", "float64").replace("f32", "f64");
+    parse_jaxpr(&twin, name).expect("the float64 twin parses")
+}
+
+/// The programs with float order gates at full size, in float64, where rounding is 2^-53 and
+/// no compared pair of these inputs lies within it: the JIT's values equal the
+/// interpreter's to rel 1e-9. This runs the same lowering at the same sizes as float32 (the
+/// blocked im2col copies, the threads' blocks of rows, split-k, the pooling windows); the
+/// float32 kernels at full size are checked by the other benchmark programs, and these
+/// programs' float32 values against JAX's at reduced size
+/// (`reduced_model_programs_match_the_interpreter_and_jax`).
+#[test]
+fn gated_benchmark_programs_match_the_interpreter_in_float64() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for path in data_files("bench", "jaxpr") {
+        let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&path).expect("readable");
+        if !has_float_order_gates(&parse_jaxpr(&text, &name).expect("parses"))
+            || (cfg!(debug_assertions) && is_model_bench(&name))
+        {
+            continue;
+        }
+        let jaxpr = float64_twin(&text, &name);
+        let mut rng = Rng(7);
+        let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+        checked += 1;
+        if let Err(e) = differential(&name, &jaxpr, &args, 1e-9, 1e-12) {
+            failures.push(e);
+        }
+    }
+    if !cfg!(debug_assertions) {
+        assert_eq!(checked, 3, "expected the three gated programs (cnn_dots, cnn_plain, resnet_plain)");
+    }
+    assert!(failures.is_empty(), "{} gated programs failed:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// The realistic-size models (CNN, ResNet block, GPT block) compile at full size in every
 /// build (in a debug build with Cranelift's verifier on every function).
 #[test]
@@ -119,7 +180,7 @@ fn perturbed(args: &[Array]) -> Vec<Array> {
 #[test]
 fn benchmark_programs_on_unit_inputs_agree_within_the_interpreters_own_noise() {
     let mut failures = Vec::new();
-    for (name, jaxpr) in bench_programs() {
+    for (name, jaxpr) in bench_programs().into_iter().filter(|(_, j)| !has_float_order_gates(j)) {
         let mut rng = Rng(7);
         let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
         let want = remat_interp::eval_jaxpr(&jaxpr, &[], &args).expect("the interpreter runs");
@@ -145,7 +206,7 @@ fn benchmark_programs_on_unit_inputs_agree_within_the_interpreters_own_noise() {
 #[test]
 fn benchmark_programs_on_scaled_inputs_match_the_interpreter() {
     let mut failures = Vec::new();
-    for (name, jaxpr) in bench_programs() {
+    for (name, jaxpr) in bench_programs().into_iter().filter(|(_, j)| !has_float_order_gates(j)) {
         let mut rng = Rng(11);
         let args: Vec<Array> = jaxpr
             .in_avals()
