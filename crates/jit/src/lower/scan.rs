@@ -20,9 +20,10 @@
 use remat_ir::{Aval, ClosedJaxpr, DType, LitValue};
 
 use super::scan_hoist::{Deferred, LoopFacts};
+use super::share;
 use super::{Lowering, Val};
 use crate::expr::{row_major_strides, DynTerm, Expr, View};
-use crate::program::{BufId, Step};
+use crate::program::{BufId, Step, Storage};
 use crate::JitError;
 
 pub(crate) struct ScanParams<'a> {
@@ -126,9 +127,17 @@ impl Lowering {
                 });
                 hit
             };
+            // A new carry that one step of the body computes whole is computed in the
+            // carry's own buffer, where nothing after that step reads the old carry.
+            let computed_in_place: Vec<bool> =
+                (0..nk).map(|i| in_loop(&i) && lw.compute_carry_in_place(carry_outs, &carry_bufs, i)).collect();
             let mut sources = Vec::with_capacity(nk);
-            for (i, c) in carry_outs.iter().enumerate().filter(|(i, _)| in_loop(i)) {
-                if reads_carry(&c.expr) {
+            for (i, c) in carry_outs.iter().enumerate().filter(|(i, _)| in_loop(i) && !computed_in_place[*i]) {
+                // A new carry that reads only its own old value, at the points it writes,
+                // and that no other new carry reads, is updated in place.
+                let own = reads_only_at_own_points(&c.expr, carry_bufs[i], &c.aval.shape, &carry_bufs)
+                    && carry_outs.iter().enumerate().all(|(j, o)| j == i || !reads_buf(&o.expr, carry_bufs[i]));
+                if reads_carry(&c.expr) && !own {
                     let buf = lw.new_buf(&c.aval);
                     sources.push((i, lw.materialize(c.clone(), Some(buf))));
                 } else {
@@ -154,6 +163,80 @@ impl Lowering {
         Ok(results)
     }
 
+    /// If new carry `i` is the whole buffer `t` of one step of the body, a kernel or a
+    /// product, and neither that step nor any after it reads the old carry (nor does any
+    /// other new carry read `t` or the old carry), makes that step write the carry's buffer
+    /// and every later reader read it there. True if it did: the carry needs no copy.
+    fn compute_carry_in_place(&mut self, carry_outs: &[Val], carry_bufs: &[BufId], i: usize) -> bool {
+        let (c, carry) = (&carry_outs[i], carry_bufs[i]);
+        let Expr::Load(v) = &c.expr else { return false };
+        let t = v.buf;
+        let whole = v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(&c.aval.shape);
+        let arena = matches!(self.prog.buffers[t.0 as usize].storage, Storage::Arena { host: false });
+        if !whole
+            || !arena
+            || carry_bufs.contains(&t)
+            || self.prog.buffers[t.0 as usize].bytes != c.aval.size_in_bytes()
+        {
+            return false;
+        }
+        let steps = self.scopes.last().expect("a scan body's scope is open");
+        let writes = |st: &Step, b: BufId| {
+            let mut w = Vec::new();
+            share::writes(st, &mut w);
+            w.contains(&b)
+        };
+        let names = |st: &Step, b: BufId| {
+            let mut all = Vec::new();
+            st.buffers(&mut all);
+            all.contains(&b)
+        };
+        let writers: Vec<usize> = (0..steps.len()).filter(|&j| writes(&steps[j], t)).collect();
+        let [w] = writers[..] else { return false };
+        let dst_whole = match &steps[w] {
+            Step::Kernel { space, dst, .. } => {
+                dst.buf == t && dst.dynamic.is_empty() && dst.offset == 0 && dst.is_row_major(space)
+            }
+            Step::Dot { dst, .. } => dst.buf == t && dst.dynamic.is_empty() && dst.offset == 0,
+            _ => false,
+        };
+        let readers_ok = steps.iter().enumerate().all(|(j, st)| {
+            let t_ok = j == w
+                || !names(st, t)
+                || (j > w
+                    && matches!(
+                        st,
+                        Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. }
+                    )
+                    && !writes(st, t));
+            t_ok && (j < w || !names(st, carry))
+        });
+        let others_ok = carry_outs
+            .iter()
+            .enumerate()
+            .all(|(j, o)| j == i || (!reads_buf(&o.expr, t) && !reads_buf(&o.expr, carry)));
+        if !dst_whole || !readers_ok || !others_ok {
+            return false;
+        }
+        let rename = |v: &View| if v.buf == t { View { buf: carry, ..v.clone() } } else { v.clone() };
+        for st in self.scopes.last_mut().expect("a scan body's scope is open").iter_mut().skip(w) {
+            match st {
+                Step::Kernel { dst, src, .. } => {
+                    *dst = rename(dst);
+                    *src = src.map_loads(&|v| Expr::Load(rename(v)));
+                }
+                Step::Reduce { src, .. } | Step::Argmax { src, .. } => *src = src.map_loads(&|v| Expr::Load(rename(v))),
+                Step::Dot { lhs, rhs, dst, .. } => {
+                    *lhs = rename(lhs);
+                    *rhs = rename(rhs);
+                    *dst = rename(dst);
+                }
+                Step::Native { .. } | Step::Loop { .. } | Step::Switch { .. } | Step::While { .. } => {}
+            }
+        }
+        true
+    }
+
     pub(crate) fn materialize_if_computed(&mut self, v: Val) -> Val {
         if v.expr.is_trivial() {
             v
@@ -161,4 +244,33 @@ impl Lowering {
             self.materialize(v, None)
         }
     }
+}
+
+/// Whether `e` reads `buf` (a load of it, or a dynamic offset read from it).
+fn reads_buf(e: &Expr, buf: BufId) -> bool {
+    let mut hit = false;
+    e.visit(&mut |n| {
+        if let Expr::Load(v) = n {
+            hit |= v.buf == buf || v.dynamic.iter().any(|d| d.index == buf);
+        }
+    });
+    hit
+}
+
+/// Whether `e`, evaluated over `shape`, reads `carry` only whole and row-major (each point
+/// its own element) and reads no other of `carries`: written over `carry` point by point,
+/// each element is read before it is overwritten.
+fn reads_only_at_own_points(e: &Expr, carry: BufId, shape: &[usize], carries: &[BufId]) -> bool {
+    let mut ok = true;
+    e.visit(&mut |n| {
+        if let Expr::Load(v) = n {
+            if v.buf == carry {
+                ok &= v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(shape);
+            } else {
+                ok &= !carries.contains(&v.buf);
+            }
+            ok &= !v.dynamic.iter().any(|d| carries.contains(&d.index));
+        }
+    });
+    ok
 }

@@ -28,7 +28,7 @@ use remat_ir::{Aval, BinaryOp};
 
 use super::{share, Lowering, Val};
 use crate::expr::{DynTerm, Expr, View};
-use crate::program::{BufId, Step};
+use crate::program::{BufId, Step, Storage};
 
 /// What the rewrites need to know about the loop.
 pub(super) struct LoopFacts<'a> {
@@ -278,6 +278,8 @@ impl Lowering {
     /// the loop and adds `outs[carry]` to the carry after it.
     pub(super) fn defer_accumulations(&mut self, f: &LoopFacts, outs: &[Val], nk: usize) -> Vec<Deferred> {
         let mut deferred = Vec::new();
+        // The stacks made here, each filled by a copy per step.
+        let mut made = Vec::new();
         // Stacks of body values already made: the value's buffer and its stack.
         let mut stacks: HashMap<BufId, BufId> = HashMap::new();
         for (c, out) in outs[..nk].iter().enumerate() {
@@ -365,6 +367,7 @@ impl Lowering {
                         Some(&s) => s,
                         None => {
                             let s = self.new_buf(&Aval::new(v.dtype, vec![f.length, elems]));
+                            made.push(s);
                             let flat =
                                 |buf, dynamic| View { buf, dtype: v.dtype, offset: 0, strides: vec![1], dynamic };
                             copies.push(Step::Kernel {
@@ -387,7 +390,56 @@ impl Lowering {
             self.body_steps().splice(at..=at, copies);
             deferred.push(Deferred { carry: c, product });
         }
+        for s in made {
+            self.fill_stack_in_place(f, outs, s);
+        }
         deferred
+    }
+
+    /// Removes the copy that fills stack `s` each step where the value copied is the whole
+    /// buffer of one kernel of the body: that kernel writes `s[counter]` instead, and every
+    /// other reader in the body (steps only: no result of the body reads such a value, which
+    /// only a deferred product stacks) reads it there. The body then holds no buffer of its
+    /// own for the value (the cotangent of an RNN's backward step, which the step's product
+    /// by the weights also reads).
+    fn fill_stack_in_place(&mut self, f: &LoopFacts, outs: &[Val], s: BufId) {
+        let steps = &self.scopes[self.scopes.len() - 1];
+        let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], s)).collect();
+        let [c] = writers[..] else { return };
+        let Step::Kernel { space, dst, src: Expr::Load(v) } = &steps[c] else { return };
+        let (n, elems) = (v.buf, space.iter().product::<usize>());
+        let [term] = &dst.dynamic[..] else { return };
+        let term = term.clone();
+        let flat = v.offset == 0 && v.dynamic.is_empty() && v.strides == [1] && space.len() == 1;
+        let arena = matches!(self.prog.buffers[n.0 as usize].storage, Storage::Arena { host: false });
+        if !flat || !arena || f.carries.contains(&n) || f.ys.contains(&n) || n == s {
+            return;
+        }
+        let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], n)).collect();
+        let [w] = writers[..] else { return };
+        let Step::Kernel { space: w_space, dst: w_dst, .. } = &steps[w] else { return };
+        let ok = w < c
+            && w_dst.buf == n
+            && w_dst.offset == 0
+            && w_dst.dynamic.is_empty()
+            && w_dst.is_row_major(w_space)
+            && w_space.iter().product::<usize>() == elems
+            && self.prog.buffers[n.0 as usize].bytes == elems * v.dtype.size_in_bytes()
+            && steps
+                .iter()
+                .enumerate()
+                .all(|(i, st)| i == w || !touches(st, n) || (i > w && reads_through_views(st, n)))
+            && !outs.iter().any(|o| reads(&o.expr, n));
+        if !ok {
+            return;
+        }
+        let steps = self.body_steps();
+        if let Step::Kernel { dst, .. } = &mut steps[w] {
+            *dst =
+                View { buf: s, dtype: dst.dtype, offset: 0, strides: dst.strides.clone(), dynamic: vec![term.clone()] };
+        }
+        steps.remove(c);
+        steps.iter_mut().for_each(|st| restack_step(st, n, s, &term));
     }
 }
 
@@ -395,7 +447,7 @@ impl Lowering {
 mod tests {
     use remat_ir::parse_jaxpr;
 
-    use crate::program::{Step, Storage};
+    use crate::program::{BufId, Step, Storage};
 
     /// The products of `tests/data/scan_products.jaxpr` at the top level and in its loops.
     fn products(steps: &[Step]) -> (usize, Vec<usize>) {
@@ -426,14 +478,27 @@ mod tests {
             _ => None,
         });
         assert!(matches!(hoisted, Some(Storage::Out { index: 2, .. })), "{hoisted:?}");
-        // One stack of `bf`, filled by one copy in the reversed loop.
-        let Some(Step::Loop { body, .. }) = prog.steps.iter().rev().find(|s| matches!(s, Step::Loop { .. })) else {
-            panic!("two loops")
-        };
-        let copies = body
+        // One stack of `bf`, written in the reversed loop by the kernel that computes `bf`
+        // (no copy), and read whole by the deferred products after the loop.
+        let loops: Vec<usize> = (0..prog.steps.len()).filter(|&i| matches!(prog.steps[i], Step::Loop { .. })).collect();
+        let Step::Loop { body, .. } = &prog.steps[loops[1]] else { panic!("two loops") };
+        let stacked: Vec<BufId> = body
             .iter()
-            .filter(|s| matches!(s, Step::Kernel { dst, .. } if !dst.dynamic.is_empty() && dst.strides == [1]))
+            .filter_map(|s| match s {
+                Step::Kernel { dst, .. }
+                    if !dst.dynamic.is_empty()
+                        && prog.buffers[dst.buf.0 as usize].storage == (Storage::Arena { host: false }) =>
+                {
+                    Some(dst.buf)
+                }
+                _ => None,
+            })
+            .collect();
+        let [stack] = stacked[..] else { panic!("one kernel writes a stack slice: {stacked:?}") };
+        let readers = prog.steps[loops[1] + 1..]
+            .iter()
+            .filter(|s| matches!(s, Step::Dot { lhs, rhs, .. } if lhs.buf == stack || rhs.buf == stack))
             .count();
-        assert_eq!(copies, 1);
+        assert_eq!(readers, 2, "both deferred weight gradients read the stack");
     }
 }
