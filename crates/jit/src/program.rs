@@ -297,7 +297,10 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
             let names = |bs: &[BufId]| bs.iter().map(name).collect::<Vec<_>>().join(" ");
             format!("{} -> {} reads {}", prog.natives[*desc].prim, names(outs), names(ins))
         }
-        Step::Loop { length, body, .. } => format!("loop x{length} ({} steps)", body.len()),
+        Step::Loop { length, body, .. } => {
+            let inner: Vec<String> = body.iter().map(|s| format!("\n    | {}", describe(s, prog))).collect();
+            format!("loop x{length} ({} steps){}", body.len(), inner.concat())
+        }
         Step::Switch { branches, .. } => format!("switch of {} branches", branches.len()),
         Step::While { cond, body, .. } => format!("while ({} + {} steps)", cond.len(), body.len()),
     }
