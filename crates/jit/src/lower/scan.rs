@@ -19,8 +19,7 @@
 
 use remat_ir::{Aval, ClosedJaxpr, DType, LitValue};
 
-use super::scan_hoist::{Deferred, LoopFacts};
-use super::share;
+use super::scan_hoist::{reads, touches, writes, Deferred, LoopFacts};
 use super::{Lowering, Val};
 use crate::expr::{row_major_strides, DynTerm, Expr, View};
 use crate::program::{BufId, Step, Storage};
@@ -136,7 +135,7 @@ impl Lowering {
                 // A new carry that reads only its own old value, at the points it writes,
                 // and that no other new carry reads, is updated in place.
                 let own = reads_only_at_own_points(&c.expr, carry_bufs[i], &c.aval.shape, &carry_bufs)
-                    && carry_outs.iter().enumerate().all(|(j, o)| j == i || !reads_buf(&o.expr, carry_bufs[i]));
+                    && carry_outs.iter().enumerate().all(|(j, o)| j == i || !reads(&o.expr, carry_bufs[i]));
                 if reads_carry(&c.expr) && !own {
                     let buf = lw.new_buf(&c.aval);
                     sources.push((i, lw.materialize(c.clone(), Some(buf))));
@@ -181,16 +180,6 @@ impl Lowering {
             return false;
         }
         let steps = self.scopes.last().expect("a scan body's scope is open");
-        let writes = |st: &Step, b: BufId| {
-            let mut w = Vec::new();
-            share::writes(st, &mut w);
-            w.contains(&b)
-        };
-        let names = |st: &Step, b: BufId| {
-            let mut all = Vec::new();
-            st.buffers(&mut all);
-            all.contains(&b)
-        };
         let writers: Vec<usize> = (0..steps.len()).filter(|&j| writes(&steps[j], t)).collect();
         let [w] = writers[..] else { return false };
         let dst_whole = match &steps[w] {
@@ -202,19 +191,17 @@ impl Lowering {
         };
         let readers_ok = steps.iter().enumerate().all(|(j, st)| {
             let t_ok = j == w
-                || !names(st, t)
+                || !touches(st, t)
                 || (j > w
                     && matches!(
                         st,
                         Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. }
                     )
                     && !writes(st, t));
-            t_ok && (j < w || !names(st, carry))
+            t_ok && (j < w || !touches(st, carry))
         });
-        let others_ok = carry_outs
-            .iter()
-            .enumerate()
-            .all(|(j, o)| j == i || (!reads_buf(&o.expr, t) && !reads_buf(&o.expr, carry)));
+        let others_ok =
+            carry_outs.iter().enumerate().all(|(j, o)| j == i || (!reads(&o.expr, t) && !reads(&o.expr, carry)));
         if !dst_whole || !readers_ok || !others_ok {
             return false;
         }
@@ -244,17 +231,6 @@ impl Lowering {
             self.materialize(v, None)
         }
     }
-}
-
-/// Whether `e` reads `buf` (a load of it, or a dynamic offset read from it).
-fn reads_buf(e: &Expr, buf: BufId) -> bool {
-    let mut hit = false;
-    e.visit(&mut |n| {
-        if let Expr::Load(v) = n {
-            hit |= v.buf == buf || v.dynamic.iter().any(|d| d.index == buf);
-        }
-    });
-    hit
 }
 
 /// Whether `e`, evaluated over `shape`, reads `carry` only whole and row-major (each point

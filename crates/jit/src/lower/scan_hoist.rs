@@ -83,14 +83,14 @@ fn written(steps: &[Step]) -> HashSet<BufId> {
 }
 
 /// Whether `step` reads or writes `buf`.
-fn touches(step: &Step, buf: BufId) -> bool {
+pub(super) fn touches(step: &Step, buf: BufId) -> bool {
     let mut b = Vec::new();
     step.buffers(&mut b);
     b.contains(&buf)
 }
 
 /// Whether `e` reads `buf`.
-fn reads(e: &Expr, buf: BufId) -> bool {
+pub(super) fn reads(e: &Expr, buf: BufId) -> bool {
     let mut hit = false;
     e.visit(&mut |n| {
         if let Expr::Load(v) = n {
@@ -130,7 +130,7 @@ fn restack_step(step: &mut Step, from: BufId, to: BufId, term: &DynTerm) {
 }
 
 /// Whether `step` writes `buf`.
-fn writes(step: &Step, buf: BufId) -> bool {
+pub(super) fn writes(step: &Step, buf: BufId) -> bool {
     let mut w = Vec::new();
     share::writes(step, &mut w);
     w.contains(&buf)
