@@ -126,13 +126,7 @@ pub(crate) fn lower_program(
         w
     };
     let before: Vec<Vec<BufId>> = prog.steps.iter().map(written).collect();
-    // Folds that only free buffers are kept where they lower the planned peak.
-    let mut freeing = prog.clone();
-    share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES, false);
-    share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, true);
-    if crate::plan::plan(&freeing).device_bytes < crate::plan::plan(&prog).device_bytes {
-        prog = freeing;
-    }
+    share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES);
     // Folding only removes kernels (whose buffers no surviving step writes) and keeps the
     // order, so each surviving step is the next one before folding that writes the same.
     let mut k = 0;

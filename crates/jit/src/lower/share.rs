@@ -23,18 +23,12 @@ use crate::program::{BufId, Program, Step, Storage};
 /// make an earlier kernel eligible); loop bodies and branches after their own list. A
 /// sweep is linear in the list's length (up to logarithms): the consumer of a kernel and
 /// the steps that write in between are found in per-buffer position lists.
-///
-/// With `freeing`, a kernel whose every input the consumer reads anyway may also take the
-/// consumer up to twice `max_nodes`: such a fold frees the kernel's buffer and keeps no
-/// other buffer alive longer. It can cost time (a `tanh` kernel of its own runs at the
-/// CPU's widest vectors, `native::vmath`; inside a consumer at four lanes), so the lowering
-/// keeps these folds only where they lower the planned peak.
-pub(crate) fn fold_single_consumer_kernels(prog: &mut Program, max_nodes: usize, freeing: bool) {
+pub(crate) fn fold_single_consumer_kernels(prog: &mut Program, max_nodes: usize) {
     let mut counts = HashMap::new();
     count_references(&prog.steps, &mut counts);
     let buffers = &prog.buffers;
     let arena = |b: BufId| matches!(buffers[b.0 as usize].storage, Storage::Arena { host: false });
-    let mut fold = Fold { counts, arena: &arena, max_nodes, freeing, next_id: 0 };
+    let mut fold = Fold { counts, arena: &arena, max_nodes, next_id: 0 };
     let mut steps = std::mem::take(&mut prog.steps);
     fold.list(&mut steps);
     prog.steps = steps;
@@ -46,8 +40,6 @@ struct Fold<'a, A: Fn(BufId) -> bool> {
     counts: HashMap<BufId, usize>,
     arena: &'a A,
     max_nodes: usize,
-    /// Whether kernels that free a buffer may take a consumer past `max_nodes`.
-    freeing: bool,
     next_id: u32,
 }
 
@@ -164,18 +156,11 @@ impl<A: Fn(BufId) -> bool> Fold<'_, A> {
         if read.contains(&c_dst) || read.iter().any(written_between) {
             return None;
         }
-        // Keep the consumer's vector loop, and its body within the fusion limit (twice it
-        // for a value whose every input the consumer reads anyway, when `freeing`).
+        // Keep the consumer's vector loop, and its body within the fusion limit.
         if c_src.vectorizable() && !value.vectorizable() {
             return None;
         }
-        let size = c_src.size() + value.size();
-        let frees = || {
-            let consumer_reads = reads(c_src);
-            read.iter().all(|r| consumer_reads.contains(r))
-        };
-        let fits = size <= self.max_nodes || (self.freeing && size <= 2 * self.max_nodes && frees());
-        fits.then_some((c, loads))
+        (c_src.size() + value.size() <= self.max_nodes).then_some((c, loads))
     }
 }
 
