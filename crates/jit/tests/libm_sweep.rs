@@ -265,10 +265,12 @@ fn pow_is_within_2_ulp_of_libm() {
 
 /// The special functions the JIT calls from `remat-math` (the interpreter's own code) against
 /// f64 libm rounded to f32, within 2 ulp over the whole range; `floor`, `ceil` and both
-/// `round`s exactly. `lgamma` is held to 2 ulp or 1e-6 absolute: near its zeros at 1 and 2
-/// f32's own `lgammaf` is many ulps from the rounded f64 value (JAX's XLA gives
-/// `lgamma(1) = 4.8e-7` there). `erf_inv` and `digamma` have no libm counterpart; they are
-/// compared with `remat-math`'s f64 versions, which its tests hold to JAX's values.
+/// `round`s exactly. `lgamma` of an f32 is computed in f64 and rounded: f32's own
+/// `lgammaf` is many ulps from the rounded f64 value near its zeros at 1 and 2 (JAX's XLA
+/// gives `lgamma(1) = 4.8e-7` there) and 3 ulp near its poles (`lgammaf(-8.006162)` =
+/// -5.528327 against -5.5283284, a point of the release build's samples). `erf_inv` and
+/// `digamma` have no libm counterpart; they are compared with `remat-math`'s f64 versions,
+/// which its tests hold to JAX's values.
 #[test]
 fn library_functions_are_within_2_ulp_of_f64_libm() {
     let cases: [Reference; 16] = [
@@ -295,7 +297,7 @@ fn library_functions_are_within_2_ulp_of_f64_libm() {
     let arg = Array::F32(ndarray::ArrayD::from_shape_vec(vec![n], xs.clone()).expect("shape"));
     // With an absolute tolerance besides the 2 ulp.
     let others: [(Reference, f32); 3] = [
-        (("lgamma", |x| libm::lgamma(x as f64) as f32), 1e-6),
+        (("lgamma", |x| libm::lgamma(x as f64) as f32), 0.0),
         (("erf_inv", |x| remat_math::erf_inv(x as f64) as f32), 0.0),
         (("digamma", |x| remat_math::digamma(x as f64) as f32), 0.0),
     ];

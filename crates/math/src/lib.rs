@@ -109,7 +109,7 @@ library! {
         Erf => libm::erf, libm::erff;
         Erfc => libm::erfc, libm::erfcf;
         ErfInv => erf_inv, |x| erf_inv(x as f64) as f32;
-        Lgamma => libm::lgamma, libm::lgammaf;
+        Lgamma => libm::lgamma, |x| libm::lgamma(x as f64) as f32;
         Digamma => digamma, |x| digamma(x as f64) as f32;
     }
     binary {
