@@ -205,7 +205,15 @@ impl Lowering {
         if !dst_whole || !readers_ok || !others_ok {
             return false;
         }
-        let rename = |v: &View| if v.buf == t { View { buf: carry, ..v.clone() } } else { v.clone() };
+        // Every view of `t`, and every dynamic offset read from `t`, now reads the carry.
+        let rename = |v: &View| {
+            let mut v = v.clone();
+            if v.buf == t {
+                v.buf = carry;
+            }
+            v.dynamic.iter_mut().filter(|d| d.index == t).for_each(|d| d.index = carry);
+            v
+        };
         for st in self.scopes.last_mut().expect("a scan body's scope is open").iter_mut().skip(w) {
             match st {
                 Step::Kernel { dst, src, .. } => {
