@@ -506,11 +506,7 @@ impl Fx<'_, '_> {
 
     /// `acc op x` for a reduction (`max`/`min` with XLA's NaN rule).
     pub(super) fn combine(&mut self, op: ReduceOp, d: DType, acc: Value, x: Value, vector: bool) -> Value {
-        let bop = match op {
-            ReduceOp::Sum => BinaryOp::Add,
-            ReduceOp::Max => BinaryOp::Max,
-            ReduceOp::Min => BinaryOp::Min,
-        };
+        let bop = crate::lower::reduce_binary(op);
         if d == DType::Bool {
             return match op {
                 ReduceOp::Max => self.b.ins().bor(acc, x),

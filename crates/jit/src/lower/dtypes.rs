@@ -4,7 +4,7 @@
 //! A 16-bit float sum or product accumulates in `f32` and rounds once (XLA's CPU backend and
 //! the interpreter); mixed operand dtypes of a product convert to the accumulation dtype.
 
-use remat_ir::{Aval, DType, DotDimensionNumbers, LitValue, ReduceOp};
+use remat_ir::{Aval, BinaryOp, DType, DotDimensionNumbers, LitValue, ReduceOp};
 
 use super::{Lowering, Val};
 use crate::expr::Expr;
@@ -61,6 +61,15 @@ impl Lowering {
         self.dot_dst = None;
         let p = self.dot(&l, &r, dn, &Aval::new(compute, out.shape.clone()), None);
         Val { expr: Expr::Convert { from: compute, to: out.dtype, x: Box::new(p.expr) }, aval: out.clone() }
+    }
+}
+
+/// The binary operation a reduction combines with (`max`/`min` with XLA's NaN rule).
+pub(crate) fn reduce_binary(op: ReduceOp) -> BinaryOp {
+    match op {
+        ReduceOp::Sum => BinaryOp::Add,
+        ReduceOp::Max => BinaryOp::Max,
+        ReduceOp::Min => BinaryOp::Min,
     }
 }
 

@@ -25,7 +25,7 @@ mod window;
 
 pub(crate) use ops::SMALL_DOT_MACS;
 
-pub(crate) use dtypes::reduce_identity;
+pub(crate) use dtypes::{reduce_binary, reduce_identity};
 
 use std::collections::HashSet;
 

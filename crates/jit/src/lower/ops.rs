@@ -257,14 +257,12 @@ impl Lowering {
         // map). A backward pass's `reduce_sum` of a `[1, n]` cotangent is one.
         let unit = axes.iter().all(|&a| x.shape().get(a) == Some(&1));
         if unit && target.is_none() && out.dtype.is_float() && x.aval.dtype == out.dtype && out.size() > 0 {
-            let bin = match op {
-                ReduceOp::Sum => BinaryOp::Add,
-                ReduceOp::Max => BinaryOp::Max,
-                ReduceOp::Min => BinaryOp::Min,
-            };
             let x = self.reshape(x.clone(), out);
             let identity = Expr::Lit(super::reduce_identity(op, out.dtype));
-            return Val { expr: Expr::Binary(bin, out.dtype, Box::new(identity), Box::new(x.expr)), aval: x.aval };
+            return Val {
+                expr: Expr::Binary(super::reduce_binary(op), out.dtype, Box::new(identity), Box::new(x.expr)),
+                aval: x.aval,
+            };
         }
         let buf = target.unwrap_or_else(|| self.new_buf(out));
         if out.size() > 0 {

@@ -9,7 +9,7 @@
 //! takes the offsets in row-major order), so results are bit for bit the same, `-0.0` and
 //! NaN included.
 
-use remat_ir::{Aval, BinaryOp, DType, ReduceOp, Window};
+use remat_ir::{Aval, DType, ReduceOp, Window};
 
 use super::Lowering;
 use crate::expr::{Expr, View};
@@ -35,11 +35,7 @@ impl Lowering {
         if out.dtype != DType::F32 || n_win == 0 || n_win > MAX_UNROLLED_WINDOW {
             return false;
         }
-        let bin = match op {
-            ReduceOp::Sum => BinaryOp::Add,
-            ReduceOp::Max => BinaryOp::Max,
-            ReduceOp::Min => BinaryOp::Min,
-        };
+        let bin = super::reduce_binary(op);
         let rank = out.rank();
         let mut acc = Expr::Lit(super::reduce_identity(op, out.dtype));
         for j in 0..n_win {

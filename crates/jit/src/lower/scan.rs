@@ -19,7 +19,7 @@
 
 use remat_ir::{Aval, ClosedJaxpr, DType, LitValue};
 
-use super::scan_hoist::{reads, touches, writes, Deferred, LoopFacts};
+use super::scan_hoist::{map_views, reads, touches, writes, Deferred, LoopFacts};
 use super::{Lowering, Val};
 use crate::expr::{row_major_strides, DynTerm, Expr, View};
 use crate::program::{BufId, Step, Storage};
@@ -215,19 +215,7 @@ impl Lowering {
             v
         };
         for st in self.scopes.last_mut().expect("a scan body's scope is open").iter_mut().skip(w) {
-            match st {
-                Step::Kernel { dst, src, .. } => {
-                    *dst = rename(dst);
-                    *src = src.map_loads(&|v| Expr::Load(rename(v)));
-                }
-                Step::Reduce { src, .. } | Step::Argmax { src, .. } => *src = src.map_loads(&|v| Expr::Load(rename(v))),
-                Step::Dot { lhs, rhs, dst, .. } => {
-                    *lhs = rename(lhs);
-                    *rhs = rename(rhs);
-                    *dst = rename(dst);
-                }
-                Step::Native { .. } | Step::Loop { .. } | Step::Switch { .. } | Step::While { .. } => {}
-            }
+            map_views(st, &rename);
         }
         true
     }

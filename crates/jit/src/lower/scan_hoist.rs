@@ -117,13 +117,23 @@ fn restack(v: &View, from: BufId, to: BufId, term: &DynTerm) -> View {
 
 /// `step` with every view of `from` read at `[counter]` of `to`.
 fn restack_step(step: &mut Step, from: BufId, to: BufId, term: &DynTerm) {
+    map_views(step, &|v| restack(v, from, to, term));
+}
+
+/// `step` with `f` applied to each of its views: a kernel's destination and loads, a
+/// reduction's or an argmax's loads, a product's operands and destination. (Native steps,
+/// loops and branches name buffers, not views: they are left as they are.)
+pub(super) fn map_views(step: &mut Step, f: &impl Fn(&View) -> View) {
     match step {
-        Step::Kernel { src, .. } | Step::Reduce { src, .. } | Step::Argmax { src, .. } => {
-            *src = src.map_loads(&|v| Expr::Load(restack(v, from, to, term)));
+        Step::Kernel { dst, src, .. } => {
+            *dst = f(dst);
+            *src = src.map_loads(&|v| Expr::Load(f(v)));
         }
-        Step::Dot { lhs, rhs, .. } => {
-            *lhs = restack(lhs, from, to, term);
-            *rhs = restack(rhs, from, to, term);
+        Step::Reduce { src, .. } | Step::Argmax { src, .. } => *src = src.map_loads(&|v| Expr::Load(f(v))),
+        Step::Dot { lhs, rhs, dst, .. } => {
+            *lhs = f(lhs);
+            *rhs = f(rhs);
+            *dst = f(dst);
         }
         Step::Native { .. } | Step::Loop { .. } | Step::Switch { .. } | Step::While { .. } => {}
     }
@@ -238,33 +248,11 @@ impl Lowering {
             if in_place[j] || y.aval.size() == 0 || !whole(&y.expr, buf, &shape) {
                 continue;
             }
-            let steps = &self.scopes[self.scopes.len() - 1];
-            let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], buf)).collect();
-            let [at] = writers[..] else { continue };
-            let Step::Kernel { space, dst, .. } = &steps[at] else { continue };
-            let ok = *space == shape
-                && dst.buf == buf
-                && dst.dynamic.is_empty()
-                && dst.offset == 0
-                && dst.is_row_major(&shape)
-                && self.prog.buffers[buf.0 as usize].bytes == y.aval.size_in_bytes()
-                && steps.iter().enumerate().all(|(i, s)| i == at || !touches(s, buf) || reads_through_views(s, buf));
-            if !ok {
-                continue;
-            }
             let term = f.term(y.aval.size() as i64);
             let to = f.ys[j];
-            let steps = self.body_steps();
-            if let Step::Kernel { dst, .. } = &mut steps[at] {
-                *dst = View {
-                    buf: to,
-                    dtype: dst.dtype,
-                    offset: 0,
-                    strides: dst.strides.clone(),
-                    dynamic: vec![term.clone()],
-                };
+            if !self.write_into_stack(buf, y.aval.size(), to, &term) {
+                continue;
             }
-            steps.iter_mut().for_each(|s| restack_step(s, buf, to, &term));
             for o in outs.iter_mut() {
                 o.expr = o.expr.map_loads(&|v| Expr::Load(restack(v, buf, to, &term)));
             }
@@ -415,31 +403,45 @@ impl Lowering {
         if !flat || !arena || f.carries.contains(&n) || f.ys.contains(&n) || n == s {
             return;
         }
-        let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], n)).collect();
-        let [w] = writers[..] else { return };
-        let Step::Kernel { space: w_space, dst: w_dst, .. } = &steps[w] else { return };
-        let ok = w < c
-            && w_dst.buf == n
-            && w_dst.offset == 0
-            && w_dst.dynamic.is_empty()
-            && w_dst.is_row_major(w_space)
-            && w_space.iter().product::<usize>() == elems
-            && self.prog.buffers[n.0 as usize].bytes == elems * v.dtype.size_in_bytes()
+        if !outs.iter().any(|o| reads(&o.expr, n)) && self.write_into_stack(n, elems, s, &term) {
+            self.body_steps().remove(c);
+        }
+    }
+
+    /// Makes the one kernel of the body that writes `buf` (whole, row-major, `elems`
+    /// elements) write slice `[counter]` of stack `to` instead (`term`), and every later step
+    /// read it there. False, changing nothing, unless that kernel is `buf`'s only writer and
+    /// every other step names `buf` only in views it reads, after the kernel.
+    fn write_into_stack(&mut self, buf: BufId, elems: usize, to: BufId, term: &DynTerm) -> bool {
+        let steps = &self.scopes[self.scopes.len() - 1];
+        let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], buf)).collect();
+        let [w] = writers[..] else { return false };
+        let Step::Kernel { space, dst, .. } = &steps[w] else { return false };
+        let ok = dst.buf == buf
+            && dst.offset == 0
+            && dst.dynamic.is_empty()
+            && dst.is_row_major(space)
+            && space.iter().product::<usize>() == elems
+            && self.prog.buffers[buf.0 as usize].bytes == elems * dst.dtype.size_in_bytes()
             && steps
                 .iter()
                 .enumerate()
-                .all(|(i, st)| i == w || !touches(st, n) || (i > w && reads_through_views(st, n)))
-            && !outs.iter().any(|o| reads(&o.expr, n));
+                .all(|(i, st)| i == w || !touches(st, buf) || (i > w && reads_through_views(st, buf)));
         if !ok {
-            return;
+            return false;
         }
         let steps = self.body_steps();
         if let Step::Kernel { dst, .. } = &mut steps[w] {
-            *dst =
-                View { buf: s, dtype: dst.dtype, offset: 0, strides: dst.strides.clone(), dynamic: vec![term.clone()] };
+            *dst = View {
+                buf: to,
+                dtype: dst.dtype,
+                offset: 0,
+                strides: dst.strides.clone(),
+                dynamic: vec![term.clone()],
+            };
         }
-        steps.remove(c);
-        steps.iter_mut().for_each(|st| restack_step(st, n, s, &term));
+        steps.iter_mut().for_each(|st| restack_step(st, buf, to, term));
+        true
     }
 }
 
