@@ -5,7 +5,7 @@
 mod common;
 
 use common::differential;
-use remat_ir::{parse_jaxpr, Array};
+use remat_ir::{parse_jaxpr, Array, CompareOp, Primitive};
 use remat_testkit::{
     check_close, conformance_cases, data_files, is_model_bench, primitive_cases, reduced_bench_cases, try_arrays, Rng,
 };
@@ -81,7 +81,8 @@ fn bench_programs() -> Vec<(String, remat_ir::Jaxpr)> {
 /// (`gated_benchmark_programs_match_the_interpreter_in_float64`).
 fn has_float_order_gates(jaxpr: &remat_ir::Jaxpr) -> bool {
     jaxpr.eqns.iter().any(|eqn| {
-        let order = matches!(eqn.primitive.name(), "gt" | "ge" | "lt" | "le");
+        let order =
+            matches!(eqn.primitive, Primitive::Compare(CompareOp::Gt | CompareOp::Ge | CompareOp::Lt | CompareOp::Le));
         let float = eqn.invars.iter().any(|a| jaxpr.atom_aval(a).dtype.is_float());
         (order && float) || eqn.primitive.subjaxprs().iter().any(|j| has_float_order_gates(j))
     })
