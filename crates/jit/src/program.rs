@@ -62,8 +62,9 @@ pub(crate) enum Step {
     /// `dst[i] = src(i)` for every `i` of the index space `space`.
     Kernel { space: Vec<usize>, dst: View, src: Expr },
     /// `dst[out(i)] = op(dst[out(i)], src(i))` over `space`, after filling `dst` with `op`'s
-    /// identity; `dst` is row-major over the kept axes.
-    Reduce { op: ReduceOp, space: Vec<usize>, axes: Vec<usize>, dst: BufId, src: Expr },
+    /// identity, or, if `accumulate`, starting from what `dst` holds (`dst op= reduce(src)`,
+    /// the combination grouped from `dst` on); `dst` is row-major over the kept axes.
+    Reduce { op: ReduceOp, space: Vec<usize>, axes: Vec<usize>, dst: BufId, src: Expr, accumulate: bool },
     /// The index of the first maximum of `src` along `axis` (NaN counts as the largest).
     Argmax { space: Vec<usize>, axis: usize, dst: BufId, src: Expr },
     /// A product by the runtime's GEMM; `desc` is an index into the program's descriptors.
@@ -159,9 +160,14 @@ impl Step {
         let expr = |e: &Expr| e.map_loads(&|v: &View| Expr::Load(view(v)));
         let renamed = match self {
             Step::Kernel { space, dst, src } => Step::Kernel { space: space.clone(), dst: view(dst), src: expr(src) },
-            Step::Reduce { op, space, axes, dst, src } => {
-                Step::Reduce { op: *op, space: space.clone(), axes: axes.clone(), dst: rename(*dst), src: expr(src) }
-            }
+            Step::Reduce { op, space, axes, dst, src, accumulate } => Step::Reduce {
+                op: *op,
+                space: space.clone(),
+                axes: axes.clone(),
+                dst: rename(*dst),
+                src: expr(src),
+                accumulate: *accumulate,
+            },
             Step::Argmax { space, axis, dst, src } => {
                 Step::Argmax { space: space.clone(), axis: *axis, dst: rename(*dst), src: expr(src) }
             }
@@ -265,8 +271,9 @@ pub(crate) fn describe(step: &Step, prog: &Program) -> String {
         Step::Kernel { space, dst, src } => {
             format!("kernel {space:?} -> {} ({} nodes) reads {}", name(&dst.buf), size(src), reads.join(" "))
         }
-        Step::Reduce { op, space, axes, dst, src } => format!(
-            "reduce {op:?} {space:?} axes {axes:?} -> {} ({} nodes) reads {}",
+        Step::Reduce { op, space, axes, dst, src, accumulate } => format!(
+            "reduce {op:?} {space:?} axes {axes:?} {}-> {} ({} nodes) reads {}",
+            if *accumulate { "accumulating " } else { "" },
             name(dst),
             size(src),
             reads.join(" ")

@@ -400,7 +400,8 @@ impl Fx<'_, '_> {
     }
 
     /// `dst = reduce(op, src, axes)`: fill with the identity (a range function leaves that
-    /// to its serial prologue), then accumulate in input order.
+    /// to its serial prologue), then accumulate in input order; if `accumulate`, start from
+    /// what `dst` holds instead.
     pub(super) fn reduce(
         &mut self,
         op: ReduceOp,
@@ -408,10 +409,11 @@ impl Fx<'_, '_> {
         axes: &[usize],
         dst: BufId,
         src: &Expr,
+        accumulate: bool,
     ) -> Result<(), JitError> {
         let dtype = src.dtype();
         let id = reduce_identity(op, dtype);
-        if self.range.is_none() {
+        if self.range.is_none() && !accumulate {
             self.reduce_fill(op, space, axes, dst, dtype);
         }
         let Some(nest) = reduce_nest(space, axes, src) else { return Ok(()) };

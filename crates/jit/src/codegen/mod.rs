@@ -287,7 +287,7 @@ fn define_kernels(
             )?),
             Some(split) => {
                 let prologue = match step {
-                    Step::Reduce { op, space, axes, dst, src } => {
+                    Step::Reduce { op, space, axes, dst, src, accumulate: false } => {
                         let fill = |fx: &mut Fx| {
                             fx.load_bases(&[*dst]);
                             fx.reduce_fill(*op, space, axes, *dst, src.dtype());
@@ -529,7 +529,9 @@ impl<'a, 'b> Fx<'a, 'b> {
         self.load_bases(&bufs);
         match step {
             Step::Kernel { space, dst, src } => self.kernel(space, dst, src),
-            Step::Reduce { op, space, axes, dst, src } => self.reduce(*op, space, axes, *dst, src)?,
+            Step::Reduce { op, space, axes, dst, src, accumulate } => {
+                self.reduce(*op, space, axes, *dst, src, *accumulate)?
+            }
             Step::Argmax { space, axis, dst, src } => self.argmax(space, *axis, *dst, src)?,
             Step::Dot { desc, lhs, rhs, dst } => {
                 let size = self.env.prog.dots[*desc].dtype.size_in_bytes() as i64;

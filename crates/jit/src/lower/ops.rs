@@ -266,8 +266,14 @@ impl Lowering {
         }
         let buf = target.unwrap_or_else(|| self.new_buf(out));
         if out.size() > 0 {
-            let step =
-                Step::Reduce { op, space: x.aval.shape.clone(), axes: axes.to_vec(), dst: buf, src: x.expr.clone() };
+            let step = Step::Reduce {
+                op,
+                space: x.aval.shape.clone(),
+                axes: axes.to_vec(),
+                dst: buf,
+                src: x.expr.clone(),
+                accumulate: false,
+            };
             self.push_step(step);
         }
         Val { expr: Expr::Load(View::contiguous(buf, out.dtype, &out.shape)), aval: out.clone() }
@@ -540,7 +546,7 @@ impl Lowering {
         let src = Expr::Binary(BinaryOp::Mul, dtype, Box::new(l.remap(&lmap)), Box::new(r.remap(&rmap)));
         let buf = target.unwrap_or_else(|| self.new_buf(out));
         let axes: Vec<usize> = (k0..k0 + nc).collect();
-        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src });
+        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src, accumulate: false });
         Some(Val { expr: Expr::Load(View::contiguous(buf, dtype, &out.shape)), aval: out.clone() })
     }
 

@@ -17,12 +17,12 @@
 //! Products of an xs slice by a loop-invariant operand run before the loop as one GEMM, and
 //! carries that only accumulate a product run theirs after it (`scan_hoist`).
 
-use remat_ir::{Aval, ClosedJaxpr, DType, LitValue};
+use remat_ir::{Aval, BinaryOp, ClosedJaxpr, DType, LitValue};
 
 use super::scan_hoist::{map_views, reads, touches, writes, Deferred, LoopFacts};
 use super::{Lowering, Val};
 use crate::expr::{row_major_strides, DynTerm, Expr, View};
-use crate::program::{BufId, Step, Storage};
+use crate::program::{BufId, Buffer, Step, Storage};
 use crate::JitError;
 
 pub(crate) struct ScanParams<'a> {
@@ -147,6 +147,9 @@ impl Lowering {
             for (i, src) in &sources {
                 lw.write(src, carry_bufs[*i]);
             }
+            // What the loop leaves for after it: the deferred carries' values.
+            let after: Vec<&Expr> = deferred.iter().map(|d| &outs[d.carry].expr).collect();
+            lw.accumulate_reductions(&after);
             Ok((before, deferred, outs))
         })?;
         for step in before {
@@ -220,6 +223,28 @@ impl Lowering {
         true
     }
 
+    /// A carry updated in place by `carry + r` (or `r + carry`, for any reduction's
+    /// combination), where `r` is the result of a reduction no other step nor any of the
+    /// expressions `after` (evaluated after the loop) reads, becomes that reduction accumulating into the carry: the
+    /// reduction needs no buffer of its own (XLA's reduce fusion adds a bias gradient's row
+    /// sum into its carry the same way). The combination is then grouped from the carry
+    /// on, `((c + x0) + x1) ...` instead of `c + (x0 + x1 ...)`: a reassociation, as a
+    /// split reduction makes.
+    fn accumulate_reductions(&mut self, after: &[&Expr]) {
+        let steps = self.scopes.last_mut().expect("a scan body's scope is open");
+        let mut k = 0;
+        while k < steps.len() {
+            if let Some(j) = accumulating_reduction(steps, k, &self.prog.buffers, after) {
+                let Step::Kernel { dst, .. } = steps.remove(k) else { unreachable!("checked a kernel") };
+                if let Step::Reduce { dst: r, accumulate, .. } = &mut steps[j] {
+                    (*r, *accumulate) = (dst.buf, true);
+                }
+                continue;
+            }
+            k += 1;
+        }
+    }
+
     pub(crate) fn materialize_if_computed(&mut self, v: Val) -> Val {
         if v.expr.is_trivial() {
             v
@@ -227,6 +252,56 @@ impl Lowering {
             self.materialize(v, None)
         }
     }
+}
+
+/// If step `k` is a kernel `c = c op r` that [`Lowering::accumulate_reductions`] folds into
+/// the reduction writing `r`, that reduction's position.
+fn accumulating_reduction(steps: &[Step], k: usize, buffers: &[Buffer], after: &[&Expr]) -> Option<usize> {
+    let Step::Kernel { space, dst, src: Expr::Binary(bin, dtype, a, b) } = &steps[k] else { return None };
+    let c = dst.buf;
+    let whole = |e: &Expr, buf: BufId| matches!(e, Expr::Load(v) if v.buf == buf && v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(space));
+    if !whole(&Expr::Load(dst.clone()), c) {
+        return None;
+    }
+    let other = if whole(a, c) {
+        b
+    } else if whole(b, c) {
+        a
+    } else {
+        return None;
+    };
+    // `identity op r` (a reduction over unit axes of `r`) is `r`: `r` is a reduction's
+    // result, which starts from the identity.
+    let mut other: &Expr = other;
+    let mut wrapped = Vec::new();
+    while let Expr::Binary(op, _, lit, x) = other {
+        let Expr::Lit(l) = &**lit else { return None };
+        wrapped.push((*op, *l));
+        other = x;
+    }
+    let Expr::Load(rv) = other else { return None };
+    let r = rv.buf;
+    if !whole(other, r) || !matches!(buffers[r.0 as usize].storage, Storage::Arena { host: false }) {
+        return None;
+    }
+    let j = (0..k).rev().find(|&j| touches(&steps[j], r))?;
+    let Step::Reduce { op, space: rspace, axes, src, accumulate: false, .. } = &steps[j] else { return None };
+    let kept: usize = rspace.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).product();
+    // `add_any` is `add` on arrays.
+    let combines = |o: &BinaryOp| super::reduce_binary(*op) == if *o == BinaryOp::AddAny { BinaryOp::Add } else { *o };
+    let same_op =
+        combines(bin) && wrapped.iter().all(|(o, l)| combines(o) && *l == super::reduce_identity(*op, *dtype));
+    let alone = steps.iter().enumerate().all(|(i, s)| i == j || i == k || !touches(s, r))
+        && after.iter().all(|e| !reads(e, r))
+        && steps[j + 1..k].iter().all(|s| !touches(s, c))
+        && !reads(src, c);
+    (same_op
+        && alone
+        && src.dtype() == *dtype
+        && dst.dtype == *dtype
+        && kept == space.iter().product::<usize>()
+        && buffers[c.0 as usize].bytes == buffers[r.0 as usize].bytes)
+        .then_some(j)
 }
 
 /// Whether `e`, evaluated over `shape`, reads `carry` only whole and row-major (each point

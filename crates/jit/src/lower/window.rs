@@ -232,7 +232,14 @@ impl Lowering {
             });
         } else {
             let axes = (0..shape.len()).collect();
-            self.push_step(Step::Reduce { op: ReduceOp::Min, space: shape.to_vec(), axes, dst: flag, src: finite });
+            self.push_step(Step::Reduce {
+                op: ReduceOp::Min,
+                space: shape.to_vec(),
+                axes,
+                dst: flag,
+                src: finite,
+                accumulate: false,
+            });
         }
         let as_i32 = Expr::Convert {
             from: DType::Bool,
@@ -280,7 +287,7 @@ impl Lowering {
             let from = out.dtype;
             let wide = self.new_buf(&Aval::new(DType::F32, out.shape.clone()));
             let src = Expr::Convert { from, to: DType::F32, x: Box::new(src) };
-            self.push_step(Step::Reduce { op, space, axes, dst: wide, src });
+            self.push_step(Step::Reduce { op, space, axes, dst: wide, src, accumulate: false });
             let sum = Expr::Load(View::contiguous(wide, DType::F32, &out.shape));
             self.write(
                 &Val { expr: Expr::Convert { from: DType::F32, to: from, x: Box::new(sum) }, aval: out.clone() },
@@ -288,7 +295,7 @@ impl Lowering {
             );
             return result;
         }
-        self.push_step(Step::Reduce { op, space, axes, dst: buf, src });
+        self.push_step(Step::Reduce { op, space, axes, dst: buf, src, accumulate: false });
         result
     }
 
@@ -469,7 +476,7 @@ impl Lowering {
         space.extend(&p.p_shape[2 + ns..]);
         let buf = self.new_buf(out);
         let axes = (kept.len()..space.len()).collect();
-        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src });
+        self.push_step(Step::Reduce { op: ReduceOp::Sum, space, axes, dst: buf, src, accumulate: false });
         let rm = row_major_strides(&kept);
         let mut strides = vec![rm[ns + 1], rm[0]];
         strides.extend(&rm[1..1 + ns]);
