@@ -8,7 +8,9 @@
 //! memory; the layout is a greedy first fit in order of first use. An elementwise kernel may
 //! write its result in place over an operand that dies at that kernel, when it reads that
 //! operand only at the element it writes (same view): each element is read before it is
-//! overwritten.
+//! overwritten. Inside a loop, a kernel that fills slot `[counter]` of a stack from the same
+//! slot of a stack that only it reads, and that nothing reads after the loop, fills it in
+//! place too: the stack the loop builds is the one it consumes.
 //!
 //! An output's memory is free until the program first writes the output, so a device buffer
 //! that dies before then may live inside it, as XLA's buffer assignment does: a gradient
@@ -46,6 +48,8 @@ pub(crate) enum Home {
 pub(crate) struct Layout {
     /// The home of each buffer and its byte offset there (`None` for non-arena buffers).
     pub places: Vec<Option<(Home, usize)>>,
+    /// For each buffer written in place over an operand, that operand.
+    pub written_over: Vec<Option<BufId>>,
     pub device_bytes: usize,
     pub host_bytes: usize,
 }
@@ -88,6 +92,16 @@ pub(crate) fn lifetimes(prog: &Program) -> (Lifetimes, Vec<InPlace>) {
         number(std::slice::from_ref(step), &mut pos, &mut first, &mut last, &mut loops, &mut candidates);
         top_steps.push((start, pos));
     }
+    // A kernel filling a loop's stack slot by slot: its destination must be first named,
+    // and its operands last named, by that kernel (before the lifetimes are stretched over
+    // the loops, which makes them meet at the loop's ends).
+    for c in candidates.iter_mut().filter(|c| c.at.is_some()) {
+        let at = c.at.expect("filtered");
+        c.ops.retain(|a| last[a.0 as usize] == at);
+        if first[c.dst.0 as usize] != at {
+            c.ops.clear();
+        }
+    }
     // The caller reads every output after the last step.
     for b in 0..n {
         if matches!(prog.buffers[b].storage, Storage::Out { .. }) && first[b] != usize::MAX {
@@ -118,16 +132,17 @@ pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
     let n = prog.buffers.len();
     let (lifetimes, candidates) = lifetimes(prog);
     let (first, last) = (&lifetimes.first, &lifetimes.last);
-    // In-place pairs (dst, operand): the operand's last use is the kernel that first writes dst.
+    // In-place pairs (dst, operand): the operand's last use is the kernel that first writes
+    // dst (or the loop whose stack slots that kernel fills).
     let mut in_place: Vec<Option<usize>> = vec![None; n];
-    for (s, dst, ops) in candidates {
+    for InPlace { start, end, dst, ops, .. } in candidates {
         let d = dst.0 as usize;
-        if first[d] != s || !matches!(prog.buffers[d].storage, Storage::Arena { .. }) {
+        if first[d] != start || !matches!(prog.buffers[d].storage, Storage::Arena { .. }) {
             continue;
         }
         in_place[d] = ops.iter().map(|b| b.0 as usize).find(|&a| {
             a != d
-                && last[a] == s
+                && last[a] == end
                 && prog.buffers[a].storage == prog.buffers[d].storage
                 && prog.buffers[a].bytes >= prog.buffers[d].bytes
         });
@@ -141,7 +156,7 @@ pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
         })
         .collect();
     lenders.sort_by_key(|&o| (first[o], prog.buffers[o].bytes));
-    let mut layout = Layout { places: vec![None; n], device_bytes: 0, host_bytes: 0 };
+    let mut layout = Layout { places: vec![None; n], written_over: vec![None; n], device_bytes: 0, host_bytes: 0 };
     for host in [false, true] {
         let mut order: Vec<usize> =
             (0..n).filter(|&b| prog.buffers[b].storage == Storage::Arena { host } && first[b] != usize::MAX).collect();
@@ -176,6 +191,9 @@ pub(crate) fn plan_with_lifetimes(prog: &Program) -> (Layout, Lifetimes) {
                 let free = placed.get_mut(&home).is_none_or(|h| h.expire(span.0).is_free(start, start + size, operand));
                 (home_ok && start + size <= limit(home) && free).then_some((home, start))
             });
+            if reuse.is_some() {
+                layout.written_over[b] = in_place[b].map(|a| BufId(a as u32));
+            }
             let place = reuse
                 .or_else(|| {
                     let unwritten = lenders.partition_point(|&o| first[o] <= last[b]);
@@ -277,9 +295,22 @@ fn align(x: usize) -> usize {
     x.div_ceil(ALIGN) * ALIGN
 }
 
-/// An elementwise kernel at a step, its destination, and the operands it reads only at the
-/// element it writes (candidates for writing in place).
-type InPlace = (usize, BufId, Vec<BufId>);
+/// An elementwise kernel's destination and the operands it reads only at the element it
+/// writes: candidates for writing in place, where the destination's life starts at `start`
+/// and the operand's ends at `end`. For a kernel at the top of a step list both are its
+/// position. For a kernel in a loop body that writes slot `[counter]` of a stack and reads
+/// an operand only at that same slot (`x[counter]`), an operand no other step of the loop
+/// names, they are the loop's first and last positions: each iteration reads its own slot
+/// before writing it, and no iteration reads another's, so the stack the loop fills may be
+/// the one it consumes (a backward scan's cotangents, written over the incoming stack).
+pub(crate) struct InPlace {
+    start: usize,
+    end: usize,
+    dst: BufId,
+    ops: Vec<BufId>,
+    /// A slot-filling kernel's own position, until its lifetimes are checked.
+    at: Option<usize>,
+}
 
 /// Numbers the steps, recording each buffer's first and last reference and each loop's range.
 fn number(
@@ -293,7 +324,8 @@ fn number(
     for step in steps {
         if let Step::Kernel { dst, src, .. } = step {
             if dst.dynamic.is_empty() {
-                in_place.push((*pos, dst.buf, same_view_operands(dst, src)));
+                let ops = same_view_operands(dst, src);
+                in_place.push(InPlace { start: *pos, end: *pos, dst: dst.buf, ops, at: None });
             }
         }
         match step {
@@ -304,6 +336,7 @@ fn number(
                 let e = (*pos).max(s + 1) - 1;
                 touch(*counter, e, first, last);
                 loops.push((s, e));
+                slot_candidates(body, *counter, s, e, in_place);
             }
             // Only one branch runs, but a branch is numbered like a loop body: what the
             // switch reads from outside lives across all of it (simple, and safe).
@@ -343,14 +376,66 @@ fn number(
     }
 }
 
-/// The buffers `src` reads only through exactly the view `dst` writes.
+/// The in-place candidates of a loop's body (from `s` to `e`, counting with `counter`):
+/// its kernels that write slot `[counter]` of a stack, each slot apart from the others,
+/// with the operands they read only at that slot and that no other step of the body names.
+/// Their lifetimes are checked by [`lifetimes`].
+fn slot_candidates(body: &[Step], counter: BufId, s: usize, e: usize, out: &mut Vec<InPlace>) {
+    let mut at = s;
+    for step in body {
+        let here = at;
+        at += positions(step);
+        let Step::Kernel { space, dst, src } = step else { continue };
+        let [term] = &dst.dynamic[..] else { continue };
+        // The static part of a slot spans less than the slot stride: slots are disjoint.
+        let span: i64 = space.iter().zip(&dst.strides).map(|(&n, &st)| (n as i64 - 1).max(0) * st.abs()).sum();
+        if term.index != counter || span >= term.stride.abs() || space.contains(&0) {
+            continue;
+        }
+        let mut ops = same_view_operands(dst, src);
+        ops.retain(|&a| body.iter().filter(|st| names(st, a)).count() == 1 && a != dst.buf);
+        if !ops.is_empty() && !reads_buffer(src, dst.buf) {
+            out.push(InPlace { start: s, end: e, dst: dst.buf, ops, at: Some(here) });
+        }
+    }
+}
+
+/// How many positions `step` takes in [`number`]'s count.
+fn positions(step: &Step) -> usize {
+    match step {
+        Step::Loop { body, .. } => body.iter().map(positions).sum(),
+        Step::Switch { branches, .. } => branches.iter().flatten().map(positions).sum(),
+        Step::While { cond, body, .. } => cond.iter().chain(body).map(positions).sum(),
+        Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. } | Step::Native { .. } => 1,
+    }
+}
+
+/// Whether `step` (or any step inside it) names `buf`.
+fn names(step: &Step, buf: BufId) -> bool {
+    let mut bufs = Vec::new();
+    step.buffers(&mut bufs);
+    bufs.contains(&buf)
+}
+
+fn reads_buffer(e: &Expr, buf: BufId) -> bool {
+    let mut hit = false;
+    e.visit(&mut |n| {
+        if let Expr::Load(v) = n {
+            hit |= v.buf == buf || v.dynamic.iter().any(|d| d.index == buf);
+        }
+    });
+    hit
+}
+
+/// The buffers `src` reads only through exactly the view `dst` writes (its static part and
+/// its dynamic offsets alike).
 fn same_view_operands(dst: &View, src: &Expr) -> Vec<BufId> {
     let mut same = Vec::new();
     let mut other = Vec::new();
     src.visit(&mut |e| {
         if let Expr::Load(v) = e {
             let aligned = v.dtype == dst.dtype && v.offset == dst.offset && v.strides == dst.strides;
-            if aligned && v.dynamic.is_empty() {
+            if aligned && v.dynamic == dst.dynamic {
                 same.push(v.buf);
             } else {
                 other.push(v.buf);
@@ -506,6 +591,70 @@ mod tests {
         let l = plan(&p);
         assert_eq!(l.places[inner.0 as usize].map(|p| p.0), Some(Home::Pool));
         assert_eq!(l.buffers_in_outputs(), 0);
+    }
+
+    /// `dst[counter] = 2 * src[counter]` over a stack of 4 slots of 4 `f32`.
+    fn slot_kernel(dst: BufId, src: View, counter: BufId) -> Step {
+        let slot = View {
+            buf: dst,
+            dtype: DType::F32,
+            offset: 0,
+            strides: vec![1],
+            dynamic: vec![crate::expr::DynTerm { index: counter, max: 3, stride: 4 }],
+        };
+        let two = Box::new(Expr::Lit(LitValue::F32(2.0)));
+        let src = Expr::Binary(remat_ir::BinaryOp::Mul, DType::F32, two, Box::new(Expr::Load(src)));
+        Step::Kernel { space: vec![4], dst: slot, src }
+    }
+
+    /// A loop that fills a stack slot by slot from the slots of a stack that nothing else
+    /// reads fills it in place (a backward scan's cotangents over the incoming stack); any
+    /// other reader of the incoming stack (in the loop or after it), or a read of other
+    /// slots than the one written, keeps them apart.
+    #[test]
+    fn a_loop_fills_a_stack_over_the_stack_it_consumes_slot_by_slot() {
+        for case in ["alone", "read again in the loop", "read after the loop", "another slot"] {
+            let mut p = Program::default();
+            let xs = arena(&mut p, 64, 4);
+            let counter = arena(&mut p, 4, 4);
+            let ys = arena(&mut p, 64, 4);
+            let sink = arena(&mut p, 64, 4);
+            let scratch = arena(&mut p, 16, 4);
+            let mut read = View {
+                buf: xs,
+                dtype: DType::F32,
+                offset: 0,
+                strides: vec![1],
+                dynamic: vec![crate::expr::DynTerm { index: counter, max: 3, stride: 4 }],
+            };
+            if case == "another slot" {
+                read.dynamic[0].max = 2;
+                read.offset = 4;
+            }
+            let mut body = vec![slot_kernel(ys, read, counter)];
+            if case == "read again in the loop" {
+                body.push(kernel(scratch, Some(xs)));
+            }
+            let mut steps = vec![
+                Step::Kernel {
+                    space: vec![16],
+                    dst: View::contiguous(xs, DType::F32, &[16]),
+                    src: Expr::Lit(LitValue::F32(1.0)),
+                },
+                Step::Loop { length: 4, reverse: false, counter, body },
+            ];
+            let after = if case == "read after the loop" { xs } else { ys };
+            steps.push(Step::Kernel {
+                space: vec![16],
+                dst: View::contiguous(sink, DType::F32, &[16]),
+                src: Expr::Load(View::contiguous(after, DType::F32, &[16])),
+            });
+            steps.push(kernel(scratch, Some(ys)));
+            p.steps = steps;
+            let l = plan(&p);
+            let shared = l.places[xs.0 as usize] == l.places[ys.0 as usize];
+            assert_eq!(shared, case == "alone", "{case}");
+        }
     }
 
     /// A placed buffer: its lifetime and its byte range in its home.

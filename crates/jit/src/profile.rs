@@ -19,7 +19,7 @@
 use remat_ir::{Array, Atom, Jaxpr, Var};
 
 use crate::plan::{self, Home};
-use crate::program::Storage;
+use crate::program::{BufId, Storage};
 use crate::{checked_front, io_bytes, Front, JitError, MemoryPlan, Options};
 
 /// Where an arena buffer lives.
@@ -50,9 +50,11 @@ pub struct BufferProfile {
     /// The top-level variable whose value it holds whole, if any (a buffer may also be a
     /// lowering's temporary, or hold a value inside an inlined call).
     pub var: Option<Var>,
-    /// Whether, at its last position, an elementwise kernel writes another buffer in place
-    /// over it: it holds its bytes only until the position before (see [`Self::holds_at`]).
-    pub handed_over: bool,
+    /// The position where another buffer written in place over it takes its bytes over:
+    /// its last position, for the operand of an elementwise kernel that writes over it, or
+    /// the first position of a loop that fills a stack slot by slot over it (the stack it
+    /// consumes). It holds its bytes only before that position (see [`Self::holds_at`]).
+    pub handed_over_at: Option<usize>,
 }
 
 impl BufferProfile {
@@ -65,7 +67,7 @@ impl BufferProfile {
     /// position where a buffer written in place over it takes them over. Memory is
     /// counted with this, so no byte is counted twice.
     pub fn holds_at(&self, position: usize) -> bool {
-        self.live_at(position) && !(self.handed_over && position == self.last)
+        self.live_at(position) && self.handed_over_at.is_none_or(|h| position < h)
     }
 
     /// The bytes it takes in its home (a buffer of no bytes still takes one).
@@ -108,7 +110,7 @@ impl MemoryProfile {
     pub fn live_bytes(&self) -> Vec<usize> {
         let mut delta = vec![0i128; self.positions + 2];
         for b in self.buffers.iter().filter(|b| b.home == BufferHome::Arena) {
-            let end = if b.handed_over { b.last } else { b.last + 1 };
+            let end = b.handed_over_at.unwrap_or(b.last + 1);
             delta[b.first] += b.bytes as i128;
             delta[end] -= b.bytes as i128;
         }
@@ -148,8 +150,11 @@ pub fn memory_profile(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Res
         step_eqns[s..e].iter_mut().for_each(|x| *x = origin(eqn));
     }
     let mut buffers = Vec::new();
+    // Each program buffer's index in `buffers`.
+    let mut index = vec![None; prog.buffers.len()];
     for (b, buf) in prog.buffers.iter().enumerate() {
         let (Storage::Arena { host }, Some((home, offset))) = (buf.storage, layout.places[b]) else { continue };
+        index[b] = Some(buffers.len());
         let home = match home {
             Home::Pool if host => BufferHome::HostPool,
             Home::Pool => BufferHome::Arena,
@@ -166,37 +171,23 @@ pub fn memory_profile(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Res
             last: lifetimes.last[b],
             eqn: origin(prog.provenance.buffer_eqn[b]),
             var: prog.provenance.buffer_var[b].and_then(|m| input_var[m.index()]),
-            handed_over: false,
+            handed_over_at: None,
         });
     }
-    mark_handovers(&mut buffers);
+    mark_handovers(&mut buffers, &index, &layout.written_over);
     let peak = find_peak(&buffers, plan.peak_bytes);
     Ok(MemoryProfile { plan, positions: lifetimes.end, step_eqns, buffers, peak })
 }
 
-/// Marks the buffers an in-place kernel writes over: the planner puts the new buffer at the
-/// operand's very offset, at the position where the operand dies.
-fn mark_handovers(buffers: &mut [BufferProfile]) {
-    let mut order: Vec<usize> = (0..buffers.len()).collect();
-    let key = |b: &BufferProfile| (home_key(b.home), b.offset, b.first);
-    order.sort_by_key(|&i| key(&buffers[i]));
-    for w in 0..order.len() {
-        let a = order[w];
-        let taken = order[w + 1..]
-            .iter()
-            .take_while(|&&b| {
-                (home_key(buffers[b].home), buffers[b].offset) == (home_key(buffers[a].home), buffers[a].offset)
-            })
-            .any(|&b| buffers[b].first == buffers[a].last && b != a);
-        buffers[a].handed_over = taken;
-    }
-}
-
-fn home_key(h: BufferHome) -> (u8, usize) {
-    match h {
-        BufferHome::Arena => (0, 0),
-        BufferHome::Output(k) => (1, k),
-        BufferHome::HostPool => (2, 0),
+/// Marks the buffers written over in place (the planner's `written_over`): a buffer hands
+/// its bytes to the one written over it where that one starts: where the operand dies, for
+/// an elementwise kernel, or at the start of the loop at whose end the operand dies, for a
+/// stack filled slot by slot over the one it consumes.
+fn mark_handovers(buffers: &mut [BufferProfile], index: &[Option<usize>], written_over: &[Option<BufId>]) {
+    for (d, over) in written_over.iter().enumerate() {
+        if let (Some(a), Some(di)) = (over.and_then(|a| index[a.0 as usize]), index[d]) {
+            buffers[a].handed_over_at = Some(buffers[di].first);
+        }
     }
 }
 

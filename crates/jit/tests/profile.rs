@@ -24,7 +24,7 @@ fn check(name: &str, jaxpr: &Jaxpr, options: &Options) -> MemoryProfile {
         for b in &arena[i + 1..] {
             let alive_together = a.first <= b.last && b.first <= a.last;
             let overlap = a.offset < b.offset + b.extent() && b.offset < a.offset + a.extent();
-            let in_place = (a.handed_over && a.last == b.first) || (b.handed_over && b.last == a.first);
+            let in_place = a.handed_over_at == Some(b.first) || b.handed_over_at == Some(a.first);
             assert!(!(alive_together && overlap) || in_place, "{name}: {a:?} and {b:?} overlap");
         }
     }
