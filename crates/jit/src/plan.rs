@@ -377,9 +377,9 @@ fn number(
 }
 
 /// The in-place candidates of a loop's body (from `s` to `e`, counting with `counter`):
-/// its kernels that write slot `[counter]` of a stack, each slot apart from the others,
-/// with the operands they read only at that slot and that no other step of the body names.
-/// Their lifetimes are checked by [`lifetimes`].
+/// its kernels that write slot `[counter]` of a stack that no other step of the body
+/// writes, each slot apart from the others, with the operands they read only at that slot
+/// and that no other step of the body names. Their lifetimes are checked by [`lifetimes`].
 fn slot_candidates(body: &[Step], counter: BufId, s: usize, e: usize, out: &mut Vec<InPlace>) {
     let mut at = s;
     for step in body {
@@ -389,7 +389,12 @@ fn slot_candidates(body: &[Step], counter: BufId, s: usize, e: usize, out: &mut 
         let [term] = &dst.dynamic[..] else { continue };
         // The static part of a slot spans less than the slot stride: slots are disjoint.
         let span: i64 = space.iter().zip(&dst.strides).map(|(&n, &st)| (n as i64 - 1).max(0) * st.abs()).sum();
-        if term.index != counter || span >= term.stride.abs() || space.contains(&0) {
+        let writers = body.iter().filter(|st| {
+            let mut w = Vec::new();
+            st.writes(&mut w);
+            w.contains(&dst.buf)
+        });
+        if term.index != counter || span >= term.stride.abs() || space.contains(&0) || writers.count() != 1 {
             continue;
         }
         let mut ops = same_view_operands(dst, src);
@@ -609,11 +614,14 @@ mod tests {
 
     /// A loop that fills a stack slot by slot from the slots of a stack that nothing else
     /// reads fills it in place (a backward scan's cotangents over the incoming stack); any
-    /// other reader of the incoming stack (in the loop or after it), or a read of other
-    /// slots than the one written, keeps them apart.
+    /// other reader of the incoming stack (in the loop or after it), a read of other slots
+    /// than the one written, or another write of the new stack in the loop (which could
+    /// overwrite slots not yet read) keeps them apart.
     #[test]
     fn a_loop_fills_a_stack_over_the_stack_it_consumes_slot_by_slot() {
-        for case in ["alone", "read again in the loop", "read after the loop", "another slot"] {
+        let cases =
+            ["alone", "read again in the loop", "read after the loop", "another slot", "written again in the loop"];
+        for case in cases {
             let mut p = Program::default();
             let xs = arena(&mut p, 64, 4);
             let counter = arena(&mut p, 4, 4);
@@ -634,6 +642,9 @@ mod tests {
             let mut body = vec![slot_kernel(ys, read, counter)];
             if case == "read again in the loop" {
                 body.push(kernel(scratch, Some(xs)));
+            }
+            if case == "written again in the loop" {
+                body.push(kernel(ys, None));
             }
             let mut steps = vec![
                 Step::Kernel {

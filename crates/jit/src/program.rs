@@ -133,6 +133,24 @@ impl Step {
 }
 
 impl Step {
+    /// The buffers the step writes (a loop's include its counter and its body's).
+    pub fn writes(&self, out: &mut Vec<BufId>) {
+        match self {
+            Step::Kernel { dst, .. } => out.push(dst.buf),
+            Step::Reduce { dst, .. } | Step::Argmax { dst, .. } => out.push(*dst),
+            Step::Dot { dst, .. } => out.push(dst.buf),
+            Step::Native { bufs, num_ins, .. } => out.extend(&bufs[*num_ins..]),
+            Step::Loop { counter, body, .. } => {
+                out.push(*counter);
+                body.iter().for_each(|s| s.writes(out));
+            }
+            Step::Switch { branches, .. } => branches.iter().flatten().for_each(|s| s.writes(out)),
+            Step::While { cond, body, .. } => cond.iter().chain(body).for_each(|s| s.writes(out)),
+        }
+    }
+}
+
+impl Step {
     /// The distinct buffers of the step in the order `buffers` names them first: the
     /// layout of the base-address array its compiled function receives.
     pub fn canonical_buffers(&self) -> Vec<BufId> {

@@ -122,7 +122,7 @@ pub(crate) fn lower_program(
     prog.num_consts = lw.consts.len();
     let written = |s: &Step| {
         let mut w = Vec::new();
-        share::writes(s, &mut w);
+        s.writes(&mut w);
         w
     };
     let before: Vec<Vec<BufId>> = prog.steps.iter().map(written).collect();

@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 
 use remat_ir::{Aval, BinaryOp};
 
-use super::{share, Lowering, Val};
+use super::{Lowering, Val};
 use crate::expr::{DynTerm, Expr, View};
 use crate::program::{BufId, Step, Storage};
 
@@ -78,7 +78,7 @@ impl LoopFacts<'_> {
 /// The buffers `steps` write.
 fn written(steps: &[Step]) -> HashSet<BufId> {
     let mut w = Vec::new();
-    steps.iter().for_each(|s| share::writes(s, &mut w));
+    steps.iter().for_each(|s| s.writes(&mut w));
     w.into_iter().collect()
 }
 
@@ -142,7 +142,7 @@ pub(super) fn map_views(step: &mut Step, f: &impl Fn(&View) -> View) {
 /// Whether `step` writes `buf`.
 pub(super) fn writes(step: &Step, buf: BufId) -> bool {
     let mut w = Vec::new();
-    share::writes(step, &mut w);
+    step.writes(&mut w);
     w.contains(&buf)
 }
 

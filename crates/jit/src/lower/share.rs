@@ -74,7 +74,7 @@ impl<A: Fn(BufId) -> bool> Fold<'_, A> {
             let mut bufs = Vec::new();
             s.buffers(&mut bufs);
             let mut w = Vec::new();
-            writes(s, &mut w);
+            s.writes(&mut w);
             for (map, mut list) in [(&mut namers, bufs), (&mut writers, w)] {
                 list.sort_unstable();
                 list.dedup();
@@ -172,22 +172,6 @@ fn count_references(steps: &[Step], counts: &mut HashMap<BufId, usize>) {
         for b in bufs {
             *counts.entry(b).or_default() += 1;
         }
-    }
-}
-
-/// The buffers a step writes (a loop's include its counter and its body's).
-pub(crate) fn writes(step: &Step, out: &mut Vec<BufId>) {
-    match step {
-        Step::Kernel { dst, .. } => out.push(dst.buf),
-        Step::Reduce { dst, .. } | Step::Argmax { dst, .. } => out.push(*dst),
-        Step::Dot { dst, .. } => out.push(dst.buf),
-        Step::Native { bufs, num_ins, .. } => out.extend(&bufs[*num_ins..]),
-        Step::Loop { counter, body, .. } => {
-            out.push(*counter);
-            body.iter().for_each(|s| writes(s, out));
-        }
-        Step::Switch { branches, .. } => branches.iter().flatten().for_each(|s| writes(s, out)),
-        Step::While { cond, body, .. } => cond.iter().chain(body).for_each(|s| writes(s, out)),
     }
 }
 
