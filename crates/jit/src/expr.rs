@@ -196,6 +196,17 @@ impl Expr {
 
     /// Calls `f` on every node, parents before children, operands left to right (a shared
     /// subexpression at each of its occurrences, as evaluation walks the leaves).
+    /// Whether the expression reads `buf` (through a load or a load's dynamic offset).
+    pub fn reads(&self, buf: BufId) -> bool {
+        let mut hit = false;
+        self.visit(&mut |n| {
+            if let Expr::Load(v) = n {
+                hit |= v.buf == buf || v.dynamic.iter().any(|d| d.index == buf);
+            }
+        });
+        hit
+    }
+
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match self {

@@ -329,14 +329,14 @@ fn number(
             }
         }
         match step {
-            Step::Loop { counter, body, .. } => {
+            Step::Loop { counter, body, length, .. } => {
                 let s = *pos;
                 touch(*counter, s, first, last);
                 number(body, pos, first, last, loops, in_place);
                 let e = (*pos).max(s + 1) - 1;
                 touch(*counter, e, first, last);
                 loops.push((s, e));
-                slot_candidates(body, *counter, s, e, in_place);
+                slot_candidates(body, *counter, *length, s, e, in_place);
             }
             // Only one branch runs, but a branch is numbered like a loop body: what the
             // switch reads from outside lives across all of it (simple, and safe).
@@ -376,11 +376,12 @@ fn number(
     }
 }
 
-/// The in-place candidates of a loop's body (from `s` to `e`, counting with `counter`):
-/// its kernels that write slot `[counter]` of a stack that no other step of the body
-/// writes, each slot apart from the others, with the operands they read only at that slot
-/// and that no other step of the body names. Their lifetimes are checked by [`lifetimes`].
-fn slot_candidates(body: &[Step], counter: BufId, s: usize, e: usize, out: &mut Vec<InPlace>) {
+/// The in-place candidates of a loop's body (from `s` to `e`, counting `length` steps with
+/// `counter`): its kernels that write slot `[counter]` of a stack that no other step of the
+/// body writes, each iteration its own slot (no clamping merges two, and slots are apart),
+/// with the operands they read only at that slot and that no other step of the body names.
+/// Their lifetimes are checked by [`lifetimes`].
+fn slot_candidates(body: &[Step], counter: BufId, length: usize, s: usize, e: usize, out: &mut Vec<InPlace>) {
     let mut at = s;
     for step in body {
         let here = at;
@@ -394,12 +395,13 @@ fn slot_candidates(body: &[Step], counter: BufId, s: usize, e: usize, out: &mut 
             st.writes(&mut w);
             w.contains(&dst.buf)
         });
-        if term.index != counter || span >= term.stride.abs() || space.contains(&0) || writers.count() != 1 {
+        let own_slots = term.index == counter && term.max >= length as i64 - 1 && span < term.stride.abs();
+        if !own_slots || space.contains(&0) || writers.count() != 1 {
             continue;
         }
         let mut ops = same_view_operands(dst, src);
         ops.retain(|&a| body.iter().filter(|st| names(st, a)).count() == 1 && a != dst.buf);
-        if !ops.is_empty() && !reads_buffer(src, dst.buf) {
+        if !ops.is_empty() && !src.reads(dst.buf) {
             out.push(InPlace { start: s, end: e, dst: dst.buf, ops, at: Some(here) });
         }
     }
@@ -420,16 +422,6 @@ fn names(step: &Step, buf: BufId) -> bool {
     let mut bufs = Vec::new();
     step.buffers(&mut bufs);
     bufs.contains(&buf)
-}
-
-fn reads_buffer(e: &Expr, buf: BufId) -> bool {
-    let mut hit = false;
-    e.visit(&mut |n| {
-        if let Expr::Load(v) = n {
-            hit |= v.buf == buf || v.dynamic.iter().any(|d| d.index == buf);
-        }
-    });
-    hit
 }
 
 /// The buffers `src` reads only through exactly the view `dst` writes (its static part and
@@ -598,14 +590,15 @@ mod tests {
         assert_eq!(l.buffers_in_outputs(), 0);
     }
 
-    /// `dst[counter] = 2 * src[counter]` over a stack of 4 slots of 4 `f32`.
-    fn slot_kernel(dst: BufId, src: View, counter: BufId) -> Step {
+    /// `dst[counter] = 2 * src[counter]` over a stack of 4 slots of 4 `f32`, the slot at
+    /// `min(counter, max)`.
+    fn slot_kernel(dst: BufId, src: View, counter: BufId, max: i64) -> Step {
         let slot = View {
             buf: dst,
             dtype: DType::F32,
             offset: 0,
             strides: vec![1],
-            dynamic: vec![crate::expr::DynTerm { index: counter, max: 3, stride: 4 }],
+            dynamic: vec![crate::expr::DynTerm { index: counter, max, stride: 4 }],
         };
         let two = Box::new(Expr::Lit(LitValue::F32(2.0)));
         let src = Expr::Binary(remat_ir::BinaryOp::Mul, DType::F32, two, Box::new(Expr::Load(src)));
@@ -615,12 +608,19 @@ mod tests {
     /// A loop that fills a stack slot by slot from the slots of a stack that nothing else
     /// reads fills it in place (a backward scan's cotangents over the incoming stack); any
     /// other reader of the incoming stack (in the loop or after it), a read of other slots
-    /// than the one written, or another write of the new stack in the loop (which could
-    /// overwrite slots not yet read) keeps them apart.
+    /// than the one written, another write of the new stack in the loop (which could
+    /// overwrite slots not yet read), or a slot two iterations share (a clamped counter)
+    /// keeps them apart.
     #[test]
     fn a_loop_fills_a_stack_over_the_stack_it_consumes_slot_by_slot() {
-        let cases =
-            ["alone", "read again in the loop", "read after the loop", "another slot", "written again in the loop"];
+        let cases = [
+            "alone",
+            "read again in the loop",
+            "read after the loop",
+            "another slot",
+            "written again in the loop",
+            "clamped",
+        ];
         for case in cases {
             let mut p = Program::default();
             let xs = arena(&mut p, 64, 4);
@@ -636,10 +636,14 @@ mod tests {
                 dynamic: vec![crate::expr::DynTerm { index: counter, max: 3, stride: 4 }],
             };
             if case == "another slot" {
-                read.dynamic[0].max = 2;
                 read.offset = 4;
+                read.dynamic[0].max = 2;
             }
-            let mut body = vec![slot_kernel(ys, read, counter)];
+            // The last two iterations both read and write slot 2: the last one would read
+            // what the one before wrote.
+            let max = if case == "clamped" { 2 } else { 3 };
+            read.dynamic[0].max = read.dynamic[0].max.min(max);
+            let mut body = vec![slot_kernel(ys, read, counter, max)];
             if case == "read again in the loop" {
                 body.push(kernel(scratch, Some(xs)));
             }

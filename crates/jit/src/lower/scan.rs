@@ -19,7 +19,7 @@
 
 use remat_ir::{Aval, BinaryOp, ClosedJaxpr, DType, LitValue};
 
-use super::scan_hoist::{map_views, reads, touches, writes, Deferred, LoopFacts};
+use super::scan_hoist::{map_views, touches, writes, Deferred, LoopFacts};
 use super::{Lowering, Val};
 use crate::expr::{row_major_strides, DynTerm, Expr, View};
 use crate::program::{BufId, Buffer, Step, Storage};
@@ -135,7 +135,7 @@ impl Lowering {
                 // A new carry that reads only its own old value, at the points it writes,
                 // and that no other new carry reads, is updated in place.
                 let own = reads_only_at_own_points(&c.expr, carry_bufs[i], &c.aval.shape, &carry_bufs)
-                    && carry_outs.iter().enumerate().all(|(j, o)| j == i || !reads(&o.expr, carry_bufs[i]));
+                    && carry_outs.iter().enumerate().all(|(j, o)| j == i || !o.expr.reads(carry_bufs[i]));
                 if reads_carry(&c.expr) && !own {
                     let buf = lw.new_buf(&c.aval);
                     sources.push((i, lw.materialize(c.clone(), Some(buf))));
@@ -204,7 +204,7 @@ impl Lowering {
             t_ok && (j < w || !touches(st, carry))
         });
         let others_ok =
-            carry_outs.iter().enumerate().all(|(j, o)| j == i || (!reads(&o.expr, t) && !reads(&o.expr, carry)));
+            carry_outs.iter().enumerate().all(|(j, o)| j == i || (!o.expr.reads(t) && !o.expr.reads(carry)));
         if !dst_whole || !readers_ok || !others_ok {
             return false;
         }
@@ -224,12 +224,12 @@ impl Lowering {
     }
 
     /// A carry updated in place by `carry + r` (or `r + carry`, for any reduction's
-    /// combination), where `r` is the result of a reduction no other step nor any of the
-    /// expressions `after` (evaluated after the loop) reads, becomes that reduction accumulating into the carry: the
-    /// reduction needs no buffer of its own (XLA's reduce fusion adds a bias gradient's row
-    /// sum into its carry the same way). The combination is then grouped from the carry
-    /// on, `((c + x0) + x1) ...` instead of `c + (x0 + x1 ...)`: a reassociation, as a
-    /// split reduction makes.
+    /// combination), where `r` is the result of a reduction that no other step and none of
+    /// the expressions `after` (evaluated after the loop) read, becomes that reduction
+    /// accumulating into the carry: the reduction needs no buffer of its own (XLA's reduce
+    /// fusion adds a bias gradient's row sum into its carry the same way). The combination
+    /// is then grouped from the carry on, `((c + x0) + x1) ...` instead of
+    /// `c + (x0 + x1 ...)`: a reassociation, as a split reduction makes.
     fn accumulate_reductions(&mut self, after: &[&Expr]) {
         let steps = self.scopes.last_mut().expect("a scan body's scope is open");
         let mut k = 0;
@@ -292,9 +292,9 @@ fn accumulating_reduction(steps: &[Step], k: usize, buffers: &[Buffer], after: &
     let same_op =
         combines(bin) && wrapped.iter().all(|(o, l)| combines(o) && *l == super::reduce_identity(*op, *dtype));
     let alone = steps.iter().enumerate().all(|(i, s)| i == j || i == k || !touches(s, r))
-        && after.iter().all(|e| !reads(e, r))
+        && after.iter().all(|e| !e.reads(r))
         && steps[j + 1..k].iter().all(|s| !touches(s, c))
-        && !reads(src, c);
+        && !src.reads(c);
     (same_op
         && alone
         && src.dtype() == *dtype

@@ -89,17 +89,6 @@ pub(super) fn touches(step: &Step, buf: BufId) -> bool {
     b.contains(&buf)
 }
 
-/// Whether `e` reads `buf`.
-pub(super) fn reads(e: &Expr, buf: BufId) -> bool {
-    let mut hit = false;
-    e.visit(&mut |n| {
-        if let Expr::Load(v) = n {
-            hit |= v.buf == buf || v.dynamic.iter().any(|d| d.index == buf);
-        }
-    });
-    hit
-}
-
 /// Whether `e` is the whole of `buf`, row-major over `shape`.
 fn whole(e: &Expr, buf: BufId, shape: &[usize]) -> bool {
     matches!(e, Expr::Load(v) if v.buf == buf && v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(shape))
@@ -302,7 +291,7 @@ impl Lowering {
             let d = self.prog.dots[*desc].clone();
             // Nothing else in the body reads the product or the carry.
             let alone = steps.iter().enumerate().all(|(j, s)| j == at || (!touches(s, product) && !touches(s, carry)))
-                && outs.iter().enumerate().all(|(j, o)| j == c || (!reads(&o.expr, product) && !reads(&o.expr, carry)));
+                && outs.iter().enumerate().all(|(j, o)| j == c || (!o.expr.reads(product) && !o.expr.reads(carry)));
             if !d.batch.is_empty() || d.k == 0 || !alone || !dst.dynamic.is_empty() {
                 continue;
             }
@@ -403,7 +392,7 @@ impl Lowering {
         if !flat || !arena || f.carries.contains(&n) || f.ys.contains(&n) || n == s {
             return;
         }
-        if !outs.iter().any(|o| reads(&o.expr, n)) && self.write_into_stack(n, elems, s, &term) {
+        if !outs.iter().any(|o| o.expr.reads(n)) && self.write_into_stack(n, elems, s, &term) {
             self.body_steps().remove(c);
         }
     }
