@@ -194,8 +194,6 @@ impl Expr {
         n
     }
 
-    /// Calls `f` on every node, parents before children, operands left to right (a shared
-    /// subexpression at each of its occurrences, as evaluation walks the leaves).
     /// Whether the expression reads `buf` (through a load or a load's dynamic offset).
     pub fn reads(&self, buf: BufId) -> bool {
         let mut hit = false;
@@ -207,6 +205,8 @@ impl Expr {
         hit
     }
 
+    /// Calls `f` on every node, parents before children, operands left to right (a shared
+    /// subexpression at each of its occurrences, as evaluation walks the leaves).
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match self {

@@ -390,17 +390,12 @@ fn slot_candidates(body: &[Step], counter: BufId, length: usize, s: usize, e: us
         let [term] = &dst.dynamic[..] else { continue };
         // The static part of a slot spans less than the slot stride: slots are disjoint.
         let span: i64 = space.iter().zip(&dst.strides).map(|(&n, &st)| (n as i64 - 1).max(0) * st.abs()).sum();
-        let writers = body.iter().filter(|st| {
-            let mut w = Vec::new();
-            st.writes(&mut w);
-            w.contains(&dst.buf)
-        });
         let own_slots = term.index == counter && term.max >= length as i64 - 1 && span < term.stride.abs();
-        if !own_slots || space.contains(&0) || writers.count() != 1 {
+        if !own_slots || space.contains(&0) || body.iter().filter(|st| st.writes_to(dst.buf)).count() != 1 {
             continue;
         }
         let mut ops = same_view_operands(dst, src);
-        ops.retain(|&a| body.iter().filter(|st| names(st, a)).count() == 1 && a != dst.buf);
+        ops.retain(|&a| body.iter().filter(|st| st.touches(a)).count() == 1 && a != dst.buf);
         if !ops.is_empty() && !src.reads(dst.buf) {
             out.push(InPlace { start: s, end: e, dst: dst.buf, ops, at: Some(here) });
         }
@@ -415,13 +410,6 @@ fn positions(step: &Step) -> usize {
         Step::While { cond, body, .. } => cond.iter().chain(body).map(positions).sum(),
         Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. } | Step::Native { .. } => 1,
     }
-}
-
-/// Whether `step` (or any step inside it) names `buf`.
-fn names(step: &Step, buf: BufId) -> bool {
-    let mut bufs = Vec::new();
-    step.buffers(&mut bufs);
-    bufs.contains(&buf)
 }
 
 /// The buffers `src` reads only through exactly the view `dst` writes (its static part and

@@ -130,9 +130,7 @@ impl Step {
             }
         }
     }
-}
 
-impl Step {
     /// The buffers the step writes (a loop's include its counter and its body's).
     pub fn writes(&self, out: &mut Vec<BufId>) {
         match self {
@@ -148,9 +146,21 @@ impl Step {
             Step::While { cond, body, .. } => cond.iter().chain(body).for_each(|s| s.writes(out)),
         }
     }
-}
 
-impl Step {
+    /// Whether the step (or any step inside it) reads or writes `buf`.
+    pub fn touches(&self, buf: BufId) -> bool {
+        let mut b = Vec::new();
+        self.buffers(&mut b);
+        b.contains(&buf)
+    }
+
+    /// Whether the step (or any step inside it) writes `buf`.
+    pub fn writes_to(&self, buf: BufId) -> bool {
+        let mut w = Vec::new();
+        self.writes(&mut w);
+        w.contains(&buf)
+    }
+
     /// The distinct buffers of the step in the order `buffers` names them first: the
     /// layout of the base-address array its compiled function receives.
     pub fn canonical_buffers(&self) -> Vec<BufId> {

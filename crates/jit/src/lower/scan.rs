@@ -19,7 +19,7 @@
 
 use remat_ir::{Aval, BinaryOp, ClosedJaxpr, DType, LitValue};
 
-use super::scan_hoist::{map_views, touches, writes, Deferred, LoopFacts};
+use super::scan_hoist::{map_views, whole, Deferred, LoopFacts};
 use super::{Lowering, Val};
 use crate::expr::{row_major_strides, DynTerm, Expr, View};
 use crate::program::{BufId, Buffer, Step, Storage};
@@ -183,7 +183,7 @@ impl Lowering {
             return false;
         }
         let steps = self.scopes.last().expect("a scan body's scope is open");
-        let writers: Vec<usize> = (0..steps.len()).filter(|&j| writes(&steps[j], t)).collect();
+        let writers: Vec<usize> = (0..steps.len()).filter(|&j| steps[j].writes_to(t)).collect();
         let [w] = writers[..] else { return false };
         let dst_whole = match &steps[w] {
             Step::Kernel { space, dst, .. } => {
@@ -194,14 +194,14 @@ impl Lowering {
         };
         let readers_ok = steps.iter().enumerate().all(|(j, st)| {
             let t_ok = j == w
-                || !touches(st, t)
+                || !st.touches(t)
                 || (j > w
                     && matches!(
                         st,
                         Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. }
                     )
-                    && !writes(st, t));
-            t_ok && (j < w || !touches(st, carry))
+                    && !st.writes_to(t));
+            t_ok && (j < w || !st.touches(carry))
         });
         let others_ok =
             carry_outs.iter().enumerate().all(|(j, o)| j == i || (!o.expr.reads(t) && !o.expr.reads(carry)));
@@ -259,13 +259,12 @@ impl Lowering {
 fn accumulating_reduction(steps: &[Step], k: usize, buffers: &[Buffer], after: &[&Expr]) -> Option<usize> {
     let Step::Kernel { space, dst, src: Expr::Binary(bin, dtype, a, b) } = &steps[k] else { return None };
     let c = dst.buf;
-    let whole = |e: &Expr, buf: BufId| matches!(e, Expr::Load(v) if v.buf == buf && v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(space));
-    if !whole(&Expr::Load(dst.clone()), c) {
+    if dst.offset != 0 || !dst.dynamic.is_empty() || !dst.is_row_major(space) {
         return None;
     }
-    let other = if whole(a, c) {
+    let other = if whole(a, c, space) {
         b
-    } else if whole(b, c) {
+    } else if whole(b, c, space) {
         a
     } else {
         return None;
@@ -281,19 +280,19 @@ fn accumulating_reduction(steps: &[Step], k: usize, buffers: &[Buffer], after: &
     }
     let Expr::Load(rv) = other else { return None };
     let r = rv.buf;
-    if !whole(other, r) || !matches!(buffers[r.0 as usize].storage, Storage::Arena { host: false }) {
+    if !whole(other, r, space) || !matches!(buffers[r.0 as usize].storage, Storage::Arena { host: false }) {
         return None;
     }
-    let j = (0..k).rev().find(|&j| touches(&steps[j], r))?;
+    let j = (0..k).rev().find(|&j| steps[j].touches(r))?;
     let Step::Reduce { op, space: rspace, axes, src, accumulate: false, .. } = &steps[j] else { return None };
     let kept: usize = rspace.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).product();
     // `add_any` is `add` on arrays.
     let combines = |o: &BinaryOp| super::reduce_binary(*op) == if *o == BinaryOp::AddAny { BinaryOp::Add } else { *o };
     let same_op =
         combines(bin) && wrapped.iter().all(|(o, l)| combines(o) && *l == super::reduce_identity(*op, *dtype));
-    let alone = steps.iter().enumerate().all(|(i, s)| i == j || i == k || !touches(s, r))
+    let alone = steps.iter().enumerate().all(|(i, s)| i == j || i == k || !s.touches(r))
         && after.iter().all(|e| !e.reads(r))
-        && steps[j + 1..k].iter().all(|s| !touches(s, c))
+        && steps[j + 1..k].iter().all(|s| !s.touches(c))
         && !src.reads(c);
     (same_op
         && alone

@@ -82,15 +82,8 @@ fn written(steps: &[Step]) -> HashSet<BufId> {
     w.into_iter().collect()
 }
 
-/// Whether `step` reads or writes `buf`.
-pub(super) fn touches(step: &Step, buf: BufId) -> bool {
-    let mut b = Vec::new();
-    step.buffers(&mut b);
-    b.contains(&buf)
-}
-
 /// Whether `e` is the whole of `buf`, row-major over `shape`.
-fn whole(e: &Expr, buf: BufId, shape: &[usize]) -> bool {
+pub(super) fn whole(e: &Expr, buf: BufId, shape: &[usize]) -> bool {
     matches!(e, Expr::Load(v) if v.buf == buf && v.offset == 0 && v.dynamic.is_empty() && v.is_row_major(shape))
 }
 
@@ -128,17 +121,10 @@ pub(super) fn map_views(step: &mut Step, f: &impl Fn(&View) -> View) {
     }
 }
 
-/// Whether `step` writes `buf`.
-pub(super) fn writes(step: &Step, buf: BufId) -> bool {
-    let mut w = Vec::new();
-    step.writes(&mut w);
-    w.contains(&buf)
-}
-
 /// Whether `step` reads `buf` only through views that [`restack_step`] rewrites.
 fn reads_through_views(step: &Step, buf: BufId) -> bool {
     matches!(step, Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. })
-        && !writes(step, buf)
+        && !step.writes_to(buf)
 }
 
 impl Lowering {
@@ -180,7 +166,7 @@ impl Lowering {
                 && dst_view.offset == 0
                 && dst_view.dynamic.is_empty()
                 // Only this product writes its buffer, and only views read it.
-                && steps.iter().enumerate().all(|(j, s)| j == i || !touches(s, dst) || reads_through_views(s, dst));
+                && steps.iter().enumerate().all(|(j, s)| j == i || !s.touches(dst) || reads_through_views(s, dst));
             if !ok {
                 i += 1;
                 continue;
@@ -284,13 +270,13 @@ impl Lowering {
                 continue;
             }
             let steps = &self.scopes[self.scopes.len() - 1];
-            let writers: Vec<usize> = (0..steps.len()).filter(|&j| writes(&steps[j], product)).collect();
+            let writers: Vec<usize> = (0..steps.len()).filter(|&j| steps[j].writes_to(product)).collect();
             let [at] = writers[..] else { continue };
             let Step::Dot { desc, lhs, rhs, dst } = &steps[at] else { continue };
             let (lhs, rhs, dst) = (lhs.clone(), rhs.clone(), dst.clone());
             let d = self.prog.dots[*desc].clone();
             // Nothing else in the body reads the product or the carry.
-            let alone = steps.iter().enumerate().all(|(j, s)| j == at || (!touches(s, product) && !touches(s, carry)))
+            let alone = steps.iter().enumerate().all(|(j, s)| j == at || (!s.touches(product) && !s.touches(carry)))
                 && outs.iter().enumerate().all(|(j, o)| j == c || (!o.expr.reads(product) && !o.expr.reads(carry)));
             if !d.batch.is_empty() || d.k == 0 || !alone || !dst.dynamic.is_empty() {
                 continue;
@@ -381,7 +367,7 @@ impl Lowering {
     /// by the weights also reads).
     fn fill_stack_in_place(&mut self, f: &LoopFacts, outs: &[Val], s: BufId) {
         let steps = &self.scopes[self.scopes.len() - 1];
-        let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], s)).collect();
+        let writers: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].writes_to(s)).collect();
         let [c] = writers[..] else { return };
         let Step::Kernel { space, dst, src: Expr::Load(v) } = &steps[c] else { return };
         let (n, elems) = (v.buf, space.iter().product::<usize>());
@@ -403,7 +389,7 @@ impl Lowering {
     /// every other step names `buf` only in views it reads, after the kernel.
     fn write_into_stack(&mut self, buf: BufId, elems: usize, to: BufId, term: &DynTerm) -> bool {
         let steps = &self.scopes[self.scopes.len() - 1];
-        let writers: Vec<usize> = (0..steps.len()).filter(|&i| writes(&steps[i], buf)).collect();
+        let writers: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].writes_to(buf)).collect();
         let [w] = writers[..] else { return false };
         let Step::Kernel { space, dst, .. } = &steps[w] else { return false };
         let ok = dst.buf == buf
@@ -415,7 +401,7 @@ impl Lowering {
             && steps
                 .iter()
                 .enumerate()
-                .all(|(i, st)| i == w || !touches(st, buf) || (i > w && reads_through_views(st, buf)));
+                .all(|(i, st)| i == w || !st.touches(buf) || (i > w && reads_through_views(st, buf)));
         if !ok {
             return false;
         }
