@@ -109,8 +109,6 @@ pub struct Compiled {
     plan: Plan,
     flops: u64,
     arena_bytes: usize,
-    /// Whether the program has work for the worker threads (then it runs on one of them).
-    threaded: bool,
     /// The arena and pointer table of the last run, reused by the next (a concurrent run
     /// allocates its own), so a repeated call allocates only its outputs.
     scratch: Mutex<Scratch>,
@@ -282,7 +280,6 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
             remat_ir::types::limit_words(limit)
         )));
     }
-    let threaded = plan.parallel_steps > 0 || dots.iter().any(native::dot_uses_threads);
     Ok(Compiled {
         code: native::NativeCode::new(built.module, built.entry),
         in_avals,
@@ -291,7 +288,6 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         plan,
         flops,
         arena_bytes,
-        threaded,
         scratch: Mutex::new(Scratch::default()),
         _dots: dots,
         _natives: natives,
@@ -421,7 +417,7 @@ impl Compiled {
                 .ok_or_else(|| JitError::OutOfMemory { what: "the arena".into(), bytes: need })?;
         }
         let skew = (arena.as_ptr() as usize).wrapping_neg() % plan::ALIGN;
-        self.code.call(&mut arena[skew..skew + self.arena_bytes], table, self.threaded);
+        self.code.call(&mut arena[skew..skew + self.arena_bytes], table);
         Ok(())
     }
 

@@ -22,6 +22,7 @@ use crate::program::DotDesc;
 pub(crate) mod indexing;
 #[cfg(test)]
 mod kernel_tests;
+mod pool;
 mod random;
 #[cfg(target_arch = "x86_64")]
 mod sgemm;
@@ -258,20 +259,15 @@ fn threads() -> usize {
     *THREADS.get_or_init(rayon::current_num_threads)
 }
 
-/// Runs `run(p)` for every part `p` in `0..parts`: this thread runs part 0, the pool the
-/// others, and it returns when all are done (rayon's `in_place_scope`). The fork and join
-/// of every split product and loop.
-fn fork_join(parts: usize, run: impl Fn(usize) + Send + Copy) {
-    rayon::in_place_scope(|s| {
-        for p in 1..parts {
-            s.spawn(move |_| run(p));
-        }
-        run(0);
-    });
+/// Runs `run(p)` for every part `p` in `0..parts`: this thread runs part 0, the helper
+/// threads the others, and it returns when all are done (`pool::fork_join`). The fork and
+/// join of every split product and loop.
+fn fork_join(parts: usize, run: impl Fn(usize) + Send + Sync) {
+    pool::fork_join(parts, run);
 }
 
 /// Runs `f` over `0..total` in one contiguous range per thread, every bound but `total` a
-/// multiple of `grain`: this thread runs the first range, the pool the others.
+/// multiple of `grain`: this thread runs the first range, the helper threads the others.
 extern "C" fn remat_parallel_for(f: RangeFn, bases: *const usize, total: i64, grain: i64) {
     let units = (total + grain - 1) / grain;
     let parts = (threads() as i64).min(units).max(1);
@@ -306,7 +302,7 @@ extern "C" fn remat_dot(desc: *const DotDesc, lhs: *const u8, rhs: *const u8, ou
     } else {
         // Addresses cross to the pool threads: each range writes only its own batch
         // elements of `out` (the lowering never gives the output a zero batch stride), and
-        // `in_place_scope` returns only after every range is done.
+        // `fork_join` returns only after every range is done.
         let (l, r, o) = (lhs as usize, rhs as usize, out as usize);
         let bound = |p: usize| batch * p / parts;
         fork_join(parts, move |p: usize| {
@@ -365,11 +361,6 @@ fn dot_is_parallel(d: &DotDesc) -> bool {
     matches!(d.dtype, DType::F32 | DType::F64) && d.m * d.n * d.k >= PARALLEL_FLOPS
 }
 
-/// Whether a `dot_general` uses more than one thread: its products, or its batch split.
-pub(crate) fn dot_uses_threads(d: &DotDesc) -> bool {
-    dot_is_parallel(d) || dot_splits_batch(d)
-}
-
 /// One product through faer's `matmul`, which takes the operands' strides as they are
 /// (transposed, broadcast with stride 0, or a transposed destination) and picks its kernels
 /// at run time: AVX-512 where the CPU has it, else AVX2 + FMA (private-gemm-x86), small
@@ -399,7 +390,7 @@ fn gemm_at<T: faer::traits::ComplexField + Copy>(
     // four-column tiles), the last one ends at `len`.
     let bound = move |p: usize| if p == parts { len } else { len * p / parts / 32 * 32 };
     // Addresses cross to the pool threads: each block writes only its own rows (or
-    // columns) of the destination, and `in_place_scope` returns when every block is done.
+    // columns) of the destination, and `fork_join` returns when every block is done.
     let (l, r, o) = (lhs as usize, rhs as usize, out as usize);
     fork_join(parts, move |p: usize| {
         let block = bound(p)..bound(p + 1);
@@ -535,7 +526,8 @@ fn split_k_at<T: faer::traits::ComplexField + Copy + std::ops::Add<Output = T>>(
     };
     SPLIT_K_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut scratch) => add_shares(&mut scratch),
-        // A product inside another's wait on this thread (a pool thread that stole work):
+        // A product inside another's wait on this thread (a rayon thread that stole work,
+        // when the helpers were held):
         // a scratch of its own.
         Err(_) => add_shares(&mut Vec::new()),
     });
@@ -655,22 +647,11 @@ impl NativeCode {
     /// size and `table` holds one pointer per argument, constant and output, each to an
     /// array of the dtype and shape the program was compiled for.
     ///
-    /// With `in_pool` the program runs on a thread of the worker pool (the caller waits), so
-    /// its GEMMs and split loops hand work to the other workers directly instead of waking
-    /// the whole pool from outside it at every step.
-    pub fn call(&self, arena: &mut [u8], table: &[usize], in_pool: bool) {
-        // Addresses, not pointers, cross to the pool thread; `arena` and `table` stay
-        // borrowed until the call returns, which `rayon::scope` waits for.
-        let (entry, arena, table) = (self.entry, arena.as_mut_ptr() as usize, table.as_ptr() as usize);
-        let run = move || {
-            clear_upper_vector_state();
-            entry(arena as *mut u8, table as *const usize);
-        };
-        if in_pool {
-            rayon::scope(|_| run());
-        } else {
-            run();
-        }
+    /// The program runs on this thread; its split products and loops hand parts to the
+    /// helper threads (`pool`).
+    pub fn call(&self, arena: &mut [u8], table: &[usize]) {
+        clear_upper_vector_state();
+        (self.entry)(arena.as_mut_ptr(), table.as_ptr());
     }
 }
 
@@ -819,15 +800,14 @@ mod tests {
             out_m: t as isize,
             out_n: 1,
         };
-        assert!(dot_splits_batch(&d) && !dot_is_parallel(&d) && dot_uses_threads(&d));
+        assert!(dot_splits_batch(&d) && !dot_is_parallel(&d));
         let mut rng = remat_testkit::Rng(3);
         let q: Vec<f32> = (0..b * t * h * dh).map(|_| rng.next_f64() as f32).collect();
         let k: Vec<f32> = (0..b * t * h * dh).map(|_| rng.next_f64() as f32).collect();
         let mut split = vec![f32::NAN; b * h * t * t];
         let mut serial = vec![f32::NAN; b * h * t * t];
         let (lhs, rhs, out) = (q.as_ptr() as usize, k.as_ptr() as usize, split.as_mut_ptr() as usize);
-        // On a pool thread, as a program with parallel work runs.
-        rayon::scope(|_| remat_dot(&d, lhs as *const u8, rhs as *const u8, out as *mut u8));
+        remat_dot(&d, lhs as *const u8, rhs as *const u8, out as *mut u8);
         dot_batches(&d, lhs as *const u8, rhs as *const u8, serial.as_mut_ptr() as *mut u8, 0..b * h);
         assert!(serial.iter().all(|x| x.is_finite()), "every product written");
         assert!(split.iter().zip(&serial).all(|(x, y)| x.to_bits() == y.to_bits()), "the same bits");

@@ -77,14 +77,16 @@ struct Operands(Operand, Operand, Dest);
 // SAFETY: the pointers are only dereferenced for the duration of `sgemm`, which does not
 // return before every thread it started has finished; threads write disjoint parts of `c`.
 unsafe impl Send for Operands {}
+// SAFETY: as for `Send`: the threads share the addresses, and each writes its own part.
+unsafe impl Sync for Operands {}
 
 thread_local! {
     /// The packed a block and b block of this thread, as 32-byte aligned vectors.
     static PACKED: RefCell<(Vec<__m256>, Vec<__m256>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// `c (m x n) = a (m x k) . b (k x n)`, overwriting `c`, split over `parts` threads of the
-/// rayon pool (this one included).
+/// `c (m x n) = a (m x k) . b (k x n)`, overwriting `c`, split over `parts` threads (this one
+/// and `parts - 1` helpers, `super::fork_join`).
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA. Every element `(i, j)` below the extents of `a`, `b` and `c`
