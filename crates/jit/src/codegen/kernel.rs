@@ -125,10 +125,13 @@ fn leaf_strides(e: &Expr, out: &mut Vec<Vec<i64>>) {
 
 /// Loop nests with at least this many iterations are split over the worker threads.
 ///
-/// Calibrated with `cargo bench -p remat-jit -- kernels` (docs/benchmarks.md): handing a
-/// range to a worker costs a few microseconds, and the cheapest fused loops run at about
-/// 0.5 ns per element, so below 2^15 elements splitting does not pay.
-pub(crate) const PARALLEL_MIN_ELEMENTS: i64 = 1 << 15;
+/// The cheapest fused loops run at about 0.5 ns per element (`cargo bench -p remat-jit --
+/// kernels`), so 2^13 elements are ~4 us. Handing a range to a helper thread that is
+/// spinning between forks (`native::pool`) costs well under a microsecond; while forks woke
+/// rayon's workers (a few microseconds each) the bound was 2^15. The wide scans' per-step
+/// `[32, 512]` loops are split since (docs/benchmarks.md, "Forks and joins without
+/// wake-ups").
+pub(crate) const PARALLEL_MIN_ELEMENTS: i64 = 1 << 13;
 
 /// How a step's loop nest is split over threads: the split dimension's extent and the
 /// multiple every range bound keeps (4 when it is the vectorized innermost dimension, so

@@ -283,8 +283,15 @@ extern "C" fn remat_parallel_for(f: RangeFn, bases: *const usize, total: i64, gr
     clear_upper_vector_state();
 }
 
-/// Products at least this large (m*n*k) use both cores.
-const PARALLEL_FLOPS: usize = 1 << 21;
+/// Products at least this large (m*n*k, one product or a whole batch) use both cores. A fork
+/// costs well under a microsecond when the helpers are spinning (`pool`); 2^19
+/// multiply-adds are ~2 us of one core. (It was 2^21 while forks woke rayon's workers:
+/// 2^19 made scan_long's per-step `[32, 128] x [128, 128]` products 1.2-1.4x faster.)
+const PARALLEL_FLOPS: usize = 1 << 19;
+
+/// Single products at least this large are each cut into blocks for the threads; a batch of
+/// smaller ones is split by batch instead (one fork for the whole batch).
+const BLOCK_SPLIT_FLOPS: usize = 1 << 21;
 
 /// `out = lhs . rhs` for one `dot_general`, batch by batch: a batched product whose
 /// single products are too small for both cores (the attention's `[b, h, t, t]` scores and
@@ -346,19 +353,29 @@ fn dot_batches(d: &DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8, range:
 }
 
 /// Whether a product's batch is split over the threads: an f32/f64 product whose single
-/// products stay on one thread (below [`PARALLEL_FLOPS`]) but whose batch together reaches
-/// it. Each thread then runs whole products, with no barrier inside them.
+/// products are below [`BLOCK_SPLIT_FLOPS`] but whose batch together reaches
+/// [`PARALLEL_FLOPS`]. Each thread then runs whole products, with no fork inside them.
 fn dot_splits_batch(d: &DotDesc) -> bool {
     let batch: usize = d.batch.iter().map(|b| b.0).product();
     matches!(d.dtype, DType::F32 | DType::F64)
         && batch > 1
-        && d.m * d.n * d.k < PARALLEL_FLOPS
+        && d.m * d.n * d.k < BLOCK_SPLIT_FLOPS
         && batch.saturating_mul(d.m * d.n * d.k) >= PARALLEL_FLOPS
 }
 
-/// Whether one product of a `dot_general` runs on more than one thread.
+/// Whether one product of a `dot_general` runs on more than one thread: it reaches
+/// [`PARALLEL_FLOPS`], its batch is not split instead, and either its longer dimension gives
+/// every thread a block (blocks are multiples of 32) or its `k` is long enough to split.
 fn dot_is_parallel(d: &DotDesc) -> bool {
-    matches!(d.dtype, DType::F32 | DType::F64) && d.m * d.n * d.k >= PARALLEL_FLOPS
+    matches!(d.dtype, DType::F32 | DType::F64)
+        && d.m * d.n * d.k >= PARALLEL_FLOPS
+        && !dot_splits_batch(d)
+        && (d.m.max(d.n) >= 32 * threads() || long_k(d))
+}
+
+/// Whether a product's `k` is long enough, against its output, for the threads to split it.
+fn long_k(d: &DotDesc) -> bool {
+    d.k >= 2048 && d.k >= 4 * d.m.max(d.n)
 }
 
 /// One product through faer's `matmul`, which takes the operands' strides as they are
@@ -441,7 +458,7 @@ fn gemm_block<T: faer::traits::ComplexField + Copy>(
 /// of the other operand's `k` extent. (Measured against faer's own threading, whose barriers
 /// took 20-50% of a scan's samples on the busy machine, not against `gemm_at`'s blocks.)
 fn dot_splits_k(d: &DotDesc) -> bool {
-    dot_is_parallel(d) && threads() > 1 && d.k >= 2048 && d.k >= 4 * d.m.max(d.n)
+    dot_is_parallel(d) && threads() > 1 && long_k(d)
 }
 
 /// `out = lhs . rhs` with `k` split over the pool's threads: the first share into `out`,
