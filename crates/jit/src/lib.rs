@@ -93,6 +93,9 @@ pub struct Plan {
     /// The number of steps (fused loops and reductions) large enough to be split over the
     /// worker threads.
     pub parallel_steps: usize,
+    /// The number of pairs of adjacent one-thread products that run at once, one on each
+    /// of two cores (independent in memory: a layer's weight and input gradients).
+    pub paired_steps: usize,
     /// The CSE scope the program was compiled under: what [`Options::cse`] asked for, with
     /// `Auto` resolved to the choice made (`AcrossCheckpoints` when a checkpoint's
     /// recompute was merged with the forward pass, `WithinCheckpoints` when it was kept).
@@ -114,6 +117,8 @@ pub struct Compiled {
     scratch: Mutex<Scratch>,
     /// Owned here because the code holds their addresses.
     _dots: Box<[DotDesc]>,
+    /// Owned here because the code holds their addresses.
+    _pair_sites: Box<[native::PairSite]>,
     /// The native steps' descriptors, which compiled code points into.
     _natives: Box<[NativeDesc]>,
 }
@@ -256,7 +261,10 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
     let dot_addrs: Vec<usize> = dots.iter().map(|d| d as *const DotDesc as usize).collect();
     let natives: Box<[NativeDesc]> = prog.natives.clone().into_boxed_slice();
     let native_addrs: Vec<usize> = natives.iter().map(|d| d as *const NativeDesc as usize).collect();
-    let built = codegen::build(&prog, &layout, &dot_addrs, &native_addrs)?;
+    let pair_sites: Box<[native::PairSite]> =
+        (0..codegen::pair_candidates(&prog.steps)).map(|_| native::PairSite::default()).collect();
+    let pair_addrs: Vec<usize> = pair_sites.iter().map(|s| s as *const native::PairSite as usize).collect();
+    let built = codegen::build(&prog, &layout, &dot_addrs, &native_addrs, &pair_addrs)?;
     let in_avals = jaxpr.in_avals();
     let out_avals = jaxpr.out_avals();
     let (io_bytes, host_io) = io_bytes(jaxpr);
@@ -269,6 +277,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         buffers_in_outputs: layout.buffers_in_outputs(),
         functions: built.code_functions,
         parallel_steps: built.parallel_steps,
+        paired_steps: built.paired_steps,
         cse: scope,
     };
     let arena_bytes = layout.device_bytes.saturating_add(layout.host_bytes);
@@ -291,6 +300,7 @@ pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) 
         scratch: Mutex::new(Scratch::default()),
         _dots: dots,
         _natives: natives,
+        _pair_sites: pair_sites,
     })
 }
 

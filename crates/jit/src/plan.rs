@@ -54,7 +54,46 @@ pub(crate) struct Layout {
     pub host_bytes: usize,
 }
 
+/// An allocation a buffer lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Allocation {
+    /// The device arena (`false`) or the host pool (`true`).
+    Pool(bool),
+    Arg(usize),
+    Const(usize),
+    /// An output's memory (the output's buffer).
+    Out(BufId),
+}
+
 impl Layout {
+    /// The allocation `buf` lives in and its byte range there; `None` for an arena buffer
+    /// the layout did not place.
+    fn region(&self, prog: &Program, buf: BufId) -> Option<(Allocation, std::ops::Range<usize>)> {
+        let b = &prog.buffers[buf.0 as usize];
+        let (alloc, start) = match b.storage {
+            Storage::Arena { host } => match self.places.get(buf.0 as usize).copied().flatten()? {
+                (Home::Pool, off) => (Allocation::Pool(host), off),
+                (Home::Out(out), off) => (Allocation::Out(out), off),
+            },
+            Storage::Arg(i) => (Allocation::Arg(i), 0),
+            Storage::Const(i) => (Allocation::Const(i), 0),
+            Storage::Out { .. } => (Allocation::Out(buf), 0),
+        };
+        Some((alloc, start..start + b.bytes))
+    }
+
+    /// Whether two buffers may share memory: the same buffer, or overlapping byte ranges of
+    /// one allocation (buffers the layout did not place may share anything).
+    pub fn may_overlap(&self, prog: &Program, a: BufId, b: BufId) -> bool {
+        if a == b {
+            return true;
+        }
+        match (self.region(prog, a), self.region(prog, b)) {
+            (Some((x, r)), Some((y, q))) => x == y && r.start < q.end && q.start < r.end,
+            _ => true,
+        }
+    }
+
     /// How many arena buffers live in outputs' memory.
     pub fn buffers_in_outputs(&self) -> usize {
         self.places.iter().filter(|p| matches!(p, Some((Home::Out(_), _)))).count()

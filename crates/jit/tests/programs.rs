@@ -54,6 +54,27 @@ fn large_loops_are_split_over_threads_and_agree_with_the_interpreter() {
     differential("parallel_kernels", &jaxpr, &args, 1e-4, 1e-5).expect("matches");
 }
 
+/// Two adjacent products that each run on one thread and touch disjoint memory run at once,
+/// one per core (`paired_products.jaxpr`: a weight gradient beside the next layer's
+/// product); two whose memory the planner shares (the second product's result placed where
+/// the first one's operand was, which dies at the first) run one after the other.
+#[test]
+fn independent_small_products_run_at_once_unless_their_memory_is_shared() {
+    for (name, pairs) in [("paired_products", 1), ("paired_products_in_reused_memory", 0)] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.jaxpr"));
+        let jaxpr = parse_jaxpr(&std::fs::read_to_string(path).expect("readable"), name).expect("parses");
+        let compiled = remat_jit::compile(&jaxpr).expect("compiles");
+        // One core: nothing to pair with.
+        let want = if rayon::current_num_threads() > 1 { pairs } else { 0 };
+        assert_eq!(compiled.plan().paired_steps, want, "{name}: {:?}", compiled.plan());
+        for seed in 0..4 {
+            let mut rng = Rng(seed);
+            let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+            differential(name, &jaxpr, &args, 1e-4, 1e-5).expect("matches");
+        }
+    }
+}
+
 /// Row maxima and minima (`reduce_max`/`reduce_min` over the innermost axis, which run four
 /// vector chains over blocks of 16 elements) equal the interpreter's bit for bit: rows of
 /// 135, 128, 64, 48, 33, 16 and 7 elements, of a load, of an expression, of a transposed

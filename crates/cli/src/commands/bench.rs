@@ -60,13 +60,14 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
     );
     report += &format!(
         "plan: peak {} bytes in the arena, {} bytes in the host pool, {} buffers ({} inside outputs not yet written), \
-         {} functions, {} split over threads; cse {:?}\n",
+         {} functions, {} split over threads, {} pairs of products run at once; cse {:?}\n",
         plan.peak_bytes,
         plan.host_bytes,
         plan.buffers,
         plan.buffers_in_outputs,
         plan.functions,
         plan.parallel_steps,
+        plan.paired_steps,
         plan.cse
     );
     if as_json {

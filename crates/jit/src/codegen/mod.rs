@@ -52,6 +52,7 @@ pub(crate) struct Built {
     pub entry: FuncId,
     pub code_functions: usize,
     pub parallel_steps: usize,
+    pub paired_steps: usize,
 }
 
 fn codegen_err(e: impl std::fmt::Display) -> JitError {
@@ -68,6 +69,10 @@ pub(crate) struct Env<'a> {
     pub dot_descs: &'a [usize],
     /// Addresses of the native steps' descriptors (owned by the compiled program).
     pub native_descs: &'a [usize],
+    /// Addresses of the pair sites (`native::PairSite`, owned by the compiled program),
+    /// at least [`pair_candidates`] of them, and the next one to hand out.
+    pub pair_sites: &'a [usize],
+    pub next_pair_site: std::cell::Cell<usize>,
 }
 
 pub(crate) fn build(
@@ -75,6 +80,7 @@ pub(crate) fn build(
     layout: &Layout,
     dot_descs: &[usize],
     native_descs: &[usize],
+    pair_sites: &[usize],
 ) -> Result<Built, JitError> {
     let mut flags = settings::builder();
     flags.set("opt_level", "speed").map_err(codegen_err)?;
@@ -95,7 +101,8 @@ pub(crate) fn build(
         let id = module.declare_function(imp.name(), Linkage::Import, &sig).map_err(codegen_err)?;
         imports.insert(imp, id);
     }
-    let env = Env { prog, layout, imports, fma, dot_descs, native_descs };
+    let next_pair_site = std::cell::Cell::new(0);
+    let env = Env { prog, layout, imports, fma, dot_descs, native_descs, pair_sites, next_pair_site };
     let mut fctx = FunctionBuilderContext::new();
     let mut count = 0usize;
     let mut compiled = HashMap::new();
@@ -105,8 +112,9 @@ pub(crate) fn build(
     // (register allocation above all) are superlinear in a function's size.
     let chunks = entry_chunks(&prog.steps, ENTRY_CHUNK_STEPS);
     let run_steps = |fx: &mut Fx, range: std::ops::Range<usize>| {
+        // Room for two steps' bases: a pair of steps run at once (`pair_with_next`).
         let widest = max_buffers(&prog.steps[range.clone()]);
-        let size = (widest.max(1) * 8) as u32;
+        let size = (2 * widest.max(1) * 8) as u32;
         let slot = fx.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 3));
         fx.emit_steps(&prog.steps[range.clone()], &kernels[range], slot);
     };
@@ -160,7 +168,8 @@ pub(crate) fn build(
     };
     module.finalize_definitions().map_err(codegen_err)?;
     let parallel_steps = count_parallel(&kernels);
-    Ok(Built { module, entry, code_functions: count + 1, parallel_steps })
+    let paired_steps = count_pairs(&env, &prog.steps, &kernels);
+    Ok(Built { module, entry, code_functions: count + 1, parallel_steps, paired_steps })
 }
 
 fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
@@ -171,6 +180,7 @@ fn import_signature(module: &JITModule, sig: ImportSig) -> Signature {
         ImportSig::F64F64ToF64 => (&[types::F64, types::F64], Some(types::F64)),
         ImportSig::Dot => (&[types::I64; 4], None),
         ImportSig::ParallelFor => (&[types::I64; 4], None),
+        ImportSig::Pair => (&[types::I64; 5], None),
         ImportSig::Slice | ImportSig::Native => (&[types::I64; 2], None),
         ImportSig::AddRow => (&[types::I64; 5], None),
         ImportSig::OpF32ToF32 => (&[types::I32, types::F32], Some(types::F32)),
@@ -307,6 +317,91 @@ fn define_kernels(
         out.push(kernels);
     }
     Ok(out)
+}
+
+/// Two adjacent steps run at once, and which thread runs which.
+struct Pair<'s> {
+    here: (&'s Step, FuncId),
+    helper: (&'s Step, FuncId),
+}
+
+/// Whether step `i` may run at once with step `i + 1` (`remat_pair`, which decides by timing
+/// both ways): two adjacent products
+/// that each run on one thread (`native::dot_pairs`) and are independent in memory (neither
+/// writes bytes the other reads or writes, by the layout's places), so each computes what
+/// it computes alone. (A layer's weight and input gradients in a small MLP's backward.)
+///
+/// The step whose result the step after the pair reads runs on this thread, the other on
+/// the helper: on this machine moving a freshly written 8 KiB result between cores costs
+/// about what the product does (mlp_small ran 34 -> 45 us with the input gradient on the
+/// helper, 34 -> 28 us with the weight gradient there).
+fn pair_with_next<'s>(env: &Env, steps: &'s [Step], kernels: &[Kernels], i: usize) -> Option<Pair<'s>> {
+    let (Kernels::Func(fa), Kernels::Func(fb)) = (kernels.get(i)?, kernels.get(i + 1)?) else {
+        return None;
+    };
+    let pairs = |s: &Step| matches!(s, Step::Dot { desc, .. } if crate::native::dot_pairs(&env.prog.dots[*desc]));
+    let (a, b) = (&steps[i], &steps[i + 1]);
+    if !pairs(a) || !pairs(b) {
+        return None;
+    }
+    let (mut wa, mut wb, mut ta, mut tb) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    a.writes(&mut wa);
+    b.writes(&mut wb);
+    a.buffers(&mut ta);
+    b.buffers(&mut tb);
+    let clash =
+        |ws: &[BufId], ts: &[BufId]| ws.iter().any(|&w| ts.iter().any(|&t| env.layout.may_overlap(env.prog, w, t)));
+    if clash(&wa, &tb) || clash(&wb, &ta) {
+        return None;
+    }
+    let read_next = |ws: &[BufId]| steps.get(i + 2).is_some_and(|n| ws.iter().any(|&w| n.touches(w)));
+    Some(if read_next(&wa) && !read_next(&wb) {
+        Pair { here: (a, *fa), helper: (b, *fb) }
+    } else {
+        Pair { here: (b, *fb), helper: (a, *fa) }
+    })
+}
+
+/// An upper bound on the pairs `pair_with_next` finds (in `steps` and every step list nested
+/// in them): the adjacent products.
+pub(crate) fn pair_candidates(steps: &[Step]) -> usize {
+    let adjacent = steps.windows(2).filter(|w| matches!(w, [Step::Dot { .. }, Step::Dot { .. }])).count();
+    let nested: usize = steps
+        .iter()
+        .map(|s| match s {
+            Step::Loop { body, .. } => pair_candidates(body),
+            Step::Switch { branches, .. } => branches.iter().map(|b| pair_candidates(b)).sum(),
+            Step::While { cond, body, .. } => pair_candidates(cond) + pair_candidates(body),
+            _ => 0,
+        })
+        .sum();
+    adjacent + nested
+}
+
+/// The number of step pairs run at once (`pair_with_next`), loop bodies and branches
+/// counted in.
+fn count_pairs(env: &Env, steps: &[Step], kernels: &[Kernels]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < steps.len() {
+        if pair_with_next(env, steps, kernels, i).is_some() {
+            n += 1;
+            i += 2;
+            continue;
+        }
+        n += match (&steps[i], &kernels[i]) {
+            (Step::Loop { body, .. }, Kernels::Loop(inner)) => count_pairs(env, body, inner),
+            (Step::Switch { branches, .. }, Kernels::Nested(inner)) => {
+                branches.iter().zip(inner).map(|(b, k)| count_pairs(env, b, k)).sum()
+            }
+            (Step::While { cond, body, .. }, Kernels::Nested(inner)) => {
+                count_pairs(env, cond, &inner[0]) + count_pairs(env, body, &inner[1])
+            }
+            _ => 0,
+        };
+        i += 1;
+    }
+    n
 }
 
 fn count_parallel(kernels: &[Kernels]) -> usize {
@@ -565,24 +660,54 @@ impl<'a, 'b> Fx<'a, 'b> {
 
     /// Stores `step`'s base addresses into `slot` and returns the slot's address.
     fn step_bases(&mut self, step: &Step, slot: StackSlot) -> Value {
+        self.step_bases_at(step, slot, 0)
+    }
+
+    /// Stores `step`'s base addresses into `slot` from byte `at` on and returns their address.
+    fn step_bases_at(&mut self, step: &Step, slot: StackSlot, at: usize) -> Value {
         let canon = step.canonical_buffers();
         for (i, &b) in canon.iter().enumerate() {
             let addr = self.address_of(b);
-            self.b.ins().stack_store(types::I64, addr, slot, (i * 8) as i32);
+            self.b.ins().stack_store(types::I64, addr, slot, (at + i * 8) as i32);
         }
         if let Step::Dot { desc, .. } = step {
             let d = self.iconst(self.env.dot_descs[*desc] as i64);
-            self.b.ins().stack_store(types::I64, d, slot, (canon.len() * 8) as i32);
+            self.b.ins().stack_store(types::I64, d, slot, (at + canon.len() * 8) as i32);
         }
         if let Step::Native { desc, .. } = step {
             let d = self.iconst(self.env.native_descs[*desc] as i64);
-            self.b.ins().stack_store(types::I64, d, slot, (canon.len() * 8) as i32);
+            self.b.ins().stack_store(types::I64, d, slot, (at + canon.len() * 8) as i32);
         }
-        self.b.ins().stack_addr(types::I64, slot, 0)
+        self.b.ins().stack_addr(types::I64, slot, at as i32)
+    }
+
+    /// Runs two one-thread step functions at once (`remat_pair`): `here` on this thread,
+    /// `helper` on a helper thread; `slot` holds the first's bases in its first half and the
+    /// second's in its other.
+    fn emit_pair(&mut self, here: (&Step, FuncId), helper: (&Step, FuncId), slot: StackSlot, half: usize) {
+        let site = self.env.next_pair_site.get();
+        self.env.next_pair_site.set(site + 1);
+        let mut args = vec![self.iconst(self.env.pair_sites[site] as i64)];
+        for ((step, f), at) in [(here, 0), (helper, half)] {
+            let bases = self.step_bases_at(step, slot, at);
+            let f = self.func_ref(f);
+            args.push(self.b.ins().func_addr(types::I64, f));
+            args.push(bases);
+        }
+        self.call(Import::Pair, &args);
     }
 
     fn emit_steps(&mut self, steps: &[Step], kernels: &[Kernels], slot: StackSlot) {
-        for (step, k) in steps.iter().zip(kernels) {
+        let mut i = 0;
+        while i < steps.len() {
+            let (step, k) = (&steps[i], &kernels[i]);
+            i += 1;
+            if let Some(Pair { here, helper }) = pair_with_next(self.env, steps, kernels, i - 1) {
+                let half = max_buffers(steps) * 8;
+                self.emit_pair(here, helper, slot, half);
+                i += 1;
+                continue;
+            }
             match (step, k) {
                 (Step::Loop { length, reverse, counter, body }, Kernels::Loop(inner)) => {
                     let cbase = self.address_of(*counter);

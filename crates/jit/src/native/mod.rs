@@ -11,6 +11,7 @@
 //! every table pointer addresses at least the bytes the plan assumes).
 #![allow(unsafe_code)]
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use cranelift_jit::JITModule;
@@ -33,6 +34,7 @@ pub(crate) mod vmath;
 pub(crate) enum Import {
     Dot,
     ParallelFor,
+    Pair,
     ExpF64,
     LogF64,
     Log1pF64,
@@ -73,6 +75,8 @@ pub(crate) enum ImportSig {
     Dot,
     /// `(range function, bases, total, grain)`.
     ParallelFor,
+    /// `(site, step function, bases, step function, bases)`.
+    Pair,
     /// `(ptr, len)` of a run of f32 changed in place.
     Slice,
     /// `(dst, src, row, len, width)`: rows of f32 plus a broadcast row, mapped.
@@ -142,9 +146,10 @@ extern "C" fn tan_f32(x: f32) -> f32 {
 }
 
 impl Import {
-    pub const ALL: [Import; 23] = [
+    pub const ALL: [Import; 24] = [
         Import::Dot,
         Import::ParallelFor,
+        Import::Pair,
         Import::ExpF64,
         Import::LogF64,
         Import::Log1pF64,
@@ -172,6 +177,7 @@ impl Import {
         match self {
             Import::Dot => "remat_dot",
             Import::ParallelFor => "remat_parallel_for",
+            Import::Pair => "remat_pair",
             Import::ExpF64 => "remat_exp_f64",
             Import::LogF64 => "remat_log_f64",
             Import::Log1pF64 => "remat_log1p_f64",
@@ -201,6 +207,7 @@ impl Import {
             Import::Dot => ImportSig::Dot,
             Import::Native => ImportSig::Native,
             Import::ParallelFor => ImportSig::ParallelFor,
+            Import::Pair => ImportSig::Pair,
             Import::PowF64 => ImportSig::F64F64ToF64,
             Import::SinF32 | Import::CosF32 | Import::TanF32 => ImportSig::F32ToF32,
             Import::ExpF32Slice | Import::TanhF32Slice => ImportSig::Slice,
@@ -224,6 +231,7 @@ impl Import {
         match self {
             Import::Dot => remat_dot as *const u8,
             Import::ParallelFor => remat_parallel_for as *const u8,
+            Import::Pair => remat_pair as *const u8,
             Import::ExpF64 => exp_f64 as *const u8,
             Import::LogF64 => log_f64 as *const u8,
             Import::Log1pF64 => log1p_f64 as *const u8,
@@ -282,6 +290,100 @@ extern "C" fn remat_parallel_for(f: RangeFn, bases: *const usize, total: i64, gr
     });
     clear_upper_vector_state();
 }
+
+/// A step function of JIT code: runs its step given the base addresses of its buffers.
+type StepFn = extern "C" fn(*const usize);
+
+/// What one pair of steps that may run at once (`remat_pair`) has measured, and what it
+/// chose: running the two on two cores pays only when moving their freshly written operands
+/// and results between the cores costs less than the time saved, and on this shared
+/// virtual machine that changes with where the host places the two virtual CPUs (a
+/// cache line's round trip between them measured 100-160 ns at some times and 360-440 ns
+/// at others; mlp_small ran 28 us paired or 33 us not in the first state, 51 us paired in
+/// the second). So each pair times itself: its first [`TRIAL_CALLS`] calls alternate
+/// between one thread and two, the faster way (by each way's fastest call) runs from then
+/// on, and the trial repeats every [`TRIAL_EVERY`] calls.
+#[derive(Debug)]
+pub(crate) struct PairSite {
+    calls: AtomicU64,
+    /// The fastest call of the current trial on one thread and on two, in nanoseconds.
+    fastest: [AtomicU64; 2],
+    /// Whether the pair runs on two threads (the last trial's verdict).
+    parallel: AtomicBool,
+}
+
+impl Default for PairSite {
+    fn default() -> Self {
+        PairSite {
+            calls: AtomicU64::new(0),
+            fastest: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
+            parallel: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Calls of a pair that time both ways, alternating (the first of them on two threads).
+const TRIAL_CALLS: u64 = 8;
+/// A pair's trial starts again after this many calls.
+const TRIAL_EVERY: u64 = 4096;
+
+/// Runs two independent steps, at once on two threads (`a` on this one, `b` on a helper)
+/// or one after the other on this thread, as `site` has measured to be faster. The
+/// lowering pairs only steps that run on one thread each and touch disjoint memory where
+/// either writes (`codegen`, `pair_with_next`), so each computes the same bits either way.
+extern "C" fn remat_pair(site: *const PairSite, a: StepFn, a_bases: *const usize, b: StepFn, b_bases: *const usize) {
+    // SAFETY: `site` points into the `Box<[PairSite]>` the compiled program owns for as long
+    // as its code can run (a constant the entry passes).
+    let site = unsafe { &*site };
+    // Addresses cross to the helper; the base arrays outlive the call (`fork_join` waits).
+    let (a_bases, b_bases) = (a_bases as usize, b_bases as usize);
+    let run = |two: bool| {
+        if two {
+            fork_join(2, move |p| {
+                clear_upper_vector_state();
+                match p {
+                    0 => a(a_bases as *const usize),
+                    _ => b(b_bases as *const usize),
+                }
+            });
+        } else {
+            a(a_bases as *const usize);
+            b(b_bases as *const usize);
+        }
+        clear_upper_vector_state();
+    };
+    let n = site.calls.fetch_add(1, Ordering::Relaxed) % TRIAL_EVERY;
+    if n >= TRIAL_CALLS {
+        return run(site.parallel.load(Ordering::Relaxed));
+    }
+    if n == 0 {
+        site.fastest.iter().for_each(|f| f.store(u64::MAX, Ordering::Relaxed));
+    }
+    let two = n.is_multiple_of(2);
+    let start = std::time::Instant::now();
+    run(two);
+    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    site.fastest[two as usize].fetch_min(ns, Ordering::Relaxed);
+    if n == TRIAL_CALLS - 1 {
+        let [one, two] = [0, 1].map(|i| site.fastest[i].load(Ordering::Relaxed));
+        site.parallel.store(two < one, Ordering::Relaxed);
+    }
+}
+
+/// Whether a product may run beside another one (`remat_pair`): it runs on one thread (no
+/// split of its own) and has at least [`PAIR_FLOPS`] multiply-adds, and there is a second
+/// core.
+pub(crate) fn dot_pairs(d: &DotDesc) -> bool {
+    let batch: usize = d.batch.iter().map(|b| b.0).product();
+    threads() > 1
+        && matches!(d.dtype, DType::F32 | DType::F64)
+        && !dot_is_parallel(d)
+        && !dot_splits_batch(d)
+        && batch.saturating_mul(d.m * d.n * d.k) >= PAIR_FLOPS
+}
+
+/// Products below this many multiply-adds (~0.25 us of one core) do not pay a fork.
+const PAIR_FLOPS: usize = 1 << 16;
 
 /// Products at least this large (m*n*k, one product or a whole batch) use both cores. A fork
 /// costs well under a microsecond when the helpers are spinning (`pool`); 2^19
@@ -838,5 +940,41 @@ mod tests {
             .sum();
         let got = split[(bi * h + hi) * t * t + i * t + j] as f64;
         assert!((got - want).abs() < 1e-4 * want.abs().max(1.0), "{got} against {want}");
+    }
+}
+
+#[cfg(test)]
+mod pair_tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+
+    extern "C" fn slow(_: *const usize) {
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        RUNS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    extern "C" fn quick(_: *const usize) {
+        RUNS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Runs a pair `calls` times and returns what its site chose.
+    fn choice(f: StepFn, calls: u64) -> bool {
+        let site = PairSite::default();
+        let before = RUNS.load(Ordering::Relaxed);
+        for _ in 0..calls {
+            remat_pair(&site, f, std::ptr::null(), f, std::ptr::null());
+        }
+        assert!(RUNS.load(Ordering::Relaxed) - before >= 2 * calls as usize, "both steps ran on every call");
+        site.parallel.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_pair_runs_on_two_threads_only_where_that_measured_faster() {
+        // Two 3 ms steps take 3 ms on two threads and 6 ms on one (with a second core).
+        assert_eq!(choice(slow, TRIAL_CALLS), threads() > 1);
+        // Two steps that do nothing: a fork costs more than running both here.
+        assert!(!choice(quick, TRIAL_CALLS + 100));
     }
 }
