@@ -324,8 +324,10 @@ impl Default for PairSite {
 
 /// Calls of a pair that time both ways, alternating (the first of them on two threads).
 const TRIAL_CALLS: u64 = 8;
-/// A pair's trial starts again after this many calls.
-const TRIAL_EVERY: u64 = 4096;
+/// A pair's trial starts again after this many calls: the host's placement of the virtual
+/// CPUs can change within a second (a trial every 4096 calls left mlp_small paired at 51 us
+/// after the host moved them apart), and the trial's calls the slower way cost ~2% here.
+const TRIAL_EVERY: u64 = 256;
 
 /// Runs two independent steps, at once on two threads (`a` on this one, `b` on a helper)
 /// or one after the other on this thread, as `site` has measured to be faster. The
