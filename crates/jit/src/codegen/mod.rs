@@ -168,7 +168,8 @@ pub(crate) fn build(
     };
     module.finalize_definitions().map_err(codegen_err)?;
     let parallel_steps = count_parallel(&kernels);
-    let paired_steps = count_pairs(&env, &prog.steps, &kernels);
+    // Each pair the entry emitted took one site.
+    let paired_steps = env.next_pair_site.get();
     Ok(Built { module, entry, code_functions: count + 1, parallel_steps, paired_steps })
 }
 
@@ -326,10 +327,10 @@ struct Pair<'s> {
 }
 
 /// Whether step `i` may run at once with step `i + 1` (`remat_pair`, which decides by timing
-/// both ways): two adjacent products
-/// that each run on one thread (`native::dot_pairs`) and are independent in memory (neither
-/// writes bytes the other reads or writes, by the layout's places), so each computes what
-/// it computes alone. (A layer's weight and input gradients in a small MLP's backward.)
+/// both ways): two adjacent products that each run on one thread (`native::dot_pairs`) and
+/// are independent in memory (neither writes bytes the other reads or writes, by the
+/// layout's places), so each computes what it computes alone. (A layer's weight and input
+/// gradients in a small MLP's backward.)
 ///
 /// The step whose result the step after the pair reads runs on this thread, the other on
 /// the helper: on this machine moving a freshly written 8 KiB result between cores costs
@@ -376,32 +377,6 @@ pub(crate) fn pair_candidates(steps: &[Step]) -> usize {
         })
         .sum();
     adjacent + nested
-}
-
-/// The number of step pairs run at once (`pair_with_next`), loop bodies and branches
-/// counted in.
-fn count_pairs(env: &Env, steps: &[Step], kernels: &[Kernels]) -> usize {
-    let mut n = 0;
-    let mut i = 0;
-    while i < steps.len() {
-        if pair_with_next(env, steps, kernels, i).is_some() {
-            n += 1;
-            i += 2;
-            continue;
-        }
-        n += match (&steps[i], &kernels[i]) {
-            (Step::Loop { body, .. }, Kernels::Loop(inner)) => count_pairs(env, body, inner),
-            (Step::Switch { branches, .. }, Kernels::Nested(inner)) => {
-                branches.iter().zip(inner).map(|(b, k)| count_pairs(env, b, k)).sum()
-            }
-            (Step::While { cond, body, .. }, Kernels::Nested(inner)) => {
-                count_pairs(env, cond, &inner[0]) + count_pairs(env, body, &inner[1])
-            }
-            _ => 0,
-        };
-        i += 1;
-    }
-    n
 }
 
 fn count_parallel(kernels: &[Kernels]) -> usize {

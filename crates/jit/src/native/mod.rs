@@ -298,7 +298,7 @@ type StepFn = extern "C" fn(*const usize);
 /// chose: running the two on two cores pays only when moving their freshly written operands
 /// and results between the cores costs less than the time saved, and on this shared
 /// virtual machine that changes with where the host places the two virtual CPUs (a
-/// cache line's round trip between them measured 100-160 ns at some times and 360-440 ns
+/// cache line's round trip between them measured 83-170 ns at some times and 360-440 ns
 /// at others; mlp_small ran 28 us paired or 33 us not in the first state, 51 us paired in
 /// the second). So each pair times itself: its first [`TRIAL_CALLS`] calls alternate
 /// between one thread and two, the faster way (by each way's fastest call) runs from then
