@@ -103,6 +103,42 @@ fn compiled_programs_are_send_and_sync() {
     });
 }
 
+/// Programs whose steps fork (split loops and products: `parallel_kernels.jaxpr`; pairs of
+/// products: mlp_small's backward) give the same bits when four threads run them at once
+/// as when one runs them alone: one run holds the helper threads, the others' forks go to
+/// rayon's pool, and each pair times itself from several threads.
+#[test]
+fn forking_programs_give_the_same_bits_from_four_threads_at_once() {
+    let bench = remat_testkit::data_files("bench", "jaxpr");
+    let small = bench.iter().find(|p| p.ends_with("mlp_small_plain.jaxpr")).expect("mlp_small_plain is a benchmark");
+    let parallel = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/parallel_kernels.jaxpr");
+    for path in [small.clone(), parallel] {
+        let jaxpr = parse_jaxpr(&std::fs::read_to_string(&path).expect("readable"), "t").expect("parses");
+        let c = compile(&jaxpr).expect("compiles");
+        assert!(c.plan().parallel_steps + c.plan().paired_steps > 0 || rayon::current_num_threads() == 1);
+        let mut rng = remat_testkit::Rng(5);
+        let args: Vec<Array> = jaxpr.in_avals().iter().map(|a| rng.array(a)).collect();
+        let alone = c.run(&args).expect("runs");
+        std::thread::scope(|s| {
+            let runs: Vec<_> =
+                (0..4).map(|_| s.spawn(|| (0..300).map(|_| c.run(&args).expect("runs")).collect::<Vec<_>>())).collect();
+            for h in runs {
+                for outs in h.join().expect("joins") {
+                    assert!(
+                        outs.iter().zip(&alone).all(|(a, b)| a
+                            .to_f64_vec()
+                            .iter()
+                            .zip(b.to_f64_vec())
+                            .all(|(x, y)| x.to_bits() == y.to_bits())),
+                        "{}: a concurrent run differs from the run alone",
+                        path.display()
+                    );
+                }
+            }
+        });
+    }
+}
+
 /// `memory_plan` plans without generating code, and says what `compile` says: the same
 /// CSE choice and the same peak, host and io bytes, on every benchmark program (the
 /// checkpointed ones exercise the `Auto` choice between the two scopes).
