@@ -37,7 +37,8 @@ fn hand_written_programs_match_the_interpreter() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// `parallel_kernels.jaxpr` has loops and reductions of 2^15 elements and more, which run
+/// `parallel_kernels.jaxpr` has loops and reductions of 2^15 elements and more (the split
+/// threshold is 2^13), which run
 /// split over the worker threads: every kind of split (rank-1 ranges of whole vectors with
 /// an odd tail, outer rows, a kept innermost axis of a reduction, a kept middle axis,
 /// integer loops that are not vectorized, a destination inside a concatenation).
