@@ -38,10 +38,10 @@ fn hand_written_programs_match_the_interpreter() {
 }
 
 /// `parallel_kernels.jaxpr` has loops and reductions of 2^15 elements and more (the split
-/// threshold is 2^13), which run
-/// split over the worker threads: every kind of split (rank-1 ranges of whole vectors with
-/// an odd tail, outer rows, a kept innermost axis of a reduction, a kept middle axis,
-/// integer loops that are not vectorized, a destination inside a concatenation).
+/// threshold is 2^13), which run split over the worker threads: every kind of split
+/// (rank-1 ranges of whole vectors with an odd tail, outer rows, a kept innermost axis of
+/// a reduction, a kept middle axis, integer loops that are not vectorized, a destination
+/// inside a concatenation).
 #[test]
 fn large_loops_are_split_over_threads_and_agree_with_the_interpreter() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/parallel_kernels.jaxpr");
