@@ -678,7 +678,8 @@ impl<'a, 'b> Fx<'a, 'b> {
             let (step, k) = (&steps[i], &kernels[i]);
             i += 1;
             if let Some(Pair { here, helper }) = pair_with_next(self.env, steps, kernels, i - 1) {
-                let half = max_buffers(steps) * 8;
+                // The entry sized the slot for two steps' bases (`build`).
+                let half = self.b.func.sized_stack_slots[slot].size as usize / 2;
                 self.emit_pair(here, helper, slot, half);
                 i += 1;
                 continue;

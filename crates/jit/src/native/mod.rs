@@ -29,6 +29,9 @@ mod random;
 mod sgemm;
 pub(crate) mod vmath;
 
+// The fork and join of every split product, loop and pair of steps.
+use pool::fork_join;
+
 /// The runtime functions JIT code may call, registered as symbols of the JIT module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Import {
@@ -265,13 +268,6 @@ type RangeFn = extern "C" fn(*const usize, i64, i64);
 fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(rayon::current_num_threads)
-}
-
-/// Runs `run(p)` for every part `p` in `0..parts`: this thread runs part 0, the helper
-/// threads the others, and it returns when all are done (`pool::fork_join`). The fork and
-/// join of every split product and loop.
-fn fork_join(parts: usize, run: impl Fn(usize) + Send + Sync) {
-    pool::fork_join(parts, run);
 }
 
 /// Runs `f` over `0..total` in one contiguous range per thread, every bound but `total` a
