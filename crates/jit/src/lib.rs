@@ -168,11 +168,19 @@ pub struct Options {
     /// [`CseScope::WithinCheckpoints`] always does the recompute, as JAX means
     /// `prevent_cse`; [`CseScope::AcrossCheckpoints`] always merges.
     pub cse: CseScope,
+    /// Whether a kernel that writes a buffer live at the planned peak may fold into its
+    /// only consumer past the fusion size limit (up to twice it), when the consumer reads
+    /// every input of the kernel anyway and the fold lowers the planned peak. It can cost a
+    /// little time (a `tanh` computed inside the consumer's loop rather than by its own
+    /// widest-vector kernel). The memory planner of the facade searches with it off, so
+    /// that a candidate's peak follows its residual bytes; the program it compiles with it
+    /// on has at most the peak the planner measured.
+    pub fold_at_peak: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { small_dot_macs: lower::SMALL_DOT_MACS, cse: CseScope::default() }
+        Options { small_dot_macs: lower::SMALL_DOT_MACS, cse: CseScope::default(), fold_at_peak: true }
     }
 }
 

@@ -126,7 +126,17 @@ pub(crate) fn lower_program(
         w
     };
     let before: Vec<Vec<BufId>> = prog.steps.iter().map(written).collect();
-    share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES);
+    let unfolded = options.fold_at_peak.then(|| prog.clone());
+    share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES, &HashSet::new());
+    // Folds past the node limit that free a buffer live at the peak, kept where they lower it.
+    if let Some(mut freeing) = unfolded {
+        let (at_peak, peak) = crate::plan::buffers_at_peak(&prog);
+        let at_peak: HashSet<BufId> = at_peak.into_iter().collect();
+        share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, &at_peak);
+        if crate::plan::plan(&freeing).device_bytes < peak {
+            prog = freeing;
+        }
+    }
     // Folding only removes kernels (whose buffers no surviving step writes) and keeps the
     // order, so each surviving step is the next one before folding that writes the same.
     let mut k = 0;

@@ -12,7 +12,7 @@
 //! not write one), the consumer's loop keeps its vectorization, and loop bodies stay within
 //! the fusion size limit.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::expr::{row_major_strides, Expr, View};
 use crate::program::{BufId, Program, Step, Storage};
@@ -23,12 +23,19 @@ use crate::program::{BufId, Program, Step, Storage};
 /// make an earlier kernel eligible); loop bodies and branches after their own list. A
 /// sweep is linear in the list's length (up to logarithms): the consumer of a kernel and
 /// the steps that write in between are found in per-buffer position lists.
-pub(crate) fn fold_single_consumer_kernels(prog: &mut Program, max_nodes: usize) {
+///
+/// A kernel that writes one of `freeing` and whose every input its consumer reads anyway
+/// may take the consumer up to twice `max_nodes`: such a fold frees the kernel's buffer and
+/// keeps no other buffer alive longer. It can cost time (a `tanh` kernel of its own runs at
+/// the CPU's widest vectors, `native::vmath`; inside a consumer at four lanes), so the
+/// lowering names only the buffers live at the planned peak, and keeps the folds only where
+/// they lower it.
+pub(crate) fn fold_single_consumer_kernels(prog: &mut Program, max_nodes: usize, freeing: &HashSet<BufId>) {
     let mut counts = HashMap::new();
     count_references(&prog.steps, &mut counts);
     let buffers = &prog.buffers;
     let arena = |b: BufId| matches!(buffers[b.0 as usize].storage, Storage::Arena { host: false });
-    let mut fold = Fold { counts, arena: &arena, max_nodes, next_id: 0 };
+    let mut fold = Fold { counts, arena: &arena, max_nodes, freeing, next_id: 0 };
     let mut steps = std::mem::take(&mut prog.steps);
     fold.list(&mut steps);
     prog.steps = steps;
@@ -40,6 +47,9 @@ struct Fold<'a, A: Fn(BufId) -> bool> {
     counts: HashMap<BufId, usize>,
     arena: &'a A,
     max_nodes: usize,
+    /// The buffers whose kernels may take a consumer past `max_nodes` (see
+    /// [`fold_single_consumer_kernels`]).
+    freeing: &'a HashSet<BufId>,
     next_id: u32,
 }
 
@@ -156,11 +166,18 @@ impl<A: Fn(BufId) -> bool> Fold<'_, A> {
         if read.contains(&c_dst) || read.iter().any(written_between) {
             return None;
         }
-        // Keep the consumer's vector loop, and its body within the fusion limit.
+        // Keep the consumer's vector loop, and its body within the fusion limit (twice it
+        // for a freeing fold: a buffer at the peak whose every input the consumer reads).
         if c_src.vectorizable() && !value.vectorizable() {
             return None;
         }
-        (c_src.size() + value.size() <= self.max_nodes).then_some((c, loads))
+        let size = c_src.size() + value.size();
+        let frees = || {
+            let consumer_reads = reads(c_src);
+            read.iter().all(|r| consumer_reads.contains(r))
+        };
+        let fits = size <= self.max_nodes || (size <= 2 * self.max_nodes && self.freeing.contains(&b) && frees());
+        fits.then_some((c, loads))
     }
 }
 
