@@ -164,8 +164,12 @@ pub struct FrontierPoint {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub budget: usize,
-    /// The whole program's planned peak (what `remat bench` reports for `program`).
+    /// The whole program's planned peak as the planner measures plans (the JIT's plan
+    /// without its folds at the peak, `model::search_options`).
     pub peak_bytes: usize,
+    /// What `remat bench` reports for `program`: the JIT's default plan, at most
+    /// `peak_bytes` (its folds at the peak can only lower it).
+    pub compiled_peak_bytes: usize,
     pub recompute_flops: u64,
     pub residual_bytes: u64,
     /// What the forward half saves (printed, JAX's `print_saved_residuals` lines).
@@ -381,9 +385,15 @@ impl Planner {
         if let Some(k) = p.variant {
             recomputed.insert(0, self.variants[k].0.clone());
         }
+        let consts = match p.variant {
+            Some(k) => self.variants[k].1.consts(),
+            None => self.model.consts(),
+        };
+        let compiled = remat_jit::memory_plan(&e.program, consts, &remat_jit::Options::default())?;
         Ok(Plan {
             budget: b,
             peak_bytes: e.peak_bytes,
+            compiled_peak_bytes: compiled.peak_bytes,
             recompute_flops: p.recompute_flops,
             residual_bytes: p.residual_bytes,
             saved: e.vjp.residuals.clone(),

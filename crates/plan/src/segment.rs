@@ -57,6 +57,11 @@ pub struct Rewritten {
 }
 
 impl Rewritten {
+    /// The rewritten function's constants.
+    pub fn consts(&self) -> &[remat_ir::Array] {
+        &self.f.consts
+    }
+
     pub fn new(f: ClosedJaxpr, argnums: &[usize], arg_names: &[String], base_flops: u64) -> Rewritten {
         Rewritten { f, argnums: argnums.to_vec(), arg_names: arg_names.to_vec(), base_flops }
     }
