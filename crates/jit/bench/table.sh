@@ -17,8 +17,10 @@
 # (crates/remat/examples/bench_models.rs) traced, differentiated and compiled by remat; the
 # realistic-size models have no Rust twin yet (one row each).
 # GFLOP/s counts the products only (2*m*n*k per dot_general, loops per trip) over remat's
-# median run time. remat's run is timed two ways: `run_into` (the previous call's output
-# arrays reused: no allocation) and `run` (fresh output arrays each call, as JAX's call).
+# median run time. remat runs JAX's jaxpr on the arguments JAX times it with
+# (crates/jit/bench/jax_inputs.py). remat's run is timed two ways: `run_into` (the previous
+# call's output arrays reused: no allocation) and `run` (fresh output arrays each call, as
+# JAX's call).
 # remat compiles with its default CSE (`auto`): a checkpoint's recompute is merged with the
 # forward pass, as XLA does, when that does not raise the planned peak; such programs get a
 # third row timed with the recompute kept. Peak bytes are remat's planned arena beside XLA's
@@ -38,6 +40,14 @@ if [ -n "$(for f in $files; do echo "$model_names" | grep -qx "$(basename "$f" .
   cargo build --release -p remat --example bench_models >/dev/null 2>&1
 fi
 bin=./target/release/remat
+# Every remat process runs with glibc's allocation thresholds pinned at their defaults, so
+# that `run`'s fresh outputs are measured in the same allocator state whatever the process
+# did before: reading a large `--inputs` file would otherwise raise glibc's dynamic mmap
+# and trim thresholds (as a Python process's large arrays do) and let the freed outputs be
+# reused without page faults (docs/benchmarks.md, "The allocator's state").
+pinned="glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072"
+inputs="$(mktemp)"
+trap 'rm -f "$inputs"' EXIT
 models=./target/release/examples/bench_models
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 simd="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x -E 'avx2|fma|avx512f' | tr '\n' ' ' | sed 's/ $//')"
@@ -54,19 +64,25 @@ for f in $files; do
   jm="$(echo "$memory" | grep "\"$name\"")"
   g="$gen"; rust=1
   if echo "$model_names" | grep -qx "$name"; then g="$model_gen"; rust=0; fi
+  # remat runs JAX's program on the arguments JAX times it with.
+  python3 crates/jit/bench/jax_inputs.py "$g" "$name" "$inputs" 2>/dev/null
   r="["; j="["; m="["
   for round in $(seq "$rounds"); do
     sep=$([ "$round" = 1 ] && echo "" || echo ",")
-    r="$r$sep$($bin bench "$f" --runs "$runs" --json | tail -n 1)"
+    r="$r$sep$(GLIBC_TUNABLES=$pinned $bin bench "$f" --inputs "$inputs" --runs "$runs" --json | tail -n 1)"
     j="$j$sep$(python3 "$g" --time "$name" 2>/dev/null | tail -n 1)"
-    if [ "$rust" = 1 ]; then m="$m$sep$($models "$name" "$runs" | tail -n 1)"; else m="$m${sep}null"; fi
+    if [ "$rust" = 1 ]; then
+      m="$m$sep$(GLIBC_TUNABLES=$pinned $models "$name" "$runs" | tail -n 1)"
+    else
+      m="$m${sep}null"
+    fi
   done
   r="$r]"; j="$j]"; m="$m]"
   # Where the default (`--cse auto`) merged a checkpoint's recompute with the forward pass,
   # the program is timed again with the recompute kept (`--cse within-checkpoints`).
   s="null"
   if [ "$(echo "$r" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["merged_across_checkpoints"])')" = True ]; then
-    s="$($bin bench "$f" --runs "$runs" --json --cse within-checkpoints | tail -n 1)"
+    s="$(GLIBC_TUNABLES=$pinned $bin bench "$f" --inputs "$inputs" --runs "$runs" --json --cse within-checkpoints | tail -n 1)"
   fi
   python3 - "$name" "$r" "$j" "$m" "$s" "$jm" <<'PY'
 import json, sys
@@ -108,7 +124,7 @@ cat > "$seed" <<'JAXPR'
     g:f32[3] = mul f b
   in (e, g) }
 JAXPR
-r="$($bin bench "$seed" --runs 20000 --json | tail -n 1)"
+r="$(GLIBC_TUNABLES=$pinned $bin bench "$seed" --runs 20000 --json | tail -n 1)"
 rm -f "$seed"
 j="$(python3 - <<'PY'
 import time, json, statistics
