@@ -359,13 +359,16 @@ impl Compiled {
     /// The outputs are fresh arrays; [`Compiled::run_into`] writes into existing ones. An
     /// output of 2 MiB or more starts on a 2 MiB boundary inside its allocation, advised onto
     /// transparent huge pages on Linux, so that writing it costs a few page faults instead of
-    /// one per 4 KiB (`ndarray`'s `into_raw_vec_and_offset` gives its offset).
+    /// one per 4 KiB (`ndarray`'s `into_raw_vec_and_offset` gives its offset). A smaller
+    /// output is allocated without zeroing, since the run writes every element: where the
+    /// allocator hands back memory a previous call's outputs freed, it costs nothing more.
     /// Arguments may be given as owned arrays or references (`&[Array]` or `&[&Array]`).
     pub fn run<A: Borrow<Array>>(&self, args: &[A]) -> Result<Vec<Array>, JitError> {
         self.check_args(args)?;
-        let mut outs: Vec<Array> = self.out_avals.iter().map(native::fresh_output).collect::<Result<_, _>>()?;
-        self.run_checked(args, &mut outs)?;
-        Ok(outs)
+        let outs: Vec<native::Fresh> = self.out_avals.iter().map(native::fresh_output).collect::<Result<_, _>>()?;
+        self.run_checked(args, outs.iter().map(|o| o.ptr))?;
+        // The run returned, having written every element of every output.
+        Ok(outs.into_iter().map(native::Fresh::written).collect())
     }
 
     /// Runs the program writing its results into `outs`, which must have the output avals
@@ -389,7 +392,7 @@ impl Compiled {
                 });
             }
         }
-        self.run_checked(args, outs)
+        self.run_checked(args, outs.iter_mut().map(data_ptr_mut))
     }
 
     fn check_args<A: Borrow<Array>>(&self, args: &[A]) -> Result<(), JitError> {
@@ -407,7 +410,9 @@ impl Compiled {
 
     /// Runs on checked arguments and outputs. The outputs are distinct owned arrays, so
     /// they overlap neither each other nor an argument.
-    fn run_checked<A: Borrow<Array>>(&self, args: &[A], outs: &mut [Array]) -> Result<(), JitError> {
+    /// Runs the checked arguments, writing the outputs at `outs` (each large enough for its
+    /// aval, row-major).
+    fn run_checked<A: Borrow<Array>>(&self, args: &[A], outs: impl Iterator<Item = usize>) -> Result<(), JitError> {
         // Non-contiguous inputs are copied; the code reads row-major memory. (No other
         // allocation on this path: a repeated `run_into` allocates nothing.)
         let args = || args.iter().map(Borrow::borrow);
@@ -426,7 +431,7 @@ impl Compiled {
         table.clear();
         table.extend(args().enumerate().map(|(i, a)| data_ptr(owned.get(i).and_then(Option::as_ref).unwrap_or(a))));
         table.extend(self.consts.iter().map(data_ptr));
-        table.extend(outs.iter_mut().map(data_ptr_mut));
+        table.extend(outs);
 
         let need = self.arena_bytes + plan::ALIGN;
         let arena = &mut scratch.arena;
@@ -489,7 +494,8 @@ mod tests {
 
     /// Fresh outputs of a huge page or more start on a huge-page boundary and are ordinary
     /// row-major arrays holding the right values, also when their size is not a multiple of
-    /// the page; smaller ones are plain zeroed arrays. Either kind is accepted by `run_into`.
+    /// the page; smaller ones are plain arrays (allocated unzeroed: the run writes every
+    /// element). Either kind is accepted by `run_into`.
     #[test]
     fn large_fresh_outputs_start_on_a_huge_page() {
         let text = "{ lambda ; a:f32[3,200003] b:f64[300001] c:i32[700001] d:f32[5]. let

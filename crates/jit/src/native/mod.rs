@@ -801,28 +801,93 @@ const HUGE_PAGE: usize = 2 << 20;
 ///
 /// Every output's size is checked: an allocation the allocator refuses is a
 /// [`JitError::OutOfMemory`](crate::JitError) naming the output, not an abort.
-pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<remat_ir::Array, crate::JitError> {
+pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<Fresh, crate::JitError> {
     use remat_ir::Array;
     let oom = || crate::JitError::OutOfMemory {
         what: format!("an output {aval}"),
         bytes: aval.checked_bytes().unwrap_or(usize::MAX),
     };
-    let pad =
-        if cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE { HUGE_PAGE } else { 0 };
-    Ok(match aval.dtype {
-        DType::F32 => Array::F32(huge_page_zeros::<f32>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::F64 => Array::F64(huge_page_zeros::<f64>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::I32 => Array::I32(huge_page_zeros::<i32>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::Bool => Array::Bool(huge_page_zeros::<bool>(&aval.shape, 0).ok_or_else(oom)?),
-        DType::BF16 => Array::BF16(huge_page_zeros::<remat_ir::bf16>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::F16 => Array::F16(huge_page_zeros::<remat_ir::f16>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::I8 => Array::I8(huge_page_zeros::<i8>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::I16 => Array::I16(huge_page_zeros::<i16>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::I64 => Array::I64(huge_page_zeros::<i64>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::U8 => Array::U8(huge_page_zeros::<u8>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::U32 => Array::U32(huge_page_zeros::<u32>(&aval.shape, pad).ok_or_else(oom)?),
-        DType::Key => Array::Key(huge_page_zeros::<remat_ir::PrngKey>(&aval.shape, pad).ok_or_else(oom)?),
-    })
+    let huge = cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE;
+    let pad = if huge { HUGE_PAGE } else { 0 };
+    let shape = &aval.shape;
+    if !huge {
+        let fresh = match aval.dtype {
+            DType::F32 => unwritten(shape, Array::F32),
+            DType::F64 => unwritten(shape, Array::F64),
+            DType::I32 => unwritten(shape, Array::I32),
+            DType::BF16 => unwritten(shape, Array::BF16),
+            DType::F16 => unwritten(shape, Array::F16),
+            DType::I8 => unwritten(shape, Array::I8),
+            DType::I16 => unwritten(shape, Array::I16),
+            DType::I64 => unwritten(shape, Array::I64),
+            DType::U8 => unwritten(shape, Array::U8),
+            DType::U32 => unwritten(shape, Array::U32),
+            DType::Key => unwritten(shape, Array::Key),
+            // Not every byte is a `bool`: zeroed, as the large outputs.
+            DType::Bool => huge_page_zeros::<bool>(shape, 0).map(Array::Bool).map(Fresh::ready),
+        };
+        return fresh.ok_or_else(oom);
+    }
+    let array = match aval.dtype {
+        DType::F32 => Array::F32(huge_page_zeros::<f32>(shape, pad).ok_or_else(oom)?),
+        DType::F64 => Array::F64(huge_page_zeros::<f64>(shape, pad).ok_or_else(oom)?),
+        DType::I32 => Array::I32(huge_page_zeros::<i32>(shape, pad).ok_or_else(oom)?),
+        DType::Bool => Array::Bool(huge_page_zeros::<bool>(shape, 0).ok_or_else(oom)?),
+        DType::BF16 => Array::BF16(huge_page_zeros::<remat_ir::bf16>(shape, pad).ok_or_else(oom)?),
+        DType::F16 => Array::F16(huge_page_zeros::<remat_ir::f16>(shape, pad).ok_or_else(oom)?),
+        DType::I8 => Array::I8(huge_page_zeros::<i8>(shape, pad).ok_or_else(oom)?),
+        DType::I16 => Array::I16(huge_page_zeros::<i16>(shape, pad).ok_or_else(oom)?),
+        DType::I64 => Array::I64(huge_page_zeros::<i64>(shape, pad).ok_or_else(oom)?),
+        DType::U8 => Array::U8(huge_page_zeros::<u8>(shape, pad).ok_or_else(oom)?),
+        DType::U32 => Array::U32(huge_page_zeros::<u32>(shape, pad).ok_or_else(oom)?),
+        DType::Key => Array::Key(huge_page_zeros::<remat_ir::PrngKey>(shape, pad).ok_or_else(oom)?),
+    };
+    Ok(Fresh::ready(array))
+}
+
+/// A fresh output before the run: the address the run writes it at, and how to make the
+/// array once it has.
+pub(crate) struct Fresh {
+    pub ptr: usize,
+    finish: Box<dyn FnOnce() -> remat_ir::Array + Send>,
+}
+
+impl Fresh {
+    /// An output that is an array already (zeroed).
+    fn ready(mut array: remat_ir::Array) -> Fresh {
+        let ptr = remat_ir::for_each_array!(&mut array, x => x.as_mut_ptr() as usize);
+        Fresh { ptr, finish: Box::new(move || array) }
+    }
+
+    /// The array, to be called only once a run of the program returned, having written
+    /// every element at `ptr` (a compiled program writes all of each output: `run_into`
+    /// over garbage-filled outputs gives what `run` gives, which the differential tests
+    /// check on every program they run).
+    pub fn written(self) -> remat_ir::Array {
+        (self.finish)()
+    }
+}
+
+/// An output of `shape` whose memory the run writes before anyone reads it: allocated
+/// without zeroing (a `calloc` of memory glibc reuses clears it first, a pass over every
+/// page for nothing), an empty vector with the capacity until then, so that dropping it
+/// after a failed run reads nothing.
+fn unwritten<T: ZeroBits + Send + 'static>(
+    shape: &[usize],
+    wrap: fn(ndarray::ArrayD<T>) -> remat_ir::Array,
+) -> Option<Fresh> {
+    let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+    let mut data: Vec<T> = Vec::new();
+    data.try_reserve_exact(n).ok()?;
+    let ptr = data.as_mut_ptr() as usize;
+    let shape = ndarray::IxDyn(shape);
+    let finish = move || {
+        // SAFETY: `Fresh::written` is called after a run, which wrote all `n` elements
+        // within the capacity reserved above.
+        unsafe { data.set_len(n) };
+        wrap(ndarray::ArrayD::from_shape_vec(shape, data).expect("n elements make the shape"))
+    };
+    Some(Fresh { ptr, finish: Box::new(finish) })
 }
 
 /// A type whose all-zero bit pattern is a valid value, its zero (`0`, `0.0`, `false`, the
