@@ -132,9 +132,11 @@ pub(crate) fn lower_program(
     if let Some(mut freeing) = unfolded {
         let (at_peak, peak) = crate::plan::buffers_at_peak(&prog);
         let at_peak: HashSet<BufId> = at_peak.into_iter().collect();
-        share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, &at_peak);
-        if crate::plan::plan(&freeing).device_bytes < peak {
-            prog = freeing;
+        if !at_peak.is_empty() {
+            share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, &at_peak);
+            if crate::plan::plan(&freeing).device_bytes < peak {
+                prog = freeing;
+            }
         }
     }
     // Folding only removes kernels (whose buffers no surviving step writes) and keeps the

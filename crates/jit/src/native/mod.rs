@@ -797,7 +797,8 @@ const HUGE_PAGE: usize = 2 << 20;
 /// its default `madvise` mode): a 4 MiB gradient then takes two faults. The slack is never
 /// touched by the run (fresh from the kernel, it costs address space, not memory). The
 /// array is an ordinary owned, row-major `ndarray` array whose data starts inside its
-/// allocation (as after a slice).
+/// allocation (as after a slice). A smaller output is allocated without zeroing
+/// ([`unwritten`]): the run writes every element.
 ///
 /// Every output's size is checked: an allocation the allocator refuses is a
 /// [`JitError::OutOfMemory`](crate::JitError) naming the output, not an abort.
@@ -807,42 +808,38 @@ pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<Fresh, crate::JitErr
         what: format!("an output {aval}"),
         bytes: aval.checked_bytes().unwrap_or(usize::MAX),
     };
-    let huge = cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE;
-    let pad = if huge { HUGE_PAGE } else { 0 };
+    // Zeroed on huge pages from a 2 MiB boundary, or unzeroed.
+    let pad = (cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE).then_some(HUGE_PAGE);
     let shape = &aval.shape;
-    if !huge {
-        let fresh = match aval.dtype {
-            DType::F32 => unwritten(shape, Array::F32),
-            DType::F64 => unwritten(shape, Array::F64),
-            DType::I32 => unwritten(shape, Array::I32),
-            DType::BF16 => unwritten(shape, Array::BF16),
-            DType::F16 => unwritten(shape, Array::F16),
-            DType::I8 => unwritten(shape, Array::I8),
-            DType::I16 => unwritten(shape, Array::I16),
-            DType::I64 => unwritten(shape, Array::I64),
-            DType::U8 => unwritten(shape, Array::U8),
-            DType::U32 => unwritten(shape, Array::U32),
-            DType::Key => unwritten(shape, Array::Key),
-            // Not every byte is a `bool`: zeroed, as the large outputs.
-            DType::Bool => huge_page_zeros::<bool>(shape, 0).map(Array::Bool).map(Fresh::ready),
-        };
-        return fresh.ok_or_else(oom);
+    match aval.dtype {
+        DType::F32 => fresh_of(shape, pad, Array::F32),
+        DType::F64 => fresh_of(shape, pad, Array::F64),
+        DType::I32 => fresh_of(shape, pad, Array::I32),
+        DType::BF16 => fresh_of(shape, pad, Array::BF16),
+        DType::F16 => fresh_of(shape, pad, Array::F16),
+        DType::I8 => fresh_of(shape, pad, Array::I8),
+        DType::I16 => fresh_of(shape, pad, Array::I16),
+        DType::I64 => fresh_of(shape, pad, Array::I64),
+        DType::U8 => fresh_of(shape, pad, Array::U8),
+        DType::U32 => fresh_of(shape, pad, Array::U32),
+        DType::Key => fresh_of(shape, pad, Array::Key),
+        // Not every byte is a `bool`: zeroed, on ordinary pages.
+        DType::Bool => huge_page_zeros::<bool>(shape, 0).map(Array::Bool).map(Fresh::ready),
     }
-    let array = match aval.dtype {
-        DType::F32 => Array::F32(huge_page_zeros::<f32>(shape, pad).ok_or_else(oom)?),
-        DType::F64 => Array::F64(huge_page_zeros::<f64>(shape, pad).ok_or_else(oom)?),
-        DType::I32 => Array::I32(huge_page_zeros::<i32>(shape, pad).ok_or_else(oom)?),
-        DType::Bool => Array::Bool(huge_page_zeros::<bool>(shape, 0).ok_or_else(oom)?),
-        DType::BF16 => Array::BF16(huge_page_zeros::<remat_ir::bf16>(shape, pad).ok_or_else(oom)?),
-        DType::F16 => Array::F16(huge_page_zeros::<remat_ir::f16>(shape, pad).ok_or_else(oom)?),
-        DType::I8 => Array::I8(huge_page_zeros::<i8>(shape, pad).ok_or_else(oom)?),
-        DType::I16 => Array::I16(huge_page_zeros::<i16>(shape, pad).ok_or_else(oom)?),
-        DType::I64 => Array::I64(huge_page_zeros::<i64>(shape, pad).ok_or_else(oom)?),
-        DType::U8 => Array::U8(huge_page_zeros::<u8>(shape, pad).ok_or_else(oom)?),
-        DType::U32 => Array::U32(huge_page_zeros::<u32>(shape, pad).ok_or_else(oom)?),
-        DType::Key => Array::Key(huge_page_zeros::<remat_ir::PrngKey>(shape, pad).ok_or_else(oom)?),
-    };
-    Ok(Fresh::ready(array))
+    .ok_or_else(oom)
+}
+
+/// A fresh output of `shape`: zeroed from a `pad` boundary (advised onto huge pages), or
+/// without `pad` allocated unzeroed ([`unwritten`]).
+fn fresh_of<T: ZeroBits + Send + 'static>(
+    shape: &[usize],
+    pad: Option<usize>,
+    wrap: fn(ndarray::ArrayD<T>) -> remat_ir::Array,
+) -> Option<Fresh> {
+    match pad {
+        Some(pad) => huge_page_zeros::<T>(shape, pad).map(wrap).map(Fresh::ready),
+        None => unwritten(shape, wrap),
+    }
 }
 
 /// A fresh output before the run: the address the run writes it at, and how to make the
