@@ -223,3 +223,53 @@ fn benchmark_programs_on_scaled_inputs_match_the_interpreter() {
     }
     assert!(failures.is_empty(), "{} benchmark programs failed:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Every zoo program (its jaxpr, and JAX's forward and backward halves where it has them)
+/// writes every element of every output: run into garbage-filled outputs, it gives the bits
+/// of a fresh run, whose outputs below 2 MiB are not zeroed (an element left unwritten would
+/// show the garbage on one side). The conformance cases get the same check in
+/// [`differential`]; the zoo's control flow, scatters, PRNG keys and bf16 are checked here.
+#[test]
+fn every_zoo_program_writes_all_of_each_output() {
+    let mut checked = 0;
+    for (name, case) in remat_testkit::zoo_cases() {
+        let args = try_arrays(&case, "args").expect("args");
+        let cotangents = try_arrays(&case, "cotangents").unwrap_or_default();
+        let outputs = try_arrays(&case, "outputs").expect("outputs");
+        let mut fwd_outs = None;
+        for field in ["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"] {
+            let Some(text) = case[field].as_str() else { continue };
+            let jaxpr = parse_jaxpr(text, &name).expect("parses");
+            if !jaxpr.constvars.is_empty() {
+                continue;
+            }
+            let inputs: Vec<Array> = match (field, &fwd_outs) {
+                ("jax_bwd_jaxpr", Some(f)) => {
+                    let f: &Vec<Array> = f;
+                    f[outputs.len().min(f.len())..].iter().cloned().chain(cotangents.iter().cloned()).collect()
+                }
+                ("jax_bwd_jaxpr", None) => continue,
+                _ => args.clone(),
+            };
+            // The backward half's inputs as recorded (residuals then cotangents) where they
+            // line up with its signature.
+            let in_avals = jaxpr.in_avals();
+            if inputs.len() != in_avals.len() || inputs.iter().zip(&in_avals).any(|(a, v)| !a.aval().same_type(v)) {
+                assert_ne!(field, "jaxpr", "{name}: the recorded arguments fit the program");
+                continue;
+            }
+            let compiled = remat_jit::compile(&jaxpr).unwrap_or_else(|e| panic!("{name} {field}: {e}"));
+            let fresh = compiled.run(&inputs).unwrap_or_else(|e| panic!("{name} {field}: {e}"));
+            let mut outs: Vec<Array> = jaxpr.out_avals().iter().map(common::garbage).collect();
+            compiled.run_into(&inputs, &mut outs).unwrap_or_else(|e| panic!("{name} {field}: {e}"));
+            for (i, (a, b)) in outs.iter().zip(&fresh).enumerate() {
+                assert!(common::same_bits(a, b), "{name} {field}: output {i} into garbage differs from a fresh run");
+            }
+            if field == "jax_fwd_jaxpr" {
+                fwd_outs = Some(fresh);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "{checked} zoo programs checked");
+}
