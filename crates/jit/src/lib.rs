@@ -408,10 +408,9 @@ impl Compiled {
         Ok(())
     }
 
-    /// Runs on checked arguments and outputs. The outputs are distinct owned arrays, so
-    /// they overlap neither each other nor an argument.
-    /// Runs the checked arguments, writing the outputs at `outs` (each large enough for its
-    /// aval, row-major).
+    /// Runs on checked arguments, writing the outputs at `outs` (each large enough for its
+    /// aval, row-major). The outputs are distinct owned allocations, so they overlap
+    /// neither each other nor an argument.
     fn run_checked<A: Borrow<Array>>(&self, args: &[A], outs: impl Iterator<Item = usize>) -> Result<(), JitError> {
         // Non-contiguous inputs are copied; the code reads row-major memory. (No other
         // allocation on this path: a repeated `run_into` allocates nothing.)

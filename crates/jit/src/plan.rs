@@ -117,27 +117,6 @@ pub(crate) fn plan(prog: &Program) -> Layout {
     plan_with_lifetimes(prog).0
 }
 
-/// The device arena buffers live where the arena reaches its peak: at the first position of
-/// each buffer whose place ends at the peak, every arena buffer live there. With the
-/// arena's planned bytes.
-pub(crate) fn buffers_at_peak(prog: &Program) -> (Vec<BufId>, usize) {
-    let (layout, lt) = plan_with_lifetimes(prog);
-    let in_arena = |b: usize| {
-        prog.buffers[b].storage == (Storage::Arena { host: false })
-            && matches!(layout.places[b], Some((Home::Pool, _)))
-            && lt.first[b] != usize::MAX
-    };
-    let end = |b: usize| layout.places[b].map_or(0, |(_, start)| start + prog.buffers[b].bytes.max(1));
-    let peak = (0..prog.buffers.len()).filter(|&b| in_arena(b)).map(end).max().unwrap_or(0);
-    let at: Vec<usize> =
-        (0..prog.buffers.len()).filter(|&b| in_arena(b) && end(b) == peak).map(|b| lt.first[b]).collect();
-    let live = (0..prog.buffers.len())
-        .filter(|&b| in_arena(b) && at.iter().any(|&p| lt.first[b] <= p && p <= lt.last[b]))
-        .map(|b| BufId(b as u32))
-        .collect();
-    (live, layout.device_bytes)
-}
-
 /// The lifetimes of the buffers, and the in-place candidates among the steps.
 pub(crate) fn lifetimes(prog: &Program) -> (Lifetimes, Vec<InPlace>) {
     let n = prog.buffers.len();

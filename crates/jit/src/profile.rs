@@ -18,8 +18,8 @@
 
 use remat_ir::{Array, Atom, Jaxpr, Var};
 
-use crate::plan::{self, Home};
-use crate::program::{BufId, Storage};
+use crate::plan::{self, Home, Layout, Lifetimes};
+use crate::program::{BufId, Program, Storage};
 use crate::{checked_front, io_bytes, Front, JitError, MemoryPlan, Options};
 
 /// Where an arena buffer lives.
@@ -149,6 +149,24 @@ pub fn memory_profile(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Res
     for (&(s, e), &eqn) in lifetimes.top_steps.iter().zip(&prog.provenance.step_eqn) {
         step_eqns[s..e].iter_mut().for_each(|x| *x = origin(eqn));
     }
+    let describe = |b: usize| {
+        let var = prog.provenance.buffer_var[b].and_then(|m| input_var[m.index()]);
+        (origin(prog.provenance.buffer_eqn[b]), var)
+    };
+    let buffers = describe_buffers(&prog, &layout, &lifetimes, describe)?.0;
+    let peak = find_peak(&buffers, plan.peak_bytes);
+    Ok(MemoryProfile { plan, positions: lifetimes.end, step_eqns, buffers, peak })
+}
+
+/// Every placed arena buffer of `prog` (`describe` gives a program buffer's equation and
+/// variable), with each program buffer's index among them; the buffers written over in
+/// place hand their bytes over.
+fn describe_buffers(
+    prog: &Program,
+    layout: &Layout,
+    lifetimes: &Lifetimes,
+    describe: impl Fn(usize) -> (Option<usize>, Option<Var>),
+) -> Result<(Vec<BufferProfile>, Vec<Option<usize>>), JitError> {
     let mut buffers = Vec::new();
     // Each program buffer's index in `buffers`.
     let mut index = vec![None; prog.buffers.len()];
@@ -163,20 +181,33 @@ pub fn memory_profile(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Res
                 _ => return Err(JitError::Invalid("the plan put a buffer in a non-output (a bug in the JIT)".into())),
             },
         };
+        let (eqn, var) = describe(b);
         buffers.push(BufferProfile {
             bytes: buf.bytes,
             home,
             offset,
             first: lifetimes.first[b],
             last: lifetimes.last[b],
-            eqn: origin(prog.provenance.buffer_eqn[b]),
-            var: prog.provenance.buffer_var[b].and_then(|m| input_var[m.index()]),
+            eqn,
+            var,
             handed_over_at: None,
         });
     }
     mark_handovers(&mut buffers, &index, &layout.written_over);
-    let peak = find_peak(&buffers, plan.peak_bytes);
-    Ok(MemoryProfile { plan, positions: lifetimes.end, step_eqns, buffers, peak })
+    Ok((buffers, index))
+}
+
+/// The device arena buffers holding bytes at the planned peak position ([`Peak::live`]),
+/// and the arena's planned bytes: what the lowering's folds at the peak may free.
+pub(crate) fn buffers_at_peak(prog: &Program) -> (Vec<BufId>, usize) {
+    let (layout, lifetimes) = plan::plan_with_lifetimes(prog);
+    let Ok((buffers, index)) = describe_buffers(prog, &layout, &lifetimes, |_| (None, None)) else {
+        return (Vec::new(), layout.device_bytes);
+    };
+    let mut live = vec![false; buffers.len()];
+    find_peak(&buffers, layout.device_bytes).live.into_iter().for_each(|i| live[i] = true);
+    let at_peak = (0..prog.buffers.len()).filter(|&b| index[b].is_some_and(|i| live[i]));
+    (at_peak.map(|b| BufId(b as u32)).collect(), layout.device_bytes)
 }
 
 /// Marks the buffers written over in place (the planner's `written_over`): a buffer hands

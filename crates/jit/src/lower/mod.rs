@@ -130,7 +130,7 @@ pub(crate) fn lower_program(
     share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES, &HashSet::new());
     // Folds past the node limit that free a buffer live at the peak, kept where they lower it.
     if let Some(mut freeing) = unfolded {
-        let (at_peak, peak) = crate::plan::buffers_at_peak(&prog);
+        let (at_peak, peak) = crate::profile::buffers_at_peak(&prog);
         let at_peak: HashSet<BufId> = at_peak.into_iter().collect();
         if !at_peak.is_empty() {
             share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, &at_peak);
