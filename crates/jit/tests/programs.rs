@@ -6,7 +6,11 @@
 //! loop; `f(x + bias)` with the bias either operand, fused into the row function), and column reductions accumulated in registers (groups of four vectors, single
 //! vectors and scalar tail columns; sum, max, min, of a load and of an expression).
 //! `row_maxima.jaxpr`: `reduce_max`/`reduce_min` over rows (the four-chain loops), NaNs
-//! included, compared bit for bit. Each
+//! included, compared bit for bit. `stacked_index.jaxpr` and
+//! `fori_loop_value_and_grad.jaxpr` (issue 40: JAX's `value_and_grad` of a `fori_loop`
+//! summing `x[i]`): an index computed in a scan body (`clamp`, `select_n`) that feeds a
+//! `dynamic_slice` and is also a stacked output, which the loop once wrote straight into
+//! its stack while the slice still read the old scalar buffer. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;

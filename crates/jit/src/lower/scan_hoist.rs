@@ -121,10 +121,58 @@ pub(super) fn map_views(step: &mut Step, f: &impl Fn(&View) -> View) {
     }
 }
 
-/// Whether `step` reads `buf` only through views that [`restack_step`] rewrites.
+/// Calls `f` on each view of `step` that [`map_views`] maps (none for native steps, loops
+/// and branches).
+fn each_view(step: &Step, f: &mut impl FnMut(&View)) {
+    let mut loads = |e: &Expr| {
+        e.visit(&mut |n| {
+            if let Expr::Load(v) = n {
+                f(v)
+            }
+        })
+    };
+    match step {
+        Step::Kernel { dst, src, .. } => {
+            loads(src);
+            f(dst);
+        }
+        Step::Reduce { src, .. } | Step::Argmax { src, .. } => loads(src),
+        Step::Dot { lhs, rhs, dst, .. } => {
+            f(lhs);
+            f(rhs);
+            f(dst);
+        }
+        Step::Native { .. } | Step::Loop { .. } | Step::Switch { .. } | Step::While { .. } => {}
+    }
+}
+
+/// Whether a view of `step` takes a dynamic offset from `buf` (a `dynamic_slice` start, a
+/// clamped index computed in the body).
+fn indexes_with(step: &Step, buf: BufId) -> bool {
+    let mut hit = false;
+    each_view(step, &mut |v| hit |= v.dynamic.iter().any(|d| d.index == buf));
+    hit
+}
+
+/// Whether `e` takes a dynamic offset from `buf`.
+fn expr_indexes_with(e: &Expr, buf: BufId) -> bool {
+    let mut hit = false;
+    e.visit(&mut |n| {
+        if let Expr::Load(v) = n {
+            hit |= v.dynamic.iter().any(|d| d.index == buf);
+        }
+    });
+    hit
+}
+
+/// Whether `step` reads `buf` only through views that [`restack_step`] rewrites: as the
+/// buffer of a view, never as a dynamic offset (an offset is read from a scalar buffer,
+/// which a slot of a stack is not; left unrewritten, it would read a buffer nothing writes
+/// any more: issue 40's stale index).
 fn reads_through_views(step: &Step, buf: BufId) -> bool {
     matches!(step, Step::Kernel { .. } | Step::Reduce { .. } | Step::Argmax { .. } | Step::Dot { .. })
         && !step.writes_to(buf)
+        && !indexes_with(step, buf)
 }
 
 impl Lowering {
@@ -166,7 +214,8 @@ impl Lowering {
                 && dst_view.offset == 0
                 && dst_view.dynamic.is_empty()
                 // Only this product writes its buffer, and only views read it.
-                && steps.iter().enumerate().all(|(j, s)| j == i || !s.touches(dst) || reads_through_views(s, dst));
+                && steps.iter().enumerate().all(|(j, s)| j == i || !s.touches(dst) || reads_through_views(s, dst))
+                && outs.iter().all(|o| !expr_indexes_with(&o.expr, dst));
             if !ok {
                 i += 1;
                 continue;
@@ -220,7 +269,11 @@ impl Lowering {
             let y = &outs[nk + j];
             let Expr::Load(v) = &y.expr else { continue };
             let (buf, shape) = (v.buf, y.aval.shape.clone());
-            if in_place[j] || y.aval.size() == 0 || !whole(&y.expr, buf, &shape) {
+            if in_place[j]
+                || y.aval.size() == 0
+                || !whole(&y.expr, buf, &shape)
+                || outs.iter().any(|o| expr_indexes_with(&o.expr, buf))
+            {
                 continue;
             }
             let term = f.term(y.aval.size() as i64);
