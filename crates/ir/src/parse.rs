@@ -278,10 +278,12 @@ impl<'s> Parser<'s> {
         let mut quote = None;
         for (i, c) in self.src[start..].char_indices() {
             match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), '\n') => break,
+                (Some((q, _)), c) if c == q => quote = None,
+                (Some((q, at)), '\n') => {
+                    return Err(self.err_at(start + at, format!("unterminated string: no closing {q} on its line")))
+                }
                 (Some(_), _) => {}
-                (None, '\'' | '"') => quote = Some(c),
+                (None, '\'' | '"') => quote = Some((c, i)),
                 (None, '{') => depth += 1,
                 (None, '}') => {
                     depth -= 1;
@@ -293,7 +295,17 @@ impl<'s> Parser<'s> {
                 (None, _) => {}
             }
         }
-        Err(self.err_at(start, "unclosed `{`"))
+        // Where the text ends is where something is missing (a truncated file); the brace
+        // that is still open is named too.
+        let (line, column) = self.line_col(start);
+        let what = match quote {
+            Some((q, at)) => {
+                let (l, c) = self.line_col(start + at);
+                format!("the text ends inside a string opened by {q} at line {l}, column {c}")
+            }
+            None => format!("the text ends inside the jaxpr whose `{{` opens at line {line}, column {column}"),
+        };
+        Err(self.err_at(self.src.len(), what))
     }
 
     /// The hoisted jaxpr `name`, parsed now if it was not yet; `at` is where it is needed.
@@ -453,9 +465,20 @@ impl<'s> Parser<'s> {
         let start = self.pos;
         let outvars = self.binders(scope)?;
         if outvars.is_empty() {
-            return Err(self.expected("an equation (`name:type = primitive ...`)"));
+            // An equation with no outputs (`jit[name=_where jaxpr={ ... in () }] a b`, what
+            // JAX prints after its own dead-code elimination) starts with its primitive.
+            if !self.peek_equation_without_outputs(scope) {
+                let rest = &self.src[self.pos..];
+                let len = rest.find(|c| !(is_name_char(c) || c == '-')).unwrap_or(rest.len());
+                if len > 0 && rest[len..].starts_with('[') {
+                    // A primitive's name and parameters, where no primitive has that name.
+                    return Err(self.err_at(self.pos, format!("unknown primitive `{}`", &rest[..len])));
+                }
+                return Err(self.expected("an equation (`name:type = primitive ...`)"));
+            }
+        } else {
+            self.expect("=", "`=` after the equation's binders")?;
         }
-        self.expect("=", "`=` after the equation's binders")?;
         self.skip_ws();
         let prim_pos = self.pos;
         let prim_name = self.primitive_name().ok_or_else(|| self.expected("a primitive name"))?;
@@ -502,6 +525,14 @@ impl<'s> Parser<'s> {
                         break; // the next equation's binders
                     } else if self.peek_keyword("in") && after == Some('(') {
                         break;
+                    } else if self.peek_equation_without_outputs(scope)
+                        && (self.src[self.pos..].trim_start_matches(is_name_char).starts_with('[')
+                            || (eqn_column.is_some() && self.column_if_first_on_line(self.pos) == eqn_column))
+                    {
+                        // The next equation, which has no outputs: a primitive's name
+                        // followed by its parameters, or first on its line at this
+                        // equation's column.
+                        break;
                     }
                     self.operand(scope, &mut invars, &mut literals)?;
                 }
@@ -540,6 +571,22 @@ impl<'s> Parser<'s> {
         }
         atoms.push(atom);
         Ok(())
+    }
+
+    /// Whether the next token starts an equation without outputs: a known primitive's name
+    /// followed by its parameters (`[`: a variable never is), or one that is not a variable
+    /// in scope and is not a binder (`:`) or a parameter (`=`).
+    fn peek_equation_without_outputs(&mut self, scope: &Scope) -> bool {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        if !rest.starts_with(is_name_start) {
+            return false;
+        }
+        let len = rest.find(|c| !(is_name_char(c) || c == '-')).unwrap_or(rest.len());
+        let name = &rest[..len];
+        let next = rest[len..].chars().next();
+        PrimitiveKind::from_name(name).is_some()
+            && (next == Some('[') || (!scope.names.contains_key(name) && !matches!(next, Some(':' | '='))))
     }
 
     /// Whether the next token is a literal's word followed by `:` (`nan:f32[]`).

@@ -221,6 +221,17 @@ const EMPTY_BODY: &str = "{ lambda ; a:f32[4]. let
     d:f32[4] = add b c
   in (d,) }";
 
+/// Equations without outputs (what JAX prints after its own dead-code elimination of a
+/// `jit`'s results; `jax_extra/where_without_outputs.jaxpr` has one JAX printed), on one
+/// line between others and first in a body.
+const NO_OUTPUTS: &str = "{ lambda ; a:f32[] b:f32[]. let
+    jit[name=f jaxpr={ lambda ; a:f32[]. let  in () }] a
+    c:f32[] = sin a
+    jit[name=g jaxpr={ lambda ; c:f32[] d:f32[]. let  in () }] c 1.0:f32[]
+    jit[name=h jaxpr={ lambda ; b:f32[]. let  in () }] b
+    e:f32[] = cos c
+  in (e,) }";
+
 #[test]
 fn printing_forms_round_trip() {
     let texts = [
@@ -233,6 +244,7 @@ fn printing_forms_round_trip() {
         ("numpy ints", NUMPY_INTS),
         ("empty body", EMPTY_BODY),
         ("literal output", LITERAL_OUTPUT),
+        ("equations without outputs", NO_OUTPUTS),
     ];
     let failures: Vec<String> = texts.iter().filter_map(|(name, text)| check(name, text).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
