@@ -52,8 +52,8 @@ pub use dce::dce_jaxpr;
 pub use jvp::{custom_rule_notes, jvp_jaxpr, JvpJaxpr};
 pub use partial_eval::{partial_eval_jaxpr_custom, PartialEval, PeMode};
 pub use policy::{
-    register_policy, registered_policy, resolve_policy, set_policy_names, user_policy, EqnDecisions, PolicyNames,
-    PolicyRule, ResolvedPolicy, Saveability,
+    check_policy_names, give_policy_names, register_policy, registered_policy, resolve_policy, user_policy,
+    with_policy_names, EqnDecisions, PolicyNames, PolicyNamesUse, PolicyRule, ResolvedPolicy, Saveability,
 };
 pub use residuals::{summarize, Residual, ResidualKind};
 pub use transpose::{transpose_jaxpr, Transposed};

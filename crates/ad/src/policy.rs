@@ -16,16 +16,21 @@
 //!
 //! A policy JAX made with a closure prints without its arguments
 //! (`<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>`), so a
-//! parsed program holds it as `Policy::Opaque`; [`set_policy_names`] (the command line's
-//! `--policy-names save=a,b offload=c`) gives such policies their meaning, and
-//! differentiating through one without a meaning is an error.
+//! parsed program holds it as `Policy::Opaque`. Where the factory's arguments cannot change
+//! what it means here (`offload_dot_with_no_batch_dims`: remat has exactly JAX's device and
+//! host memory), the factory's name gives the meaning; where they can (the names of
+//! `save_and_offload_only_these_names`), [`with_policy_names`] (the command line's
+//! `--policy-names save=a,b offload=c`) returns the program with the meaning inside its
+//! policies, a value carried with the program, not a setting of the process.
+//! Differentiating through an opaque policy without a meaning is an error that says which
+//! kind it is.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use remat_ir::{Aval, Jaxpr, MemorySpace, Policy, Primitive};
+use remat_ir::{Aval, ClosedJaxpr, Jaxpr, MemorySpace, Policy, Primitive};
 
 use crate::AdError;
 
@@ -206,24 +211,37 @@ pub struct PolicyNames {
 
 impl PolicyNames {
     /// Reads the command line's form: words `save=a,b` and `offload=c` (either may be
-    /// absent or empty; repeated words add names).
+    /// absent or empty; repeated words add names). Words may also arrive as one quoted
+    /// argument (`"save=a offload=b"`): they are split at whitespace. Anything else is an
+    /// error that quotes it: a word without `save=`/`offload=`, an empty name (`a,,b`), a
+    /// name holding `=` or quotes, a name given twice.
     pub fn parse<S: AsRef<str>>(words: &[S]) -> Result<PolicyNames, AdError> {
+        let bad = |msg: String| AdError::Invalid(format!("--policy-names: {msg}"));
         let mut names = PolicyNames::default();
-        for word in words {
-            let word = word.as_ref();
-            let (key, list) = word.split_once('=').ok_or_else(|| {
-                AdError::Invalid(format!("policy names: expected `save=NAMES` or `offload=NAMES`, found `{word}`"))
-            })?;
+        for word in words.iter().flat_map(|w| w.as_ref().split_whitespace()) {
+            let (key, list) = word
+                .split_once('=')
+                .ok_or_else(|| bad(format!("expected `save=NAMES` or `offload=NAMES`, found `{word}`")))?;
             let target = match key {
                 "save" => &mut names.saved,
                 "offload" => &mut names.offloaded,
-                other => {
-                    return Err(AdError::Invalid(format!(
-                        "policy names: expected `save=` or `offload=`, found `{other}=`"
-                    )))
-                }
+                other => return Err(bad(format!("expected `save=` or `offload=`, found `{other}=` in `{word}`"))),
             };
-            target.extend(list.split(',').filter(|n| !n.is_empty()).map(str::to_string));
+            if list.is_empty() {
+                continue;
+            }
+            for name in list.split(',') {
+                if name.is_empty() {
+                    return Err(bad(format!("an empty name in `{word}` (names are separated by single commas)")));
+                }
+                if let Some(c) = name.chars().find(|c| matches!(c, '=' | '\'' | '"')) {
+                    return Err(bad(format!("name `{name}` in `{word}` holds `{c}`: write names bare, `save=a,b`")));
+                }
+                if target.iter().any(|n| n == name) {
+                    return Err(bad(format!("name `{name}` is given twice in `{key}=`")));
+                }
+                target.push(name.to_string());
+            }
         }
         Ok(names)
     }
@@ -243,37 +261,135 @@ impl PolicyNames {
 /// The factory of the opaque policies [`PolicyNames`] gives a meaning to.
 const SAVE_AND_OFFLOAD: &str = "save_and_offload_only_these_names";
 
-fn opaque_meanings() -> &'static RwLock<HashMap<String, Policy>> {
-    static MEANINGS: OnceLock<RwLock<HashMap<String, Policy>>> = OnceLock::new();
-    MEANINGS.get_or_init(|| RwLock::new(HashMap::new()))
+/// The meaning of the opaque policy `repr` made by a factory whose arguments cannot change
+/// what it decides here: `offload_dot_with_no_batch_dims(src, dst)` offloads from device
+/// memory to host memory, and those are the only two memory spaces remat has (JAX's
+/// `pinned_host` and `unpinned_host` are both its host memory).
+fn meaning_by_factory(repr: &str) -> Option<Policy> {
+    match Policy::opaque_factory(repr)? {
+        "offload_dot_with_no_batch_dims" => {
+            Some(Policy::OffloadDotWithNoBatchDims { offload_src: "device".into(), offload_dst: "pinned_host".into() })
+        }
+        _ => None,
+    }
 }
 
-/// Gives every opaque `save_and_offload_only_these_names` policy (in any program
-/// differentiated afterwards, process-wide) the meaning of `names`; checks that no name is
-/// both saved and offloaded, as JAX does.
-pub fn set_policy_names(names: &PolicyNames) -> Result<(), AdError> {
-    let policy = names.policy();
-    validate(&policy)?;
-    opaque_meanings().write().unwrap_or_else(|e| e.into_inner()).insert(SAVE_AND_OFFLOAD.to_string(), policy);
-    Ok(())
-}
-
-/// The meaning given to the opaque policy printed `repr`, if any.
-fn opaque_meaning(repr: &str) -> Option<Policy> {
-    let factory = Policy::opaque_factory(repr)?;
-    opaque_meanings().read().unwrap_or_else(|e| e.into_inner()).get(factory).cloned()
+/// The meaning an opaque policy has: the one given with the program, or its factory's.
+fn opaque_meaning(repr: &str, meaning: Option<&Policy>) -> Option<Policy> {
+    meaning.cloned().or_else(|| meaning_by_factory(repr))
 }
 
 fn no_meaning(repr: &str) -> AdError {
     let how = match Policy::opaque_factory(repr) {
         Some(SAVE_AND_OFFLOAD) => {
-            "give it one with `--policy-names save=NAMES offload=NAMES` (remat_ad::set_policy_names)"
+            "its names are arguments the text does not carry: give them with `--policy-names save=NAMES offload=NAMES` \
+             (remat_ad::with_policy_names)"
         }
-        _ => "remat knows no way to give this one a meaning",
+        Some(f) if f.contains('<') => "a lambda's code is not in the text, so remat cannot know what it saves",
+        _ => "remat knows no meaning for this factory's policies",
     };
     AdError::Invalid(format!(
         "policy {repr} does not say what it saves (JAX prints a closure without its arguments): {how}"
     ))
+}
+
+/// The program `jaxpr` with every opaque `save_and_offload_only_these_names` policy (in any
+/// checkpoint, at any depth) meaning `names`. Strict, as a command line should be: an error
+/// if the program has no such policy, or if a name is not a `checkpoint_name` inside a
+/// checkpoint under one (a typo would otherwise silently save or offload nothing).
+/// Nested jaxprs that hold no such policy keep their identity (their `Arc`).
+pub fn with_policy_names(jaxpr: &ClosedJaxpr, names: &PolicyNames) -> Result<ClosedJaxpr, AdError> {
+    let (closed, used) = give_policy_names(jaxpr, names)?;
+    check_policy_names(names, &[used])?;
+    Ok(closed)
+}
+
+/// What [`give_policy_names`] met in one program: how many opaque
+/// `save_and_offload_only_these_names` policies it gave the meaning, and the
+/// `checkpoint_name`s inside the checkpoints under them.
+#[derive(Clone, Debug, Default)]
+pub struct PolicyNamesUse {
+    pub policies: usize,
+    pub names: std::collections::BTreeSet<String>,
+}
+
+/// [`with_policy_names`] without its checks, for a caller that gives one meaning to
+/// several programs (`remat report a.jaxpr b.jaxpr`) and checks them together with
+/// [`check_policy_names`]. Only JAX's own construction-time check is made here (no name
+/// both saved and offloaded).
+pub fn give_policy_names(jaxpr: &ClosedJaxpr, names: &PolicyNames) -> Result<(ClosedJaxpr, PolicyNamesUse), AdError> {
+    let policy = names.policy();
+    validate(&policy)?;
+    let mut used = PolicyNamesUse::default();
+    let mut memo = HashMap::new();
+    let body = give_meaning(&jaxpr.jaxpr, &policy, false, &mut memo, &mut used);
+    Ok((ClosedJaxpr { jaxpr: body, consts: jaxpr.consts.clone() }, used))
+}
+
+/// The checks of [`with_policy_names`] over what it met in one or several programs: some
+/// opaque policy took the meaning, and every name is a `checkpoint_name` under one.
+pub fn check_policy_names(names: &PolicyNames, uses: &[PolicyNamesUse]) -> Result<(), AdError> {
+    if uses.iter().all(|u| u.policies == 0) {
+        return Err(AdError::Invalid(format!(
+            "--policy-names gives the meaning of `{SAVE_AND_OFFLOAD}` policies, and the program has none \
+             (its checkpoints' policies are printed with their arguments, or it has no checkpoint)"
+        )));
+    }
+    let known: std::collections::BTreeSet<&str> =
+        uses.iter().flat_map(|u| u.names.iter().map(String::as_str)).collect();
+    let unknown: Vec<&str> =
+        names.saved.iter().chain(&names.offloaded).map(String::as_str).filter(|n| !known.contains(n)).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let list = |xs: &mut dyn Iterator<Item = &str>| xs.map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+    Err(AdError::Invalid(format!(
+        "--policy-names: {} {} no `checkpoint_name` inside a checkpoint under `{SAVE_AND_OFFLOAD}` (the names there: {})",
+        list(&mut unknown.iter().copied()),
+        if unknown.len() == 1 { "names" } else { "name" },
+        if known.is_empty() { "none".to_string() } else { list(&mut known.iter().copied()) }
+    )))
+}
+
+/// `j` with `meaning` given to its opaque save-and-offload policies (`under`: `j` is inside
+/// a checkpoint under one, so its `checkpoint_name`s are collected).
+fn give_meaning(
+    j: &Arc<Jaxpr>,
+    meaning: &Policy,
+    under: bool,
+    memo: &mut HashMap<(*const Jaxpr, bool), Arc<Jaxpr>>,
+    found: &mut PolicyNamesUse,
+) -> Arc<Jaxpr> {
+    if let Some(done) = memo.get(&(Arc::as_ptr(j), under)) {
+        return done.clone();
+    }
+    let mut out: Option<Jaxpr> = None;
+    for (i, e) in j.eqns.iter().enumerate() {
+        if let (true, Primitive::Name { name }) = (under, &e.primitive) {
+            found.names.insert(name.clone());
+        }
+        let mut prim = e.primitive.clone();
+        let mut inside = under;
+        let mut changed = false;
+        if let Primitive::Remat2 { policy: Some(Policy::Opaque { repr, meaning: m }), .. } = &mut prim {
+            if Policy::opaque_factory(repr) == Some(SAVE_AND_OFFLOAD) {
+                *m = Some(Box::new(meaning.clone()));
+                found.policies += 1;
+                (inside, changed) = (true, true);
+            }
+        }
+        let prim = prim.map_subjaxprs(|sub| {
+            let new = give_meaning(sub, meaning, inside, memo, found);
+            changed |= !Arc::ptr_eq(&new, sub);
+            new
+        });
+        if changed {
+            out.get_or_insert_with(|| (**j).clone()).eqns[i].primitive = prim;
+        }
+    }
+    let result = out.map_or_else(|| j.clone(), Arc::new);
+    memo.insert((Arc::as_ptr(j), under), result.clone());
+    result
 }
 
 /// A registered user policy.
@@ -301,7 +417,9 @@ pub fn resolve_policy(policy: Option<&Policy>) -> Result<ResolvedPolicy, AdError
                 None => Err(unknown_function(name)),
             },
         },
-        Policy::Opaque { repr } => opaque_meaning(repr).map(ResolvedPolicy::Builtin).ok_or_else(|| no_meaning(repr)),
+        Policy::Opaque { repr, meaning } => {
+            opaque_meaning(repr, meaning.as_deref()).map(ResolvedPolicy::Builtin).ok_or_else(|| no_meaning(repr))
+        }
         other => Ok(ResolvedPolicy::Builtin(other.clone())),
     }
 }
@@ -356,7 +474,10 @@ fn validate(p: &Policy) -> Result<(), AdError> {
             true => Ok(()),
             false => Err(unknown_function(name)),
         },
-        Policy::Opaque { repr } => opaque_meaning(repr).map(|_| ()).ok_or_else(|| no_meaning(repr)),
+        Policy::Opaque { repr, meaning } => match opaque_meaning(repr, meaning.as_deref()) {
+            Some(q) => validate(&q),
+            None => Err(no_meaning(repr)),
+        },
     }
 }
 
@@ -406,7 +527,7 @@ fn builtin(p: &Policy, prim: &Primitive, in_avals: &[Aval]) -> Result<Saveabilit
             (None, None) => return Err(unknown_function(name)),
         },
         // `validate` rejected an opaque policy without a meaning.
-        Policy::Opaque { repr } => match opaque_meaning(repr) {
+        Policy::Opaque { repr, meaning } => match opaque_meaning(repr, meaning.as_deref()) {
             Some(q) => builtin(&q, prim, in_avals)?,
             None => return Err(no_meaning(repr)),
         },

@@ -222,20 +222,29 @@ fn builtin_policies_decide_as_jax_does() {
     assert_eq!(decide(function("everything_saveable"), &sin), Saveable);
 }
 
-/// An opaque `save_and_offload_only_these_names` closure means what `set_policy_names`
-/// says (process-wide: this is the only test here that sets it, so no test sees it unset
-/// and set by turns; the command-line tests check the error without it).
+/// An opaque `save_and_offload_only_these_names` closure means what the caller gives it,
+/// inside the policy value (`with_policy_names` puts it there; nothing is process-wide);
+/// `offload_dot_with_no_batch_dims`'s closure means what its name says; a lambda means
+/// nothing remat can know.
 #[test]
 fn policy_names_give_an_opaque_closure_its_meaning() {
-    use remat_ad::{set_policy_names, PolicyNames};
+    use remat_ad::PolicyNames;
     let names = PolicyNames::parse(&["save=a,b", "offload=c", "save=d"]).unwrap();
     assert_eq!(names.saved, ["a", "b", "d"]);
     assert_eq!(names.offloaded, ["c"]);
-    assert!(PolicyNames::parse(&["save"]).unwrap_err().to_string().contains("expected `save=NAMES`"));
-    set_policy_names(&names).unwrap();
-    let opaque = Policy::Opaque {
-        repr: "<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>".into(),
-    };
+    // One quoted argument means what its words mean.
+    assert_eq!(PolicyNames::parse(&["save=a,b offload=c", "save=d"]).unwrap(), names);
+    let err = |words: &[&str]| PolicyNames::parse(words).unwrap_err().to_string();
+    assert!(err(&["save"]).contains("expected `save=NAMES` or `offload=NAMES`, found `save`"));
+    assert!(err(&["keep=a"]).contains("found `keep=` in `keep=a`"));
+    assert!(err(&["save=a,,b"]).contains("an empty name in `save=a,,b`"));
+    assert!(err(&["save=a=b"]).contains("name `a=b` in `save=a=b` holds `=`"));
+    assert!(err(&["save='a'"]).contains("holds `'`"));
+    assert!(err(&["save=a", "save=a"]).contains("name `a` is given twice"));
+    let repr = "<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>";
+    let without = Policy::Opaque { repr: repr.into(), meaning: None };
+    assert!(resolve_policy(Some(&without)).unwrap_err().to_string().contains("--policy-names save=NAMES"));
+    let opaque = Policy::Opaque { repr: repr.into(), meaning: Some(Box::new(names.policy())) };
     let resolved = resolve_policy(Some(&opaque)).unwrap();
     let name = |n: &str| Primitive::Name { name: n.into() };
     assert_eq!(resolved.decide(&name("a"), &[]).unwrap(), Saveability::Saveable);
@@ -244,7 +253,26 @@ fn policy_names_give_an_opaque_closure_its_meaning() {
         Saveability::Offloadable { src: "device".into(), dst: "pinned_host".into() }
     );
     assert_eq!(resolved.decide(&name("e"), &[]).unwrap(), Saveability::Recompute);
+    // The policy still prints as JAX printed it.
+    assert_eq!(opaque.to_param().repr(), repr);
+    let dots = Policy::Opaque {
+        repr: "<function offload_dot_with_no_batch_dims.<locals>.policy at 0xXXXXXXXXXXXX>".into(),
+        meaning: None,
+    };
+    let dot = Primitive::DotGeneral {
+        dimension_numbers: remat_ir::DotDimensionNumbers {
+            lhs_contracting: vec![1],
+            rhs_contracting: vec![0],
+            lhs_batch: vec![],
+            rhs_batch: vec![],
+        },
+        preferred_element_type: None,
+    };
+    assert_eq!(
+        resolve_policy(Some(&dots)).unwrap().decide(&dot, &[]).unwrap(),
+        Saveability::Offloadable { src: "device".into(), dst: "pinned_host".into() }
+    );
     // Other closures stay without a meaning.
-    let lambda = Policy::Opaque { repr: "<function <lambda> at 0xXXXXXXXXXXXX>".into() };
-    assert!(resolve_policy(Some(&lambda)).unwrap_err().to_string().contains("knows no way to give this one a meaning"));
+    let lambda = Policy::Opaque { repr: "<function <lambda> at 0xXXXXXXXXXXXX>".into(), meaning: None };
+    assert!(resolve_policy(Some(&lambda)).unwrap_err().to_string().contains("a lambda's code is not in the text"));
 }

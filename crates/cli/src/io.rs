@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use remat::json::ArrayJson;
-use remat::{AdError, Array, ClosedJaxpr, Error, EvalError, Jaxpr, JitError};
+use remat::{AdError, Array, ClosedJaxpr, Error, EvalError, Jaxpr, JitError, PolicyNames};
 use serde_json::Value;
 
 /// A command's failure, already worded for the user.
@@ -101,6 +101,29 @@ pub fn read_program(path: &Path) -> Result<ClosedJaxpr> {
     Ok(ClosedJaxpr::new(Arc::new(jaxpr)))
 }
 
+/// `jaxpr` (read from `path`) with the meaning `--policy-names` gives its opaque
+/// `save_and_offload_only_these_names` policies, if names were given.
+pub fn with_policy_names(path: &Path, jaxpr: ClosedJaxpr, names: Option<&PolicyNames>) -> Result<ClosedJaxpr> {
+    match names {
+        None => Ok(jaxpr),
+        Some(names) => {
+            remat::with_policy_names(&jaxpr, names).map_err(|e| CliError(format!("{}: {e}", display_name(path))))
+        }
+    }
+}
+
+/// [`read_jaxpr`] with the meaning `--policy-names` gives (constvars allowed: the
+/// program is only differentiated and printed).
+pub fn read_jaxpr_named(path: &Path, names: Option<&PolicyNames>) -> Result<Jaxpr> {
+    let jaxpr = ClosedJaxpr::new(Arc::new(read_jaxpr(path)?));
+    Ok(Arc::unwrap_or_clone(with_policy_names(path, jaxpr, names)?.jaxpr))
+}
+
+/// [`read_program`] with the meaning `--policy-names` gives.
+pub fn read_program_named(path: &Path, names: Option<&PolicyNames>) -> Result<ClosedJaxpr> {
+    with_policy_names(path, read_program(path)?, names)
+}
+
 /// Reads input arrays: a JSON array of arrays, or an object with an `args` field (a
 /// conformance case).
 pub fn read_arrays(path: &Path) -> Result<Vec<Array>> {
@@ -124,6 +147,43 @@ pub fn read_arrays(path: &Path) -> Result<Vec<Array>> {
         .enumerate()
         .map(|(i, v)| Array::from_json(v).map_err(|e| CliError(format!("{name}: input {i}: {e}"))))
         .collect()
+}
+
+/// One `note:` line on stderr per custom-derivative call whose rule is known only by
+/// name: the command differentiates its call_jaxpr instead (JAX would use the rule), and
+/// says so, whatever it writes on stdout.
+pub fn note_custom_rules(jaxpr: &Jaxpr) {
+    for note in remat::ad::custom_rule_notes(jaxpr) {
+        eprintln!("note: {note}");
+    }
+}
+
+/// Whether `args` (read from `inputs`) fit the arguments of `jaxpr` (read from `file`):
+/// their count, then each one's type, in words that name both files.
+pub fn check_inputs(inputs: &Path, args: &[Array], file: &Path, jaxpr: &Jaxpr) -> Result<()> {
+    let want = jaxpr.in_avals();
+    if args.len() != want.len() {
+        return Err(CliError(format!(
+            "{}: {} input{} for the {} argument{} of {}",
+            display_name(inputs),
+            args.len(),
+            if args.len() == 1 { "" } else { "s" },
+            want.len(),
+            if want.len() == 1 { "" } else { "s" },
+            display_name(file)
+        )));
+    }
+    for (i, (a, w)) in args.iter().zip(&want).enumerate() {
+        if !a.aval().same_type(w) {
+            return Err(CliError(format!(
+                "{}: input {i} is {} but argument {i} of {} is {w}",
+                display_name(inputs),
+                a.aval(),
+                display_name(file)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Writes JSON to `out`, or to standard output.

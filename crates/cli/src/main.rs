@@ -92,6 +92,8 @@ enum Command {
     Plan {
         /// The jaxpr text file of the loss (the primal function, as `residuals` takes it).
         file: PathBuf,
+        #[command(flatten)]
+        policy_names: PolicyNamesArg,
         /// Device bytes the whole program may use: `64MiB`, `1.5GB`, `1000000`.
         #[arg(long)]
         budget: Option<String>,
@@ -177,12 +179,15 @@ enum Command {
         /// Where to write (default: standard output).
         #[arg(short = 'o', long)]
         out: Option<PathBuf>,
-        /// `html` (the whole report) or `svg` (one figure, `--figure`).
-        #[arg(long, value_enum, default_value_t = Format::Html)]
-        format: Format,
-        /// The figure `--format svg` writes (`memory` draws every side, side by side).
-        #[arg(long, value_enum, default_value_t = FigureArg::Memory)]
-        figure: FigureArg,
+        /// `html` (the whole report) or `svg` (one figure, `--figure`). Default: what the
+        /// `-o` file's extension says (`.svg`, `.html`/`.htm`), else `html`; a format that
+        /// contradicts the extension is an error.
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// The figure an SVG holds (`memory` draws every side, side by side); default
+        /// `memory`. Only for SVG output.
+        #[arg(long, value_enum)]
+        figure: Option<FigureArg>,
     },
     /// Compile a jaxpr with the JIT, run it N times, and report compile time, median run
     /// time and the planned peak bytes.
@@ -193,8 +198,8 @@ enum Command {
         /// [-1, 1] of the right avals.
         #[arg(long)]
         inputs: Option<PathBuf>,
-        /// How many timed runs (after one warm-up run).
-        #[arg(long, default_value_t = 10)]
+        /// How many timed runs (after one warm-up run): 1 or more.
+        #[arg(long, default_value_t = 10, value_parser = at_least_one)]
         runs: usize,
         /// End with one JSON line `{"compile_ms": ..., "run_median_ms": ..., "peak_bytes": ...}`.
         #[arg(long)]
@@ -224,12 +229,22 @@ struct PolicyNamesArg {
 }
 
 impl PolicyNamesArg {
-    /// Gives the opaque policies their meaning (process-wide, as the tool runs one command).
-    fn apply(&self) -> Result<(), remat::AdError> {
+    /// The meaning the words give, if any were given (each command gives it to the
+    /// program it reads: `io::read_program`).
+    fn parse(&self) -> Result<Option<remat::PolicyNames>, io::CliError> {
         if self.policy_names.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
-        remat::set_policy_names(&remat::PolicyNames::parse(&self.policy_names)?)
+        Ok(Some(remat::PolicyNames::parse(&self.policy_names)?))
+    }
+}
+
+/// `--runs`: a count of at least one.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("`{s}` is not a count: {e}")),
     }
 }
 
@@ -323,9 +338,8 @@ impl From<Backend> for remat::Backend {
     }
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
+fn run(command: Command) -> Result<(), io::CliError> {
+    match command {
         Command::Print { file } => commands::print::run(&file),
         Command::Eval { file, inputs, out, backend, nans } => {
             commands::eval::run(&file, &inputs, out.as_deref(), backend.into(), nans.into())
@@ -333,9 +347,10 @@ fn main() -> ExitCode {
         Command::Bench { file, inputs, runs, json, cse, nans } => {
             commands::bench::run(&file, inputs.as_deref(), runs, json, cse.into(), nans.into())
         }
-        Command::Plan { file, budget, json, names_only, frontier, out, argnums, host_budget } => {
+        Command::Plan { file, policy_names, budget, json, names_only, frontier, out, argnums, host_budget } => {
             commands::plan::run(&commands::plan::Request {
                 file: &file,
+                policy_names: policy_names.parse()?.as_ref(),
                 budget: budget.as_deref(),
                 json,
                 names_only,
@@ -345,37 +360,48 @@ fn main() -> ExitCode {
                 host_budget: host_budget.as_deref(),
             })
         }
-        Command::Residuals { file, policy_names, arg_names } => policy_names
-            .apply()
-            .map_err(Into::into)
-            .and_then(|()| commands::residuals::run(&file, arg_names.as_deref())),
-        Command::Explain { file, policy_names, policy, budget, no_split, json } => policy_names
-            .apply()
-            .map_err(Into::into)
-            .and_then(|()| commands::explain::run(&file, policy.as_deref(), budget.as_deref(), no_split, json)),
+        Command::Residuals { file, policy_names, arg_names } => {
+            commands::residuals::run(&file, policy_names.parse()?.as_ref(), arg_names.as_deref())
+        }
+        Command::Explain { file, policy_names, policy, budget, no_split, json } => commands::explain::run(
+            &file,
+            policy_names.parse()?.as_ref(),
+            policy.as_deref(),
+            budget.as_deref(),
+            no_split,
+            json,
+        ),
         Command::FwdBwd { file, policy_names, dot } => {
-            policy_names.apply().map_err(Into::into).and_then(|()| commands::fwd_bwd::run(&file, dot))
+            commands::fwd_bwd::run(&file, policy_names.parse()?.as_ref(), dot)
         }
         Command::Report { files, policy_names, policy, budget, compare, no_split, out, format, figure } => {
-            let svg = (format == Format::Svg).then(|| figure.into());
-            policy_names.apply().map_err(Into::into).and_then(|()| {
-                commands::report::run(&commands::report::Request {
-                    files: &files,
-                    no_split,
-                    out: out.as_deref(),
-                    svg,
-                    policy: policy.as_deref(),
-                    budget: budget.as_deref(),
-                    compare: compare.as_deref(),
-                })
+            let svg = commands::report::output_form(out.as_deref(), format, figure)?;
+            commands::report::run(&commands::report::Request {
+                files: &files,
+                policy_names: policy_names.parse()?.as_ref(),
+                no_split,
+                out: out.as_deref(),
+                svg,
+                policy: policy.as_deref(),
+                budget: budget.as_deref(),
+                compare: compare.as_deref(),
             })
         }
-        Command::Grad { file, policy_names, inputs, cotangents, out, backend, nans } => {
-            policy_names.apply().map_err(Into::into).and_then(|()| {
-                commands::grad::run(&file, &inputs, &cotangents, out.as_deref(), backend.into(), nans.into())
-            })
-        }
-    };
+        Command::Grad { file, policy_names, inputs, cotangents, out, backend, nans } => commands::grad::run(
+            &file,
+            policy_names.parse()?.as_ref(),
+            &inputs,
+            &cotangents,
+            out.as_deref(),
+            backend.into(),
+            nans.into(),
+        ),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = run(cli.command);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

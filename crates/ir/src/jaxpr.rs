@@ -287,6 +287,24 @@ impl Jaxpr {
         }
     }
 
+    /// The distinct names of the program's `checkpoint_name`s (`name[name=...]`
+    /// equations), nested jaxprs included, in the order they first appear.
+    pub fn checkpoint_names(&self) -> Vec<String> {
+        fn walk(j: &Jaxpr, out: &mut Vec<String>) {
+            for e in &j.eqns {
+                if let Primitive::Name { name } = &e.primitive {
+                    if !out.contains(name) {
+                        out.push(name.clone());
+                    }
+                }
+                e.primitive.subjaxprs().into_iter().for_each(|sub| walk(sub, out));
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
+
     pub fn in_avals(&self) -> Vec<Aval> {
         self.invars.iter().map(|v| self.aval(*v).clone()).collect()
     }

@@ -124,7 +124,17 @@ impl<'s> Parser<'s> {
 
     fn err_at(&self, pos: usize, message: impl Into<String>) -> ParseError {
         let (line, column) = self.line_col(pos);
-        ParseError { line, column, message: message.into() }
+        let mut message = message.into();
+        // An error in the text's last word, with nothing after it: most likely a truncated
+        // file, which the message should say rather than blame the word.
+        let rest = &self.src[pos.min(self.src.len())..];
+        let looks_like_jaxpr = self.src.trim_start().starts_with('{') || self.src.trim_start().starts_with("let");
+        let in_a_word = rest.starts_with(|c: char| is_name_char(c) || c == '.');
+        let at_end = !rest.trim_end().contains(char::is_whitespace);
+        if looks_like_jaxpr && in_a_word && at_end && !message.contains("end of input") {
+            message.push_str(" (the text ends there: is it truncated?)");
+        }
+        ParseError { line, column, message }
     }
 
     /// "expected X, found Y" at the current token.

@@ -44,10 +44,12 @@ pub enum Policy {
     },
     /// A policy JAX made with a closure (`save_and_offload_only_these_names(...)` prints
     /// `<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>`)
-    /// or a lambda: the text does not carry what it decides, so it is kept as printed and
-    /// given a meaning by the caller (remat_ad's `set_policy_names`).
+    /// or a lambda: the text does not carry what it decides, so it is kept as printed, and
+    /// its `meaning` is given by the caller (remat_ad's `with_policy_names`, the command
+    /// line's `--policy-names`), carried with the program. It prints as `repr` either way.
     Opaque {
         repr: String,
+        meaning: Option<Box<Policy>>,
     },
 }
 
@@ -89,7 +91,7 @@ impl Policy {
                     ("offload_dst", Param::Str(offload_dst.clone())),
                 ],
             ),
-            Policy::Function { repr, .. } | Policy::Opaque { repr } => Param::Opaque(repr.clone()),
+            Policy::Function { repr, .. } | Policy::Opaque { repr, .. } => Param::Opaque(repr.clone()),
         }
     }
 
@@ -112,7 +114,7 @@ impl Policy {
                     .ok_or_else(|| format!("expected a policy, found {repr}"))?;
                 // A closure (`f.<locals>.policy`) or a lambda is not known by its name.
                 if name.contains('<') {
-                    return Ok(Some(Policy::Opaque { repr: repr.clone() }));
+                    return Ok(Some(Policy::Opaque { repr: repr.clone(), meaning: None }));
                 }
                 Ok(Some(Policy::Function { name: name.to_string(), repr: repr.clone() }))
             }
@@ -211,11 +213,11 @@ mod tests {
     fn closures_and_lambdas_are_opaque_module_functions_are_known_by_name() {
         let read = |repr: &str| Policy::from_param(&Param::Opaque(repr.into())).unwrap().unwrap();
         let offload = "<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>";
-        assert_eq!(read(offload), Policy::Opaque { repr: offload.into() });
+        assert_eq!(read(offload), Policy::Opaque { repr: offload.into(), meaning: None });
         assert_eq!(Policy::opaque_factory(offload), Some("save_and_offload_only_these_names"));
         assert_eq!(read(offload).to_param().repr(), offload);
         let lambda = "<function <lambda> at 0xXXXXXXXXXXXX>";
-        assert_eq!(read(lambda), Policy::Opaque { repr: lambda.into() });
+        assert_eq!(read(lambda), Policy::Opaque { repr: lambda.into(), meaning: None });
         assert_eq!(Policy::opaque_factory(lambda), Some("<lambda>"));
         let named = "<function nothing_saveable at 0xXXXXXXXXXXXX>";
         assert_eq!(read(named), Policy::Function { name: "nothing_saveable".into(), repr: named.into() });

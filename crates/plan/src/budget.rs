@@ -36,7 +36,8 @@ const UNITS: [(&str, f64); 9] = [
 impl FromStr for Budget {
     type Err = PlanError;
 
-    /// `64MiB`, `1.5GB`, `1000000` (a fraction of a byte rounds down).
+    /// `64MiB`, `1.5GB`, `1000000`. A count of bytes (no unit, or `B`) is a whole number;
+    /// with a larger unit a fraction is allowed and the bytes round down (`1.1KiB` is 1126).
     fn from_str(s: &str) -> Result<Budget, PlanError> {
         let t = s.trim();
         let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
@@ -46,12 +47,23 @@ impl FromStr for Budget {
                 "budget `{s}`: expected a number of bytes with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), such as 64MiB or 1.5GB"
             ))
         };
-        let value: f64 = num.parse().map_err(|_| bad())?;
         let unit = unit.trim().to_ascii_lowercase();
         let scale = if unit.is_empty() { 1.0 } else { UNITS.iter().find(|(u, _)| *u == unit).ok_or_else(bad)?.1 };
+        let too_large =
+            || PlanError::Invalid(format!("budget `{s}`: more bytes than a {}-bit address holds", usize::BITS));
+        if scale == 1.0 {
+            if num.contains('.') && num.parse::<f64>().is_ok() {
+                return Err(PlanError::Invalid(format!("budget `{s}`: a count of bytes is a whole number")));
+            }
+            if !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit()) {
+                return num.parse::<usize>().map(Budget).map_err(|_| too_large());
+            }
+            return Err(bad());
+        }
+        let value: f64 = num.parse().map_err(|_| bad())?;
         let bytes = value * scale;
         if !bytes.is_finite() || bytes >= usize::MAX as f64 {
-            return Err(bad());
+            return Err(too_large());
         }
         Ok(Budget(bytes as usize))
     }
@@ -89,9 +101,19 @@ mod tests {
         assert_eq!(b("1000000").unwrap(), 1_000_000);
         assert_eq!(b("12 kib").unwrap(), 12 * 1024);
         assert_eq!(b("7B").unwrap(), 7);
-        for bad in ["", "MiB", "12 parsecs", "1.2.3GB", "-5"] {
+        assert_eq!(b("1.1KiB").unwrap(), 1126);
+        assert_eq!(b("18446744073709551615").unwrap(), usize::MAX);
+        for bad in ["", "MiB", "12 parsecs", "1.2.3GB", "-5", "1e3", "nan", "inf", "1.2.3"] {
             let e = b(bad).unwrap_err().to_string();
             assert!(e.contains("expected a number of bytes"), "{bad}: {e}");
+        }
+        for fraction in ["0.5", "1.5B", "1000.0"] {
+            let e = b(fraction).unwrap_err().to_string();
+            assert!(e.contains("a count of bytes is a whole number"), "{fraction}: {e}");
+        }
+        for huge in ["18446744073709551616", "99999999999999999999999", "16EiB0", "20000000TiB"] {
+            let e = b(huge).unwrap_err().to_string();
+            assert!(e.contains("more bytes than") || e.contains("expected a number"), "{huge}: {e}");
         }
     }
 }

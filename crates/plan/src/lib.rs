@@ -260,6 +260,14 @@ impl Planner {
             }
         }
         let method = if options.names_only {
+            // (With a host budget, the offload search says the same in its own error.)
+            if names.is_empty() && options.host_budget.is_none() {
+                return Err(PlanError::Invalid(
+                    "--names-only chooses which `checkpoint_name`d values to save, and the program names none \
+                     (name values with jax.ad_checkpoint.checkpoint_name, or plan without --names-only)"
+                        .into(),
+                ));
+            }
             evals = Evaluations::default();
             point_names = names_plans(&model, &names, &mut evals, options.host_budget)?;
             Method::Names

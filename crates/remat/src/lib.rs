@@ -54,7 +54,7 @@ pub use pretty::{print_fwd_bwd_text, side_by_side};
 /// The autodiff crate, for inspecting a jaxpr's vjp (`saved_residuals`, `fwd_bwd_strings`)
 /// when the program is a jaxpr rather than a closure.
 pub use remat_ad as ad;
-pub use remat_ad::{register_policy, set_policy_names, AdError, PolicyNames, Residual, ResidualKind, Saveability};
+pub use remat_ad::{register_policy, with_policy_names, AdError, PolicyNames, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
 pub use remat_ir::{self as ir, bf16, f16, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy, PrngKey};
 pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};

@@ -33,9 +33,15 @@ fn text<'a>(case: &'a Value, field: &str) -> &'a str {
     case[field].as_str().unwrap_or_else(|| panic!("field {field} is not a string"))
 }
 
-fn program(case: &Value) -> Result<ClosedJaxpr, String> {
+/// The case's program, its opaque policies given the meaning `words` says (`--policy-names`).
+fn program(case: &Value, words: &[String]) -> Result<ClosedJaxpr, String> {
     let jaxpr = parse_jaxpr(text(case, "jaxpr"), "jaxpr").map_err(|e| format!("parse: {e}"))?;
-    Ok(ClosedJaxpr::new(Arc::new(jaxpr)))
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr));
+    if words.is_empty() {
+        return Ok(closed);
+    }
+    let names = remat::ad::PolicyNames::parse(words).map_err(|e| e.to_string())?;
+    remat::ad::with_policy_names(&closed, &names).map_err(|e| e.to_string())
 }
 
 fn options(backend: Backend) -> RunOptions {
@@ -65,8 +71,8 @@ fn roundtrip(case: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn evaluate(case: &Value, backend: Backend) -> Result<(), String> {
-    let p = Program::new(program(case)?, &options(backend)).map_err(|e| e.to_string())?;
+fn evaluate(case: &Value, words: &[String], backend: Backend) -> Result<(), String> {
+    let p = Program::new(program(case, words)?, &options(backend)).map_err(|e| e.to_string())?;
     let args = args(case);
     let refs: Vec<&Array> = args.iter().collect();
     let outs = p.run(&refs).map_err(|e| e.to_string())?;
@@ -81,8 +87,8 @@ fn evaluate(case: &Value, backend: Backend) -> Result<(), String> {
 /// inlined into the tangent program). The provenance is gone from the text; see
 /// docs/real_models.md. Such a literal costs no memory in remat's split: it is inlined into
 /// the backward half. Every other line must match exactly, in order.
-fn residuals(case: &Value) -> Result<(), String> {
-    let closed = program(case)?;
+fn residuals(case: &Value, words: &[String]) -> Result<(), String> {
+    let closed = program(case, words)?;
     let v = remat::ad::vjp(&closed.jaxpr, &arg_names(case)).map_err(|e| e.to_string())?;
     let got: Vec<String> =
         v.residuals.iter().map(|r| format!("{} {} {}", r.aval, r.kind.kind_name(), r.kind.what())).collect();
@@ -93,8 +99,8 @@ fn residuals(case: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn grad(case: &Value, backend: Backend) -> Result<(), String> {
-    let closed = program(case)?;
+fn grad(case: &Value, words: &[String], backend: Backend) -> Result<(), String> {
+    let closed = program(case, words)?;
     let out_avals: Vec<_> = closed.jaxpr.outvars.iter().map(|a| closed.jaxpr.atom_aval(a)).collect();
     let runner = VjpRunner::new(&closed, &options(backend)).map_err(|e| e.to_string())?;
     let args = args(case);
@@ -105,15 +111,15 @@ fn grad(case: &Value, backend: Backend) -> Result<(), String> {
     check_zoo_values("grad", &r.grads, &optional_arrays(case, "grads"), reduced)
 }
 
-fn stage(name: &str, case: &Value) -> Option<Result<(), String>> {
+fn stage(name: &str, case: &Value, words: &[String]) -> Option<Result<(), String>> {
     let differentiable = !forward_only(case);
     Some(match name {
         "roundtrip" => roundtrip(case),
-        "eval" => evaluate(case, Backend::Interp),
-        "jit-eval" => evaluate(case, Backend::Jit),
-        "residuals" if differentiable => residuals(case),
-        "grad" if differentiable => grad(case, Backend::Interp),
-        "jit-grad" if differentiable => grad(case, Backend::Jit),
+        "eval" => evaluate(case, words, Backend::Interp),
+        "jit-eval" => evaluate(case, words, Backend::Jit),
+        "residuals" if differentiable => residuals(case, words),
+        "grad" if differentiable => grad(case, words, Backend::Interp),
+        "jit-grad" if differentiable => grad(case, words, Backend::Jit),
         _ => return None,
     })
 }
@@ -162,13 +168,10 @@ fn every_zoo_case_passes_every_stage_not_listed_in_not_yet() {
     let report = std::env::var_os("REMAT_ZOO_REPORT").is_some();
     let meanings = policy_names();
     for (name, case) in &cases {
-        // The user's meaning for an opaque policy, as `--policy-names` gives it (the same for
-        // every case that has none: no other case has an opaque policy).
+        // The user's meaning for an opaque policy, as `--policy-names` gives it.
         let words = meanings.iter().find(|(n, _)| n == name).map_or(&[][..], |(_, w)| w.as_slice());
-        remat::ad::set_policy_names(&remat::ad::PolicyNames::parse(words).expect("valid policy names"))
-            .expect("a valid meaning");
         for s in STAGES {
-            let Some(result) = stage(s, case) else { continue };
+            let Some(result) = stage(s, case, words) else { continue };
             let listed = expected_failures.contains(&(name.clone(), s.to_string()));
             if let (Err(e), true) = (&result, report) {
                 // `REMAT_ZOO_REPORT=1`: every failing stage, in not_yet.txt's form.

@@ -12,13 +12,14 @@ use remat::run::{check_arguments, Program, RunOptions};
 use remat::{Array, Aval, Backend, ClosedJaxpr, CseScope, DType, Nans, Options};
 use serde_json::json;
 
-use crate::io::{read_arrays, read_jaxpr, reject_nans, CliError, Result};
+use crate::io::{check_inputs, read_arrays, read_jaxpr, reject_nans, CliError, Result};
 
 pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: CseScope, nans: Nans) -> Result<()> {
     let jaxpr = read_jaxpr(file)?;
     let args = match inputs {
         Some(path) => {
             let args = read_arrays(path)?;
+            check_inputs(path, &args, file, &jaxpr)?;
             reject_nans(path, "input", check_arguments(&args.iter().collect::<Vec<_>>(), nans))?;
             args
         }
@@ -47,7 +48,7 @@ pub fn run(file: &Path, inputs: Option<&Path>, runs: usize, as_json: bool, cse: 
     // can change by tens of percent within a second) falls on both alike.
     let mut reused = Vec::with_capacity(runs);
     let mut fresh = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
+    for _ in 0..runs {
         let t = Instant::now();
         compiled.run_into(&args, &mut outs)?;
         reused.push(t.elapsed().as_secs_f64() * 1e3);

@@ -7,11 +7,12 @@ use remat::run::{check_arguments, Program, RunOptions};
 use remat::{Array, Backend, Nans};
 use serde_json::json;
 
-use crate::io::{read_arrays, read_program, reject_nans, write_json, Result};
+use crate::io::{check_inputs, read_arrays, read_program, reject_nans, write_json, Result};
 
 pub fn run(file: &Path, inputs: &Path, out: Option<&Path>, backend: Backend, nans: Nans) -> Result<()> {
     let program = read_program(file)?;
     let args = read_arrays(inputs)?;
+    check_inputs(inputs, &args, file, &program.jaxpr)?;
     let args: Vec<&Array> = args.iter().collect();
     // Checked before compiling, to name the file.
     reject_nans(inputs, "input", check_arguments(&args, nans))?;

@@ -12,25 +12,36 @@ use std::path::Path;
 use remat::ledger::{explain_jaxpr, explain_plan, explain_program, Ledger, ResidualHome};
 use remat::plan::{Budget, PlanOptions, Planner};
 use remat::report::{with_policy, Choice};
-use remat::Options;
+use remat::{Options, PolicyNames};
 use serde_json::{json, Value};
 
 use crate::commands::residuals::binder_names;
-use crate::io::{read_program, read_text, CliError, Result};
+use crate::io::{note_custom_rules, read_program_named, read_text, CliError, Result};
 
 /// The ledger of the file's program: its vjp as written, under `policy` or planned for
 /// `budget`, or (with `no_split`) the program itself.
-pub fn ledger_of(file: &Path, policy: Option<&str>, budget: Option<&str>, no_split: bool) -> Result<Ledger> {
-    let closed = read_program(file)?;
+pub fn ledger_of(
+    file: &Path,
+    policy_names: Option<&PolicyNames>,
+    policy: Option<&str>,
+    budget: Option<&str>,
+    no_split: bool,
+) -> Result<Ledger> {
+    let closed = read_program_named(file, policy_names)?;
     let jaxpr = &closed.jaxpr;
     let options = Options::default();
     if no_split {
         return Ok(explain_program(jaxpr, &closed.consts, &options)?);
     }
+    note_custom_rules(jaxpr);
     let names = binder_names(&read_text(file)?).unwrap_or_default();
     let choice = match (policy, budget) {
         (Some(_), Some(_)) => return Err(CliError("remat explain: give --policy or --budget, not both".into())),
-        (Some(p), None) => Choice::parse_policy(p).map_err(|e| CliError(format!("--policy: {e}")))?,
+        (Some(p), None) => {
+            let c = Choice::parse_policy(p).map_err(|e| CliError(format!("--policy: {e}")))?;
+            c.check_names(jaxpr).map_err(|e| CliError(format!("--policy: {e}")))?;
+            c
+        }
         (None, Some(b)) => Choice::parse_budget(b).map_err(|e| CliError(format!("--budget: {e}")))?,
         (None, None) => Choice::AsWritten,
     };
@@ -45,8 +56,15 @@ pub fn ledger_of(file: &Path, policy: Option<&str>, budget: Option<&str>, no_spl
     })
 }
 
-pub fn run(file: &Path, policy: Option<&str>, budget: Option<&str>, no_split: bool, as_json: bool) -> Result<()> {
-    let ledger = ledger_of(file, policy, budget, no_split)?;
+pub fn run(
+    file: &Path,
+    policy_names: Option<&PolicyNames>,
+    policy: Option<&str>,
+    budget: Option<&str>,
+    no_split: bool,
+    as_json: bool,
+) -> Result<()> {
+    let ledger = ledger_of(file, policy_names, policy, budget, no_split)?;
     let text = if as_json { format!("{:#}\n", to_json(&ledger)) } else { ledger.text() };
     remat::pretty::write_stdout(&text);
     Ok(())

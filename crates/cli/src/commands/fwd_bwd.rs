@@ -4,10 +4,13 @@
 
 use std::path::Path;
 
-use crate::io::{read_jaxpr, Result};
+use remat::PolicyNames;
 
-pub fn run(file: &Path, dot: bool) -> Result<()> {
-    let jaxpr = read_jaxpr(file)?;
+use crate::io::{note_custom_rules, read_jaxpr_named, Result};
+
+pub fn run(file: &Path, policy_names: Option<&PolicyNames>, dot: bool) -> Result<()> {
+    let jaxpr = read_jaxpr_named(file, policy_names)?;
+    note_custom_rules(&jaxpr);
     if dot {
         let v = remat::ad::vjp(&jaxpr, &[])?;
         remat::pretty::write_stdout(&remat::report::fwd_bwd_dot(&v));

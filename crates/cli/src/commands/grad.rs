@@ -7,22 +7,27 @@ use std::path::Path;
 
 use remat::json::ArrayJson;
 use remat::run::{check_arguments, check_cotangents, RunOptions, VjpRunner};
-use remat::{Array, Backend, Nans};
+use remat::{Array, Backend, Nans, PolicyNames};
 use serde_json::{json, Value};
 
-use crate::io::{read_program, read_text, reject_nans, write_json, CliError, Result};
+use crate::io::{
+    check_inputs, note_custom_rules, read_program_named, read_text, reject_nans, write_json, CliError, Result,
+};
 
 pub fn run(
     file: &Path,
+    policy_names: Option<&PolicyNames>,
     inputs: &Path,
     cotangents: &Path,
     out: Option<&Path>,
     backend: Backend,
     nans: Nans,
 ) -> Result<()> {
-    let closed = read_program(file)?;
+    let closed = read_program_named(file, policy_names)?;
     let jaxpr = &closed.jaxpr;
+    note_custom_rules(jaxpr);
     let args = read_field(inputs, "args")?;
+    check_inputs(inputs, &args, file, jaxpr)?;
     let cts = read_field(cotangents, "cotangents")?;
     if cts.len() != jaxpr.outvars.len() {
         return Err(CliError(format!(

@@ -11,15 +11,17 @@
 use std::path::Path;
 
 use remat::plan::{Budget, Method, NamesPolicy, Plan, PlanOptions, Planner};
+use remat::PolicyNames;
 use serde_json::{json, Value};
 
 use crate::commands::residuals::binder_names;
-use crate::io::{read_program, read_text, write_json, CliError, Result};
+use crate::io::{note_custom_rules, read_program_named, read_text, write_json, CliError, Result};
 
 /// What `remat plan` was asked.
 #[derive(Debug)]
 pub struct Request<'a> {
     pub file: &'a Path,
+    pub policy_names: Option<&'a PolicyNames>,
     pub budget: Option<&'a str>,
     pub json: bool,
     pub names_only: bool,
@@ -30,12 +32,16 @@ pub struct Request<'a> {
 }
 
 pub fn run(req: &Request<'_>) -> Result<()> {
-    let closed = read_program(req.file)?;
+    let closed = read_program_named(req.file, req.policy_names)?;
+    note_custom_rules(&closed.jaxpr);
     let names = binder_names(&read_text(req.file)?).unwrap_or_default();
     let argnums = req.argnums.map(parse_argnums).transpose()?;
     let host_budget = req.host_budget.map(|b| b.parse::<Budget>().map(Budget::bytes_value)).transpose()?;
     let options = PlanOptions { argnums, names_only: req.names_only, host_budget, ..PlanOptions::default() };
     let planner = Planner::new(&closed, &names, &options)?;
+    if req.out.is_some() && req.budget.is_none() {
+        return Err(CliError("remat plan -o writes the planned program for --budget BYTES: give a budget".into()));
+    }
     let plan = match req.budget {
         Some(b) => Some(planner.plan(b.parse::<Budget>()?)?),
         None if req.frontier => None,
@@ -46,7 +52,8 @@ pub fn run(req: &Request<'_>) -> Result<()> {
             .map_err(|e| CliError(format!("{}: {e}", out.display())))?;
     }
     if req.json {
-        return write_json(None, &as_json(&planner, plan.as_ref(), req.frontier));
+        let notes = remat::ad::custom_rule_notes(&closed.jaxpr);
+        return write_json(None, &as_json(&planner, plan.as_ref(), req.frontier, &notes));
     }
     let mut text = String::new();
     if req.frontier {
@@ -64,23 +71,29 @@ pub fn run(req: &Request<'_>) -> Result<()> {
 
 /// `0,2,5` or ranges `0-15,17`.
 fn parse_argnums(s: &str) -> Result<Vec<usize>> {
-    let bad = || CliError(format!("--argnums `{s}`: expected input indices such as `0,1,2` or `0-15`"));
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
+    let bad = |why: &str| CliError(format!("--argnums `{s}`: {why}; expected input indices such as `0,1,2` or `0-15`"));
+    let mut out: Vec<usize> = Vec::new();
+    for (k, part) in s.split(',').map(str::trim).enumerate() {
+        if part.is_empty() {
+            return Err(bad(&format!("entry {} is empty", k + 1)));
         }
-    }
-    if out.is_empty() {
-        return Err(bad());
+        let index = |t: &str| t.trim().parse::<usize>().map_err(|_| bad(&format!("`{t}` is not an input index")));
+        let range = match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (index(a)?, index(b)?);
+                if a > b {
+                    return Err(bad(&format!("the range `{part}` runs backwards")));
+                }
+                a..=b
+            }
+            None => index(part).map(|i| i..=i)?,
+        };
+        for i in range {
+            if out.contains(&i) {
+                return Err(bad(&format!("input {i} is given twice")));
+            }
+            out.push(i);
+        }
     }
     Ok(out)
 }
@@ -207,9 +220,12 @@ fn frontier_text(planner: &Planner) -> String {
     t
 }
 
-fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool) -> Value {
-    let mut v =
-        json!({ "method": format!("{:?}", planner.method()).to_lowercase(), "plans_evaluated": planner.evaluated() });
+fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool, notes: &[String]) -> Value {
+    let mut v = json!({
+        "method": format!("{:?}", planner.method()).to_lowercase(),
+        "plans_evaluated": planner.evaluated(),
+        "notes": notes,
+    });
     if let Some(p) = plan {
         v["plan"] = json!({
             "budget": p.budget,

@@ -7,15 +7,17 @@
 use std::path::{Path, PathBuf};
 
 use remat::report::{Choice, Figure, Report, MAX_SIDES};
-use remat::Options;
+use remat::{ClosedJaxpr, Options, PolicyNames};
 
 use crate::commands::residuals::binder_names;
-use crate::io::{read_jaxpr, read_program, read_text, CliError, Result};
+use crate::io::{note_custom_rules, read_jaxpr, read_program, read_text, CliError, Result};
+use crate::{FigureArg, Format};
 
 /// What `remat report` was asked.
 #[derive(Debug)]
 pub struct Request<'a> {
     pub files: &'a [PathBuf],
+    pub policy_names: Option<&'a PolicyNames>,
     pub no_split: bool,
     pub out: Option<&'a Path>,
     pub svg: Option<Figure>,
@@ -37,6 +39,13 @@ fn choices(req: &Request<'_>) -> Result<Vec<Choice>> {
         (None, None, None) => vec![Choice::AsWritten],
         _ => return Err(CliError("remat report: give at most one of --policy, --budget and --compare".into())),
     };
+    if req.no_split && req.policy_names.is_some() {
+        return Err(CliError(
+            "remat report --no-split reports an already-differentiated program as it is: --policy-names gives \
+             policies their meaning for differentiating"
+                .into(),
+        ));
+    }
     if req.no_split && choices != [Choice::AsWritten] {
         return Err(CliError(
             "remat report --no-split reports an already-differentiated program as it is: --policy, --budget and \
@@ -45,6 +54,61 @@ fn choices(req: &Request<'_>) -> Result<Vec<Choice>> {
         ));
     }
     Ok(choices)
+}
+
+/// What the report writes: the whole report (`None`) or one figure as SVG. The format
+/// follows `--format`, else the `-o` file's extension, else HTML; a format that contradicts
+/// the extension, an extension that is neither, or `--figure` without SVG output is an
+/// error, never a file whose contents differ from its name.
+pub fn output_form(out: Option<&Path>, format: Option<Format>, figure: Option<FigureArg>) -> Result<Option<Figure>> {
+    let by_name = match out.and_then(|p| p.extension()).map(|e| e.to_string_lossy().to_ascii_lowercase()) {
+        None => None,
+        Some(e) if e == "svg" => Some(Format::Svg),
+        Some(e) if e == "html" || e == "htm" => Some(Format::Html),
+        Some(e) if format.is_none() => {
+            return Err(CliError(format!(
+                "-o {}: `.{e}` is neither `.html` nor `.svg`; say which with --format html or --format svg",
+                out.map(|p| p.display().to_string()).unwrap_or_default()
+            )))
+        }
+        Some(_) => None,
+    };
+    let format = match (format, by_name) {
+        (Some(f), Some(n)) if f != n => {
+            return Err(CliError(format!(
+                "--format {} contradicts -o {}",
+                if f == Format::Svg { "svg" } else { "html" },
+                out.map(|p| p.display().to_string()).unwrap_or_default()
+            )))
+        }
+        (Some(f), _) | (None, Some(f)) => f,
+        (None, None) => Format::Html,
+    };
+    match (format, figure) {
+        (Format::Svg, figure) => Ok(Some(figure.unwrap_or(FigureArg::Memory).into())),
+        (Format::Html, None) => Ok(None),
+        (Format::Html, Some(_)) => Err(CliError(
+            "--figure chooses the figure of an SVG (--format svg, or -o FILE.svg); the HTML report holds every figure"
+                .into(),
+        )),
+    }
+}
+
+/// Every file's program with the meaning `--policy-names` gives, checked over all of
+/// them (a comparison may hold one program with such a policy and one without).
+fn programs(req: &Request<'_>) -> Result<Vec<ClosedJaxpr>> {
+    let read: Vec<ClosedJaxpr> = req.files.iter().map(|f| read_program(f)).collect::<Result<_>>()?;
+    let Some(names) = req.policy_names else { return Ok(read) };
+    let mut uses = Vec::new();
+    let mut out = Vec::new();
+    for (f, closed) in req.files.iter().zip(read) {
+        let (given, used) =
+            remat::ad::give_policy_names(&closed, names).map_err(|e| CliError(format!("{}: {e}", f.display())))?;
+        uses.push(used);
+        out.push(given);
+    }
+    remat::ad::check_policy_names(names, &uses)?;
+    Ok(out)
 }
 
 fn title_of(file: &Path) -> String {
@@ -63,14 +127,16 @@ pub fn run(req: &Request<'_>) -> Result<()> {
     }
     let options = Options::default();
     let mut reports = Vec::new();
-    for file in req.files {
+    let programs = if req.no_split { Vec::new() } else { programs(req)? };
+    for (k, file) in req.files.iter().enumerate() {
         let title = title_of(file);
         let report = if req.no_split {
             Report::of_program(&title, &read_jaxpr(file)?, &options)?
         } else {
-            let closed = read_program(file)?;
+            let closed = &programs[k];
+            note_custom_rules(&closed.jaxpr);
             let names = binder_names(&read_text(file)?).unwrap_or_default();
-            Report::new(&title, &closed, &names, &choices, &options).map_err(|e| {
+            Report::new(&title, closed, &names, &choices, &options).map_err(|e| {
                 // A program with no vjp (a `while_loop`, as in JAX) still has a forward
                 // program to see.
                 let no_vjp = matches!(e, remat::Error::Ad(_)) && choices == [Choice::AsWritten];

@@ -6,12 +6,20 @@
 
 use std::path::Path;
 
-use crate::io::{read_jaxpr, read_text, CliError, Result};
+use remat::PolicyNames;
 
-pub fn run(file: &Path, arg_names: Option<&str>) -> Result<()> {
-    let jaxpr = read_jaxpr(file)?;
+use crate::io::{note_custom_rules, read_jaxpr_named, read_text, CliError, Result};
+
+pub fn run(file: &Path, policy_names: Option<&PolicyNames>, arg_names: Option<&str>) -> Result<()> {
+    let jaxpr = read_jaxpr_named(file, policy_names)?;
     let names: Vec<String> = match arg_names {
-        Some(list) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        Some(list) => {
+            let names: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+            if let Some(k) = names.iter().position(String::is_empty) {
+                return Err(CliError(format!("--arg-names `{list}`: name {} is empty", k + 1)));
+            }
+            names
+        }
         None => binder_names(&read_text(file)?).unwrap_or_default(),
     };
     if names.len() != jaxpr.invars.len() && arg_names.is_some() {
@@ -27,9 +35,7 @@ pub fn run(file: &Path, arg_names: Option<&str>) -> Result<()> {
     remat::pretty::write_stdout(&text);
     // Where a custom rule is known only by name, the residuals are the primal function's,
     // not the rule's: one note per such call, on stderr so that stdout stays JAX's form.
-    for note in remat::ad::custom_rule_notes(&jaxpr) {
-        eprintln!("note: {note}");
-    }
+    note_custom_rules(&jaxpr);
     Ok(())
 }
 

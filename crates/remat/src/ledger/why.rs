@@ -73,7 +73,7 @@ pub fn policy_words(p: &Policy) -> String {
         }
         Policy::OffloadDotWithNoBatchDims { .. } => "offload_dot_with_no_batch_dims".into(),
         Policy::Function { name, .. } => name.clone(),
-        Policy::Opaque { repr } => repr.clone(),
+        Policy::Opaque { repr, .. } => repr.clone(),
     }
 }
 

@@ -76,10 +76,14 @@ impl Report {
         options: &Options,
     ) -> Result<Report, Error> {
         let jaxpr = &f.jaxpr;
+        for c in choices {
+            c.check_names(jaxpr).map_err(|e| Error::Ad(remat_ad::AdError::Invalid(e.0)))?;
+        }
         // Every policy is placed by the planner, on the plans' axes, with the plans it
         // evaluated; a function the planner cannot plan (not a scalar loss, say) gets the
         // report's own points, unless a budget asks for a plan.
-        let mut notes = Vec::new();
+        // A custom rule known only by name: the report differentiates its call_jaxpr.
+        let mut notes: Vec<String> = remat_ad::custom_rule_notes(jaxpr).into_iter().map(|n| format!("{n}.")).collect();
         let planner = match Planner::new(f, arg_names, &PlanOptions::default()) {
             Ok(p) => Some(p),
             Err(e) if choices.iter().any(|c| matches!(c, Choice::Budget(_))) => return Err(e.into()),

@@ -65,6 +65,9 @@ impl Choice {
                             "policy `{s}`: `names:` takes checkpoint names joined by `+`, such as names:attn_out+mlp_in"
                         )));
                     }
+                    if let Some(twice) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+                        return Err(ChoiceError(format!("policy `{s}`: name `{}` is given twice", twice.1)));
+                    }
                     Policy::SaveOnlyTheseNames { names }
                 }
                 None => {
@@ -73,6 +76,26 @@ impl Choice {
             },
         };
         Ok(Choice::Policy(policy))
+    }
+
+    /// Whether the side can be applied to `jaxpr`: every name of a `names:` policy must be
+    /// a `checkpoint_name` of the program (a typo would otherwise save nothing, silently).
+    pub fn check_names(&self, jaxpr: &remat_ir::Jaxpr) -> Result<(), ChoiceError> {
+        let Choice::Policy(Policy::SaveOnlyTheseNames { names }) = self else { return Ok(()) };
+        let known = jaxpr.checkpoint_names();
+        let missing: Vec<&String> = names.iter().filter(|n| !known.contains(n)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let quote = |xs: &mut dyn Iterator<Item = &String>| xs.map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+        Err(ChoiceError(format!(
+            "policy `{self}`: the program has no checkpoint_name {} ({})",
+            quote(&mut missing.into_iter()),
+            match known.is_empty() {
+                true => "it names no values".to_string(),
+                false => format!("its names: {}", quote(&mut known.iter())),
+            }
+        )))
     }
 
     /// A policy, or `budget:BYTES` with the units `remat plan --budget` takes.

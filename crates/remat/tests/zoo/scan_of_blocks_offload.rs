@@ -21,11 +21,11 @@
 //! JAX prints that policy as the closure it is
 //! (`<function save_and_offload_only_these_names.<locals>.policy at 0x...>`), not as its
 //! arguments. To print the same text, the Rust model uses the same opaque policy and gives
-//! it its meaning with `set_policy_names`; a Rust program that does not need JAX's exact
+//! it its meaning inside the policy value (`Policy::Opaque`'s `meaning`); a Rust program that does not need JAX's exact
 //! text would write `Policy::SaveAndOffloadOnlyTheseNames { .. }` (same residuals,
 //! printed `SaveAndOffloadOnlyTheseNames(...)`).
 
-use remat::{checkpoint, checkpoint_name, named, nn, scan, set_policy_names, Policy, PolicyNames, Tensor};
+use remat::{checkpoint, checkpoint_name, named, nn, scan, Policy, PolicyNames, Tensor};
 
 use super::common::Case;
 use super::gpt_block::{causal_attention, layernorm};
@@ -48,8 +48,10 @@ pub fn block(x: Tensor, p: Block) -> (Tensor, ()) {
 /// policy, as JAX prints it.
 pub fn offload_policy() -> Policy {
     let names = PolicyNames { saved: vec!["attn".into()], offloaded: vec!["mlp_hidden".into()] };
-    set_policy_names(&names).expect("no name is both saved and offloaded");
-    Policy::Opaque { repr: "<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>".into() }
+    Policy::Opaque {
+        repr: "<function save_and_offload_only_these_names.<locals>.policy at 0xXXXXXXXXXXXX>".into(),
+        meaning: Some(Box::new(names.policy())),
+    }
 }
 
 /// The loss: the blocks applied in turn by a `scan`, each rematerialized by the policy.
