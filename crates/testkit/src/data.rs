@@ -62,6 +62,16 @@ pub fn zoo_cases() -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Every loop case (`tests/data/loops/*.json`, recorded from JAX 0.10.2 by `gen_loops.py`:
+/// indices computed inside `fori_loop`/`scan` bodies, issue 40), as `(name, case)`, sorted
+/// by name.
+pub fn loop_cases() -> Vec<(String, Value)> {
+    data_files("loops", "json")
+        .into_iter()
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), read_json(&p)))
+        .collect()
+}
+
 /// Whether benchmark program `name` is one of the realistic-size models of issues 21 and 26
 /// (a CNN, a ResNet block, a GPT block, a deep gelu MLP and the RNN scans recorded by
 /// `crates/jit/bench/gen_models.py`): each does 0.8-12 GFLOP a step, minutes in a debug build's interpreter, so the tests check them

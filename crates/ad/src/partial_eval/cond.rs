@@ -23,10 +23,17 @@ use crate::AdError;
 pub(super) fn cond_partial_eval(pe: &mut Pe, eqn: &Eqn) -> Result<(), AdError> {
     let branches = branches_of(eqn)?;
     if pe.is_unknown(&eqn.invars[0]) {
-        return Err(AdError::Unsupported {
-            primitive: "cond",
-            message: "the branch index depends on a differentiated input".into(),
-        });
+        // JAX's `_cond_partial_eval(_custom)`: an unknown index stages the whole cond, every
+        // output unknown. An integer has no tangent, so in a differentiation the index is
+        // unknown only where "unknown" means something else: the values a scan's known
+        // body computes anew at each step, which its loop-invariant hoisting splits off
+        // (`scan.rs`), a cond on the loop counter among them.
+        let ins: Vec<Atom> = eqn.invars.iter().map(|a| pe.ensure_instantiated(a)).collect::<Result<_, _>>()?;
+        let outs = pe.copy_staged(eqn, ins);
+        for (&v, s) in eqn.outvars.iter().zip(outs) {
+            pe.write(v, None, Some(s));
+        }
+        return Ok(());
     }
     let ops = &eqn.invars[1..];
     let unks: Vec<bool> = ops.iter().map(|a| pe.is_unknown(a)).collect();
