@@ -59,8 +59,61 @@ pub fn parse_jaxpr(src: &str, file: &str) -> Result<Jaxpr, ParseError> {
         depth: 0,
         line_starts,
         var_groups: HashMap::new(),
+        comments: source_comments(src),
+        eqns_on_line: HashMap::new(),
     };
     p.file_()
+}
+
+/// The `# ...` comments of a text that `jaxpr.pretty_print(source_info=True)` printed,
+/// by line (1-based): each comment's text and whether it is alone on its line. JAX puts
+/// an equation's source after the line the equation starts on; where one line holds
+/// several equations (a jaxpr printed on one line), their sources follow on lines of their
+/// own, one each, in order. Quotes are skipped: a `#` inside a string is not a comment.
+fn source_comments(src: &str) -> HashMap<usize, (String, bool)> {
+    let mut out = HashMap::new();
+    if !src.contains('#') {
+        return out;
+    }
+    for (k, line) in src.lines().enumerate() {
+        let mut quote = None;
+        for (i, c) in line.char_indices() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') => {
+                    let alone = line[..i].trim().is_empty();
+                    out.insert(k + 1, (line[i + 1..].trim().to_string(), alone));
+                    break;
+                }
+                (None, _) => {}
+            }
+        }
+    }
+    out
+}
+
+/// A source comment's text (`<string>:5:8 (f)`, JAX's `source_info_util.summarize`) as
+/// the equation's source; an empty one (JAX's for equations without a user frame), or one
+/// that is not `file:line[:column] [(function)]`, is unknown.
+fn comment_source(text: &str) -> SourceInfo {
+    let (place, function) = match text.strip_suffix(')').and_then(|t| t.rsplit_once(" (")) {
+        Some((place, f)) => (place, Some(Arc::from(f))),
+        None => (text, None),
+    };
+    let mut parts = place.rsplitn(3, ':');
+    let last = parts.next().and_then(|n| n.parse::<u32>().ok());
+    let middle = parts.next();
+    let (file, line, column) = match (last, middle.and_then(|m| m.parse::<u32>().ok()), parts.next()) {
+        (Some(col), Some(line), Some(file)) => (file.to_string(), line, col),
+        (Some(line), _, _) => (place.rsplit_once(':').map_or("", |(f, _)| f).to_string(), line, 0),
+        _ => return SourceInfo::unknown(),
+    };
+    if file.is_empty() {
+        return SourceInfo::unknown();
+    }
+    SourceInfo { file: Arc::from(file.as_str()), line, column, function }
 }
 
 /// Nesting limit for jaxprs and parameter values, so hostile input cannot overflow the stack.
@@ -82,6 +135,11 @@ struct Parser<'s> {
     /// The groups of nested jaxprs written alike ([`crate::Spelling::var_group`]), by their
     /// text with whitespace runs collapsed.
     var_groups: HashMap<String, u32>,
+    /// Source comments by line ([`source_comments`]): a text JAX printed with
+    /// `source_info=True` gives each equation its Python source.
+    comments: HashMap<usize, (String, bool)>,
+    /// How many equations start on each line so far.
+    eqns_on_line: HashMap<usize, usize>,
 }
 
 /// The parameter keys whose values are jaxprs (or tuples of jaxprs, `branches`): JAX's
@@ -158,9 +216,16 @@ impl<'s> Parser<'s> {
 
     // ---- characters ----
 
+    /// Skips whitespace and `#` comments (a source comment is read by line, in `eqn`).
     fn skip_ws(&mut self) {
-        let rest = &self.src[self.pos..];
-        self.pos += rest.len() - rest.trim_start().len();
+        loop {
+            let rest = &self.src[self.pos..];
+            self.pos += rest.len() - rest.trim_start().len();
+            if !self.src[self.pos..].starts_with('#') {
+                return;
+            }
+            self.pos += self.src[self.pos..].find('\n').unwrap_or(self.src.len() - self.pos);
+        }
     }
 
     fn peek(&mut self) -> Option<char> {
@@ -286,7 +351,12 @@ impl<'s> Parser<'s> {
         }
         let mut depth = 0usize;
         let mut quote = None;
+        let mut comment = false;
         for (i, c) in self.src[start..].char_indices() {
+            if comment {
+                comment = c != '\n';
+                continue;
+            }
             match (quote, c) {
                 (Some((q, _)), c) if c == q => quote = None,
                 (Some((q, at)), '\n') => {
@@ -294,6 +364,7 @@ impl<'s> Parser<'s> {
                 }
                 (Some(_), _) => {}
                 (None, '\'' | '"') => quote = Some((c, i)),
+                (None, '#') => comment = true,
                 (None, '{') => depth += 1,
                 (None, '}') => {
                     depth -= 1;
@@ -555,7 +626,16 @@ impl<'s> Parser<'s> {
         let out_avals: Vec<Aval> = outvars.iter().map(|v| scope.jaxpr.aval(*v).clone()).collect();
         let primitive = Primitive::from_params(prim_name, params, &out_avals).map_err(|m| self.err_at(prim_pos, m))?;
         let (line, column) = self.line_col(start);
-        let source = SourceInfo { file: self.file.clone(), line: line as u32, column: column as u32, function: None };
+        let nth = self.eqns_on_line.entry(line).or_insert(0);
+        let comment = match *nth {
+            0 => self.comments.get(&line),
+            k => self.comments.get(&(line + k)).filter(|(_, alone)| *alone),
+        };
+        *nth += 1;
+        let source = match comment {
+            Some((text, _)) => comment_source(text),
+            None => SourceInfo { file: self.file.clone(), line: line as u32, column: column as u32, function: None },
+        };
         let mut eqn = Eqn::new(primitive, invars, outvars, source);
         eqn.spelling = Spelling { params: spelling, literals, var_group: None };
         Ok(eqn)
@@ -906,6 +986,8 @@ mod tests {
             depth: 0,
             line_starts,
             var_groups: HashMap::new(),
+            comments: HashMap::new(),
+            eqns_on_line: HashMap::new(),
         };
         // Register the hoisted definitions as `file_` does, then read the value.
         while p.peek_keyword("let") {

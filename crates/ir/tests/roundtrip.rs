@@ -315,3 +315,49 @@ fn variables_named_in_inf_let_and_nan_are_variables() {
     }
     assert_eq!(pp_jaxpr(&parsed), text);
 }
+
+/// Texts JAX printed with `source_info=True` (`jax_extra/source_info/`, the form the Python
+/// package reads): the comments give each equation its Python source, also where one line
+/// holds several equations (their sources follow on lines of their own), and the program
+/// is the plain text's, printing back as JAX printed that.
+#[test]
+fn source_comments_give_equations_their_python_source() {
+    let dir = remat_testkit::data_dir().join("jax_extra/source_info");
+    for name in ["one_line", "nested", "loop"] {
+        let with = std::fs::read_to_string(dir.join(format!("{name}.src.txt"))).unwrap();
+        let plain = std::fs::read_to_string(dir.join(format!("{name}.txt"))).unwrap();
+        let j = parse_jaxpr(&with, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(pp_jaxpr(&j), plain, "{name}");
+        // Every equation's source, nested ones included, in the order of the comments.
+        fn sources(j: &Jaxpr, out: &mut Vec<String>) {
+            for e in &j.eqns {
+                out.push(e.source.to_string());
+                for sub in e.primitive.subjaxprs() {
+                    sources(sub, out);
+                }
+            }
+        }
+        let mut got = Vec::new();
+        sources(&j, &mut got);
+        let short: Vec<String> = got.iter().map(|s| s.rsplit('/').next().unwrap_or(s).to_string()).collect();
+        match name {
+            "one_line" => {
+                assert_eq!(short, ["gen_source_info.py:10:19 (one_line)", "gen_source_info.py:10:11 (one_line)"])
+            }
+            "nested" => assert_eq!(
+                short,
+                [
+                    "gen_source_info.py:14:11 (nested)",
+                    "gen_source_info.py:14:37 (nested.<locals>.<lambda>)",
+                    "gen_source_info.py:14:29 (nested.<locals>.<lambda>)",
+                    "gen_source_info.py:14:11 (nested)",
+                ]
+            ),
+            _ => {
+                // An equation JAX printed with an empty comment has no source.
+                assert!(got.iter().any(String::is_empty), "{got:?}");
+                assert!(short.iter().any(|s| s == "gen_source_info.py:22:11 (loop)"), "{short:?}");
+            }
+        }
+    }
+}
