@@ -75,7 +75,117 @@ macro_rules! map_array {
     };
 }
 
+/// An element type whose values have a fixed little-endian byte form: what a NumPy
+/// buffer of the dtype holds on the machines remat runs on.
+trait LeBytes: Copy + Default {
+    const SIZE: usize;
+    fn read(b: &[u8]) -> Self;
+    fn write(self, out: &mut Vec<u8>);
+}
+
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn read(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b.try_into().expect("a chunk of the element's size"))
+            }
+            fn write(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+le_bytes!(f32, f64, i8, i16, i32, i64, u8, u32);
+
+impl LeBytes for bf16 {
+    const SIZE: usize = 2;
+    fn read(b: &[u8]) -> Self {
+        bf16::from_bits(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn write(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+}
+
+impl LeBytes for f16 {
+    const SIZE: usize = 2;
+    fn read(b: &[u8]) -> Self {
+        f16::from_bits(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn write(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_bits().to_le_bytes());
+    }
+}
+
+impl LeBytes for bool {
+    const SIZE: usize = 1;
+    fn read(b: &[u8]) -> Self {
+        b[0] != 0
+    }
+    fn write(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+}
+
+impl LeBytes for PrngKey {
+    const SIZE: usize = 8;
+    fn read(b: &[u8]) -> Self {
+        PrngKey([u32::read(&b[..4]), u32::read(&b[4..])])
+    }
+    fn write(self, out: &mut Vec<u8>) {
+        self.0[0].write(out);
+        self.0[1].write(out);
+    }
+}
+
+fn from_le<T: LeBytes>(shape: &[usize], bytes: &[u8]) -> ArrayD<T> {
+    let data: Vec<T> = bytes.chunks_exact(T::SIZE).map(T::read).collect();
+    ArrayD::from_shape_vec(IxDyn(shape), data).expect("the caller checked the element count")
+}
+
+fn to_le<T: LeBytes>(a: &ArrayD<T>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(a.len() * T::SIZE);
+    a.iter().for_each(|&x| x.write(&mut out));
+    out
+}
+
 impl Array {
+    /// An array of `dtype` and `shape` from its elements' bytes in row-major order,
+    /// little-endian (a C-contiguous NumPy buffer; a key is its two `u32` words, as
+    /// `jax.random.key_data` gives them). An error says what does not fit.
+    pub fn from_le_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> Result<Array, String> {
+        let n = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        let want = n.and_then(|n| n.checked_mul(dtype.size_in_bytes()));
+        match want {
+            Some(w) if w == bytes.len() => {}
+            Some(w) => {
+                return Err(format!("{} bytes for {}{shape:?}, which needs {w}", bytes.len(), dtype.short_name()))
+            }
+            None => return Err(format!("shape {shape:?} has more elements than this machine can address")),
+        }
+        Ok(match dtype {
+            DType::F32 => Array::F32(from_le(shape, bytes)),
+            DType::F64 => Array::F64(from_le(shape, bytes)),
+            DType::BF16 => Array::BF16(from_le(shape, bytes)),
+            DType::F16 => Array::F16(from_le(shape, bytes)),
+            DType::I8 => Array::I8(from_le(shape, bytes)),
+            DType::I16 => Array::I16(from_le(shape, bytes)),
+            DType::I32 => Array::I32(from_le(shape, bytes)),
+            DType::I64 => Array::I64(from_le(shape, bytes)),
+            DType::U8 => Array::U8(from_le(shape, bytes)),
+            DType::U32 => Array::U32(from_le(shape, bytes)),
+            DType::Bool => Array::Bool(from_le(shape, bytes)),
+            DType::Key => Array::Key(from_le(shape, bytes)),
+        })
+    }
+
+    /// The elements' bytes in row-major order, little-endian ([`Array::from_le_bytes`]'s
+    /// form).
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        crate::for_each_array!(self, a => to_le(a))
+    }
+
     pub fn dtype(&self) -> DType {
         match self {
             Array::F32(_) => DType::F32,

@@ -17,6 +17,7 @@
 
 pub use remat_plan::cost;
 mod extra;
+mod json;
 mod text;
 mod why;
 

@@ -1,0 +1,124 @@
+"""Running a JAX function through remat's native code: `remat.jit` and
+`remat.value_and_grad`, compiled once per input signature, NumPy arrays in and out."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Callable, Sequence, Union
+
+import jax
+import numpy as np
+
+from ._trace import RematError, array_in, array_out, trace
+
+
+def _signature(leaves, tree):
+    return (tree, tuple((tuple(np.shape(x)), str(x.dtype)) for x in leaves))
+
+
+class _Compiled:
+    """One signature's traced program and executable."""
+
+    def __init__(self, traced, executable):
+        self.traced = traced
+        self.executable = executable
+
+    def __call__(self, leaves):
+        outs = self.executable.run([array_in(x) for x in leaves])
+        return [array_out(o) for o in outs]
+
+
+class _PerSignature:
+    """A cache of compiled programs by argument structure, shapes and dtypes."""
+
+    def __init__(self, build):
+        self._build = build
+        self._cache = {}
+        self._lock = threading.Lock()
+
+    def get(self, args):
+        leaves, tree = jax.tree_util.tree_flatten(tuple(args))
+        key = _signature(leaves, tree)
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is None:
+            hit = self._build(args)
+            with self._lock:
+                self._cache.setdefault(key, hit)
+        return hit, leaves
+
+    def __len__(self):
+        return len(self._cache)
+
+
+def jit(f: Callable, *, backend: str = "jit") -> Callable:
+    """`f` run by remat: traced by JAX at its first call for each signature (argument
+    pytree, shapes and dtypes), compiled to native code by remat's JIT, then called with
+    NumPy (or JAX) arrays; results come back as NumPy arrays in `f`'s output structure.
+    `backend="interp"` runs remat's reference interpreter instead."""
+
+    def build(args):
+        t = trace(f, args)
+        return _Compiled(t, t.program.compile(backend))
+
+    cache = _PerSignature(build)
+
+    @functools.wraps(f)
+    def call(*args):
+        compiled, leaves = cache.get(args)
+        return jax.tree_util.tree_unflatten(compiled.traced.out_tree, compiled(leaves))
+
+    call.cache_size = lambda: len(cache)
+    return call
+
+
+def _argnums_tuple(argnums, n):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int) or isinstance(a, bool) or not -n <= a < n:
+            raise RematError(f"argnums {argnums!r}: {a!r} is not the index of one of the {n} arguments")
+    nums = tuple(a % n for a in nums)
+    if len(set(nums)) != len(nums):
+        raise RematError(f"argnums {argnums!r} names an argument twice")
+    return nums
+
+
+def value_and_grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, *, backend: str = "jit") -> Callable:
+    """`jax.value_and_grad(f, argnums)` differentiated and compiled by remat: returns
+    `(value, grads)` with `grads` in the structure of the arguments in `argnums` (one
+    argument's gradient for an int). `f` returns a scalar."""
+
+    def build(args):
+        nums = _argnums_tuple(argnums, len(args))
+        t = trace(f, args)
+        # The flat leaves of the arguments in `nums`, in order.
+        counts = [len(jax.tree_util.tree_leaves(a)) for a in args]
+        starts = np.cumsum([0] + counts)
+        flat = [i for a in nums for i in range(starts[a], starts[a + 1])]
+        for i in flat:
+            if not np.issubdtype(t.in_avals[i].dtype, np.inexact):
+                raise RematError(
+                    f"value_and_grad: argument leaf {t.arg_names[i]} is {t.in_avals[i].dtype}; "
+                    "gradients are taken of float inputs"
+                )
+        vg = t.program.value_and_grad([int(i) for i in flat])
+        return (nums, t, vg.compile(backend))
+
+    cache = _PerSignature(build)
+
+    @functools.wraps(f)
+    def call(*args):
+        (nums, t, executable), leaves = cache.get(args)
+        outs = [array_out(o) for o in executable.run([array_in(x) for x in leaves])]
+        value, flat_grads = outs[0], outs[1:]
+        grads, k = [], 0
+        for a in nums:
+            tree = jax.tree_util.tree_structure(args[a])
+            n = tree.num_leaves
+            grads.append(jax.tree_util.tree_unflatten(tree, flat_grads[k:k + n]))
+            k += n
+        return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
+
+    call.cache_size = lambda: len(cache)
+    return call

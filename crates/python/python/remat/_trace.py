@@ -1,0 +1,191 @@
+"""Tracing a JAX function for remat: `jax.make_jaxpr` in process, the policies JAX prints
+without their arguments made explicit, and the program handed to the native module as
+JAX's own text (with each equation's source) and its constants' bytes.
+
+Nothing here parses a jaxpr: the text is JAX's printer's, read by remat's parser in Rust.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend import core as jcore
+
+from . import _remat
+
+RematError = _remat.RematError
+
+
+# Policies as data. JAX's closure policies print as `<function save_and_offload_only_these
+# _names.<locals>.policy at 0x...>`, without what they save; in process the closure's cells
+# hold it, so the program is printed with these stand-ins instead, whose reprs say
+# everything and which remat's parser reads (`remat_ir::Policy::from_param`).
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveAndOffloadOnlyTheseNames:
+    names_which_can_be_saved: frozenset
+    names_which_can_be_offloaded: frozenset
+    offload_src: str
+    offload_dst: str
+
+
+@dataclasses.dataclass(frozen=True)
+class OffloadDotWithNoBatchDims:
+    offload_src: str
+    offload_dst: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveFromBothPolicies:
+    policy_1: Any
+    policy_2: Any
+
+
+class EverythingSaveable:
+    def __repr__(self):
+        return "EverythingSaveable()"
+
+
+class NothingSaveable:
+    def __repr__(self):
+        return "NothingSaveable()"
+
+
+def _cells(f) -> dict:
+    return {name: cell.cell_contents for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ())}
+
+
+def explicit_policy(policy):
+    """`policy` as a value whose repr says what it saves, or a `RematError` for a policy
+    remat cannot see into (a Python function of the user's)."""
+    if policy is None or not callable(policy) or not hasattr(policy, "__code__"):
+        return policy  # None, or a JAX policy object with a full repr (DotsSaveable(...), ...)
+    qualname = getattr(policy, "__qualname__", "")
+    if qualname in ("nothing_saveable", "everything_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable"):
+        return policy  # known by name
+    cells = _cells(policy)
+    if qualname == "save_and_offload_only_these_names.<locals>.policy":
+        return SaveAndOffloadOnlyTheseNames(
+            frozenset(cells["names_which_can_be_saved"]),
+            frozenset(cells["names_which_can_be_offloaded"]),
+            cells["offload_src"],
+            cells["offload_dst"],
+        )
+    if qualname == "offload_dot_with_no_batch_dims.<locals>.policy":
+        return OffloadDotWithNoBatchDims(cells["offload_src"], cells["offload_dst"])
+    if qualname == "save_from_both_policies.<locals>.policy":
+        return SaveFromBothPolicies(explicit_policy(cells["policy_1"]), explicit_policy(cells["policy_2"]))
+    if qualname == "save_anything_except_these_names.<locals>.<lambda>":
+        # JAX 0.10.2 ships this factory as a stub that saves everything: remat does what
+        # JAX does, so that its residuals are JAX's.
+        return EverythingSaveable()
+    raise RematError(
+        f"the checkpoint policy {policy!r} is a Python function of its own: remat cannot see what it saves "
+        "(use jax.checkpoint_policies, whose policies remat knows)"
+    )
+
+
+def _map_jaxpr(j, eqn_fn, memo):
+    key = id(j)
+    if key in memo:
+        return memo[key]
+    eqns = [eqn_fn(e.replace(params={k: _map_param(v, eqn_fn, memo) for k, v in e.params.items()})) for e in j.eqns]
+    out = j.replace(eqns=eqns)
+    memo[key] = out
+    return out
+
+
+def _map_param(v, eqn_fn, memo):
+    if isinstance(v, jcore.ClosedJaxpr):
+        key = id(v)
+        if key not in memo:
+            memo[key] = jcore.ClosedJaxpr(_map_jaxpr(v.jaxpr, eqn_fn, memo), v.consts)
+        return memo[key]
+    if isinstance(v, jcore.Jaxpr):
+        return _map_jaxpr(v, eqn_fn, memo)
+    if isinstance(v, tuple) and any(isinstance(x, (jcore.Jaxpr, jcore.ClosedJaxpr)) for x in v):
+        return tuple(_map_param(x, eqn_fn, memo) for x in v)
+    return v
+
+
+def _explicit_policies(closed):
+    def eqn_fn(e):
+        if e.primitive.name == "remat2" and "policy" in e.params:
+            return e.replace(params={**e.params, "policy": explicit_policy(e.params["policy"])})
+        return e
+
+    return jcore.ClosedJaxpr(_map_jaxpr(closed.jaxpr, eqn_fn, {}), closed.consts)
+
+
+# Arrays across the edge.
+
+def _dtype_name(x) -> str:
+    dt = x.dtype
+    if jnp.issubdtype(dt, jax.dtypes.prng_key):
+        return "key<fry>"
+    return np.dtype(dt).name
+
+
+def array_in(x) -> tuple:
+    """`(dtype, shape, buffer)` of an array (a NumPy or JAX array, or a typed PRNG key)."""
+    if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = np.ascontiguousarray(np.asarray(jax.random.key_data(x)))
+        return ("key<fry>", list(data.shape[:-1]), memoryview(data).cast("B"))
+    a = np.ascontiguousarray(np.asarray(x))
+    return (np.dtype(a.dtype).name, list(a.shape), memoryview(a).cast("B"))
+
+
+def array_out(triple):
+    dtype, shape, data = triple
+    if dtype == "key<fry>":
+        words = np.frombuffer(data, np.uint32).reshape(tuple(shape) + (2,))
+        return jax.random.wrap_key_data(words)
+    return np.frombuffer(data, jnp.dtype(dtype)).reshape(shape)
+
+
+@dataclasses.dataclass
+class Traced:
+    """A JAX function traced at example arguments: the native program, the pytree
+    structures of its arguments and results, and its argument names."""
+
+    program: Any
+    in_tree: Any
+    out_tree: Any
+    in_avals: list
+    arg_names: list
+    closed: Any
+
+
+def trace(f: Callable, args: Sequence, *, name: str | None = None) -> Traced:
+    """Traces `f(*args)` with `jax.make_jaxpr`; `args` may hold arrays or
+    `jax.ShapeDtypeStruct`s in any pytree."""
+    leaves, in_tree = jax.tree_util.tree_flatten(tuple(args))
+    for leaf in leaves:
+        if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+            raise RematError(
+                f"an argument leaf is {type(leaf).__name__}, not an array or jax.ShapeDtypeStruct: "
+                "remat traces arrays (static values belong in a closure or functools.partial)"
+            )
+    try:
+        closed, out_shape = jax.make_jaxpr(f, return_shape=True)(*args)
+    except RematError:
+        raise
+    except Exception as e:  # JAX's own error while tracing the user's function
+        raise RematError(f"JAX could not trace the function: {type(e).__name__}: {e}") from e
+    closed = _explicit_policies(closed)
+    debug = closed.jaxpr.debug_info
+    names = list(debug.arg_names) if debug is not None and debug.arg_names else []
+    if len(names) != len(closed.jaxpr.invars):
+        names = [f"arg{i}" for i in range(len(closed.jaxpr.invars))]
+    text = closed.pretty_print(source_info=True, name_stack=False)
+    consts = [array_in(c) for c in closed.consts]
+    file = name or getattr(f, "__name__", "function")
+    program = _remat.parse(text, file, consts, names)
+    out_tree = jax.tree_util.tree_structure(out_shape)
+    in_avals = [jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves]
+    return Traced(program, in_tree, out_tree, in_avals, names, closed)

@@ -1,0 +1,280 @@
+//! `remat._remat`, the native module of the `remat` Python package: a program JAX traced
+//! in Python (its jaxpr text, printed with each equation's source, and its constants'
+//! bytes), read into remat's IR and handed to the facade: saved residuals, the ledger, the
+//! memory planner, the report, and native code to run.
+//!
+//! The Python layer (`python/remat/`) traces, flattens pytrees and presents; this module
+//! converts at the edge and holds no algorithm (the facade's architecture invariant, one
+//! crate further out). Errors are `remat.RematError`, a `ValueError`, with the facade's
+//! words; long work runs with the GIL released, on a thread of its own, so that Ctrl-C in
+//! Python interrupts the wait (`interruptible`).
+
+mod convert;
+mod plan;
+
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use remat::ledger::Ledger;
+use remat::report::{Choice, Figure, Report};
+use remat::run::{Program as Runnable, RunOptions};
+use remat::{Array, Backend, ClosedJaxpr, Jaxpr, Nans, Options};
+
+use convert::{array_in, array_out, ArgIn};
+
+create_exception!(_remat, RematError, PyValueError, "An error of remat: bad input, or what remat cannot do, in words.");
+
+/// A facade error (or any error with a `Display`) as a `RematError`.
+pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
+    RematError::new_err(e.to_string())
+}
+
+/// Runs `work` on a thread of its own with the GIL released, checking for Ctrl-C (and other
+/// signals Python handles) every 50 ms: an interrupt raises `KeyboardInterrupt` at once
+/// and leaves the thread to finish on its own (its result is dropped).
+pub(crate) fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The receiver is read with the GIL released, from this thread only.
+    let rx = std::sync::Mutex::new(rx);
+    std::thread::Builder::new()
+        .name("remat".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        })
+        .map_err(|e| err(format!("cannot start a thread: {e}")))?;
+    loop {
+        let wait = || rx.lock().map_err(|_| ()).map(|r| r.recv_timeout(std::time::Duration::from_millis(50)));
+        match py.detach(wait).unwrap_or(Err(std::sync::mpsc::RecvTimeoutError::Disconnected)) {
+            Ok(v) => return Ok(v),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(err("remat's worker thread panicked (a bug: please report it with the program)"))
+            }
+        }
+    }
+}
+
+/// A program JAX traced: the jaxpr read from JAX's text, its constants, and the names of
+/// its arguments (their pytree paths).
+#[pyclass(frozen, module = "remat._remat")]
+struct Program {
+    closed: ClosedJaxpr,
+    arg_names: Vec<String>,
+}
+
+/// Reads a jaxpr text (`ClosedJaxpr.pretty_print(source_info=True)`), verifies it and
+/// closes it over `consts` (one `(dtype, shape, buffer)` per constvar).
+#[pyfunction]
+fn parse(text: &str, file: &str, consts: Vec<ArgIn>, arg_names: Vec<String>) -> PyResult<Program> {
+    let jaxpr = remat::ir::parse_jaxpr(text, file).map_err(|e| err(format!("{file}: {e}")))?;
+    remat::ir::verify::verify(&jaxpr).map_err(|e| err(format!("{file}: the jaxpr is not well-typed:\n{e}")))?;
+    if consts.len() != jaxpr.constvars.len() {
+        return Err(err(format!("{} constants for the {} constvars of {file}", consts.len(), jaxpr.constvars.len())));
+    }
+    let consts: Vec<Array> = consts.iter().map(array_in).collect::<PyResult<_>>()?;
+    for (i, (c, &v)) in consts.iter().zip(&jaxpr.constvars).enumerate() {
+        if !c.aval().same_type(jaxpr.aval(v)) {
+            return Err(err(format!("constant {i} is {} but constvar {i} is {}", c.aval(), jaxpr.aval(v))));
+        }
+    }
+    Ok(Program { closed: ClosedJaxpr { jaxpr: Arc::new(jaxpr), consts }, arg_names })
+}
+
+#[pymethods]
+impl Program {
+    /// The program as JAX prints it.
+    fn text(&self) -> String {
+        remat::ir::pp_jaxpr(&self.closed.jaxpr)
+    }
+
+    /// `(dtype, shape)` of each argument.
+    fn in_avals(&self) -> Vec<(String, Vec<usize>)> {
+        self.closed.jaxpr.in_avals().iter().map(|a| (a.dtype.numpy_name().to_string(), a.shape.clone())).collect()
+    }
+
+    /// `(dtype, shape)` of each output.
+    fn out_avals(&self) -> Vec<(String, Vec<usize>)> {
+        self.closed.jaxpr.out_avals().iter().map(|a| (a.dtype.numpy_name().to_string(), a.shape.clone())).collect()
+    }
+
+    /// The notes of the custom rules known only by name (their call_jaxpr is differentiated).
+    fn notes(&self) -> Vec<String> {
+        remat::ad::custom_rule_notes(&self.closed.jaxpr)
+    }
+
+    /// What the vjp saves, in JAX's order: one dict per residual (`line` in JAX's words,
+    /// `aval`, `bytes`, `kind`, `what`, `source`).
+    fn saved_residuals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let (jaxpr, names) = (self.closed.jaxpr.clone(), self.arg_names.clone());
+        let residuals = interruptible(py, move || remat::ad::saved_residuals(&jaxpr, &names))?.map_err(err)?;
+        let rows: Vec<Bound<'py, PyDict>> =
+            residuals.iter().map(|r| convert::residual(py, r)).collect::<PyResult<_>>()?;
+        PyList::new(py, rows)
+    }
+
+    /// The residual ledger of the vjp as written, under a policy word (`dots`, `names:a+b`,
+    /// as `remat explain --policy`), or of the planner's plan for `budget` bytes.
+    #[pyo3(signature = (policy=None, budget=None))]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        policy: Option<String>,
+        budget: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let choice = choice_of(policy.as_deref(), budget, &self.closed.jaxpr)?;
+        let (closed, names) = (self.closed.clone(), self.arg_names.clone());
+        let ledger = interruptible(py, move || ledger_of(&closed, &names, &choice))?.map_err(err)?;
+        convert::ledger(py, &ledger)
+    }
+
+    /// The HTML report of the vjp, one side per choice (policy words and budgets, as
+    /// `remat report --compare` takes them), or one figure as SVG.
+    #[pyo3(signature = (title, sides, figure=None))]
+    fn report(&self, py: Python<'_>, title: String, sides: Vec<String>, figure: Option<String>) -> PyResult<String> {
+        let mut choices = Vec::new();
+        for s in &sides {
+            let c = Choice::parse(s).map_err(err)?;
+            c.check_names(&self.closed.jaxpr).map_err(err)?;
+            choices.push(c);
+        }
+        if choices.is_empty() {
+            choices.push(Choice::AsWritten);
+        }
+        let figure = match figure.as_deref() {
+            None => None,
+            Some("memory") => Some(Figure::Memory),
+            Some("split") => Some(Figure::Split),
+            Some("frontier") => Some(Figure::Frontier),
+            Some(other) => return Err(err(format!("unknown figure `{other}`: memory, split or frontier"))),
+        };
+        let (closed, names) = (self.closed.clone(), self.arg_names.clone());
+        interruptible(py, move || -> Result<String, String> {
+            let report =
+                Report::new(&title, &closed, &names, &choices, &Options::default()).map_err(|e| e.to_string())?;
+            match figure {
+                Some(f) => report.figure_svg(f).map_err(|e| e.to_string()),
+                None => Ok(report.html()),
+            }
+        })?
+        .map_err(err)
+    }
+
+    /// The program `jax.value_and_grad(f, argnums)` runs, differentiated by remat:
+    /// `(primals) -> (value, grads of argnums)`.
+    fn value_and_grad(&self, argnums: Vec<usize>) -> PyResult<Program> {
+        let (_, program) = remat::ad::value_and_grad_vjp(&self.closed.jaxpr, &argnums, &self.arg_names).map_err(err)?;
+        Ok(Program {
+            closed: ClosedJaxpr { jaxpr: Arc::new(program), consts: self.closed.consts.clone() },
+            arg_names: self.arg_names.clone(),
+        })
+    }
+
+    /// The program compiled to native code by remat's JIT (or kept for the reference
+    /// interpreter, `backend="interp"`).
+    #[pyo3(signature = (backend="jit"))]
+    fn compile(&self, py: Python<'_>, backend: &str) -> PyResult<Executable> {
+        let backend = match backend {
+            "jit" => Backend::Jit,
+            "interp" => Backend::Interp,
+            other => return Err(err(format!("unknown backend `{other}`: jit or interp"))),
+        };
+        let closed = self.closed.clone();
+        let options = RunOptions { backend, nans: Nans::Propagate, ..RunOptions::default() };
+        let program = interruptible(py, move || Runnable::new(closed, &options))?.map_err(err)?;
+        Ok(Executable { program: Arc::new(program), in_avals: self.closed.jaxpr.in_avals() })
+    }
+
+    /// The memory planner's plans of the program (a scalar loss): see `plan.rs`.
+    #[pyo3(signature = (argnums=None, names_only=false, host_budget=None))]
+    fn planner(
+        &self,
+        py: Python<'_>,
+        argnums: Option<Vec<usize>>,
+        names_only: bool,
+        host_budget: Option<usize>,
+    ) -> PyResult<plan::Planner> {
+        plan::Planner::new(py, &self.closed, &self.arg_names, argnums, names_only, host_budget)
+    }
+}
+
+/// What `explain` explains.
+fn choice_of(policy: Option<&str>, budget: Option<usize>, jaxpr: &Jaxpr) -> PyResult<Choice> {
+    match (policy, budget) {
+        (Some(_), Some(_)) => Err(err("give a policy or a budget, not both")),
+        (Some(p), None) => {
+            let c = Choice::parse_policy(p).map_err(err)?;
+            c.check_names(jaxpr).map_err(err)?;
+            Ok(c)
+        }
+        (None, Some(b)) => Ok(Choice::Budget(b)),
+        (None, None) => Ok(Choice::AsWritten),
+    }
+}
+
+fn ledger_of(closed: &ClosedJaxpr, names: &[String], choice: &Choice) -> Result<Ledger, remat::Error> {
+    let options = Options::default();
+    let consts = &closed.consts;
+    match choice {
+        Choice::AsWritten => remat::ledger::explain_jaxpr(&closed.jaxpr, consts, names, &options),
+        Choice::Policy(p) => {
+            remat::ledger::explain_jaxpr(&remat::report::with_policy(&closed.jaxpr, p)?, consts, names, &options)
+        }
+        Choice::Budget(bytes) => {
+            let planner = remat::plan::Planner::new(closed, names, &remat::plan::PlanOptions::default())
+                .map_err(remat::Error::from)?;
+            let plan = planner.plan(remat::plan::Budget::bytes(*bytes)).map_err(remat::Error::from)?;
+            remat::ledger::explain_plan(&plan, consts, &options)
+        }
+    }
+}
+
+/// A program ready to run: native code (or the interpreter).
+#[pyclass(frozen, module = "remat._remat")]
+struct Executable {
+    program: Arc<Runnable>,
+    in_avals: Vec<remat::Aval>,
+}
+
+#[pymethods]
+impl Executable {
+    /// Runs on `args` (one `(dtype, shape, buffer)` each) and returns each output as
+    /// `(dtype, shape, bytearray)`. The GIL is released while the program runs.
+    fn run<'py>(&self, py: Python<'py>, args: Vec<ArgIn>) -> PyResult<Vec<convert::ArrayOut<'py>>> {
+        if args.len() != self.in_avals.len() {
+            return Err(err(format!("{} arguments for a program of {}", args.len(), self.in_avals.len())));
+        }
+        let arrays: Vec<Array> = args.iter().map(array_in).collect::<PyResult<_>>()?;
+        for (i, (a, want)) in arrays.iter().zip(&self.in_avals).enumerate() {
+            if !a.aval().same_type(want) {
+                return Err(err(format!("argument {i} is {} but the program takes {want}", a.aval())));
+            }
+        }
+        let program = Arc::clone(&self.program);
+        let outs = py.detach(move || program.run(&arrays.iter().collect::<Vec<_>>())).map_err(err)?;
+        outs.iter().map(|o| array_out(py, o)).collect()
+    }
+}
+
+/// Bytes from `12GiB`, `1.5GB`, `64MiB` or `1000000` (as `remat plan --budget` reads them).
+#[pyfunction]
+fn parse_budget(text: &str) -> PyResult<usize> {
+    text.parse::<remat::Budget>().map(remat::Budget::bytes_value).map_err(err)
+}
+
+#[pymodule]
+fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("RematError", m.py().get_type::<RematError>())?;
+    m.add_function(wrap_pyfunction!(parse, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_budget, m)?)?;
+    m.add_class::<Program>()?;
+    m.add_class::<Executable>()?;
+    m.add_class::<plan::Planner>()?;
+    Ok(())
+}
