@@ -90,10 +90,17 @@ impl Checkpointed {
     }
 
     /// The vjp under `decisions` (one per equation of [`Checkpointed::body`]); residuals
-    /// described with `arg_names`.
+    /// described with `arg_names`. Equations inside the body's scans and conds are saved
+    /// (a plan decides about the body's own equations).
     pub fn vjp(&self, decisions: Vec<Saveability>, arg_names: &[String]) -> Result<Vjp, AdError> {
         let policy = ResolvedPolicy::PerEquation(Arc::new(EqnDecisions::new(Arc::clone(&self.body), decisions)?));
-        let lin = linearize_jvp(&self.program, self.in_nonzeros.clone(), &self.jvp, PeMode::LinearizeWith(&policy))?;
+        self.vjp_with(&policy, arg_names)
+    }
+
+    /// The vjp of `checkpoint(f, policy)`: the policy decides every equation, those inside
+    /// the body's scans and conds included, as JAX's `jax.checkpoint(f, policy=...)` does.
+    pub fn vjp_with(&self, policy: &ResolvedPolicy, arg_names: &[String]) -> Result<Vjp, AdError> {
+        let lin = linearize_jvp(&self.program, self.in_nonzeros.clone(), &self.jvp, PeMode::LinearizeWith(policy))?;
         vjp_of(&self.program, lin, arg_names)
     }
 

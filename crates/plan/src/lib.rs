@@ -164,12 +164,9 @@ pub struct FrontierPoint {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub budget: usize,
-    /// The whole program's planned peak as the planner measures plans (the JIT's plan
-    /// without its folds at the peak, `model::search_options`).
+    /// The whole program's planned peak: what `remat bench` reports for `program`, byte
+    /// for byte (`model::measure_options`).
     pub peak_bytes: usize,
-    /// What `remat bench` reports for `program`: the JIT's default plan, at most
-    /// `peak_bytes` (its folds at the peak can only lower it).
-    pub compiled_peak_bytes: usize,
     pub recompute_flops: u64,
     pub residual_bytes: u64,
     /// What the forward half saves (printed, JAX's `print_saved_residuals` lines).
@@ -184,6 +181,9 @@ pub struct Plan {
     pub host_bytes: usize,
     /// With `names_only`: the policy the plan is (which names are saved, which offloaded).
     pub names: Option<NamesPolicy>,
+    /// Where the plan is a JAX policy applied to the whole function (a built-in one, or a
+    /// names-only plan's), the Python call that makes it.
+    pub policy: Option<String>,
     pub method: Method,
     /// `(primals) -> (value, grads)`, forward then backward: what `remat bench` runs.
     pub program: Jaxpr,
@@ -194,15 +194,25 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// With `names_only`: the JAX policy call that reproduces the plan.
+    /// Where the plan is a JAX policy (a names-only plan, or a built-in policy chosen as
+    /// the plan): the Python call that reproduces it, as `jax.checkpoint(f, policy=...)`.
     pub fn jax_policy(&self) -> Option<String> {
-        self.names.as_ref().map(NamesPolicy::jax_call)
+        self.policy.clone()
     }
 }
 
 /// `jax.checkpoint_policies.save_only_these_names('a', 'b')`.
 pub fn jax_names_policy(names: &[String]) -> String {
     NamesPolicy::SaveOnly { saved: names.to_vec() }.jax_call()
+}
+
+/// A policy the planner evaluated as a plan: JAX's policy, how JAX spells the call that
+/// makes it, and for a names-only plan its names.
+#[derive(Clone, Debug)]
+struct PlannedPolicy {
+    policy: Policy,
+    jax_call: String,
+    names: Option<NamesPolicy>,
 }
 
 /// A function's plans: the evaluated candidates, ready to answer budgets.
@@ -213,8 +223,9 @@ pub struct Planner {
     variants: Vec<(String, segment::Rewritten)>,
     evals: Evaluations,
     method: Method,
-    /// With `names_only`, the policy each evaluated point is.
-    point_names: Vec<Option<NamesPolicy>>,
+    /// The policies evaluated as plans (`Point::policy` indexes them): the built-in ones,
+    /// then with `names_only` every distinct names policy.
+    policies: Vec<PlannedPolicy>,
     /// The program's `checkpoint_name`s, in program order.
     names: Vec<String>,
     builtins: Vec<PolicyPoint>,
@@ -225,11 +236,11 @@ impl Planner {
     pub fn new(f: &ClosedJaxpr, arg_names: &[String], options: &PlanOptions) -> Result<Planner, PlanError> {
         let model = Model::new(f, options.argnums.as_deref(), arg_names)?;
         let mut evals = Evaluations::default();
-        let mut point_names = Vec::new();
-        let mut builtins = Vec::new();
         let names = program_names(model.body(), &model);
-        // The built-in policies, on the same axes.
-        let mut policies = vec![
+        // The built-in policies, on the same axes, each with JAX's meaning (it decides the
+        // equations inside the body's scans and conds too): plans like any other, which a
+        // budget may choose (not with `names_only`, whose plans are names policies).
+        let mut builtin = vec![
             ("nothing_saveable".to_string(), Policy::NothingSaveable),
             ("everything_saveable".to_string(), Policy::EverythingSaveable),
             ("dots_saveable".to_string(), Policy::DotsSaveable { only_if_no_batch_dims: false }),
@@ -238,25 +249,31 @@ impl Planner {
         if !names.is_empty() {
             let call = jax_names_policy(&names);
             let short = call.trim_start_matches("jax.checkpoint_policies.").to_string();
-            policies.push((short, Policy::SaveOnlyTheseNames { names: names.clone() }));
+            builtin.push((short, Policy::SaveOnlyTheseNames { names: names.clone() }));
         }
-        let mut builtin_evals = Evaluations::default();
-        let analyses = policies
-            .iter()
-            .map(|(_, policy)| Ok(model.analyze(&model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?)))
-            .collect::<Result<Vec<_>, PlanError>>()?;
-        for ((label, _), i) in policies.iter().zip(builtin_evals.add_all(&model, &analyses)?) {
-            let p = &builtin_evals.points[i];
+        let mut policies: Vec<PlannedPolicy> = builtin
+            .into_iter()
+            .map(|(label, policy)| PlannedPolicy {
+                jax_call: format!("jax.checkpoint_policies.{label}"),
+                policy,
+                names: None,
+            })
+            .collect();
+        let measured: Vec<Result<Point, PlanError>> = policies
+            .par_iter()
+            .enumerate()
+            .map(|(k, p)| Point::of_policy(&model, k, &ResolvedPolicy::Builtin(p.policy.clone())))
+            .collect();
+        let mut builtins = Vec::new();
+        for (p, m) in policies.iter().zip(measured) {
+            let m = m?;
             builtins.push(PolicyPoint {
-                policy: format!("jax.checkpoint_policies.{label}"),
-                peak_bytes: p.peak_bytes,
-                recompute_flops: p.recompute_flops,
+                policy: p.jax_call.clone(),
+                peak_bytes: m.peak_bytes,
+                recompute_flops: m.recompute_flops,
             });
-        }
-        if !options.names_only {
-            // The policies' plans are candidates too (evaluated once, above).
-            for p in &builtin_evals.points {
-                evals.insert(p.clone());
+            if !options.names_only {
+                evals.insert(m);
             }
         }
         let method = if options.names_only {
@@ -268,8 +285,7 @@ impl Planner {
                         .into(),
                 ));
             }
-            evals = Evaluations::default();
-            point_names = names_plans(&model, &names, &mut evals, options.host_budget)?;
+            names_plans(&model, &names, &mut evals, &mut policies, options.host_budget)?;
             Method::Names
         } else if let Some(all) = search::exhaustive(
             &model,
@@ -300,8 +316,7 @@ impl Planner {
         if let (Some(host_budget), false) = (options.host_budget, options.names_only) {
             offload_plans(&model, &mut evals, host_budget)?;
         }
-        point_names.resize(evals.points.len(), None);
-        Ok(Planner { model, variants, evals, method, point_names, names, builtins })
+        Ok(Planner { model, variants, evals, method, policies, names, builtins })
     }
 
     /// The program's `checkpoint_name`s (the candidates'), in program order.
@@ -336,8 +351,7 @@ impl Planner {
     /// `policy` applied to the whole function, on the planner's axes (as [`Planner::builtins`]
     /// places the built-in ones), labelled `label`.
     pub fn policy_point(&self, label: &str, policy: &Policy) -> Result<PolicyPoint, PlanError> {
-        let a = self.model.analyze(&self.model.saved_by_policy(&ResolvedPolicy::Builtin(policy.clone()))?);
-        let e = self.model.evaluate(&self.model.saved_for(&a.recompute))?;
+        let e = self.model.evaluate_policy(&ResolvedPolicy::Builtin(policy.clone()))?;
         Ok(PolicyPoint { policy: label.to_string(), peak_bytes: e.peak_bytes, recompute_flops: e.recompute_flops })
     }
 
@@ -353,7 +367,7 @@ impl Planner {
             recompute_flops: p.recompute_flops,
             residual_bytes: p.residual_bytes,
             recomputed: p.recompute.len(),
-            names: self.point_names[i].clone(),
+            names: p.policy.and_then(|k| self.policies[k].names.clone()),
             rewrite: p.variant.map(|k| self.variants[k].0.clone()),
             offloaded: p.offload.len(),
             host_bytes: p.host_bytes,
@@ -362,9 +376,10 @@ impl Planner {
 
     /// A point evaluated again (its program, split and peak).
     fn evaluate_point(&self, p: &Point) -> Result<Evaluated, PlanError> {
-        match p.variant {
-            Some(k) => self.variants[k].1.evaluate(),
-            None => self.model.evaluate_with(&self.model.saved_for(&p.recompute), &p.offload),
+        match (p.variant, p.policy) {
+            (Some(k), _) => self.variants[k].1.evaluate(),
+            (None, Some(k)) => self.model.evaluate_policy(&ResolvedPolicy::Builtin(self.policies[k].policy.clone())),
+            (None, None) => self.model.evaluate_with(&self.model.saved_for(&p.recompute), &p.offload),
         }
     }
 
@@ -393,22 +408,18 @@ impl Planner {
         if let Some(k) = p.variant {
             recomputed.insert(0, self.variants[k].0.clone());
         }
-        let consts = match p.variant {
-            Some(k) => self.variants[k].1.consts(),
-            None => self.model.consts(),
-        };
-        let compiled = remat_jit::memory_plan(&e.program, consts, &remat_jit::Options::default())?;
+        let planned = p.policy.map(|k| &self.policies[k]);
         Ok(Plan {
             budget: b,
             peak_bytes: e.peak_bytes,
-            compiled_peak_bytes: compiled.peak_bytes,
             recompute_flops: p.recompute_flops,
-            residual_bytes: p.residual_bytes,
+            residual_bytes: e.residual_bytes,
             saved: e.vjp.residuals.clone(),
             recomputed,
             offloaded,
             host_bytes: e.host_bytes,
-            names: self.point_names[i].clone(),
+            names: planned.and_then(|q| q.names.clone()),
+            policy: planned.map(|q| q.jax_call.clone()),
             method: self.method,
             program: e.program,
             fwd: e.vjp.fwd,
@@ -481,8 +492,9 @@ fn names_plans(
     model: &Model,
     names: &[String],
     evals: &mut Evaluations,
+    policies: &mut Vec<PlannedPolicy>,
     host_budget: Option<usize>,
-) -> Result<Vec<Option<NamesPolicy>>, PlanError> {
+) -> Result<(), PlanError> {
     let (limit, tried) = match host_budget {
         None => (names::MAX_NAMES, "subset"),
         Some(_) => (names::MAX_NAMES_OFFLOAD, "split into saved, offloaded and recomputed names"),
@@ -493,7 +505,7 @@ fn names_plans(
             names.len()
         )));
     }
-    let found = names::evaluate_splits(model, evals, &names::splits(names, host_budget.is_some()), host_budget)?;
+    let found = names::evaluate_splits(model, &names::splits(names, host_budget.is_some()), host_budget)?;
     if let Some(host_budget) = host_budget {
         let why = match &found.least_offload {
             _ if names.is_empty() => {
@@ -513,7 +525,12 @@ fn names_plans(
             return Err(PlanError::NoOffload { host_budget, why });
         }
     }
-    Ok(found.policies.into_iter().map(Some).collect())
+    for (names, mut point) in found.plans {
+        point.policy = Some(policies.len());
+        policies.push(PlannedPolicy { policy: names.policy(), jax_call: names.jax_call(), names: Some(names) });
+        evals.insert(point);
+    }
+    Ok(())
 }
 
 /// With a host budget: for every plan on the frontier (of the function itself), the plans
@@ -627,7 +644,7 @@ fn measure_variants(
         .par_iter()
         .map(|(_, m)| {
             let e = m.evaluate()?;
-            Ok((e.peak_bytes, e.recompute_flops, e.analysis.residual_bytes, e.host_bytes))
+            Ok((e.peak_bytes, e.recompute_flops, e.residual_bytes, e.host_bytes))
         })
         .collect();
     for (k, m) in measured.into_iter().enumerate() {
@@ -638,6 +655,7 @@ fn measure_variants(
             recompute_flops,
             residual_bytes,
             variant: Some(from + k),
+            policy: None,
             offload: Vec::new(),
             host_bytes,
         });

@@ -13,13 +13,9 @@
 //!   result; a `scan` its body's FLOPs times its length; other calls their bodies'.
 //! - **Peak bytes** (exact): the whole program `jax.value_and_grad` runs under the plan
 //!   (forward, then backward on the cotangent `1.0`), planned by the JIT's buffer planner
-//!   without code generation (`remat_jit::memory_plan`, default options but
-//!   `fold_at_peak` off): the figure `remat bench` reports for that program, byte for byte,
-//!   or more. Folding kernels past the fusion limit at the peak (what the JIT does by
-//!   default) only lowers a program's peak, but it lowers a few plans' peaks far more than
-//!   the rest and breaks the landscape the searches rely on, where a plan's peak follows
-//!   its residual bytes; so the planner measures plans without it, and a compiled plan's
-//!   peak is at most the planner's figure.
+//!   without code generation (`remat_jit::memory_plan`) with exactly the options `remat
+//!   bench` and `remat::run::Program` compile with ([`measure_options`]): the figure `remat
+//!   bench` reports for the planned program, byte for byte.
 //!
 //! The program a plan gives depends only on its recompute set (a saved equation whose
 //! value nobody reads, and an unsaved one nobody recomputes, both vanish in dead-code
@@ -36,10 +32,11 @@ use remat_jit::{memory_plan, Options};
 
 use crate::PlanError;
 
-/// The JIT options the planner measures plans with: the defaults without `fold_at_peak`
-/// (see the module documentation).
-pub fn search_options() -> Options {
-    Options { fold_at_peak: false, ..Options::default() }
+/// The JIT options the planner measures plans with: the ones `remat bench` and
+/// `remat::run::Program` compile with (the defaults), so that a plan's peak is the compiled
+/// program's.
+pub fn measure_options() -> Options {
+    Options::default()
 }
 
 /// The cost model of one function: its checkpointed body and what each equation costs.
@@ -87,6 +84,9 @@ pub struct Evaluated {
     /// `(primals) -> (value, grads)`: what `remat bench` runs.
     pub program: Jaxpr,
     pub peak_bytes: usize,
+    /// The bytes of what the forward half saves beyond the arguments (the residuals made
+    /// by equations, offloaded ones included): the sum of the plan's listed residuals.
+    pub residual_bytes: u64,
     /// The host memory the program uses: offloaded residuals (and host arguments).
     pub host_bytes: usize,
     /// The arguments' and outputs' bytes in the peak.
@@ -107,19 +107,36 @@ impl Evaluated {
         consts: &[Array],
         base_flops: u64,
     ) -> Result<Evaluated, PlanError> {
-        let plan = memory_plan(&program, consts, &search_options())?;
+        let plan = memory_plan(&program, consts, &measure_options())?;
         let recompute_flops = jaxpr_flops(&program).saturating_sub(base_flops);
+        let residual_bytes = saved_bytes(&vjp.residuals);
         Ok(Evaluated {
             analysis,
             decisions,
             vjp,
             program,
             peak_bytes: plan.peak_bytes,
+            residual_bytes,
             host_bytes: plan.host_bytes,
             io_bytes: plan.io_bytes,
             recompute_flops,
         })
     }
+}
+
+/// The bytes of the residuals equations make (not the arguments, constants or literals):
+/// what a plan saves beyond the arguments.
+pub fn saved_bytes(residuals: &[remat_ad::Residual]) -> u64 {
+    residuals
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.kind,
+                remat_ad::ResidualKind::Output(_) | remat_ad::ResidualKind::Named(_) | remat_ad::ResidualKind::Jit(_)
+            )
+        })
+        .map(|r| r.bytes as u64)
+        .sum()
 }
 
 impl Model {
@@ -371,6 +388,19 @@ impl Model {
                 save => Saveability::from_bool(save),
             })
             .collect()
+    }
+
+    /// `checkpoint(f, policy)` split and assembled into the whole program and measured: the
+    /// policy decides every equation, those inside the body's scans and conds too (JAX's
+    /// meaning of the policy, what `jax.checkpoint(f, policy=...)` saves). The analysis is
+    /// of its decisions about the body's own equations.
+    pub fn evaluate_policy(&self, policy: &remat_ad::ResolvedPolicy) -> Result<Evaluated, PlanError> {
+        let decisions = self.decisions_by_policy(policy)?;
+        let saved: Vec<bool> = decisions.iter().map(|d| *d != Saveability::Recompute).collect();
+        let analysis = self.analyze(&saved);
+        let vjp = self.cp.vjp_with(policy, &self.arg_names)?;
+        let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
+        Evaluated::measure(analysis, decisions, vjp, program, &self.consts, self.base_flops)
     }
 
     /// The plan deciding `decisions`, split and assembled into the whole program.

@@ -6,22 +6,24 @@
 //! `save_and_offload_only_these_names(names_which_can_be_saved=..., names_which_can_be_offloaded=...,
 //! offload_src="device", offload_dst="pinned_host")`: every split (3^n of `n` names) is tried.
 //!
-//! A split's plan is what `remat-ad` makes of the policy itself: the built-in policy
-//! (`ResolvedPolicy::Builtin`, JAX's meaning, `Offloadable` included) decides every
-//! equation of the checkpointed body, and partial evaluation splits by those decisions
-//! (an offloaded value is `device_put` to `MemorySpace.Host` after its equation and back
-//! before the backward half reads it). Every other value follows JAX's rule under that
-//! policy: recomputed. Splits that give the same program (same recompute set, same
-//! offloaded residuals; a name whose value the backward half does not read changes
-//! nothing) are evaluated once; a plan keeps the first split giving it, in the order of
-//! [`splits`].
+//! A split's plan is what `remat-ad` makes of the policy itself: `checkpoint(f, policy)`
+//! with the built-in policy (`ResolvedPolicy::Builtin`, JAX's meaning, `Offloadable`
+//! included) deciding every equation, those inside the body's scans and conds too, and
+//! partial evaluation splitting by those decisions (an offloaded value is `device_put` to
+//! `MemorySpace.Host` after its equation and back before the backward half reads it).
+//! Every other value follows JAX's rule under that policy: recomputed. Splits that give
+//! the same program (same recompute set, same offloaded residuals, same names saved inside
+//! nested bodies; a name whose value the backward half does not read changes nothing) are
+//! evaluated once; a plan keeps the first split giving it, in the order of [`splits`].
+
+use std::collections::BTreeSet;
 
 use rayon::prelude::*;
 use remat_ad::{ResolvedPolicy, Saveability};
 use remat_ir::Policy;
 
 use crate::model::Model;
-use crate::search::{Evaluations, Point};
+use crate::search::Point;
 use crate::PlanError;
 
 /// At most this many names without a host budget (2^16 subsets)...
@@ -115,9 +117,23 @@ pub fn splits(names: &[String], offload: bool) -> Vec<NamesPolicy> {
         .collect()
 }
 
-/// What a policy's decisions make of the model: its recompute set and the offloaded
-/// equations whose values are residuals (an offloaded value nobody reads is not moved).
-fn plan_of(model: &Model, policy: &NamesPolicy) -> Result<(Vec<usize>, Vec<usize>), PlanError> {
+/// The names that occur inside the body's scans, conds and other calls (not as equations
+/// of the body itself): a policy saving one changes the program without changing the
+/// body's own decisions.
+fn nested_names(model: &Model) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for e in &model.body().eqns {
+        for sub in e.primitive.subjaxprs() {
+            out.extend(sub.checkpoint_names());
+        }
+    }
+    out
+}
+
+/// What identifies the program a names policy gives: the recompute set and the offloaded
+/// equations of its decisions about the body's own equations, and the names it saves or
+/// offloads inside nested bodies. Policies with equal keys give the same program.
+fn program_key(model: &Model, policy: &NamesPolicy, nested: &BTreeSet<String>) -> Result<ProgramKey, PlanError> {
     let decisions = model.decisions_by_policy(&ResolvedPolicy::Builtin(policy.policy()))?;
     let saved: Vec<bool> = decisions.iter().map(|d| *d != Saveability::Recompute).collect();
     let a = model.analyze(&saved);
@@ -126,53 +142,51 @@ fn plan_of(model: &Model, policy: &NamesPolicy) -> Result<(Vec<usize>, Vec<usize
         .filter(|&i| matches!(decisions[i], Saveability::Offloadable { .. }))
         .filter(|&i| body.eqns[i].outvars.iter().any(|v| a.residuals.binary_search(v).is_ok()))
         .collect();
-    Ok((a.recompute, offload))
+    let inside = |names: &[String]| names.iter().filter(|n| nested.contains(*n)).cloned().collect::<Vec<_>>();
+    Ok((a.recompute, offload, inside(policy.saved()), inside(policy.offloaded())))
 }
+
+type ProgramKey = (Vec<usize>, Vec<usize>, Vec<String>, Vec<String>);
 
 /// What evaluating the splits found.
 #[derive(Debug)]
 pub struct SplitsEvaluated {
-    /// Per point of the evaluations (all of them new): the first split giving it.
-    pub policies: Vec<NamesPolicy>,
+    /// Every distinct plan whose host memory fits the host budget, with the first split
+    /// giving it: its point (`policy` to be set by the caller) and its policy.
+    pub plans: Vec<(NamesPolicy, Point)>,
     /// The least host memory a split that offloads something needs (with its call), if
     /// any split offloads something.
     pub least_offload: Option<(usize, String)>,
 }
 
-/// Evaluates every split's plan into `evals` (empty: its points are then the splits'),
-/// each distinct plan once and in parallel, keeping only the plans whose host memory fits
-/// `host_budget`.
+/// Evaluates every split's plan, each distinct program once and in parallel, as
+/// `checkpoint(f, policy)` with JAX's meaning of the policy (it decides inside scans and
+/// conds too), keeping the plans whose host memory fits `host_budget`.
 pub fn evaluate_splits(
     model: &Model,
-    evals: &mut Evaluations,
     splits: &[NamesPolicy],
     host_budget: Option<usize>,
 ) -> Result<SplitsEvaluated, PlanError> {
-    debug_assert!(evals.points.is_empty());
-    let mut fresh: Vec<(Vec<usize>, Vec<usize>, &NamesPolicy)> = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
+    let nested = nested_names(model);
+    let mut fresh: Vec<&NamesPolicy> = Vec::new();
+    let mut seen = BTreeSet::new();
     for s in splits {
-        let (recompute, offload) = plan_of(model, s)?;
-        if seen.insert((recompute.clone(), offload.clone())) {
-            fresh.push((recompute, offload, s));
+        if seen.insert(program_key(model, s, &nested)?) {
+            fresh.push(s);
         }
     }
-    let measured: Vec<Result<Point, PlanError>> = fresh
-        .par_iter()
-        .map(|(recompute, offload, _)| Point::measured(model, recompute.clone(), offload.clone()))
-        .collect();
-    let mut out = SplitsEvaluated { policies: Vec::new(), least_offload: None };
-    for ((_, offload, split), p) in fresh.into_iter().zip(measured) {
+    let measured: Vec<Result<Point, PlanError>> =
+        fresh.par_iter().map(|s| Point::of_policy(model, usize::MAX, &ResolvedPolicy::Builtin(s.policy()))).collect();
+    let mut out = SplitsEvaluated { plans: Vec::new(), least_offload: None };
+    for (split, p) in fresh.into_iter().zip(measured) {
         let p = p?;
-        if !offload.is_empty() && out.least_offload.as_ref().is_none_or(|(b, _)| p.host_bytes < *b) {
+        if !p.offload.is_empty() && out.least_offload.as_ref().is_none_or(|(b, _)| p.host_bytes < *b) {
             out.least_offload = Some((p.host_bytes, split.jax_call()));
         }
         if host_budget.is_some_and(|h| p.host_bytes > h) {
             continue;
         }
-        if evals.insert(p) == out.policies.len() {
-            out.policies.push(split.clone());
-        }
+        out.plans.push((split.clone(), p));
     }
     Ok(out)
 }

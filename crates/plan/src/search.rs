@@ -44,6 +44,11 @@ pub struct Point {
     /// checkpointed segments, `segment.rs`), measured as it is (its recompute set empty);
     /// `None`: a plan of the function itself.
     pub variant: Option<usize>,
+    /// `Some(k)`: the function checkpointed under the planner's `k`th policy (a built-in
+    /// policy, or a names-only plan's), which decides the equations of the body's scans and
+    /// conds too, as in JAX; its recompute set is that of its decisions about the body's own
+    /// equations. `None`: the plan's decisions are per equation of the body.
+    pub policy: Option<usize>,
     /// The saved equations whose outputs live in host memory, ascending.
     pub offload: Vec<usize>,
     /// The host memory the plan uses.
@@ -58,8 +63,27 @@ impl Point {
             recompute,
             peak_bytes: e.peak_bytes,
             recompute_flops: e.recompute_flops,
-            residual_bytes: e.analysis.residual_bytes,
+            residual_bytes: e.residual_bytes,
             variant: None,
+            policy: None,
+            offload,
+            host_bytes: e.host_bytes,
+        })
+    }
+
+    /// The function under the planner's policy `k` (`policy`), evaluated.
+    pub fn of_policy(model: &Model, k: usize, policy: &remat_ad::ResolvedPolicy) -> Result<Point, PlanError> {
+        let e = model.evaluate_policy(policy)?;
+        let offload: Vec<usize> = (0..e.decisions.len())
+            .filter(|&i| matches!(e.decisions[i], remat_ad::Saveability::Offloadable { .. }))
+            .collect();
+        Ok(Point {
+            recompute: e.analysis.recompute.clone(),
+            peak_bytes: e.peak_bytes,
+            recompute_flops: e.recompute_flops,
+            residual_bytes: e.residual_bytes,
+            variant: None,
+            policy: Some(k),
             offload,
             host_bytes: e.host_bytes,
         })
@@ -67,8 +91,9 @@ impl Point {
 }
 
 /// What identifies a plan that rewrites the function (a scan nesting, checkpointed
-/// segments) or offloads: its rewrite, recompute set and offloaded equations.
-type RewrittenKey = (Option<usize>, Vec<usize>, Vec<usize>);
+/// segments), is a policy, or offloads: its rewrite, policy, recompute set and offloaded
+/// equations.
+type RewrittenKey = (Option<usize>, Option<usize>, Vec<usize>, Vec<usize>);
 
 /// The plans evaluated, in evaluation order (which breaks the last ties).
 #[derive(Debug, Default)]
@@ -96,21 +121,22 @@ impl Evaluations {
                 fresh.push(a);
             }
         }
-        let measured: Vec<Result<(usize, u64, usize), PlanError>> = fresh
+        let measured: Vec<Result<(usize, u64, u64, usize), PlanError>> = fresh
             .par_iter()
             .map(|a| {
                 let e = model.evaluate(&model.saved_for(&a.recompute))?;
-                Ok((e.peak_bytes, e.recompute_flops, e.host_bytes))
+                Ok((e.peak_bytes, e.recompute_flops, e.residual_bytes, e.host_bytes))
             })
             .collect();
         for (a, m) in fresh.into_iter().zip(measured) {
-            let (peak_bytes, recompute_flops, host_bytes) = m?;
+            let (peak_bytes, recompute_flops, residual_bytes, host_bytes) = m?;
             self.insert(Point {
                 recompute: a.recompute.clone(),
                 peak_bytes,
                 recompute_flops,
-                residual_bytes: a.residual_bytes,
+                residual_bytes,
                 variant: None,
+                policy: None,
                 offload: Vec::new(),
                 host_bytes,
             });
@@ -121,9 +147,11 @@ impl Evaluations {
     /// Adds a point evaluated elsewhere (unless its recompute set was) and returns its index.
     pub fn insert(&mut self, p: Point) -> usize {
         let next = self.points.len();
-        let i = match p.variant.is_none() && p.offload.is_empty() {
+        let i = match p.variant.is_none() && p.policy.is_none() && p.offload.is_empty() {
             true => *self.plain.entry(p.recompute.clone()).or_insert(next),
-            false => *self.rewritten.entry((p.variant, p.recompute.clone(), p.offload.clone())).or_insert(next),
+            false => {
+                *self.rewritten.entry((p.variant, p.policy, p.recompute.clone(), p.offload.clone())).or_insert(next)
+            }
         };
         if i == next {
             self.points.push(p);
@@ -336,6 +364,10 @@ pub fn spread<T: Clone>(items: &[T], k: usize) -> Vec<T> {
     picks.into_iter().map(|i| items[i].clone()).collect()
 }
 
+/// Refinement also tries two decisions changed at once on programs of at most this many
+/// relevant candidates.
+pub const PAIR_CANDIDATES: usize = 16;
+
 /// Local refinement of the frontier (after the greedy path): the plans one decision away
 /// from a frontier plan (one candidate saved or recomputed instead), most promising first
 /// (the most FLOPs saved per residual byte added), evaluated exactly until `max_evals`
@@ -345,33 +377,78 @@ pub fn refine(model: &Model, evals: &mut Evaluations, max_evals: usize) -> Resul
     let mut left = max_evals;
     // Each neighbour is one analysis (linear in the program): at most this many in all,
     // so that large programs stay fast.
-    let mut analyses = max_evals.saturating_mul(16).max(256);
+    let relevant = model.relevant();
+    let mut analyses = match relevant.len() <= PAIR_CANDIDATES {
+        // A program of few candidates: every neighbour of every plan, however many rounds.
+        true => 1 << 16,
+        false => max_evals.saturating_mul(16).max(256),
+    };
+    // One decision changed, or on a program of few candidates also two: the compiled peak
+    // can fall only when two values are recomputed together (one of them read by the
+    // kernel that computes the other).
+    let mut flips: Vec<Vec<usize>> = relevant.iter().map(|&e| vec![e]).collect();
+    if relevant.len() <= PAIR_CANDIDATES {
+        for (k, &e) in relevant.iter().enumerate() {
+            flips.extend(relevant[k + 1..].iter().map(|&f| vec![e, f]));
+        }
+    }
     while left > 0 && analyses > 0 {
         let before = evals.frontier();
-        let mut neighbours: Vec<(i128, u64, Vec<usize>, Analysis)> = Vec::new();
-        for &i in &before {
+        // The frontier's neighbours first, then those of the other plans of the function
+        // itself (by peak): the compiled peak does not follow the residual bytes the greedy
+        // path ranks by (the JIT computes some residuals inside the loops that read them),
+        // so a better plan may be one decision away from a plan just off the frontier.
+        let mut bases = before.clone();
+        let mut rest: Vec<usize> = (0..evals.points.len())
+            .filter(|i| !before.contains(i))
+            .filter(|&i| evals.points[i].variant.is_none() && evals.points[i].policy.is_none())
+            .collect();
+        rest.sort_by_key(|&i| (evals.points[i].peak_bytes, evals.points[i].recompute_flops, i));
+        bases.extend(rest);
+        let mut neighbours: Vec<(u8, i128, u64, Vec<usize>, Analysis)> = Vec::new();
+        for &i in &bases {
             let base = &evals.points[i];
             let saved = model.saved_for(&base.recompute);
-            for &e in model.relevant() {
+            // The analytic residual bytes, which the neighbours' are compared with.
+            let base_bytes = model.analyze(&saved).residual_bytes;
+            for flip in &flips {
                 if analyses == 0 {
                     break;
                 }
                 analyses -= 1;
                 let mut flipped = saved.clone();
-                flipped[e] = !flipped[e];
+                for &e in flip {
+                    flipped[e] = !flipped[e];
+                }
                 let a = model.analyze(&flipped);
-                if evals.contains(&a.recompute) || neighbours.iter().any(|n| n.2 == a.recompute) {
+                if evals.contains(&a.recompute) || neighbours.iter().any(|n| n.3 == a.recompute) {
                     continue;
                 }
                 let flops_saved = base.recompute_flops as i128 - a.recompute_flops as i128;
-                let bytes_added = a.residual_bytes as i128 - base.residual_bytes as i128;
-                // Fewer FLOPs per added byte first (scaled to stay integral).
-                let score = -(flops_saved << 20) / (bytes_added.max(0) + 1);
-                neighbours.push((score, a.residual_bytes, a.recompute.clone(), a));
+                let bytes_added = a.residual_bytes as i128 - base_bytes as i128;
+                // Two kinds of move, scored each its own way (scaled to stay integral):
+                // cheaper plans by the FLOPs saved per byte added, smaller ones by the
+                // bytes freed per FLOP added.
+                let (kind, score) = match flops_saved > 0 {
+                    true => (0, -(flops_saved << 20) / (bytes_added.max(0) + 1)),
+                    false => (1, -((-bytes_added).max(0) << 20) / (-flops_saved + 1)),
+                };
+                neighbours.push((kind, score, a.residual_bytes, a.recompute.clone(), a));
             }
         }
-        neighbours.sort_by(|x, y| (x.0, x.1, &x.2).cmp(&(y.0, y.1, &y.2)));
-        let batch: Vec<Analysis> = neighbours.into_iter().take(left).map(|n| n.3).collect();
+        neighbours.sort_by(|x, y| (x.0, x.1, x.2, &x.3).cmp(&(y.0, y.1, y.2, &y.3)));
+        // The best of each kind in turn.
+        let split = neighbours.iter().position(|n| n.0 == 1).unwrap_or(neighbours.len());
+        let smaller = neighbours.split_off(split);
+        let mut batch: Vec<Analysis> = Vec::new();
+        let (mut a, mut b) = (neighbours.into_iter(), smaller.into_iter());
+        while batch.len() < left {
+            match (a.next(), b.next()) {
+                (None, None) => break,
+                (x, y) => batch.extend(x.into_iter().chain(y).map(|n| n.4)),
+            }
+        }
+        batch.truncate(left);
         left -= batch.len();
         let changed = !batch.is_empty();
         evals.add_all(model, &batch)?;

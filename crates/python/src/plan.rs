@@ -113,7 +113,6 @@ impl Planner {
         let d = PyDict::new(py);
         d.set_item("budget", p.budget)?;
         d.set_item("peak_bytes", p.peak_bytes)?;
-        d.set_item("compiled_peak_bytes", p.compiled_peak_bytes)?;
         d.set_item("recompute_flops", p.recompute_flops)?;
         d.set_item("residual_bytes", p.residual_bytes)?;
         let saved: Vec<Bound<'py, PyDict>> =
@@ -123,6 +122,7 @@ impl Planner {
         d.set_item("offloaded", p.offloaded.clone())?;
         d.set_item("host_bytes", p.host_bytes)?;
         d.set_item("names", p.names.as_ref().map(|n| names_dict(py, n)).transpose()?)?;
+        d.set_item("jax_policy", p.jax_policy())?;
         d.set_item("method", method_name(p.method))?;
         d.set_item("program", remat::ir::pp_jaxpr(&p.program))?;
         Ok(d)

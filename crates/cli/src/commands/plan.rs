@@ -108,24 +108,18 @@ fn method_words(m: Method) -> &'static str {
 
 fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
     let mut t = format!(
-        "plan for a budget of {}\n  search: {}, {} plans evaluated exactly\n  peak: {} (the whole value-and-grad program as the JIT plans it{})\n  recompute: {} FLOPs\n  saved beyond the arguments: {}\n",
+        "plan for a budget of {}\n  search: {}, {} plans evaluated exactly\n  peak: {} (the whole value-and-grad program as the JIT compiles it: what `remat bench` reports for the planned program)\n  recompute: {} FLOPs\n  saved beyond the arguments: {}\n",
         Budget::bytes(p.budget),
         method_words(p.method),
         planner.evaluated(),
         Budget::bytes(p.peak_bytes),
-        if p.compiled_peak_bytes < p.peak_bytes {
-            format!(
-                " without folds at the peak; compiled, with them: {}",
-                Budget::bytes(p.compiled_peak_bytes)
-            )
-        } else {
-            String::new()
-        },
         p.recompute_flops,
         Budget::bytes(p.residual_bytes as usize),
     );
+    if let Some(call) = p.jax_policy() {
+        t.push_str(&format!("  policy: {call}\n"));
+    }
     if let Some(policy) = &p.names {
-        t.push_str(&format!("  policy: {}\n", policy.jax_call()));
         t.push_str(&split_text(planner, policy));
     }
     t.push_str(&format!("saved ({}):\n", p.saved.len()));
@@ -230,7 +224,6 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool, notes: &[Stri
         v["plan"] = json!({
             "budget": p.budget,
             "peak_bytes": p.peak_bytes,
-            "compiled_peak_bytes": p.compiled_peak_bytes,
             "recompute_flops": p.recompute_flops,
             "residual_bytes": p.residual_bytes,
             "saved": p.saved.iter().map(|r| r.to_string()).collect::<Vec<_>>(),

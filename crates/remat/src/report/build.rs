@@ -9,9 +9,8 @@
 //! (circles: the built-in ones, each side's own), the FLOPs of the equations the backward
 //! half recomputes; only an `as written` side is then measured by the report's way (the
 //! planner cannot represent the program's own nested checkpoints). Both measure the same
-//! peak: the whole vjp's, as the JIT's buffer planner lays it out; with a planner, without
-//! the folds the JIT makes at the peak (`remat_jit::Options::fold_at_peak`), as the planner
-//! measures, so a compiled program's peak is at most the report's figure.
+//! peak: the whole vjp's, as the JIT's buffer planner lays it out with the options it
+//! compiles with, the same options the planner measures with.
 //!
 //! Several programs merge into one report ([`Report::merge`]): their sides side by side,
 //! their frontiers on one set of axes.
@@ -92,11 +91,6 @@ impl Report {
                 None
             }
         };
-        // The planner measures plans without the JIT's folds at the peak (a compiled plan
-        // may have less: `remat_plan::model`); the sides and points of a report with a
-        // planner are measured the same way, so that its ledgers and frontier agree.
-        let measured = Options { fold_at_peak: false, ..options.clone() };
-        let options = if planner.is_some() { &measured } else { options };
         let mut frontier = match &planner {
             None => policy_points(jaxpr, options)?,
             Some(p) => {
