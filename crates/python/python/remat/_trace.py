@@ -131,13 +131,21 @@ def _dtype_name(x) -> str:
     return np.dtype(dt).name
 
 
+def _c_bytes(x):
+    """A C-ordered NumPy array of `x` and a buffer of its bytes. (`np.ascontiguousarray`
+    would make a 0-d array 1-d, and NumPy exports no buffer of an `ml_dtypes` array such
+    as bf16: its bytes are taken as `uint8`.)"""
+    a = np.asarray(x, order="C")
+    return a, memoryview(a.reshape(-1).view(np.uint8))
+
+
 def array_in(x) -> tuple:
     """`(dtype, shape, buffer)` of an array (a NumPy or JAX array, or a typed PRNG key)."""
     if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-        data = np.ascontiguousarray(np.asarray(jax.random.key_data(x)))
-        return ("key<fry>", list(data.shape[:-1]), memoryview(data).cast("B"))
-    a = np.ascontiguousarray(np.asarray(x))
-    return (np.dtype(a.dtype).name, list(a.shape), memoryview(a).cast("B"))
+        data, buf = _c_bytes(jax.random.key_data(x))
+        return ("key<fry>", list(data.shape[:-1]), buf)
+    a, buf = _c_bytes(x)
+    return (np.dtype(a.dtype).name, list(a.shape), buf)
 
 
 def array_out(triple):
