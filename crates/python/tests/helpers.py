@@ -28,6 +28,19 @@ def args_of(name: str):
     return models.by_name(name).make_args()
 
 
+@functools.lru_cache(maxsize=None)
+def jax_outputs(name: str):
+    """`jax.jit(f)(*args)` of a program, computed once per test session."""
+    return jax.jit(models.by_name(name).fn)(*args_of(name))
+
+
+@functools.lru_cache(maxsize=None)
+def jax_value_and_grad(name: str, argnums):
+    """`jax.jit(jax.value_and_grad(loss, argnums))(*args)` of a program, computed once per
+    test session."""
+    return jax.jit(jax.value_and_grad(models.by_name(name).loss, argnums))(*args_of(name))
+
+
 def shape_structs(tree):
     """`tree` with each array replaced by its `jax.ShapeDtypeStruct`."""
     return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), tree)
