@@ -67,6 +67,8 @@ def aval_bytes(aval) -> int:
 POLICIES = {
     "dots_saveable": P.dots_saveable,
     "nothing_saveable": P.nothing_saveable,
+    "everything_saveable": P.everything_saveable,
+    "dots_with_no_batch_dims_saveable": P.dots_with_no_batch_dims_saveable,
     "save_only_these_names": P.save_only_these_names("attn_out", "attn", "mlp_hidden"),
     "save_and_offload_only_these_names": P.save_and_offload_only_these_names(
         names_which_can_be_saved=["attn_out", "attn"], names_which_can_be_offloaded=["mlp_hidden"],
@@ -88,7 +90,11 @@ RESIDUALS_KNOWN = {
 _SCAN_UNDER_SAVING_POLICY = (
     "JAX names the residuals a checkpoint keeps from the known half of a scan inside it "
     "`output of closed_call` (it wraps the hoisted part and the loop in a call); remat says "
-    "`output of scan` (a deliberate difference of remat-ad, crates/ad/tests/jax_extra.rs)")
+    "`output of scan` (a deliberate difference of remat-ad, crates/ad/tests/jax_extra.rs), "
+    "or `output of jitted function '_where'` for a jit inside the scan's body")
+_SAVING = ("dots_saveable", "everything_saveable", "dots_with_no_batch_dims_saveable")
+_SCANS = ("lstm", "lax_map", "scan_long_plain", "scan_long_dots", "scan_long_nothing", "scan_wide_plain",
+          "scan_wide_dots", "scan_wide_nothing")
 _CONTROL_FLOW_INT = (
     "under a checkpoint of the whole function, JAX saves the int argument `branch` "
     "(`i32[] from the argument branch`) and recomputes the switch index; remat saves the "
@@ -96,12 +102,13 @@ _CONTROL_FLOW_INT = (
 
 # (program, policy) pairs whose residuals under `policy` differ from JAX's.
 RESIDUALS_POLICY_KNOWN = {
+    # (and under the saving policies, the closed_call of the fori_loop's scan, below)
     **{("control_flow", p): _CONTROL_FLOW_INT for p in POLICIES},
     **{("scan_of_blocks_offload", p): _SCAN_UNDER_SAVING_POLICY
-       for p in ("dots_saveable", "save_only_these_names", "save_and_offload_only_these_names")},
-    **{(name, "dots_saveable"): _SCAN_UNDER_SAVING_POLICY
-       for name in ("lstm", "lax_map", "scan_long_plain", "scan_long_dots", "scan_long_nothing",
-                    "scan_wide_plain", "scan_wide_dots", "scan_wide_nothing")},
+       for p in _SAVING + ("save_only_these_names", "save_and_offload_only_these_names")},
+    **{(name, p): _SCAN_UNDER_SAVING_POLICY for name in _SCANS for p in _SAVING},
+    # everything saveable keeps the custom_jvp rule's values (RESIDUALS_KNOWN)
+    ("custom_jvp", "everything_saveable"): "the custom_jvp rule, known only by name",
 }
 
 # Gradients.
