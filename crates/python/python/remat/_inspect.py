@@ -167,6 +167,8 @@ def report(f: Callable, *args, policies=(), budgets=(), title: Optional[str] = N
     policy in `policies` and per budget in `budgets` (at most six sides). With `figure`
     (`memory`, `split` or `frontier`), that figure alone, as SVG text; the split figure
     draws one side: the function as written, or the one policy or budget given."""
+    if title is not None and not isinstance(title, str):
+        raise RematError(f"report: the title is a str, not {type(title).__name__}")
     t = trace(f, args)
     sides = [_policy_word(p) for p in policies] + [f"budget:{parse_budget(b)}" for b in budgets]
     if figure == "split" and len(sides) > 1:

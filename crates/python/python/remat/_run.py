@@ -11,11 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._trace import RematError, array_in, array_out, trace
+from ._trace import RematError, array_in, array_out, canonical_dtype, check_leaves, trace
 
 
 def _signature(leaves, tree):
-    return (tree, tuple((tuple(np.shape(x)), str(x.dtype)) for x in leaves))
+    check_leaves(leaves)
+    return (tree, tuple((tuple(np.shape(x)), str(canonical_dtype(x))) for x in leaves))
 
 
 class _Compiled:
