@@ -178,6 +178,11 @@ def report(f: Callable, *args, policies=(), budgets=(), title: Optional[str] = N
         )
     if sides and figure != "split":
         sides = ["as-written"] + sides
+    if len(sides) > 6:
+        raise RematError(
+            f"report: {len(sides)} sides (the function as written, {len(policies)} policies and {len(budgets)} "
+            "budgets); a report compares at most 6"
+        )
     name = title or getattr(f, "__name__", "function")
     out = t.program.report(name, sides, figure)
     return out if figure is not None else Report(out)
