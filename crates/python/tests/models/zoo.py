@@ -1,15 +1,17 @@
 """The shared conformance zoo's programs (18 ordinary training programs at small sizes), as
 Python functions with their example arguments.
 
-Copied from /work/shared/conformance/gen_zoo.py (the project's conformance generator,
-sections a-o, verbatim but for the registration below): each `case(...)` there records a
-program from JAX 0.10.2; here it registers a `Case` in `CASES`. Its policies are JAX's own
-(`jax.checkpoint_policies`, which the generator calls `P` for these two).
+Copied from /work/shared/conformance/gen_zoo.py (the project's conformance generator):
+its sections a-o verbatim, with its building blocks and argument helpers in `common.py`.
+Each `case(...)` there records a program from JAX 0.10.2; here it registers a `Case` in
+`CASES`. Its policies are JAX's own (`jax.checkpoint_policies`, which the generator calls
+`P` for the two used here). At the end, this suite's scalar losses of the programs with
+several outputs, for `value_and_grad`.
 """
 
 import jax
 import jax.numpy as jnp
-import numpy as np  # noqa: F401  (used by the copied code's helpers)
+import numpy as np  # noqa: F401  (as the generator imports it)
 from jax import lax
 from jax.ad_checkpoint import checkpoint_name
 
