@@ -7,7 +7,9 @@
 //! converts at the edge and holds no algorithm (the facade's architecture invariant, one
 //! crate further out). Errors are `remat.RematError`, a `ValueError`, with the facade's
 //! words; long work runs with the GIL released, on a thread of its own, so that Ctrl-C in
-//! Python interrupts the wait (`interruptible`).
+//! Python interrupts the wait (`interruptible`). A panic of remat's (a bug) is a
+//! `RematError` too, with its message (`guarded`), never an exception outside Python's
+//! `Exception`.
 
 mod convert;
 mod plan;
@@ -33,9 +35,26 @@ pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
     RematError::new_err(e.to_string())
 }
 
+/// A panic's payload as a `RematError`: remat panicked, with the panic's message.
+fn panic_error(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into());
+    err(format!("remat panicked: {msg} (a bug: please report it with the program)"))
+}
+
+/// Runs `work`, a panic in it becoming a `RematError` (PyO3 would raise a
+/// `PanicException`, which is no `Exception`).
+pub(crate) fn guarded<T>(work: impl FnOnce() -> T) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(panic_error)
+}
+
 /// Runs `work` on a thread of its own with the GIL released, checking for Ctrl-C (and other
 /// signals Python handles) every 50 ms: an interrupt raises `KeyboardInterrupt` at once
-/// and leaves the thread to finish on its own (its result is dropped).
+/// and leaves the thread to finish on its own (its result is dropped). A panic in `work`
+/// is a `RematError`.
 pub(crate) fn interruptible<T: Send + 'static>(
     py: Python<'_>,
     work: impl FnOnce() -> T + Send + 'static,
@@ -46,16 +65,19 @@ pub(crate) fn interruptible<T: Send + 'static>(
     std::thread::Builder::new()
         .name("remat".into())
         .spawn(move || {
-            let _ = tx.send(work());
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
         })
         .map_err(|e| err(format!("cannot start a thread: {e}")))?;
     loop {
         let wait = || rx.lock().map_err(|_| ()).map(|r| r.recv_timeout(std::time::Duration::from_millis(50)));
         match py.detach(wait).unwrap_or(Err(std::sync::mpsc::RecvTimeoutError::Disconnected)) {
-            Ok(v) => return Ok(v),
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(payload)) => return Err(panic_error(payload)),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(err("remat's worker thread panicked (a bug: please report it with the program)"))
+                return Err(err(
+                    "remat's worker thread stopped without a result (a bug: please report it with the program)",
+                ))
             }
         }
     }
@@ -73,8 +95,9 @@ struct Program {
 /// closes it over `consts` (one `(dtype, shape, buffer)` per constvar).
 #[pyfunction]
 fn parse(text: &str, file: &str, consts: Vec<ArgIn>, arg_names: Vec<String>) -> PyResult<Program> {
-    let jaxpr = remat::ir::parse_jaxpr(text, file).map_err(|e| err(format!("{file}: {e}")))?;
-    remat::ir::verify::verify(&jaxpr).map_err(|e| err(format!("{file}: the jaxpr is not well-typed:\n{e}")))?;
+    let jaxpr = guarded(|| remat::ir::parse_jaxpr(text, file))?.map_err(|e| err(format!("{file}: {e}")))?;
+    guarded(|| remat::ir::verify::verify(&jaxpr))?
+        .map_err(|e| err(format!("{file}: the jaxpr is not well-typed:\n{e}")))?;
     if consts.len() != jaxpr.constvars.len() {
         return Err(err(format!("{} constants for the {} constvars of {file}", consts.len(), jaxpr.constvars.len())));
     }
@@ -169,7 +192,8 @@ impl Program {
     /// The program `jax.value_and_grad(f, argnums)` runs, differentiated by remat:
     /// `(primals) -> (value, grads of argnums)`.
     fn value_and_grad(&self, argnums: Vec<usize>) -> PyResult<Program> {
-        let (_, program) = remat::ad::value_and_grad_vjp(&self.closed.jaxpr, &argnums, &self.arg_names).map_err(err)?;
+        let (_, program) =
+            guarded(|| remat::ad::value_and_grad_vjp(&self.closed.jaxpr, &argnums, &self.arg_names))?.map_err(err)?;
         Ok(Program {
             closed: ClosedJaxpr { jaxpr: Arc::new(program), consts: self.closed.consts.clone() },
             arg_names: self.arg_names.clone(),
@@ -257,7 +281,7 @@ impl Executable {
             }
         }
         let program = Arc::clone(&self.program);
-        let outs = py.detach(move || program.run(&arrays.iter().collect::<Vec<_>>())).map_err(err)?;
+        let outs = py.detach(move || guarded(|| program.run(&arrays.iter().collect::<Vec<_>>())))?.map_err(err)?;
         outs.iter().map(|o| array_out(py, o)).collect()
     }
 }
@@ -265,7 +289,7 @@ impl Executable {
 /// Bytes from `12GiB`, `1.5GB`, `64MiB` or `1000000` (as `remat plan --budget` reads them).
 #[pyfunction]
 fn parse_budget(text: &str) -> PyResult<usize> {
-    text.parse::<remat::Budget>().map(remat::Budget::bytes_value).map_err(err)
+    guarded(|| text.parse::<remat::Budget>().map(remat::Budget::bytes_value))?.map_err(err)
 }
 
 #[pymodule]

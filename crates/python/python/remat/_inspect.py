@@ -165,11 +165,24 @@ class Report:
 def report(f: Callable, *args, policies=(), budgets=(), title: Optional[str] = None, figure: Optional[str] = None):
     """The report of the vjp of `f` at `args`: the function as written, and one side per
     policy in `policies` and per budget in `budgets` (at most six sides). With `figure`
-    (`memory`, `split` or `frontier`), that figure alone, as SVG text."""
+    (`memory`, `split` or `frontier`), that figure alone, as SVG text; the split figure
+    draws one side: the function as written, or the one policy or budget given."""
+    if title is not None and not isinstance(title, str):
+        raise RematError(f"report: the title is a str, not {type(title).__name__}")
     t = trace(f, args)
     sides = [_policy_word(p) for p in policies] + [f"budget:{parse_budget(b)}" for b in budgets]
-    if sides:
+    if figure == "split" and len(sides) > 1:
+        raise RematError(
+            f"report: the split figure draws one side, and {len(sides)} are given: "
+            "give at most one policy or budget (none for the function as written)"
+        )
+    if sides and figure != "split":
         sides = ["as-written"] + sides
+    if len(sides) > 6:
+        raise RematError(
+            f"report: {len(sides)} sides (the function as written, {len(policies)} policies and {len(budgets)} "
+            "budgets); a report compares at most 6"
+        )
     name = title or getattr(f, "__name__", "function")
     out = t.program.report(name, sides, figure)
     return out if figure is not None else Report(out)

@@ -8,13 +8,15 @@ import threading
 from typing import Callable, Sequence, Union
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from ._trace import RematError, array_in, array_out, trace
+from ._trace import RematError, array_in, array_out, canonical_dtype, check_leaves, trace
 
 
 def _signature(leaves, tree):
-    return (tree, tuple((tuple(np.shape(x)), str(x.dtype)) for x in leaves))
+    check_leaves(leaves)
+    return (tree, tuple((tuple(np.shape(x)), str(canonical_dtype(x))) for x in leaves))
 
 
 class _Compiled:
@@ -97,7 +99,7 @@ def value_and_grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, *, backe
         starts = np.cumsum([0] + counts)
         flat = [i for a in nums for i in range(starts[a], starts[a + 1])]
         for i in flat:
-            if not np.issubdtype(t.in_avals[i].dtype, np.inexact):
+            if not jnp.issubdtype(t.in_avals[i].dtype, jnp.inexact):  # bf16 is not a NumPy inexact
                 raise RematError(
                     f"value_and_grad: argument leaf {t.arg_names[i]} is {t.in_avals[i].dtype}; "
                     "gradients are taken of float inputs"

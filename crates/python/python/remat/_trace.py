@@ -131,13 +131,25 @@ def _dtype_name(x) -> str:
     return np.dtype(dt).name
 
 
+def _c_bytes(x):
+    """A C-ordered NumPy array of `x` in JAX's canonical dtype (as `jax.jit` converts it:
+    f64 is f32 unless `jax_enable_x64`) and a buffer of its bytes. (`np.ascontiguousarray`
+    would make a 0-d array 1-d, and NumPy exports no buffer of an `ml_dtypes` array such
+    as bf16: its bytes are taken as `uint8`.)"""
+    a = np.asarray(x, order="C")
+    dtype = jax.dtypes.canonicalize_dtype(a.dtype)
+    if dtype != a.dtype:
+        a = a.astype(dtype)
+    return a, memoryview(a.reshape(-1).view(np.uint8))
+
+
 def array_in(x) -> tuple:
     """`(dtype, shape, buffer)` of an array (a NumPy or JAX array, or a typed PRNG key)."""
     if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-        data = np.ascontiguousarray(np.asarray(jax.random.key_data(x)))
-        return ("key<fry>", list(data.shape[:-1]), memoryview(data).cast("B"))
-    a = np.ascontiguousarray(np.asarray(x))
-    return (np.dtype(a.dtype).name, list(a.shape), memoryview(a).cast("B"))
+        data, buf = _c_bytes(jax.random.key_data(x))
+        return ("key<fry>", list(data.shape[:-1]), buf)
+    a, buf = _c_bytes(x)
+    return (np.dtype(a.dtype).name, list(a.shape), buf)
 
 
 def array_out(triple):
@@ -161,16 +173,28 @@ class Traced:
     closed: Any
 
 
-def trace(f: Callable, args: Sequence, *, name: str | None = None) -> Traced:
-    """Traces `f(*args)` with `jax.make_jaxpr`; `args` may hold arrays or
-    `jax.ShapeDtypeStruct`s in any pytree."""
-    leaves, in_tree = jax.tree_util.tree_flatten(tuple(args))
+def check_leaves(leaves) -> None:
+    """A `RematError` for an argument leaf that is not an array or a `jax.ShapeDtypeStruct`."""
     for leaf in leaves:
         if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
             raise RematError(
                 f"an argument leaf is {type(leaf).__name__}, not an array or jax.ShapeDtypeStruct: "
                 "remat traces arrays (static values belong in a closure or functools.partial)"
             )
+
+
+def canonical_dtype(x):
+    """The dtype `jax.jit` gives an argument: f64 is f32 unless `jax_enable_x64`."""
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return x.dtype
+    return jax.dtypes.canonicalize_dtype(x.dtype)
+
+
+def trace(f: Callable, args: Sequence, *, name: str | None = None) -> Traced:
+    """Traces `f(*args)` with `jax.make_jaxpr`; `args` may hold arrays or
+    `jax.ShapeDtypeStruct`s in any pytree."""
+    leaves, in_tree = jax.tree_util.tree_flatten(tuple(args))
+    check_leaves(leaves)
     try:
         closed, out_shape = jax.make_jaxpr(f, return_shape=True)(*args)
     except RematError:
@@ -187,5 +211,5 @@ def trace(f: Callable, args: Sequence, *, name: str | None = None) -> Traced:
     file = name or getattr(f, "__name__", "function")
     program = _remat.parse(text, file, consts, names)
     out_tree = jax.tree_util.tree_structure(out_shape)
-    in_avals = [jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves]
+    in_avals = [jax.ShapeDtypeStruct(np.shape(x), canonical_dtype(x)) for x in leaves]
     return Traced(program, in_tree, out_tree, in_avals, names, closed)
