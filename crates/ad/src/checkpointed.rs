@@ -120,6 +120,20 @@ pub fn flatten_calls(f: &Jaxpr) -> Jaxpr {
     b.finish(outs)
 }
 
+/// Where each equation of [`flatten_calls`]`(f)` comes from in `f`: the position of the
+/// call it was inlined from at each level, then its own (`[3, 1]`: equation 1 of the body of
+/// `f`'s equation 3), one path per equation of the flat function, in its order.
+pub fn flat_paths(f: &Jaxpr) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    for (i, eqn) in f.eqns.iter().enumerate() {
+        match inlinable(eqn) {
+            Some(body) => out.extend(flat_paths(body).into_iter().map(|p| [vec![i], p].concat())),
+            None => out.push(vec![i]),
+        }
+    }
+    out
+}
+
 fn flatten_into(b: &mut Builder, f: &Jaxpr, map: &mut VarMap) {
     for eqn in &f.eqns {
         if let Some(body) = inlinable(eqn) {

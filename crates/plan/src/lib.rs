@@ -20,6 +20,7 @@
 //! (`Checkpointed`) and measures them only through `remat-jit`'s `memory_plan`; it runs
 //! nothing.
 
+pub mod applicable;
 pub mod budget;
 pub mod cost;
 pub mod exact;
@@ -76,6 +77,9 @@ pub enum Method {
     /// `--names-only`: every subset of the program's names (with a host budget, every
     /// split into saved, offloaded and recomputed names) was evaluated.
     Names,
+    /// Plans that are names policies, more names than the exhaustive search takes: the
+    /// greedy path over the names and its neighbours (a heuristic).
+    NamesGreedy,
 }
 
 /// What the planner may choose among, and how hard it searches.
@@ -88,6 +92,11 @@ pub struct PlanOptions {
     /// `save_only_these_names` policy, or with a host budget a
     /// `save_and_offload_only_these_names` one: [`NamesPolicy`]).
     pub names_only: bool,
+    /// Choose only among plans JAX runs as they are (`applicable.rs`): the built-in
+    /// policies, and names policies over the program's names and the names the planner
+    /// gives every value of the function ([`applicable::auto_name`]). What the Python
+    /// package plans, so that `plan.apply(f)` is the plan.
+    pub applicable: bool,
     /// Host memory for offloaded residuals: saved values may wait there between the
     /// halves. A budget under which nothing can be offloaded is [`PlanError::NoOffload`].
     pub host_budget: Option<usize>,
@@ -119,6 +128,7 @@ impl Default for PlanOptions {
         PlanOptions {
             argnums: None,
             names_only: false,
+            applicable: false,
             host_budget: None,
             exhaustive_candidates: 32,
             exhaustive_plans: 2048,
@@ -184,6 +194,10 @@ pub struct Plan {
     /// Where the plan is a JAX policy applied to the whole function (a built-in one, or a
     /// names-only plan's), the Python call that makes it.
     pub policy: Option<String>,
+    /// Where the plan cuts the function into checkpointed segments: each as a range of
+    /// the flat function's top-level equations (its top-level `jit`s and checkpoints
+    /// inlined, [`remat_ad::flat_paths`] locating them) and the policy it runs under.
+    pub segments: Option<Vec<(usize, usize, segment::Keep)>>,
     pub method: Method,
     /// `(primals) -> (value, grads)`, forward then backward: what `remat bench` runs.
     pub program: Jaxpr,
@@ -206,6 +220,16 @@ pub fn jax_names_policy(names: &[String]) -> String {
     NamesPolicy::SaveOnly { saved: names.to_vec() }.jax_call()
 }
 
+/// A function the planner rewrote and measured as a plan: its description, the rewritten
+/// function, and for checkpointed segments the segments (ranges of the flat function's
+/// top-level equations, with what each saves).
+#[derive(Debug)]
+struct Variant {
+    description: String,
+    rewritten: segment::Rewritten,
+    segments: Option<Vec<(usize, usize, segment::Keep)>>,
+}
+
 /// A policy the planner evaluated as a plan: JAX's policy, how JAX spells the call that
 /// makes it, and for a names-only plan its names.
 #[derive(Clone, Debug)]
@@ -213,14 +237,19 @@ struct PlannedPolicy {
     policy: Policy,
     jax_call: String,
     names: Option<NamesPolicy>,
+    /// A plan of the function as written (`Planner::plain`), not of the named one.
+    plain: bool,
 }
 
 /// A function's plans: the evaluated candidates, ready to answer budgets.
 #[derive(Debug)]
 pub struct Planner {
     model: Model,
+    /// With `applicable`: the model of the function as written, whose plans the built-in
+    /// policies are (`model` is of the function with the planner's names).
+    plain: Option<Model>,
     /// The function rewritten (a scan nested, or cut into checkpointed segments), described.
-    variants: Vec<(String, segment::Rewritten)>,
+    variants: Vec<Variant>,
     evals: Evaluations,
     method: Method,
     /// The policies evaluated as plans (`Point::policy` indexes them): the built-in ones,
@@ -228,15 +257,36 @@ pub struct Planner {
     policies: Vec<PlannedPolicy>,
     /// The program's `checkpoint_name`s, in program order.
     names: Vec<String>,
+    /// With `applicable`: the names the planner gave the function's values.
+    auto_names: Vec<applicable::AutoName>,
     builtins: Vec<PolicyPoint>,
 }
 
 impl Planner {
     /// Plans `f` (a scalar loss); `arg_names` name its inputs in the residual lines.
     pub fn new(f: &ClosedJaxpr, arg_names: &[String], options: &PlanOptions) -> Result<Planner, PlanError> {
+        if options.applicable && options.names_only {
+            return Err(PlanError::Invalid(
+                "plans over the program's own names only, or over every value's: not both".into(),
+            ));
+        }
+        let (named, auto_names) = match options.applicable {
+            true => applicable::auto_name(f)?,
+            false => (f.clone(), Vec::new()),
+        };
+        // With `applicable`, the built-in policies are plans of the function as written (its
+        // names policies are of the named function): JAX runs them on the function itself,
+        // where the planner's names would be saved beside the values they name.
+        let plain = match options.applicable {
+            true => Some(Model::new(f, options.argnums.as_deref(), arg_names)?),
+            false => None,
+        };
+        let f = &named;
         let model = Model::new(f, options.argnums.as_deref(), arg_names)?;
+        let builtin_model = plain.as_ref().unwrap_or(&model);
         let mut evals = Evaluations::default();
         let names = program_names(model.body(), &model);
+        let own_names = program_names(builtin_model.body(), builtin_model);
         // The built-in policies, on the same axes, each with JAX's meaning (it decides the
         // equations inside the body's scans and conds too): plans like any other, which a
         // budget may choose (not with `names_only`, whose plans are names policies).
@@ -246,10 +296,10 @@ impl Planner {
             ("dots_saveable".to_string(), Policy::DotsSaveable { only_if_no_batch_dims: false }),
             ("dots_with_no_batch_dims_saveable".to_string(), Policy::DotsSaveable { only_if_no_batch_dims: true }),
         ];
-        if !names.is_empty() {
-            let call = jax_names_policy(&names);
+        if !own_names.is_empty() {
+            let call = jax_names_policy(&own_names);
             let short = call.trim_start_matches("jax.checkpoint_policies.").to_string();
-            builtin.push((short, Policy::SaveOnlyTheseNames { names: names.clone() }));
+            builtin.push((short, Policy::SaveOnlyTheseNames { names: own_names.clone() }));
         }
         let mut policies: Vec<PlannedPolicy> = builtin
             .into_iter()
@@ -257,12 +307,13 @@ impl Planner {
                 jax_call: format!("jax.checkpoint_policies.{label}"),
                 policy,
                 names: None,
+                plain: plain.is_some(),
             })
             .collect();
         let measured: Vec<Result<Point, PlanError>> = policies
             .par_iter()
             .enumerate()
-            .map(|(k, p)| Point::of_policy(&model, k, &ResolvedPolicy::Builtin(p.policy.clone())))
+            .map(|(k, p)| Point::of_policy(builtin_model, k, &ResolvedPolicy::Builtin(p.policy.clone())))
             .collect();
         let mut builtins = Vec::new();
         for (p, m) in policies.iter().zip(measured) {
@@ -287,6 +338,8 @@ impl Planner {
             }
             names_plans(&model, &names, &mut evals, &mut policies, options.host_budget)?;
             Method::Names
+        } else if options.applicable {
+            applicable_plans(&model, &names, &mut evals, &mut policies, options)?
         } else if let Some(all) = search::exhaustive(
             &model,
             options.exhaustive_candidates,
@@ -306,22 +359,34 @@ impl Planner {
         // one checkpoint's reach can choose.
         let mut variants = Vec::new();
         if !options.names_only {
-            variants = scan_variants(&model, arg_names)?;
+            // Checkpointed segments are plans JAX runs as they are (one `jax.checkpoint`
+            // per segment); the nested scans, not yet for `applicable` (the Python side
+            // does not rebuild a scan as nested scans).
+            let base = plain.as_ref().unwrap_or(&model);
+            if !options.applicable {
+                variants = scan_variants(base, arg_names)?;
+            }
             let first = variants.len();
-            let mut segments = segment_variants(&model, options);
-            variants.extend(segments.rewrite(&model, arg_names, &segments.plans)?);
+            let mut segments = segment_variants(base, options);
+            variants.extend(segments.rewrite(base, arg_names, &segments.plans)?);
             measure_variants(&variants, 0, &mut evals)?;
-            segments.refine(&model, arg_names, first, &mut variants, &mut evals)?;
+            segments.refine(base, arg_names, first, &mut variants, &mut evals)?;
         }
-        if let (Some(host_budget), false) = (options.host_budget, options.names_only) {
+        if let (Some(host_budget), false, false) = (options.host_budget, options.names_only, options.applicable) {
             offload_plans(&model, &mut evals, host_budget)?;
         }
-        Ok(Planner { model, variants, evals, method, policies, names, builtins })
+        Ok(Planner { model, plain, variants, evals, method, policies, names, builtins, auto_names })
     }
 
     /// The program's `checkpoint_name`s (the candidates'), in program order.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// With [`PlanOptions::applicable`]: the names the planner gave the function's values
+    /// (among [`Planner::names`]), each with the equation that makes its value.
+    pub fn auto_names(&self) -> &[applicable::AutoName] {
+        &self.auto_names
     }
 
     pub fn method(&self) -> Method {
@@ -368,7 +433,7 @@ impl Planner {
             residual_bytes: p.residual_bytes,
             recomputed: p.recompute.len(),
             names: p.policy.and_then(|k| self.policies[k].names.clone()),
-            rewrite: p.variant.map(|k| self.variants[k].0.clone()),
+            rewrite: p.variant.map(|k| self.variants[k].description.clone()),
             offloaded: p.offload.len(),
             host_bytes: p.host_bytes,
         }
@@ -377,9 +442,19 @@ impl Planner {
     /// A point evaluated again (its program, split and peak).
     fn evaluate_point(&self, p: &Point) -> Result<Evaluated, PlanError> {
         match (p.variant, p.policy) {
-            (Some(k), _) => self.variants[k].1.evaluate(),
-            (None, Some(k)) => self.model.evaluate_policy(&ResolvedPolicy::Builtin(self.policies[k].policy.clone())),
+            (Some(k), _) => self.variants[k].rewritten.evaluate(),
+            (None, Some(k)) => {
+                self.model_of(p).evaluate_policy(&ResolvedPolicy::Builtin(self.policies[k].policy.clone()))
+            }
             (None, None) => self.model.evaluate_with(&self.model.saved_for(&p.recompute), &p.offload),
+        }
+    }
+
+    /// The model a point is a plan of.
+    fn model_of(&self, p: &Point) -> &Model {
+        match (p.policy.map(|k| self.policies[k].plain), &self.plain) {
+            (Some(true), Some(plain)) => plain,
+            _ => &self.model,
         }
     }
 
@@ -399,14 +474,23 @@ impl Planner {
         let Some(i) = self.evals.select(b) else {
             return Err(self.infeasible(b));
         };
-        let p = &self.evals.points[i];
+        self.plan_of_point(i, b)
+    }
+
+    /// The plan of the `i`th evaluated point ([`Planner::points`]), as if chosen for
+    /// `budget` (a caller choosing by another measure, such as XLA's memory analysis).
+    pub fn plan_of_point(&self, i: usize, budget: usize) -> Result<Plan, PlanError> {
+        let b = budget;
+        let p = self.evals.points.get(i).ok_or_else(|| {
+            PlanError::Invalid(format!("no evaluated plan {i}: the planner evaluated {}", self.evals.points.len()))
+        })?;
         let e = self.evaluate_point(p)?;
         // A rewritten function's point recomputes and offloads nothing of the function's
         // own plans: its lines are empty.
-        let mut recomputed = self.recomputed_lines(&self.model, &p.recompute);
-        let offloaded = self.recomputed_lines(&self.model, &p.offload);
+        let mut recomputed = self.recomputed_lines(self.model_of(p), &p.recompute);
+        let offloaded = self.recomputed_lines(self.model_of(p), &p.offload);
         if let Some(k) = p.variant {
-            recomputed.insert(0, self.variants[k].0.clone());
+            recomputed.insert(0, self.variants[k].description.clone());
         }
         let planned = p.policy.map(|k| &self.policies[k]);
         Ok(Plan {
@@ -420,6 +504,7 @@ impl Planner {
             host_bytes: e.host_bytes,
             names: planned.and_then(|q| q.names.clone()),
             policy: planned.map(|q| q.jax_call.clone()),
+            segments: p.variant.and_then(|k| self.variants[k].segments.clone()),
             method: self.method,
             program: e.program,
             fwd: e.vjp.fwd,
@@ -525,12 +610,114 @@ fn names_plans(
             return Err(PlanError::NoOffload { host_budget, why });
         }
     }
-    for (names, mut point) in found.plans {
+    add_names_points(evals, policies, found.plans);
+    Ok(())
+}
+
+/// [`PlanOptions::applicable`]: names policies over `names` (the program's and the
+/// planner's), every subset when they are few enough, else the greedy path over them and
+/// the neighbours of the frontier's names plans; with a host budget, the frontier's names
+/// plans with their largest saved names offloaded, one more at a time.
+fn applicable_plans(
+    model: &Model,
+    names: &[String],
+    evals: &mut Evaluations,
+    policies: &mut Vec<PlannedPolicy>,
+    options: &PlanOptions,
+) -> Result<Method, PlanError> {
+    let method = if names.len() <= names::MAX_NAMES {
+        let found = names::evaluate_splits(model, &names::splits(names, false), None)?;
+        add_names_points(evals, policies, found.plans);
+        Method::Names
+    } else {
+        let (on_path, refined) = search::heuristic_evals(model.body().eqns.len(), options);
+        let mut seen = std::collections::BTreeSet::new();
+        let found = names::evaluate_policies(model, names::greedy_path(model, names, on_path.max(2)), &mut seen)?;
+        add_names_points(evals, policies, found);
+        // The neighbours of the frontier's names plans, a batch at a time while they move
+        // the frontier.
+        let mut left = refined;
+        while left > 0 {
+            let before = evals.frontier();
+            let mut proposals = Vec::new();
+            for &i in &before {
+                let Some(names_policy) = evals.points[i].policy.and_then(|k| policies[k].names.clone()) else {
+                    continue;
+                };
+                proposals.extend(names::neighbours(&names_policy, names));
+            }
+            proposals.truncate(left.saturating_mul(4));
+            let found = names::evaluate_policies(model, proposals, &mut seen)?;
+            let found: Vec<(NamesPolicy, Point)> = found.into_iter().take(left).collect();
+            left -= found.len();
+            let empty = found.is_empty();
+            add_names_points(evals, policies, found);
+            if empty || evals.frontier() == before {
+                break;
+            }
+        }
+        Method::NamesGreedy
+    };
+    if let Some(host_budget) = options.host_budget {
+        applicable_offloads(model, evals, policies, host_budget)?;
+    }
+    Ok(method)
+}
+
+/// With a host budget, for [`PlanOptions::applicable`]: each frontier names plan with its
+/// largest saved names offloaded to host memory, one more at a time, while their bytes fit
+/// `host_budget` (`save_and_offload_only_these_names`).
+fn applicable_offloads(
+    model: &Model,
+    evals: &mut Evaluations,
+    policies: &mut Vec<PlannedPolicy>,
+    host_budget: usize,
+) -> Result<(), PlanError> {
+    let body = model.body();
+    let bytes_of = |n: &str| -> u64 {
+        body.eqns
+            .iter()
+            .filter(|e| matches!(&e.primitive, Primitive::Name { name } if name == n))
+            .flat_map(|e| e.outvars.iter().map(|&v| model.bytes(v)))
+            .sum()
+    };
+    let mut proposals = Vec::new();
+    for i in evals.frontier() {
+        let Some(NamesPolicy::SaveOnly { saved }) = evals.points[i].policy.and_then(|k| policies[k].names.clone())
+        else {
+            continue;
+        };
+        let mut by_size: Vec<(u64, String)> = saved.iter().map(|n| (bytes_of(n), n.clone())).collect();
+        by_size.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut offloaded: Vec<String> = Vec::new();
+        let mut used = 0u64;
+        for (b, n) in by_size.into_iter().take(16) {
+            if used + b > host_budget as u64 {
+                continue;
+            }
+            used += b;
+            offloaded.push(n);
+            let kept: Vec<String> = saved.iter().filter(|m| !offloaded.contains(m)).cloned().collect();
+            proposals.push(NamesPolicy::SaveAndOffload { saved: kept, offloaded: offloaded.clone() });
+        }
+    }
+    let found = names::evaluate_splits(model, &proposals, Some(host_budget))?;
+    add_names_points(evals, policies, found.plans);
+    Ok(())
+}
+
+/// Adds names plans' points, each with its policy.
+fn add_names_points(evals: &mut Evaluations, policies: &mut Vec<PlannedPolicy>, found: Vec<(NamesPolicy, Point)>) {
+    for (names, mut point) in found {
         point.policy = Some(policies.len());
-        policies.push(PlannedPolicy { policy: names.policy(), jax_call: names.jax_call(), names: Some(names) });
+        policies.push(PlannedPolicy {
+            policy: names.policy(),
+            jax_call: names.jax_call(),
+            names: Some(names),
+            plain: false,
+        });
         evals.insert(point);
     }
-    Ok(())
 }
 
 /// With a host budget: for every plan on the frontier (of the function itself), the plans
@@ -607,7 +794,7 @@ fn offload_plans(model: &Model, evals: &mut Evaluations, host_budget: usize) -> 
 /// 4 or more) nested every way [`nest::nestings`] proposes, each described and measured as
 /// `jax.value_and_grad` of it runs (no enclosing checkpoint, whose policy would override
 /// the nested checkpoints'), against `model`'s zero of recompute.
-fn scan_variants(model: &Model, arg_names: &[String]) -> Result<Vec<(String, segment::Rewritten)>, PlanError> {
+fn scan_variants(model: &Model, arg_names: &[String]) -> Result<Vec<Variant>, PlanError> {
     let f = model.flat();
     let mut out = Vec::new();
     for (at, e) in f.eqns.iter().enumerate() {
@@ -620,30 +807,27 @@ fn scan_variants(model: &Model, arg_names: &[String]) -> Result<Vec<(String, seg
             let closed = ClosedJaxpr { jaxpr: Arc::new(nested), consts: model.consts().to_vec() };
             let m = segment::Rewritten::new(closed, model.argnums(), arg_names, model.base_flops());
             let shape: Vec<String> = factors.iter().map(|k| k.to_string()).collect();
-            out.push((
-                format!(
+            out.push(Variant {
+                description: format!(
                     "the scan of {length} iterations at {}, run as {} nested scans of {} iterations (binomial checkpointing: each level keeps its segments' first carries, the backward pass recomputes every segment once per level above it)",
                     e.source,
                     factors.len(),
                     shape.join(" x ")
                 ),
-                m,
-            ));
+                rewritten: m,
+                segments: None,
+            });
         }
     }
     Ok(out)
 }
 
 /// Measures the rewritten functions `variants[from..]` (in parallel) and adds their points.
-fn measure_variants(
-    variants: &[(String, segment::Rewritten)],
-    from: usize,
-    evals: &mut Evaluations,
-) -> Result<(), PlanError> {
+fn measure_variants(variants: &[Variant], from: usize, evals: &mut Evaluations) -> Result<(), PlanError> {
     let measured: Vec<Result<(usize, u64, u64, usize), PlanError>> = variants[from..]
         .par_iter()
-        .map(|(_, m)| {
-            let e = m.evaluate()?;
+        .map(|v| {
+            let e = v.rewritten.evaluate()?;
             Ok((e.peak_bytes, e.recompute_flops, e.residual_bytes, e.host_bytes))
         })
         .collect();
@@ -743,7 +927,7 @@ impl SegmentSearch {
         model: &Model,
         arg_names: &[String],
         plans: &[segment::Segmentation],
-    ) -> Result<Vec<(String, segment::Rewritten)>, PlanError> {
+    ) -> Result<Vec<Variant>, PlanError> {
         let flat = model.flat();
         plans
             .par_iter()
@@ -752,7 +936,7 @@ impl SegmentSearch {
                 let g = segment::checkpoint_segments(flat, &spans)?;
                 let closed = ClosedJaxpr { jaxpr: Arc::new(g), consts: model.consts().to_vec() };
                 let m = segment::Rewritten::new(closed, model.argnums(), arg_names, model.base_flops());
-                Ok((segments_description(flat, &spans), m))
+                Ok(Variant { description: segments_description(flat, &spans), rewritten: m, segments: Some(spans) })
             })
             .collect()
     }
@@ -767,7 +951,7 @@ impl SegmentSearch {
         model: &Model,
         arg_names: &[String],
         first: usize,
-        variants: &mut Vec<(String, segment::Rewritten)>,
+        variants: &mut Vec<Variant>,
         evals: &mut Evaluations,
     ) -> Result<(), PlanError> {
         const ROUND: usize = 4;
@@ -823,8 +1007,17 @@ impl SegmentSearch {
 /// segment's first and last equations come from (the file named once when they share it),
 /// and what it saves.
 fn segments_description(flat: &Jaxpr, spans: &[(usize, usize, segment::Keep)]) -> String {
-    let ends: Vec<(&remat_ir::SourceInfo, &remat_ir::SourceInfo, segment::Keep)> =
-        spans.iter().map(|&(a, e, keep)| (&flat.eqns[a].source, &flat.eqns[e - 1].source, keep)).collect();
+    // Each segment's first and last source line (the equations of an inlined call come
+    // from other lines than their neighbours': the lowest and highest, not the ends).
+    let ends: Vec<(&remat_ir::SourceInfo, &remat_ir::SourceInfo, segment::Keep)> = spans
+        .iter()
+        .map(|&(a, e, keep)| {
+            let known = || flat.eqns[a..e].iter().map(|q| &q.source).filter(|s| !s.is_unknown());
+            let lo = known().min_by_key(|s| (s.line, s.column)).unwrap_or(&flat.eqns[a].source);
+            let hi = known().max_by_key(|s| (s.line, s.column)).unwrap_or(&flat.eqns[e - 1].source);
+            (lo, hi, keep)
+        })
+        .collect();
     let one_file = ends.iter().all(|(a, e, _)| a.file == ends[0].0.file && e.file == ends[0].0.file);
     let at: Vec<String> = ends
         .iter()

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 
 use rayon::prelude::*;
 use remat_ad::{ResolvedPolicy, Saveability};
-use remat_ir::Policy;
+use remat_ir::{Policy, Primitive};
 
 use crate::model::Model;
 use crate::search::Point;
@@ -146,7 +146,8 @@ fn program_key(model: &Model, policy: &NamesPolicy, nested: &BTreeSet<String>) -
     Ok((a.recompute, offload, inside(policy.saved()), inside(policy.offloaded())))
 }
 
-type ProgramKey = (Vec<usize>, Vec<usize>, Vec<String>, Vec<String>);
+/// What [`program_key`] gives.
+pub type ProgramKey = (Vec<usize>, Vec<usize>, Vec<String>, Vec<String>);
 
 /// What evaluating the splits found.
 #[derive(Debug)]
@@ -189,6 +190,82 @@ pub fn evaluate_splits(
         out.plans.push((split.clone(), p));
     }
     Ok(out)
+}
+
+/// The greedy path over names, for more names than the exhaustive search takes: from
+/// saving every name to saving none, dropping one name at a time, the one whose value has
+/// the most bytes per FLOP of the equation that makes it (what recomputing it alone costs
+/// while its inputs stay saved) first. Each step is a policy; at most `k` of them, evenly
+/// spread and always both ends, are returned.
+pub fn greedy_path(model: &Model, names: &[String], k: usize) -> Vec<NamesPolicy> {
+    let body = model.body();
+    // Each name's bytes and the FLOPs of the equation making the value it names.
+    let mut score: Vec<(u128, usize)> = names
+        .iter()
+        .enumerate()
+        .map(|(j, n)| {
+            let (mut bytes, mut flops) = (0u64, 0u64);
+            for e in &body.eqns {
+                let (Primitive::Name { name }, Some(remat_ir::Atom::Var(v))) = (&e.primitive, e.invars.first()) else {
+                    continue;
+                };
+                if name != n {
+                    continue;
+                }
+                bytes += model.bytes(*v);
+                if let Some(p) = model.producer(*v) {
+                    flops += model.flops(p);
+                }
+            }
+            ((u128::from(bytes) << 32) / (u128::from(flops) + 1), j)
+        })
+        .collect();
+    score.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let order: Vec<usize> = score.into_iter().map(|(_, j)| j).collect();
+    let steps: Vec<usize> = (0..=order.len()).collect();
+    crate::search::spread(&steps, k)
+        .into_iter()
+        .map(|drop| {
+            let dropped = &order[..drop];
+            let saved = (0..names.len()).filter(|j| !dropped.contains(j)).map(|j| names[j].clone()).collect();
+            NamesPolicy::SaveOnly { saved }
+        })
+        .collect()
+}
+
+/// The names policies one name away from `policy` (one more saved, or one fewer), for the
+/// refinement around the frontier.
+pub fn neighbours(policy: &NamesPolicy, names: &[String]) -> Vec<NamesPolicy> {
+    let saved = policy.saved();
+    names
+        .iter()
+        .map(|n| {
+            let flipped: Vec<String> = match saved.contains(n) {
+                true => saved.iter().filter(|m| *m != n).cloned().collect(),
+                false => names.iter().filter(|m| saved.contains(m) || *m == n).cloned().collect(),
+            };
+            NamesPolicy::SaveOnly { saved: flipped }
+        })
+        .collect()
+}
+
+/// Evaluates `policies` (each distinct program once, in parallel; those whose program was
+/// met before, in `seen`, are skipped): their points, with the policy of each.
+pub fn evaluate_policies(
+    model: &Model,
+    policies: Vec<NamesPolicy>,
+    seen: &mut BTreeSet<ProgramKey>,
+) -> Result<Vec<(NamesPolicy, Point)>, PlanError> {
+    let nested = nested_names(model);
+    let mut fresh = Vec::new();
+    for p in policies {
+        if seen.insert(program_key(model, &p, &nested)?) {
+            fresh.push(p);
+        }
+    }
+    let measured: Vec<Result<Point, PlanError>> =
+        fresh.par_iter().map(|s| Point::of_policy(model, usize::MAX, &ResolvedPolicy::Builtin(s.policy()))).collect();
+    fresh.into_iter().zip(measured).map(|(p, m)| Ok((p, m?))).collect()
 }
 
 #[cfg(test)]

@@ -216,15 +216,16 @@ impl Program {
     }
 
     /// The memory planner's plans of the program (a scalar loss): see `plan.rs`.
-    #[pyo3(signature = (argnums=None, names_only=false, host_budget=None))]
+    #[pyo3(signature = (argnums=None, names_only=false, host_budget=None, applicable=true))]
     fn planner(
         &self,
         py: Python<'_>,
         argnums: Option<Vec<usize>>,
         names_only: bool,
         host_budget: Option<usize>,
+        applicable: bool,
     ) -> PyResult<plan::Planner> {
-        plan::Planner::new(py, &self.closed, &self.arg_names, argnums, names_only, host_budget)
+        plan::Planner::new(py, &self.closed, &self.arg_names, argnums, names_only, host_budget, applicable)
     }
 }
 

@@ -103,6 +103,7 @@ fn method_words(m: Method) -> &'static str {
         Method::Exhaustive => "exhaustive (every distinct plan evaluated: optimal)",
         Method::Greedy => "greedy with local refinement (a heuristic)",
         Method::Names => "every policy over the program's names",
+        Method::NamesGreedy => "greedy over the program's names (a heuristic)",
     }
 }
 

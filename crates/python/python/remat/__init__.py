@@ -24,6 +24,7 @@ from ._inspect import (
     report,
     saved_residuals,
 )
+from ._plan import Plan, XlaMemory, plan
 from ._run import jit, value_and_grad
 
 __all__ = [
@@ -35,6 +36,9 @@ __all__ = [
     "explain",
     "jit",
     "parse_budget",
+    "plan",
+    "Plan",
+    "XlaMemory",
     "print_saved_residuals",
     "report",
     "saved_residuals",
