@@ -27,7 +27,7 @@ use remat::report::{Choice, Figure, Report};
 use remat::run::{Program as Runnable, RunOptions};
 use remat::{Array, Backend, ClosedJaxpr, Jaxpr, Nans, Options};
 
-use convert::{array_in, array_out, ArgIn};
+use convert::{array_in, ArgIn};
 
 create_exception!(_remat, RematError, PyValueError, "An error of remat: bad input, or what remat cannot do, in words.");
 
@@ -275,24 +275,7 @@ struct Executable {
 
 #[pymethods]
 impl Executable {
-    /// Runs on `args` (one `(dtype, shape, buffer)` each) and returns each output as
-    /// `(dtype, shape, bytearray)`. The GIL is released while the program runs.
-    fn run<'py>(&self, py: Python<'py>, args: Vec<ArgIn>) -> PyResult<Vec<convert::ArrayOut<'py>>> {
-        if args.len() != self.in_avals.len() {
-            return Err(err(format!("{} arguments for a program of {}", args.len(), self.in_avals.len())));
-        }
-        let arrays: Vec<Array> = args.iter().map(array_in).collect::<PyResult<_>>()?;
-        for (i, (a, want)) in arrays.iter().zip(&self.in_avals).enumerate() {
-            if !a.aval().same_type(want) {
-                return Err(err(format!("argument {i} is {} but the program takes {want}", a.aval())));
-            }
-        }
-        let program = Arc::clone(&self.program);
-        let outs = py.detach(move || guarded(|| program.run(&arrays.iter().collect::<Vec<_>>())))?.map_err(err)?;
-        outs.iter().map(|o| array_out(py, o)).collect()
-    }
-
-    /// The fast path of `remat.jit`: runs on one C-contiguous byte buffer per argument,
+    /// Runs on one C-contiguous byte buffer per argument,
     /// read as the argument the program takes (the caller's signature cache has matched
     /// dtypes and shapes; the byte counts are checked here), and returns each output's
     /// bytes (`out_avals` says their dtypes and shapes). The GIL is released while the
