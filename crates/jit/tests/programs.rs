@@ -10,7 +10,9 @@
 //! `fori_loop_value_and_grad.jaxpr` (issue 40: JAX's `value_and_grad` of a `fori_loop`
 //! summing `x[i]`): an index computed in a scan body (`clamp`, `select_n`) that feeds a
 //! `dynamic_slice` and is also a stacked output, which the loop once wrote straight into
-//! its stack while the slice still read the old scalar buffer. Each
+//! its stack while the slice still read the old scalar buffer. `zero_trip_scan_of_keys.jaxpr`
+//! (found by the program fuzzer, issue 40): a scan of length 0 whose stacked outputs are
+//! keys. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;

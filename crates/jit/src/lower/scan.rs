@@ -17,7 +17,7 @@
 //! Products of an xs slice by a loop-invariant operand run before the loop as one GEMM, and
 //! carries that only accumulate a product run theirs after it (`scan_hoist`).
 
-use remat_ir::{Aval, BinaryOp, ClosedJaxpr, DType, LitValue};
+use remat_ir::{Aval, BinaryOp, ClosedJaxpr, DType};
 
 use super::scan_hoist::{map_views, whole, Deferred, LoopFacts};
 use super::{Lowering, Val};
@@ -62,14 +62,8 @@ impl Lowering {
             .map(|(&buf, a)| Val { expr: Expr::Load(View::contiguous(buf, a.dtype, &a.shape)), aval: a.clone() })
             .collect();
         if length == 0 {
-            for (&buf, a) in y_bufs.iter().zip(&out_avals[nk..]) {
-                let zero = Expr::Lit(LitValue::from_f64(a.dtype, 0.0));
-                let fill = Val {
-                    expr: zero.remap(&crate::expr::IndexMap { new_rank: a.rank(), old: Vec::new() }),
-                    aval: a.clone(),
-                };
-                self.write(&fill, buf);
-            }
+            // The carries are their initial values, and the stacked ys have no elements:
+            // nothing to write (a fill of zeros would need a literal, which keys have not).
             return Ok(results);
         }
 
