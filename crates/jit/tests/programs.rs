@@ -12,7 +12,9 @@
 //! `dynamic_slice` and is also a stacked output, which the loop once wrote straight into
 //! its stack while the slice still read the old scalar buffer. `zero_trip_scan_of_keys.jaxpr`
 //! (found by the program fuzzer, issue 40): a scan of length 0 whose stacked outputs are
-//! keys. Each
+//! keys. `carry_at_a_carried_offset.jaxpr` (the fuzzer, issue 40): a new carry sliced from
+//! an xs slice at an offset that is another carry, updated in the same trip (`i + 1`),
+//! which the loop once wrote after that carry, so it read the new offset. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;

@@ -110,16 +110,10 @@ impl Lowering {
             }
             let deferred: Vec<Deferred> = lw.defer_accumulations(&facts, &outs, nk);
             let in_loop = |c: &usize| !deferred.iter().any(|d| d.carry == *c);
-            // Phase 1: new carries that read an old carry go to temporaries first.
-            let reads_carry = |e: &Expr| {
-                let mut hit = false;
-                e.visit(&mut |n| {
-                    if let Expr::Load(v) = n {
-                        hit |= carry_bufs.contains(&v.buf);
-                    }
-                });
-                hit
-            };
+            // Phase 1: new carries that read an old carry go to temporaries first, also
+            // where the old carry is only a dynamic offset (`dynamic_slice(x, i)` with `i` a
+            // carry that this iteration updates: written after `i`, it read the new `i`).
+            let reads_carry = |e: &Expr| carry_bufs.iter().any(|&c| e.reads(c));
             // A new carry that one step of the body computes whole is computed in the
             // carry's own buffer, where nothing after that step reads the old carry.
             let computed_in_place: Vec<bool> =
