@@ -88,7 +88,13 @@ fn main() -> ExitCode {
                 }
             }
         }
-        (None, Some(seed)) => Some((generator::program(seed), seed)),
+        (None, Some(seed)) => {
+            let (jaxpr, differentiated) = generator::made(seed);
+            if differentiated {
+                println!("seed {seed}: a value-and-grad program, made by remat-ad");
+            }
+            Some((jaxpr, seed))
+        }
         (None, None) => None,
     };
     if let Some((jaxpr, seed)) = one {

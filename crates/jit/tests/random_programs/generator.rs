@@ -97,11 +97,14 @@ struct Builder {
     /// The `i32[]` indices computed so far (`index.rs`), which later steps read again and
     /// loop bodies return as carries and stacked outputs.
     indices: Vec<Var>,
+    /// Results of loops, branches and calls that the jaxpr returns (they would be dead code
+    /// otherwise, which the JIT never runs).
+    results: Vec<Var>,
 }
 
 impl Builder {
     fn new() -> Builder {
-        Builder { jaxpr: Jaxpr::default(), pool: Vec::new(), depth: 0, indices: Vec::new() }
+        Builder { jaxpr: Jaxpr::default(), pool: Vec::new(), depth: 0, indices: Vec::new(), results: Vec::new() }
     }
 
     fn input(&mut self, aval: Aval) -> Var {
@@ -671,10 +674,10 @@ pub(crate) fn made(seed: u64) -> (Jaxpr, bool) {
     // starts with a `fori_loop` over an f32 input.
     let vg = g.chance(20);
     let mut b = Builder::new();
-    if vg {
-        let shape = g.shape();
-        b.input(Aval::new(DType::F32, shape));
-    }
+    let focus = vg.then(|| {
+        let shape = [vec![g.pick(&[1, 2, 3, 5])], g.shape()].concat();
+        b.input(Aval::new(DType::F32, shape))
+    });
     for _ in 0..g.below(3) + 1 {
         let (dtype, shape) = (g.dtype(), g.shape());
         b.input(Aval::new(dtype, shape));
@@ -690,7 +693,7 @@ pub(crate) fn made(seed: u64) -> (Jaxpr, bool) {
     }));
     if vg {
         // A failed draw leaves inputs behind; the steps below use them.
-        let _ = loops::scan(&mut b, &mut g, true);
+        let _ = loops::scan_over(&mut b, &mut g, true, focus);
     }
     let mut made = 0;
     for _ in 0..40 {
@@ -707,6 +710,11 @@ pub(crate) fn made(seed: u64) -> (Jaxpr, bool) {
     // ones whose memory the planner lends to values that die before they are written.
     if k > 0 && g.chance(30) {
         outs.insert(0, b.pool[g.below(k)].into());
+    }
+    for &r in &b.results {
+        if g.chance(80) && !outs.contains(&r.into()) {
+            outs.push(r.into());
+        }
     }
     b.jaxpr.outvars = outs;
     if vg {

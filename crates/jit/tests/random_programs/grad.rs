@@ -6,9 +6,10 @@
 //! trip's index for its backward half, which slices and updates with them in reverse (the
 //! pattern of issue 40). Two shapes of program:
 //!
-//! - `value_and_grad`: one float value of the program reduced to a scalar loss (`reduce_sum`
-//!   over every axis), differentiated with respect to a random nonempty subset of the float
-//!   inputs: `(primals) -> (loss, grads)`;
+//! - `value_and_grad`: one float value of the program that depends on a random nonempty
+//!   subset of its float inputs (a loop's result most often) reduced to a scalar loss
+//!   (`reduce_sum` over every axis), differentiated with respect to those inputs:
+//!   `(primals) -> (loss, grads)`;
 //! - `vjp_program`: every output with a cotangent input, every input's gradient:
 //!   `(primals, cotangents) -> (outs, grads)`.
 //!
@@ -30,16 +31,32 @@ pub(super) fn differentiated(jaxpr: &Jaxpr, g: &mut Gen) -> Option<Jaxpr> {
     if g.chance(25) {
         return remat_ad::vjp_program(jaxpr, &[]).ok().map(|p| p.jaxpr);
     }
-    let values: Vec<Var> = jaxpr
+    let mut argnums: Vec<usize> = floats.iter().copied().filter(|_| g.chance(70)).collect();
+    if argnums.is_empty() {
+        argnums.push(floats[0]);
+    }
+    // The loss: a float value that depends on the differentiated inputs, most often a
+    // loop's (or branch's, or call's) result, else one of the program's outputs.
+    let depends = dependent(jaxpr, &argnums);
+    let float = |v: &Var| {
+        let a = jaxpr.aval(*v);
+        a.dtype.is_float() && a.memory_space == remat_ir::MemorySpace::Device && depends[v.index()]
+    };
+    let of_loops: Vec<Var> = jaxpr
         .eqns
         .iter()
+        .filter(|e| !e.primitive.subjaxprs().is_empty())
         .flat_map(|e| e.outvars.iter().copied())
-        .chain(jaxpr.invars.iter().copied())
-        .filter(|&v| jaxpr.aval(v).dtype.is_float() && jaxpr.aval(v).memory_space == remat_ir::MemorySpace::Device)
+        .filter(float)
         .collect();
-    // The program's float outputs most often, else any float value it computes.
-    let outs: Vec<Var> = jaxpr.outvars.iter().filter_map(Atom::as_var).filter(|v| values.contains(v)).collect();
-    let out = if !outs.is_empty() && g.chance(70) { g.pick(&outs) } else { *values.get(g.below(values.len()))? };
+    let outs: Vec<Var> = jaxpr.outvars.iter().filter_map(Atom::as_var).filter(float).collect();
+    let any: Vec<Var> = jaxpr.eqns.iter().flat_map(|e| e.outvars.iter().copied()).filter(float).collect();
+    let out = match () {
+        () if !of_loops.is_empty() && g.chance(70) => g.pick(&of_loops),
+        () if !outs.is_empty() && g.chance(60) => g.pick(&outs),
+        () if !any.is_empty() => g.pick(&any),
+        () => jaxpr.invars[argnums[0]],
+    };
     let mut loss = jaxpr.clone();
     let aval = loss.aval(out).clone();
     let sum = if aval.rank() == 0 {
@@ -51,9 +68,22 @@ pub(super) fn differentiated(jaxpr: &Jaxpr, g: &mut Gen) -> Option<Jaxpr> {
         s
     };
     loss.outvars = vec![sum.into()];
-    let mut argnums: Vec<usize> = floats.iter().copied().filter(|_| g.chance(70)).collect();
-    if argnums.is_empty() {
-        argnums.push(g.pick(&floats));
-    }
     remat_ad::value_and_grad(&loss, &argnums).ok()
+}
+
+/// Which variables of `jaxpr` (by index) depend on its inputs `argnums`: an equation's
+/// results do where any of its operands does.
+fn dependent(jaxpr: &Jaxpr, argnums: &[usize]) -> Vec<bool> {
+    let mut depends = vec![false; jaxpr.vars.len()];
+    for &i in argnums {
+        depends[jaxpr.invars[i].index()] = true;
+    }
+    for e in &jaxpr.eqns {
+        if e.invars.iter().filter_map(Atom::as_var).any(|v| depends[v.index()]) {
+            for &v in &e.outvars {
+                depends[v.index()] = true;
+            }
+        }
+    }
+    depends
 }

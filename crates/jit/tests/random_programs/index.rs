@@ -98,6 +98,11 @@ fn index_vector(b: &mut Builder, idx: &[Atom]) -> Option<Atom> {
 /// [`index`]: `dynamic_slice`, `dynamic_update_slice`, a point or row `gather`, a `scatter`.
 pub(super) fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let x = b.of(g, |a| a.rank() > 0 && a.dtype != DType::Key)?;
+    step_on(b, g, x)
+}
+
+/// [`step`] on the operand `x` (of rank > 0, not keys).
+pub(super) fn step_on(b: &mut Builder, g: &mut Gen, x: Var) -> Option<()> {
     let xa = b.aval(x);
     let r = xa.rank();
     match g.below(6) {

@@ -20,7 +20,10 @@
 
 use std::sync::Arc;
 
-use remat_ir::{Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, DType, Jaxpr, MemorySpace, Primitive, Var};
+use remat_ir::{
+    Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, DType, DotDimensionNumbers, Jaxpr, MemorySpace, Primitive, UnaryOp,
+    Var,
+};
 
 use super::{index, lit, step, value_of, Builder, Gen};
 
@@ -42,7 +45,7 @@ struct Body {
 
 impl Body {
     fn new(depth: usize, ins: &[Aval]) -> Body {
-        let mut b = Builder { jaxpr: Jaxpr::default(), pool: Vec::new(), depth, indices: Vec::new() };
+        let mut b = Builder { depth, ..Builder::new() };
         let interface = ins.iter().map(|a| b.input(a.clone())).collect();
         Body { b, interface }
     }
@@ -60,19 +63,55 @@ impl Body {
         }
     }
 
-    /// Up to `n` random values of the body (its computed indices first, half of the time).
+    /// Up to `n` random values of the body: the results of its own loops, a computed index
+    /// (half of the time), values it computed rather than took.
     fn some_values(&mut self, g: &mut Gen, n: usize) -> Vec<Atom> {
-        let mut outs = Vec::new();
+        let mut outs: Vec<Atom> = Vec::new();
+        for &r in &self.b.results {
+            if outs.len() < n && g.chance(70) {
+                outs.push(r.into());
+            }
+        }
         if !self.b.indices.is_empty() && g.chance(50) {
             outs.push(g.pick(&self.b.indices).into());
         }
+        let computed = self.b.pool[self.interface.len()..].to_vec();
         while outs.len() < n {
+            if !computed.is_empty() && g.chance(75) {
+                outs.push(g.pick(&computed).into());
+                continue;
+            }
             match self.b.of(g, |a| a.memory_space == MemorySpace::Device) {
                 Some(v) => outs.push(v.into()),
                 None => break,
             }
         }
         outs
+    }
+
+    /// The new value of `carry`: `percent` of the time the carry combined with a value the
+    /// body computed (an accumulation, as `c + x @ w` or a gradient's `add_any`), else a
+    /// value of its type.
+    fn carry_value(&mut self, g: &mut Gen, carry: Var, percent: usize) -> Option<Atom> {
+        let aval = self.b.aval(carry);
+        if aval.dtype.is_numeric() && g.chance(percent) {
+            let computed: Vec<Var> = self.b.pool[self.interface.len()..]
+                .iter()
+                .copied()
+                .filter(|&v| {
+                    let a = self.b.aval(v);
+                    a.dtype == aval.dtype && (a.shape == aval.shape || a.rank() == 0)
+                })
+                .collect();
+            if !computed.is_empty() {
+                let x = g.pick(&computed);
+                let op = g.pick(&[BinaryOp::Add, BinaryOp::AddAny, BinaryOp::Max, BinaryOp::Mul, BinaryOp::Sub]);
+                if let Some(v) = self.b.eqn(Primitive::Binary(op), vec![carry.into(), x.into()]) {
+                    return Some(v[0].into());
+                }
+            }
+        }
+        value_of(&mut self.b, g, &aval)
     }
 
     /// The body returning `outs`, with the fresh inputs its steps added as invars at
@@ -107,25 +146,84 @@ fn slice_aval(a: &Aval) -> Aval {
     Aval::new(a.dtype, a.shape[1..].to_vec())
 }
 
-/// After a loop: its integer scalar results are indices later steps read again.
-fn remember_indices(b: &mut Builder, outs: &[Var]) {
+/// After a loop, a branch or a call: its integer scalar results are indices later steps
+/// read again; one or two of its results are returned, so that it is not dead code.
+fn after(b: &mut Builder, g: &mut Gen, outs: &[Var]) {
     for &v in outs {
         if b.aval(v) == Aval::scalar(DType::I32) {
             b.indices.push(v);
+        }
+    }
+    for _ in 0..1 + g.below(2) {
+        if !outs.is_empty() {
+            let v = g.pick(outs);
+            if b.aval(v).memory_space == MemorySpace::Device && !b.results.contains(&v) {
+                b.results.push(v);
+            }
         }
     }
 }
 
 /// A `scan` with a random body (`fori`: a `fori_loop`, its counter the first carry).
 pub(super) fn scan(b: &mut Builder, g: &mut Gen, fori: bool) -> Option<()> {
+    scan_over(b, g, fori, None)
+}
+
+/// The shape of an RNN cell `h' = tanh(x_t . U + h . W)`: `m` rows, `d` inputs, `n`
+/// states.
+#[derive(Clone, Copy)]
+struct Cell {
+    m: usize,
+    d: usize,
+    n: usize,
+}
+
+/// `a . b`, contracting `a`'s last axis with `b`'s first, accumulated in f32.
+fn matmul(b: &mut Builder, x: Var, w: Var) -> Option<Var> {
+    let last = b.aval(x).rank().checked_sub(1)?;
+    let dn = DotDimensionNumbers {
+        lhs_contracting: vec![last],
+        rhs_contracting: vec![0],
+        lhs_batch: vec![],
+        rhs_batch: vec![],
+    };
+    let prim = Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(DType::F32) };
+    b.eqn(prim, vec![x.into(), w.into()]).map(|v| v[0])
+}
+
+/// [`scan`], with `focus` (an input of rank > 0 being differentiated, `grad.rs`) as the
+/// first const that the body indexes with its counter and accumulates into a float carry:
+/// `fori_loop(0, n, lambda i, acc: acc + f(x[i]), 0.0)`. A quarter of the scans (and of
+/// those with a focus) also hold an RNN cell, `h' = tanh(x_t . U + h . W)` with `x_t . U`
+/// and `h'` stacked: the products the JIT moves out of the loop (`scan_hoist`), and whose
+/// derivative accumulates weight gradients over the reversed loop.
+pub(super) fn scan_over(b: &mut Builder, g: &mut Gen, fori: bool, focus: Option<Var>) -> Option<()> {
     if b.depth >= MAX_DEPTH {
         return None;
     }
     let length = g.pick(&[0, 1, 2, 3, 3, 4, 5]);
-    let consts: Vec<Atom> = (0..g.below(3)).filter_map(|_| b.of(g, small)).map(Atom::from).collect();
+    let cell = g.chance(25).then(|| Cell { m: g.pick(&[1, 2, 3]), d: g.pick(&[1, 2, 4, 5]), n: g.pick(&[1, 3, 4]) });
+    let mut consts: Vec<Atom> = focus.into_iter().map(Atom::from).collect();
+    if let Some(Cell { d, n, .. }) = cell {
+        consts.push(b.input(Aval::new(DType::F32, vec![d, n])).into());
+        consts.push(b.input(Aval::new(DType::F32, vec![n, n])).into());
+    }
+    consts.extend((0..g.below(3)).filter_map(|_| b.of(g, small)).map(Atom::from));
     let mut carries: Vec<Atom> = Vec::new();
     if fori {
         carries.push(lit(DType::I32, g.pick(&[0.0, 0.0, 1.0, -2.0])));
+    }
+    if focus.is_some() {
+        // The accumulator: a scalar, or a slice of the focus, from zeros.
+        carries.push(lit(DType::F32, 0.0));
+    }
+    if let Some(Cell { m, n, .. }) = cell {
+        let h = Aval::new(DType::F32, vec![m, n]);
+        let h0 = match b.of(g, |a| a.same_type(&h)) {
+            Some(v) if g.chance(50) => v,
+            _ => b.input(h),
+        };
+        carries.push(h0.into());
     }
     carries.extend((0..g.below(3)).filter_map(|_| b.of(g, small)).map(Atom::from));
     if g.chance(30) {
@@ -136,15 +234,17 @@ pub(super) fn scan(b: &mut Builder, g: &mut Gen, fori: bool) -> Option<()> {
         };
         carries.push(i);
     }
-    let xs: Vec<Atom> = (0..g.below(3))
-        .map(|_| match b.of(g, |a| a.shape.first() == Some(&length)) {
-            Some(v) if g.chance(40) => v.into(),
-            _ => {
-                let shape = [vec![length], g.shape()].concat();
-                b.input(Aval::new(g.dtype(), shape)).into()
-            }
-        })
-        .collect();
+    let mut xs: Vec<Atom> = Vec::new();
+    if let Some(Cell { m, d, .. }) = cell {
+        xs.push(b.input(Aval::new(DType::F32, vec![length, m, d])).into());
+    }
+    xs.extend((0..g.below(3)).map(|_| match b.of(g, |a| a.shape.first() == Some(&length)) {
+        Some(v) if g.chance(40) => Atom::from(v),
+        _ => {
+            let shape = [vec![length], g.shape()].concat();
+            b.input(Aval::new(g.dtype(), shape)).into()
+        }
+    }));
     let aval = |b: &Builder, a: &Atom| b.jaxpr.atom_aval(a);
     let const_avals: Vec<Aval> = consts.iter().map(|a| aval(b, a)).collect();
     let carry_avals: Vec<Aval> = carries.iter().map(|a| aval(b, a)).collect();
@@ -163,16 +263,46 @@ pub(super) fn scan(b: &mut Builder, g: &mut Gen, fori: bool) -> Option<()> {
     if let (Some(i), true) = (counter, early) {
         next = Some(body.b.eqn(Primitive::Binary(BinaryOp::Add), vec![i.into(), lit(DType::I32, 1.0)])?[0]);
     }
+    if focus.is_some() {
+        let x = body.interface[0];
+        for _ in 0..1 + g.below(2) {
+            let _ = index::step_on(&mut body.b, g, x);
+        }
+        // What the slices give, reduced to the accumulator's scalar now and then.
+        if let Some(v) = body.b.pool.last().copied().filter(|&v| body.b.aval(v).dtype == DType::F32) {
+            let axes: Vec<usize> = (0..body.b.aval(v).rank()).collect();
+            let _ = body.b.eqn(Primitive::Reduce { op: remat_ir::ReduceOp::Sum, axes }, vec![v.into()]);
+        }
+    }
+    // The cell: its consts after the focus, its state after the counter and accumulator,
+    // its input the first xs.
+    let (nf, nh) = (usize::from(focus.is_some()), usize::from(fori) + usize::from(focus.is_some()));
+    let mut cell_out = None;
+    if cell.is_some() {
+        let (u, w) = (body.interface[nf], body.interface[nf + 1]);
+        let (h, x) = (body.interface[nc + nh], body.interface[nc + carries.len()]);
+        let p = matmul(&mut body.b, x, u)?;
+        let q = matmul(&mut body.b, h, w)?;
+        let s = body.b.eqn(Primitive::Binary(BinaryOp::Add), vec![p.into(), q.into()])?[0];
+        let h1 = body.b.eqn(Primitive::Unary(UnaryOp::Tanh), vec![s.into()])?[0];
+        cell_out = Some((p, h1));
+    }
     body.grow(g, 1, 5);
     if let (Some(i), None) = (counter, next) {
         next = Some(body.b.eqn(Primitive::Binary(BinaryOp::Add), vec![i.into(), lit(DType::I32, 1.0)])?[0]);
     }
     let mut outs: Vec<Atom> = Vec::new();
-    for (k, a) in carry_avals.iter().enumerate() {
+    for k in 0..carry_avals.len() {
         outs.push(match (k, next) {
             (0, Some(i1)) => i1.into(),
-            _ => value_of(&mut body.b, g, a)?,
+            // The focus's accumulator (after the counter) accumulates.
+            _ if focus.is_some() && k == usize::from(fori) => body.carry_value(g, body.interface[nc + k], 90)?,
+            _ if k == nh && g.chance(80) && cell_out.is_some() => cell_out.map(|(_, h1)| h1.into())?,
+            _ => body.carry_value(g, body.interface[nc + k], 45)?,
         });
+    }
+    if let Some((p, h1)) = cell_out {
+        outs.extend([p, h1].into_iter().filter(|_| g.chance(70)).map(Atom::from));
     }
     let n_ys = g.below(4);
     outs.extend(body.some_values(g, n_ys));
@@ -187,7 +317,7 @@ pub(super) fn scan(b: &mut Builder, g: &mut Gen, fori: bool) -> Option<()> {
         unroll: 1,
     };
     let outs = b.eqn(prim, operands)?;
-    remember_indices(b, &outs);
+    after(b, g, &outs);
     Some(())
 }
 
@@ -228,8 +358,8 @@ pub(super) fn while_loop(b: &mut Builder, g: &mut Gen) -> Option<()> {
     body.grow(g, 1, 5);
     let k1 = body.b.eqn(Primitive::Binary(BinaryOp::Add), vec![k.into(), lit(DType::I32, 1.0)])?[0];
     let mut outs: Vec<Atom> = vec![k1.into()];
-    for a in &carry_avals[1..] {
-        outs.push(value_of(&mut body.b, g, a)?);
+    for k in 1..carry_avals.len() {
+        outs.push(body.carry_value(g, body.interface[consts.len() + k], 45)?);
     }
     let (body_jaxpr, body_extras) = body.finish(outs, consts.len());
 
@@ -243,7 +373,7 @@ pub(super) fn while_loop(b: &mut Builder, g: &mut Gen) -> Option<()> {
     };
     let operands = [vec![n], cond_ops, consts, body_ops, carries].concat();
     let outs = b.eqn(prim, operands)?;
-    remember_indices(b, &outs);
+    after(b, g, &outs);
     Some(())
 }
 
@@ -305,7 +435,7 @@ pub(super) fn cond(b: &mut Builder, g: &mut Gen) -> Option<()> {
     }
     let branches: Vec<ClosedJaxpr> = branches.into_iter().map(|(j, _)| ClosedJaxpr::new(Arc::new(j))).collect();
     let outs = b.eqn(Primitive::Cond { branches }, operands)?;
-    remember_indices(b, &outs);
+    after(b, g, &outs);
     Some(())
 }
 
@@ -333,6 +463,6 @@ pub(super) fn call(b: &mut Builder, g: &mut Gen) -> Option<()> {
         }
     };
     let outs = b.eqn(prim, operands)?;
-    remember_indices(b, &outs);
+    after(b, g, &outs);
     Some(())
 }
