@@ -31,6 +31,10 @@ use remat_ir::{
 
 use crate::common::{check_bits, value_bits};
 
+#[path = "locate.rs"]
+mod locate;
+pub(crate) use locate::locate;
+
 /// Whether the JIT computes every value of `jaxpr` with the same operations, in the same
 /// order, as the interpreter: no transcendentals (inline polynomials, within 2 ulp of libm),
 /// no `pow`, no float sums or products (summed in other orders). Such programs must agree
@@ -146,12 +150,17 @@ fn alone(jaxpr: &Jaxpr, eqn: &Eqn) -> Jaxpr {
 /// `got` within the accumulation bound of the module's documentation, `sums` being the
 /// equation on absolute values and `n` the number of terms.
 pub(crate) fn within_sum_bound(what: &str, got: &Array, want: &Array, sums: &Array, n: usize) -> Result<(), String> {
+    within_sums(what, got, want, &sums.to_f64_vec(), n)
+}
+
+/// [`within_sum_bound`] with the sums of absolute terms as numbers.
+fn within_sums(what: &str, got: &Array, want: &Array, s: &[f64], n: usize) -> Result<(), String> {
     let Some((u, eta, max)) = roundoff(want.dtype()) else {
         return check_bits(what, std::slice::from_ref(got), std::slice::from_ref(want));
     };
-    let (g, w, s) = (got.to_f64_vec(), want.to_f64_vec(), sums.to_f64_vec());
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
     let n = n as f64;
-    for (j, ((&g, &w), &s)) in g.iter().zip(&w).zip(&s).enumerate() {
+    for (j, ((&g, &w), &s)) in g.iter().zip(&w).zip(s).enumerate() {
         let unconstrained = !s.is_finite() || s > max;
         let ok = unconstrained || (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 3.0 * n * u * s + n * eta;
         if !ok {
@@ -167,76 +176,6 @@ pub(crate) fn within_sum_bound(what: &str, got: &Array, want: &Array, sums: &Arr
 /// Whether two arrays hold the same values (bit for bit, NaNs as one).
 fn same(a: &Array, b: &Array) -> bool {
     a.aval() == b.aval() && value_bits(a) == value_bits(b)
-}
-
-/// Explains a disagreement of the whole program `jaxpr` on `args` (see the module's
-/// documentation): `Ok` with a note if every equation alone keeps its bound and some
-/// differ, `Err` naming the equation out of its bound, or saying that none differs.
-pub(crate) fn locate(jaxpr: &Jaxpr, args: &[Array]) -> Result<String, String> {
-    let mut differing = Vec::new();
-    locate_in(jaxpr, args, "", &mut differing)?;
-    if differing.is_empty() {
-        Err("every equation alone agrees bit for bit: the whole program's compilation differs".into())
-    } else {
-        Ok(format!("within the bounds of equations {}", differing.join(", ")))
-    }
-}
-
-/// Runs each equation of `jaxpr` alone on the interpreter's values of its operands (`args`
-/// the inputs) and holds it to its bound, noting those that differ in `differing` (named
-/// after `at`, where `jaxpr` is in the program). An equation with a body (a loop, a cond,
-/// a call) that is out of its bound as a whole is located inside, on the interpreter's
-/// values: its body trip by trip, the branch taken, the call's body. Every equation there
-/// that keeps its bound, some differing, explains the whole (permitted differences carried
-/// from trip to trip); none differing is a finding (the loop's compilation differs).
-fn locate_in(jaxpr: &Jaxpr, args: &[Array], at: &str, differing: &mut Vec<String>) -> Result<(), String> {
-    let mut env: Vec<Option<Array>> = vec![None; jaxpr.vars.len()];
-    for (&v, a) in jaxpr.invars.iter().zip(args) {
-        env[v.index()] = Some(a.clone());
-    }
-    for (k, eqn) in jaxpr.eqns.iter().enumerate() {
-        let place = format!("{at}{k} ({})", eqn.primitive.name());
-        let one = alone(jaxpr, eqn);
-        let ins: Vec<Array> = eqn
-            .invars
-            .iter()
-            .filter_map(Atom::as_var)
-            .map(|v| env[v.index()].clone().ok_or_else(|| format!("equation {place}: operand without a value")))
-            .collect::<Result<_, _>>()?;
-        let what = format!("equation {place} alone");
-        let want = remat_interp::eval_jaxpr(&one, &[], &ins).map_err(|e| format!("{what}: interpreter: {e}"))?;
-        let compiled = remat_jit::compile(&one).map_err(|e| format!("{what}: compile: {e}"))?;
-        let got = compiled.run(&ins).map_err(|e| format!("{what}: run: {e}"))?;
-        match within_bound(jaxpr, eqn, &one, &ins, &got, &want, &what) {
-            Ok(()) => {
-                if got.iter().zip(&want).any(|(g, w)| !same(g, w)) {
-                    differing.push(place);
-                }
-            }
-            Err(e) if !eqn.primitive.subjaxprs().is_empty() => {
-                let before = differing.len();
-                let operands: Vec<Array> = eqn
-                    .invars
-                    .iter()
-                    .map(|a| match a {
-                        Atom::Var(v) => env[v.index()].clone().expect("checked above"),
-                        Atom::Lit(l) => literal_array(l),
-                    })
-                    .collect();
-                inside(eqn, &operands, &format!("{place}: "), differing).map_err(|inner| format!("{e}\n{inner}"))?;
-                if differing.len() == before {
-                    return Err(format!(
-                        "{e}\nevery equation of its body alone agrees bit for bit: its compilation differs"
-                    ));
-                }
-            }
-            Err(e) => return Err(e),
-        }
-        for (&v, w) in eqn.outvars.iter().zip(want) {
-            env[v.index()] = Some(w);
-        }
-    }
-    Ok(())
 }
 
 /// Whether equation `eqn` of `jaxpr` (as the program `one`), run alone on `ins`, keeps its
@@ -267,77 +206,5 @@ fn within_bound(
         Ok(())
     } else {
         close(what, got, want)
-    }
-}
-
-/// A literal operand as an array.
-fn literal_array(l: &remat_ir::Literal) -> Array {
-    let aval = l.aval();
-    let one = Jaxpr { outvars: vec![Atom::Lit(*l)], ..Jaxpr::default() };
-    remat_interp::eval_jaxpr(&one, &[], &[]).map(|mut v| v.remove(0)).unwrap_or_else(|_| Array::zeros(&aval))
-}
-
-/// Locates the disagreement of `eqn`, an equation with a body, on its `operands` (see
-/// [`locate_in`]).
-fn inside(eqn: &Eqn, operands: &[Array], at: &str, differing: &mut Vec<String>) -> Result<(), String> {
-    let eval =
-        |j: &Jaxpr, args: &[Array]| remat_interp::eval_jaxpr(j, &[], args).map_err(|e| format!("{at}interpreter: {e}"));
-    match &eqn.primitive {
-        Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, .. } if jaxpr.consts.is_empty() => {
-            let (consts, rest) = operands.split_at(*num_consts);
-            let (init, xs) = rest.split_at(*num_carry);
-            let mut carry = init.to_vec();
-            for step in 0..*length {
-                let t = if *reverse { length - 1 - step } else { step };
-                let slices =
-                    xs.iter().map(|x| remat_ir::map_array!(x, a => a.index_axis(ndarray::Axis(0), t).to_owned()));
-                let args: Vec<Array> = consts.iter().cloned().chain(carry).chain(slices).collect();
-                locate_in(&jaxpr.jaxpr, &args, &format!("{at}trip {t}: "), differing)?;
-                carry = eval(&jaxpr.jaxpr, &args)?;
-                carry.truncate(*num_carry);
-            }
-            Ok(())
-        }
-        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts }
-            if cond_jaxpr.consts.is_empty()
-                && body_jaxpr.consts.is_empty()
-                && cond_jaxpr.jaxpr.outvars.first().is_some_and(|p| cond_jaxpr.jaxpr.atom_aval(p).rank() == 0) =>
-        {
-            let (cconsts, rest) = operands.split_at(*cond_nconsts);
-            let (bconsts, init) = rest.split_at(*body_nconsts);
-            let mut carry = init.to_vec();
-            for trip in 0..1000 {
-                let cargs: Vec<Array> = cconsts.iter().cloned().chain(carry.iter().cloned()).collect();
-                locate_in(&cond_jaxpr.jaxpr, &cargs, &format!("{at}cond {trip}: "), differing)?;
-                let go = match &eval(&cond_jaxpr.jaxpr, &cargs)?[..] {
-                    [Array::Bool(p)] => p.iter().next().copied().unwrap_or(false),
-                    _ => return Err(format!("{at}the predicate is not a bool[]")),
-                };
-                if !go {
-                    return Ok(());
-                }
-                let bargs: Vec<Array> = bconsts.iter().cloned().chain(carry).collect();
-                locate_in(&body_jaxpr.jaxpr, &bargs, &format!("{at}trip {trip}: "), differing)?;
-                carry = eval(&body_jaxpr.jaxpr, &bargs)?;
-            }
-            Err(format!("{at}not located: more than 1000 trips"))
-        }
-        Primitive::Cond { branches } => {
-            let index = match operands.first() {
-                Some(Array::I32(i)) => i.iter().next().map_or(0, |&i| i64::from(i)),
-                _ => return Err(format!("{at}the index is not an i32[]")),
-            };
-            let taken = remat_ir::cond_branch(index, branches.len());
-            locate_in(&branches[taken].jaxpr, &operands[1..], &format!("{at}branch {taken}: "), differing)
-        }
-        Primitive::Jit { jaxpr, .. }
-        | Primitive::CustomJvpCall { call_jaxpr: jaxpr, .. }
-        | Primitive::CustomVjpCall { call_jaxpr: jaxpr, .. }
-            if jaxpr.consts.is_empty() =>
-        {
-            locate_in(&jaxpr.jaxpr, operands, at, differing)
-        }
-        Primitive::Remat2 { jaxpr, .. } => locate_in(jaxpr, operands, at, differing),
-        other => Err(format!("{at}not located inside a {}", other.name())),
     }
 }
