@@ -14,7 +14,8 @@
 //! (found by the program fuzzer, issue 40): a scan of length 0 whose stacked outputs are
 //! keys. `carry_at_a_carried_offset.jaxpr` (the fuzzer, issue 40): a new carry sliced from
 //! an xs slice at an offset that is another carry, updated in the same trip (`i + 1`),
-//! which the loop once wrote after that carry, so it read the new offset. Each
+//! which the loop once wrote after that carry, so it read the new offset;
+//! `while_carry_at_a_carried_offset.jaxpr`, the same in a `while`. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;
