@@ -1,8 +1,9 @@
 //! Integer index arithmetic for the random-program generator, written as JAX writes a traced
 //! index, and the indexing primitives it feeds.
 //!
-//! An index starts from an integer scalar of the pool (a loop counter, a carried or stacked
-//! index, an input) and goes through one to three of the operations JAX's `x[i]`,
+//! An index is an `i32` scalar of the pool as it is (`lax.dynamic_slice(x, (i,), ...)` of a
+//! loop counter), or starts from an integer scalar of the pool (a loop counter, a carried or
+//! stacked index, an input) and goes through one to three of the operations JAX's `x[i]`,
 //! `lax.switch` and `fori_loop` bodies print: `select_n(lt(i, 0), i, add(i, n))` (a negative
 //! index counted from the end), `clamp`, `add`, `mul`, `rem`, `convert_element_type` between
 //! integer types, ending as the `i32[]` the indexing primitives take. Every index computed is
@@ -27,6 +28,13 @@ pub(super) fn index(b: &mut Builder, g: &mut Gen, n: usize) -> Atom {
     let computed: Vec<Var> = b.indices.iter().copied().filter(|&v| b.aval(v) == Aval::scalar(DType::I32)).collect();
     if !computed.is_empty() && g.chance(40) {
         return g.pick(&computed).into();
+    }
+    // A counter or an `i32` input as it is (`lax.dynamic_slice(x, (i,), ...)`): the offset
+    // is then a loop's carry buffer itself.
+    if g.chance(20) {
+        if let Some(v) = b.of(g, |a| *a == Aval::scalar(DType::I32)) {
+            return v.into();
+        }
     }
     let mut i: Atom = match b.of(g, |a| a.dtype.is_integer() && a.rank() == 0) {
         Some(v) if g.chance(85) => v.into(),
