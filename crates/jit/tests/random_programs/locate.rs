@@ -17,6 +17,10 @@
 //! bound of all its trips' terms, because the JIT may group that sum otherwise
 //! (`scan_hoist`'s deferred products, a reduction accumulated into its carry). A while
 //! with a batched predicate is not located inside: it is held to the float tolerance.
+//!
+//! NaNs are compared payloads aside, except a float sum's: which NaN a sum gives depends on
+//! the order it meets its NaN operands in, so a sum whose NaN bits differ taints what it
+//! reaches (a `bitcast_convert_type` of it).
 
 use remat_ir::{Array, Atom, BinaryOp, Eqn, Jaxpr, Primitive};
 
@@ -47,6 +51,17 @@ pub(crate) fn locate(jaxpr: &Jaxpr, args: &[Array]) -> Result<String, String> {
         Err("every equation alone agrees bit for bit: the whole program's compilation differs".into())
     } else {
         Ok(format!("within the bounds of equations {}", differing.join(", ")))
+    }
+}
+
+/// The bits of every element, NaN payloads included.
+fn raw_bits(a: &Array) -> Vec<u64> {
+    match a {
+        Array::F32(x) => x.iter().map(|v| u64::from(v.to_bits())).collect(),
+        Array::F64(x) => x.iter().map(|v| v.to_bits()).collect(),
+        Array::BF16(x) => x.iter().map(|v| u64::from(v.to_bits())).collect(),
+        Array::F16(x) => x.iter().map(|v| u64::from(v.to_bits())).collect(),
+        other => crate::common::value_bits(other),
     }
 }
 
@@ -88,7 +103,14 @@ fn locate_in(
         let want = remat_interp::eval_jaxpr(&one, &[], &ins).map_err(|e| format!("{what}: interpreter: {e}"))?;
         let compiled = remat_jit::compile(&one).map_err(|e| format!("{what}: compile: {e}"))?;
         let got = compiled.run(&ins).map_err(|e| format!("{what}: run: {e}"))?;
-        let differs = got.iter().zip(&want).any(|(g, w)| !same(g, w));
+        // A float sum's NaN is whichever NaN its order meets first (x86 keeps a sum's first
+        // NaN operand, and makes its own for `inf - inf`): its bits may differ where it is
+        // one (seen through `bitcast_convert_type`). Any other equation's NaNs are compared
+        // payloads aside, as everywhere, so that a difference in their bits that reaches an
+        // output is a finding.
+        let float_sum =
+            accumulates(&eqn.primitive) && eqn.invars.first().is_some_and(|a| jaxpr.atom_aval(a).dtype.is_float());
+        let differs = got.iter().zip(&want).any(|(g, w)| !same(g, w) || (float_sum && raw_bits(g) != raw_bits(w)));
         let in_taint: Vec<bool> = eqn.invars.iter().map(|a| tainted(&taint, a)).collect();
         let mut out_taint = vec![differs || in_taint.contains(&true); eqn.outvars.len()];
         let inner = if differs && !eqn.primitive.subjaxprs().is_empty() {
