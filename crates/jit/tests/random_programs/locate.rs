@@ -13,7 +13,8 @@
 //! carries and into the stacked outputs), the branch taken, the call's body. A loop result
 //! that differs where nothing inside it differs is a finding (the loop's compilation
 //! differs), with one exception: a scan carry that accumulates a float sum over the trips
-//! (`c + x`, `x` a product or a sum, perhaps transposed) may differ within the summation
+//! (`c + x`, `x` a product or a sum, perhaps transposed, of operands not computed from the
+//! carry: no recurrence) may differ within the summation
 //! bound of all its trips' terms, because the JIT may group that sum otherwise
 //! (`scan_hoist`'s deferred products, a reduction accumulated into its carry). A while
 //! with a batched predicate is not located inside: it is held to the float tolerance.
@@ -308,10 +309,23 @@ fn inside(
     }
 }
 
+/// Which variables of `jaxpr` (by index) are computed from `v`.
+fn depends_on(jaxpr: &Jaxpr, v: remat_ir::Var) -> Vec<bool> {
+    let mut from = vec![false; jaxpr.vars.len()];
+    from[v.index()] = true;
+    for e in &jaxpr.eqns {
+        if e.invars.iter().any(|a| a.as_var().is_some_and(|x| from[x.index()])) {
+            e.outvars.iter().for_each(|o| from[o.index()] = true);
+        }
+    }
+    from
+}
+
 /// If carry `k` of the scan body `body` (with `nc` consts) is a float accumulation,
 /// `c' = c + x` (`add` or `add_any`, either order) with `x` the result of a float sum (a
-/// product, a `reduce_sum`, ...: [`accumulates`]) or of a transpose or reshape of one (a
-/// weight gradient's layout), the positions of the equations from that sum to `x`.
+/// product, a `reduce_sum`, ...: [`accumulates`]) of operands not computed from the carry,
+/// or of a transpose or reshape of one (a weight gradient's layout), the positions of the
+/// equations from that sum to `x`.
 fn accumulated_term(body: &Jaxpr, nc: usize, k: usize) -> Option<Vec<usize>> {
     let Atom::Var(out) = body.outvars.get(k)? else { return None };
     let carry = *body.invars.get(nc + k)?;
@@ -335,8 +349,11 @@ fn accumulated_term(body: &Jaxpr, nc: usize, k: usize) -> Option<Vec<usize>> {
             (Primitive::Transpose { .. } | Primitive::Reshape { .. }, [Atom::Var(y)]) => x = *y,
             (p, _) => {
                 let float_in = e.invars.first().is_some_and(|a| body.atom_aval(a).dtype.is_float());
+                // A term computed from the carry is a recurrence, not a sum to regroup.
+                let from_carry = depends_on(body, carry);
+                let independent = e.invars.iter().all(|a| a.as_var().is_none_or(|v| !from_carry[v.index()]));
                 chain.reverse();
-                return (accumulates(p) && float_in).then_some(chain);
+                return (accumulates(p) && float_in && independent).then_some(chain);
             }
         }
     }
