@@ -15,7 +15,10 @@
 //! keys. `carry_at_a_carried_offset.jaxpr` (the fuzzer, issue 40): a new carry sliced from
 //! an xs slice at an offset that is another carry, updated in the same trip (`i + 1`),
 //! which the loop once wrote after that carry, so it read the new offset;
-//! `while_carry_at_a_carried_offset.jaxpr`, the same in a `while`. Each
+//! `while_carry_at_a_carried_offset.jaxpr`, the same in a `while`;
+//! `recurrence_through_a_product.jaxpr` (the fuzzer): scans whose carry adds a product of
+//! itself (`c + c . w`, u8 and f32), which the loop once ran after its trips as if the
+//! product did not read the carry. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;
