@@ -18,7 +18,9 @@
 //! `while_carry_at_a_carried_offset.jaxpr`, the same in a `while`;
 //! `recurrence_through_a_product.jaxpr` (the fuzzer): scans whose carry adds a product of
 //! itself (`c + c . w`, u8 and f32), which the loop once ran after its trips as if the
-//! product did not read the carry. Each
+//! product did not read the carry. `in_place_over_a_loop_invariant.jaxpr` (the fuzzer): the
+//! last kernel of a scan body, reading a value computed before the loop, was written over
+//! that value, which the next trip read again. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;
