@@ -236,7 +236,7 @@ fn while_body(x: &Aval, op: UnaryOp, batch: &[usize]) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype.is_numeric();
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(45) {
+    match g.below(46) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let mut x = b.of(g, |a| match op.domain() {
@@ -508,7 +508,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             };
             b.eqn(prim, vec![x.into()])?;
         }
-        25 | 26 | 30 => {
+        25 | 26 | 30 | 45 => {
             // An earlier equation again, on the same operands (or, for a call, with a
             // checkpoint around it): work for CSE.
             let earlier = b.jaxpr.eqns.get(g.below(b.jaxpr.eqns.len()))?.clone();
