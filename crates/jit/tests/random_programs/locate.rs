@@ -3,29 +3,28 @@
 //! differ.
 //!
 //! Every equation runs alone, compiled by the JIT, on the interpreter's values of its
-//! operands. An equation that differs marks its results as *tainted*, and so does every
-//! equation that reads a tainted value: a permitted difference may spread that far, and no
-//! further. An output of the program that differs must be tainted; an output nothing
-//! differing reaches must agree bit for bit, whatever else differs.
+//! operands, and keeps its bound. Its results are *tainted* where it differs alone, where
+//! it is not exact (a sum, a transcendental: in the program the JIT may compile it
+//! otherwise than alone, a sum in another order, within the same bound), or where it reads
+//! a tainted value: a permitted difference may spread that far, and no further. An output
+//! of the program that differs must be tainted; an output computed by exact equations from
+//! untainted values must agree bit for bit, whatever else differs.
 //!
-//! An equation with a body (a loop, a cond, a call) that differs is located inside, on the
+//! An equation with a body (a loop, a cond, a call) is located inside, on the
 //! interpreter's values: its body trip by trip (taint carried from trip to trip through the
 //! carries and into the stacked outputs), the branch taken, the call's body. A loop result
-//! that differs where nothing inside it differs is a finding (the loop's compilation
-//! differs), with one exception: a scan carry that accumulates a float sum over the trips
-//! (`c + x`, `x` a product or a sum, perhaps transposed, of operands not computed from the
-//! carry: no recurrence) may differ within the summation
-//! bound of all its trips' terms, because the JIT may group that sum otherwise
-//! (`scan_hoist`'s deferred products, a reduction accumulated into its carry). A while
-//! with a batched predicate is not located inside: it is held to the float tolerance.
+//! that differs although nothing inside it reaches it that differs, or may, is a finding
+//! (the loop's compilation differs: an index read from a buffer already overwritten, a
+//! value written over one the next trip reads). A while with a batched predicate is not
+//! located inside: it is held to the float tolerance as a whole.
 //!
 //! NaNs are compared payloads aside, except a float sum's: which NaN a sum gives depends on
 //! the order it meets its NaN operands in, so a sum whose NaN bits differ taints what it
 //! reaches (a `bitcast_convert_type` of it).
 
-use remat_ir::{Array, Atom, BinaryOp, Eqn, Jaxpr, Primitive};
+use remat_ir::{Array, Atom, Eqn, Jaxpr, Primitive};
 
-use super::{abs, accumulates, alone, same, within_bound, within_sums};
+use super::{accumulates, alone, exact, same, within_bound};
 use crate::common::check_bits;
 
 /// Explains a disagreement of the whole program `jaxpr` on `args` (see the module's
@@ -113,44 +112,38 @@ fn locate_in(
             accumulates(&eqn.primitive) && eqn.invars.first().is_some_and(|a| jaxpr.atom_aval(a).dtype.is_float());
         let differs = got.iter().zip(&want).any(|(g, w)| !same(g, w) || (float_sum && raw_bits(g) != raw_bits(w)));
         let in_taint: Vec<bool> = eqn.invars.iter().map(|a| tainted(&taint, a)).collect();
-        let mut out_taint = vec![differs || in_taint.contains(&true); eqn.outvars.len()];
-        let inner = if differs && !eqn.primitive.subjaxprs().is_empty() {
-            inside(eqn, &operands(&env, eqn), &in_taint, &format!("{place}: "), differing)
-                .map_err(|inner| format!("{what} differs\n{inner}"))?
-        } else {
+        // What an equation with a body gives is located inside it, on the interpreter's
+        // values (also where it agrees alone: what inside it differs, or may, reaches
+        // the program's outputs).
+        let inner = if eqn.primitive.subjaxprs().is_empty() {
             Inside::Whole
+        } else {
+            inside(eqn, &operands(&env, eqn), &in_taint, &format!("{place}: "), differing)
+                .map_err(|inner| format!("{what}\n{inner}"))?
         };
-        match inner {
+        let out_taint = match inner {
             Inside::Whole => {
                 within_bound(jaxpr, eqn, &one, &ins, &got, &want, &what)?;
                 if differs {
                     differing.push(place);
                 }
+                // An equation that is not exact may give other bits in the program than
+                // alone (a sum compiled in another order there, into a transposed
+                // destination or fused with its producer): what it reaches may differ.
+                vec![differs || !exact(&one) || in_taint.contains(&true); eqn.outvars.len()]
             }
-            Inside::Located { taint: inner_taint, sums } => {
-                // A result that nothing differing inside reaches agrees bit for bit, or is a
-                // carried sum within its bound.
+            Inside::Located(inner_taint) => {
+                // A result that nothing inside may make differ agrees bit for bit.
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    out_taint[i] = inner_taint[i];
-                    if inner_taint[i] || same(g, w) {
-                        continue;
+                    if !inner_taint[i] && !same(g, w) {
+                        let what = format!("{what}, result {i}, which nothing that differs inside it reaches,");
+                        check_bits(&what, std::slice::from_ref(g), std::slice::from_ref(w))
+                            .map_err(|e| format!("{e}: its compilation differs"))?;
                     }
-                    let what = format!("{what}, result {i}, which nothing differing in its body reaches,");
-                    match &sums[i] {
-                        Some((s, n)) => {
-                            within_sums(&what, g, w, s, *n).map_err(|e| format!("{e}: its compilation differs"))?;
-                            differing
-                                .push(format!("{place} (result {i}, a sum carried over its trips, grouped otherwise)"));
-                        }
-                        None => {
-                            check_bits(&what, std::slice::from_ref(g), std::slice::from_ref(w))
-                                .map_err(|e| format!("{e}: its compilation differs"))?;
-                        }
-                    }
-                    out_taint[i] = true;
                 }
+                inner_taint
             }
-        }
+        };
         for ((&v, w), t) in eqn.outvars.iter().zip(want).zip(out_taint) {
             env[v.index()] = Some(w);
             taint[v.index()] = t;
@@ -182,10 +175,9 @@ enum Inside {
     /// It could not be located inside (a while with a batched predicate): the whole is held
     /// to its bound.
     Whole,
-    /// Every equation inside keeps its bound. Which results a differing equation inside
-    /// reaches; and for each result that is a scan carry summing a float accumulation over
-    /// the trips, the sum of the absolute values of all its terms and their number.
-    Located { taint: Vec<bool>, sums: Vec<Option<(Vec<f64>, usize)>> },
+    /// Every equation inside keeps its bound; which results something inside that differs,
+    /// or may differ in the program, reaches.
+    Located(Vec<bool>),
 }
 
 /// The outputs of `jaxpr` that `taint` marks.
@@ -205,15 +197,12 @@ fn inside(
     let eval =
         |j: &Jaxpr, args: &[Array]| remat_interp::eval_jaxpr(j, &[], args).map_err(|e| format!("{at}interpreter: {e}"));
     let n = eqn.outvars.len();
-    let located = |taint: Vec<bool>| Ok(Inside::Located { taint, sums: vec![None; n] });
+    let located = |taint: Vec<bool>| Ok(Inside::Located(taint));
     match &eqn.primitive {
         Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, .. } if jaxpr.consts.is_empty() => {
             let (body, nc, nk) = (&jaxpr.jaxpr, *num_consts, *num_carry);
             let (consts, rest) = operands.split_at(nc);
             let (init, xs) = rest.split_at(nk);
-            let terms: Vec<Option<Vec<usize>>> = (0..nk).map(|k| accumulated_term(body, nc, k)).collect();
-            let mut sums: Vec<Option<(Vec<f64>, usize)>> =
-                terms.iter().zip(init).map(|(t, c)| t.as_ref().map(|_| (abs(c).to_f64_vec(), 1))).collect();
             let mut carry = init.to_vec();
             let mut carry_taint = in_taint[nc..nc + nk].to_vec();
             let mut ys_taint = vec![false; n - nk];
@@ -223,28 +212,14 @@ fn inside(
                     xs.iter().map(|x| remat_ir::map_array!(x, a => a.index_axis(ndarray::Axis(0), t).to_owned()));
                 let args: Vec<Array> = consts.iter().cloned().chain(carry).chain(slices).collect();
                 let args_taint = [&in_taint[..nc], &carry_taint[..], &in_taint[nc + nk..]].concat();
-                let (env, taint) = locate_in(body, &args, &args_taint, &format!("{at}trip {t}: "), differing)?;
-                for (term, sum) in terms.iter().zip(sums.iter_mut()) {
-                    if let (Some(chain), Some((s, n))) = (term, sum) {
-                        // The sum on the absolute values of its operands, then its layout.
-                        let e = &body.eqns[chain[0]];
-                        let ins: Vec<Array> = self::operands(&env, e).iter().map(abs).collect();
-                        *n += ins.iter().map(Array::len).sum::<usize>();
-                        let mut terms = eval(&alone(body, e), &ins)?;
-                        for &j in &chain[1..] {
-                            terms = eval(&alone(body, &body.eqns[j]), &terms)?;
-                        }
-                        s.iter_mut().zip(terms[0].to_f64_vec()).for_each(|(s, t)| *s += t);
-                    }
-                }
+                let (_, taint) = locate_in(body, &args, &args_taint, &format!("{at}trip {t}: "), differing)?;
                 let outs = out_taint(body, &taint);
                 carry_taint = outs[..nk].to_vec();
                 ys_taint.iter_mut().zip(&outs[nk..]).for_each(|(y, &t)| *y |= t);
                 carry = eval(body, &args)?;
                 carry.truncate(nk);
             }
-            sums.resize(n, None);
-            Ok(Inside::Located { taint: [carry_taint, ys_taint].concat(), sums })
+            located([carry_taint, ys_taint].concat())
         }
         Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts }
             if cond_jaxpr.consts.is_empty()
@@ -306,55 +281,5 @@ fn inside(
             located(out_taint(jaxpr, &taint))
         }
         _ => Ok(Inside::Whole),
-    }
-}
-
-/// Which variables of `jaxpr` (by index) are computed from `v`.
-fn depends_on(jaxpr: &Jaxpr, v: remat_ir::Var) -> Vec<bool> {
-    let mut from = vec![false; jaxpr.vars.len()];
-    from[v.index()] = true;
-    for e in &jaxpr.eqns {
-        if e.invars.iter().any(|a| a.as_var().is_some_and(|x| from[x.index()])) {
-            e.outvars.iter().for_each(|o| from[o.index()] = true);
-        }
-    }
-    from
-}
-
-/// If carry `k` of the scan body `body` (with `nc` consts) is a float accumulation,
-/// `c' = c + x` (`add` or `add_any`, either order) with `x` the result of a float sum (a
-/// product, a `reduce_sum`, ...: [`accumulates`]) of operands not computed from the carry,
-/// or of a transpose or reshape of one (a weight gradient's layout), the positions of the
-/// equations from that sum to `x`.
-fn accumulated_term(body: &Jaxpr, nc: usize, k: usize) -> Option<Vec<usize>> {
-    let Atom::Var(out) = body.outvars.get(k)? else { return None };
-    let carry = *body.invars.get(nc + k)?;
-    let add = body.eqns.iter().find(|e| e.outvars.contains(out))?;
-    if !matches!(add.primitive, Primitive::Binary(BinaryOp::Add | BinaryOp::AddAny))
-        || !body.aval(carry).dtype.is_float()
-    {
-        return None;
-    }
-    let mut x = match (&add.invars[0], &add.invars[1]) {
-        (Atom::Var(a), Atom::Var(x)) if *a == carry => *x,
-        (Atom::Var(x), Atom::Var(b)) if *b == carry => *x,
-        _ => return None,
-    };
-    let mut chain = Vec::new();
-    loop {
-        let t = body.eqns.iter().position(|e| e.outvars.first() == Some(&x))?;
-        let e = &body.eqns[t];
-        chain.push(t);
-        match (&e.primitive, e.invars.as_slice()) {
-            (Primitive::Transpose { .. } | Primitive::Reshape { .. }, [Atom::Var(y)]) => x = *y,
-            (p, _) => {
-                let float_in = e.invars.first().is_some_and(|a| body.atom_aval(a).dtype.is_float());
-                // A term computed from the carry is a recurrence, not a sum to regroup.
-                let from_carry = depends_on(body, carry);
-                let independent = e.invars.iter().all(|a| a.as_var().is_none_or(|v| !from_carry[v.index()]));
-                chain.reverse();
-                return (accumulates(p) && float_in && independent).then_some(chain);
-            }
-        }
     }
 }
