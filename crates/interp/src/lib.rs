@@ -91,8 +91,11 @@ impl fmt::Display for Location<'_> {
     }
 }
 
-/// Evaluates `jaxpr` with `consts` bound to its constvars and `args` to its invars.
+/// Evaluates `jaxpr` with `consts` bound to its constvars and `args` to its invars, in XLA's
+/// float environment (subnormal operands read and results written as zeros,
+/// `remat_math::fenv`), as JAX on CPU computes.
 pub fn eval_jaxpr(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec<Array>, EvalError> {
+    let _env = remat_math::XlaFloatEnv::enter();
     let consts: Vec<&Array> = consts.iter().collect();
     let args: Vec<&Array> = args.iter().collect();
     eval_jaxpr_refs(jaxpr, &consts, &args)
@@ -204,6 +207,7 @@ pub fn produced_nan(jaxpr: &Jaxpr, eqn: &Eqn, operands: &[&Array], results: &[Ar
 
 /// Evaluates one equation: `prim` applied to `args`, whose results must have `out_avals`.
 pub fn eval_primitive(prim: &Primitive, args: &[Array], out_avals: &[Aval]) -> Result<Vec<Array>, EvalError> {
+    let _env = remat_math::XlaFloatEnv::enter();
     let args: Vec<&Array> = args.iter().collect();
     eval_primitive_refs(prim, &args, out_avals)
 }

@@ -11,9 +11,11 @@
 
 use remat_ir::{BinaryOp, UnaryOp};
 
+pub mod fenv;
 mod special;
 mod threefry;
 
+pub use fenv::XlaFloatEnv;
 pub use special::{digamma, erf_inv, polygamma};
 pub use threefry::{threefry2x32, threefry_bits, threefry_counter, threefry_seed};
 

@@ -767,6 +767,9 @@ impl NativeCode {
     /// The program runs on this thread; its split products and loops hand parts to the
     /// helper threads (`pool`).
     pub fn call(&self, arena: &mut [u8], table: &[usize]) {
+        // XLA's float environment while the program runs on this thread (its helpers have
+        // it always): subnormal operands and results are zeros, as in JAX on CPU.
+        let _env = remat_math::XlaFloatEnv::enter();
         clear_upper_vector_state();
         (self.entry)(arena.as_mut_ptr(), table.as_ptr());
     }
