@@ -1,5 +1,5 @@
-"""Concatenate the recorded cases into /tmp/ftz/cases.json and check that every float written
-round-trips to the recorded bits.   /work/venv/bin/python /tmp/ftz/make_cases.py"""
+"""Concatenate the recorded cases into cases.json and check that every float written
+round-trips to the recorded bits.   python make_cases.py"""
 import json
 import numpy as np
 from common import BF16, hexbits
@@ -14,8 +14,8 @@ def parse(a):
 
 
 cases = []
-for f in ["out_f32_cases.json", "out_f64_cases.json", "out_constfold_cases.json"]:
-    cases += json.load(open("/tmp/ftz/" + f))
+for f in ["out_f32_cases.json", "out_f64_cases.json", "out_constfold_cases.json", "out_functions_cases.json"]:
+    cases += json.load(open(f))
 names = [c["name"] for c in cases]
 assert len(names) == len(set(names))
 n = 0
@@ -29,8 +29,8 @@ for c in cases:
                 if got != want:
                     assert a["dtype"] in ("f32", "f64", "bf16", "f16") and np.isnan(v), (c["name"], key, got, want)
             n += x.size
-with open("/tmp/ftz/cases.json", "w") as f:   # a JSON list, one case per line
+with open("cases.json", "w") as f:   # a JSON list, one case per line
     f.write("[\n" + ",\n".join(json.dumps(c) for c in cases) + "\n]\n")
-assert json.load(open("/tmp/ftz/cases.json")) == json.loads(json.dumps(cases))
+assert json.load(open("cases.json")) == json.loads(json.dumps(cases))
 print(len(cases), "cases,", n, "values round-trip exactly")
 print(" ".join(names))

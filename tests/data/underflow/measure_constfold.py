@@ -1,7 +1,7 @@
 """Programs whose operands are all literals: XLA folds them at compile time, and the folded value
 follows IEEE (folded in MLIR with APFloat before HLO) or FTZ/DAZ (folded by HloConstantFolding, which
 runs on a compile thread of XLA's thread pool, where FTZ/DAZ are set), depending on the op.
-    /work/venv/bin/python /tmp/ftz/measure_constfold.py"""
+    python measure_constfold.py"""
 import numpy as np, jax, jax.numpy as jnp
 from jax import lax
 from common import Recorder, dump_json
@@ -20,8 +20,8 @@ with np.errstate(all="ignore"):
           lambda x: x + np.float32(np.exp(-100.0)), "exp folded to the IEEE subnormal, then added at run time: DAZ reads it as 0")
 for c in R.cases:
     c["compile_time_folded"] = True
-dump_json("/tmp/ftz/out_constfold_cases.json", R.cases)
-with open("/tmp/ftz/out_constfold.md", "w") as f:
+dump_json("out_constfold_cases.json", R.cases)
+with open("out_constfold.md", "w") as f:
     f.write(R.markdown() + "\n")
 R.print_rows()
 for c in R.cases:

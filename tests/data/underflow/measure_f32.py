@@ -1,6 +1,6 @@
 """Subnormal behaviour of JAX 0.10.2 jit on CPU: f32, bf16 and f16 programs.
 
-    /work/venv/bin/python /tmp/ftz/measure_f32.py      # writes /tmp/ftz/out_f32.json, out_f32.md
+    python measure_f32.py      # from this directory: writes out_f32_cases.json, out_f32.md
 Every argument is passed at run time (never a Python constant), so XLA cannot fold it.
 """
 import json
@@ -302,7 +302,7 @@ R.run("grad_mul", jax.grad(lambda x, y: jnp.sum(x * y)), [A(1e-40, 1.0), A(1.0, 
       lambda x, y: y.copy(), "grad of sum(x*y) wrt x is 1.0*y: the literal 1.0 multiply is simplified away under jit (y passes through), computed eagerly (DAZ)")
 
 out = {"rows": R.rows, "cases": R.cases}
-dump_json("/tmp/ftz/out_f32_cases.json", R.cases)
-with open("/tmp/ftz/out_f32.md", "w") as f:
+dump_json("out_f32_cases.json", R.cases)
+with open("out_f32.md", "w") as f:
     f.write(R.markdown() + "\n")
 R.print_rows()

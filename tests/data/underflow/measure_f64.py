@@ -1,5 +1,5 @@
 """Subnormal behaviour of JAX 0.10.2 jit on CPU for f64 (MXCSR FTZ/DAZ cover double-precision SSE/AVX too),
-and f64<->f32 conversions.     /work/venv/bin/python /tmp/ftz/measure_f64.py"""
+and f64<->f32 conversions.     python measure_f64.py"""
 import math
 import jax
 jax.config.update("jax_enable_x64", True)
@@ -44,7 +44,7 @@ with np.errstate(all="ignore"):
           "f64->bf16 / f64->f16")
     R.run("convert_f64_to_f32_sub_input", lambda x: x.astype(jnp.float32), [D(1e-310)], lambda x: x.astype(f32),
           "f64 subnormal -> f32 is 0 either way", record=False)
-dump_json("/tmp/ftz/out_f64_cases.json", R.cases)
-with open("/tmp/ftz/out_f64.md", "w") as f:
+dump_json("out_f64_cases.json", R.cases)
+with open("out_f64.md", "w") as f:
     f.write(R.markdown() + "\n")
 R.print_rows()
