@@ -48,8 +48,9 @@ The distributions (`--dists`, default all four, in this order):
 
 Columns: remat's `run` (fresh outputs, as JAX's call returns) best median, JAX's best
 median, their ratio, and the comparison of the outputs: the largest absolute difference,
-the largest difference relative to the output's largest JAX magnitude (per output, the
-worst output reported), the elements where one side is exactly 0 and the other subnormal
+the largest difference relative to the output's largest magnitude on either side (per
+output, the worst output reported: 1 where one side's output is all zeros and the other's
+is not), the elements where one side is exactly 0 and the other subnormal
 (a flush the other side did not do) or the other normal (a larger disagreement), the
 elements where exactly one side is not finite, and the share of JAX's output elements that
 are exactly 0.
@@ -225,11 +226,9 @@ def compare(remat, jax_outs):
         d = np.abs(r[fin] - j[fin])
         if d.size:
             abs_diff = max(abs_diff, float(d.max()))
-            scale = float(np.abs(j[fin]).max())
+            scale = max(float(np.abs(j[fin]).max()), float(np.abs(r[fin]).max()))
             if scale > 0:
                 rel_diff = max(rel_diff, float(d.max()) / scale)
-            elif d.max() > 0:
-                rel_diff = float("inf")
         for a, b in ((r, j), (j, r)):
             z = (a == 0) & np.isfinite(b) & (b != 0)
             sub = np.abs(b) < F32_MIN_NORMAL
