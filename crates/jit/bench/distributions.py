@@ -308,6 +308,7 @@ def main():
     ap.add_argument("--header", action="store_true", help="print the table's header first")
     ap.add_argument("--digest", action="store_true", help="print a digest of each distribution's arguments only")
     ap.add_argument("--scores", action="store_true", help="print the attention scores' shares only")
+    ap.add_argument("--per-output", action="store_true", help="after each row, compare each output on its own")
     o = ap.parse_args()
     dists = o.dists.split(",")
     for d in dists:
@@ -347,6 +348,12 @@ def main():
                       f"{fmt(cmp['max_abs'])} | {fmt(cmp['max_rel'])} | {cmp['zero_vs_subnormal']} | "
                       f"{cmp['zero_vs_normal']} | {cmp['nonfinite_mismatch']} | {cmp['jax_zero_pct']:.1f} |",
                       flush=True)
+                if o.per_output:
+                    for n, a, b in zip(["value"] + arg_names, ours, theirs):
+                        m = compare([a], [b])
+                        print(f"    {n} {list(b.shape)}: max |JAX| {fmt(float(np.abs(b).max()))}, max abs diff "
+                              f"{fmt(m['max_abs'])}, max rel diff {fmt(m['max_rel'])}, 0 vs subnormal "
+                              f"{m['zero_vs_subnormal']}, 0 vs normal {m['zero_vs_normal']}", flush=True)
 
 
 if __name__ == "__main__":
