@@ -4,6 +4,8 @@ compared to JAX's.
 
     python3 crates/jit/bench/distributions.py [--runs N] [--rounds R] [--dists D,...] NAME...
     python3 crates/jit/bench/distributions.py --digest NAME...   # the arguments' digests only
+    python3 crates/jit/bench/distributions.py --scores NAME...   # the attention scores' saturation
+    python3 crates/jit/bench/distributions.py --per-output NAME...  # also each output's agreement
 
 Run from the repository root (crates/jit/bench/distributions.sh builds remat, selects the
 programs and prints the machine first). For each program NAME the script runs its
@@ -36,15 +38,16 @@ The distributions (`--dists`, default all four, in this order):
   too, so they grow by 2.5^4 = 39: in the first block, where a row's scores spread over
   about 5 units in JAX's arguments, they spread over about 200, 62% (transformer_plain) and
   69% (gpt_plain) of the softmax's `exp` arguments fall below -87.3 (`exp`'s result is not
-  normal) and 15% between -103.9 and -87.3 (where it is subnormal, before FTZ) --
+  normal) and about 15% between -103.9 and -87.3 (where it is subnormal, before FTZ) --
   `--scores NAME` prints these shares. The CNN's logits grow by 2.5^4 too (three products
   and the input), so its softmax cross-entropy saturates; `tanh` saturates in the MLPs and
   the RNNs.
 - `tiny`: JAX's arguments times the largest power of ten from 1e-1 down to 1e-30 at which
   at least 1% more of JAX's output elements are exactly 0 than on JAX's arguments: the
   scale where the backward pass starts to underflow (XLA flushes what would be subnormal
-  to 0). It differs by program (a deep MLP underflows at 1e-2 or 1e-3, the residual
-  blocks much later); the table names it, as `tiny (1e-06)`.
+  to 0). It differs by program (in the check runs: 1e-1 for gelu_deep_plain's 32 layers,
+  1e-3 for mlp_small, 1e-4 for mlp_large_plain and the transformer and GPT blocks, 1e-9 for
+  scan_long_plain, 1e-12 for cnn_plain); the table names it, as `tiny (1e-04)`.
 
 Columns: remat's `run` (fresh outputs, as JAX's call returns) best median, JAX's best
 median, their ratio, and the comparison of the outputs: the largest absolute difference,
