@@ -333,9 +333,12 @@ impl Builder {
         self.bind1(Primitive::ConvertElementType { new_dtype: dtype, weak_type: false }, vec![x])
     }
 
-    /// `lax.full_like(x, value)`: a literal for a scalar, else a `broadcast_in_dim` of one.
+    /// `lax.full_like(x, value)`: a literal for a scalar, else a `broadcast_in_dim` of one
+    /// (an error for a dtype without literals: keys).
     pub fn full(&mut self, aval: &Aval, value: f64) -> Result<Atom, AdError> {
-        let l = lit(aval.dtype, value);
+        let value = LitValue::try_from_f64(aval.dtype, value)
+            .ok_or_else(|| AdError::Internal(format!("full: no literal {value} of dtype {}", aval.dtype)))?;
+        let l = Atom::Lit(Literal::new(value));
         if aval.rank() == 0 {
             return Ok(l);
         }
@@ -344,7 +347,16 @@ impl Builder {
 
     /// Zeros of a device aval, as a constant written inline (a transpose's zeros, a rule
     /// JAX traced to a jaxpr before running it, zeros JAX makes on the tangent side).
+    ///
+    /// Keys have no literal: their zero is the key of zero words, `random_wrap` of `u32`
+    /// zeros. It is what the vjp gives as the gradient of a key input (a dropout's or a
+    /// sampler's key beside the floats), where JAX gives a `float0` array; remat's
+    /// gradients of non-float inputs are zeros of their own dtype, as for integers.
     pub fn zeros(&mut self, aval: &Aval) -> Result<Atom, AdError> {
+        if aval.dtype == DType::Key {
+            let words = self.full(&Aval::new(DType::U32, [&aval.shape[..], &[2]].concat()), 0.0)?;
+            return self.bind1(Primitive::RandomWrap, vec![words]);
+        }
         self.full(&Aval::new(aval.dtype, aval.shape.clone()), 0.0)
     }
 

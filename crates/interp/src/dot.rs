@@ -145,6 +145,11 @@ fn to_3d<T: Elem>(a: &ArrayD<T>, order: &[usize], dims: (usize, usize, usize)) -
 
 fn matmul_float<T: Num + LinalgScalar>(lhs: Array3<T>, rhs: Array3<T>) -> Array3<T> {
     let ((b, m, k), n) = (lhs.dim(), rhs.dim().2);
+    if k == 1 {
+        // XLA rewrites a product of one term to a multiply: nothing adds it to +0.0, so a
+        // zero product keeps its sign (`[[1e-20]] @ [[-1e-20]]` is -0.0 under FTZ).
+        return Array3::from_shape_fn((b, m, n), |(bi, mi, ni)| Num::mul(lhs[[bi, mi, 0]], rhs[[bi, 0, ni]]));
+    }
     let mut out = Array3::from_elem((b, m, n), T::ZERO);
     if m == 0 || n == 0 || k == 0 {
         return out;

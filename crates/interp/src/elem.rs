@@ -7,12 +7,18 @@
 //! operation's result, as XLA does on CPU. Keys (`key<fry>`) are elements only for the
 //! structural rules (reshape, slice, select, ...); the shape rules keep them out of
 //! arithmetic and conversions.
+//!
+//! Floats compute in XLA's float environment (the evaluation runs under
+//! `remat_math::XlaFloatEnv`, so each arithmetic instruction flushes as XLA's does); what
+//! is not one instruction says so itself: `max`/`min`, conversions and the functions are
+//! `remat_math`'s, with DAZ and FTZ on bits.
 
 use std::fmt::Debug;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use ndarray::{ArrayD, IxDyn};
 use remat_ir::{bf16, f16, Array, DType, PrngKey};
+use remat_math::{elementary, flush, Flush};
 
 /// An element type of an [`Array`].
 pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
@@ -41,7 +47,15 @@ pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
         Self::from_f64(x as f64)
     }
 
-    /// XLA's `max`: NaN if either operand is NaN.
+    /// The value as an arithmetic instruction reads it in XLA's float environment: a
+    /// subnormal float as a zero of its sign (`remat_math::flush`); every other value, and
+    /// every integer, unchanged.
+    fn daz(self) -> Self {
+        self
+    }
+
+    /// XLA's `max`: NaN if either operand is NaN (floats override it with XLA's rule for
+    /// zeros and subnormals, `remat_math::maximum`).
     fn max_nan(self, other: Self) -> Self {
         if self.is_nan() || other.is_nan() {
             if self.is_nan() {
@@ -56,7 +70,7 @@ pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
         }
     }
 
-    /// XLA's `min`: NaN if either operand is NaN.
+    /// XLA's `min`: NaN if either operand is NaN (floats: `remat_math::minimum`).
     fn min_nan(self, other: Self) -> Self {
         if self.is_nan() || other.is_nan() {
             if self.is_nan() {
@@ -102,11 +116,15 @@ pub(crate) trait Float:
     fn tan(self) -> Self;
     fn tanh(self) -> Self;
     fn sqrt(self) -> Self;
+    fn rsqrt(self) -> Self;
+    fn sign(self) -> Self;
+    fn square(self) -> Self;
+    fn logistic(self) -> Self;
     fn powf(self, y: Self) -> Self;
 }
 
 macro_rules! float_impls {
-    ($t:ident, $variant:ident) => {
+    ($t:ident, $variant:ident, $to_f64:expr, $from_f64:expr) => {
         impl Elem for $t {
             const DTYPE: DType = DType::$variant;
             const LOWEST: $t = $t::NEG_INFINITY;
@@ -124,11 +142,22 @@ macro_rules! float_impls {
             fn is_nan(self) -> bool {
                 $t::is_nan(self)
             }
+            /// As `cvtss2sd` converts in XLA's float environment: a subnormal `f32` is 0.
             fn to_f64(self) -> f64 {
-                self as f64
+                $to_f64(self)
             }
+            /// As `cvtsd2ss` converts there: a subnormal `f32` result is 0.
             fn from_f64(x: f64) -> $t {
-                x as $t
+                $from_f64(x)
+            }
+            fn daz(self) -> $t {
+                Flush::daz(self)
+            }
+            fn max_nan(self, other: $t) -> $t {
+                remat_math::maximum(self, other)
+            }
+            fn min_nan(self, other: $t) -> $t {
+                remat_math::minimum(self, other)
             }
         }
 
@@ -149,46 +178,59 @@ macro_rules! float_impls {
             }
         }
 
+        /// The functions as XLA computes them where subnormals arise (`remat_math::elementary`).
         impl Float for $t {
             fn abs(self) -> $t {
                 $t::abs(self)
             }
             fn exp(self) -> $t {
-                $t::exp(self)
+                elementary::exp(self)
             }
             fn ln(self) -> $t {
-                $t::ln(self)
+                elementary::log(self)
             }
             fn ln_1p(self) -> $t {
-                $t::ln_1p(self)
+                elementary::log1p(self)
             }
             fn exp_m1(self) -> $t {
-                $t::exp_m1(self)
+                elementary::expm1(self)
             }
             fn sin(self) -> $t {
-                $t::sin(self)
+                elementary::sin(self)
             }
             fn cos(self) -> $t {
-                $t::cos(self)
+                elementary::cos(self)
             }
             fn tan(self) -> $t {
-                $t::tan(self)
+                elementary::tan(self)
             }
             fn tanh(self) -> $t {
-                $t::tanh(self)
+                elementary::tanh(self)
             }
             fn sqrt(self) -> $t {
-                $t::sqrt(self)
+                elementary::sqrt(self)
+            }
+            fn rsqrt(self) -> $t {
+                elementary::rsqrt(self)
+            }
+            fn sign(self) -> $t {
+                elementary::sign(self)
+            }
+            fn square(self) -> $t {
+                elementary::square(self)
+            }
+            fn logistic(self) -> $t {
+                elementary::logistic(self)
             }
             fn powf(self, y: $t) -> $t {
-                $t::powf(self, y)
+                elementary::pow(self, y)
             }
         }
     };
 }
 
-float_impls!(f32, F32);
-float_impls!(f64, F64);
+float_impls!(f32, F32, flush::f32_to_f64, flush::f64_to_f32);
+float_impls!(f64, F64, |x| x, |x| x);
 
 /// The 16-bit floats: every operation computes in `f32` (the `f32` rule, so results agree
 /// with the `f32` interpreter before rounding) and rounds once to the storage width.
@@ -211,14 +253,25 @@ macro_rules! narrow_float_impls {
             fn is_nan(self) -> bool {
                 $t::is_nan(self)
             }
+            /// By way of `f32`, whose subnormals (`bf16`'s) are 0 in `f64`.
             fn to_f64(self) -> f64 {
-                $t::to_f64(self)
+                flush::f32_to_f64(Narrow::to_f32(self))
             }
-            /// By way of `f32` (`x as f32`, then to nearest even once more), as XLA
+            /// By way of `f32` (`x as f32` under FTZ, then to nearest even once more), as XLA
             /// converts `f64` to `bf16`; `half`'s own `from_f64` rounds from only the top 32
             /// bits of the `f64`, and an `f32` through it would lose its last 3 bits.
             fn from_f64(x: f64) -> $t {
-                $t::from_f32(x as f32)
+                Narrow::from_f32(flush::f64_to_f32(x))
+            }
+            /// Computed in `f32`, where a `bf16` subnormal is one too and an `f16` one is not.
+            fn daz(self) -> $t {
+                Narrow::from_f32(Flush::daz(Narrow::to_f32(self)))
+            }
+            fn max_nan(self, other: $t) -> $t {
+                Narrow::from_f32(remat_math::maximum(Narrow::to_f32(self), Narrow::to_f32(other)))
+            }
+            fn min_nan(self, other: $t) -> $t {
+                Narrow::from_f32(remat_math::minimum(Narrow::to_f32(self), Narrow::to_f32(other)))
             }
         }
 
@@ -239,7 +292,7 @@ macro_rules! narrow_float_impls {
             }
         }
 
-        narrow_float_impls!(@float $t; abs exp ln ln_1p exp_m1 sin cos tan tanh sqrt);
+        narrow_float_impls!(@float $t; abs exp ln ln_1p exp_m1 sin cos tan tanh sqrt rsqrt sign square logistic);
     };
     (@float $t:ident; $($f:ident)*) => {
         impl Float for $t {
@@ -247,7 +300,7 @@ macro_rules! narrow_float_impls {
                 $t::from_f32(Float::$f(self.to_f32()))
             })*
             fn powf(self, y: $t) -> $t {
-                $t::from_f32(self.to_f32().powf(y.to_f32()))
+                $t::from_f32(Float::powf(self.to_f32(), y.to_f32()))
             }
         }
     };
@@ -259,12 +312,13 @@ pub(crate) trait Narrow: Elem {
     fn from_f32(x: f32) -> Self;
 }
 
+/// XLA's integer conversions, which keep subnormals (`remat_math::flush`).
 impl Narrow for bf16 {
     fn to_f32(self) -> f32 {
-        bf16::to_f32(self)
+        flush::bf16_bits_to_f32(self.to_bits())
     }
     fn from_f32(x: f32) -> bf16 {
-        bf16::from_f32(x)
+        bf16::from_bits(flush::f32_to_bf16_bits(x))
     }
 }
 

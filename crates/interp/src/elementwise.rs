@@ -9,10 +9,10 @@
 //! numbers, transcendentals on floats, `max`/`min`/comparisons also on `bool`.
 
 use ndarray::{ArrayD, IxDyn, Zip};
-use remat_ir::{Array, BinaryOp, CompareOp, DType, RoundingMethod, UnaryOp};
+use remat_ir::{Array, Aval, BinaryOp, CompareOp, DType, Identity, RoundingMethod, UnaryOp};
 
 use crate::bits::{int_bit_op, Int};
-use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Float, Narrow, Num};
+use crate::elem::{any_dtype, map_array, num_dtype, operands, typed, Elem, Float, Narrow, Num};
 
 pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
@@ -58,15 +58,7 @@ fn narrow_zip<T: Narrow>(
 fn float_unary<T: Float>(op: UnaryOp) -> Option<fn(T) -> T> {
     Some(match op {
         UnaryOp::Neg => |x| -x,
-        UnaryOp::Sign => |x| {
-            if x > T::ZERO {
-                T::ONE
-            } else if x < T::ZERO {
-                -T::ONE
-            } else {
-                x // ±0 and NaN are their own sign
-            }
-        },
+        UnaryOp::Sign => T::sign,
         UnaryOp::Abs => T::abs,
         UnaryOp::Exp => T::exp,
         UnaryOp::Log => T::ln,
@@ -76,10 +68,10 @@ fn float_unary<T: Float>(op: UnaryOp) -> Option<fn(T) -> T> {
         UnaryOp::Cos => T::cos,
         UnaryOp::Tan => T::tan,
         UnaryOp::Tanh => T::tanh,
-        UnaryOp::Logistic => |x| T::ONE / (T::ONE + (-x).exp()),
+        UnaryOp::Logistic => T::logistic,
         UnaryOp::Sqrt => T::sqrt,
-        UnaryOp::Rsqrt => |x| T::ONE / x.sqrt(),
-        UnaryOp::Square => |x| x * x,
+        UnaryOp::Rsqrt => T::rsqrt,
+        UnaryOp::Square => T::square,
         UnaryOp::StopGradient | UnaryOp::Copy => |x| x,
         UnaryOp::Not | UnaryOp::IsFinite => return None,
         // The special functions: one definition shared with the JIT (`remat-math`).
@@ -245,10 +237,14 @@ pub(crate) fn compare(op: CompareOp, args: &[&Array]) -> Result<Array, String> {
         return Err(format!("operands have different dtypes: {} and {}", x.aval(), y.aval()));
     }
     let shape = broadcast_shapes(x, y)?;
-    any_dtype!(x.dtype(), T => Ok(Array::Bool(zip_with(typed::<T>(x)?, typed::<T>(y)?, &shape, comparison::<T>(op))?)))
+    any_dtype!(x.dtype(), T => {
+        let f = comparison::<T>(op);
+        Ok(Array::Bool(zip_with(typed::<T>(x)?, typed::<T>(y)?, &shape, |x, y| f(x.daz(), y.daz()))?))
+    })
 }
 
-/// IEEE comparisons: every comparison with NaN is false except `ne`.
+/// IEEE comparisons: every comparison with NaN is false except `ne`. (A compare reads
+/// subnormal operands as zeros: callers DAZ them, `Elem::daz`.)
 pub(crate) fn comparison<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
     match op {
         CompareOp::Eq => |x, y| x == y,
@@ -299,6 +295,25 @@ fn zip_with<A: Copy, B: Copy, C>(
 
 fn broadcast_to<'a, T>(a: &'a ArrayD<T>, shape: &[usize]) -> Result<ndarray::ArrayViewD<'a, T>, String> {
     a.broadcast(IxDyn(shape)).ok_or_else(|| format!("cannot broadcast shape {:?} to {shape:?}", a.shape()))
+}
+
+/// An equation XLA's algebraic simplifier deletes under `jit` (`remat_ir::identities`):
+/// the operand's bits (or their sign flipped), broadcast or reshaped to the output's shape,
+/// without computing anything that could flush a subnormal.
+pub(crate) fn identity(identity: Identity, args: &[&Array], out: &Aval) -> Result<Array, String> {
+    let (k, negated) = match identity {
+        Identity::Operand(k) => (k, false),
+        Identity::Negated(k) => (k, true),
+    };
+    let x = *args.get(k).ok_or_else(|| format!("expected an operand {k}, got {}", args.len()))?;
+    let x = if negated { unary(UnaryOp::Neg, &[x])? } else { x.clone() };
+    if x.shape() == out.shape.as_slice() {
+        Ok(x)
+    } else if x.len() == out.size() {
+        crate::structural::reshape(&out.shape, &[&x])
+    } else {
+        Ok(map_array!(&x, a => broadcast_to(a, &out.shape)?.to_owned()))
+    }
 }
 
 /// `x ** y` by repeated squaring, multiplying in the same order as JAX's `_integer_pow`;
@@ -396,17 +411,44 @@ pub(crate) fn clamp(args: &[&Array]) -> Result<Array, String> {
 /// are `x != 0`; `bool` to numbers is 0 or 1; integers to integers wrap to the new width
 /// (two's complement, as XLA's convert); floats to floats round to nearest even. (Rust's
 /// `as` does exactly this; integers pass through `i128` and floats through `f64`, both
-/// exactly.)
+/// exactly, except that `f64` reads a subnormal `f32` as 0 and an `f32` result that would
+/// be subnormal is 0, as `cvtss2sd` and `cvtsd2ss` do in XLA's float environment.)
 pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
     if x.dtype() == DType::Key || new_dtype == DType::Key {
         return Err(format!("keys cannot be converted, found {} to {}", x.aval(), new_dtype.numpy_name()));
     }
+    // Between f32 and the 16-bit floats XLA converts without arithmetic (integer rounding
+    // of the bits, a shift, F16C), so subnormals survive; through f64 they would not.
+    let narrow_or_f32 = |d: DType| matches!(d, DType::F32 | DType::BF16 | DType::F16);
+    if narrow_or_f32(x.dtype()) && narrow_or_f32(new_dtype) {
+        let wide = match x {
+            Array::F32(a) => a.clone(),
+            Array::BF16(a) => a.mapv(Narrow::to_f32),
+            Array::F16(a) => a.mapv(Narrow::to_f32),
+            other => return Err(format!("expected a float operand, got {}", other.aval())),
+        };
+        return Ok(match new_dtype {
+            DType::BF16 => Array::BF16(wide.mapv(Narrow::from_f32)),
+            DType::F16 => Array::F16(wide.mapv(Narrow::from_f32)),
+            DType::F32
+            | DType::F64
+            | DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U32
+            | DType::Bool
+            | DType::Key => Array::F32(wide),
+        });
+    }
     any_dtype!(x.dtype(), S => {
         let xs = typed::<S>(x)?;
+        // `Elem`'s conversions, not `half`'s inherent ones of the same names.
         any_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| match v.to_i128() {
-            Some(i) => D::from_i128(i),
-            None => D::from_f64(v.to_f64()),
+            Some(i) => <D as Elem>::from_i128(i),
+            None => <D as Elem>::from_f64(<S as Elem>::to_f64(v)),
         }))))
     })
 }
@@ -532,7 +574,7 @@ mod tests {
 
     #[test]
     fn broadcasting_accepts_scalars_and_unit_axes_only() {
-        let a = |shape: &[usize]| Array::zeros(&remat_ir::Aval::new(DType::F32, shape.to_vec()));
+        let a = |shape: &[usize]| Array::zeros(&Aval::new(DType::F32, shape.to_vec()));
         assert_eq!(broadcast_shapes(&a(&[2, 3]), &a(&[])), Ok(vec![2, 3]));
         assert_eq!(broadcast_shapes(&a(&[1, 3]), &a(&[2, 1])), Ok(vec![2, 3]));
         assert!(broadcast_shapes(&a(&[3]), &a(&[2, 3])).is_err());

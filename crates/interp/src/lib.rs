@@ -91,8 +91,11 @@ impl fmt::Display for Location<'_> {
     }
 }
 
-/// Evaluates `jaxpr` with `consts` bound to its constvars and `args` to its invars.
+/// Evaluates `jaxpr` with `consts` bound to its constvars and `args` to its invars, in XLA's
+/// float environment (subnormal operands read and results written as zeros,
+/// `remat_math::fenv`), as JAX on CPU computes.
 pub fn eval_jaxpr(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec<Array>, EvalError> {
+    let _env = remat_math::XlaFloatEnv::enter();
     let consts: Vec<&Array> = consts.iter().collect();
     let args: Vec<&Array> = args.iter().collect();
     eval_jaxpr_refs(jaxpr, &consts, &args)
@@ -204,6 +207,7 @@ pub fn produced_nan(jaxpr: &Jaxpr, eqn: &Eqn, operands: &[&Array], results: &[Ar
 
 /// Evaluates one equation: `prim` applied to `args`, whose results must have `out_avals`.
 pub fn eval_primitive(prim: &Primitive, args: &[Array], out_avals: &[Aval]) -> Result<Vec<Array>, EvalError> {
+    let _env = remat_math::XlaFloatEnv::enter();
     let args: Vec<&Array> = args.iter().collect();
     eval_primitive_refs(prim, &args, out_avals)
 }
@@ -217,6 +221,7 @@ pub(crate) fn eval_jaxpr_refs(jaxpr: &Jaxpr, consts: &[&Array], args: &[&Array])
         env[v.index()] = Some(Cow::Borrowed(value));
     }
     let last_use = last_uses(jaxpr);
+    let identities = remat_ir::identities(jaxpr);
 
     for (index, eqn) in jaxpr.eqns.iter().enumerate() {
         let in_equation = |error: EvalError| EvalError::Equation {
@@ -239,7 +244,14 @@ pub(crate) fn eval_jaxpr_refs(jaxpr: &Jaxpr, consts: &[&Array], args: &[&Array])
                 .collect::<Result<Vec<Cow<Array>>, EvalError>>()
                 .map_err(in_equation)?;
             let operands: Vec<&Array> = operands.iter().map(|c| c.as_ref()).collect();
-            let results = eval_primitive_refs(&eqn.primitive, &operands, &out_avals).map_err(in_equation)?;
+            let results = match identities[index] {
+                // XLA deletes the equation: the operand's bits, never computed.
+                Some(identity) => elementwise::identity(identity, &operands, &out_avals[0])
+                    .map(|a| vec![a])
+                    .map_err(|message| EvalError::Invalid { primitive: eqn.primitive.name(), message })
+                    .map_err(in_equation)?,
+                None => eval_primitive_refs(&eqn.primitive, &operands, &out_avals).map_err(in_equation)?,
+            };
             if CHECKING_NANS.with(Cell::get) {
                 if let Some(error) = produced_nan(jaxpr, eqn, &operands, &results, CHECKING_INFS.with(Cell::get)) {
                     return Err(in_equation(error));

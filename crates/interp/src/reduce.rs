@@ -77,7 +77,7 @@ fn first_max<T: Elem>(lane: ArrayView1<T>) -> usize {
     let mut best = 0;
     for (i, &v) in lane.iter().enumerate() {
         let b = lane[best];
-        if !b.is_nan() && (v.is_nan() || v > b) {
+        if !b.is_nan() && (v.is_nan() || v.daz() > b.daz()) {
             best = i;
         }
     }

@@ -3,8 +3,9 @@
 //!
 //! Order is JAX's total order: NaN sorts after everything (NaNs are equal to each other),
 //! `-0.0` equals `0.0`. `sort` is always stable (a valid result when `is_stable=False` too);
-//! `top_k` breaks ties by the lower index. Cumulative reductions accumulate sequentially
-//! in the dtype's own precision.
+//! `top_k` breaks ties by the lower index; subnormals compare as zeros (XLA's float
+//! environment). Cumulative reductions accumulate sequentially in the dtype's own
+//! precision, from the operation's identity.
 
 use std::cmp::Ordering;
 
@@ -20,7 +21,8 @@ fn total_cmp<T: Elem>(a: T, b: T) -> Ordering {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,
         (false, true) => Ordering::Less,
-        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+        // JAX's comparator reads subnormals as zeros, as every compare does under DAZ.
+        (false, false) => a.daz().partial_cmp(&b.daz()).unwrap_or(Ordering::Equal),
     }
 }
 
@@ -109,7 +111,7 @@ fn first_min<T: Elem>(lane: ndarray::ArrayView1<T>) -> usize {
     let mut best = 0;
     for (i, &v) in lane.iter().enumerate() {
         let b = lane[best];
-        if !b.is_nan() && (v.is_nan() || v < b) {
+        if !b.is_nan() && (v.is_nan() || v.daz() < b.daz()) {
             best = i;
         }
     }
@@ -128,13 +130,18 @@ fn logaddexp<T: Float>(x: T, y: T) -> T {
     }
 }
 
-fn accumulate<T: Copy>(a: &ArrayD<T>, axis: usize, reverse: bool, f: fn(T, T) -> T) -> ArrayD<T> {
+/// Each element, the first too, combined with the running value starting from `identity`,
+/// as XLA's windowed reduction computes a cumulative one (the first element is read as an
+/// arithmetic instruction reads it: `cumsum` of `[-0.0]` or of a subnormal is `+0.0`).
+fn accumulate<T: Copy>(a: &ArrayD<T>, axis: usize, reverse: bool, identity: T, f: fn(T, T) -> T) -> ArrayD<T> {
     let mut out = a.clone();
     for mut lane in out.lanes_mut(Axis(axis)) {
         let n = lane.len();
-        for s in 1..n {
-            let (prev, cur) = if reverse { (n - s, n - s - 1) } else { (s - 1, s) };
-            lane[cur] = f(lane[prev], lane[cur]);
+        let mut acc = identity;
+        for s in 0..n {
+            let cur = if reverse { n - 1 - s } else { s };
+            acc = f(acc, lane[cur]);
+            lane[cur] = acc;
         }
     }
     out
@@ -146,16 +153,16 @@ pub(crate) fn cumulative(op: CumulativeOp, axis: usize, reverse: bool, args: &[&
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
     match op {
         CumulativeOp::Sum => num_dtype!(x.dtype(), T =>
-            Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, <T as Num>::add))), bool => Err(undefined())),
+            Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::ZERO, <T as Num>::add))), bool => Err(undefined())),
         CumulativeOp::Prod => num_dtype!(x.dtype(), T =>
-            Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, <T as Num>::mul))), bool => Err(undefined())),
+            Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::ONE, <T as Num>::mul))), bool => Err(undefined())),
         CumulativeOp::Max => {
-            any_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::max_nan))))
+            any_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::LOWEST, T::max_nan))))
         }
         CumulativeOp::Min => {
-            any_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::min_nan))))
+            any_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::HIGHEST, T::min_nan))))
         }
         CumulativeOp::LogSumExp => float_dtype!(x.dtype(), T =>
-            Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, logaddexp))), other => Err(undefined())),
+            Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::LOWEST, logaddexp))), other => Err(undefined())),
     }
 }

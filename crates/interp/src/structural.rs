@@ -307,6 +307,6 @@ pub(crate) fn iota(dtype: DType, shape: &[usize], dimension: usize, args: &[&Arr
         return Err(format!("dimension {dimension} is out of range for shape {}", fmt_shape(shape)));
     }
     checked_size(shape)?;
-    num_dtype!(dtype, T => Ok(T::wrap(ArrayD::from_shape_fn(IxDyn(shape), |ix| T::from_f64(ix[dimension] as f64)))),
+    num_dtype!(dtype, T => Ok(T::wrap(ArrayD::from_shape_fn(IxDyn(shape), |ix| <T as Elem>::from_f64(ix[dimension] as f64)))),
         bool => Err("iota is not defined on bool".to_string()))
 }

@@ -5,6 +5,7 @@
 //! form, the shape rules and the verifier.
 
 pub mod array;
+pub mod identity;
 pub mod jaxpr;
 pub mod param;
 pub mod parse;
@@ -18,6 +19,7 @@ pub mod verify;
 
 pub use array::{Array, PrngKey};
 pub use half::{bf16, f16};
+pub use identity::{identities, Identity};
 pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitOrigin, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};

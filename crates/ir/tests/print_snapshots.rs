@@ -212,9 +212,10 @@ fn the_closing_brace_counts_toward_the_line_width() {
         let mut j = Jaxpr::default();
         let x = j.new_var(f32s(shape));
         j.invars.push(x);
-        let out = match &prim {
-            Primitive::Transpose { permutation } => f32s(&permutation.iter().map(|&p| shape[p]).collect::<Vec<_>>()),
-            _ => f32s(shape),
+        let out = if let Primitive::Transpose { permutation } = &prim {
+            f32s(&permutation.iter().map(|&p| shape[p]).collect::<Vec<_>>())
+        } else {
+            f32s(shape)
         };
         let y = push(&mut j, prim, vec![x.into()], out);
         j.outvars.push(y.into());

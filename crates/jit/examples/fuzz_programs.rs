@@ -14,7 +14,9 @@
 //! `--seed` fixes the run's sequence of programs (by default it is drawn from the clock and
 //! printed); `--only PRIMITIVE` checks only the programs that use that primitive (by its
 //! JAX name); `--program SEED` checks one program and prints it; `--trace` prints each
-//! program's seed before it runs, which names the culprit if the process aborts.
+//! program's seed before it runs, which names the culprit if the process aborts;
+//! `--file PROGRAM.jaxpr` checks a program written as text (arguments drawn from `--seed`,
+//! 0 by default), which is how a finding is cut down to its regression test.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -30,10 +32,11 @@ struct Args {
     program: Option<u64>,
     only: Option<String>,
     trace: bool,
+    file: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { seconds: 10.0, seed: None, program: None, only: None, trace: false };
+    let mut args = Args { seconds: 10.0, seed: None, program: None, only: None, trace: false, file: None };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
@@ -43,6 +46,7 @@ fn parse_args() -> Result<Args, String> {
             "--program" => args.program = Some(value("--program")?.parse().map_err(|e| format!("--program: {e}"))?),
             "--only" => args.only = Some(value("--only")?),
             "--trace" => args.trace = true,
+            "--file" => args.file = Some(value("--file")?),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -67,9 +71,35 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(seed) = args.program {
-        println!("{}", remat_ir::pp_jaxpr(&generator::program(seed)));
-        return match generator::check(seed) {
+    let one = match (&args.file, args.program) {
+        (Some(path), _) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("fuzz_programs: {path}: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match remat_ir::parse_jaxpr(&text, path) {
+                Ok(j) => Some((j, args.seed.unwrap_or(0))),
+                Err(e) => {
+                    eprintln!("fuzz_programs: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        (None, Some(seed)) => {
+            let (jaxpr, differentiated) = generator::made(seed);
+            if differentiated {
+                println!("seed {seed}: a value-and-grad program, made by remat-ad");
+            }
+            Some((jaxpr, seed))
+        }
+        (None, None) => None,
+    };
+    if let Some((jaxpr, seed)) = one {
+        println!("{}", remat_ir::pp_jaxpr(&jaxpr));
+        return match generator::check_jaxpr(&jaxpr, seed) {
             Ok(generator::Verdict::Agrees) => {
                 println!("seed {seed}: the JIT agrees with the interpreter");
                 ExitCode::SUCCESS

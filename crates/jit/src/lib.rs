@@ -257,6 +257,8 @@ fn checked_front(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<(
 
 /// Compiles `jaxpr` with `consts` bound to its constvars, under `options`.
 pub fn compile_with_options(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<Compiled, JitError> {
+    // What the lowering computes of constants, it computes as the program would.
+    let _env = remat_math::XlaFloatEnv::enter();
     let (scope, Front { prog, consts, layout, .. }) = checked_front(jaxpr, consts, options)?;
     if std::env::var_os("REMAT_JIT_STEPS").is_some() {
         // Debugging aid: the lowered steps (what each kernel computes) on stderr.

@@ -8,9 +8,11 @@
 //! memory; the layout is a greedy first fit in order of first use. An elementwise kernel may
 //! write its result in place over an operand that dies at that kernel, when it reads that
 //! operand only at the element it writes (same view): each element is read before it is
-//! overwritten. Inside a loop, a kernel that fills slot `[counter]` of a stack from the same
-//! slot of a stack that only it reads, and that nothing reads after the loop, fills it in
-//! place too: the stack the loop builds is the one it consumes.
+//! overwritten. In a loop, the operand must be one of the iteration's own: one from before
+//! the loop is read again by the next iteration. Inside a loop, a kernel that fills slot
+//! `[counter]` of a stack from the same slot of a stack that only it reads, and that nothing
+//! reads after the loop, fills it in place too: the stack the loop builds is the one it
+//! consumes.
 //!
 //! An output's memory is free until the program first writes the output, so a device buffer
 //! that dies before then may live inside it, as XLA's buffer assignment does: a gradient
@@ -149,7 +151,7 @@ pub(crate) fn lifetimes(prog: &Program) -> (Lifetimes, Vec<InPlace>) {
     }
     // A buffer used inside a loop and outside it must survive every iteration.
     for _ in 0..2 {
-        for &(s, e) in &loops {
+        for &(s, e, _) in &loops {
             for b in 0..n {
                 if first[b] == usize::MAX {
                     continue;
@@ -160,6 +162,17 @@ pub(crate) fn lifetimes(prog: &Program) -> (Lifetimes, Vec<InPlace>) {
                     first[b] = first[b].min(s);
                     last[b] = last[b].max(e);
                 }
+            }
+        }
+    }
+    // A kernel in a loop (or a while) writes over an operand only if the operand lives and
+    // dies within one iteration. One from before the loop is read again by the next
+    // iteration: its lifetime, stretched over the loop, ends at the loop's last step, which
+    // may be this very kernel, as if the operand died there.
+    for c in candidates.iter_mut().filter(|c| c.at.is_none()) {
+        for &(s, e, iterates) in &loops {
+            if iterates && (s..=e).contains(&c.start) {
+                c.ops.retain(|a| first[a.0 as usize] >= s);
             }
         }
     }
@@ -351,13 +364,14 @@ pub(crate) struct InPlace {
     at: Option<usize>,
 }
 
-/// Numbers the steps, recording each buffer's first and last reference and each loop's range.
+/// Numbers the steps, recording each buffer's first and last reference and each loop's range
+/// (whether it iterates: a loop or a while, not a switch's branches).
 fn number(
     steps: &[Step],
     pos: &mut usize,
     first: &mut [usize],
     last: &mut [usize],
-    loops: &mut Vec<(usize, usize)>,
+    loops: &mut Vec<(usize, usize, bool)>,
     in_place: &mut Vec<InPlace>,
 ) {
     for step in steps {
@@ -374,7 +388,7 @@ fn number(
                 number(body, pos, first, last, loops, in_place);
                 let e = (*pos).max(s + 1) - 1;
                 touch(*counter, e, first, last);
-                loops.push((s, e));
+                loops.push((s, e, true));
                 slot_candidates(body, *counter, *length, s, e, in_place);
             }
             // Only one branch runs, but a branch is numbered like a loop body: what the
@@ -387,7 +401,7 @@ fn number(
                 }
                 let e = (*pos).max(s + 1) - 1;
                 touch(*index, e, first, last);
-                loops.push((s, e));
+                loops.push((s, e, false));
             }
             Step::While { cond, pred, body } => {
                 let s = *pos;
@@ -397,7 +411,7 @@ fn number(
                 let e = (*pos).max(s + 1) - 1;
                 touch(*pred, s, first, last);
                 touch(*pred, e, first, last);
-                loops.push((s, e));
+                loops.push((s, e, true));
             }
             Step::Kernel { .. }
             | Step::Reduce { .. }
@@ -538,6 +552,23 @@ mod tests {
         let offs: Vec<(Home, usize)> =
             [outer, counter, inner].iter().map(|b| l.places[b.0 as usize].unwrap()).collect();
         assert!(offs[0] != offs[2] && offs[1] != offs[2] && offs[0] != offs[1]);
+    }
+
+    /// A kernel in a loop that reads an operand from before the loop at the element it
+    /// writes: the operand's life, stretched over the loop, ends at the loop's last step,
+    /// which is this kernel, but the next iteration reads the operand again, so the kernel
+    /// does not write over it (the program fuzzer's seed 12845461857522408367).
+    #[test]
+    fn a_kernel_in_a_loop_keeps_off_an_operand_from_before_the_loop() {
+        let mut p = Program::default();
+        let outer = arena(&mut p, 16, 4);
+        let counter = arena(&mut p, 4, 4);
+        let inner = arena(&mut p, 16, 4);
+        let body = vec![kernel(inner, Some(outer))];
+        p.steps = vec![kernel(outer, None), Step::Loop { length: 3, reverse: false, counter, body }];
+        let l = plan(&p);
+        assert_eq!(l.written_over[inner.0 as usize], None);
+        assert_ne!(l.places[outer.0 as usize], l.places[inner.0 as usize]);
     }
 
     fn arena(p: &mut Program, bytes: usize, align: usize) -> BufId {

@@ -6,11 +6,11 @@
 //! One test per conversion pair (every pair of the 11 value dtypes); one per dtype for its
 //! elementwise arithmetic (every unary, binary and comparison the shape rules accept, on all
 //! pairs of its special values); reductions, `argmax`, `dot_general` (narrow, mixed and
-//! integer) and the structural moves of keys.
+//! integer) and the structural moves of keys; `max`/`min`/`clamp` with literal operands.
 
 use remat_ir::{
-    bf16, f16, shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, Primitive,
-    PrngKey, ReduceOp, SourceInfo, UnaryOp,
+    bf16, f16, shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitValue,
+    Literal, Primitive, PrngKey, ReduceOp, SourceInfo, UnaryOp,
 };
 
 /// The value dtypes (everything but keys).
@@ -284,6 +284,43 @@ fn elementwise_arithmetic_of_every_dtype_agrees_bit_for_bit() {
     }
     assert!(checked > 150, "only {checked} programs checked");
     assert!(errors.is_empty(), "{} programs differ:\n{}", errors.len(), errors.join("\n"))
+}
+
+/// `max` and `min` with a literal operand on either side (the JIT's shortcut for literals
+/// that win ties of zeros: relu's `max(x, 0.0)`, a clamp's lower bound) and `clamp` with
+/// literal bounds, for every float dtype and every special value as the literal (zeros of
+/// both signs, subnormals, infinities, NaN): the interpreter's bits (XLA's `max`/`min`:
+/// `-0 < +0`, subnormals as zeros, NaN first).
+#[test]
+fn max_and_min_with_a_literal_agree_bit_for_bit() {
+    let mut errors = Vec::new();
+    for d in [DType::F32, DType::F64, DType::BF16, DType::F16] {
+        let x = specials(d);
+        for c in specials_f64() {
+            let lit = |v: f64| Atom::Lit(Literal::new(LitValue::from_f64(d, v)));
+            let mut j = Jaxpr::default();
+            let a = j.new_var(x.aval());
+            j.invars.push(a);
+            let (a, k) = (Atom::from(a), lit(c));
+            let programs = [
+                (Primitive::Binary(BinaryOp::Max), vec![a, k]),
+                (Primitive::Binary(BinaryOp::Max), vec![k, a]),
+                (Primitive::Binary(BinaryOp::Min), vec![a, k]),
+                (Primitive::Binary(BinaryOp::Min), vec![k, a]),
+                (Primitive::Clamp, vec![k, a, lit(1.0)]),
+                (Primitive::Clamp, vec![lit(-0.0), a, k]),
+            ];
+            for (prim, ins) in programs {
+                let out = j.new_var(x.aval());
+                j.outvars.push(out.into());
+                j.eqns.push(Eqn::new(prim, ins, vec![out], SourceInfo::unknown()));
+            }
+            if let Err(e) = same(&format!("max/min {d} with {c:e}"), &j, std::slice::from_ref(&x)) {
+                errors.push(e);
+            }
+        }
+    }
+    assert!(errors.is_empty(), "{} programs differ:\n{}", errors.len(), errors.join("\n"));
 }
 
 #[test]

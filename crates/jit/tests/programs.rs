@@ -10,7 +10,17 @@
 //! `fori_loop_value_and_grad.jaxpr` (issue 40: JAX's `value_and_grad` of a `fori_loop`
 //! summing `x[i]`): an index computed in a scan body (`clamp`, `select_n`) that feeds a
 //! `dynamic_slice` and is also a stacked output, which the loop once wrote straight into
-//! its stack while the slice still read the old scalar buffer. Each
+//! its stack while the slice still read the old scalar buffer. `zero_trip_scan_of_keys.jaxpr`
+//! (found by the program fuzzer, issue 40): a scan of length 0 whose stacked outputs are
+//! keys. `carry_at_a_carried_offset.jaxpr` (the fuzzer, issue 40): a new carry sliced from
+//! an xs slice at an offset that is another carry, updated in the same trip (`i + 1`),
+//! which the loop once wrote after that carry, so it read the new offset;
+//! `while_carry_at_a_carried_offset.jaxpr`, the same in a `while`;
+//! `recurrence_through_a_product.jaxpr` (the fuzzer): scans whose carry adds a product of
+//! itself (`c + c . w`, u8 and f32), which the loop once ran after its trips as if the
+//! product did not read the carry. `in_place_over_a_loop_invariant.jaxpr` (the fuzzer): the
+//! last kernel of a scan body, reading a value computed before the loop, was written over
+//! that value, which the next trip read again. Each
 //! `tests/data/*.jaxpr` runs on pseudo-random inputs under the JIT and the interpreter.
 
 mod common;

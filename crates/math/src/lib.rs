@@ -7,13 +7,21 @@
 //! Values follow XLA CPU (JAX 0.10.2) at special points: `digamma` is NaN at the poles,
 //! `polygamma` needs a non-negative integer order, `erf_inv(±1) = ±inf`, `rem` is C's
 //! `fmod`. Elsewhere these are accurate to about an ulp of the dtype: the f32 functions
-//! without an f32 libm counterpart are computed in f64 and rounded once.
+//! without an f32 libm counterpart are computed in f64 and rounded once. Where subnormals
+//! arise they give XLA's bits (`flush`: what XLA's float environment does to the operands
+//! and results of its own instruction sequences, and `elementary`, the functions backends
+//! compute inline, with the same rules).
 
 use remat_ir::{BinaryOp, UnaryOp};
 
+pub mod elementary;
+pub mod fenv;
+pub mod flush;
 mod special;
 mod threefry;
 
+pub use fenv::XlaFloatEnv;
+pub use flush::{maximum, minimum, Flush};
 pub use special::{digamma, erf_inv, polygamma};
 pub use threefry::{threefry2x32, threefry_bits, threefry_counter, threefry_seed};
 
@@ -32,13 +40,19 @@ macro_rules! narrow_math {
         impl MathFloat for $t {
             fn unary(op: UnaryOp) -> Option<fn($t) -> $t> {
                 match op {
-                    $(UnaryOp::$U => Some(|x: $t| <$t>::from_f32(($uf32)(x.to_f32()))),)+
+                    $(UnaryOp::$U => Some(|x: $t| {
+                        let f: fn(f32) -> f32 = $uf32;
+                        <$t>::from_f32(f(x.to_f32()))
+                    }),)+
                     _ => None,
                 }
             }
             fn binary(op: BinaryOp) -> Option<fn($t, $t) -> $t> {
                 match op {
-                    $(BinaryOp::$B => Some(|x: $t, y: $t| <$t>::from_f32(($bf32)(x.to_f32(), y.to_f32()))),)+
+                    $(BinaryOp::$B => Some(|x: $t, y: $t| {
+                        let f: fn(f32, f32) -> f32 = $bf32;
+                        <$t>::from_f32(f(x.to_f32(), y.to_f32()))
+                    }),)+
                     _ => None,
                 }
             }
@@ -94,29 +108,83 @@ macro_rules! library {
 
 library! {
     unary {
-        Floor => f64::floor, f32::floor;
-        Ceil => f64::ceil, f32::ceil;
-        Cbrt => libm::cbrt, libm::cbrtf;
-        Exp2 => libm::exp2, libm::exp2f;
-        Asin => libm::asin, libm::asinf;
-        Acos => libm::acos, libm::acosf;
-        Atan => libm::atan, libm::atanf;
-        Sinh => libm::sinh, libm::sinhf;
-        Cosh => libm::cosh, libm::coshf;
-        Asinh => libm::asinh, libm::asinhf;
-        Acosh => acosh, |x| if x < 1.0 { f32::NAN } else { libm::acoshf(x) };
-        Atanh => libm::atanh, libm::atanhf;
-        Erf => libm::erf, libm::erff;
-        Erfc => libm::erfc, libm::erfcf;
-        ErfInv => erf_inv, |x| erf_inv(x as f64) as f32;
-        Lgamma => libm::lgamma, |x| libm::lgamma(x as f64) as f32;
-        Digamma => digamma, |x| digamma(x as f64) as f32;
+        Floor => |x| x.daz().floor(), |x| x.daz().floor();
+        Ceil => |x| x.daz().ceil(), |x| x.daz().ceil();
+        Cbrt => |x| daz_ftz(libm::cbrt, x), |x| daz_ftz(libm::cbrtf, x);
+        Exp2 => elementary::exp2, elementary::exp2;
+        Asin => |x| daz_ftz(libm::asin, x), |x| daz_ftz(libm::asinf, x);
+        Acos => |x| libm::acos(x.daz()), |x| libm::acosf(x.daz());
+        Atan => |x| identity_if_tiny(libm::atan, x), |x| identity_if_tiny(libm::atanf, x);
+        Sinh => |x| daz_ftz(libm::sinh, x), |x| daz_ftz(libm::sinhf, x);
+        Cosh => |x| libm::cosh(x.daz()), |x| libm::coshf(x.daz());
+        Asinh => |x| daz_ftz(libm::asinh, x), |x| daz_ftz(libm::asinhf, x);
+        Acosh => |x| acosh(x.daz()), |x| if x < 1.0 { f32::NAN } else { libm::acoshf(x) };
+        Atanh => |x| daz_ftz(libm::atanh, x), |x| daz_ftz(libm::atanhf, x);
+        Erf => |x| daz_ftz(libm::erf, x), |x| daz_ftz(libm::erff, x);
+        Erfc => |x| daz_ftz(libm::erfc, x), |x| daz_ftz(libm::erfcf, x);
+        ErfInv => |x| daz_ftz(erf_inv, x), |x| daz_ftz(|x| erf_inv(f64::from(x)) as f32, x);
+        Lgamma => |x| daz_ftz(libm::lgamma, x), |x| daz_ftz(|x| libm::lgamma(f64::from(x)) as f32, x);
+        Digamma => |x| daz_ftz(digamma, x), |x| daz_ftz(|x| digamma(f64::from(x)) as f32, x);
     }
     binary {
-        Rem => libm::fmod, libm::fmodf;
-        Atan2 => libm::atan2, libm::atan2f;
-        Nextafter => libm::nextafter, libm::nextafterf;
-        Polygamma => polygamma, |m, x| polygamma(m as f64, x as f64) as f32;
+        Rem => |x, y| libm::fmod(x, y.daz()), |x, y| libm::fmodf(x, y.daz());
+        Atan2 => |y, x| in_xla_env(|| libm::atan2(y, x)), |y, x| in_xla_env(|| libm::atan2f(y, x));
+        Nextafter => nextafter, nextafter;
+        Polygamma => |m, x| polygamma(m.daz(), x.daz()).ftz(),
+            |m, x| (polygamma(f64::from(m.daz()), f64::from(x.daz())) as f32).ftz();
+    }
+}
+
+/// `f` as XLA's code computes it: a subnormal operand read as a zero of its sign, a
+/// subnormal result written as one (the rule for every function XLA computes with its own
+/// arithmetic: `erf(1e-40) = 0`, `lgamma(1e-40) = inf`, `erfc(10) = 0`).
+fn daz_ftz<T: Flush>(f: fn(T) -> T, x: T) -> T {
+    f(x.daz()).ftz()
+}
+
+/// `f`, but the operand itself where it is zero or subnormal: XLA's `atan` is libm's
+/// `atan2f(x, 1)`, whose first test returns a tiny `x` as it is.
+fn identity_if_tiny<T: Flush + Default>(f: fn(T) -> T, x: T) -> T {
+    if x.daz() == T::default() {
+        x
+    } else {
+        f(x).ftz()
+    }
+}
+
+/// A bit-level libm function run as XLA runs it on CPU, inside its float environment: XLA's
+/// `atan2` is a call of the platform's `atan2f`, whose tests read bits (`atan2(1e-40, 0) =
+/// pi/2`, `atan2(1e-40, 1) = 1e-40`) and whose arithmetic flushes (`atan2(3e-40, 2e-40)`
+/// divides zero by zero: NaN); libm's `atan2` is the same algorithm.
+fn in_xla_env<T>(f: impl FnOnce() -> T) -> T {
+    let _env = XlaFloatEnv::enter();
+    f()
+}
+
+/// `nextafter` as XLA computes it: bit arithmetic (a subnormal steps to its neighbour), but
+/// `x == y` is a compare, which reads subnormals as zeros: then the result is `y`.
+fn nextafter<T: Flush + NextAfter>(x: T, y: T) -> T {
+    if x.daz() == y.daz() {
+        y
+    } else {
+        T::next_after(x, y)
+    }
+}
+
+/// libm's `nextafter` for each float dtype.
+trait NextAfter {
+    fn next_after(x: Self, y: Self) -> Self;
+}
+
+impl NextAfter for f32 {
+    fn next_after(x: f32, y: f32) -> f32 {
+        libm::nextafterf(x, y)
+    }
+}
+
+impl NextAfter for f64 {
+    fn next_after(x: f64, y: f64) -> f64 {
+        libm::nextafter(x, y)
     }
 }
 
@@ -129,8 +197,10 @@ fn acosh(x: f64) -> f64 {
     }
 }
 
-/// `round[rounding_method=0]` (halves away from zero) or `=1` (halves to even).
+/// `round[rounding_method=0]` (halves away from zero) or `=1` (halves to even), of the
+/// DAZ'd operand.
 pub fn round_f64(x: f64, to_even: bool) -> f64 {
+    let x = x.daz();
     if to_even {
         x.round_ties_even()
     } else {
@@ -140,6 +210,7 @@ pub fn round_f64(x: f64, to_even: bool) -> f64 {
 
 /// [`round_f64`] on `f32`.
 pub fn round_f32(x: f32, to_even: bool) -> f32 {
+    let x = x.daz();
     if to_even {
         x.round_ties_even()
     } else {
@@ -168,6 +239,42 @@ mod tests {
         assert!(f64::unary(UnaryOp::Acosh).unwrap()(0.5).is_nan());
         assert!(f32::unary(UnaryOp::Acosh).unwrap()(-100.5).is_nan());
         assert_eq!(f32::unary(UnaryOp::Acosh).unwrap()(1.0), 0.0);
+    }
+
+    /// JAX 0.10.2's bits on CPU (`tests/data/underflow/measure_functions.py`).
+    #[test]
+    fn library_functions_treat_subnormals_as_jax() {
+        let sub = 1e-40f32;
+        let u = |op, x: f32| f32::unary(op).unwrap()(x).to_bits();
+        let b = |op, x: f32, y: f32| f32::binary(op).unwrap()(x, y).to_bits();
+        let neg = |x: f32| (-x).to_bits();
+        // DAZ'd operands, FTZ'd results.
+        for op in [UnaryOp::Asin, UnaryOp::Sinh, UnaryOp::Asinh, UnaryOp::Atanh, UnaryOp::Erf, UnaryOp::ErfInv] {
+            assert_eq!((u(op, sub), u(op, -sub)), (0, 0x8000_0000), "{op:?}");
+        }
+        assert_eq!([u(UnaryOp::Floor, -sub), u(UnaryOp::Ceil, sub)], [0x8000_0000, 0]);
+        assert_eq!(u(UnaryOp::Lgamma, sub), f32::INFINITY.to_bits());
+        assert!(f32::unary(UnaryOp::Digamma).unwrap()(sub).is_nan());
+        assert_eq!([u(UnaryOp::Cosh, sub), u(UnaryOp::Erfc, -sub)], [1f32.to_bits(); 2]);
+        assert_eq!(u(UnaryOp::Erfc, 10.0), 0, "erfc(10) is subnormal: 0");
+        // atan returns a tiny operand itself.
+        assert_eq!((u(UnaryOp::Atan, sub), u(UnaryOp::Atan, -sub)), (sub.to_bits(), neg(sub)));
+        // rem: the divisor is DAZ'd (a subnormal one gives NaN), the rest is exact.
+        assert_eq!(b(BinaryOp::Rem, sub, 1.0), sub.to_bits());
+        assert_eq!(b(BinaryOp::Rem, 1.5e-38, 1.4e-38), 0x000A_E398);
+        assert!(f32::binary(BinaryOp::Rem).unwrap()(5.0, sub).is_nan());
+        // atan2: libm's, in XLA's float environment.
+        assert_eq!(b(BinaryOp::Atan2, sub, 1.0), sub.to_bits());
+        assert_eq!(b(BinaryOp::Atan2, sub, 0.0), std::f32::consts::FRAC_PI_2.to_bits());
+        assert_eq!(b(BinaryOp::Atan2, 5.0, sub), std::f32::consts::FRAC_PI_2.to_bits());
+        assert_eq!(b(BinaryOp::Atan2, -0.0, 0.0), 0x8000_0000);
+        assert!(f32::binary(BinaryOp::Atan2).unwrap()(3e-40, 2e-40).is_nan());
+        // nextafter steps bits, but returns y where x == y under DAZ.
+        assert_eq!(b(BinaryOp::Nextafter, sub, 1.0), 0x0001_16C3);
+        assert_eq!(b(BinaryOp::Nextafter, -sub, 1.0), 0x8001_16C1);
+        assert_eq!(b(BinaryOp::Nextafter, sub, 3e-40), 3e-40f32.to_bits());
+        assert_eq!(b(BinaryOp::Nextafter, 0.0, 1.0), 1);
+        assert_eq!(u(UnaryOp::Exp2, -126.0), 0);
     }
 
     #[test]

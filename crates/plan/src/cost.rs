@@ -12,14 +12,18 @@
 //! reductions, layout moves). It is a price for comparing choices, not a prediction of
 //! time.
 
-use remat_ir::{Eqn, HigherOrder, Jaxpr, Primitive};
+use remat_ir::{Eqn, Jaxpr, Primitive};
 
-/// The cost of one equation of `jaxpr`.
+/// The cost of one equation of `jaxpr`: one arm per primitive, so a new primitive
+/// does not compile until its price is decided.
 pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
     let elements = |avals: Vec<remat_ir::Aval>| avals.iter().map(|a| a.size() as u64).max().unwrap_or(0);
     let outs: Vec<remat_ir::Aval> = eqn.outvars.iter().map(|&v| jaxpr.aval(v).clone()).collect();
     let ins: Vec<remat_ir::Aval> = eqn.invars.iter().map(|a| jaxpr.atom_aval(a)).collect();
-    match &eqn.primitive {
+    let prim = &eqn.primitive;
+    let bodies = || prim.subjaxprs().into_iter().map(|b| jaxpr_flops(b));
+    let per_element = || elements(ins.clone()).max(elements(outs.clone()));
+    match prim {
         Primitive::DotGeneral { dimension_numbers, .. } => {
             let k: u64 = dimension_numbers.lhs_contracting.iter().map(|&d| ins[0].shape[d] as u64).product();
             2 * k * elements(outs)
@@ -31,33 +35,76 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         }
         // A transfer between memories (an offloaded residual's), not arithmetic.
         Primitive::DevicePut { .. } => 0,
-        // Partial evaluation forwards it, as JAX does (only the weak type changes).
-        Primitive::ConvertElementType { new_dtype, .. } if ins[0].dtype == *new_dtype => 0,
-        // The JIT makes it the identity (the residuals JAX's `remat` rounds).
-        Primitive::ReducePrecision { exponent_bits, mantissa_bits }
-            if ins[0].dtype.reduce_precision_is_identity(*exponent_bits, *mantissa_bits) =>
-        {
-            0
-        }
-        prim => match prim.higher_order() {
-            None => elements(ins).max(elements(outs)),
-            Some(kind) => {
-                let bodies = prim.subjaxprs();
-                let body = |j: &Jaxpr| jaxpr_flops(j);
-                match kind {
-                    HigherOrder::Scan => match prim {
-                        Primitive::Scan { length, .. } => *length as u64 * bodies.iter().map(|b| body(b)).sum::<u64>(),
-                        _ => 0,
-                    },
-                    HigherOrder::Cond => bodies.iter().map(|b| body(b)).max().unwrap_or(0),
-                    HigherOrder::Jit
-                    | HigherOrder::Remat2
-                    | HigherOrder::CustomJvpCall
-                    | HigherOrder::CustomVjpCall
-                    | HigherOrder::While => bodies.iter().map(|b| body(b)).sum(),
-                }
+        // Partial evaluation forwards one to the operand's own dtype, as JAX does (only the
+        // weak type changes).
+        Primitive::ConvertElementType { new_dtype, .. } => {
+            if ins[0].dtype == *new_dtype {
+                0
+            } else {
+                per_element()
             }
-        },
+        }
+        // The JIT makes one that keeps every value the identity (the residuals JAX's
+        // `remat` rounds).
+        Primitive::ReducePrecision { exponent_bits, mantissa_bits } => {
+            if ins[0].dtype.reduce_precision_is_identity(*exponent_bits, *mantissa_bits) {
+                0
+            } else {
+                per_element()
+            }
+        }
+        // A loop over its body, `length` times.
+        Primitive::Scan { length, .. } => *length as u64 * bodies().sum::<u64>(),
+        // Its most expensive branch.
+        Primitive::Cond { .. } => bodies().max().unwrap_or(0),
+        // Its bodies once (a `while` one trip: its trip count is known only at run time).
+        Primitive::Jit { .. }
+        | Primitive::Remat2 { .. }
+        | Primitive::CustomJvpCall { .. }
+        | Primitive::CustomVjpCall { .. }
+        | Primitive::While { .. } => bodies().sum(),
+        // One operation per element of the largest operand or result: elementwise
+        // arithmetic, reductions, layout moves, indexing, sorting, windows, random bits.
+        Primitive::Unary { .. }
+        | Primitive::Binary { .. }
+        | Primitive::Compare { .. }
+        | Primitive::Reduce { .. }
+        | Primitive::Scatter { .. }
+        | Primitive::Cumulative { .. }
+        | Primitive::IntegerPow { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::Round { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Rev { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::ExpandDims { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Iota { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::Argmin { .. }
+        | Primitive::Name { .. }
+        | Primitive::Empty2 { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. }
+        | Primitive::Split { .. }
+        | Primitive::Gather { .. }
+        | Primitive::Sort { .. }
+        | Primitive::TopK { .. }
+        | Primitive::ReduceWindow { .. }
+        | Primitive::SelectAndScatterAdd { .. }
+        | Primitive::SelectAndGatherAdd { .. } => per_element(),
     }
 }
 

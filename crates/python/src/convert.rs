@@ -4,7 +4,7 @@
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyDict, PyList};
+use pyo3::types::{PyDict, PyList};
 
 use remat::{Array, DType, Residual};
 
@@ -24,14 +24,6 @@ pub(crate) fn array_in(a: &ArgIn) -> PyResult<Array> {
     }
     let bytes = Python::attach(|py| buffer.to_vec(py))?;
     Array::from_le_bytes(dtype, shape, &bytes).map_err(err)
-}
-
-/// One array for Python: its NumPy dtype name, its shape and its bytes.
-pub(crate) type ArrayOut<'py> = (String, Vec<usize>, Bound<'py, PyByteArray>);
-
-pub(crate) fn array_out<'py>(py: Python<'py>, a: &Array) -> PyResult<ArrayOut<'py>> {
-    let bytes = a.to_le_bytes();
-    Ok((a.dtype().numpy_name().to_string(), a.shape().to_vec(), PyByteArray::new(py, &bytes)))
 }
 
 /// A residual as JAX's `saved_residuals` says it, with its bytes.

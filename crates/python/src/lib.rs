@@ -16,17 +16,18 @@ mod plan;
 
 use std::sync::Arc;
 
+use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyByteArray, PyDict, PyList};
 
 use remat::ledger::Ledger;
 use remat::report::{Choice, Figure, Report};
 use remat::run::{Program as Runnable, RunOptions};
 use remat::{Array, Backend, ClosedJaxpr, Jaxpr, Nans, Options};
 
-use convert::{array_in, array_out, ArgIn};
+use convert::{array_in, ArgIn};
 
 create_exception!(_remat, RematError, PyValueError, "An error of remat: bad input, or what remat cannot do, in words.");
 
@@ -212,7 +213,11 @@ impl Program {
         let closed = self.closed.clone();
         let options = RunOptions { backend, nans: Nans::Propagate, ..RunOptions::default() };
         let program = interruptible(py, move || Runnable::new(closed, &options))?.map_err(err)?;
-        Ok(Executable { program: Arc::new(program), in_avals: self.closed.jaxpr.in_avals() })
+        Ok(Executable {
+            program: Arc::new(program),
+            in_avals: self.closed.jaxpr.in_avals(),
+            out_avals: self.closed.jaxpr.out_avals(),
+        })
     }
 
     /// The memory planner's plans of the program (a scalar loss): see `plan.rs`.
@@ -265,25 +270,39 @@ fn ledger_of(closed: &ClosedJaxpr, names: &[String], choice: &Choice) -> Result<
 struct Executable {
     program: Arc<Runnable>,
     in_avals: Vec<remat::Aval>,
+    out_avals: Vec<remat::Aval>,
 }
 
 #[pymethods]
 impl Executable {
-    /// Runs on `args` (one `(dtype, shape, buffer)` each) and returns each output as
-    /// `(dtype, shape, bytearray)`. The GIL is released while the program runs.
-    fn run<'py>(&self, py: Python<'py>, args: Vec<ArgIn>) -> PyResult<Vec<convert::ArrayOut<'py>>> {
+    /// Runs on one C-contiguous byte buffer per argument,
+    /// read as the argument the program takes (the caller's signature cache has matched
+    /// dtypes and shapes; the byte counts are checked here), and returns each output's
+    /// bytes (`out_avals` says their dtypes and shapes). The GIL is released while the
+    /// program runs.
+    fn run_raw<'py>(&self, py: Python<'py>, args: Vec<PyBuffer<u8>>) -> PyResult<Vec<Bound<'py, PyByteArray>>> {
         if args.len() != self.in_avals.len() {
             return Err(err(format!("{} arguments for a program of {}", args.len(), self.in_avals.len())));
         }
-        let arrays: Vec<Array> = args.iter().map(array_in).collect::<PyResult<_>>()?;
-        for (i, (a, want)) in arrays.iter().zip(&self.in_avals).enumerate() {
-            if !a.aval().same_type(want) {
-                return Err(err(format!("argument {i} is {} but the program takes {want}", a.aval())));
+        let mut arrays = Vec::with_capacity(args.len());
+        for (i, (buffer, want)) in args.iter().zip(&self.in_avals).enumerate() {
+            if !buffer.is_c_contiguous() {
+                return Err(err(format!("argument {i}'s buffer is not C-contiguous")));
             }
+            let bytes = buffer.to_vec(py)?;
+            let a = Array::from_le_bytes(want.dtype, &want.shape, &bytes)
+                .map_err(|e| err(format!("argument {i} ({want}): {e}")))?;
+            arrays.push(a);
         }
         let program = Arc::clone(&self.program);
         let outs = py.detach(move || guarded(|| program.run(&arrays.iter().collect::<Vec<_>>())))?.map_err(err)?;
-        outs.iter().map(|o| array_out(py, o)).collect()
+        Ok(outs.iter().map(|o| PyByteArray::new(py, &o.to_le_bytes())).collect())
+    }
+
+    /// Each output's NumPy dtype name (`key<fry>` for a key) and shape.
+    #[getter]
+    fn out_avals(&self) -> Vec<(String, Vec<usize>)> {
+        self.out_avals.iter().map(|a| (a.dtype.numpy_name().to_string(), a.shape.clone())).collect()
     }
 }
 

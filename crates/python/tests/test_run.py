@@ -11,8 +11,8 @@ import pytest
 import remat
 import models
 from models import bench
-from helpers import (GRAD_KNOWN, args_of, assert_close, assert_tree_close, jax_outputs, jax_value_and_grad,
-                     reduced_precision)
+from helpers import (GRAD_KNOWN, args_of, assert_close, assert_tree_close, jax_outputs, jax_residuals,
+                     jax_value_and_grad, reduced_precision)
 
 DIFFERENTIABLE = [c for c in models.ALL if c.loss is not None and c.name not in GRAD_KNOWN]
 
@@ -108,6 +108,29 @@ def test_scalar_arguments_and_results():
     got = remat.jit(f)(jnp.float32(1.5), jnp.int32(4))
     assert [np.shape(g) for g in got] == [(), ()]
     assert_tree_close(got, f(jnp.float32(1.5), jnp.int32(4)), loose=False)
+
+
+def test_python_scalar_arguments_are_weakly_typed_as_jax_jit_takes_them():
+    # A Python float beside a bf16 array keeps the array's dtype (a weak type), an int
+    # counts, a bool selects; a new value of the same kind reuses the compiled program.
+    def f(x, scale, n, flip):
+        y = x * scale + n
+        return jnp.where(flip, -y, y)
+    x = jnp.arange(4, dtype=jnp.bfloat16)
+    g = remat.jit(f)
+    for scale, n, flip in [(0.5, 3, True), (2.0, -1, False)]:
+        got, want = g(x, scale, n, flip), jax.jit(f)(x, scale, n, flip)
+        assert got.dtype == want.dtype == jnp.bfloat16
+        assert_close(got, want, loose=False)
+    assert g.cache_size() == 1
+    # value_and_grad of a float argument given as a Python float, as jax.value_and_grad
+    h = lambda w, s: jnp.sum(jnp.sin(w * s))
+    w = np.linspace(0, 1, 5, dtype=np.float32)
+    assert_tree_close(remat.value_and_grad(h, argnums=(0, 1))(w, 1.5),
+                      jax.value_and_grad(h, argnums=(0, 1))(w, 1.5), loose=False)
+    # and the residuals of a function with a Python scalar argument are JAX's
+    got = remat.saved_residuals(h, w, 1.5)
+    assert [(r.aval, r.description, r.bytes) for r in got] == jax_residuals(h, w, 1.5)
 
 
 def test_pytree_outputs_keep_their_structure():

@@ -125,7 +125,13 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
     }
     t.push_str(&format!("saved ({}):\n", p.saved.len()));
     for r in &p.saved {
-        t.push_str(&format!("  {r}\n"));
+        // JAX's words for a residual in host memory name no source (`output of
+        // device_put from `): say where its value is listed instead.
+        let line = r.to_string();
+        match line.strip_suffix(" from ").filter(|l| l.ends_with("output of device_put")) {
+            Some(line) => t.push_str(&format!("  {line} (one of the offloaded values below)\n")),
+            None => t.push_str(&format!("  {r}\n")),
+        }
     }
     t.push_str(&format!("recomputed ({}):\n", p.recomputed.len()));
     for r in &p.recomputed {

@@ -5,9 +5,11 @@
 //! after every narrow node by `narrow.rs`; integers in their width, `int.rs`; `bool` as an
 //! `i8` 0/1) in scalar code; in vector code `f32x4` values and `bool` as an `i32x4` mask
 //! (all ones or zeros), f32 only. Integer arithmetic wraps; `x / 0` is all ones and
-//! `MIN / -1 = MIN` as XLA defines them, so no instruction traps. `max`/`min` propagate
-//! NaN. f32 transcendentals (and the 16-bit floats') are inline code (`math`); f64 ones
-//! call the platform's libm.
+//! `MIN / -1 = MIN` as XLA defines them, so no instruction traps. `max`/`min` are XLA's
+//! (NaN first, `-0 < +0`, subnormals as zeros). Float arithmetic runs in XLA's float
+//! environment (FTZ and DAZ, set around every native call): what is not one arithmetic
+//! instruction applies DAZ on bits itself (`daz`). f32 transcendentals (and the 16-bit
+//! floats') are inline code (`math`); f64 ones call `remat_math::elementary`.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
@@ -104,14 +106,18 @@ impl Fx<'_, '_> {
                     self.round_narrow(*d, r)
                 }
             }
-            Expr::Binary(op, d, x, y) => {
-                let yd = y.dtype();
-                let x = self.eval_node(x, vector, offs, inner, next);
-                let mut y = self.eval_node(y, vector, offs, inner, next);
+            Expr::Binary(op, d, xe, ye) => {
+                let yd = ye.dtype();
+                let x = self.eval_node(xe, vector, offs, inner, next);
+                let mut y = self.eval_node(ye, vector, offs, inner, next);
                 if yd != *d {
                     y = self.convert(yd, *d, y); // pow's integer exponent
                 }
-                let r = self.binary(*op, *d, x, y, vector);
+                let r = if matches!(op, BinaryOp::Max | BinaryOp::Min) && d.is_float() {
+                    self.max_min(*op, *d, (x, literal(xe)), (y, literal(ye)))
+                } else {
+                    self.binary(*op, *d, x, y)
+                };
                 self.round_narrow(*d, r)
             }
             Expr::Compare(op, d, x, y) => {
@@ -141,12 +147,16 @@ impl Fx<'_, '_> {
                 }
                 r
             }
-            Expr::Clamp(d, lo, x, hi) => {
-                let lo = self.eval_node(lo, vector, offs, inner, next);
-                let x = self.eval_node(x, vector, offs, inner, next);
-                let hi = self.eval_node(hi, vector, offs, inner, next);
-                let m = self.binary(BinaryOp::Max, *d, x, lo, vector);
-                self.binary(BinaryOp::Min, *d, m, hi, vector)
+            Expr::Clamp(d, loe, xe, hie) => {
+                let lo = self.eval_node(loe, vector, offs, inner, next);
+                let x = self.eval_node(xe, vector, offs, inner, next);
+                let hi = self.eval_node(hie, vector, offs, inner, next);
+                if !d.is_float() {
+                    let m = self.binary(BinaryOp::Max, *d, x, lo);
+                    return self.binary(BinaryOp::Min, *d, m, hi);
+                }
+                let m = self.max_min(BinaryOp::Max, *d, (x, literal(xe)), (lo, literal(loe)));
+                self.max_min(BinaryOp::Min, *d, (m, None), (hi, literal(hie)))
             }
             Expr::Convert { from, to, x } => {
                 let x = self.eval_node(x, vector, offs, inner, next);
@@ -216,9 +226,11 @@ impl Fx<'_, '_> {
                 let zero = self.float_const(d, 0.0, vector);
                 let one = self.float_const(d, 1.0, vector);
                 let m1 = self.float_const(d, -1.0, vector);
+                // Compares read a subnormal as 0 (DAZ); its sign is then a zero of its sign.
                 let gt = self.b.ins().fcmp(FloatCC::GreaterThan, x, zero);
                 let lt = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
-                let r = self.sel(lt, m1, x);
+                let z = self.daz(d, x);
+                let r = self.sel(lt, m1, z);
                 self.sel(gt, one, r)
             }
             UnaryOp::Sqrt => self.b.ins().sqrt(x),
@@ -313,7 +325,7 @@ impl Fx<'_, '_> {
         self.call(imp, &[x]).expect("libm functions return")
     }
 
-    pub(super) fn binary(&mut self, op: BinaryOp, d: DType, x: Value, y: Value, vector: bool) -> Value {
+    pub(super) fn binary(&mut self, op: BinaryOp, d: DType, x: Value, y: Value) -> Value {
         match d {
             DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 => self.int_binary(op, d, x, y),
             DType::Key => x,
@@ -344,17 +356,7 @@ impl Fx<'_, '_> {
                         self.call(Import::PowF64, &[x, y]).expect("pow returns")
                     }
                 }
-                BinaryOp::Max | BinaryOp::Min => {
-                    // XLA: NaN if either is NaN; otherwise `y` if it is strictly better.
-                    let cc = if op == BinaryOp::Max { FloatCC::GreaterThan } else { FloatCC::LessThan };
-                    let better = self.b.ins().fcmp(cc, y, x);
-                    let r = self.sel(better, y, x);
-                    let ynan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
-                    let r = self.sel(ynan, y, r);
-                    let xnan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
-                    let _ = vector;
-                    self.sel(xnan, x, r)
-                }
+                BinaryOp::Max | BinaryOp::Min => self.max_min(op, d, (x, None), (y, None)),
                 BinaryOp::Rem
                 | BinaryOp::Atan2
                 | BinaryOp::Nextafter
@@ -367,6 +369,79 @@ impl Fx<'_, '_> {
                 | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
             },
         }
+    }
+
+    /// XLA's `max`/`min` of floats (`remat_math::maximum`/`minimum`): `llvm.maximum` on
+    /// DAZ'd operands, so NaN first, `-0 < +0`, never a subnormal. Compares read subnormals
+    /// as zeros (every native call runs under DAZ, `remat_math::fenv`); where both sides
+    /// compare equal the result is their bits and'ed (`max`: `+0` unless both are `-0`) or
+    /// or'ed (`min`), and the result is DAZ'd on its bits. An operand that is a literal
+    /// neither NaN nor subnormal, and on the side that wins ties of zeros (`max(x, c)` with
+    /// `c > 0` or `+0`, `min(x, c)` with `c < 0` or `-0`: relu, a clamp's lower bound),
+    /// needs only `x <= c ? c : x`: a subnormal `x` compares as 0 and loses, and a NaN `x`
+    /// fails the compare.
+    pub(super) fn max_min(
+        &mut self,
+        op: BinaryOp,
+        d: DType,
+        (x, xl): (Value, Option<LitValue>),
+        (y, yl): (Value, Option<LitValue>),
+    ) -> Value {
+        let is_max = op == BinaryOp::Max;
+        // Positive literals win ties of zeros for `max`, negative ones for `min`.
+        let wins_ties = |l: Option<LitValue>| l.and_then(float_class) == Some(is_max);
+        let fast = if wins_ties(yl) {
+            Some((x, y))
+        } else if wins_ties(xl) {
+            Some((y, x)) // the rule is symmetric but for NaN, which a literal here is not
+        } else {
+            None
+        };
+        if let Some((v, c)) = fast {
+            let cc = if is_max { FloatCC::LessThanOrEqual } else { FloatCC::GreaterThanOrEqual };
+            let take_c = self.b.ins().fcmp(cc, v, c);
+            return self.sel(take_c, c, v);
+        }
+        let cc = if is_max { FloatCC::GreaterThan } else { FloatCC::LessThan };
+        let better = self.b.ins().fcmp(cc, y, x);
+        let r = self.sel(better, y, x);
+        let eq = self.b.ins().fcmp(FloatCC::Equal, x, y);
+        let tie = if is_max { self.b.ins().band(x, y) } else { self.b.ins().bor(x, y) };
+        let r = self.sel(eq, tie, r);
+        let r = self.daz(d, r);
+        let ynan = self.b.ins().fcmp(FloatCC::Unordered, y, y);
+        let r = self.sel(ynan, y, r);
+        let xnan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        self.sel(xnan, x, r)
+    }
+
+    /// A subnormal read as a zero of its sign, on the bits of a float register (scalar or
+    /// `f32x4`; 16-bit floats are `f32` there): `remat_math::flush`'s DAZ.
+    pub(super) fn daz(&mut self, d: DType, x: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let (ity, lane, exp, sign) = match (d, ty.is_vector()) {
+            (DType::F64, _) => (types::I64, types::I64, 0x7FF0_0000_0000_0000u64 as i64, i64::MIN),
+            (_, true) => (types::I32X4, types::I32, 0x7F80_0000, 0x8000_0000u32 as i32 as i64),
+            (_, false) => (types::I32, types::I32, 0x7F80_0000, 0x8000_0000u32 as i32 as i64),
+        };
+        let konst = |fx: &mut Self, c: i64| {
+            let v = fx.b.ins().iconst(lane, c);
+            if ity.is_vector() {
+                fx.b.ins().splat(ity, v)
+            } else {
+                v
+            }
+        };
+        let bits = self.b.ins().bitcast(ity, little(), x);
+        let exp = konst(self, exp);
+        let e = self.b.ins().band(bits, exp);
+        let zero = konst(self, 0);
+        let flush = self.b.ins().icmp(IntCC::Equal, e, zero);
+        let sign = konst(self, sign);
+        let z = self.b.ins().band(bits, sign);
+        let r =
+            if ity.is_vector() { self.b.ins().bitselect(flush, z, bits) } else { self.b.ins().select(flush, z, bits) };
+        self.b.ins().bitcast(ty, little(), r)
     }
 
     fn compare(&mut self, op: CompareOp, d: DType, x: Value, y: Value) -> Value {
@@ -505,7 +580,7 @@ impl Fx<'_, '_> {
     }
 
     /// `acc op x` for a reduction (`max`/`min` with XLA's NaN rule).
-    pub(super) fn combine(&mut self, op: ReduceOp, d: DType, acc: Value, x: Value, vector: bool) -> Value {
+    pub(super) fn combine(&mut self, op: ReduceOp, d: DType, acc: Value, x: Value) -> Value {
         let bop = crate::lower::reduce_binary(op);
         if d == DType::Bool {
             return match op {
@@ -513,7 +588,7 @@ impl Fx<'_, '_> {
                 ReduceOp::Min | ReduceOp::Sum => self.b.ins().band(acc, x),
             };
         }
-        self.binary(bop, d, acc, x, vector)
+        self.binary(bop, d, acc, x)
     }
 
     /// Whether `v` replaces `best` in `argmax`: `best` is not NaN and `v` is NaN or larger.
@@ -531,6 +606,40 @@ impl Fx<'_, '_> {
             }
         }
     }
+}
+
+/// The literal an expression is, if it is one.
+fn literal(e: &Expr) -> Option<LitValue> {
+    if let Expr::Lit(l) = e {
+        Some(*l)
+    } else {
+        None
+    }
+}
+
+/// How a float literal takes part in `max`/`min`, from its bits (no float compare, which
+/// the compiling thread's DAZ would make `1e-40 == 0`): `Some(true)` for a positive number,
+/// infinity or `+0`, `Some(false)` for a negative one or `-0`, `None` for NaN, subnormals
+/// and non-floats.
+fn float_class(l: LitValue) -> Option<bool> {
+    let (bits, exp, sign): (u64, u64, u64) = match l {
+        LitValue::F32(x) => (x.to_bits().into(), 0x7F80_0000, 1 << 31),
+        LitValue::BF16(x) => (x.to_bits().into(), 0x7F80, 1 << 15),
+        LitValue::F16(x) => (x.to_bits().into(), 0x7C00, 1 << 15),
+        LitValue::F64(x) => (x.to_bits(), 0x7FF0_0000_0000_0000, 1 << 63),
+        LitValue::I8(_)
+        | LitValue::I16(_)
+        | LitValue::I32(_)
+        | LitValue::I64(_)
+        | LitValue::U8(_)
+        | LitValue::U32(_)
+        | LitValue::Bool(_) => return None,
+    };
+    let magnitude = bits & !sign;
+    let nan = magnitude & exp == exp && magnitude != exp;
+    // An f16 subnormal is a normal f32 in the register, but keep the rule simple: none.
+    let subnormal = magnitude & exp == 0 && magnitude != 0;
+    (!nan && !subnormal).then_some(bits & sign == 0)
 }
 
 /// Flags for lane reinterpretation.

@@ -444,7 +444,7 @@ impl Fx<'_, '_> {
             if rank == 0 {
                 let x = fx.eval(src, false, offs, &inner, &mut 1);
                 let acc = load_dst(fx, offs[0], false);
-                let r = fx.combine(op, dtype, acc, x, false);
+                let r = fx.combine(op, dtype, acc, x);
                 fx.store(dst, dtype, offs[0], r, false, 0);
                 return;
             }
@@ -456,7 +456,7 @@ impl Fx<'_, '_> {
                         let o = fx.advance(offs, &inner, i);
                         let x = fx.eval(src, true, &o, &inner, &mut 1);
                         let acc = load_dst(fx, o[0], true);
-                        let r = fx.combine(op, dtype, acc, x, true);
+                        let r = fx.combine(op, dtype, acc, x);
                         fx.store(dst, dtype, o[0], r, true, 1);
                     });
                 }
@@ -464,7 +464,7 @@ impl Fx<'_, '_> {
                     let o = fx.advance(offs, &inner, i);
                     let x = fx.eval(src, false, &o, &inner, &mut 1);
                     let acc = load_dst(fx, o[0], false);
-                    let r = fx.combine(op, dtype, acc, x, false);
+                    let r = fx.combine(op, dtype, acc, x);
                     fx.store(dst, dtype, o[0], r, false, 0);
                 });
                 return;
@@ -499,14 +499,14 @@ impl Fx<'_, '_> {
                             let o = fx.advance(offs, &inner, at);
                             let x = fx.eval(src, true, &o, &inner, &mut 1);
                             let a = fx.b.use_var(var);
-                            let r = fx.combine(op, dtype, a, x, true);
+                            let r = fx.combine(op, dtype, a, x);
                             fx.b.def_var(var, r);
                         }
                     });
                     let mut v = fx.b.use_var(chains[0]);
                     for &var in &chains[1..] {
                         let x = fx.b.use_var(var);
-                        v = fx.combine(op, dtype, v, x, true);
+                        v = fx.combine(op, dtype, v, x);
                     }
                     fx.b.def_var(acc_v, v);
                 }
@@ -514,14 +514,14 @@ impl Fx<'_, '_> {
                     let o = fx.advance(offs, &inner, i);
                     let x = fx.eval(src, true, &o, &inner, &mut 1);
                     let a = fx.b.use_var(acc_v);
-                    let r = fx.combine(op, dtype, a, x, true);
+                    let r = fx.combine(op, dtype, a, x);
                     fx.b.def_var(acc_v, r);
                 });
                 let v = fx.b.use_var(acc_v);
                 let mut s = fx.b.ins().extractlane(v, 0);
                 for lane in 1..4u8 {
                     let e = fx.b.ins().extractlane(v, lane);
-                    s = fx.combine(op, dtype, s, e, false);
+                    s = fx.combine(op, dtype, s, e);
                 }
                 fx.b.def_var(acc_s, s);
             }
@@ -529,12 +529,12 @@ impl Fx<'_, '_> {
                 let o = fx.advance(offs, &inner, i);
                 let x = fx.eval(src, false, &o, &inner, &mut 1);
                 let a = fx.b.use_var(acc_s);
-                let r = fx.combine(op, dtype, a, x, false);
+                let r = fx.combine(op, dtype, a, x);
                 fx.b.def_var(acc_s, r);
             });
             let a = fx.b.use_var(acc_s);
             let d = load_dst(fx, offs[0], false);
-            let r = fx.combine(op, dtype, d, a, false);
+            let r = fx.combine(op, dtype, d, a);
             fx.store(dst, dtype, offs[0], r, false, 0);
         });
         Ok(())
@@ -575,7 +575,7 @@ impl Fx<'_, '_> {
                     let o = fx.advance(o, &step, i);
                     let x = fx.eval(src, true, &o, &inner, &mut 1);
                     let a = fx.b.use_var(var);
-                    let r = fx.combine(op, dtype, a, x, true);
+                    let r = fx.combine(op, dtype, a, x);
                     fx.b.def_var(var, r);
                 }
             });
@@ -594,7 +594,7 @@ impl Fx<'_, '_> {
                 let x = fx.eval(src, false, &o, &inner, &mut 1);
                 let addr = fx.element_address(dst, o[0], dtype.size_in_bytes() as i64);
                 let a = fx.load_elem(dtype, addr, 0);
-                let r = fx.combine(op, dtype, a, x, false);
+                let r = fx.combine(op, dtype, a, x);
                 fx.store(dst, dtype, o[0], r, false, 0);
             });
         });

@@ -6,8 +6,10 @@
 //! polynomials, and the result is rounded once to f32. That keeps every result within
 //! 1 ulp of the correctly rounded value over the whole f32 range, and makes the edges
 //! fall out of f64 arithmetic: f32 overflow and underflow (including subnormal results)
-//! happen in the final rounding, f32 subnormal inputs are normal f64 numbers. NaN, the
-//! infinities and -0.0 follow C99/libm, by explicit selects where the formulas would not.
+//! happen in the final rounding (which FTZ flushes, as XLA's), and an f32 subnormal input
+//! widens to 0 (DAZ), as XLA's code reads it; `math_f32` returns the operand itself where
+//! XLA's code does. NaN, the infinities and -0.0 follow C99/libm, by explicit selects where
+//! the formulas would not.
 //! `sin`/`cos`/`tan` of |x| >= 2^18 (where two-part Cody-Waite reduction is not exact
 //! enough) call the platform's libm for the vector, on a branch taken only for such inputs.
 
@@ -26,6 +28,8 @@ const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
 const PIO2_1: f64 = f64::from_bits(0x3FF9_21FB_5440_0000); // 33 significant bits: n * PIO2_1 is exact
 const PIO2_1T: f64 = f64::from_bits(0x3DD0_B461_1A62_6331);
 const BIG_TRIG: f32 = 262144.0; // 2^18
+/// Below this magnitude XLA's f32 `tanh` returns its operand (`remat_math::elementary`).
+pub(crate) const TANH_IDENTITY_BELOW: f32 = 0.0004;
 /// The NaN an invalid operation makes on x86 (`0xFFF8...`, negative, "the default NaN"):
 /// what glibc's `log`/`pow`, and XLA on x86 CPU, return for `log(-1)` or `pow(-1, 0.5)`.
 /// The inline functions materialise this one (its f32 rounding is `0xFFC00000`), so that
@@ -488,8 +492,28 @@ impl Fx<'_, '_> {
         self.b.ins().bitcast(types::F32X4, little(), s)
     }
 
-    /// An f32 (scalar or f32x4) transcendental.
+    /// An f32 (scalar or f32x4) transcendental, as XLA computes it where subnormals arise:
+    /// the operand itself where XLA's code returns it for tiny `|x|` (`sin`, `tan`, `expm1`
+    /// below the smallest normal, subnormals included; `tanh` below 4e-4, XLA's select),
+    /// otherwise the function, whose f64 lanes read a subnormal operand as 0 (the widening
+    /// `cvtps2pd` under DAZ) and whose f32 result is flushed by FTZ, as XLA's are.
     pub(super) fn math_f32(&mut self, op: UnaryOp, x: Value) -> Value {
+        let r = self.math_f32_value(op, x);
+        let limit = match op {
+            UnaryOp::Sin | UnaryOp::Tan | UnaryOp::Expm1 => f32::MIN_POSITIVE,
+            UnaryOp::Tanh => TANH_IDENTITY_BELOW,
+            _ => return r,
+        };
+        // A compare under DAZ reads a subnormal |x| as 0: below either limit.
+        let ty = self.b.func.dfg.value_type(x);
+        let ax = self.b.ins().fabs(x);
+        let lim = self.b.ins().f32const(limit);
+        let lim = if ty.is_vector() { self.b.ins().splat(ty, lim) } else { lim };
+        let tiny = self.b.ins().fcmp(FloatCC::LessThan, ax, lim);
+        self.lsel(tiny, x, r)
+    }
+
+    fn math_f32_value(&mut self, op: UnaryOp, x: Value) -> Value {
         if self.b.func.dfg.value_type(x).is_vector() {
             if let Some(r) = self.math_f32x4(op, x) {
                 return r;

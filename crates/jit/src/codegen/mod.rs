@@ -29,6 +29,8 @@ mod math;
 mod math32;
 mod narrow;
 
+pub(crate) use math::TANH_IDENTITY_BELOW;
+
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::{

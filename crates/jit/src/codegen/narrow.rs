@@ -5,7 +5,8 @@
 //! type (to nearest even, NaN kept and quieted as the `half` crate's `from_f32` does, which
 //! is what the interpreter uses), and a store narrows a value that is already exact. Loads
 //! and stores move the bits of every value they can represent unchanged, so copies are
-//! exact. Keys are 8-byte opaque words (`i64` registers); `u8`/`u32` share the registers
+//! exact, and use no float arithmetic that XLA's float environment (FTZ, DAZ) would flush:
+//! an `f16` subnormal is a normal `f32`, as XLA's F16C conversions keep it. Keys are 8-byte opaque words (`i64` registers); `u8`/`u32` share the registers
 //! of `i8`/`i32` and differ only in the instructions that read the sign.
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -15,9 +16,9 @@ use remat_ir::DType;
 use super::eval::little;
 use super::{clif_type, mem, Fx};
 
-/// The `f32` bits of `2^112` and `2^-112`: the exponent distance between `f32` and `f16`.
-const TWO_POW_112: u32 = (127 + 112) << 23;
-const TWO_POW_M112: u32 = (127 - 112) << 23;
+/// The `f32` bits of `2^24` and `2^-24`: the unit of `f16`'s subnormals.
+const TWO_POW_24: u32 = (127 + 24) << 23;
+const TWO_POW_M24: u32 = (127 - 24) << 23;
 
 impl Fx<'_, '_> {
     /// Loads one element of `d` at `addr + offset` as its register value.
@@ -74,41 +75,52 @@ impl Fx<'_, '_> {
     }
 
     /// The `f32` value of the `f16` whose bits are the low 16 of the `i32` `h` (exact; a
-    /// NaN keeps its payload).
+    /// NaN keeps its payload). Only integer operations and normal floats, so the float
+    /// environment's DAZ and FTZ never apply: XLA's `vcvtph2ps` is exact.
     fn f16_bits_to_f32(&mut self, h: Value) -> Value {
         let mag = self.b.ins().band_imm_u(h, 0x7FFF);
         let sign = self.b.ins().band_imm_u(h, 0x8000);
         let sign = self.b.ins().ishl_imm_u(sign, 16);
-        // Finite values: the magnitude's bits shifted into an f32 whose exponent is 112 too
-        // small (subnormal halves become subnormal f32s), then scaled exactly.
+        // Normal halves: the exponent rebased by 127 - 15 = 112, as bits.
         let shifted = self.b.ins().ishl_imm_u(mag, 13);
-        let f = self.b.ins().bitcast(types::F32, little(), shifted);
-        let scale = self.b.ins().f32const(f32::from_bits(TWO_POW_112));
-        let f = self.b.ins().fmul(f, scale);
-        let finite = self.b.ins().bitcast(types::I32, little(), f);
+        let normal = self.b.ins().iadd_imm_u(shifted, 112 << 23);
+        // Subnormal halves (exponent field 0): the mantissa times 2^-24, an exact product
+        // of normal numbers.
+        let m = self.b.ins().fcvt_from_uint(types::F32, mag);
+        let scale = self.b.ins().f32const(f32::from_bits(TWO_POW_M24));
+        let sub = self.b.ins().fmul(m, scale);
+        let sub = self.b.ins().bitcast(types::I32, little(), sub);
         let special = self.b.ins().bor_imm_u(shifted, 0x7F80_0000);
+        let is_sub = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, mag, 0x0400);
         let is_special = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, mag, 0x7C00);
-        let m = self.b.ins().select(is_special, special, finite);
+        let m = self.b.ins().select(is_sub, sub, normal);
+        let m = self.b.ins().select(is_special, special, m);
         let bits = self.b.ins().bor(m, sign);
         self.b.ins().bitcast(types::F32, little(), bits)
     }
 
-    /// The `f16` bits (in an `i32`) of an `f32` value that an `f16` represents exactly.
+    /// The `f16` bits (in an `i32`) of an `f32` value that an `f16` represents exactly,
+    /// without arithmetic that could flush: an `f16` subnormal is a normal `f32`.
     fn f32_to_f16_bits(&mut self, x: Value) -> Value {
         let bits = self.b.ins().bitcast(types::I32, little(), x);
         let sign = self.b.ins().ushr_imm_u(bits, 16);
         let sign = self.b.ins().band_imm_u(sign, 0x8000);
         let abs = self.b.ins().band_imm_u(bits, 0x7FFF_FFFF);
+        // Normal halves: the exponent rebased by 112, the mantissa's top 10 bits.
+        let rebased = self.b.ins().iadd_imm_s(abs, -(112i64 << 23));
+        let normal = self.b.ins().ushr_imm_u(rebased, 13);
+        // Below 2^-14 (subnormal halves and zero): the value in units of 2^-24, an integer.
         let a = self.b.ins().bitcast(types::F32, little(), abs);
-        let scale = self.b.ins().f32const(f32::from_bits(TWO_POW_M112));
-        let scaled = self.b.ins().fmul(a, scale);
-        let scaled = self.b.ins().bitcast(types::I32, little(), scaled);
-        let finite = self.b.ins().ushr_imm_u(scaled, 13);
+        let scale = self.b.ins().f32const(f32::from_bits(TWO_POW_24));
+        let units = self.b.ins().fmul(a, scale);
+        let sub = self.b.ins().fcvt_to_uint_sat(types::I32, units);
         let man = self.b.ins().ushr_imm_u(abs, 13);
         let man = self.b.ins().band_imm_u(man, 0x3FF);
         let special = self.b.ins().bor_imm_u(man, 0x7C00);
+        let is_sub = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, abs, 0x3880_0000);
         let is_special = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, abs, 0x7F80_0000);
-        let m = self.b.ins().select(is_special, special, finite);
+        let m = self.b.ins().select(is_sub, sub, normal);
+        let m = self.b.ins().select(is_special, special, m);
         self.b.ins().bor(m, sign)
     }
 

@@ -122,16 +122,10 @@ impl Lowering {
             if batched {
                 outs = lw.keep_finished(w, &cconsts, &carry_bufs, out_avals, &pred_aval, outs)?;
             }
-            // Phase 1: new carries that read an old carry go to temporaries first.
-            let reads_carry = |e: &Expr| {
-                let mut hit = false;
-                e.visit(&mut |n| {
-                    if let Expr::Load(v) = n {
-                        hit |= carry_bufs.contains(&v.buf);
-                    }
-                });
-                hit
-            };
+            // Phase 1: new carries that read an old carry go to temporaries first, also
+            // where the old carry is only a dynamic offset (`dynamic_slice(x, k)` with `k` a
+            // carry that this trip updates: written after `k`, it read the new `k`).
+            let reads_carry = |e: &Expr| carry_bufs.iter().any(|&c| e.reads(c));
             let mut sources = Vec::with_capacity(outs.len());
             for c in outs {
                 if reads_carry(&c.expr) {

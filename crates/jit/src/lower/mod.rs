@@ -300,6 +300,7 @@ impl Lowering {
             }
         }
         let transposed = transposed_dots(jaxpr, &uses);
+        let identities = remat_ir::identities(jaxpr);
         for (e, eqn) in jaxpr.eqns.iter().enumerate() {
             let ins: Vec<Val> = eqn.invars.iter().map(|a| read(jaxpr, &env, a)).collect::<Result<_, _>>()?;
             let out_avals: Vec<Aval> = eqn.outvars.iter().map(|&v| jaxpr.aval(v).clone()).collect();
@@ -317,7 +318,11 @@ impl Lowering {
                 target[u.index()] = Some(buf);
                 self.dot_dst = Some((buf, perm.clone()));
             }
-            let outs = self.lower_eqn(&eqn.primitive, ins, &out_avals, &out_targets);
+            let outs = match identities[e] {
+                // XLA deletes the equation: the operand's bits, never computed.
+                Some(identity) => Ok(vec![self.identity(identity, &ins, &out_avals[0])]),
+                None => self.lower_eqn(&eqn.primitive, ins, &out_avals, &out_targets),
+            };
             self.dot_dst = None;
             let outs = outs?;
             for ((&v, val), t) in eqn.outvars.iter().zip(outs).zip(out_targets) {

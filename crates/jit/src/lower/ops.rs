@@ -5,7 +5,9 @@
 //! buffer; reductions, `argmax` and `dot_general` are steps of their own; calls inline;
 //! `scan` becomes a loop; convolutions and windowed reductions are in `window.rs`.
 
-use remat_ir::{Aval, BinaryOp, DType, DotDimensionNumbers, LitValue, MemorySpace, Primitive, ReduceOp, UnaryOp};
+use remat_ir::{
+    Aval, BinaryOp, DType, DotDimensionNumbers, Identity, LitValue, MemorySpace, Primitive, ReduceOp, UnaryOp,
+};
 
 use super::dtypes::index_i32;
 use super::{literal_int, unsupported, Lowering, Val};
@@ -389,6 +391,13 @@ impl Lowering {
             free_axes(lhs.aval.rank(), &dn.lhs_batch, &dn.lhs_contracting),
             free_axes(rhs.aval.rank(), &dn.rhs_batch, &dn.rhs_contracting),
         );
+        let k_size: usize = dn.lhs_contracting.iter().map(|&a| lhs.shape()[a]).product();
+        if k_size == 1 && out.dtype.is_float() {
+            // XLA rewrites a product of one term to a multiply: nothing adds it to +0.0, so
+            // a zero product keeps its sign under FTZ. A transposing reader remaps it.
+            self.dot_dst = None;
+            return self.dot_as_multiply(lhs, rhs, dn, (&lf, &rf), out);
+        }
         if let Some(v) = self.small_dot(lhs, rhs, dn, (&lf, &rf), out, target) {
             return v;
         }
@@ -493,6 +502,57 @@ impl Lowering {
     /// (summed in registers) unless the right operand is contiguous along the last output
     /// axis; then they go before the right operand's free axes, so the innermost loop runs
     /// over whole vectors of the output row. `None` for the GEMM path.
+    /// A product whose contracted extent is 1, as the elementwise multiply of its operands
+    /// broadcast to the result's axes (batch, lhs free, rhs free).
+    fn dot_as_multiply(
+        &mut self,
+        lhs: &Val,
+        rhs: &Val,
+        dn: &DotDimensionNumbers,
+        (lf, rf): (&[usize], &[usize]),
+        out: &Aval,
+    ) -> Val {
+        let nb = dn.lhs_batch.len();
+        // Contracted axes have extent 1: read at index 0, whatever position they are given.
+        let mut lpos = vec![0usize; lhs.aval.rank()];
+        let mut rpos = vec![0usize; rhs.aval.rank()];
+        for (j, (&a, &b)) in dn.lhs_batch.iter().zip(&dn.rhs_batch).enumerate() {
+            lpos[a] = j;
+            rpos[b] = j;
+        }
+        for (i, &a) in lf.iter().enumerate() {
+            lpos[a] = nb + i;
+        }
+        for (i, &b) in rf.iter().enumerate() {
+            rpos[b] = nb + lf.len() + i;
+        }
+        let l = self.remap(lhs.clone(), &IndexMap::broadcast(lhs.shape(), out.rank(), &lpos), out.shape.clone());
+        let r = self.remap(rhs.clone(), &IndexMap::broadcast(rhs.shape(), out.rank(), &rpos), out.shape.clone());
+        Val { expr: Expr::Binary(BinaryOp::Mul, out.dtype, Box::new(l.expr), Box::new(r.expr)), aval: out.clone() }
+    }
+
+    /// An equation XLA's simplifier deletes (`remat_ir::identities`): operand `k`'s value
+    /// (its sign flipped for [`Identity::Negated`]), broadcast or reshaped to the result.
+    pub(super) fn identity(&mut self, identity: Identity, ins: &[Val], out: &Aval) -> Val {
+        let (k, negated) = match identity {
+            Identity::Operand(k) => (k, false),
+            Identity::Negated(k) => (k, true),
+        };
+        let x = ins[k].clone();
+        let x = if x.shape() == out.shape.as_slice() {
+            x
+        } else if x.aval.size() == out.size() {
+            self.reshape(x, out)
+        } else {
+            Val { expr: self.operand(&x, &out.shape), aval: out.clone() }
+        };
+        if negated {
+            Val { expr: Expr::Unary(UnaryOp::Neg, out.dtype, Box::new(x.expr)), aval: out.clone() }
+        } else {
+            Val { expr: x.expr, aval: out.clone() }
+        }
+    }
+
     fn small_dot(
         &mut self,
         lhs: &Val,

@@ -17,7 +17,7 @@
 //! Products of an xs slice by a loop-invariant operand run before the loop as one GEMM, and
 //! carries that only accumulate a product run theirs after it (`scan_hoist`).
 
-use remat_ir::{Aval, BinaryOp, ClosedJaxpr, DType, LitValue};
+use remat_ir::{Aval, BinaryOp, ClosedJaxpr, DType};
 
 use super::scan_hoist::{map_views, whole, Deferred, LoopFacts};
 use super::{Lowering, Val};
@@ -62,14 +62,8 @@ impl Lowering {
             .map(|(&buf, a)| Val { expr: Expr::Load(View::contiguous(buf, a.dtype, &a.shape)), aval: a.clone() })
             .collect();
         if length == 0 {
-            for (&buf, a) in y_bufs.iter().zip(&out_avals[nk..]) {
-                let zero = Expr::Lit(LitValue::from_f64(a.dtype, 0.0));
-                let fill = Val {
-                    expr: zero.remap(&crate::expr::IndexMap { new_rank: a.rank(), old: Vec::new() }),
-                    aval: a.clone(),
-                };
-                self.write(&fill, buf);
-            }
+            // The carries are their initial values, and the stacked ys have no elements:
+            // nothing to write (a fill of zeros would need a literal, which keys have not).
             return Ok(results);
         }
 
@@ -116,16 +110,10 @@ impl Lowering {
             }
             let deferred: Vec<Deferred> = lw.defer_accumulations(&facts, &outs, nk);
             let in_loop = |c: &usize| !deferred.iter().any(|d| d.carry == *c);
-            // Phase 1: new carries that read an old carry go to temporaries first.
-            let reads_carry = |e: &Expr| {
-                let mut hit = false;
-                e.visit(&mut |n| {
-                    if let Expr::Load(v) = n {
-                        hit |= carry_bufs.contains(&v.buf);
-                    }
-                });
-                hit
-            };
+            // Phase 1: new carries that read an old carry go to temporaries first, also
+            // where the old carry is only a dynamic offset (`dynamic_slice(x, i)` with `i` a
+            // carry that this iteration updates: written after `i`, it read the new `i`).
+            let reads_carry = |e: &Expr| carry_bufs.iter().any(|&c| e.reads(c));
             // A new carry that one step of the body computes whole is computed in the
             // carry's own buffer, where nothing after that step reads the old carry.
             let computed_in_place: Vec<bool> =

@@ -13,7 +13,8 @@
 //!   reads at `[counter]`. No buffer is added.
 //! - **Deferred** (after the loop): a carry that only accumulates a product,
 //!   `carry' = carry + a_j . b_j` with nothing else in the body reading the carry or the
-//!   product (the weight gradients of an RNN's backward scan), whose contracted axis is the
+//!   product, the product itself not reading the carry (the weight gradients of an RNN's
+//!   backward scan; not a recurrence `c + c . w`), whose contracted axis is the
 //!   operands' outermost: the operands are stacked over the steps (an xs slice is stacked
 //!   already, a value the body stacks as a y is read from the ys buffer, anything else is
 //!   copied into a stack where the product was), and one product contracting `length * k`
@@ -328,8 +329,10 @@ impl Lowering {
             let Step::Dot { desc, lhs, rhs, dst } = &steps[at] else { continue };
             let (lhs, rhs, dst) = (lhs.clone(), rhs.clone(), dst.clone());
             let d = self.prog.dots[*desc].clone();
-            // Nothing else in the body reads the product or the carry.
-            let alone = steps.iter().enumerate().all(|(j, s)| j == at || (!s.touches(product) && !s.touches(carry)))
+            // Nothing else in the body reads the product, and nothing reads the carry: not
+            // the product itself either (`c + c . w` is a recurrence, each step's product
+            // reading the carry the step before updated, not a sum to run after the loop).
+            let alone = steps.iter().enumerate().all(|(j, s)| (j == at || !s.touches(product)) && !s.touches(carry))
                 && outs.iter().enumerate().all(|(j, o)| j == c || (!o.expr.reads(product) && !o.expr.reads(carry)));
             if !d.batch.is_empty() || d.k == 0 || !alone || !dst.dynamic.is_empty() {
                 continue;

@@ -4,7 +4,8 @@
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
 //! `FILL_OR_DROP`), scatters clamp (`CLIP`) or drop out-of-bounds windows, sorts put NaN
-//! last and are stable, cumulative reductions run sequentially. The contiguous case of
+//! last and are stable and read subnormals as zeros, cumulative reductions run
+//! sequentially from the operation's identity; `max`/`min` are XLA's (`remat_math`). The contiguous case of
 //! `gather` and `scatter-add` (slices that are whole trailing rows, as embedding lookups
 //! and their transposes take) moves whole rows at once.
 //!
@@ -16,6 +17,7 @@ use std::ptr::NonNull;
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn};
 use remat_ir::{Aval, CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp};
+use remat_math::{elementary, Flush};
 
 /// What one `Step::Native` computes: the primitive, its operand and result types, and
 /// where each operand and result sits in the step's base-address array (operands first).
@@ -38,6 +40,28 @@ trait El: Copy + PartialOrd + std::fmt::Debug + 'static {
     fn mul(self, o: Self) -> Self;
     /// `logaddexp` for floats (the shape rule admits `cumlogsumexp` on floats only).
     fn logaddexp(self, o: Self) -> Self;
+    /// The value as a compare reads it in XLA's float environment: a subnormal float as a
+    /// zero of its sign (`remat_math::flush`), anything else unchanged.
+    fn daz(self) -> Self {
+        self
+    }
+    /// XLA's `max`: NaN if either operand is NaN (floats: `remat_math::maximum`, with its
+    /// rule for zeros and subnormals).
+    fn maximum(self, o: Self) -> Self {
+        if self.is_nan() || (!o.is_nan() && self >= o) {
+            self
+        } else {
+            o
+        }
+    }
+    /// XLA's `min`, as [`El::maximum`].
+    fn minimum(self, o: Self) -> Self {
+        if self.is_nan() || (!o.is_nan() && self <= o) {
+            self
+        } else {
+            o
+        }
+    }
 }
 
 macro_rules! float_el {
@@ -60,14 +84,24 @@ macro_rules! float_el {
             fn mul(self, o: $t) -> $t {
                 self * o
             }
+            /// As the interpreter's, with its functions (`remat_math::elementary`).
             fn logaddexp(self, o: $t) -> $t {
                 let amax = max_nan(self, o);
                 let delta = self - o;
                 if delta.is_nan() {
                     self + o
                 } else {
-                    amax + (-delta.abs()).exp().ln_1p()
+                    amax + elementary::log1p(elementary::exp(-delta.abs()))
                 }
+            }
+            fn daz(self) -> $t {
+                Flush::daz(self)
+            }
+            fn maximum(self, o: $t) -> $t {
+                remat_math::maximum(self, o)
+            }
+            fn minimum(self, o: $t) -> $t {
+                remat_math::minimum(self, o)
             }
         }
     };
@@ -105,9 +139,19 @@ macro_rules! narrow_el {
                 if delta.is_nan() {
                     r(self.to_f32() + o.to_f32())
                 } else {
-                    let e = r((-delta.to_f32().abs()).exp());
-                    r(max_nan(self, o).to_f32() + r(e.to_f32().ln_1p()).to_f32())
+                    let e = r(elementary::exp(-delta.to_f32().abs()));
+                    r(max_nan(self, o).to_f32() + r(elementary::log1p(e.to_f32())).to_f32())
                 }
+            }
+            /// In `f32`, where a `bf16` subnormal is one too and an `f16` one is not.
+            fn daz(self) -> $t {
+                <$t>::from_f32(Flush::daz(self.to_f32()))
+            }
+            fn maximum(self, o: $t) -> $t {
+                <$t>::from_f32(remat_math::maximum(self.to_f32(), o.to_f32()))
+            }
+            fn minimum(self, o: $t) -> $t {
+                <$t>::from_f32(remat_math::minimum(self.to_f32(), o.to_f32()))
             }
         }
     };
@@ -219,22 +263,14 @@ impl El for bool {
     }
 }
 
-/// XLA's `max`: NaN if either operand is NaN.
+/// XLA's `max` ([`El::maximum`]).
 fn max_nan<T: El>(a: T, b: T) -> T {
-    if a.is_nan() || (!b.is_nan() && a >= b) {
-        a
-    } else {
-        b
-    }
+    a.maximum(b)
 }
 
-/// XLA's `min`: NaN if either operand is NaN.
+/// XLA's `min` ([`El::minimum`]).
 fn min_nan<T: El>(a: T, b: T) -> T {
-    if a.is_nan() || (!b.is_nan() && a <= b) {
-        a
-    } else {
-        b
-    }
+    a.minimum(b)
 }
 
 /// Runs `$body` with `$T` the Rust type of `$dtype`.
@@ -555,7 +591,8 @@ fn total_cmp<T: El>(a: T, b: T) -> Ordering {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Greater,
         (false, true) => Ordering::Less,
-        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+        // JAX's comparator reads subnormals as zeros, as every compare does under DAZ.
+        (false, false) => a.daz().partial_cmp(&b.daz()).unwrap_or(Ordering::Equal),
     }
 }
 
@@ -626,7 +663,7 @@ fn argmin<T: El>(x: &ArrayViewD<T>, axis: usize, out: &mut ArrayViewMutD<i32>) {
         let mut best = 0;
         for (i, &v) in lane.iter().enumerate() {
             let b = lane[best];
-            if !b.is_nan() && (v.is_nan() || v < b) {
+            if !b.is_nan() && (v.is_nan() || v.daz() < b.daz()) {
                 best = i;
             }
         }
@@ -635,20 +672,26 @@ fn argmin<T: El>(x: &ArrayViewD<T>, axis: usize, out: &mut ArrayViewMutD<i32>) {
     out.assign(&found);
 }
 
+/// The cumulative reductions as XLA's windowed reduction computes them: every element,
+/// the first too, combined with the running value starting from the operation's identity
+/// (so the first element is read as an arithmetic instruction reads it: `cumsum` of
+/// `[-0.0]` or of a subnormal is `+0.0`), as the interpreter's.
 fn cumulative<T: El>(op: CumulativeOp, x: &ArrayViewD<T>, axis: usize, reverse: bool, out: &mut ArrayViewMutD<T>) {
     out.assign(x);
-    let f: fn(T, T) -> T = match op {
-        CumulativeOp::Sum => T::add,
-        CumulativeOp::Prod => T::mul,
-        CumulativeOp::Max => max_nan,
-        CumulativeOp::Min => min_nan,
-        CumulativeOp::LogSumExp => T::logaddexp,
+    let (f, identity): (fn(T, T) -> T, T) = match op {
+        CumulativeOp::Sum => (T::add, T::from_f64(0.0)),
+        CumulativeOp::Prod => (T::mul, T::from_f64(1.0)),
+        CumulativeOp::Max => (max_nan, T::LOWEST),
+        CumulativeOp::Min => (min_nan, T::HIGHEST),
+        CumulativeOp::LogSumExp => (T::logaddexp, T::LOWEST),
     };
     for mut lane in out.lanes_mut(Axis(axis)) {
         let n = lane.len();
-        for s in 1..n {
-            let (prev, cur) = if reverse { (n - s, n - s - 1) } else { (s - 1, s) };
-            lane[cur] = f(lane[prev], lane[cur]);
+        let mut acc = identity;
+        for s in 0..n {
+            let cur = if reverse { n - 1 - s } else { s };
+            acc = f(acc, lane[cur]);
+            lane[cur] = acc;
         }
     }
 }

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
 use remat_ir::{BinaryOp, DType, UnaryOp};
+use remat_math::elementary;
 
 use crate::program::DotDesc;
 
@@ -94,32 +95,34 @@ pub(crate) enum ImportSig {
     OpF64F64ToF64,
 }
 
+// The f64 functions as the interpreter computes them (`remat_math::elementary`: XLA's
+// treatment of subnormals made explicit).
 extern "C" fn exp_f64(x: f64) -> f64 {
-    x.exp()
+    elementary::exp(x)
 }
 extern "C" fn log_f64(x: f64) -> f64 {
-    x.ln()
+    elementary::log(x)
 }
 extern "C" fn log1p_f64(x: f64) -> f64 {
-    x.ln_1p()
+    elementary::log1p(x)
 }
 extern "C" fn expm1_f64(x: f64) -> f64 {
-    x.exp_m1()
+    elementary::expm1(x)
 }
 extern "C" fn sin_f64(x: f64) -> f64 {
-    x.sin()
+    elementary::sin(x)
 }
 extern "C" fn cos_f64(x: f64) -> f64 {
-    x.cos()
+    elementary::cos(x)
 }
 extern "C" fn tan_f64(x: f64) -> f64 {
-    x.tan()
+    elementary::tan(x)
 }
 extern "C" fn tanh_f64(x: f64) -> f64 {
-    x.tanh()
+    elementary::tanh(x)
 }
 extern "C" fn pow_f64(x: f64, y: f64) -> f64 {
-    x.powf(y)
+    elementary::pow(x, y)
 }
 /// The function of `UnaryOp::ALL[op]` from `remat-math`; NaN for an op it does not define
 /// (the lowering passes only ops it does).
@@ -767,6 +770,9 @@ impl NativeCode {
     /// The program runs on this thread; its split products and loops hand parts to the
     /// helper threads (`pool`).
     pub fn call(&self, arena: &mut [u8], table: &[usize]) {
+        // XLA's float environment while the program runs on this thread (its helpers have
+        // it always): subnormal operands and results are zeros, as in JAX on CPU.
+        let _env = remat_math::XlaFloatEnv::enter();
         clear_upper_vector_state();
         (self.entry)(arena.as_mut_ptr(), table.as_ptr());
     }

@@ -47,7 +47,11 @@ pub(super) fn fork_join<F: Fn(usize) + Send + Sync>(parts: usize, run: F) {
         rayon::in_place_scope(|s| {
             for p in 1..parts {
                 let run = &run;
-                s.spawn(move |_| run(p));
+                // rayon's threads run other work too: the environment for this part only.
+                s.spawn(move |_| {
+                    let _env = remat_math::XlaFloatEnv::enter();
+                    run(p)
+                });
             }
             run(0);
         });
@@ -210,6 +214,9 @@ fn spin_until(budget: Duration, done: impl Fn() -> bool) -> bool {
 
 /// A helper's life: wait for a job (spinning, then parked), run it, report it done.
 fn helper_loop(helper: &'static Helper) {
+    // A helper runs nothing but compiled programs' parts: XLA's float environment for its
+    // whole life, as XLA's pool threads have it (`remat_math::fenv`).
+    remat_math::fenv::set_for_thread();
     let mut last = 0u64;
     loop {
         let ready = || helper.seq.load(Ordering::Acquire) != last;

@@ -64,7 +64,8 @@ fn exp(x: f32) -> f32 {
     }
 }
 
-/// `math32::tanh4` on one lane.
+/// `math32::tanh4` on one lane, then `math_f32`'s select: the operand itself below 4e-4,
+/// as XLA's f32 `tanh` (subnormals included).
 #[inline(always)]
 fn tanh(x: f32) -> f32 {
     let sign = x.to_bits() & 0x8000_0000;
@@ -78,7 +79,7 @@ fn tanh(x: f32) -> f32 {
     let scale = f32::from_bits((kb.to_bits().wrapping_add(127)) << 23);
     let e = scale.mul_add(em, scale - 1.0);
     let t = f32::from_bits((e / (e + 2.0)).to_bits() | sign);
-    if x.is_nan() {
+    if x.is_nan() || ax < crate::codegen::TANH_IDENTITY_BELOW {
         x
     } else {
         t

@@ -31,6 +31,10 @@ use remat_ir::{
 
 use crate::common::{check_bits, value_bits};
 
+#[path = "locate.rs"]
+mod locate;
+pub(crate) use locate::locate;
+
 /// Whether the JIT computes every value of `jaxpr` with the same operations, in the same
 /// order, as the interpreter: no transcendentals (inline polynomials, within 2 ulp of libm),
 /// no `pow`, no float sums or products (summed in other orders). Such programs must agree
@@ -146,12 +150,17 @@ fn alone(jaxpr: &Jaxpr, eqn: &Eqn) -> Jaxpr {
 /// `got` within the accumulation bound of the module's documentation, `sums` being the
 /// equation on absolute values and `n` the number of terms.
 pub(crate) fn within_sum_bound(what: &str, got: &Array, want: &Array, sums: &Array, n: usize) -> Result<(), String> {
+    within_sums(what, got, want, &sums.to_f64_vec(), n)
+}
+
+/// [`within_sum_bound`] with the sums of absolute terms as numbers.
+fn within_sums(what: &str, got: &Array, want: &Array, s: &[f64], n: usize) -> Result<(), String> {
     let Some((u, eta, max)) = roundoff(want.dtype()) else {
         return check_bits(what, std::slice::from_ref(got), std::slice::from_ref(want));
     };
-    let (g, w, s) = (got.to_f64_vec(), want.to_f64_vec(), sums.to_f64_vec());
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
     let n = n as f64;
-    for (j, ((&g, &w), &s)) in g.iter().zip(&w).zip(&s).enumerate() {
+    for (j, ((&g, &w), &s)) in g.iter().zip(&w).zip(s).enumerate() {
         let unconstrained = !s.is_finite() || s > max;
         let ok = unconstrained || (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 3.0 * n * u * s + n * eta;
         if !ok {
@@ -169,54 +178,33 @@ fn same(a: &Array, b: &Array) -> bool {
     a.aval() == b.aval() && value_bits(a) == value_bits(b)
 }
 
-/// Explains a disagreement of the whole program `jaxpr` on `args` (see the module's
-/// documentation): `Ok` with a note if every equation alone keeps its bound and some
-/// differ, `Err` naming the equation out of its bound, or saying that none differs.
-pub(crate) fn locate(jaxpr: &Jaxpr, args: &[Array]) -> Result<String, String> {
-    let mut env: Vec<Option<Array>> = vec![None; jaxpr.vars.len()];
-    for (&v, a) in jaxpr.invars.iter().zip(args) {
-        env[v.index()] = Some(a.clone());
-    }
-    let mut differing = Vec::new();
-    for (k, eqn) in jaxpr.eqns.iter().enumerate() {
-        let one = alone(jaxpr, eqn);
-        let ins: Vec<Array> = eqn
-            .invars
-            .iter()
-            .filter_map(Atom::as_var)
-            .map(|v| env[v.index()].clone().ok_or_else(|| format!("equation {k}: operand without a value")))
-            .collect::<Result<_, _>>()?;
-        let what = format!("equation {k} ({}) alone", eqn.primitive.name());
-        let want = remat_interp::eval_jaxpr(&one, &[], &ins).map_err(|e| format!("{what}: interpreter: {e}"))?;
-        let compiled = remat_jit::compile(&one).map_err(|e| format!("{what}: compile: {e}"))?;
-        let got = compiled.run(&ins).map_err(|e| format!("{what}: run: {e}"))?;
-        let float_in = eqn.invars.first().is_some_and(|a| jaxpr.atom_aval(a).dtype.is_float());
-        if exact(&one) {
-            check_bits(&what, &got, &want)?;
-        } else if accumulates(&eqn.primitive) && float_in {
-            // The terms are the operands' elements, except `select_and_scatter_add`'s
-            // second operand, which only selects where its first one's are added.
-            let selects = matches!(eqn.primitive, Primitive::SelectAndScatterAdd { .. });
-            let abs_ins: Vec<Array> =
-                ins.iter().enumerate().map(|(i, a)| if selects && i > 0 { a.clone() } else { abs(a) }).collect();
-            let sums = remat_interp::eval_jaxpr(&one, &[], &abs_ins).map_err(|e| format!("{what}: |terms|: {e}"))?;
-            let n: usize = ins.iter().map(Array::len).sum();
-            for (i, ((g, w), s)) in got.iter().zip(&want).zip(&sums).enumerate() {
-                within_sum_bound(&format!("{what} {i}"), g, w, s, n)?;
-            }
-        } else {
-            close(&what, &got, &want)?;
+/// Whether equation `eqn` of `jaxpr` (as the program `one`), run alone on `ins`, keeps its
+/// bound (the module's documentation).
+fn within_bound(
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    one: &Jaxpr,
+    ins: &[Array],
+    got: &[Array],
+    want: &[Array],
+    what: &str,
+) -> Result<(), String> {
+    let float_in = eqn.invars.first().is_some_and(|a| jaxpr.atom_aval(a).dtype.is_float());
+    if exact(one) {
+        check_bits(what, got, want)
+    } else if accumulates(&eqn.primitive) && float_in {
+        // The terms are the operands' elements, except `select_and_scatter_add`'s second
+        // operand, which only selects where its first one's are added.
+        let selects = matches!(eqn.primitive, Primitive::SelectAndScatterAdd { .. });
+        let abs_ins: Vec<Array> =
+            ins.iter().enumerate().map(|(i, a)| if selects && i > 0 { a.clone() } else { abs(a) }).collect();
+        let sums = remat_interp::eval_jaxpr(one, &[], &abs_ins).map_err(|e| format!("{what}: |terms|: {e}"))?;
+        let n: usize = ins.iter().map(Array::len).sum();
+        for (i, ((g, w), s)) in got.iter().zip(want).zip(&sums).enumerate() {
+            within_sum_bound(&format!("{what} {i}"), g, w, s, n)?;
         }
-        if got.iter().zip(&want).any(|(g, w)| !same(g, w)) {
-            differing.push(format!("{k} ({})", eqn.primitive.name()));
-        }
-        for (&v, w) in eqn.outvars.iter().zip(want) {
-            env[v.index()] = Some(w);
-        }
-    }
-    if differing.is_empty() {
-        Err("every equation alone agrees bit for bit: the whole program's compilation differs".into())
+        Ok(())
     } else {
-        Ok(format!("within the bounds of equations {}", differing.join(", ")))
+        close(what, got, want)
     }
 }

@@ -7,12 +7,22 @@
 //! dtype, 0-sized and 1-sized dimensions, scalar and unit-axis broadcasting, lengths that
 //! are not multiples of 4, calls, scans, host round trips, convolutions and windows
 //! (`windows.rs`), and repeated equations (which the JIT's CSE merges, within checkpoints
-//! and across them). [`check`] compiles a program under every CSE scope and compares each
+//! and across them). Loop bodies, cond branches and call bodies are random programs of the
+//! same steps, nested up to two deep (`loops.rs`); integer indices are computed as JAX
+//! computes a traced index and feed the indexing primitives, carried and stacked by loops
+//! (`index.rs`); one program in five is a whole value-and-grad program made by remat's
+//! autodiff (`grad.rs`). [`check`] compiles a program under every CSE scope and compares each
 //! run with the interpreter's: bit for bit where the operations are exact ([`exact`]),
 //! within the bounds [`close`] documents where they are not.
 
 #[path = "compare.rs"]
 pub(crate) mod compare;
+#[path = "grad.rs"]
+mod grad;
+#[path = "index.rs"]
+mod index;
+#[path = "loops.rs"]
+mod loops;
 #[path = "windows.rs"]
 mod windows;
 
@@ -82,9 +92,21 @@ struct Builder {
     jaxpr: Jaxpr,
     /// Device values available as operands.
     pool: Vec<Var>,
+    /// How many bodies deep this jaxpr is (0: the program itself; see `loops.rs`).
+    depth: usize,
+    /// The `i32[]` indices computed so far (`index.rs`), which later steps read again and
+    /// loop bodies return as carries and stacked outputs.
+    indices: Vec<Var>,
+    /// Results of loops, branches and calls that the jaxpr returns (they would be dead code
+    /// otherwise, which the JIT never runs).
+    results: Vec<Var>,
 }
 
 impl Builder {
+    fn new() -> Builder {
+        Builder { jaxpr: Jaxpr::default(), pool: Vec::new(), depth: 0, indices: Vec::new(), results: Vec::new() }
+    }
+
     fn input(&mut self, aval: Aval) -> Var {
         let v = self.jaxpr.new_var(aval);
         self.jaxpr.invars.push(v);
@@ -214,7 +236,7 @@ fn while_body(x: &Aval, op: UnaryOp, batch: &[usize]) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype.is_numeric();
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(39) {
+    match g.below(46) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let mut x = b.of(g, |a| match op.domain() {
@@ -486,7 +508,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             };
             b.eqn(prim, vec![x.into()])?;
         }
-        25 | 26 | 30 => {
+        25 | 26 | 30 | 45 => {
             // An earlier equation again, on the same operands (or, for a call, with a
             // checkpoint around it): work for CSE.
             let earlier = b.jaxpr.eqns.get(g.below(b.jaxpr.eqns.len()))?.clone();
@@ -585,6 +607,13 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(bits, vec![folded.into()])?;
             b.eqn(Primitive::RandomUnwrap, vec![keys.into()])?;
         }
+        // Random bodies (`loops.rs`) and index arithmetic (`index.rs`).
+        39 => loops::scan(b, g, false)?,
+        40 => loops::scan(b, g, true)?,
+        41 => loops::while_loop(b, g)?,
+        42 => loops::cond(b, g)?,
+        43 => loops::call(b, g)?,
+        44 => index::step(b, g)?,
         _ if g.chance(50) => indexing(b, g)?,
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;
@@ -609,9 +638,46 @@ fn index_atoms(b: &mut Builder, g: &mut Gen, rank: usize) -> Vec<Atom> {
         .collect()
 }
 
+/// A value of type `aval` for a body's output or an update: one of the builder's (a
+/// computed index first, where one fits), else a constant (`broadcast_in_dim` of a literal,
+/// or the literal itself for a scalar).
+fn value_of(b: &mut Builder, g: &mut Gen, aval: &Aval) -> Option<Atom> {
+    let same: Vec<Var> = b.pool.iter().copied().filter(|&v| b.jaxpr.aval(v).same_type(aval)).collect();
+    let indices: Vec<Var> = same.iter().copied().filter(|v| b.indices.contains(v)).collect();
+    if !indices.is_empty() && g.chance(60) {
+        return Some(g.pick(&indices).into());
+    }
+    if !same.is_empty() && (g.chance(85) || aval.dtype == DType::Key) {
+        // The latest values most often: what the body computed last.
+        let k = if g.chance(50) { same.len() - 1 - g.below(same.len().min(3)) } else { g.below(same.len()) };
+        return Some(same[k].into());
+    }
+    if aval.dtype == DType::Key {
+        return None;
+    }
+    let x = lit(aval.dtype, g.pick(&[0.0, 1.0, 2.0]));
+    if aval.rank() == 0 && g.chance(50) {
+        return Some(x);
+    }
+    let zeros = Primitive::BroadcastInDim { shape: aval.shape.clone(), broadcast_dimensions: vec![] };
+    Some(b.eqn(zeros, vec![x]).map_or(x, |v| v[0].into()))
+}
+
 pub(crate) fn program(seed: u64) -> Jaxpr {
+    made(seed).0
+}
+
+/// Program `seed`, and whether it is a value-and-grad (or vjp) program (`grad.rs`).
+pub(crate) fn made(seed: u64) -> (Jaxpr, bool) {
     let mut g = Gen(seed);
-    let mut b = Builder { jaxpr: Jaxpr::default(), pool: Vec::new() };
+    // One program in five is a whole value-and-grad program (`grad.rs`), of a program that
+    // starts with a `fori_loop` over an f32 input.
+    let vg = g.chance(20);
+    let mut b = Builder::new();
+    let focus = vg.then(|| {
+        let shape = [vec![g.pick(&[1, 2, 3, 5])], g.shape()].concat();
+        b.input(Aval::new(DType::F32, shape))
+    });
     for _ in 0..g.below(3) + 1 {
         let (dtype, shape) = (g.dtype(), g.shape());
         b.input(Aval::new(dtype, shape));
@@ -625,6 +691,10 @@ pub(crate) fn program(seed: u64) -> Jaxpr {
     } else {
         g.pick(&[DType::I8, DType::U8, DType::I64, DType::U32])
     }));
+    if vg {
+        // A failed draw leaves inputs behind; the steps below use them.
+        let _ = loops::scan_over(&mut b, &mut g, true, focus);
+    }
     let mut made = 0;
     for _ in 0..40 {
         if made >= 2 + g.below(6) {
@@ -641,8 +711,18 @@ pub(crate) fn program(seed: u64) -> Jaxpr {
     if k > 0 && g.chance(30) {
         outs.insert(0, b.pool[g.below(k)].into());
     }
+    for &r in &b.results {
+        if g.chance(80) && !outs.contains(&r.into()) {
+            outs.push(r.into());
+        }
+    }
     b.jaxpr.outvars = outs;
-    b.jaxpr
+    if vg {
+        if let Some(whole) = grad::differentiated(&b.jaxpr, &mut g) {
+            return (whole, true);
+        }
+    }
+    (b.jaxpr, false)
 }
 
 /// An argument with some elements replaced by the values where dtypes differ: NaN, ±inf,
@@ -693,8 +773,13 @@ fn without_largest(a: remat_ir::Array) -> remat_ir::Array {
 }
 
 pub(crate) fn check(seed: u64) -> Result<Verdict, String> {
-    let jaxpr = program(seed);
-    remat_ir::verify(&jaxpr).map_err(|e| format!("seed {seed}: generated program does not verify: {e}"))?;
+    check_jaxpr(&program(seed), seed)
+}
+
+/// [`check`] of any program, its arguments drawn from `seed` (the harness's `--file`).
+pub(crate) fn check_jaxpr(jaxpr: &Jaxpr, seed: u64) -> Result<Verdict, String> {
+    let jaxpr = jaxpr.clone();
+    remat_ir::verify(&jaxpr).map_err(|e| format!("seed {seed}: the program does not verify: {e}"))?;
     let mut rng = Rng(seed);
     let mut g = Gen(seed ^ 0x5eed);
     // A convolution's sums run in another order in the JIT (a GEMM's): near the top of the
@@ -878,7 +963,15 @@ pub(crate) fn fuzz(run: u64, only: Option<&str>, trace: bool, mut more: impl FnM
     while more(report.programs) {
         let seed = program_seed(run, drawn);
         drawn += 1;
-        let jaxpr = program(seed);
+        // Making a program runs autodiff (`grad.rs`), whose panics are findings too.
+        let jaxpr = match std::panic::catch_unwind(|| program(seed)) {
+            Ok(jaxpr) => jaxpr,
+            Err(p) => {
+                report.findings.push((seed, format!("seed {seed}: panic making the program: {}", panic_message(&*p))));
+                report.programs += 1;
+                continue;
+            }
+        };
         if only.is_some_and(|name| count_eqns(&jaxpr, &|p| p.name() == name) == 0) {
             continue;
         }
@@ -887,8 +980,7 @@ pub(crate) fn fuzz(run: u64, only: Option<&str>, trace: bool, mut more: impl FnM
         }
         coverage(&jaxpr, &mut report.coverage);
         let result = std::panic::catch_unwind(|| check(seed)).unwrap_or_else(|p| {
-            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-            Err(format!("seed {seed}: panic: {}\n{}", msg.unwrap_or_default(), remat_ir::pp_jaxpr(&jaxpr)))
+            Err(format!("seed {seed}: panic: {}\n{}", panic_message(&*p), remat_ir::pp_jaxpr(&jaxpr)))
         });
         match result {
             Ok(Verdict::Agrees) => {}
@@ -898,4 +990,9 @@ pub(crate) fn fuzz(run: u64, only: Option<&str>, trace: bool, mut more: impl FnM
         report.programs += 1;
     }
     report
+}
+
+/// The message a panic carried.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
 }

@@ -14,21 +14,69 @@ import numpy as np
 from ._trace import RematError, array_in, array_out, canonical_dtype, check_leaves, trace
 
 
+# A leaf's part of a signature, by its type and dtype: NumPy's dtype names and JAX's
+# canonicalization cost microseconds a call, so each dtype is looked at once.
+_CANONICAL: dict = {}
+
+
+def _canonical(dtype):
+    c = _CANONICAL.get(dtype)
+    if c is None:
+        c = _CANONICAL[dtype] = canonical_dtype(jax.ShapeDtypeStruct((), dtype))
+    return c
+
+
+def _leaf_signature(x):
+    if type(x) in _PY_SCALARS:
+        # A Python scalar is a weakly typed value of its kind, as jax.jit traces it.
+        return (type(x),)
+    dtype = getattr(x, "dtype", None)
+    shape = getattr(x, "shape", None)
+    if dtype is None or shape is None:
+        check_leaves([x])
+    return (tuple(shape), _canonical(dtype))
+
+
+_PY_SCALARS = (bool, int, float)
+
+
 def _signature(leaves, tree):
-    check_leaves(leaves)
-    return (tree, tuple((tuple(np.shape(x)), str(canonical_dtype(x))) for x in leaves))
+    return (tree, tuple(_leaf_signature(x) for x in leaves))
+
+
+def _raw_buffer(x, native):
+    """A buffer of `x`'s bytes as the program reads it: the array itself when it is a
+    C-ordered NumPy array of the dtype the program takes (`native`), else a converted copy
+    (JAX arrays, Python scalars, f64 made f32, bf16, keys)."""
+    if native is not None and type(x) is np.ndarray and x.dtype == native and x.flags.c_contiguous:
+        return memoryview(x).cast("B") if x.ndim else memoryview(x.reshape(1)).cast("B")
+    return array_in(x)[2]
+
+
+def _native_dtype(aval):
+    """The NumPy dtype a fast-path argument has for `aval` (`None`: always converted)."""
+    try:
+        dt = np.dtype(aval.dtype)
+    except TypeError:  # a PRNG key
+        return None
+    return dt if dt.isbuiltin == 1 else None  # bf16 and other ml_dtypes export no buffer
 
 
 class _Compiled:
-    """One signature's traced program and executable."""
+    """One signature's traced program and executable, and how its outputs come back."""
 
     def __init__(self, traced, executable):
         self.traced = traced
         self.executable = executable
+        self.natives = [_native_dtype(a) for a in traced.in_avals]
+        self.outs = [(name, tuple(shape)) for name, shape in executable.out_avals]
+
+    def run(self, leaves):
+        raws = self.executable.run_raw([_raw_buffer(x, n) for x, n in zip(leaves, self.natives)])
+        return [array_out((name, shape, data)) for (name, shape), data in zip(self.outs, raws)]
 
     def __call__(self, leaves):
-        outs = self.executable.run([array_in(x) for x in leaves])
-        return [array_out(o) for o in outs]
+        return self.run(leaves)
 
 
 class _PerSignature:
@@ -42,12 +90,11 @@ class _PerSignature:
     def get(self, args):
         leaves, tree = jax.tree_util.tree_flatten(tuple(args))
         key = _signature(leaves, tree)
-        with self._lock:
-            hit = self._cache.get(key)
+        hit = self._cache.get(key)
         if hit is None:
-            hit = self._build(args)
+            built = self._build(args)
             with self._lock:
-                self._cache.setdefault(key, hit)
+                hit = self._cache.setdefault(key, built)
         return hit, leaves
 
     def __len__(self):
@@ -105,14 +152,14 @@ def value_and_grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, *, backe
                     "gradients are taken of float inputs"
                 )
         vg = t.program.value_and_grad([int(i) for i in flat])
-        return (nums, t, vg.compile(backend))
+        return (nums, _Compiled(t, vg.compile(backend)))
 
     cache = _PerSignature(build)
 
     @functools.wraps(f)
     def call(*args):
-        (nums, t, executable), leaves = cache.get(args)
-        outs = [array_out(o) for o in executable.run([array_in(x) for x in leaves])]
+        (nums, compiled), leaves = cache.get(args)
+        outs = compiled.run(leaves)
         value, flat_grads = outs[0], outs[1:]
         grads, k = [], 0
         for a in nums:

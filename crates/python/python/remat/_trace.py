@@ -176,6 +176,8 @@ class Traced:
 def check_leaves(leaves) -> None:
     """A `RematError` for an argument leaf that is not an array or a `jax.ShapeDtypeStruct`."""
     for leaf in leaves:
+        if type(leaf) in (bool, int, float):
+            continue  # a weakly typed scalar, as jax.jit takes it
         if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
             raise RematError(
                 f"an argument leaf is {type(leaf).__name__}, not an array or jax.ShapeDtypeStruct: "
@@ -185,9 +187,10 @@ def check_leaves(leaves) -> None:
 
 def canonical_dtype(x):
     """The dtype `jax.jit` gives an argument: f64 is f32 unless `jax_enable_x64`."""
-    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-        return x.dtype
-    return jax.dtypes.canonicalize_dtype(x.dtype)
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype  # a Python scalar
+    if jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        return dtype
+    return jax.dtypes.canonicalize_dtype(dtype)
 
 
 def trace(f: Callable, args: Sequence, *, name: str | None = None) -> Traced:

@@ -330,11 +330,13 @@ fn rows(ledger: &Ledger, split: &Split, saver: &Saver<'_>) -> Result<Vec<LedgerR
     for (residual, atom) in split.vjp.residuals.iter().zip(&split.residual_atoms) {
         let var = atom.as_var();
         // JAX looks through a `reduce_precision` to the value it rounds.
-        let made_by = var.and_then(|v| producer[v.index()]).map(|e| match &program.eqns[e] {
-            eqn @ remat_ir::Eqn { primitive: remat_ir::Primitive::ReducePrecision { .. }, .. } => {
+        let made_by = var.and_then(|v| producer[v.index()]).map(|e| {
+            let eqn = &program.eqns[e];
+            if matches!(eqn.primitive, remat_ir::Primitive::ReducePrecision { .. }) {
                 eqn.invars.first().and_then(Atom::as_var).and_then(|u| producer[u.index()]).unwrap_or(e)
+            } else {
+                e
             }
-            _ => e,
         });
         let buffer = var.and_then(|v| profile.buffers.iter().position(|b| b.var == Some(v)));
         let home = match (buffer.map(|i| &profile.buffers[i]), &residual.kind) {

@@ -36,9 +36,11 @@ impl Contexts {
                 let key = super::source_words(&eqn.source);
                 self.by_source.entry(key).or_default().push((eqn.primitive.name(), context.clone()));
             }
-            let inner = match &eqn.primitive {
-                Primitive::Remat2 { policy, .. } => Some(policy.clone()),
-                _ => context.clone(),
+            // A checkpoint's policy decides inside it.
+            let inner = if let Primitive::Remat2 { policy, .. } = &eqn.primitive {
+                Some(policy.clone())
+            } else {
+                context.clone()
             };
             for body in eqn.primitive.subjaxprs() {
                 self.walk(body, &inner);
