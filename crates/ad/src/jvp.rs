@@ -6,10 +6,12 @@
 //! unchanged, as JAX's `JVPTrace.process_primitive` binds the primal alone. Integer and
 //! boolean values always have zero tangents. The per-primitive rules live in
 //! `jvp/rules.rs` (one match over every primitive); the rules for calls (`jit`, `remat2`,
-//! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`], and so are
+//! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`] (`cond`'s and
+//! `while`'s are `jvp/cond.rs`), and so are
 //! JAX's rule makers the rule files share (`standard` for `defjvp`, `zero` for
 //! `defjvp_zero`, `linear` for `linear_jvp`, which JAX keeps in `interpreters/ad.py`).
 
+mod cond;
 mod indexing;
 mod rules;
 mod special;

@@ -15,7 +15,7 @@
 use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
 use super::{
-    emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
+    cond, emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
     jvp_custom_vjp_rule, linear, scan_jvp, standard, zero, JvpOut, Tangent,
 };
 use crate::builder::{lit, Builder};
@@ -223,8 +223,8 @@ pub(crate) fn jvp_rule(
         Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
-        Primitive::Cond { .. } => crate::cond::cond_jvp(b, eqn, primals, tangents),
-        Primitive::While { .. } => crate::cond::while_jvp(b, eqn, primals, tangents),
+        Primitive::Cond { .. } => cond::cond_jvp(b, eqn, primals, tangents),
+        Primitive::While { .. } => cond::while_jvp(b, eqn, primals, tangents),
         // The fwd/bwd rules are known only by name: the primal function is differentiated.
         // `fwd` computes the primal outputs, here the body's (inlined, as a `fwd` that
         // computes the function does); the tangent is the body's.
