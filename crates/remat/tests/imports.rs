@@ -235,9 +235,11 @@ fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// `use` statements: (is it a `pub` re-export, the statement's paths); and the text left
-/// when they are taken out.
-fn use_statements(src: &str) -> (Vec<(bool, Vec<Vec<String>>)>, String) {
+/// One `use` statement: is it a `pub` re-export, and the paths it names.
+type UseStatement = (bool, Vec<Vec<String>>);
+
+/// `use` statements; and the text left when they are taken out.
+fn use_statements(src: &str) -> (Vec<UseStatement>, String) {
     let mut uses = Vec::new();
     let mut rest = String::with_capacity(src.len());
     let b = src.as_bytes();
@@ -251,7 +253,8 @@ fn use_statements(src: &str) -> (Vec<(bool, Vec<Vec<String>>)>, String) {
         }
         // Is it preceded by `pub` or `pub(crate)`?
         let before = src[..at].trim_end();
-        let public = before.ends_with("pub") || (before.ends_with(')') && before[..before.rfind('(').unwrap_or(0)].trim_end().ends_with("pub"));
+        let public = before.ends_with("pub")
+            || (before.ends_with(')') && before[..before.rfind('(').unwrap_or(0)].trim_end().ends_with("pub"));
         let Some(end) = src[at..].find(';') else { break };
         uses.push((public, expand_use(&src[at + 4..at + end])));
         rest.push_str(&src[last..at]);
@@ -488,7 +491,8 @@ fn circles(nodes: &BTreeSet<String>, edges: &BTreeMap<String, BTreeSet<String>>)
 /// For every module with submodules: the import circles among its children (each child
 /// with its subtree as one unit), each with the file imports that make it.
 fn sibling_circles(g: &Graph) -> Vec<String> {
-    let parents: BTreeSet<ModPath> = g.files.iter().filter(|m| !m.is_empty()).map(|m| m[..m.len() - 1].to_vec()).collect();
+    let parents: BTreeSet<ModPath> =
+        g.files.iter().filter(|m| !m.is_empty()).map(|m| m[..m.len() - 1].to_vec()).collect();
     let mut problems = Vec::new();
     for p in &parents {
         let below = |m: &ModPath| m.len() > p.len() && m.starts_with(p);
@@ -511,7 +515,10 @@ fn sibling_circles(g: &Graph) -> Vec<String> {
             for a in &c {
                 for b in edges.get(a).into_iter().flatten().filter(|b| c.contains(b)) {
                     let w = &why[&(a.clone(), b.clone())];
-                    text.push_str(&format!("    {a} -> {b}: {}\n", w.iter().take(3).cloned().collect::<Vec<_>>().join("; ")));
+                    text.push_str(&format!(
+                        "    {a} -> {b}: {}\n",
+                        w.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+                    ));
                 }
             }
             problems.push(text);
@@ -523,7 +530,8 @@ fn sibling_circles(g: &Graph) -> Vec<String> {
 /// remat-ad's layers, bottom first, from docs/architecture.md's "Layers of remat-ad" table
 /// (`| n | `module`, `module` | what |`).
 fn documented_layers(doc: &str) -> Vec<Vec<String>> {
-    let section = doc.split("### Layers of remat-ad").nth(1).expect("docs/architecture.md has '### Layers of remat-ad'");
+    let section =
+        doc.split("### Layers of remat-ad").nth(1).expect("docs/architecture.md has '### Layers of remat-ad'");
     let section = section.split("\n#").next().unwrap();
     section
         .lines()
