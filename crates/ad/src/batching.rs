@@ -14,6 +14,11 @@
 //! batched program prints as `jax.make_jaxpr(jax.vmap(f))` does. Every primitive has a
 //! rule.
 //!
+//! JAX's helpers the rules share (`moveaxis`, `broadcast`, `bdim_at_front`, `matchaxis`,
+//! and `np_tuple` for NumPy's spelling) are here, as they are in `batching.py`; the rule
+//! files (`rules.rs` and the `control`, `indexing`, `window` files it dispatches to) use
+//! them and not one another's.
+//!
 //! Architecture invariant: a rule sees the operands' atoms and batch axes and the
 //! equation's parameters, never values; the output verifies (checked in debug builds).
 
@@ -24,7 +29,7 @@ mod window;
 
 use std::sync::Arc;
 
-use remat_ir::{Array, Atom, Aval, ClosedJaxpr, Jaxpr};
+use remat_ir::{Array, Atom, Aval, ClosedJaxpr, Jaxpr, Primitive};
 
 use crate::builder::{Builder, VarMap};
 use crate::{check, AdError};
@@ -216,7 +221,7 @@ fn match_axis(b: &mut Builder, x: Batched, dst: Option<usize>, size: usize, j: u
     match (x.1, dst) {
         (None, None) => Ok(x.0),
         (Some(src), Some(dst)) if src == dst => Ok(x.0),
-        (Some(src), Some(dst)) => rules::moveaxis(b, x.0, src, dst),
+        (Some(src), Some(dst)) => moveaxis(b, x.0, src, dst),
         (None, Some(dst)) => {
             let rank = b.aval(&x.0).rank();
             if dst > rank {
@@ -224,10 +229,53 @@ fn match_axis(b: &mut Builder, x: Batched, dst: Option<usize>, size: usize, j: u
                     "vmap: out_axes {dst} is out of range for output {j} of rank {rank}"
                 )));
             }
-            rules::broadcast(b, x.0, size, dst)
+            broadcast(b, x.0, size, dst)
         }
         (Some(_), None) => Err(AdError::Invalid(format!(
             "vmap: output {j} is batched but its out_axes is None (JAX: vmap has mapped output but out_axes is None)"
         ))),
+    }
+}
+
+/// A tuple of integers as JAX prints it, `np.int64(k)` where the flag says NumPy made it.
+fn np_tuple(items: &[(usize, bool)]) -> String {
+    let parts: Vec<String> =
+        items.iter().map(|&(k, np)| if np { format!("np.int64({k})") } else { k.to_string() }).collect();
+    match parts.len() {
+        1 => format!("({},)", parts[0]),
+        _ => format!("({})", parts.join(", ")),
+    }
+}
+
+/// JAX's `moveaxis(x, src, dst)` (a `transpose`, none when `src == dst`).
+fn moveaxis(b: &mut Builder, x: Atom, src: usize, dst: usize) -> Result<Atom, AdError> {
+    if src == dst {
+        return Ok(x);
+    }
+    let rank = b.aval(&x).rank();
+    let mut perm: Vec<usize> = (0..rank).filter(|&i| i != src).collect();
+    perm.insert(dst, src);
+    b.transpose(x, &perm)
+}
+
+/// JAX's `batching.broadcast(x, size, axis)`: a new axis of `size` at `axis`
+/// (`broadcast_in_dim`, its dimensions computed with NumPy).
+fn broadcast(b: &mut Builder, x: Atom, size: usize, axis: usize) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let mut shape = aval.shape.clone();
+    shape.insert(axis, size);
+    let dims: Vec<usize> = (0..shape.len()).filter(|&i| i != axis).collect();
+    let out = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims.clone() }, vec![x])?;
+    if !dims.is_empty() {
+        b.spell_last_param("broadcast_dimensions", np_tuple(&dims.iter().map(|&d| (d, true)).collect::<Vec<_>>()));
+    }
+    Ok(out)
+}
+
+/// JAX's `bdim_at_front(x, bdim, size)`.
+fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
+    match d {
+        None => broadcast(b, x, size, 0),
+        Some(d) => moveaxis(b, x, d, 0),
     }
 }

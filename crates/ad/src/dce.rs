@@ -4,15 +4,17 @@
 //! inputs are still read; the result's invars are only those (unless `instantiate`), its
 //! constvars all of the original's. Calls are pruned inside: a `jit` or `remat2` loses
 //! the outputs nobody reads and the inputs its body no longer needs, a `scan` the same
-//! with a fixpoint over its carries. A `custom_jvp_call` is kept whole when
-//! any output is used (its opaque jvp rule may read every input). No primitive has
-//! effects, so an equation without used outputs is always removed.
+//! with a fixpoint over its carries, a `cond` the same in every branch. A
+//! `custom_jvp_call` is kept whole when any output is used (its opaque jvp rule may read
+//! every input). No primitive has effects, so an equation without used outputs is always
+//! removed.
 
 use std::sync::Arc;
 
 use remat_ir::{Atom, Eqn, HigherOrder, Jaxpr, Primitive, Var};
 
 use crate::builder::{Builder, VarMap};
+use crate::cond::{branches_of, cond_of};
 use crate::scan::ScanParams;
 use crate::{check, AdError};
 
@@ -98,7 +100,7 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }
         Some(HigherOrder::Scan) => scan_dce(eqn, used_outs),
-        Some(HigherOrder::Cond) => crate::cond::cond_dce(eqn, used_outs),
+        Some(HigherOrder::Cond) => cond_dce(eqn, used_outs),
         // A custom call (whose rule may read every input), a while loop (whose carries
         // feed each other) and every first-order primitive live or die whole.
         Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall | HigherOrder::While) | None => {
@@ -132,6 +134,23 @@ fn scan_dce(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> 
         used_carry_out = used_carry_out.iter().zip(used_carry_in).map(|(a, b)| *a || *b).collect();
     }
     Err(AdError::Internal("scan dce: carry fixpoint not reached".into()))
+}
+
+/// `_cond_dce_rule`: each branch pruned to the used outputs; an operand is kept when some
+/// branch reads it, and every branch then takes the kept operands. The index is kept.
+pub(crate) fn cond_dce(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
+    let branches = branches_of(eqn)?;
+    let n_ops = eqn.invars.len() - 1;
+    let mut used_ops = vec![false; n_ops];
+    for br in &branches {
+        let (_, used) = dce_jaxpr_inst(br, used_outs, &vec![false; n_ops])?;
+        used_ops.iter_mut().zip(used).for_each(|(u, x)| *u |= x);
+    }
+    let pruned_branches: Vec<Jaxpr> =
+        branches.iter().map(|br| dce_jaxpr_inst(br, used_outs, &used_ops).map(|(j, _)| j)).collect::<Result<_, _>>()?;
+    let mut used_ins = vec![true];
+    used_ins.extend(used_ops);
+    Ok((pruned(eqn, cond_of(pruned_branches), &used_ins, used_outs), used_ins))
 }
 
 /// `eqn` with primitive `prim`, only the used operands and the used binders.

@@ -6,8 +6,12 @@
 //! unchanged, as JAX's `JVPTrace.process_primitive` binds the primal alone. Integer and
 //! boolean values always have zero tangents. The per-primitive rules live in
 //! `jvp/rules.rs` (one match over every primitive); the rules for calls (`jit`, `remat2`,
-//! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`].
+//! `custom_jvp_call`, `scan`) are here, since they recurse into [`jvp_jaxpr`] (`cond`'s and
+//! `while`'s are `jvp/cond.rs`), and so are
+//! JAX's rule makers the rule files share (`standard` for `defjvp`, `zero` for
+//! `defjvp_zero`, `linear` for `linear_jvp`, which JAX keeps in `interpreters/ad.py`).
 
+mod cond;
 mod indexing;
 mod rules;
 mod special;
@@ -23,6 +27,9 @@ use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive};
 use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::scan::ScanParams;
 use crate::{check, AdError};
+
+/// What a jvp rule returns: the primal outputs and one tangent per output.
+type JvpOut = (Vec<Atom>, Vec<Tangent>);
 
 /// A tangent: symbolically zero, or a value of the primal's aval.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -334,6 +341,59 @@ pub(crate) fn instantiate(b: &mut Builder, t: Tangent, aval: &Aval) -> Result<At
     match t {
         Tangent::Nz(a) => Ok(a),
         Tangent::Zero => b.staged_zeros(aval),
+    }
+}
+
+/// `defjvp` / `defjvp2`: the primal, then `rule(input index, g, ans)` for each nonzero
+/// input tangent, summed with `add_any`.
+fn standard(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+    mut rule: impl FnMut(&mut Builder, usize, Atom, Atom) -> Result<Atom, AdError>,
+) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let ans = out[0];
+    let mut acc: Option<Atom> = None;
+    for (i, t) in tangents.iter().enumerate() {
+        if let Tangent::Nz(g) = t {
+            let r = rule(b, i, *g, ans)?;
+            acc = Some(match acc {
+                None => r,
+                Some(a) => b.add_any(a, r)?,
+            });
+        }
+    }
+    Ok((out, vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
+}
+
+/// `defjvp_zero` (and the zero tangent of `stop_gradient`): the primal, zero tangents.
+fn zero(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom]) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let n = out.len();
+    Ok((out, vec![Tangent::Zero; n]))
+}
+
+/// `linear_jvp`: the primitive applied to the tangents, zeros instantiated.
+fn linear(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let out = emit_primal(b, old, eqn, primals);
+    let mut ins = Vec::with_capacity(primals.len());
+    for (p, t) in primals.iter().zip(tangents) {
+        let aval = b.aval(p);
+        ins.push(instantiate(b, *t, &aval)?);
+    }
+    let ts = b.bind(eqn.primitive.clone(), ins)?;
+    let tangents = ts.into_iter().zip(&out).map(|(t, o)| tangent_if_float(b, t, o)).collect();
+    Ok((out, tangents))
+}
+
+fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
+    if b.aval(primal).dtype.is_float() {
+        Tangent::Nz(Atom::Var(t))
+    } else {
+        Tangent::Zero
     }
 }
 

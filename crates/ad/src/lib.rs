@@ -25,9 +25,12 @@
 //! ```
 //!
 //! Architecture invariants: this crate depends only on `remat-ir` (it builds jaxprs and
-//! never evaluates them); every pass's output passes `remat_ir::verify` (checked after
-//! every pass in debug builds); every rule table is one exhaustive `match` over
-//! [`remat_ir::Primitive`] with no `_ =>` arm.
+//! never evaluates them); its modules import only down the layers docs/architecture.md
+//! lists (builder; the primitives' shared parameters and registries; dce; jvp;
+//! partial_eval; transpose; batching; vjp; checkpointed), a rule that recurses into a
+//! pass living with that pass (`crates/remat/tests/imports.rs` checks it); every pass's
+//! output passes `remat_ir::verify` (checked after every pass in debug builds); every rule
+//! table is one exhaustive `match` over [`remat_ir::Primitive`] with no `_ =>` arm.
 
 mod batching;
 pub mod builder;

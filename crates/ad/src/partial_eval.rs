@@ -43,6 +43,11 @@ use crate::policy::{memory_space, resolve_policy, ResolvedPolicy, Saveability};
 use crate::{check, check_split, AdError};
 use state::Pe;
 
+/// JAX's `_while_transpose_error` (`lax/control_flow/loops.py`): a `while` with an unknown
+/// operand cannot be split here, nor transposed (`transpose/rules.rs`).
+pub const WHILE_REVERSE_MODE: &str = "Reverse-mode differentiation does not work for lax.while_loop or \
+    lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.";
+
 /// Who decides what known equations may save.
 #[derive(Clone, Copy, Debug)]
 pub enum PeMode<'a> {
@@ -159,7 +164,7 @@ impl Pe<'_> {
             // (`_while_transpose_error`); here the split itself fails, naming the equation.
             PeRule::While if any_unknown => Err(AdError::Unsupported {
                 primitive: "while",
-                message: format!("at {}: {}", eqn.source, crate::transpose::WHILE_REVERSE_MODE),
+                message: format!("at {}: {}", eqn.source, WHILE_REVERSE_MODE),
             }),
             PeRule::Remat | PeRule::Jit | PeRule::Scan | PeRule::Cond | PeRule::While | PeRule::None => {
                 if any_unknown {

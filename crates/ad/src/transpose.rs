@@ -9,11 +9,14 @@
 //! Equations that read no linear value are evaluated forward first, in order (this is
 //! how a staged `remat2` or a recomputing checkpoint body recomputes its primal values);
 //! the linear equations are then transposed in reverse order, each by its primitive's
-//! rule (`transpose/rules.rs`; calls' and `scan`'s rules are here, since they recurse
-//! into the driver). Cotangents are symbolic: a missing cotangent is zero and
-//! is never materialized unless a result asks for it; several contributions to one
-//! variable are summed with `add_any`.
+//! rule (`transpose/rules.rs`; calls' and `scan`'s rules are here and `cond`'s is
+//! `transpose/cond.rs`, since they recurse into the driver; `custom_lin`'s, which inlines
+//! the user's `bwd`, is `transpose/custom_lin.rs`). Cotangents are symbolic: a missing
+//! cotangent is zero and is never materialized unless a result asks for it; several
+//! contributions to one variable are summed with `add_any`.
 
+mod cond;
+mod custom_lin;
 mod indexing;
 mod rules;
 mod window;
@@ -26,7 +29,6 @@ use crate::dce::dce_jaxpr_inst;
 use crate::partial_eval::{partial_eval_jaxpr_custom, PeMode};
 use crate::scan::ScanParams;
 use crate::{check, AdError};
-pub(crate) use rules::WHILE_REVERSE_MODE;
 
 /// A transposed jaxpr and which linear inputs got a nonzero cotangent.
 #[derive(Clone, Debug)]

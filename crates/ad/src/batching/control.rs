@@ -10,8 +10,7 @@
 
 use remat_ir::{Atom, ClosedJaxpr, CompareOp, Primitive, UnaryOp};
 
-use super::rules::{bdim_at_front, broadcast, moveaxis};
-use super::{batch_jaxpr_axes, batch_jaxpr_bools, Batched, OutAxes};
+use super::{batch_jaxpr_axes, batch_jaxpr_bools, bdim_at_front, broadcast, moveaxis, Batched, OutAxes};
 use crate::builder::{inline_jaxpr, lit, Builder};
 use crate::AdError;
 

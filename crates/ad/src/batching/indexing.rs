@@ -14,8 +14,7 @@ use remat_ir::{
     Array, Aval, DType, Eqn, GatherDimensionNumbers, GatherScatterMode, Primitive, ScatterDimensionNumbers, ScatterOp,
 };
 
-use super::rules::{bdim_at_front, moveaxis};
-use super::Batched;
+use super::{bdim_at_front, moveaxis, Batched};
 use crate::builder::Builder;
 use crate::AdError;
 

@@ -10,7 +10,7 @@ use remat_ir::{Atom, DType, DotDimensionNumbers, Eqn, Primitive};
 use super::control;
 use super::indexing::{self, GatherParams, ScatterParams};
 use super::window::{self, ScatterWindow};
-use super::{batch_jaxpr_axes, batch_jaxpr_bools, Batched, OutAxes};
+use super::{batch_jaxpr_axes, batch_jaxpr_bools, bdim_at_front, broadcast, moveaxis, np_tuple, Batched, OutAxes};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -384,49 +384,6 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let w = ScatterWindow { window_dimensions, window_strides, padding };
             one(window::select_and_scatter_add(b, *select_prim, &w, ins, size))
         }
-    }
-}
-
-/// A tuple of integers as JAX prints it, `np.int64(k)` where the flag says NumPy made it.
-fn np_tuple(items: &[(usize, bool)]) -> String {
-    let parts: Vec<String> =
-        items.iter().map(|&(k, np)| if np { format!("np.int64({k})") } else { k.to_string() }).collect();
-    match parts.len() {
-        1 => format!("({},)", parts[0]),
-        _ => format!("({})", parts.join(", ")),
-    }
-}
-
-/// JAX's `moveaxis(x, src, dst)` (a `transpose`, none when `src == dst`).
-pub(super) fn moveaxis(b: &mut Builder, x: Atom, src: usize, dst: usize) -> Result<Atom, AdError> {
-    if src == dst {
-        return Ok(x);
-    }
-    let rank = b.aval(&x).rank();
-    let mut perm: Vec<usize> = (0..rank).filter(|&i| i != src).collect();
-    perm.insert(dst, src);
-    b.transpose(x, &perm)
-}
-
-/// JAX's `batching.broadcast(x, size, axis)`: a new axis of `size` at `axis`
-/// (`broadcast_in_dim`, its dimensions computed with NumPy).
-pub(super) fn broadcast(b: &mut Builder, x: Atom, size: usize, axis: usize) -> Result<Atom, AdError> {
-    let aval = b.aval(&x);
-    let mut shape = aval.shape.clone();
-    shape.insert(axis, size);
-    let dims: Vec<usize> = (0..shape.len()).filter(|&i| i != axis).collect();
-    let out = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims.clone() }, vec![x])?;
-    if !dims.is_empty() {
-        b.spell_last_param("broadcast_dimensions", np_tuple(&dims.iter().map(|&d| (d, true)).collect::<Vec<_>>()));
-    }
-    Ok(out)
-}
-
-/// JAX's `bdim_at_front(x, bdim, size)`.
-pub(super) fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
-    match d {
-        None => broadcast(b, x, size, 0),
-        Some(d) => moveaxis(b, x, d, 0),
     }
 }
 

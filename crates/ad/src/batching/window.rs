@@ -7,8 +7,7 @@
 
 use remat_ir::{CompareOp, ConvParams, Eqn, Primitive, ReduceOp, Window};
 
-use super::rules::bdim_at_front;
-use super::Batched;
+use super::{bdim_at_front, Batched};
 use crate::builder::Builder;
 use crate::AdError;
 

@@ -13,11 +13,9 @@ use remat_ir::{
     GatherScatterMode, Jaxpr, Primitive, ScatterDimensionNumbers, ScatterOp, UnaryOp,
 };
 
-use super::{emit_primal, instantiate, jvp_eqns, Tangent};
+use super::{emit_primal, instantiate, jvp_eqns, JvpOut, Tangent};
 use crate::builder::{lit, Builder, VarMap};
 use crate::AdError;
-
-type JvpOut = (Vec<Atom>, Vec<Tangent>);
 
 fn unsupported(prim: &Primitive, message: &str) -> AdError {
     AdError::Unsupported { primitive: prim.name(), message: message.into() }

@@ -15,13 +15,11 @@
 use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
 
 use super::{
-    emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
-    jvp_custom_vjp_rule, scan_jvp, Tangent,
+    cond, emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
+    jvp_custom_vjp_rule, linear, scan_jvp, standard, zero, JvpOut, Tangent,
 };
 use crate::builder::{lit, Builder};
 use crate::AdError;
-
-pub(super) type JvpOut = (Vec<Atom>, Vec<Tangent>);
 
 /// The jvp of one equation whose input tangents are not all zero.
 pub(crate) fn jvp_rule(
@@ -225,8 +223,8 @@ pub(crate) fn jvp_rule(
         Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
-        Primitive::Cond { .. } => crate::cond::cond_jvp(b, eqn, primals, tangents),
-        Primitive::While { .. } => crate::cond::while_jvp(b, eqn, primals, tangents),
+        Primitive::Cond { .. } => cond::cond_jvp(b, eqn, primals, tangents),
+        Primitive::While { .. } => cond::while_jvp(b, eqn, primals, tangents),
         // The fwd/bwd rules are known only by name: the primal function is differentiated.
         // `fwd` computes the primal outputs, here the body's (inlined, as a `fwd` that
         // computes the function does); the tangent is the body's.
@@ -471,65 +469,6 @@ fn logical_and(b: &mut Builder, a: Atom, c: Atom, shape: &[usize]) -> Result<Ato
     let a = b.maybe_broadcast(shape, a)?;
     let c = b.maybe_broadcast(shape, c)?;
     b.select_n(a, vec![a, c])
-}
-
-/// `defjvp` / `defjvp2`: the primal, then `rule(input index, g, ans)` for each nonzero
-/// input tangent, summed with `add_any`.
-pub(super) fn standard(
-    b: &mut Builder,
-    old: &Jaxpr,
-    eqn: &Eqn,
-    primals: &[Atom],
-    tangents: &[Tangent],
-    mut rule: impl FnMut(&mut Builder, usize, Atom, Atom) -> Result<Atom, AdError>,
-) -> Result<JvpOut, AdError> {
-    let out = emit_primal(b, old, eqn, primals);
-    let ans = out[0];
-    let mut acc: Option<Atom> = None;
-    for (i, t) in tangents.iter().enumerate() {
-        if let Tangent::Nz(g) = t {
-            let r = rule(b, i, *g, ans)?;
-            acc = Some(match acc {
-                None => r,
-                Some(a) => b.add_any(a, r)?,
-            });
-        }
-    }
-    Ok((out, vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
-}
-
-/// `defjvp_zero` (and the zero tangent of `stop_gradient`): the primal, zero tangents.
-pub(super) fn zero(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom]) -> Result<JvpOut, AdError> {
-    let out = emit_primal(b, old, eqn, primals);
-    let n = out.len();
-    Ok((out, vec![Tangent::Zero; n]))
-}
-
-/// `linear_jvp`: the primitive applied to the tangents, zeros instantiated.
-pub(super) fn linear(
-    b: &mut Builder,
-    old: &Jaxpr,
-    eqn: &Eqn,
-    primals: &[Atom],
-    tangents: &[Tangent],
-) -> Result<JvpOut, AdError> {
-    let out = emit_primal(b, old, eqn, primals);
-    let mut ins = Vec::with_capacity(primals.len());
-    for (p, t) in primals.iter().zip(tangents) {
-        let aval = b.aval(p);
-        ins.push(instantiate(b, *t, &aval)?);
-    }
-    let ts = b.bind(eqn.primitive.clone(), ins)?;
-    let tangents = ts.into_iter().zip(&out).map(|(t, o)| tangent_if_float(b, t, o)).collect();
-    Ok((out, tangents))
-}
-
-fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
-    if b.aval(primal).dtype.is_float() {
-        Tangent::Nz(Atom::Var(t))
-    } else {
-        Tangent::Zero
-    }
 }
 
 /// The rules of JAX's own `custom_jvp` functions, recovered by the name JAX prints.

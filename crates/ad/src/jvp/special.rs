@@ -8,8 +8,7 @@
 
 use remat_ir::{Atom, BinaryOp, Eqn, Jaxpr, UnaryOp};
 
-use super::rules::{linear, standard, zero, JvpOut};
-use super::Tangent;
+use super::{linear, standard, zero, JvpOut, Tangent};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 

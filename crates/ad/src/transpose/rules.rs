@@ -9,8 +9,9 @@ use remat_ir::{
     UnaryOp,
 };
 
-use super::{indexing, scan_transpose, transpose_call, window, Operand};
+use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
 use crate::builder::{lit, Builder};
+use crate::partial_eval::WHILE_REVERSE_MODE;
 use crate::AdError;
 
 type Cts = Vec<Option<Atom>>;
@@ -481,21 +482,17 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::Cumulative { .. } => return Err(not_linear()),
-        Primitive::Cond { .. } => return crate::cond::cond_transpose(b, eqn, ins, ct_outs),
+        Primitive::Cond { .. } => return cond::cond_transpose(b, eqn, ins, ct_outs),
         Primitive::While { .. } => {
             return Err(AdError::Unsupported { primitive: "while", message: WHILE_REVERSE_MODE.into() })
         }
         Primitive::CustomVjpCall { name, fwd, bwd, num_consts, .. } if name == crate::custom::CUSTOM_LIN => {
-            return crate::custom::transpose_custom_lin(b, fwd, bwd, *num_consts, ins, ct_outs);
+            return custom_lin::transpose_custom_lin(b, fwd, bwd, *num_consts, ins, ct_outs);
         }
         Primitive::CustomVjpCall { .. } => return Err(not_linear()),
     }
     Ok(out)
 }
-
-/// JAX's `_while_transpose_error` (`lax/control_flow/loops.py`).
-pub const WHILE_REVERSE_MODE: &str = "Reverse-mode differentiation does not work for lax.while_loop or \
-    lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.";
 
 fn argsort(xs: &[usize]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..xs.len()).collect();
