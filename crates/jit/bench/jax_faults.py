@@ -5,7 +5,8 @@
 Builds the model with ../shared/bench/gen_bench.py's `mlp` (8 layers of 512, batch 256,
 no checkpoint policy: mlp_medium_plain), compiles `jax.value_and_grad` of it, and counts
 the process's minor page faults (getrusage) over CALLS calls, each returning fresh output
-arrays as `gen_bench.py --time` does. docs/benchmarks.md compares this with remat's `run`.
+arrays as `gen_bench.py --time` does. docs/benchmarks_history.md (2026-11-23) compares this
+with remat's `run`.
 Run it with GLIBC_TUNABLES=glibc.malloc.trim_threshold=...:glibc.malloc.mmap_threshold=...
 to see the same calls with glibc keeping freed memory.
 """

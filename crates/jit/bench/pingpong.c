@@ -1,7 +1,7 @@
 // Measures the round trip of a cache line between two threads: one atomic flag bounced
 // 200,000 times. On the benchmark VM it tells whether the host has placed the two virtual
-// CPUs near each other (~100 ns) or apart (~400 ns); see docs/benchmarks.md, "Products
-// side by side". Build and run: cc -O2 -pthread pingpong.c -o pingpong && ./pingpong
+// CPUs near each other (~100 ns) or apart (~400 ns); see docs/benchmarks_history.md, "Forks
+// and joins without wake-ups; products side by side". Build and run: cc -O2 -pthread pingpong.c -o pingpong && ./pingpong
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>

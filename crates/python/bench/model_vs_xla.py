@@ -2,7 +2,8 @@
 benchmark programs: for every plan of the frontier remat.plan finds (plans JAX runs as they
 are), remat's peak (its JIT's arena for the whole value-and-grad program) beside XLA's temp
 bytes for `jax.jit(jax.value_and_grad(plan.apply(f)))` on the current backend. Prints
-docs/python.md's table.
+docs/benchmarks.md's table ("Python: remat's model and XLA's memory analysis"; docs/python.md
+says what it shows).
 
     python crates/python/bench/model_vs_xla.py [--small]
 """

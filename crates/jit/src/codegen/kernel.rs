@@ -37,7 +37,7 @@ fn slice_import(op: UnaryOp, row: i64, fma: bool) -> Option<Import> {
 /// A block of rows handed to a slice function at once holds at most this many elements
 /// (16 KiB of f32: written by the kernel just before, it is still in L1). One call per row
 /// of 64 elements ran latency-bound: four 16-lane vectors do not fill the pipelines of the
-/// ~20-operation dependency chain of `tanh` (docs/benchmarks.md, mlp_small).
+/// ~20-operation dependency chain of `tanh` (docs/benchmarks_history.md, "Small programs").
 const SLICE_BLOCK: i64 = 4096;
 
 /// How many rows of a slice kernel's nest go to the slice function per call, when more
@@ -129,8 +129,8 @@ fn leaf_strides(e: &Expr, out: &mut Vec<Vec<i64>>) {
 /// kernels`), so 2^13 elements are ~4 us. Handing a range to a helper thread that is
 /// spinning between forks (`native::pool`) costs well under a microsecond; while forks woke
 /// rayon's workers (a few microseconds each) the bound was 2^15. The wide scans' per-step
-/// `[32, 512]` loops are split since (docs/benchmarks.md, "Forks and joins without
-/// wake-ups").
+/// `[32, 512]` loops are split since (docs/benchmarks_history.md, "Forks and joins without
+/// wake-ups; products side by side").
 pub(crate) const PARALLEL_MIN_ELEMENTS: i64 = 1 << 13;
 
 /// How a step's loop nest is split over threads: the split dimension's extent and the

@@ -237,7 +237,7 @@ impl Lowering {
                 }
                 // Into a buffer of its own it would add a stack of `length` products to the
                 // planned peak (4 MiB on the benchmark scans, past XLA's temp bytes) and
-                // measured no faster on scan_long_* (docs/benchmarks.md, "Scans").
+                // measured no faster on scan_long_* (docs/benchmarks_history.md, "Scans").
                 None => {
                     i += 1;
                     continue;

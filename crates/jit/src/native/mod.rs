@@ -491,7 +491,7 @@ fn long_k(d: &DotDesc) -> bool {
 /// threading (`Par::rayon`) meets at a spinning barrier several times per product; on this
 /// shared host, when another process holds a core, the thread that waits spins through its
 /// time slice for a partner that is not running: the transformers ran about 2x slower that
-/// way than with the blocks (docs/benchmarks.md, "Transformers (issue 26)").
+/// way than with the blocks (docs/benchmarks_history.md, "Transformers (issue 26, 2026-11-26)").
 fn gemm_at<T: faer::traits::ComplexField + Copy>(
     d: &DotDesc,
     lhs: *const u8,
