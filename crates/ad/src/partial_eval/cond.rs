@@ -12,7 +12,11 @@
 //! (`_merge_branch_residuals`: by type and occurrence within the branch, not by meaning);
 //! each known branch fills the slots it does not use with `empty2` (which XLA CPU lowers
 //! to zeros) and each staged branch takes every slot, reading its own. The
-//! index is known (it is an integer) and a residual of the staged cond.
+//! index is known (it is an integer): at the top of a linearization a residual of the
+//! staged cond; inside a checkpoint read as the staged half has it, recomputed where the
+//! policy recomputes what computes it (JAX saves the argument a `lax.switch` index is
+//! computed from under `nothing_saveable`, and the clamped index under
+//! `everything_saveable`).
 
 use remat_ir::{Atom, Aval, Eqn, Jaxpr};
 
@@ -80,11 +84,26 @@ pub(super) fn cond_partial_eval(pe: &mut Pe, eqn: &Eqn) -> Result<(), AdError> {
     let num_known = out_unk.iter().filter(|&&u| !u).count();
     let (primal_known, res) = known_outs.split_at(num_known);
 
-    let mut staged_ins = vec![pe.residual(index)];
-    staged_ins.extend(res.iter().map(|&r| pe.residual(r)));
-    for (a, _) in ops.iter().zip(&inst).filter(|(_, &i)| i) {
-        let s = pe.ensure_instantiated(a)?;
-        staged_ins.push(s);
+    let mut staged_ins = Vec::with_capacity(1 + res.len() + ops.len());
+    if linearize {
+        // `_cond_partial_eval`: the index is a residual, then the branches' residuals,
+        // then the unknown operands.
+        staged_ins.push(pe.residual(index));
+        staged_ins.extend(res.iter().map(|&r| pe.residual(r)));
+        for a in ops.iter().zip(&inst).filter(|(_, &i)| i).map(|(a, _)| a) {
+            let s = pe.ensure_instantiated(a)?;
+            staged_ins.push(s);
+        }
+    } else {
+        // `_cond_partial_eval_custom`: the staged cond reads the index and every operand as
+        // the staged half has them (the index recomputed where the policy recomputes what
+        // makes it, as `jax.checkpoint` does), and its new residuals are those the staged
+        // half did not have yet (`new_inst`), before the branches' residuals.
+        let index_s = pe.ensure_instantiated(&eqn.invars[0])?;
+        let ops_s: Vec<Atom> = ops.iter().map(|a| pe.ensure_instantiated(a)).collect::<Result<_, _>>()?;
+        staged_ins.push(index_s);
+        staged_ins.extend(res.iter().map(|&r| pe.residual(r)));
+        staged_ins.extend(ops_s);
     }
     let staged_outs = pe.emit_staged(cond_of(staged_branches), staged_ins, eqn.source.clone())?;
     let mut primal_known = primal_known.iter();
