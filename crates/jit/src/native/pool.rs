@@ -11,6 +11,13 @@
 //! [`JOIN_SPIN`] for the helpers to finish, then parks. Back-to-back steps therefore meet
 //! without a system call, and an idle program costs at most one spin period of one core.
 //!
+//! On a busy machine a helper may not run for a scheduler slice (milliseconds) after its
+//! fork: another process holds its core. So a part is *claimed* before it runs, by the
+//! helper it was handed to or, once the forking thread has finished its own part, by the
+//! forking thread itself; a part whose helper has not started it by then runs on the
+//! forking thread, and the fork costs at most what it would on one core. Only a helper
+//! descheduled in the middle of its part still makes the fork wait for it.
+//!
 //! One fork at a time holds the helpers. A fork made while they are held (by another
 //! thread's program, or from inside a part) runs on rayon's pool instead, as every fork did
 //! before: correct, only slower.
@@ -77,6 +84,16 @@ pub(super) fn fork_join<F: Fn(usize) + Send + Sync>(parts: usize, run: F) {
     // Joins (and releases the helpers) even when part 0 unwinds: the helpers hold `&run`.
     let join = Join { pool, helpers, seqs };
     run(0);
+    // The parts no helper has started yet run here, in order: a helper that has not been
+    // scheduled since its fork would otherwise keep this thread waiting for its slice.
+    for (h, helper) in helpers.iter().enumerate() {
+        if helper.claim.compare_exchange(seqs[h] - 1, seqs[h], Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            if catch_unwind(AssertUnwindSafe(|| run(h + 1))).is_err() {
+                helper.panicked.store(true, Ordering::Relaxed);
+            }
+            helper.done.store(seqs[h], Ordering::Release);
+        }
+    }
     drop(join);
     if helpers.iter().any(|h| h.panicked.load(Ordering::Relaxed)) {
         panic!("a parallel part of a compiled program panicked");
@@ -109,6 +126,10 @@ struct Helper {
     job: UnsafeCell<Job>,
     /// Bumped once per job handed out.
     seq: AtomicU64,
+    /// The last `seq` whose job was claimed, by the helper or by the forking thread (which
+    /// runs a part its helper has not started): always `seq - 1` or `seq`, and the one who
+    /// moves it from `seq - 1` to `seq` runs the job.
+    claim: AtomicU64,
     /// The last `seq` whose job finished.
     done: AtomicU64,
     /// Set while the helper is (about to be) parked: a new job must unpark it.
@@ -176,6 +197,7 @@ fn pool() -> &'static Pool {
                     waiter: None,
                 }),
                 seq: AtomicU64::new(0),
+                claim: AtomicU64::new(0),
                 done: AtomicU64::new(0),
                 sleeping: AtomicBool::new(false),
                 panicked: AtomicBool::new(false),
@@ -234,8 +256,14 @@ fn helper_loop(helper: &'static Helper) {
         }
         let seq = helper.seq.load(Ordering::Acquire);
         last = seq;
-        // SAFETY: the `seq` bump (acquired above) published this cell, and its writer waits
-        // for `done` before it writes the cell again.
+        // Every job handed out before this one was claimed and joined, so the claim is
+        // `seq - 1` unless the forking thread has taken this job to run it itself; then the
+        // job cell is not read (the forking thread may be writing the next one).
+        if helper.claim.compare_exchange(seq - 1, seq, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+            continue;
+        }
+        // SAFETY: the `seq` bump (acquired above) published this cell, the claim makes this
+        // thread its only reader, and its writer waits for `done` before it writes it again.
         let (call, data, part, waiter) = unsafe {
             let job = &mut *helper.job.get();
             (job.call, job.data, job.part, job.waiter.take())
@@ -305,6 +333,27 @@ mod tests {
             }
         });
         assert_eq!(total.load(Ordering::Relaxed), 4 * 200 * 2 * 3);
+    }
+
+    #[test]
+    fn every_part_runs_once_while_other_threads_take_the_cores() {
+        // Spinning threads outnumber the cores, so helpers are descheduled between and
+        // during their parts and the forking thread claims parts they had not started:
+        // each part still runs exactly once, on one thread or the other.
+        let stop = AtomicBool::new(false);
+        thread::scope(|s| {
+            for _ in 0..2 * super::super::threads() {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            for parts in (0..3000).map(|i| 2 + i % 2) {
+                assert_eq!(counted(parts), vec![1; parts], "{parts} parts");
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
     }
 
     #[test]
