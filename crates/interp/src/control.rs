@@ -9,7 +9,8 @@
 use ndarray::{ArrayD, ArrayViewD, Axis};
 use remat_ir::{cond_branch, Array, Aval, ClosedJaxpr, DType, Jaxpr};
 
-use crate::elem::{any_dtype, map_array, typed, Elem};
+use crate::elem::{map_array, typed, Elem};
+use remat_math::with_dtype;
 use crate::{eval_jaxpr_refs, EvalError};
 
 /// `name` and `device_put`: each operand is its own result.
@@ -111,7 +112,7 @@ pub(crate) fn scan(s: &Scan, args: &[&Array]) -> Result<Vec<Array>, EvalError> {
             results.push(Array::zeros(&Aval::new(aval.dtype, stacked_shape)));
             continue;
         }
-        let stacked = any_dtype!(aval.dtype, T => stack::<T>(&ys_per_step, j).map(T::wrap)).map_err(invalid)?;
+        let stacked = with_dtype!(aval.dtype, T => stack::<T>(&ys_per_step, j).map(T::wrap)).map_err(invalid)?;
         results.push(stacked);
     }
     Ok(results)

@@ -18,24 +18,15 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use ndarray::{ArrayD, IxDyn};
 use remat_ir::{bf16, f16, Array, DType, PrngKey};
-use remat_math::{elementary, flush, Flush};
+use remat_math::element::{Element, Narrow};
+use remat_math::elementary;
 
-/// An element type of an [`Array`].
-pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
-    const DTYPE: DType;
-    /// The identity of `max`: `-inf`, `i32::MIN`, `false`.
-    const LOWEST: Self;
-    /// The identity of `min`: `+inf`, `i32::MAX`, `true`.
-    const HIGHEST: Self;
-
+/// An element type of an [`Array`]: the element rules both backends share
+/// ([`Element`]: identities, XLA's `max`/`min`, compares and conversions through `f64`)
+/// and the interpreter's own link to [`Array`] and exact integer conversions.
+pub(crate) trait Elem: Element {
     fn get(a: &Array) -> Option<&ArrayD<Self>>;
     fn wrap(a: ArrayD<Self>) -> Array;
-    fn is_nan(self) -> bool;
-    /// Exact for every dtype, so `from_f64(to_f64(x))` is `convert_element_type`.
-    fn to_f64(self) -> f64;
-    /// `convert_element_type` from `f64`: floats round to nearest, integers truncate and
-    /// saturate (NaN gives 0), `bool` is `x != 0` (NaN gives `true`).
-    fn from_f64(x: f64) -> Self;
     /// Integers and `bool` as an exact `i128` (`None` for floats and keys), so that
     /// integer-to-integer conversions are exact and wrap as XLA's do.
     fn to_i128(self) -> Option<i128> {
@@ -45,44 +36,6 @@ pub(crate) trait Elem: Copy + PartialOrd + Debug + Send + Sync + 'static {
     /// `x != 0`, floats round.
     fn from_i128(x: i128) -> Self {
         Self::from_f64(x as f64)
-    }
-
-    /// The value as an arithmetic instruction reads it in XLA's float environment: a
-    /// subnormal float as a zero of its sign (`remat_math::flush`); every other value, and
-    /// every integer, unchanged.
-    fn daz(self) -> Self {
-        self
-    }
-
-    /// XLA's `max`: NaN if either operand is NaN (floats override it with XLA's rule for
-    /// zeros and subnormals, `remat_math::maximum`).
-    fn max_nan(self, other: Self) -> Self {
-        if self.is_nan() || other.is_nan() {
-            if self.is_nan() {
-                self
-            } else {
-                other
-            }
-        } else if other > self {
-            other
-        } else {
-            self
-        }
-    }
-
-    /// XLA's `min`: NaN if either operand is NaN (floats: `remat_math::minimum`).
-    fn min_nan(self, other: Self) -> Self {
-        if self.is_nan() || other.is_nan() {
-            if self.is_nan() {
-                self
-            } else {
-                other
-            }
-        } else if other < self {
-            other
-        } else {
-            self
-        }
     }
 }
 
@@ -124,11 +77,8 @@ pub(crate) trait Float:
 }
 
 macro_rules! float_impls {
-    ($t:ident, $variant:ident, $to_f64:expr, $from_f64:expr) => {
+    ($t:ident, $variant:ident) => {
         impl Elem for $t {
-            const DTYPE: DType = DType::$variant;
-            const LOWEST: $t = $t::NEG_INFINITY;
-            const HIGHEST: $t = $t::INFINITY;
             fn get(a: &Array) -> Option<&ArrayD<$t>> {
                 if let Array::$variant(a) = a {
                     Some(a)
@@ -138,26 +88,6 @@ macro_rules! float_impls {
             }
             fn wrap(a: ArrayD<$t>) -> Array {
                 Array::$variant(a)
-            }
-            fn is_nan(self) -> bool {
-                $t::is_nan(self)
-            }
-            /// As `cvtss2sd` converts in XLA's float environment: a subnormal `f32` is 0.
-            fn to_f64(self) -> f64 {
-                $to_f64(self)
-            }
-            /// As `cvtsd2ss` converts there: a subnormal `f32` result is 0.
-            fn from_f64(x: f64) -> $t {
-                $from_f64(x)
-            }
-            fn daz(self) -> $t {
-                Flush::daz(self)
-            }
-            fn max_nan(self, other: $t) -> $t {
-                remat_math::maximum(self, other)
-            }
-            fn min_nan(self, other: $t) -> $t {
-                remat_math::minimum(self, other)
             }
         }
 
@@ -229,17 +159,14 @@ macro_rules! float_impls {
     };
 }
 
-float_impls!(f32, F32, flush::f32_to_f64, flush::f64_to_f32);
-float_impls!(f64, F64, |x| x, |x| x);
+float_impls!(f32, F32);
+float_impls!(f64, F64);
 
 /// The 16-bit floats: every operation computes in `f32` (the `f32` rule, so results agree
 /// with the `f32` interpreter before rounding) and rounds once to the storage width.
 macro_rules! narrow_float_impls {
     ($t:ident, $variant:ident) => {
         impl Elem for $t {
-            const DTYPE: DType = DType::$variant;
-            const LOWEST: $t = $t::NEG_INFINITY;
-            const HIGHEST: $t = $t::INFINITY;
             fn get(a: &Array) -> Option<&ArrayD<$t>> {
                 if let Array::$variant(a) = a {
                     Some(a)
@@ -249,29 +176,6 @@ macro_rules! narrow_float_impls {
             }
             fn wrap(a: ArrayD<$t>) -> Array {
                 Array::$variant(a)
-            }
-            fn is_nan(self) -> bool {
-                $t::is_nan(self)
-            }
-            /// By way of `f32`, whose subnormals (`bf16`'s) are 0 in `f64`.
-            fn to_f64(self) -> f64 {
-                flush::f32_to_f64(Narrow::to_f32(self))
-            }
-            /// By way of `f32` (`x as f32` under FTZ, then to nearest even once more), as XLA
-            /// converts `f64` to `bf16`; `half`'s own `from_f64` rounds from only the top 32
-            /// bits of the `f64`, and an `f32` through it would lose its last 3 bits.
-            fn from_f64(x: f64) -> $t {
-                Narrow::from_f32(flush::f64_to_f32(x))
-            }
-            /// Computed in `f32`, where a `bf16` subnormal is one too and an `f16` one is not.
-            fn daz(self) -> $t {
-                Narrow::from_f32(Flush::daz(Narrow::to_f32(self)))
-            }
-            fn max_nan(self, other: $t) -> $t {
-                Narrow::from_f32(remat_math::maximum(Narrow::to_f32(self), Narrow::to_f32(other)))
-            }
-            fn min_nan(self, other: $t) -> $t {
-                Narrow::from_f32(remat_math::minimum(Narrow::to_f32(self), Narrow::to_f32(other)))
             }
         }
 
@@ -306,40 +210,12 @@ macro_rules! narrow_float_impls {
     };
 }
 
-/// The 16-bit floats' link to `f32`, in which they compute.
-pub(crate) trait Narrow: Elem {
-    fn to_f32(self) -> f32;
-    fn from_f32(x: f32) -> Self;
-}
-
-/// XLA's integer conversions, which keep subnormals (`remat_math::flush`).
-impl Narrow for bf16 {
-    fn to_f32(self) -> f32 {
-        flush::bf16_bits_to_f32(self.to_bits())
-    }
-    fn from_f32(x: f32) -> bf16 {
-        bf16::from_bits(flush::f32_to_bf16_bits(x))
-    }
-}
-
-impl Narrow for f16 {
-    fn to_f32(self) -> f32 {
-        f16::to_f32(self)
-    }
-    fn from_f32(x: f32) -> f16 {
-        f16::from_f32(x)
-    }
-}
-
 narrow_float_impls!(bf16, BF16);
 narrow_float_impls!(f16, F16);
 
 macro_rules! int_impls {
     ($t:ident, $variant:ident) => {
         impl Elem for $t {
-            const DTYPE: DType = DType::$variant;
-            const LOWEST: $t = $t::MIN;
-            const HIGHEST: $t = $t::MAX;
             fn get(a: &Array) -> Option<&ArrayD<$t>> {
                 if let Array::$variant(a) = a {
                     Some(a)
@@ -349,15 +225,6 @@ macro_rules! int_impls {
             }
             fn wrap(a: ArrayD<$t>) -> Array {
                 Array::$variant(a)
-            }
-            fn is_nan(self) -> bool {
-                false
-            }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn from_f64(x: f64) -> $t {
-                x as $t
             }
             fn to_i128(self) -> Option<i128> {
                 Some(self as i128)
@@ -400,9 +267,6 @@ int_impls!(u8, U8);
 int_impls!(u32, U32);
 
 impl Elem for bool {
-    const DTYPE: DType = DType::Bool;
-    const LOWEST: bool = false;
-    const HIGHEST: bool = true;
     fn get(a: &Array) -> Option<&ArrayD<bool>> {
         if let Array::Bool(a) = a {
             Some(a)
@@ -412,15 +276,6 @@ impl Elem for bool {
     }
     fn wrap(a: ArrayD<bool>) -> Array {
         Array::Bool(a)
-    }
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn to_f64(self) -> f64 {
-        self as u8 as f64
-    }
-    fn from_f64(x: f64) -> bool {
-        x != 0.0
     }
     fn to_i128(self) -> Option<i128> {
         Some(self as i128)
@@ -433,9 +288,6 @@ impl Elem for bool {
 /// Keys only move: the shape rules reject every numeric use of them, so the numeric
 /// methods below are never reached on a verified program; they give the all-zero key.
 impl Elem for PrngKey {
-    const DTYPE: DType = DType::Key;
-    const LOWEST: PrngKey = PrngKey([0, 0]);
-    const HIGHEST: PrngKey = PrngKey([u32::MAX, u32::MAX]);
     fn get(a: &Array) -> Option<&ArrayD<PrngKey>> {
         if let Array::Key(a) = a {
             Some(a)
@@ -446,71 +298,6 @@ impl Elem for PrngKey {
     fn wrap(a: ArrayD<PrngKey>) -> Array {
         Array::Key(a)
     }
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn to_f64(self) -> f64 {
-        0.0
-    }
-    fn from_f64(_: f64) -> PrngKey {
-        PrngKey::default()
-    }
-}
-
-/// Runs `$body` with `$T` naming the Rust type of `$dtype`.
-macro_rules! any_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::BF16 => {
-                type $T = remat_ir::bf16;
-                $body
-            }
-            DType::F16 => {
-                type $T = remat_ir::f16;
-                $body
-            }
-            DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            DType::Key => {
-                type $T = remat_ir::PrngKey;
-                $body
-            }
-        }
-    };
 }
 
 /// Runs `$body` with `$T` naming the Rust type of a numeric `$dtype`; `$other` for `bool`
@@ -591,7 +378,7 @@ macro_rules! float_dtype {
     };
 }
 
-pub(crate) use {any_dtype, float_dtype, num_dtype};
+pub(crate) use {float_dtype, num_dtype};
 
 /// The operand as an array of `T`, or an error naming what was found.
 pub(crate) fn typed<T: Elem>(a: &Array) -> Result<&ArrayD<T>, String> {
@@ -610,7 +397,7 @@ pub(crate) fn integer_scalar(a: &Array) -> Option<i128> {
     if !a.shape().is_empty() || !a.dtype().is_integer() {
         return None;
     }
-    any_dtype!(a.dtype(), T => T::get(a).and_then(|x| x.first().copied()).and_then(Elem::to_i128))
+    remat_math::with_dtype!(a.dtype(), T => T::get(a).and_then(|x| x.first().copied()).and_then(Elem::to_i128))
 }
 
 /// A rank-0 array.

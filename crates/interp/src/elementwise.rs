@@ -12,7 +12,9 @@ use ndarray::{ArrayD, IxDyn, Zip};
 use remat_ir::{Array, Aval, BinaryOp, CompareOp, DType, Identity, RoundingMethod, UnaryOp};
 
 use crate::bits::{int_bit_op, Int};
-use crate::elem::{any_dtype, map_array, num_dtype, operands, typed, Elem, Float, Narrow, Num};
+use crate::elem::{map_array, num_dtype, operands, typed, Elem, Float, Num};
+use remat_math::element::Narrow;
+use remat_math::with_dtype;
 
 pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
@@ -237,7 +239,7 @@ pub(crate) fn compare(op: CompareOp, args: &[&Array]) -> Result<Array, String> {
         return Err(format!("operands have different dtypes: {} and {}", x.aval(), y.aval()));
     }
     let shape = broadcast_shapes(x, y)?;
-    any_dtype!(x.dtype(), T => {
+    with_dtype!(x.dtype(), T => {
         let f = comparison::<T>(op);
         Ok(Array::Bool(zip_with(typed::<T>(x)?, typed::<T>(y)?, &shape, |x, y| f(x.daz(), y.daz()))?))
     })
@@ -378,7 +380,7 @@ pub(crate) fn select_n(args: &[&Array]) -> Result<Array, String> {
     if let Some(&k) = which.first().filter(|_| which.ndim() == 0) {
         return Ok(cases[k].clone());
     }
-    any_dtype!(first.dtype(), T => {
+    with_dtype!(first.dtype(), T => {
         let mut out = typed::<T>(first)?.clone();
         for (k, case) in cases.iter().enumerate().skip(1) {
             Zip::from(&mut out).and(&which).and(typed::<T>(case)?).for_each(|o, &w, &c| {
@@ -399,7 +401,7 @@ pub(crate) fn clamp(args: &[&Array]) -> Result<Array, String> {
             return Err(format!("{what} {} must be {} or a {} scalar", b.aval(), x.aval(), x.dtype()));
         }
     }
-    any_dtype!(x.dtype(), T => {
+    with_dtype!(x.dtype(), T => {
         let xs = typed::<T>(x)?;
         let lo = broadcast_to(typed::<T>(lo)?, xs.shape())?;
         let hi = broadcast_to(typed::<T>(hi)?, xs.shape())?;
@@ -443,10 +445,10 @@ pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<
             | DType::Key => Array::F32(wide),
         });
     }
-    any_dtype!(x.dtype(), S => {
+    with_dtype!(x.dtype(), S => {
         let xs = typed::<S>(x)?;
         // `Elem`'s conversions, not `half`'s inherent ones of the same names.
-        any_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| match v.to_i128() {
+        with_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| match v.to_i128() {
             Some(i) => <D as Elem>::from_i128(i),
             None => <D as Elem>::from_f64(<S as Elem>::to_f64(v)),
         }))))

@@ -13,7 +13,8 @@ use remat_ir::{
     ScatterOp,
 };
 
-use crate::elem::{any_dtype, map_array, num_dtype, typed, Elem, Num};
+use crate::elem::{map_array, num_dtype, typed, Elem, Num};
+use remat_math::with_dtype;
 
 /// The operands' avals checked against `prim`'s shape rule: the result avals.
 pub(crate) fn check(prim: &Primitive, args: &[&Array]) -> Result<Vec<Aval>, String> {
@@ -57,11 +58,11 @@ fn indices(a: &Array) -> Result<ArrayD<i64>, String> {
     if !a.dtype().is_integer() {
         return Err(format!("indices must be integers, found {}", a.aval()));
     }
-    any_dtype!(a.dtype(), T => Ok(typed::<T>(a)?.mapv(|v| v.to_i128().map_or(i64::MAX, |i| i64::try_from(i).unwrap_or(i64::MAX)))))
+    with_dtype!(a.dtype(), T => Ok(typed::<T>(a)?.mapv(|v| v.to_i128().map_or(i64::MAX, |i| i64::try_from(i).unwrap_or(i64::MAX)))))
 }
 
-/// The start of the slice or window for the index vector at batch position `g`: one
-/// entry per operand axis, and whether it was in bounds (`hi[d]` is the largest start).
+/// The clamped start of the slice or window for the index vector at batch position `g`,
+/// and whether it was in bounds (`remat_math::element::clamped_start`).
 fn start_of(
     idx: &ArrayD<i64>,
     g: &[usize],
@@ -69,21 +70,7 @@ fn start_of(
     batching: (&[usize], &[usize]),
     hi: &[i64],
 ) -> (Vec<usize>, bool) {
-    let mut start = vec![0usize; hi.len()];
-    let mut in_bounds = true;
-    let mut at = g.to_vec();
-    at.push(0);
-    for (k, &od) in index_map.iter().enumerate() {
-        at[g.len()] = k;
-        let s = idx[IxDyn(&at)];
-        let h = hi[od];
-        in_bounds &= (0..=h).contains(&s);
-        start[od] = s.clamp(0, h.max(0)) as usize;
-    }
-    for (&od, &id) in batching.0.iter().zip(batching.1) {
-        start[od] = g[id];
-    }
-    (start, in_bounds)
+    remat_math::element::clamped_start(|at| idx[IxDyn(at)], g, index_map, batching, hi)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -103,7 +90,7 @@ pub(crate) fn gather(
     let kept: Vec<usize> =
         (0..rank).filter(|d| !dn.collapsed_slice_dims.contains(d) && !dn.operand_batching_dims.contains(d)).collect();
     let batching = (dn.operand_batching_dims.as_slice(), dn.start_indices_batching_dims.as_slice());
-    any_dtype!(x.dtype(), T => {
+    with_dtype!(x.dtype(), T => {
         let a = typed::<T>(x)?;
         let fill = fill_value.map_or_else(default_fill::<T>, |f| T::from_f64(f.to_f64()));
         let out = ArrayD::from_shape_fn(IxDyn(&out_shape), |o| {

@@ -11,7 +11,8 @@ use remat_ir::{Array, DType, PrngKey};
 pub use remat_math::threefry2x32;
 use remat_math::{threefry_counter, threefry_seed};
 
-use crate::elem::{any_dtype, checked_size, operands, typed, Elem};
+use crate::elem::{checked_size, operands, typed, Elem};
+use remat_math::with_dtype;
 
 /// The counter pair of the 64-bit row-major index `i`.
 fn counter(i: usize) -> [u32; 2] {
@@ -27,7 +28,7 @@ pub(crate) fn random_seed(args: &[&Array]) -> Result<Array, String> {
     if !dtype.is_integer() {
         return Err(format!("seeds must be integers, got {}", seeds.aval()));
     }
-    any_dtype!(dtype, T => {
+    with_dtype!(dtype, T => {
         let xs = typed::<T>(seeds)?;
         Ok(Array::Key(xs.mapv(|s| {
             PrngKey(threefry_seed(s.to_i128().unwrap_or(0), dtype.bits()))
@@ -75,7 +76,7 @@ pub(crate) fn random_fold_in(args: &[&Array]) -> Result<Array, String> {
     if !msgs.dtype().is_integer() {
         return Err(format!("the message must be an integer, got {}", msgs.aval()));
     }
-    let msgs: ArrayD<u32> = any_dtype!(msgs.dtype(), T => typed::<T>(msgs)?.mapv(|m| m.to_i128().unwrap_or(0) as u32));
+    let msgs: ArrayD<u32> = with_dtype!(msgs.dtype(), T => typed::<T>(msgs)?.mapv(|m| m.to_i128().unwrap_or(0) as u32));
     let shape = broadcast(keys.shape(), msgs.shape())
         .ok_or_else(|| format!("key shape {:?} and message shape {:?} do not broadcast", keys.shape(), msgs.shape()))?;
     let (Some(k), Some(m)) = (keys.broadcast(IxDyn(&shape)), msgs.broadcast(IxDyn(&shape))) else {

@@ -8,7 +8,8 @@
 use ndarray::{ArrayD, ArrayView1, Axis};
 use remat_ir::{Array, DType, ReduceOp};
 
-use crate::elem::{any_dtype, num_dtype, operands, typed, Elem, Num};
+use crate::elem::{num_dtype, operands, typed, Elem, Num};
+use remat_math::with_dtype;
 use crate::elementwise::convert_element_type;
 
 pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Array, String> {
@@ -32,10 +33,10 @@ pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Ar
             bool => Err("reduce_sum is not defined on bool".to_string()))
         }
         ReduceOp::Max => {
-            any_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::LOWEST, T::max_nan))))
+            with_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::LOWEST, T::max_nan))))
         }
         ReduceOp::Min => {
-            any_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::HIGHEST, T::min_nan))))
+            with_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::HIGHEST, T::min_nan))))
         }
     }
 }
@@ -66,7 +67,7 @@ pub(crate) fn argmax(axes: &[usize], index_dtype: DType, args: &[&Array]) -> Res
     if index_dtype != DType::I32 {
         return Err(format!("index_dtype must be an integer type, got {}", index_dtype.numpy_name()));
     }
-    any_dtype!(x.dtype(), T => {
+    with_dtype!(x.dtype(), T => {
         let a = typed::<T>(x)?;
         Ok(Array::I32(a.map_axis(Axis(axis), |lane| i32::try_from(first_max(lane)).unwrap_or(i32::MAX))))
     })

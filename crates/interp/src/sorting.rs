@@ -12,35 +12,13 @@ use std::cmp::Ordering;
 use ndarray::{ArrayD, Axis, IxDyn};
 use remat_ir::{Array, CumulativeOp, DType, Primitive};
 
-use crate::elem::{any_dtype, float_dtype, map_array, num_dtype, typed, Elem, Float, Num};
+use crate::elem::{float_dtype, map_array, num_dtype, typed, Elem, Float, Num};
+use remat_math::{element, with_dtype};
 use crate::indexing::check;
-
-/// JAX's sort order: NaN last.
-fn total_cmp<T: Elem>(a: T, b: T) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        // JAX's comparator reads subnormals as zeros, as every compare does under DAZ.
-        (false, false) => a.daz().partial_cmp(&b.daz()).unwrap_or(Ordering::Equal),
-    }
-}
 
 /// For every lane along `axis` (in `lanes` order), the dense rank of each element.
 fn lane_ranks<T: Elem>(a: &ArrayD<T>, axis: usize) -> Vec<Vec<usize>> {
-    a.lanes(Axis(axis))
-        .into_iter()
-        .map(|lane| {
-            let mut order: Vec<usize> = (0..lane.len()).collect();
-            order.sort_by(|&i, &j| total_cmp(lane[i], lane[j]));
-            let mut ranks = vec![0; lane.len()];
-            for w in 1..order.len() {
-                let tie = total_cmp(lane[order[w - 1]], lane[order[w]]) == Ordering::Equal;
-                ranks[order[w]] = ranks[order[w - 1]] + usize::from(!tie);
-            }
-            ranks
-        })
-        .collect()
+    a.lanes(Axis(axis)).into_iter().map(element::dense_ranks).collect()
 }
 
 /// `out[.., j, ..] = a[.., perm[j], ..]` along `axis`, one permutation per lane.
@@ -58,7 +36,7 @@ pub(crate) fn sort(dimension: usize, is_stable: bool, num_keys: usize, args: &[&
     check(&Primitive::Sort { dimension, is_stable, num_keys }, args)?;
     let keys: Vec<Vec<Vec<usize>>> = args[..num_keys]
         .iter()
-        .map(|k| any_dtype!(k.dtype(), T => Ok::<_, String>(lane_ranks(typed::<T>(k)?, dimension))))
+        .map(|k| with_dtype!(k.dtype(), T => Ok::<_, String>(lane_ranks(typed::<T>(k)?, dimension))))
         .collect::<Result<_, _>>()?;
     let n = args[0].shape()[dimension];
     let perms: Vec<Vec<usize>> = (0..keys[0].len())
@@ -78,14 +56,12 @@ pub(crate) fn top_k(axis: usize, k: usize, args: &[&Array]) -> Result<Vec<Array>
     let x = args[0];
     let shape = IxDyn(&avals[0].shape);
     let mut indices = ArrayD::<i32>::zeros(shape.clone());
-    let values = any_dtype!(x.dtype(), T => {
+    let values = with_dtype!(x.dtype(), T => {
         let a = typed::<T>(x)?;
         let mut values = ArrayD::from_elem(shape, T::LOWEST);
         let outs = values.lanes_mut(Axis(axis)).into_iter().zip(indices.lanes_mut(Axis(axis)));
         for (lane, (mut v, mut i)) in a.lanes(Axis(axis)).into_iter().zip(outs) {
-            let mut order: Vec<usize> = (0..lane.len()).collect();
-            order.sort_by(|&p, &q| total_cmp(lane[q], lane[p]));
-            for (j, &p) in order.iter().take(k).enumerate() {
+            for (j, &p) in element::descending(lane).iter().take(k).enumerate() {
                 v[j] = lane[p];
                 i[j] = i32::try_from(p).unwrap_or(i32::MAX);
             }
@@ -100,22 +76,10 @@ pub(crate) fn top_k(axis: usize, k: usize, args: &[&Array]) -> Result<Vec<Array>
 pub(crate) fn argmin(axes: &[usize], index_dtype: DType, args: &[&Array]) -> Result<Array, String> {
     check(&Primitive::Argmin { axes: axes.to_vec(), index_dtype }, args)?;
     let x = args[0];
-    any_dtype!(x.dtype(), T => {
+    with_dtype!(x.dtype(), T => {
         let a = typed::<T>(x)?;
-        Ok(Array::I32(a.map_axis(Axis(axes[0]), |lane| i32::try_from(first_min(lane)).unwrap_or(i32::MAX))))
+        Ok(Array::I32(a.map_axis(Axis(axes[0]), |lane| i32::try_from(element::first_min(lane)).unwrap_or(i32::MAX))))
     })
-}
-
-/// The index of the first minimum of a non-empty lane, NaN being the smallest value.
-fn first_min<T: Elem>(lane: ndarray::ArrayView1<T>) -> usize {
-    let mut best = 0;
-    for (i, &v) in lane.iter().enumerate() {
-        let b = lane[best];
-        if !b.is_nan() && (v.is_nan() || v.daz() < b.daz()) {
-            best = i;
-        }
-    }
-    best
 }
 
 /// `logaddexp` as JAX's `cumlogsumexp` combines: `max + log1p(exp(-|x - y|))`, or `x + y`
@@ -130,20 +94,10 @@ fn logaddexp<T: Float>(x: T, y: T) -> T {
     }
 }
 
-/// Each element, the first too, combined with the running value starting from `identity`,
-/// as XLA's windowed reduction computes a cumulative one (the first element is read as an
-/// arithmetic instruction reads it: `cumsum` of `[-0.0]` or of a subnormal is `+0.0`).
+/// The cumulative reduction of `a` along `axis` (`remat_math::element::accumulate`).
 fn accumulate<T: Copy>(a: &ArrayD<T>, axis: usize, reverse: bool, identity: T, f: fn(T, T) -> T) -> ArrayD<T> {
     let mut out = a.clone();
-    for mut lane in out.lanes_mut(Axis(axis)) {
-        let n = lane.len();
-        let mut acc = identity;
-        for s in 0..n {
-            let cur = if reverse { n - 1 - s } else { s };
-            acc = f(acc, lane[cur]);
-            lane[cur] = acc;
-        }
-    }
+    element::accumulate(&mut out.view_mut(), axis, reverse, identity, f);
     out
 }
 
@@ -157,10 +111,10 @@ pub(crate) fn cumulative(op: CumulativeOp, axis: usize, reverse: bool, args: &[&
         CumulativeOp::Prod => num_dtype!(x.dtype(), T =>
             Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::ONE, <T as Num>::mul))), bool => Err(undefined())),
         CumulativeOp::Max => {
-            any_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::LOWEST, T::max_nan))))
+            with_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::LOWEST, T::max_nan))))
         }
         CumulativeOp::Min => {
-            any_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::HIGHEST, T::min_nan))))
+            with_dtype!(x.dtype(), T => Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::HIGHEST, T::min_nan))))
         }
         CumulativeOp::LogSumExp => float_dtype!(x.dtype(), T =>
             Ok(T::wrap(accumulate(typed::<T>(x)?, axis, reverse, T::LOWEST, logaddexp))), other => Err(undefined())),

@@ -8,7 +8,8 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
 use remat_ir::{Array, Aval, DType};
 
-use crate::elem::{any_dtype, checked_size, fmt_shape, integer_scalar, map_array, num_dtype, operands, typed, Elem};
+use crate::elem::{checked_size, fmt_shape, integer_scalar, map_array, num_dtype, operands, typed, Elem};
+use remat_math::with_dtype;
 
 pub(crate) fn broadcast_in_dim(
     shape: &[usize],
@@ -186,7 +187,7 @@ pub(crate) fn pad(padding_config: &[(i64, i64, i64)], args: &[&Array]) -> Result
         out_shape.push(usize::try_from(n).map_err(|_| format!("padded axis {k} is too large"))?);
     }
     checked_size(&out_shape)?;
-    any_dtype!(x.dtype(), T => {
+    with_dtype!(x.dtype(), T => {
         let v = typed::<T>(value)?.first().copied().ok_or("the padding value is empty")?;
         Ok(T::wrap(padded(typed::<T>(x)?, v, padding_config, &out_shape)))
     })
@@ -234,7 +235,7 @@ pub(crate) fn concatenate(dimension: usize, args: &[&Array]) -> Result<Array, St
         out_shape[dimension] += a.shape()[dimension];
     }
     checked_size(&out_shape)?;
-    any_dtype!(first.dtype(), T => {
+    with_dtype!(first.dtype(), T => {
         let views = args.iter().map(|a| typed::<T>(a).map(ArrayD::view)).collect::<Result<Vec<ArrayViewD<T>>, String>>()?;
         Ok(T::wrap(ndarray::concatenate(Axis(dimension), &views).map_err(|e| e.to_string())?))
     })
@@ -267,7 +268,7 @@ pub(crate) fn dynamic_update_slice(args: &[&Array]) -> Result<Array, String> {
         return Err(format!("update {} does not fit in operand {}", update.aval(), x.aval()));
     }
     let starts = clamped_starts(&args[2..], x.shape(), update.shape())?;
-    any_dtype!(x.dtype(), T => {
+    with_dtype!(x.dtype(), T => {
         let mut out = typed::<T>(x)?.clone();
         let update = typed::<T>(update)?;
         out.slice_each_axis_mut(|ax| {

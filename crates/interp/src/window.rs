@@ -144,8 +144,8 @@ pub(crate) fn reduce_window(op: ReduceOp, w: &Window, args: &[&Array]) -> Result
         }
         ReduceOp::Sum => num_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::ZERO, <T as Num>::add),
             bool => Err("reduce_window_sum is not defined on bool".to_string())),
-        ReduceOp::Max => crate::elem::any_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::LOWEST, T::max_nan)),
-        ReduceOp::Min => crate::elem::any_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::HIGHEST, T::min_nan)),
+        ReduceOp::Max => remat_math::with_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::LOWEST, T::max_nan)),
+        ReduceOp::Min => remat_math::with_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::HIGHEST, T::min_nan)),
     }
 }
 

@@ -1,6 +1,8 @@
 //! The scalar functions behind remat's elementwise special functions, one definition for
 //! every backend: the interpreter maps them over arrays and the JIT calls them from its
-//! runtime, so both compute the same bits.
+//! runtime, so both compute the same bits. `element` does the same for what both do with
+//! an element outside arithmetic: its identities, XLA's `max`/`min` and conversions, and the
+//! element rules of sorting, `argmin`, the cumulative reductions and gather/scatter starts.
 //!
 //! [`MathFloat::unary`] and [`MathFloat::binary`] give the function of an op on `f32` or
 //! `f64`, or `None` for the ops that backends compute inline (`neg`, `exp`, `add`, ...).
@@ -14,12 +16,14 @@
 
 use remat_ir::{BinaryOp, UnaryOp};
 
+pub mod element;
 pub mod elementary;
 pub mod fenv;
 pub mod flush;
 mod special;
 mod threefry;
 
+pub use element::Element;
 pub use fenv::XlaFloatEnv;
 pub use flush::{maximum, minimum, Flush};
 pub use special::{digamma, erf_inv, polygamma};

@@ -17,7 +17,8 @@ use std::ptr::NonNull;
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn};
 use remat_ir::{Aval, CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp};
-use remat_math::{elementary, Flush};
+use remat_math::element::{self, Element, Narrow};
+use remat_math::{elementary, with_dtype};
 
 /// What one `Step::Native` computes: the primitive, its operand and result types, and
 /// where each operand and result sits in the step's base-address array (operands first).
@@ -29,55 +30,19 @@ pub struct NativeDesc {
     pub slots: Vec<usize>,
 }
 
-/// An element type the runtime works on.
-trait El: Copy + PartialOrd + std::fmt::Debug + 'static {
-    const LOWEST: Self;
-    const HIGHEST: Self;
-    fn is_nan(self) -> bool;
-    fn to_f64(self) -> f64;
-    fn from_f64(x: f64) -> Self;
+/// An element type the runtime works on: the element rules both backends share
+/// ([`Element`]: identities, XLA's `max`/`min`, compares, conversions) and the arithmetic
+/// of the cumulative reductions.
+trait El: Element {
     fn add(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     /// `logaddexp` for floats (the shape rule admits `cumlogsumexp` on floats only).
     fn logaddexp(self, o: Self) -> Self;
-    /// The value as a compare reads it in XLA's float environment: a subnormal float as a
-    /// zero of its sign (`remat_math::flush`), anything else unchanged.
-    fn daz(self) -> Self {
-        self
-    }
-    /// XLA's `max`: NaN if either operand is NaN (floats: `remat_math::maximum`, with its
-    /// rule for zeros and subnormals).
-    fn maximum(self, o: Self) -> Self {
-        if self.is_nan() || (!o.is_nan() && self >= o) {
-            self
-        } else {
-            o
-        }
-    }
-    /// XLA's `min`, as [`El::maximum`].
-    fn minimum(self, o: Self) -> Self {
-        if self.is_nan() || (!o.is_nan() && self <= o) {
-            self
-        } else {
-            o
-        }
-    }
 }
 
 macro_rules! float_el {
     ($t:ty) => {
         impl El for $t {
-            const LOWEST: $t = <$t>::NEG_INFINITY;
-            const HIGHEST: $t = <$t>::INFINITY;
-            fn is_nan(self) -> bool {
-                <$t>::is_nan(self)
-            }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn from_f64(x: f64) -> $t {
-                x as $t
-            }
             fn add(self, o: $t) -> $t {
                 self + o
             }
@@ -86,22 +51,13 @@ macro_rules! float_el {
             }
             /// As the interpreter's, with its functions (`remat_math::elementary`).
             fn logaddexp(self, o: $t) -> $t {
-                let amax = max_nan(self, o);
+                let amax = self.max_nan(o);
                 let delta = self - o;
                 if delta.is_nan() {
                     self + o
                 } else {
                     amax + elementary::log1p(elementary::exp(-delta.abs()))
                 }
-            }
-            fn daz(self) -> $t {
-                Flush::daz(self)
-            }
-            fn maximum(self, o: $t) -> $t {
-                remat_math::maximum(self, o)
-            }
-            fn minimum(self, o: $t) -> $t {
-                remat_math::minimum(self, o)
             }
         }
     };
@@ -113,45 +69,25 @@ float_el!(f64);
 macro_rules! narrow_el {
     ($t:ty) => {
         impl El for $t {
-            const LOWEST: $t = <$t>::NEG_INFINITY;
-            const HIGHEST: $t = <$t>::INFINITY;
-            fn is_nan(self) -> bool {
-                <$t>::is_nan(self)
-            }
-            fn to_f64(self) -> f64 {
-                <$t>::to_f64(self)
-            }
-            fn from_f64(x: f64) -> $t {
-                <$t>::from_f32(x as f32)
-            }
             fn add(self, o: $t) -> $t {
-                <$t>::from_f32(self.to_f32() + o.to_f32())
+                Narrow::from_f32(Narrow::to_f32(self) + Narrow::to_f32(o))
             }
             fn mul(self, o: $t) -> $t {
-                <$t>::from_f32(self.to_f32() * o.to_f32())
+                Narrow::from_f32(Narrow::to_f32(self) * Narrow::to_f32(o))
             }
             /// Each operation of `logaddexp` rounded to the 16-bit type, as the interpreter
             /// (and the JIT's elementwise code) does: rounding once at the end differs in
             /// the last bits, which a cancellation downstream magnifies.
             fn logaddexp(self, o: $t) -> $t {
-                let r = <$t>::from_f32;
-                let delta = r(self.to_f32() - o.to_f32());
+                let r = <$t as Narrow>::from_f32;
+                let w = <$t as Narrow>::to_f32;
+                let delta = r(w(self) - w(o));
                 if delta.is_nan() {
-                    r(self.to_f32() + o.to_f32())
+                    r(w(self) + w(o))
                 } else {
-                    let e = r(elementary::exp(-delta.to_f32().abs()));
-                    r(max_nan(self, o).to_f32() + r(elementary::log1p(e.to_f32())).to_f32())
+                    let e = r(elementary::exp(-w(delta).abs()));
+                    r(w(self.max_nan(o)) + w(r(elementary::log1p(w(e)))))
                 }
-            }
-            /// In `f32`, where a `bf16` subnormal is one too and an `f16` one is not.
-            fn daz(self) -> $t {
-                <$t>::from_f32(Flush::daz(self.to_f32()))
-            }
-            fn maximum(self, o: $t) -> $t {
-                <$t>::from_f32(remat_math::maximum(self.to_f32(), o.to_f32()))
-            }
-            fn minimum(self, o: $t) -> $t {
-                <$t>::from_f32(remat_math::minimum(self.to_f32(), o.to_f32()))
             }
         }
     };
@@ -159,21 +95,10 @@ macro_rules! narrow_el {
 narrow_el!(remat_ir::bf16);
 narrow_el!(remat_ir::f16);
 
-/// The other integer widths, wrapping as `i32`.
+/// The integers, wrapping; `logaddexp` is never reached (floats only) and gives `max`.
 macro_rules! int_el {
     ($t:ty) => {
         impl El for $t {
-            const LOWEST: $t = <$t>::MIN;
-            const HIGHEST: $t = <$t>::MAX;
-            fn is_nan(self) -> bool {
-                false
-            }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn from_f64(x: f64) -> $t {
-                x as $t
-            }
             fn add(self, o: $t) -> $t {
                 self.wrapping_add(o)
             }
@@ -181,77 +106,19 @@ macro_rules! int_el {
                 self.wrapping_mul(o)
             }
             fn logaddexp(self, o: $t) -> $t {
-                max_nan(self, o)
+                self.max_nan(o)
             }
         }
     };
 }
 int_el!(i8);
 int_el!(i16);
+int_el!(i32);
 int_el!(i64);
 int_el!(u8);
 int_el!(u32);
 
-/// Keys only move (gather, scatter's set, sort's payload); the shape rules keep them out of
-/// arithmetic, so the numeric methods are never reached.
-impl El for remat_ir::PrngKey {
-    const LOWEST: remat_ir::PrngKey = remat_ir::PrngKey([0, 0]);
-    const HIGHEST: remat_ir::PrngKey = remat_ir::PrngKey([u32::MAX, u32::MAX]);
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn to_f64(self) -> f64 {
-        0.0
-    }
-    fn from_f64(_: f64) -> remat_ir::PrngKey {
-        remat_ir::PrngKey::default()
-    }
-    fn add(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
-        self
-    }
-    fn mul(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
-        self
-    }
-    fn logaddexp(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
-        self
-    }
-}
-
-impl El for i32 {
-    const LOWEST: i32 = i32::MIN;
-    const HIGHEST: i32 = i32::MAX;
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn from_f64(x: f64) -> i32 {
-        x as i32
-    }
-    fn add(self, o: i32) -> i32 {
-        self.wrapping_add(o)
-    }
-    fn mul(self, o: i32) -> i32 {
-        self.wrapping_mul(o)
-    }
-    fn logaddexp(self, o: i32) -> i32 {
-        max_nan(self, o)
-    }
-}
-
 impl El for bool {
-    const LOWEST: bool = false;
-    const HIGHEST: bool = true;
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(u8::from(self))
-    }
-    fn from_f64(x: f64) -> bool {
-        x != 0.0
-    }
     fn add(self, o: bool) -> bool {
         self | o
     }
@@ -263,70 +130,18 @@ impl El for bool {
     }
 }
 
-/// XLA's `max` ([`El::maximum`]).
-fn max_nan<T: El>(a: T, b: T) -> T {
-    a.maximum(b)
-}
-
-/// XLA's `min` ([`El::minimum`]).
-fn min_nan<T: El>(a: T, b: T) -> T {
-    a.minimum(b)
-}
-
-/// Runs `$body` with `$T` the Rust type of `$dtype`.
-macro_rules! with_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            DType::BF16 => {
-                type $T = remat_ir::bf16;
-                $body
-            }
-            DType::F16 => {
-                type $T = remat_ir::f16;
-                $body
-            }
-            DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            DType::Key => {
-                type $T = remat_ir::PrngKey;
-                $body
-            }
-        }
-    };
+/// Keys only move (gather, scatter's set, sort's payload); the shape rules keep them out of
+/// arithmetic, so the numeric methods are never reached.
+impl El for remat_ir::PrngKey {
+    fn add(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
+        self
+    }
+    fn mul(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
+        self
+    }
+    fn logaddexp(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
+        self
+    }
 }
 
 /// The base addresses of a step's operands and results.
@@ -447,8 +262,8 @@ fn default_fill<T: El>() -> T {
     }
 }
 
-/// The start of the slice or window of the index vector at batch position `g`, clamped
-/// to `0..=hi`, and whether it was in bounds.
+/// The clamped start of the slice or window of the index vector at batch position `g`,
+/// and whether it was in bounds (`remat_math::element::clamped_start`).
 fn start_of(
     idx: &ArrayViewD<i32>,
     g: &[usize],
@@ -456,21 +271,7 @@ fn start_of(
     batching: (&[usize], &[usize]),
     hi: &[i64],
 ) -> (Vec<usize>, bool) {
-    let mut start = vec![0usize; hi.len()];
-    let mut in_bounds = true;
-    let mut at = g.to_vec();
-    at.push(0);
-    for (k, &od) in index_map.iter().enumerate() {
-        at[g.len()] = k;
-        let s = i64::from(idx[IxDyn(&at)]);
-        let h = hi[od];
-        in_bounds &= (0..=h).contains(&s);
-        start[od] = s.clamp(0, h.max(0)) as usize;
-    }
-    for (&od, &id) in batching.0.iter().zip(batching.1) {
-        start[od] = g[id];
-    }
-    (start, in_bounds)
+    element::clamped_start(|at| i64::from(idx[IxDyn(at)]), g, index_map, batching, hi)
 }
 
 /// The number of trailing axes of `operand` that a slice takes whole, that the result
@@ -559,8 +360,8 @@ fn scatter<T: El>(
         ScatterOp::Set => |_, u| u,
         ScatterOp::Add => T::add,
         ScatterOp::Mul => T::mul,
-        ScatterOp::Min => min_nan,
-        ScatterOp::Max => max_nan,
+        ScatterOp::Min => T::min_nan,
+        ScatterOp::Max => T::max_nan,
     };
     let r = whole_rows(x.shape(), &size, &window_operand_dims, &dn.update_window_dims, upd.ndim());
     let row: usize = upd.shape()[upd.ndim() - r..].iter().product();
@@ -585,32 +386,9 @@ fn scatter<T: El>(
     }
 }
 
-/// JAX's sort order: NaN last, `-0.0 == 0.0`.
-fn total_cmp<T: El>(a: T, b: T) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        // JAX's comparator reads subnormals as zeros, as every compare does under DAZ.
-        (false, false) => a.daz().partial_cmp(&b.daz()).unwrap_or(Ordering::Equal),
-    }
-}
-
 /// For every lane along `axis`, the dense rank of each element.
 fn lane_ranks<T: El>(a: &ArrayViewD<T>, axis: usize) -> Vec<Vec<usize>> {
-    a.lanes(Axis(axis))
-        .into_iter()
-        .map(|lane| {
-            let mut order: Vec<usize> = (0..lane.len()).collect();
-            order.sort_by(|&i, &j| total_cmp(lane[i], lane[j]));
-            let mut ranks = vec![0; lane.len()];
-            for w in 1..order.len() {
-                let tie = total_cmp(lane[order[w - 1]], lane[order[w]]) == Ordering::Equal;
-                ranks[order[w]] = ranks[order[w - 1]] + usize::from(!tie);
-            }
-            ranks
-        })
-        .collect()
+    a.lanes(Axis(axis)).into_iter().map(element::dense_ranks).collect()
 }
 
 fn permute<T: El>(a: &ArrayViewD<T>, out: &mut ArrayViewMutD<T>, axis: usize, perms: &[Vec<usize>]) {
@@ -649,9 +427,7 @@ fn top_k<T: El>(
 ) {
     let outs = values.lanes_mut(Axis(axis)).into_iter().zip(indices.lanes_mut(Axis(axis)));
     for (lane, (mut v, mut i)) in x.lanes(Axis(axis)).into_iter().zip(outs) {
-        let mut order: Vec<usize> = (0..lane.len()).collect();
-        order.sort_by(|&p, &q| total_cmp(lane[q], lane[p]));
-        for (j, &p) in order.iter().take(k).enumerate() {
+        for (j, &p) in element::descending(lane).iter().take(k).enumerate() {
             v[j] = lane[p];
             i[j] = i32::try_from(p).unwrap_or(i32::MAX);
         }
@@ -659,16 +435,8 @@ fn top_k<T: El>(
 }
 
 fn argmin<T: El>(x: &ArrayViewD<T>, axis: usize, out: &mut ArrayViewMutD<i32>) {
-    let found: ArrayD<i32> = x.map_axis(Axis(axis), |lane| {
-        let mut best = 0;
-        for (i, &v) in lane.iter().enumerate() {
-            let b = lane[best];
-            if !b.is_nan() && (v.is_nan() || v.daz() < b.daz()) {
-                best = i;
-            }
-        }
-        i32::try_from(best).unwrap_or(i32::MAX)
-    });
+    let found: ArrayD<i32> =
+        x.map_axis(Axis(axis), |lane| i32::try_from(element::first_min(lane)).unwrap_or(i32::MAX));
     out.assign(&found);
 }
 
@@ -681,17 +449,9 @@ fn cumulative<T: El>(op: CumulativeOp, x: &ArrayViewD<T>, axis: usize, reverse: 
     let (f, identity): (fn(T, T) -> T, T) = match op {
         CumulativeOp::Sum => (T::add, T::from_f64(0.0)),
         CumulativeOp::Prod => (T::mul, T::from_f64(1.0)),
-        CumulativeOp::Max => (max_nan, T::LOWEST),
-        CumulativeOp::Min => (min_nan, T::HIGHEST),
+        CumulativeOp::Max => (T::max_nan, T::LOWEST),
+        CumulativeOp::Min => (T::min_nan, T::HIGHEST),
         CumulativeOp::LogSumExp => (T::logaddexp, T::LOWEST),
     };
-    for mut lane in out.lanes_mut(Axis(axis)) {
-        let n = lane.len();
-        let mut acc = identity;
-        for s in 0..n {
-            let cur = if reverse { n - 1 - s } else { s };
-            acc = f(acc, lane[cur]);
-            lane[cur] = acc;
-        }
-    }
+    element::accumulate(out, axis, reverse, identity, f);
 }
