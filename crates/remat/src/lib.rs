@@ -44,6 +44,24 @@ pub mod report;
 pub mod run;
 mod vmap;
 
+/// The Rust samples of the README and `docs/*.md`: every ```` ```rust ```` block of these
+/// files is a doctest (`cargo test --doc -p remat`), compiled and run as a reader would
+/// paste it (a fragment's setup is in `# ` lines, which rustdoc hides). One item per file;
+/// `tests/doc_samples.rs` checks that every documentation file with a Rust block is here.
+#[cfg(doctest)]
+mod doc_samples {
+    #[doc = include_str!("../../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../../docs/autodiff.md")]
+    struct Autodiff;
+    #[doc = include_str!("../../../docs/jit.md")]
+    struct Jit;
+    #[doc = include_str!("../../../docs/trace.md")]
+    struct Trace;
+    #[doc = include_str!("../../../docs/training.md")]
+    struct Training;
+}
+
 use std::panic::Location;
 use std::sync::Arc;
 

@@ -13,6 +13,10 @@ use remat::report::{
 };
 use remat::{Array, Options, Tensor};
 use resvg::tiny_skia::{Pixmap, Transform};
+
+// The figures of README.md and docs/report.md, as `render_figures` writes them.
+#[path = "../examples/render_figures/figures.rs"]
+mod figures;
 use resvg::usvg;
 
 fn options() -> usvg::Options<'static> {
@@ -460,4 +464,29 @@ fn every_report_has_planner_plans_or_says_why_not() {
     assert!(adam.html().contains("<p>No planner plans: "));
     // The policies are still on the frontier, measured by the report.
     assert!(adam.frontier.iter().any(|p| p.name == "nothing_saveable"));
+}
+
+#[test]
+fn the_committed_figures_are_what_render_figures_writes() {
+    // docs/images/make.sh's arguments, from the repository's root.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let program = figures::read(&root, "docs/images/tanh_mlp.jaxpr").expect("tanh_mlp.jaxpr");
+    let compared = figures::read(&root, "tests/data/zoo/gpt_block.json").expect("gpt_block");
+    let drawn = figures::figures(&program, &compared).expect("the figures");
+    assert_eq!(drawn.len(), 4);
+    for (name, svg) in drawn {
+        check_figure(name, &svg);
+        let path = root.join(format!("docs/images/{name}.svg"));
+        let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(committed == svg, "{} is not what docs/images/make.sh writes now", path.display());
+    }
+    // The pages show these files.
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let report = std::fs::read_to_string(root.join("docs/report.md")).unwrap();
+    for name in ["memory", "split"] {
+        assert!(readme.contains(&format!("(docs/images/{name}.svg)")), "README.md shows {name}.svg");
+    }
+    for name in ["memory", "split", "compare", "frontier"] {
+        assert!(report.contains(&format!("(images/{name}.svg)")), "docs/report.md shows {name}.svg");
+    }
 }

@@ -1,6 +1,7 @@
 //! Test helpers shared by every crate's tests: the data under `tests/data` (conformance
 //! cases, benchmark programs, extra JAX texts) and the arrays in them, the tolerance rule
-//! results are compared by, seeded pseudo-random arrays, and the text fuzzer (`fuzz`).
+//! results are compared by, seeded pseudo-random arrays, the text fuzzer (`fuzz`), and the
+//! code blocks of the documentation (`docs`).
 //!
 //! Architecture invariant: this crate depends only on `remat-ir` and `remat-json`, so that
 //! any crate of the pipeline can take it as a dev-dependency without a second copy of
@@ -9,6 +10,7 @@
 
 mod close;
 mod data;
+pub mod docs;
 pub mod fuzz;
 mod rng;
 mod zoo;
