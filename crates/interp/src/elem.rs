@@ -13,12 +13,11 @@
 //! is not one instruction says so itself: `max`/`min`, conversions and the functions are
 //! `remat_math`'s, with DAZ and FTZ on bits.
 
-use std::fmt::Debug;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use ndarray::{ArrayD, IxDyn};
-use remat_ir::{bf16, f16, Array, DType, PrngKey};
-use remat_math::element::{Element, Narrow};
+use remat_ir::{bf16, f16, Array, PrngKey};
+use remat_math::element::Element;
 use remat_math::elementary;
 
 /// An element type of an [`Array`]: the element rules both backends share

@@ -13,7 +13,7 @@ use remat_ir::{Array, Aval, BinaryOp, CompareOp, DType, Identity, RoundingMethod
 
 use crate::bits::{int_bit_op, Int};
 use crate::elem::{map_array, num_dtype, operands, typed, Elem, Float, Num};
-use remat_math::element::Narrow;
+use remat_math::element::{Element, Narrow};
 use remat_math::with_dtype;
 
 pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
@@ -199,8 +199,8 @@ fn int_binary<T: Int>(op: BinaryOp) -> Option<fn(T, T) -> T> {
         BinaryOp::Sub => Some(Num::sub),
         BinaryOp::Mul => Some(Num::mul),
         BinaryOp::Div => Some(Num::div),
-        BinaryOp::Max => Some(Elem::max_nan),
-        BinaryOp::Min => Some(Elem::min_nan),
+        BinaryOp::Max => Some(Element::max_nan),
+        BinaryOp::Min => Some(Element::min_nan),
         BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => None,
         BinaryOp::Rem
         | BinaryOp::And
@@ -450,7 +450,7 @@ pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<
         // `Elem`'s conversions, not `half`'s inherent ones of the same names.
         with_dtype!(new_dtype, D => Ok(D::wrap(xs.mapv(|v| match v.to_i128() {
             Some(i) => <D as Elem>::from_i128(i),
-            None => <D as Elem>::from_f64(<S as Elem>::to_f64(v)),
+            None => <D as Element>::from_f64(<S as Element>::to_f64(v)),
         }))))
     })
 }

@@ -14,6 +14,7 @@ use remat_ir::{
 };
 
 use crate::elem::{map_array, num_dtype, typed, Elem, Num};
+use remat_math::element::Element;
 use remat_math::with_dtype;
 
 /// The operands' avals checked against `prim`'s shape rule: the result avals.

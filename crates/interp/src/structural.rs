@@ -9,6 +9,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Slice};
 use remat_ir::{Array, Aval, DType};
 
 use crate::elem::{checked_size, fmt_shape, integer_scalar, map_array, num_dtype, operands, typed, Elem};
+use remat_math::element::Element;
 use remat_math::with_dtype;
 
 pub(crate) fn broadcast_in_dim(
@@ -308,6 +309,6 @@ pub(crate) fn iota(dtype: DType, shape: &[usize], dimension: usize, args: &[&Arr
         return Err(format!("dimension {dimension} is out of range for shape {}", fmt_shape(shape)));
     }
     checked_size(shape)?;
-    num_dtype!(dtype, T => Ok(T::wrap(ArrayD::from_shape_fn(IxDyn(shape), |ix| <T as Elem>::from_f64(ix[dimension] as f64)))),
+    num_dtype!(dtype, T => Ok(T::wrap(ArrayD::from_shape_fn(IxDyn(shape), |ix| <T as Element>::from_f64(ix[dimension] as f64)))),
         bool => Err("iota is not defined on bool".to_string()))
 }

@@ -22,6 +22,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 use remat_ir::{window_out_extent, Array, CompareOp, ConvParams, DType, ReduceOp, Window};
+use remat_math::element::Element;
 
 use crate::elem::{checked_size, num_dtype, operands, typed, Elem, Num};
 use crate::elementwise::{comparison, convert_element_type};

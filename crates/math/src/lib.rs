@@ -23,7 +23,6 @@ pub mod flush;
 mod special;
 mod threefry;
 
-pub use element::Element;
 pub use fenv::XlaFloatEnv;
 pub use flush::{maximum, minimum, Flush};
 pub use special::{digamma, erf_inv, polygamma};
