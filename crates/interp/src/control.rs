@@ -10,8 +10,8 @@ use ndarray::{ArrayD, ArrayViewD, Axis};
 use remat_ir::{cond_branch, Array, Aval, ClosedJaxpr, DType, Jaxpr};
 
 use crate::elem::{map_array, typed, Elem};
-use remat_math::with_dtype;
 use crate::{eval_jaxpr_refs, EvalError};
+use remat_math::with_dtype;
 
 /// `name` and `device_put`: each operand is its own result.
 pub(crate) fn identity(args: &[&Array], expected: usize) -> Result<Vec<Array>, String> {

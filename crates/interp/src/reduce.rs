@@ -9,8 +9,8 @@ use ndarray::{ArrayD, ArrayView1, Axis};
 use remat_ir::{Array, DType, ReduceOp};
 
 use crate::elem::{num_dtype, operands, typed, Elem, Num};
-use remat_math::with_dtype;
 use crate::elementwise::convert_element_type;
+use remat_math::with_dtype;
 
 pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;

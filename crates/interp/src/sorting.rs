@@ -13,8 +13,8 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use remat_ir::{Array, CumulativeOp, DType, Primitive};
 
 use crate::elem::{float_dtype, map_array, num_dtype, typed, Elem, Float, Num};
-use remat_math::{element, with_dtype};
 use crate::indexing::check;
+use remat_math::{element, with_dtype};
 
 /// For every lane along `axis` (in `lanes` order), the dense rank of each element.
 fn lane_ranks<T: Elem>(a: &ArrayD<T>, axis: usize) -> Vec<Vec<usize>> {

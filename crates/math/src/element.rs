@@ -405,7 +405,10 @@ mod tests {
         // Operand axes 0 and 2 indexed (largest starts 3 and 0), axis 1 a batching axis.
         assert_eq!(clamped_start(read, &[1], &[0, 2], (&[1], &[0]), &[3, 9, 0]), (vec![3, 1, 0], false));
         let fine = [2i64, 0];
-        assert_eq!(clamped_start(|at: &[usize]| fine[at[1]], &[0], &[0, 2], (&[], &[]), &[3, 9, 0]), (vec![2, 0, 0], true));
+        assert_eq!(
+            clamped_start(|at: &[usize]| fine[at[1]], &[0], &[0, 2], (&[], &[]), &[3, 9, 0]),
+            (vec![2, 0, 0], true)
+        );
     }
 
     #[test]

@@ -435,8 +435,7 @@ fn top_k<T: El>(
 }
 
 fn argmin<T: El>(x: &ArrayViewD<T>, axis: usize, out: &mut ArrayViewMutD<i32>) {
-    let found: ArrayD<i32> =
-        x.map_axis(Axis(axis), |lane| i32::try_from(element::first_min(lane)).unwrap_or(i32::MAX));
+    let found: ArrayD<i32> = x.map_axis(Axis(axis), |lane| i32::try_from(element::first_min(lane)).unwrap_or(i32::MAX));
     out.assign(&found);
 }
 
