@@ -55,7 +55,8 @@ impl Checkpointed {
         }
         let flat = flatten_calls(f);
         check("checkpointed (flat)", &flat)?;
-        let program = checkpoint_whole(&flat)?;
+        let plan = Policy::Function { name: PLAN_POLICY_NAME.into(), repr: format!("<function {PLAN_POLICY_NAME}>") };
+        let program = checkpoint_whole(&flat, plan)?;
         check("checkpointed (program)", &program)?;
         let in_nonzeros: Vec<bool> = (0..f.invars.len())
             .map(|i| f.aval(f.invars[i]).dtype.is_float() && argnums.is_none_or(|nums| nums.contains(&i)))
@@ -161,8 +162,33 @@ fn inlinable(eqn: &Eqn) -> Option<&Jaxpr> {
     }
 }
 
-/// `(ins) -> remat2[prevent_cse=True, policy=remat_plan](ins)` around `flat`.
-fn checkpoint_whole(flat: &Jaxpr) -> Result<Jaxpr, AdError> {
+/// `jaxpr` with every checkpoint's policy replaced by `policy`, at any depth (as an outer
+/// `jax.checkpoint(f, policy=...)`'s policy decides for the checkpoints inside it); a
+/// function without a checkpoint is put inside one, as `jax.checkpoint(f, policy=policy)`
+/// does (its constants become the checkpoint's leading inputs). What `remat explain
+/// --policy`, the report's policy sides and the Python package's `policy=` measure.
+pub fn with_policy(jaxpr: &Jaxpr, policy: &Policy) -> Result<Jaxpr, AdError> {
+    fn replace(j: &Jaxpr, policy: &Policy, found: &mut bool) -> Jaxpr {
+        let mut out = j.clone();
+        for eqn in &mut out.eqns {
+            if let Primitive::Remat2 { policy: p, .. } = &mut eqn.primitive {
+                *p = Some(policy.clone());
+                *found = true;
+            }
+            eqn.primitive = eqn.primitive.map_subjaxprs(|b| Arc::new(replace(b, policy, found)));
+        }
+        out
+    }
+    let mut found = false;
+    let replaced = replace(jaxpr, policy, &mut found);
+    if found {
+        return Ok(replaced);
+    }
+    checkpoint_whole(jaxpr, policy.clone())
+}
+
+/// `(consts, ins) -> remat2[prevent_cse=True, policy=policy](consts, ins)` around `flat`.
+fn checkpoint_whole(flat: &Jaxpr, policy: Policy) -> Result<Jaxpr, AdError> {
     let mut body = flat.clone();
     // The body's constants become its leading inputs (a remat2 body has no constvars).
     let consts = std::mem::take(&mut body.constvars);
@@ -170,7 +196,6 @@ fn checkpoint_whole(flat: &Jaxpr) -> Result<Jaxpr, AdError> {
     let mut b = Builder::new();
     let cs: Vec<Atom> = flat.constvars.iter().map(|&c| Atom::Var(b.constvar(flat.aval(c).clone()))).collect();
     let ins: Vec<Atom> = flat.invars.iter().map(|&v| Atom::Var(b.invar(flat.aval(v).clone()))).collect();
-    let policy = Policy::Function { name: PLAN_POLICY_NAME.into(), repr: format!("<function {PLAN_POLICY_NAME}>") };
     let prim =
         Primitive::Remat2 { jaxpr: Arc::new(body), prevent_cse: true, differentiated: false, policy: Some(policy) };
     let args: Vec<Atom> = cs.into_iter().chain(ins).collect();

@@ -88,3 +88,33 @@ fn a_per_equation_policy_needs_one_decision_per_equation() {
     let e = Checkpointed::new(&f, Some(&[7])).unwrap_err().to_string();
     assert_eq!(e, "argnum 7 is out of range for 3 inputs");
 }
+
+/// `with_policy`: what `remat explain --policy`, the report and the Python package measure.
+/// A function without a checkpoint is put inside one (constants and all), and a function
+/// with checkpoints has every one's policy replaced, as an outer `jax.checkpoint(f,
+/// policy=...)`'s policy decides for the checkpoints inside it.
+#[test]
+fn with_policy_checkpoints_the_whole_function_or_replaces_every_policy() {
+    let f = parse_jaxpr(F).unwrap();
+    let nothing = Policy::NothingSaveable;
+    let whole = remat_ad::with_policy(&f, &nothing).unwrap();
+    assert_eq!(pp_jaxpr(&whole), pp_jaxpr(&checkpointed(&f, nothing.clone())));
+    let dots = checkpointed(&f, Policy::DotsSaveable { only_if_no_batch_dims: false });
+    let replaced = remat_ad::with_policy(&dots, &nothing).unwrap();
+    assert_eq!(pp_jaxpr(&replaced), pp_jaxpr(&checkpointed(&f, nothing.clone())));
+
+    // A function with a constant: the constant stays the program's and is the checkpoint's
+    // leading input (it was left without a checkpoint, so the policy changed nothing).
+    let c = parse_jaxpr("{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul a b; d:f32[3] = sin c in (d,) }").unwrap();
+    let got = remat_ad::with_policy(&c, &nothing).unwrap();
+    assert_eq!(got.constvars.len(), 1);
+    assert_eq!(got.eqns.len(), 1);
+    match &got.eqns[0].primitive {
+        Primitive::Remat2 { jaxpr, policy, .. } => {
+            assert_eq!(policy.as_ref(), Some(&nothing));
+            assert_eq!(jaxpr.invars.len(), 2);
+            assert!(jaxpr.constvars.is_empty());
+        }
+        other => panic!("expected a remat2, got {}", other.name()),
+    }
+}

@@ -254,7 +254,7 @@ fn ledger_of(closed: &ClosedJaxpr, names: &[String], choice: &Choice) -> Result<
     match choice {
         Choice::AsWritten => remat::ledger::explain_jaxpr(&closed.jaxpr, consts, names, &options),
         Choice::Policy(p) => {
-            remat::ledger::explain_jaxpr(&remat::report::with_policy(&closed.jaxpr, p)?, consts, names, &options)
+            remat::ledger::explain_jaxpr(&remat::ad::with_policy(&closed.jaxpr, p)?, consts, names, &options)
         }
         Choice::Budget(bytes) => {
             let planner = remat::plan::Planner::new(closed, names, &remat::plan::PlanOptions::default())

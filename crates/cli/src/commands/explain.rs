@@ -9,9 +9,10 @@
 
 use std::path::Path;
 
+use remat::ad::with_policy;
 use remat::ledger::{explain_jaxpr, explain_plan, explain_program, Ledger};
 use remat::plan::{Budget, PlanOptions, Planner};
-use remat::report::{with_policy, Choice};
+use remat::report::Choice;
 use remat::{Options, PolicyNames};
 
 use crate::commands::residuals::binder_names;

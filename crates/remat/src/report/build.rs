@@ -20,7 +20,7 @@ use remat_jit::Options;
 use remat_plan::{Budget, PlanOptions, Planner};
 
 use super::choice::Choice;
-use super::frontier::{base_flops, policy_points, with_policy, FrontierPoint, PointKind};
+use super::frontier::{base_flops, policy_points, FrontierPoint, PointKind};
 use crate::ledger::cost::jaxpr_flops;
 use crate::ledger::{explain_jaxpr, explain_plan, explain_program, Ledger};
 use crate::Error;
@@ -135,7 +135,7 @@ impl Report {
                     (ledger, point)
                 }
                 Choice::Policy(p) => {
-                    let ledger = explain_jaxpr(&with_policy(jaxpr, p)?, &f.consts, arg_names, options)?;
+                    let ledger = explain_jaxpr(&remat_ad::with_policy(jaxpr, p)?, &f.consts, arg_names, options)?;
                     let point = match &planner {
                         None => {
                             let flops = jaxpr_flops(&ledger.program).saturating_sub(cached_base(&mut base, jaxpr)?);

@@ -5,9 +5,9 @@
 //! everything-saveable one's.
 
 use std::fmt::Write;
-use std::sync::Arc;
 
-use remat_ir::{Jaxpr, Policy, Primitive};
+use remat_ad::with_policy;
+use remat_ir::{Jaxpr, Policy};
 use remat_jit::Options;
 
 use super::svg::{esc, fit, n, open, RESIDUAL};
@@ -38,38 +38,6 @@ impl FrontierPoint {
     pub fn policy(name: impl Into<String>, peak_bytes: usize, recompute_flops: u64) -> FrontierPoint {
         FrontierPoint { name: name.into(), peak_bytes, recompute_flops, kind: PointKind::Policy }
     }
-}
-
-/// `jaxpr` with every checkpoint's policy replaced by `policy`; without a checkpoint, the
-/// whole function inside one.
-pub fn with_policy(jaxpr: &Jaxpr, policy: &Policy) -> Result<Jaxpr, Error> {
-    fn replace(j: &Jaxpr, policy: &Policy, found: &mut bool) -> Jaxpr {
-        let mut out = j.clone();
-        for eqn in &mut out.eqns {
-            if let Primitive::Remat2 { policy: p, .. } = &mut eqn.primitive {
-                *p = Some(policy.clone());
-                *found = true;
-            }
-            eqn.primitive = eqn.primitive.map_subjaxprs(|b| Arc::new(replace(b, policy, found)));
-        }
-        out
-    }
-    let mut found = false;
-    let replaced = replace(jaxpr, policy, &mut found);
-    if found || !jaxpr.constvars.is_empty() {
-        return Ok(replaced);
-    }
-    let mut b = remat_ad::Builder::new();
-    let ins: Vec<remat_ir::Atom> =
-        jaxpr.invars.iter().map(|&v| remat_ir::Atom::Var(b.invar(jaxpr.aval(v).clone()))).collect();
-    let prim = Primitive::Remat2 {
-        jaxpr: Arc::new(jaxpr.clone()),
-        prevent_cse: true,
-        differentiated: false,
-        policy: Some(policy.clone()),
-    };
-    let outs = b.bind(prim, ins)?;
-    Ok(b.finish(outs.into_iter().map(remat_ir::Atom::Var).collect()))
 }
 
 /// The built-in policies whose points the report draws.

@@ -16,7 +16,7 @@ pub mod svg;
 pub use build::{Report, Side};
 pub use choice::{Choice, ChoiceError, MAX_SIDES};
 pub use dot::fwd_bwd_dot;
-pub use frontier::{base_flops, builtin_policies, frontier_svg, policy_points, with_policy, FrontierPoint, PointKind};
+pub use frontier::{base_flops, builtin_policies, frontier_svg, policy_points, FrontierPoint, PointKind};
 pub use memory::{compare_svg, memory_svg};
 pub use split::{split_svg, MAX_ROWS};
 
