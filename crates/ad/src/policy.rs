@@ -426,15 +426,7 @@ pub fn resolve_policy(policy: Option<&Policy>) -> Result<ResolvedPolicy, AdError
 
 /// JAX's module-level policy functions (`jax.checkpoint_policies.*`), by name.
 fn builtin_function(name: &str) -> Option<Policy> {
-    match name {
-        "everything_saveable" => Some(Policy::EverythingSaveable),
-        "nothing_saveable" => Some(Policy::NothingSaveable),
-        "dots_saveable" | "checkpoint_dots" => Some(Policy::DotsSaveable { only_if_no_batch_dims: false }),
-        "dots_with_no_batch_dims_saveable" | "checkpoint_dots_with_no_batch_dims" => {
-            Some(Policy::DotsSaveable { only_if_no_batch_dims: true })
-        }
-        _ => None,
-    }
+    Policy::builtin_named(name)
 }
 
 /// JAX's construction-time errors: overlapping save/offload names, and

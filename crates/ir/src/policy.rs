@@ -53,7 +53,55 @@ pub enum Policy {
     },
 }
 
+/// One of the policies JAX ships that take no arguments: the one home of their names.
+#[derive(Clone, Debug)]
+pub struct BuiltinPolicy {
+    /// JAX's name (`jax.checkpoint_policies.dots_saveable`), as `policy_words` and the
+    /// planner print it.
+    pub name: &'static str,
+    /// Other names JAX exports for the same function (`checkpoint_dots`).
+    pub aliases: &'static [&'static str],
+    /// The command line's short word (`--policy dots`).
+    pub word: &'static str,
+    /// The policy.
+    pub policy: Policy,
+}
+
 impl Policy {
+    /// JAX's argument-free policies, from the one that saves the most to the one that
+    /// saves the least (the order the report's frontier lists them in).
+    pub const BUILTINS: [BuiltinPolicy; 4] = [
+        BuiltinPolicy {
+            name: "everything_saveable",
+            aliases: &[],
+            word: "everything",
+            policy: Policy::EverythingSaveable,
+        },
+        BuiltinPolicy {
+            name: "dots_saveable",
+            aliases: &["checkpoint_dots"],
+            word: "dots",
+            policy: Policy::DotsSaveable { only_if_no_batch_dims: false },
+        },
+        BuiltinPolicy {
+            name: "dots_with_no_batch_dims_saveable",
+            aliases: &["checkpoint_dots_with_no_batch_dims"],
+            word: "dots_no_batch",
+            policy: Policy::DotsSaveable { only_if_no_batch_dims: true },
+        },
+        BuiltinPolicy { name: "nothing_saveable", aliases: &[], word: "nothing", policy: Policy::NothingSaveable },
+    ];
+
+    /// The argument-free policy JAX names `name` (or an alias of it).
+    pub fn builtin_named(name: &str) -> Option<Policy> {
+        Policy::BUILTINS.iter().find(|b| b.name == name || b.aliases.contains(&name)).map(|b| b.policy.clone())
+    }
+
+    /// JAX's name of an argument-free policy; `None` for the others.
+    pub fn builtin_name(&self) -> Option<&'static str> {
+        Policy::BUILTINS.iter().find(|b| b.policy == *self).map(|b| b.name)
+    }
+
     pub fn to_param(&self) -> Param {
         let call = |func: &str, kwargs: Vec<(&str, Param)>| Param::Call {
             func: func.to_string(),

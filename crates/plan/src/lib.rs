@@ -290,12 +290,12 @@ impl Planner {
         // The built-in policies, on the same axes, each with JAX's meaning (it decides the
         // equations inside the body's scans and conds too): plans like any other, which a
         // budget may choose (not with `names_only`, whose plans are names policies).
-        let mut builtin = vec![
-            ("nothing_saveable".to_string(), Policy::NothingSaveable),
-            ("everything_saveable".to_string(), Policy::EverythingSaveable),
-            ("dots_saveable".to_string(), Policy::DotsSaveable { only_if_no_batch_dims: false }),
-            ("dots_with_no_batch_dims_saveable".to_string(), Policy::DotsSaveable { only_if_no_batch_dims: true }),
-        ];
+        // (Evaluated in this order, which breaks the last ties between equal plans.)
+        let mut builtin: Vec<(String, Policy)> =
+            ["nothing_saveable", "everything_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable"]
+                .into_iter()
+                .map(|name| (name.to_string(), Policy::builtin_named(name).expect("a builtin policy")))
+                .collect();
         if !own_names.is_empty() {
             let call = jax_names_policy(&own_names);
             let short = call.trim_start_matches("jax.checkpoint_policies.").to_string();

@@ -58,10 +58,9 @@ impl Contexts {
 pub fn policy_words(p: &Policy) -> String {
     let names = |ns: &[String]| ns.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
     match p {
-        Policy::EverythingSaveable => "everything_saveable".into(),
-        Policy::NothingSaveable => "nothing_saveable".into(),
-        Policy::DotsSaveable { only_if_no_batch_dims: false } => "dots_saveable".into(),
-        Policy::DotsSaveable { only_if_no_batch_dims: true } => "dots_with_no_batch_dims_saveable".into(),
+        Policy::EverythingSaveable | Policy::NothingSaveable | Policy::DotsSaveable { .. } => {
+            p.builtin_name().expect("an argument-free policy is a builtin").into()
+        }
         Policy::SaveOnlyTheseNames { names: ns } => format!("save_only_these_names({})", names(ns)),
         Policy::SaveAnyNamesButThese { names: ns } => format!("save_any_names_but_these({})", names(ns)),
         Policy::SaveAnythingExceptTheseNames { names: ns } => {

@@ -43,7 +43,12 @@ pub struct ChoiceError(pub String);
 /// The most sides one report compares (each is a panel of its own).
 pub const MAX_SIDES: usize = 6;
 
-const POLICY_WORDS: &str = "as-written, everything, nothing, dots, dots_no_batch or names:NAME+NAME";
+/// What `--policy` takes, for its error message: `as-written`, the built-in policies'
+/// words, `names:`.
+fn policy_words_accepted() -> String {
+    let words: Vec<&str> = Policy::BUILTINS.iter().map(|b| b.word).collect();
+    format!("as-written, {} or names:NAME+NAME", words.join(", "))
+}
 
 impl Choice {
     /// A policy as `--policy` takes it (no `budget:`; that is `--budget`).
@@ -51,11 +56,8 @@ impl Choice {
         let t = s.trim();
         let policy = match t {
             "as-written" => return Ok(Choice::AsWritten),
-            "everything" | "everything_saveable" => Policy::EverythingSaveable,
-            "nothing" | "nothing_saveable" => Policy::NothingSaveable,
-            "dots" | "dots_saveable" => Policy::DotsSaveable { only_if_no_batch_dims: false },
-            "dots_no_batch" | "dots_with_no_batch_dims_saveable" => {
-                Policy::DotsSaveable { only_if_no_batch_dims: true }
+            _ if Policy::BUILTINS.iter().any(|b| b.word == t || b.name == t) => {
+                Policy::BUILTINS.iter().find(|b| b.word == t || b.name == t).map(|b| b.policy.clone()).expect("found")
             }
             _ => match t.strip_prefix("names:") {
                 Some(list) => {
@@ -71,7 +73,10 @@ impl Choice {
                     Policy::SaveOnlyTheseNames { names }
                 }
                 None => {
-                    return Err(ChoiceError(format!("unknown policy `{s}`: expected one of {POLICY_WORDS}")));
+                    return Err(ChoiceError(format!(
+                        "unknown policy `{s}`: expected one of {}",
+                        policy_words_accepted()
+                    )));
                 }
             },
         };

@@ -42,12 +42,7 @@ impl FrontierPoint {
 
 /// The built-in policies whose points the report draws.
 pub fn builtin_policies() -> Vec<Policy> {
-    vec![
-        Policy::EverythingSaveable,
-        Policy::DotsSaveable { only_if_no_batch_dims: false },
-        Policy::DotsSaveable { only_if_no_batch_dims: true },
-        Policy::NothingSaveable,
-    ]
+    Policy::BUILTINS.iter().map(|b| b.policy.clone()).collect()
 }
 
 /// The FLOPs of `jaxpr`'s vjp with every checkpoint saving everything: the frontier's zero
