@@ -125,12 +125,11 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
     }
     t.push_str(&format!("saved ({}):\n", p.saved.len()));
     for r in &p.saved {
-        // JAX's words for a residual in host memory name no source (`output of
-        // device_put from `): say where its value is listed instead.
-        let line = r.to_string();
-        match line.strip_suffix(" from ").filter(|l| l.ends_with("output of device_put")) {
-            Some(line) => t.push_str(&format!("  {line} (one of the offloaded values below)\n")),
-            None => t.push_str(&format!("  {r}\n")),
+        // A residual in host memory (JAX names no source for it; the planner gives the
+        // source of the value it moves): say where its value is listed too.
+        match r.aval.memory_space == remat::ir::MemorySpace::Host {
+            true => t.push_str(&format!("  {r} (one of the offloaded values below)\n")),
+            false => t.push_str(&format!("  {r}\n")),
         }
     }
     t.push_str(&format!("recomputed ({}):\n", p.recomputed.len()));
