@@ -330,11 +330,27 @@ impl Planner {
         let method = if options.names_only {
             // (With a host budget, the offload search says the same in its own error.)
             if names.is_empty() && options.host_budget.is_none() {
-                return Err(PlanError::Invalid(
-                    "--names-only chooses which `checkpoint_name`d values to save, and the program names none \
-                     (name values with jax.ad_checkpoint.checkpoint_name, or plan without --names-only)"
-                        .into(),
-                ));
+                // Names inside the bodies of scans and conds are not the plan's to decide.
+                let mut nested: Vec<String> = Vec::new();
+                for e in &model.flat().eqns {
+                    for sub in e.primitive.subjaxprs() {
+                        for n in sub.checkpoint_names() {
+                            if !nested.contains(&n) {
+                                nested.push(n);
+                            }
+                        }
+                    }
+                }
+                let why = match nested.is_empty() {
+                    true => "the program names none (name values with jax.ad_checkpoint.checkpoint_name, or plan without --names-only)".to_string(),
+                    false => format!(
+                        "the program names none at its top level: its names ({}) are inside scan, cond or loop bodies, which the planner does not plan (plan without --names-only)",
+                        nested.join(", ")
+                    ),
+                };
+                return Err(PlanError::Invalid(format!(
+                    "--names-only chooses which `checkpoint_name`d values to save, and {why}"
+                )));
             }
             names_plans(&model, &names, &mut evals, &mut policies, options.host_budget)?;
             Method::Names
