@@ -231,6 +231,14 @@ fn builtin_policies_in_the_frontier_are_what_explain_says_and_their_peaks_are_pl
     let dag = plan_data("dag.jaxpr");
     let text = stdout(&remat(&["plan", &dag, "--budget", "8192"]));
     assert!(text.contains("plan for a budget of 8192 bytes"), "{text}");
+    // Which searches are exact, and which heuristic, is said.
+    assert!(text.contains("  search: exhaustive (exact): "), "{text}");
+    let names = plan_data("dag_names.jaxpr");
+    let text = stdout(&remat(&["plan", &names, "--names-only", "--budget", "24576"]));
+    assert!(text.contains("  search: every policy over the program's names (exact): "), "{text}");
+    let text = stdout(&remat(&["plan", &names, "--budget", "24576"]));
+    assert!(text.contains("  search: greedy with local refinement (greedy): "), "{text}");
+    assert_eq!(json(&remat(&["plan", &names, "--budget", "24576", "--json"]))["exact"], false);
 }
 
 /// `  f32[16,3,12] output of scan from rnn_scan.jaxpr:2:5`: the bytes of its aval.

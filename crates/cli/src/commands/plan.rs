@@ -100,10 +100,12 @@ fn parse_argnums(s: &str) -> Result<Vec<usize>> {
 
 fn method_words(m: Method) -> &'static str {
     match m {
-        Method::Exhaustive => "exhaustive (every distinct plan evaluated: optimal)",
-        Method::Greedy => "greedy with local refinement (a heuristic)",
-        Method::Names => "every policy over the program's names",
-        Method::NamesGreedy => "greedy over the program's names (a heuristic)",
+        Method::Exhaustive => "exhaustive (exact): every distinct plan evaluated, optimal against the compiled peak",
+        Method::Greedy => "greedy with local refinement (greedy): a heuristic, not proved optimal",
+        Method::Names => {
+            "every policy over the program's names (exact): every subset evaluated, optimal among them against the compiled peak"
+        }
+        Method::NamesGreedy => "greedy over the program's names (greedy): a heuristic, not proved optimal",
     }
 }
 
@@ -224,6 +226,7 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool, notes: &[Stri
     let mut v = json!({
         "method": format!("{:?}", planner.method()).to_lowercase(),
         "plans_evaluated": planner.evaluated(),
+        "exact": matches!(planner.method(), Method::Exhaustive | Method::Names),
         "notes": notes,
     });
     if let Some(p) = plan {
