@@ -14,8 +14,8 @@
 //! benched at 26,624).
 //!
 //! Runtime: the programs are planned in parallel (rayon), each once, and each distinct plan
-//! compiled once: 35 programs (13 of the planner's data, 22 of the zoo) in 60 s of wall
-//! time and 23.5 s of CPU in the test profile on the loaded 2-core machine. The full-size
+//! compiled once: 36 programs (14 of the planner's data, 22 of the zoo) in 50.4 s of wall
+//! time and 23.9 s of CPU in the test profile on the loaded 2-core machine (one run). The full-size
 //! recorded programs (`primal/transformer`, `primal/gpt`, `primal/mlp_large`) are left to
 //! the release sweep (`cargo run --release -p remat --example plan_sweep`), which runs the
 //! same checks on them, as would be any zoo program of more than [`MAX_EQUATIONS`]
