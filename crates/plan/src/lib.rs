@@ -330,11 +330,27 @@ impl Planner {
         let method = if options.names_only {
             // (With a host budget, the offload search says the same in its own error.)
             if names.is_empty() && options.host_budget.is_none() {
-                return Err(PlanError::Invalid(
-                    "--names-only chooses which `checkpoint_name`d values to save, and the program names none \
-                     (name values with jax.ad_checkpoint.checkpoint_name, or plan without --names-only)"
-                        .into(),
-                ));
+                // Names inside the bodies of scans and conds are not the plan's to decide.
+                let mut nested: Vec<String> = Vec::new();
+                for e in &model.flat().eqns {
+                    for sub in e.primitive.subjaxprs() {
+                        for n in sub.checkpoint_names() {
+                            if !nested.contains(&n) {
+                                nested.push(n);
+                            }
+                        }
+                    }
+                }
+                let why = match nested.is_empty() {
+                    true => "the program names none (name values with jax.ad_checkpoint.checkpoint_name, or plan without --names-only)".to_string(),
+                    false => format!(
+                        "the program names none at its top level: its names ({}) are inside scan, cond or loop bodies, which the planner does not plan (plan without --names-only)",
+                        nested.join(", ")
+                    ),
+                };
+                return Err(PlanError::Invalid(format!(
+                    "--names-only chooses which `checkpoint_name`d values to save, and {why}"
+                )));
             }
             names_plans(&model, &names, &mut evals, &mut policies, options.host_budget)?;
             Method::Names
@@ -351,6 +367,13 @@ impl Planner {
             let order = search::greedy(&model);
             let (on_path, refined) = search::heuristic_evals(model.body().eqns.len(), options);
             evals.add_all(&model, &search::path_plans(&model, &order, on_path))?;
+            // The names policies' plans are plans of this search too (per equation, where
+            // no name sits inside a scan or cond): the greedy path, ranking by residual
+            // bytes, can miss them, and the general planner must never do worse than
+            // `--names-only`.
+            let size = model.body().eqns.len();
+            let named = names_plain_plans(&model, &names, size <= options.heuristic_full_size, on_path)?;
+            evals.add_all(&model, &named)?;
             search::refine(&model, &mut evals, refined)?;
             Method::Greedy
         };
@@ -498,7 +521,7 @@ impl Planner {
             peak_bytes: e.peak_bytes,
             recompute_flops: p.recompute_flops,
             residual_bytes: e.residual_bytes,
-            saved: e.vjp.residuals.clone(),
+            saved: with_sources(&e.vjp),
             recomputed,
             offloaded,
             host_bytes: e.host_bytes,
@@ -545,6 +568,38 @@ impl Planner {
     }
 }
 
+/// The residuals of `vjp`, each offloaded one (JAX's words name no source for a
+/// `device_put`'s output: `output of device_put from `) with the source of the forward
+/// equation whose value it moves to host memory.
+fn with_sources(vjp: &remat_ad::Vjp) -> Vec<Residual> {
+    let fwd = &vjp.fwd;
+    let producer = |v: remat_ir::Var| fwd.eqns.iter().find(|e| e.outvars.contains(&v));
+    vjp.residuals
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let mut r = r.clone();
+            if !r.source.is_unknown() || !matches!(&r.kind, ResidualKind::Output(p) if p == "device_put") {
+                return r;
+            }
+            let moved = match fwd.outvars.get(vjp.num_outs + k) {
+                Some(remat_ir::Atom::Var(v)) => producer(*v).and_then(|put| {
+                    let at = put.outvars.iter().position(|o| o == v)?;
+                    match put.invars.get(at)? {
+                        remat_ir::Atom::Var(u) => producer(*u),
+                        remat_ir::Atom::Lit(_) => None,
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(eqn) = moved {
+                r.source = eqn.source.clone();
+            }
+            r
+        })
+        .collect()
+}
+
 /// What holds the smallest plan's peak: the arguments and outputs, and its largest residuals.
 fn held_by(e: &Evaluated) -> String {
     let mut res: Vec<&Residual> = e
@@ -568,6 +623,39 @@ fn held_by(e: &Evaluated) -> String {
     ));
     s
 }
+
+/// The names policies over `names` as plans of the function itself (their decisions about
+/// the body's equations, analysed): every subset while there are at most
+/// [`NAMES_IN_GENERAL_SEARCH`] names on a small body (`small`), else the greedy path over the
+/// names (at most 16 of its plans on a small body, `on_path` on a large one).
+fn names_plain_plans(
+    model: &Model,
+    names: &[String],
+    small: bool,
+    on_path: usize,
+) -> Result<Vec<model::Analysis>, PlanError> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let policies = match (small, names.len() <= NAMES_IN_GENERAL_SEARCH) {
+        (true, true) => names::splits(names, false),
+        (true, false) => names::greedy_path(model, names, 16),
+        (false, _) => names::greedy_path(model, names, on_path.max(2)),
+    };
+    let mut out: Vec<model::Analysis> = Vec::new();
+    for p in policies {
+        let saved = model.saved_by_policy(&ResolvedPolicy::Builtin(p.policy()))?;
+        let a = model.analyze(&saved);
+        if !out.iter().any(|o| o.recompute == a.recompute) {
+            out.push(a);
+        }
+    }
+    Ok(out)
+}
+
+/// The general search evaluates every names policy's plan while the program has at most
+/// this many names (2^8 subsets, each distinct plan once).
+pub const NAMES_IN_GENERAL_SEARCH: usize = 8;
 
 /// `--names-only`: every subset of `names` (with a host budget, every split into saved,
 /// offloaded and recomputed names) as its JAX policy, evaluated into `evals` (empty); the

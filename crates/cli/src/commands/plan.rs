@@ -100,10 +100,12 @@ fn parse_argnums(s: &str) -> Result<Vec<usize>> {
 
 fn method_words(m: Method) -> &'static str {
     match m {
-        Method::Exhaustive => "exhaustive (every distinct plan evaluated: optimal)",
-        Method::Greedy => "greedy with local refinement (a heuristic)",
-        Method::Names => "every policy over the program's names",
-        Method::NamesGreedy => "greedy over the program's names (a heuristic)",
+        Method::Exhaustive => "exhaustive (exact): every distinct plan evaluated, optimal against the compiled peak",
+        Method::Greedy => "greedy with local refinement (greedy): a heuristic, not proved optimal",
+        Method::Names => {
+            "every policy over the program's names (exact): every subset evaluated, optimal among them against the compiled peak"
+        }
+        Method::NamesGreedy => "greedy over the program's names (greedy): a heuristic, not proved optimal",
     }
 }
 
@@ -125,12 +127,11 @@ fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
     }
     t.push_str(&format!("saved ({}):\n", p.saved.len()));
     for r in &p.saved {
-        // JAX's words for a residual in host memory name no source (`output of
-        // device_put from `): say where its value is listed instead.
-        let line = r.to_string();
-        match line.strip_suffix(" from ").filter(|l| l.ends_with("output of device_put")) {
-            Some(line) => t.push_str(&format!("  {line} (one of the offloaded values below)\n")),
-            None => t.push_str(&format!("  {r}\n")),
+        // A residual in host memory (JAX names no source for it; the planner gives the
+        // source of the value it moves): say where its value is listed too.
+        match r.aval.memory_space == remat::ir::MemorySpace::Host {
+            true => t.push_str(&format!("  {r} (one of the offloaded values below)\n")),
+            false => t.push_str(&format!("  {r}\n")),
         }
     }
     t.push_str(&format!("recomputed ({}):\n", p.recomputed.len()));
@@ -225,6 +226,7 @@ fn as_json(planner: &Planner, plan: Option<&Plan>, frontier: bool, notes: &[Stri
     let mut v = json!({
         "method": format!("{:?}", planner.method()).to_lowercase(),
         "plans_evaluated": planner.evaluated(),
+        "exact": matches!(planner.method(), Method::Exhaustive | Method::Names),
         "notes": notes,
     });
     if let Some(p) = plan {
