@@ -536,3 +536,20 @@ def test_xla_memory_is_xlas_analysis(name):
         assert m.total_bytes == m.temp_bytes + m.argument_bytes + m.output_bytes - m.alias_bytes
         assert plan.xla_memory() is m  # measured once
         assert "XLA (cpu): temp" in str(plan)
+
+
+def test_measure_xla():
+    """`measure="xla"`: the plan returned fits the budget by XLA's temp bytes (a budget
+    the frontier's largest plan sets by XLA's measure); where none of the plans compiled
+    fits, the error says the smallest XLA temp bytes found."""
+    name = "special_functions"
+    case, args = case_of(name), arguments(name)
+    budget = max(p.xla_memory().temp_bytes for p in plans_of(name))
+    plan = remat.plan(case.loss, *args, budget=budget, measure="xla")
+    assert plan.xla_memory().temp_bytes <= budget and plan.budget == budget
+    with pytest.raises(remat.RematError, match=r"no plan fits 8 bytes by XLA's memory analysis on cpu: the "
+                                               r"smallest XLA temp bytes of the 3 plans compiled is (\d+) ") as e:
+        remat.plan(case.loss, *args, budget=8, measure="xla", max_xla_compiles=3)
+    assert int(e.value.args[0].split(" is ")[1].split()[0]) > 8
+    with pytest.raises(remat.RematError, match="measure='fast'"):
+        remat.plan(case.loss, *args, budget=budget, measure="fast")
