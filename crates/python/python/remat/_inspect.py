@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import html as _html
+import operator
 from typing import Any, Callable, Optional
 
 import jax
@@ -134,17 +135,21 @@ def explain(f: Callable, *args, policy=None, budget=None) -> Ledger:
     return Ledger(rows=d["residuals"], peak=d["peak"], plan=d["plan"], equations=d["equations"], text=d["text"])
 
 
+_MAX_BYTES = (1 << 64) - 1  # a usize on the 64-bit machines remat builds for
+
+
 def parse_budget(budget) -> int:
     """Bytes from `12GiB`, `1.5GB`, `64MiB`, `1000000` or an int (as `remat plan --budget`)."""
-    if isinstance(budget, bool):
-        raise RematError(f"budget {budget!r}: expected bytes, such as 12 * 2**30 or '12GiB'")
-    if isinstance(budget, int):
-        if budget < 0:
-            raise RematError(f"budget {budget}: a number of bytes is not negative")
-        return budget
     if isinstance(budget, str):
         return _remat.parse_budget(budget)
-    raise RematError(f"budget {budget!r}: expected bytes, such as 12 * 2**30 or '12GiB'")
+    if isinstance(budget, bool) or not hasattr(budget, "__index__"):
+        raise RematError(f"budget {budget!r}: expected bytes, such as 12 * 2**30 or '12GiB'")
+    n = operator.index(budget)  # an int, or a NumPy integer
+    if n < 0:
+        raise RematError(f"budget {n}: a number of bytes is not negative")
+    if n > _MAX_BYTES:
+        raise RematError(f"budget {n}: more bytes than remat counts (at most {_MAX_BYTES}, 2**64 - 1)")
+    return n
 
 
 class Report:

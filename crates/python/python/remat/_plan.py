@@ -17,13 +17,15 @@ import functools
 from typing import Callable, Optional, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax._src import source_info_util
 from jax.ad_checkpoint import checkpoint_name
 from jax.extend import core as jcore
 
 from ._inspect import Residual, Residuals, human_bytes, parse_budget
-from ._trace import RematError, trace
+from ._run import _argnums_tuple
+from ._trace import RematError, canonical_dtype, check_leaves, trace
 
 
 def _inlined(eqn):
@@ -51,18 +53,19 @@ class _Flat:
         self.nodes = []  # (eqn, path, ins: list of ('v', id) | ('lit', value), outs: list of id or None)
         self.consts = {}
         ids = iter(range(1 << 62))
-        env = {}
+        env = {}  # var -> ('v', id) | ('lit', value)
         for v, c in zip(closed.jaxpr.constvars, closed.consts):
-            env[v] = next(ids)
-            self.consts[env[v]] = c
+            env[v] = ("v", next(ids))
+            self.consts[env[v][1]] = c
         self.inputs = []
         for v in closed.jaxpr.invars:
-            env[v] = next(ids)
-            self.inputs.append(env[v])
+            env[v] = ("v", next(ids))
+            self.inputs.append(env[v][1])
         self.outputs = self._walk(closed.jaxpr, env, (), ids)
 
-    def _ref(self, env, v):
-        return ("lit", v.val) if isinstance(v, jcore.Literal) else ("v", env[v])
+    @staticmethod
+    def _ref(env, v):
+        return ("lit", v.val) if isinstance(v, jcore.Literal) else env[v]
 
     def _walk(self, jaxpr, env, path, ids):
         for i, eqn in enumerate(jaxpr.eqns):
@@ -72,30 +75,22 @@ class _Flat:
             if body is not None:
                 inner = {}
                 for v, c in zip(body[0].constvars, body[1]):
-                    inner[v] = next(ids)
-                    self.consts[inner[v]] = c
-                for v, r in zip(body[0].invars, ins):
-                    if r[0] == "v":
-                        inner[v] = r[1]
-                    else:  # a literal operand of the call: a value of its own
-                        inner[v] = next(ids)
-                        self.consts[inner[v]] = r[1]
+                    inner[v] = ("v", next(ids))
+                    self.consts[inner[v][1]] = c
+                # A literal operand of the call is substituted into its body, as
+                # `remat_ad::flatten_calls` inlines it: no value of its own.
+                inner.update(zip(body[0].invars, ins))
                 outs = self._walk(body[0], inner, p, ids)
                 for v, r in zip(eqn.outvars, outs):
                     if not isinstance(v, jcore.DropVar):
-                        env[v] = r[1] if r[0] == "v" else self._literal_value(r, ids)
+                        env[v] = r
                 continue
             outs = []
             for v in eqn.outvars:
-                env[v] = next(ids)
-                outs.append(env[v])
+                env[v] = ("v", next(ids))
+                outs.append(env[v][1])
             self.nodes.append((eqn, p, ins, outs))
         return [self._ref(env, v) for v in jaxpr.outvars]
-
-    def _literal_value(self, r, ids):
-        k = next(ids)
-        self.consts[k] = r[1]
-        return k
 
     def run(self, args, names_at, segments=()):
         """The program's outputs at `args`, the values `names_at` names named, the node
@@ -296,12 +291,13 @@ class Plan:
         segment_policies = [(a, e, getattr(cp, keep)) for a, e, keep in (segments or [])]
         flat = _Flat(t.closed)
         names_at = self._names_at
-        want = [(tuple(a.shape), np.dtype(a.dtype)) for a in t.in_avals]
+        want = [(tuple(a.shape), a.dtype) for a in t.in_avals]
 
         @functools.wraps(f)
         def applied(*args):
             leaves, tree = jax.tree_util.tree_flatten(tuple(args))
-            got = [(tuple(np.shape(x)), np.dtype(x.dtype)) for x in leaves]
+            check_leaves(leaves)
+            got = [(tuple(np.shape(x)), canonical_dtype(x)) for x in leaves]
             if tree != t.in_tree or got != want:
                 raise RematError(
                     f"the plan was made for arguments {t.in_tree} of {want}; these are {tree} of {got}"
@@ -342,17 +338,16 @@ class Plan:
 
 
 def _diff_leaves(traced, argnums) -> list:
-    """The flat argument leaves differentiated: every float leaf, or those of `argnums`."""
-    floats = [i for i, a in enumerate(traced.in_avals) if np.issubdtype(np.dtype(a.dtype), np.inexact)]
+    """The flat argument leaves differentiated: every float leaf (bf16 and f16 too), or
+    those of `argnums` (negative ones counting from the end, as JAX's)."""
+    floats = [i for i, a in enumerate(traced.in_avals) if jnp.issubdtype(a.dtype, jnp.inexact)]  # bf16 is not a NumPy inexact
     if argnums is None:
         return floats
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     counts = [c.num_leaves for c in traced.in_tree.children()]
+    nums = _argnums_tuple(argnums, len(counts))
     starts = np.cumsum([0] + counts)
     out = []
     for a in nums:
-        if not isinstance(a, int) or isinstance(a, bool) or not 0 <= a < len(counts):
-            raise RematError(f"argnums {argnums!r}: {a!r} is not the index of one of the {len(counts)} arguments")
         out += [i for i in range(starts[a], starts[a + 1]) if i in floats]
     return out
 

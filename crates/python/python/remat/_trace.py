@@ -163,7 +163,9 @@ def array_out(triple):
 @dataclasses.dataclass
 class Traced:
     """A JAX function traced at example arguments: the native program, the pytree
-    structures of its arguments and results, and its argument names."""
+    structures of its arguments and results, its argument names, and the jaxpr as JAX
+    traced it (`closed`: its checkpoints' policies JAX's own functions, so that its
+    equations can be bound again; the program remat parsed printed the stand-ins)."""
 
     program: Any
     in_tree: Any
@@ -204,13 +206,13 @@ def trace(f: Callable, args: Sequence, *, name: str | None = None) -> Traced:
         raise
     except Exception as e:  # JAX's own error while tracing the user's function
         raise RematError(f"JAX could not trace the function: {type(e).__name__}: {e}") from e
-    closed = _explicit_policies(closed)
+    printed = _explicit_policies(closed)
     debug = closed.jaxpr.debug_info
     names = list(debug.arg_names) if debug is not None and debug.arg_names else []
     if len(names) != len(closed.jaxpr.invars):
         names = [f"arg{i}" for i in range(len(closed.jaxpr.invars))]
-    text = closed.pretty_print(source_info=True, name_stack=False)
-    consts = [array_in(c) for c in closed.consts]
+    text = printed.pretty_print(source_info=True, name_stack=False)
+    consts = [array_in(c) for c in printed.consts]
     file = name or getattr(f, "__name__", "function")
     program = _remat.parse(text, file, consts, names)
     out_tree = jax.tree_util.tree_structure(out_shape)
