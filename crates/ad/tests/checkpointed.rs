@@ -95,7 +95,7 @@ fn a_per_equation_policy_needs_one_decision_per_equation() {
 /// policy=...)`'s policy decides for the checkpoints inside it.
 #[test]
 fn with_policy_checkpoints_the_whole_function_or_replaces_every_policy() {
-    let f = parse_jaxpr(F).unwrap();
+    let f = parse_jaxpr(F, "f.jaxpr").unwrap();
     let nothing = Policy::NothingSaveable;
     let whole = remat_ad::with_policy(&f, &nothing).unwrap();
     assert_eq!(pp_jaxpr(&whole), pp_jaxpr(&checkpointed(&f, nothing.clone())));
@@ -105,7 +105,8 @@ fn with_policy_checkpoints_the_whole_function_or_replaces_every_policy() {
 
     // A function with a constant: the constant stays the program's and is the checkpoint's
     // leading input (it was left without a checkpoint, so the policy changed nothing).
-    let c = parse_jaxpr("{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul a b; d:f32[3] = sin c in (d,) }").unwrap();
+    let c = parse_jaxpr("{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul a b; d:f32[3] = sin c in (d,) }", "c.jaxpr")
+        .unwrap();
     let got = remat_ad::with_policy(&c, &nothing).unwrap();
     assert_eq!(got.constvars.len(), 1);
     assert_eq!(got.eqns.len(), 1);
