@@ -66,10 +66,9 @@ impl Checkpointed {
             .jaxpr
             .eqns
             .iter()
-            .find_map(|e| match &e.primitive {
-                Primitive::Remat2 { jaxpr, .. } => Some(Arc::clone(jaxpr)),
-                _ => None,
-            })
+            .find_map(
+                |e| if let Primitive::Remat2 { jaxpr, .. } = &e.primitive { Some(Arc::clone(jaxpr)) } else { None },
+            )
             .ok_or_else(|| AdError::Internal("checkpointed: the jvp has no remat2".into()))?;
         Ok(Checkpointed { flat, program, in_nonzeros, jvp, body })
     }

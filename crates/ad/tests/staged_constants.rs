@@ -70,10 +70,8 @@ fn a_pads_instantiated_padding_tangent_is_returned_by_its_jit() {
     assert!(printed.contains("0.0:f32[]"), "the forward jit returns the literal zero:\n{printed}");
     let jits: Vec<_> = v.fwd.eqns.iter().filter(|e| matches!(e.primitive, remat_ir::Primitive::Jit { .. })).collect();
     assert_eq!(jits.len(), 1);
-    let body = match &jits[0].primitive {
-        remat_ir::Primitive::Jit { jaxpr, .. } => jaxpr.jaxpr.clone(),
-        _ => unreachable!(),
-    };
+    let remat_ir::Primitive::Jit { jaxpr, .. } = &jits[0].primitive else { unreachable!("filtered to jits") };
+    let body = jaxpr.jaxpr.clone();
     let literal_outs = body.outvars.iter().filter(|a| matches!(a, remat_ir::Atom::Lit(_))).count();
     assert_eq!(literal_outs, 1, "one staged zero among the jit's outputs:\n{printed}");
 }

@@ -146,10 +146,12 @@ fn visit(jaxpr: &Jaxpr, in_loop: usize, seen: &mut Seen) {
         // An index the body slices or updates with, which it also returns.
         let returned: Vec<remat_ir::Var> = jaxpr.outvars.iter().filter_map(Atom::as_var).collect();
         seen.index_out |= jaxpr.eqns.iter().any(|e| {
-            let indices = match e.primitive {
-                Primitive::DynamicSlice { .. } => &e.invars[1..],
-                Primitive::DynamicUpdateSlice => &e.invars[2..],
-                _ => &[][..],
+            let indices = if matches!(e.primitive, Primitive::DynamicSlice { .. }) {
+                &e.invars[1..]
+            } else if matches!(e.primitive, Primitive::DynamicUpdateSlice) {
+                &e.invars[2..]
+            } else {
+                &[][..]
             };
             indices.iter().filter_map(Atom::as_var).any(|v| returned.contains(&v))
         });
@@ -157,26 +159,17 @@ fn visit(jaxpr: &Jaxpr, in_loop: usize, seen: &mut Seen) {
     for e in &jaxpr.eqns {
         let bodies = e.primitive.subjaxprs();
         let computes = |j: &Jaxpr| j.eqns.len() >= 2;
-        match &e.primitive {
-            Primitive::Scan { .. } | Primitive::While { .. } => {
-                seen.nested |= in_loop > 0;
-                // The fixed while's body is a counter and one operation.
-                seen.random_while |= matches!(e.primitive, Primitive::While { .. }) && bodies[0].eqns.len() >= 3;
-                for j in bodies {
-                    visit(j, in_loop + 1, seen);
-                }
-            }
-            Primitive::Cond { .. } => {
-                seen.random_cond |= bodies.iter().filter(|j| computes(j)).count() >= 2;
-                for j in bodies {
-                    visit(j, in_loop, seen);
-                }
-            }
-            _ => {
-                for j in bodies {
-                    visit(j, in_loop, seen);
-                }
-            }
+        let is_loop = matches!(e.primitive, Primitive::Scan { .. } | Primitive::While { .. });
+        if is_loop {
+            seen.nested |= in_loop > 0;
+            // The fixed while's body is a counter and one operation.
+            seen.random_while |= matches!(e.primitive, Primitive::While { .. }) && bodies[0].eqns.len() >= 3;
+        }
+        if matches!(e.primitive, Primitive::Cond { .. }) {
+            seen.random_cond |= bodies.iter().filter(|j| computes(j)).count() >= 2;
+        }
+        for j in bodies {
+            visit(j, in_loop + usize::from(is_loop), seen);
         }
     }
 }

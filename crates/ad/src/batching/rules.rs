@@ -154,9 +154,10 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         Primitive::Argmax { axes, index_dtype } | Primitive::Argmin { axes, index_dtype } => {
             let (x, d) = ins[0];
             let (axes, out_d) = reducer_axes(b.aval(&x).rank(), axes, d.expect("batched"));
-            let prim = match prim {
-                Primitive::Argmax { .. } => Primitive::Argmax { axes: axes.clone(), index_dtype: *index_dtype },
-                _ => Primitive::Argmin { axes: axes.clone(), index_dtype: *index_dtype },
+            let prim = if matches!(prim, Primitive::Argmax { .. }) {
+                Primitive::Argmax { axes: axes.clone(), index_dtype: *index_dtype }
+            } else {
+                Primitive::Argmin { axes: axes.clone(), index_dtype: *index_dtype }
             };
             let out = b.bind1(prim, vec![x])?;
             b.spell_last_param("axes", np_tuple(&axes.iter().map(|&a| (a, true)).collect::<Vec<_>>()));
