@@ -95,15 +95,10 @@ _SCAN_UNDER_SAVING_POLICY = (
 _SAVING = ("dots_saveable", "everything_saveable", "dots_with_no_batch_dims_saveable")
 _SCANS = ("lstm", "lax_map", "scan_long_plain", "scan_long_dots", "scan_long_nothing", "scan_wide_plain",
           "scan_wide_dots", "scan_wide_nothing")
-_CONTROL_FLOW_INT = (
-    "under a checkpoint of the whole function, JAX saves the int argument `branch` "
-    "(`i32[] from the argument branch`) and recomputes the switch index; remat saves the "
-    "index's `convert_element_type` and `clamp` outputs instead (and no argument)")
-
 # (program, policy) pairs whose residuals under `policy` differ from JAX's.
 RESIDUALS_POLICY_KNOWN = {
-    # (and under the saving policies, the closed_call of the fori_loop's scan, below)
-    **{("control_flow", p): _CONTROL_FLOW_INT for p in POLICIES},
+    # the fori_loop's scan under the saving policies
+    **{("control_flow", p): _SCAN_UNDER_SAVING_POLICY for p in _SAVING},
     **{("scan_of_blocks_offload", p): _SCAN_UNDER_SAVING_POLICY
        for p in _SAVING + ("save_only_these_names", "save_and_offload_only_these_names")},
     **{(name, p): _SCAN_UNDER_SAVING_POLICY for name in _SCANS for p in _SAVING},
