@@ -171,7 +171,9 @@ fn selections<T: Elem>(
     let mut best: Vec<(T, usize, Option<usize>)> = vec![(init, 0, None); out.iter().product()];
     for_each_window(w, shape, out, |o, j, src| {
         let v = src.map_or(init, |s| data[s]);
-        if j == 0 || !select(best[o].0, v) {
+        // The selection compares as every compare does in XLA's float environment: a
+        // subnormal reads as zero (for bf16 too, which XLA compares in f32).
+        if j == 0 || !select(best[o].0.daz(), v.daz()) {
             best[o] = (v, j, src);
         }
     });

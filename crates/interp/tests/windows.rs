@@ -145,3 +145,36 @@ fn malformed_windows_and_convolutions_are_errors() {
         }
     }
 }
+
+/// The selection of `select_and_gather_add` and `select_and_scatter_add` compares as XLA's
+/// float environment does: a subnormal is read as zero, in bf16 too (XLA compares bf16 in
+/// f32). JAX 0.10.2 on CPU: `_select_and_gather_add([10, 20], [0.0, smallest subnormal],
+/// ge, window 2)` is `[10]` in bf16 and f32 (the tie keeps the first). Found by the program
+/// fuzzer (issue 40, seeds 7449704499798473580 and 15762730119178636892 of run 5001: the
+/// JIT, which compares in f32 under DAZ, chose another element than the interpreter, which
+/// compared bf16 bits).
+#[test]
+fn window_selections_read_subnormals_as_zeros() {
+    let w = window(&[2], &[1], &[(0, 0)], &[1]);
+    let sub_bf16 = remat_ir::bf16::from_bits(1);
+    let bf = |v: &[remat_ir::bf16]| Array::BF16(ArrayD::from_shape_vec(vec![v.len()], v.to_vec()).unwrap());
+    let tangents = bf(&[remat_ir::bf16::from_f32(10.0), remat_ir::bf16::from_f32(20.0)]);
+    let operand = bf(&[remat_ir::bf16::ZERO, sub_bf16]);
+    let gather = Primitive::SelectAndGatherAdd { select_prim: CompareOp::Ge, window: w.clone() };
+    let out = eval_primitive(&gather, &[tangents, operand.clone()], &[Aval::new(DType::BF16, vec![1])]).unwrap();
+    assert_eq!(out[0].to_f64_vec(), [10.0]);
+    let sub_f32 = f32::from_bits(1);
+    let got = run(gather, &[f32s(&[2], &[10.0, 20.0]), f32s(&[2], &[0.0, sub_f32])], &[1]);
+    assert_eq!(got, [10.0]);
+    // The scatter selects the same element: the source lands on the first.
+    let scatter = Primitive::SelectAndScatterAdd {
+        select_prim: CompareOp::Ge,
+        window_dimensions: w.window_dimensions,
+        window_strides: w.window_strides,
+        padding: w.padding,
+    };
+    let out =
+        eval_primitive(&scatter, &[bf(&[remat_ir::bf16::from_f32(5.0)]), operand], &[Aval::new(DType::BF16, vec![2])])
+            .unwrap();
+    assert_eq!(out[0].to_f64_vec(), [5.0, 0.0]);
+}
