@@ -179,3 +179,15 @@ def test_report_split_of_a_policy():
     nothing = remat.report(case.fn, *args, figure="split", policies=[P.nothing_saveable])
     assert nothing.startswith("<svg") and nothing != as_written
     assert remat.report(case.fn, *args, figure="split", budgets=["1KiB"]).startswith("<svg")
+
+
+def test_report_refuses_a_side_given_twice():
+    """A policy or a budget given twice (a budget in two spellings of the same bytes
+    included) is an error, as `remat report --compare dots,dots_saveable` is."""
+    case = models.by_name("mlp_small_plain")
+    args = args_of(case.name)
+    P = jax.checkpoint_policies
+    with pytest.raises(remat.RematError, match="given twice"):
+        remat.report(case.fn, *args, policies=[P.dots_saveable, P.dots_saveable])
+    with pytest.raises(remat.RematError, match="given twice"):
+        remat.report(case.fn, *args, budgets=["1KiB", 1024])

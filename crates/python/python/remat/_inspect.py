@@ -176,6 +176,10 @@ def report(f: Callable, *args, policies=(), budgets=(), title: Optional[str] = N
         raise RematError(f"report: the title is a str, not {type(title).__name__}")
     t = trace(f, args)
     sides = [_policy_word(p) for p in policies] + [f"budget:{parse_budget(b)}" for b in budgets]
+    twice = next((s for i, s in enumerate(sides) if s in sides[:i]), None)
+    if twice is not None:
+        # As the command line's --compare: a side given twice would be drawn twice.
+        raise RematError(f"report: the side {twice} is given twice")
     if figure == "split" and len(sides) > 1:
         raise RematError(
             f"report: the split figure draws one side, and {len(sides)} are given: "
