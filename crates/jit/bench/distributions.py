@@ -63,7 +63,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import runpy
 import subprocess
 import sys
 import tempfile
@@ -93,45 +92,14 @@ KEEP = {"labels"}
 F32_MIN_NORMAL = np.finfo(np.float32).tiny
 
 
+from jax_inputs import capture  # noqa: E402 (beside this script)
+
+
 def model_names():
     spec = importlib.util.spec_from_file_location("gen_models", GEN_MODELS)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return set(mod.programs())
-
-
-class Captured(Exception):
-    """Raised by the wrapped `jax.jit(f).lower(*args)` to stop the generator there."""
-
-    def __init__(self, f, kw, args):
-        super().__init__("captured")
-        self.f, self.kw, self.args = f, kw, args
-
-
-def capture(gen, name):
-    """The function, `jax.jit` keywords and arguments `GEN --time NAME` lowers first."""
-    real_jit = jax.jit
-
-    class Capture:
-        def __init__(self, f, **kw):
-            self.f, self.kw = f, kw
-
-        def __call__(self, *args):
-            return real_jit(self.f, **self.kw)(*args)
-
-        def lower(self, *args):
-            raise Captured(self.f, self.kw, args)
-
-    argv, stdout = sys.argv, sys.stdout
-    jax.jit = Capture
-    sys.argv = [gen, "--time", name]
-    try:
-        runpy.run_path(gen, run_name="__main__")
-    except Captured as c:
-        return c.f, c.kw, c.args
-    finally:
-        jax.jit, sys.argv, sys.stdout = real_jit, argv, stdout
-    raise SystemExit(f"{gen} --time {name} never lowered a program")
 
 
 def transform(name, dist, leaves, arg_names, tiny=None):

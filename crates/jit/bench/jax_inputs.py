@@ -20,8 +20,16 @@ import jax
 import numpy as np
 
 
-def main():
-    gen, name, out = sys.argv[1:4]
+class Captured(Exception):
+    """Raised by the wrapped `jax.jit(f).lower(*args)` to stop the generator there."""
+
+    def __init__(self, f, kw, args):
+        super().__init__("captured")
+        self.f, self.kw, self.args = f, kw, args
+
+
+def capture(gen, name):
+    """The function, `jax.jit` keywords and arguments `GEN --time NAME` lowers first."""
     real_jit = jax.jit
 
     class Capture:
@@ -32,21 +40,31 @@ def main():
             return real_jit(self.f, **self.kw)(*args)
 
         def lower(self, *args):
-            leaves = jax.tree_util.tree_leaves(args)
-            arrays = []
-            for a in leaves:
-                a = np.asarray(a)
-                if a.dtype != np.float32:
-                    raise SystemExit(f"{name}: an argument of dtype {a.dtype}; only f32 is written")
-                arrays.append({"dtype": "f32", "shape": list(a.shape), "data": a.ravel().tolist()})
-            with open(out, "w") as f:
-                json.dump(arrays, f)
-            raise SystemExit(0)
+            raise Captured(self.f, self.kw, args)
 
+    argv, stdout = sys.argv, sys.stdout
     jax.jit = Capture
     sys.argv = [gen, "--time", name]
-    runpy.run_path(gen, run_name="__main__")
+    try:
+        runpy.run_path(gen, run_name="__main__")
+    except Captured as c:
+        return c.f, c.kw, c.args
+    finally:
+        jax.jit, sys.argv, sys.stdout = real_jit, argv, stdout
     raise SystemExit(f"{gen} --time {name} never lowered a program")
+
+
+def main():
+    gen, name, out = sys.argv[1:4]
+    _, _, args = capture(gen, name)
+    arrays = []
+    for a in jax.tree_util.tree_leaves(args):
+        a = np.asarray(a)
+        if a.dtype != np.float32:
+            raise SystemExit(f"{name}: an argument of dtype {a.dtype}; only f32 is written")
+        arrays.append({"dtype": "f32", "shape": list(a.shape), "data": a.ravel().tolist()})
+    with open(out, "w") as f:
+        json.dump(arrays, f)
 
 
 if __name__ == "__main__":
