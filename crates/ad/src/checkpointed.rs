@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use remat_ir::{Atom, Eqn, HigherOrder, Jaxpr, Policy, Primitive};
+use remat_ir::{Atom, Eqn, HigherOrder, Jaxpr, Policy, Primitive, Var};
 
 use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::call::Call;
@@ -200,4 +200,56 @@ fn checkpoint_whole(flat: &Jaxpr, policy: Policy) -> Result<Jaxpr, AdError> {
     let args: Vec<Atom> = cs.into_iter().chain(ins).collect();
     let outs = b.bind(prim, args)?;
     Ok(b.finish(outs.into_iter().map(Atom::Var).collect()))
+}
+
+/// The program `program` (forward equations `0..num_fwd`, then backward) with the backward
+/// half recomputing `v` from the equations `cone` (in program order) instead of reading it:
+/// the cone inside a `remat2[differentiated=True, prevent_cse=True]` call placed before the
+/// value's first backward reader, as JAX's partial evaluation places a checkpoint's
+/// recompute (what the residual ledger measures per residual).
+pub fn recompute_in_backward(program: &Jaxpr, num_fwd: usize, cone: &[usize], v: Var) -> Result<Jaxpr, AdError> {
+    // The cone as a body: its inputs are the values it reads and does not make.
+    let mut made = vec![false; program.vars.len()];
+    for &e in cone {
+        for o in &program.eqns[e].outvars {
+            made[o.index()] = true;
+        }
+    }
+    let mut inputs: Vec<Var> = Vec::new();
+    for &e in cone {
+        for x in program.eqns[e].invars.iter().filter_map(Atom::as_var) {
+            if !made[x.index()] && !inputs.contains(&x) {
+                inputs.push(x);
+            }
+        }
+    }
+    let mut body = Builder::new();
+    let mut body_map = VarMap::new(program);
+    for &x in &inputs {
+        let y = body.invar(program.aval(x).clone());
+        body_map.set(x, y);
+    }
+    for &e in cone {
+        body.copy_eqn(program, &program.eqns[e], &mut body_map);
+    }
+    let body = body.finish(vec![body_map.get(&Atom::Var(v))]);
+    // The whole program, the call before the first backward reader of `v`.
+    let first_reader = (num_fwd..program.eqns.len())
+        .find(|&e| program.eqns[e].invars.contains(&Atom::Var(v)))
+        .unwrap_or(program.eqns.len());
+    let (mut b, mut map) = Builder::with_signature_of(program);
+    for (e, eqn) in program.eqns.iter().enumerate() {
+        if e == first_reader {
+            let call = Primitive::Remat2 {
+                jaxpr: Arc::new(body.clone()),
+                prevent_cse: true,
+                differentiated: true,
+                policy: None,
+            };
+            let outs = b.bind(call, inputs.iter().map(|&x| map.get(&Atom::Var(x))).collect())?;
+            map.set(v, outs[0]);
+        }
+        b.copy_eqn(program, eqn, &mut map);
+    }
+    Ok(b.finish(map.get_all(&program.outvars)))
 }

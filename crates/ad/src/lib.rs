@@ -49,7 +49,7 @@ mod vjp;
 
 pub use batching::batch_jaxpr;
 pub use builder::{Builder, VarMap};
-pub use checkpointed::{flat_paths, flatten_calls, with_policy, Checkpointed, PLAN_POLICY_NAME};
+pub use checkpointed::{flat_paths, flatten_calls, recompute_in_backward, with_policy, Checkpointed, PLAN_POLICY_NAME};
 pub use custom::{register_custom_jvp, register_custom_vjp, CustomJvpRule, CustomVjpJaxprs, CustomVjpRule, CUSTOM_LIN};
 pub use dce::dce_jaxpr;
 pub use jvp::{custom_rule_notes, jvp_jaxpr, JvpJaxpr};

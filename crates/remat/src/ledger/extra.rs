@@ -1,5 +1,5 @@
 //! What recomputing one residual instead of saving it would do to the peak: the program
-//! with the backward half recomputing that value (its recompute cone, the equations
+//! with the backward half recomputing that value (`remat_ad::recompute_in_backward`) (its recompute cone, the equations
 //! [`super::LedgerRow::recompute_eqns`] counts, inside a `remat2[differentiated=True,
 //! prevent_cse=True]` call placed before the value's first backward reader, as JAX's
 //! partial evaluation places a checkpoint's recompute) and every other residual still
@@ -8,65 +8,13 @@
 //! program; it costs one buffer plan per row, so only the [`EXACT_ROWS`] largest residuals
 //! get one.
 
-use std::sync::Arc;
-
-use remat_ad::{Builder, VarMap};
-use remat_ir::{Array, Atom, Jaxpr, Primitive, Var};
+use remat_ir::{Array, Jaxpr, Var};
 use remat_jit::{CseScope, Options};
 
 use crate::Error;
 
 /// How many residuals (the largest) get their extra peak computed.
 pub const EXACT_ROWS: usize = 8;
-
-/// The program `program` (forward equations `0..num_fwd`, then backward) with the backward
-/// half recomputing `v` from the equations `cone` (in program order) instead of reading it.
-pub(crate) fn recomputing(program: &Jaxpr, num_fwd: usize, cone: &[usize], v: Var) -> Result<Jaxpr, Error> {
-    // The cone as a body: its inputs are the values it reads and does not make.
-    let mut made = vec![false; program.vars.len()];
-    for &e in cone {
-        for o in &program.eqns[e].outvars {
-            made[o.index()] = true;
-        }
-    }
-    let mut inputs: Vec<Var> = Vec::new();
-    for &e in cone {
-        for x in program.eqns[e].invars.iter().filter_map(Atom::as_var) {
-            if !made[x.index()] && !inputs.contains(&x) {
-                inputs.push(x);
-            }
-        }
-    }
-    let mut body = Builder::new();
-    let mut body_map = VarMap::new(program);
-    for &x in &inputs {
-        let y = body.invar(program.aval(x).clone());
-        body_map.set(x, y);
-    }
-    for &e in cone {
-        body.copy_eqn(program, &program.eqns[e], &mut body_map);
-    }
-    let body = body.finish(vec![body_map.get(&Atom::Var(v))]);
-    // The whole program, the call before the first backward reader of `v`.
-    let first_reader = (num_fwd..program.eqns.len())
-        .find(|&e| program.eqns[e].invars.contains(&Atom::Var(v)))
-        .unwrap_or(program.eqns.len());
-    let (mut b, mut map) = Builder::with_signature_of(program);
-    for (e, eqn) in program.eqns.iter().enumerate() {
-        if e == first_reader {
-            let call = Primitive::Remat2 {
-                jaxpr: Arc::new(body.clone()),
-                prevent_cse: true,
-                differentiated: true,
-                policy: None,
-            };
-            let outs = b.bind(call, inputs.iter().map(|&x| map.get(&Atom::Var(x))).collect())?;
-            map.set(v, outs[0]);
-        }
-        b.copy_eqn(program, eqn, &mut map);
-    }
-    Ok(b.finish(map.get_all(&program.outvars)))
-}
 
 /// The planned peak of `program` with the backward half recomputing `v` (see the module
 /// documentation).
@@ -78,7 +26,7 @@ pub(crate) fn peak_recomputing(
     v: Var,
     options: &Options,
 ) -> Result<usize, Error> {
-    let p = recomputing(program, num_fwd, cone, v)?;
+    let p = remat_ad::recompute_in_backward(program, num_fwd, cone, v)?;
     let options = Options { cse: CseScope::WithinCheckpoints, ..options.clone() };
     Ok(remat_jit::memory_plan(&p, consts, &options)?.peak_bytes)
 }
@@ -86,6 +34,7 @@ pub(crate) fn peak_recomputing(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use remat_ir::{Atom, Primitive};
 
     const MLP: &str = "{ lambda ; a:f32[64,8] b:f32[8,8] c:f32[8,8]. let
     e:f32[64,8] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
@@ -105,7 +54,7 @@ mod tests {
         let (k, row) = l.rows.iter().enumerate().find(|(_, r)| r.residual.to_string().contains("tanh")).unwrap();
         let v = split.residual_atoms[k].as_var().unwrap();
         let e = row.made_by.unwrap();
-        let p = recomputing(&l.program, split.num_fwd_eqns, &[e], v).unwrap();
+        let p = remat_ad::recompute_in_backward(&l.program, split.num_fwd_eqns, &[e], v).unwrap();
         remat_ir::verify::verify(&p).unwrap();
         let args: Vec<Array> = l
             .program
