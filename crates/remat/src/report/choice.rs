@@ -54,12 +54,13 @@ impl Choice {
     /// A policy as `--policy` takes it (no `budget:`; that is `--budget`).
     pub fn parse_policy(s: &str) -> Result<Choice, ChoiceError> {
         let t = s.trim();
-        let policy = match t {
-            "as-written" => return Ok(Choice::AsWritten),
-            _ if Policy::BUILTINS.iter().any(|b| b.word == t || b.name == t) => {
-                Policy::BUILTINS.iter().find(|b| b.word == t || b.name == t).map(|b| b.policy.clone()).expect("found")
-            }
-            _ => match t.strip_prefix("names:") {
+        if t == "as-written" {
+            return Ok(Choice::AsWritten);
+        }
+        let builtin = Policy::BUILTINS.iter().find(|b| b.word == t || b.name == t);
+        let policy = match builtin {
+            Some(b) => b.policy.clone(),
+            None => match t.strip_prefix("names:") {
                 Some(list) => {
                     let names: Vec<String> = list.split('+').map(|n| n.trim().to_string()).collect();
                     if names.iter().any(|n| n.is_empty() || n.chars().any(char::is_whitespace)) {
