@@ -21,6 +21,7 @@ use remat_math::elementary;
 
 use crate::program::DotDesc;
 
+mod contention;
 pub(crate) mod indexing;
 #[cfg(test)]
 mod kernel_tests;
@@ -797,10 +798,13 @@ const HUGE_PAGE: usize = 2 << 20;
 /// pages for it, and gives them back to the kernel when the caller drops the array), so the
 /// run that writes it takes a page fault per 4 KiB: 1024 faults on a 1024x1024 gradient, and
 /// on this project's benchmark machine (a KVM guest) 8 ms for the 16 MB of `mlp_large`'s
-/// gradients. An output of at least one huge page is therefore allocated with up to 2 MiB
+/// gradients. An output of at least half a huge page is therefore allocated with up to 2 MiB
 /// of untouched slack in front, starts on a 2 MiB boundary, and its whole huge pages are
 /// advised onto transparent huge pages (`madvise(MADV_HUGEPAGE)`, which Linux honours in
-/// its default `madvise` mode): a 4 MiB gradient then takes two faults. The slack is never
+/// its default `madvise` mode): a 4 MiB gradient then takes two faults. An output smaller
+/// than a huge page gets the whole huge page it starts on (a 1 MiB gradient: one fault
+/// that clears 2 MiB instead of 256 faults, 8 x 1 MiB in a loop 3.0 -> 1.0 ms, glibc's
+/// thresholds as they come; docs/benchmarks.md, "Fresh outputs"). The slack is never
 /// touched by the run (fresh from the kernel, it costs address space, not memory). The
 /// array is an ordinary owned, row-major `ndarray` array whose data starts inside its
 /// allocation (as after a slice). A smaller output is allocated without zeroing
@@ -815,7 +819,8 @@ pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<Fresh, crate::JitErr
         bytes: aval.checked_bytes().unwrap_or(usize::MAX),
     };
     // Zeroed on huge pages from a 2 MiB boundary, or unzeroed.
-    let pad = (cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE).then_some(HUGE_PAGE);
+    let pad =
+        (cfg!(target_os = "linux") && aval.checked_bytes().ok_or_else(oom)? >= HUGE_PAGE / 2).then_some(HUGE_PAGE);
     let shape = &aval.shape;
     match aval.dtype {
         DType::F32 => fresh_of(shape, pad, Array::F32),
@@ -925,14 +930,17 @@ pub(crate) fn try_zeroed<T: ZeroBits>(n: usize) -> Option<Vec<T>> {
 }
 
 /// Zeros of `shape`; with `pad` (a huge page, or 0) starting on a `pad` boundary of a larger
-/// zeroed allocation. `None` if the allocator refuses.
+/// zeroed allocation that holds at least one whole `pad` page from there (advised onto huge
+/// pages). `None` if the allocator refuses.
 fn huge_page_zeros<T: ZeroBits>(shape: &[usize], pad: usize) -> Option<ndarray::ArrayD<T>> {
     let size = size_of::<T>();
     let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
-    let data = try_zeroed::<T>(n.checked_add(pad / size)?)?;
+    // The elements from the boundary on: the output, and at least one whole page.
+    let room = if pad == 0 { n } else { n.max(pad.div_ceil(size)) };
+    let data = try_zeroed::<T>(room.checked_add(pad / size)?)?;
     let skew = if pad == 0 { 0 } else { (data.as_ptr() as usize).wrapping_neg() % pad / size };
     if pad > 0 {
-        advise_huge_pages(data.as_ptr() as usize + skew * size, n * size);
+        advise_huge_pages(data.as_ptr() as usize + skew * size, room * size);
     }
     Some(
         ndarray::Array1::from_vec(data)

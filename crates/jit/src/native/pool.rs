@@ -15,19 +15,30 @@
 //! fork: another process holds its core. So a part is *claimed* before it runs, by the
 //! helper it was handed to or, once the forking thread has finished its own part, by the
 //! forking thread itself; a part whose helper has not started it by then runs on the
-//! forking thread, and the fork costs at most what it would on one core. Only a helper
-//! descheduled in the middle of its part still makes the fork wait for it.
+//! forking thread, and the fork costs at most what it would on one core. A helper
+//! descheduled in the middle of its part still makes the fork wait for it, and a forking
+//! thread descheduled in the middle of its own makes the helpers wait. So the pool shrinks
+//! when other processes take the cores: at most every [`CHECK_EVERY`], the forking thread
+//! reads how long each of the pool's threads waited for a core (`contention.rs`), and for
+//! each crowded one it *benches* a helper for a while (doubling while the cores stay
+//! taken); a benched helper gets no parts (the forking thread runs them) and parks. With
+//! one other process computing on a 2-core machine the pool thus shrinks to the forking
+//! thread, and the scheduler gives each process a core (docs/benchmarks.md, "A busy
+//! machine").
 //!
 //! One fork at a time holds the helpers. A fork made while they are held (by another
 //! thread's program, or from inside a part) runs on rayon's pool instead, as every fork did
 //! before: correct, only slower.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
+use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
+
+use super::contention::{self, Sched, BENCH_FIRST, CHECK_EVERY};
 
 /// How long a helper spins for its next part before it parks.
 const HELPER_SPIN: Duration = Duration::from_micros(200);
@@ -64,30 +75,44 @@ pub(super) fn fork_join<F: Fn(usize) + Send + Sync>(parts: usize, run: F) {
         });
         return;
     }
+    let now = pool.nanos(Instant::now());
+    if now >= pool.last_check.load(Ordering::Relaxed) + CHECK_EVERY.as_nanos() as u64 {
+        pool.check(now);
+    }
     let helpers = &pool.helpers[..parts - 1];
     let me = thread::current();
     let data = &run as *const F as *const ();
     let mut seqs = [0u64; MAX_HELPERS];
+    let mut active = [false; MAX_HELPERS];
     for (h, helper) in helpers.iter().enumerate() {
+        seqs[h] = helper.seq.load(Ordering::Relaxed);
+        if helper.benched(now) {
+            continue;
+        }
+        active[h] = true;
         // SAFETY: `busy` is ours, and every job handed out before was joined before `busy`
         // was released, so no helper reads its job cell now.
         unsafe {
             *helper.job.get() = Job { call: call_part::<F>, data, part: h + 1, waiter: Some(me.clone()) };
         }
         helper.panicked.store(false, Ordering::Relaxed);
-        seqs[h] = helper.seq.load(Ordering::Relaxed) + 1;
+        seqs[h] += 1;
         helper.seq.store(seqs[h], Ordering::SeqCst);
         if helper.sleeping.load(Ordering::SeqCst) {
             helper.thread().unpark();
         }
     }
-    // Joins (and releases the helpers) even when part 0 unwinds: the helpers hold `&run`.
-    let join = Join { pool, helpers, seqs };
+    // Joins (and releases the helpers) even when a part unwinds here: the helpers hold
+    // `&run`.
+    let join = Join { pool, helpers, seqs, active };
     run(0);
-    // The parts no helper has started yet run here, in order: a helper that has not been
-    // scheduled since its fork would otherwise keep this thread waiting for its slice.
+    // The benched helpers' parts, and the parts no helper has started yet, run here, in
+    // order: a helper that has not been scheduled since its fork would otherwise keep this
+    // thread waiting for its slice.
     for (h, helper) in helpers.iter().enumerate() {
-        if helper.claim.compare_exchange(seqs[h] - 1, seqs[h], Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if !active[h] {
+            run(h + 1);
+        } else if helper.claim.compare_exchange(seqs[h] - 1, seqs[h], Ordering::AcqRel, Ordering::Relaxed).is_ok() {
             if catch_unwind(AssertUnwindSafe(|| run(h + 1))).is_err() {
                 helper.panicked.store(true, Ordering::Relaxed);
             }
@@ -95,7 +120,7 @@ pub(super) fn fork_join<F: Fn(usize) + Send + Sync>(parts: usize, run: F) {
         }
     }
     drop(join);
-    if helpers.iter().any(|h| h.panicked.load(Ordering::Relaxed)) {
+    if helpers.iter().zip(active).any(|(h, a)| a && h.panicked.load(Ordering::Relaxed)) {
         panic!("a parallel part of a compiled program panicked");
     }
 }
@@ -117,6 +142,55 @@ unsafe fn call_part<F: Fn(usize)>(data: *const (), part: usize) {
 struct Pool {
     busy: AtomicBool,
     helpers: Box<[Helper]>,
+    /// The origin of the times below, in nanoseconds.
+    epoch: Instant,
+    /// When the forking thread last looked at the threads' waiting (`check`).
+    last_check: AtomicU64,
+    /// The next bench time, in nanoseconds.
+    bench: AtomicU64,
+}
+
+thread_local! {
+    /// A forking thread's statistics file and its reading at its last `check`.
+    static OWN_SCHED: (Option<File>, Cell<Option<Sched>>) = (contention::open_own(), Cell::new(None));
+}
+
+impl Pool {
+    /// Nanoseconds from the pool's start to `t`.
+    fn nanos(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// Benches a helper for each of the forking thread and the helpers taking parts that
+    /// waited for a core for much of its runnable time since the last check. Called by the
+    /// holder of `busy` only, so the relaxed loads and stores below do not race.
+    fn check(&self, now: u64) {
+        self.last_check.store(now, Ordering::Relaxed);
+        let caller = OWN_SCHED.with(|(file, last)| {
+            let reading = contention::read(file.as_ref()?)?;
+            contention::waiting_share(last.replace(Some(reading))?, reading)
+        });
+        let helpers: Vec<(usize, Option<f64>)> = (self.helpers.iter().enumerate())
+            .filter(|(_, h)| !h.benched(now))
+            .map(|(i, h)| (i, h.waiting_share()))
+            .collect();
+        let bench = contention::to_bench(caller, &helpers);
+        if bench.is_empty() {
+            // The bench time starts over once the helpers taking parts ran without waiting;
+            // a check that saw none of them run long enough to tell (one just woken from
+            // its bench) leaves it as it is.
+            if helpers.iter().any(|(_, s)| s.is_some()) && !self.helpers.iter().any(|h| h.benched(now)) {
+                self.bench.store(BENCH_FIRST.as_nanos() as u64, Ordering::Relaxed);
+            }
+            return;
+        }
+        let time = self.bench.load(Ordering::Relaxed);
+        for h in bench {
+            self.helpers[h].benched_until.store(now + time, Ordering::Relaxed);
+        }
+        let next = contention::longer(Duration::from_nanos(time));
+        self.bench.store(next.as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 /// One helper thread's mailbox.
@@ -137,6 +211,14 @@ struct Helper {
     /// Set when the last job panicked.
     panicked: AtomicBool,
     thread: OnceLock<Thread>,
+    /// The helper's statistics file (`contention.rs`), opened by the helper itself, and
+    /// its reading at the last check that looked (cpu, waited; `u64::MAX`: none yet).
+    sched: OnceLock<Option<File>>,
+    last_cpu: AtomicU64,
+    last_waited: AtomicU64,
+    /// Until when (nanoseconds since the pool's `epoch`) the helper is benched: it takes no
+    /// parts.
+    benched_until: AtomicU64,
 }
 
 // SAFETY: `job` is only written by the thread holding `Pool::busy` while the helper is
@@ -146,6 +228,18 @@ unsafe impl Sync for Helper {}
 impl Helper {
     fn thread(&self) -> &Thread {
         self.thread.get().expect("a helper registers its thread before the pool is returned")
+    }
+
+    fn benched(&self, now: u64) -> bool {
+        now < self.benched_until.load(Ordering::Relaxed)
+    }
+
+    /// The share of its runnable time the helper waited for a core since the last call.
+    fn waiting_share(&self) -> Option<f64> {
+        let reading = contention::read(self.sched.get()?.as_ref()?)?;
+        let cpu = self.last_cpu.swap(reading.cpu, Ordering::Relaxed);
+        let waited = self.last_waited.swap(reading.waited, Ordering::Relaxed);
+        (cpu != u64::MAX).then(|| contention::waiting_share(Sched { cpu, waited }, reading))?
     }
 }
 
@@ -158,18 +252,20 @@ struct Job {
     waiter: Option<Thread>,
 }
 
-/// Waits on drop until every helper of the fork has finished its part, then releases the
-/// helpers.
+/// Waits on drop until every helper that took a part of the fork has finished it, then
+/// releases the helpers.
 struct Join<'a> {
     pool: &'a Pool,
     helpers: &'a [Helper],
     seqs: [u64; MAX_HELPERS],
+    /// The helpers handed a part (not benched).
+    active: [bool; MAX_HELPERS],
 }
 
 impl Drop for Join<'_> {
     fn drop(&mut self) {
         let finished = |h: usize| self.helpers[h].done.load(Ordering::Acquire) == self.seqs[h];
-        for h in 0..self.helpers.len() {
+        for h in (0..self.helpers.len()).filter(|&h| self.active[h]) {
             if !spin_until(JOIN_SPIN, || finished(h)) {
                 // The helper unparks the job's waiter after storing `done`; a wake-up for an
                 // earlier fork only makes this loop look again.
@@ -202,10 +298,20 @@ fn pool() -> &'static Pool {
                 sleeping: AtomicBool::new(false),
                 panicked: AtomicBool::new(false),
                 thread: OnceLock::new(),
+                sched: OnceLock::new(),
+                last_cpu: AtomicU64::new(u64::MAX),
+                last_waited: AtomicU64::new(u64::MAX),
+                benched_until: AtomicU64::new(0),
             })
             .collect();
         // Leaked: the helpers live as long as the process and borrow their mailboxes.
-        let pool: &'static Pool = Box::leak(Box::new(Pool { busy: AtomicBool::new(false), helpers }));
+        let pool: &'static Pool = Box::leak(Box::new(Pool {
+            busy: AtomicBool::new(false),
+            helpers,
+            epoch: Instant::now(),
+            last_check: AtomicU64::new(0),
+            bench: AtomicU64::new(BENCH_FIRST.as_nanos() as u64),
+        }));
         for (h, helper) in pool.helpers.iter().enumerate() {
             let handle = thread::Builder::new()
                 .name(format!("remat-helper-{}", h + 1))
@@ -239,6 +345,7 @@ fn helper_loop(helper: &'static Helper) {
     // A helper runs nothing but compiled programs' parts: XLA's float environment for its
     // whole life, as XLA's pool threads have it (`remat_math::fenv`).
     remat_math::fenv::set_for_thread();
+    let _ = helper.sched.set(contention::open_own());
     let mut last = 0u64;
     loop {
         let ready = || helper.seq.load(Ordering::Acquire) != last;
