@@ -16,18 +16,82 @@
 //! threads split `n` (or `m`, when `n` is narrow) in whole panels; each packs its own
 //! operands into thread-local buffers that are reused from call to call.
 //!
-//! Blocking: `KC = 256` (a 16 KiB b panel and a 6 KiB a panel fit the 32 KiB L1),
-//! `MC = 144` (a 144 KiB a block in the 512 KiB L2), `NC = 4080` (a 4 MiB b block in L3).
-//! Calibration is in docs/jit.md, "Choosing the GEMM".
+//! Blocking ([`Blocking`]), chosen once at run time from the CPU's cache sizes: on Zen 3
+//! (32 KiB L1d, 512 KiB L2, 32 MiB L3) `kc = 256` (a 16 KiB b panel and a 6 KiB a panel
+//! fit the L1), `mc = 144` (a 144 KiB a block in the L2), `nc = 4080` (a 4 MiB b block in
+//! L3): BLIS's Zen blocking, which the model reproduces at those sizes. Calibration is in
+//! docs/jit.md, "Choosing the GEMM".
 
 use std::arch::x86_64::*;
 use std::cell::RefCell;
 
 const MR: usize = 6;
 const NR: usize = 16;
-const KC: usize = 256;
-const MC: usize = 144;
-const NC: usize = 4080;
+
+/// The cache blocking: `kc`-deep slices of `k`, `mc` rows of `a` per L2 block, `nc` columns
+/// of `b` per L3 block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Blocking {
+    kc: usize,
+    mc: usize,
+    nc: usize,
+}
+
+/// BLIS's blocking for Zen's AVX2 kernels, calibrated on Zen 3: what [`Blocking::for_caches`]
+/// gives at Zen 3's sizes, and what the GEMM uses where the sizes cannot be read.
+const ZEN3: Blocking = Blocking { kc: 256, mc: 144, nc: 4080 };
+
+impl Blocking {
+    /// The blocking for data caches of `l1`, `l2` and `l3` bytes (per core, per core, whole):
+    /// a `kc`-deep b panel and a panel of `a` fill about 70% of the L1 (`kc` a multiple of
+    /// 32), an `mc x kc` block of `a` 9/32 of the L2 (`mc` whole panels), a `kc x nc` block
+    /// of `b` an eighth of the L3 (`nc` whole panels, one short of a power of two as BLIS
+    /// has it).
+    fn for_caches(l1: usize, l2: usize, l3: usize) -> Blocking {
+        let kc = (l1 * 7 / 10 / ((NR + MR) * 4) / 32 * 32).clamp(64, 1024);
+        let mc = (l2 * 9 / 32 / (kc * 4) / MR * MR).clamp(4 * MR, 170 * MR);
+        let nc = (l3 / 8 / (kc * 4) / NR * NR).saturating_sub(NR).clamp(16 * NR, 1024 * NR);
+        Blocking { kc, mc, nc }
+    }
+
+    /// This CPU's blocking, from its caches' sizes as Linux lists them for the first CPU
+    /// (`/sys/devices/system/cpu/cpu0/cache`), or [`ZEN3`]'s without them.
+    fn of_this_cpu() -> Blocking {
+        static BLOCKING: std::sync::OnceLock<Blocking> = std::sync::OnceLock::new();
+        *BLOCKING.get_or_init(|| {
+            let [l1, l2, l3] = cache_sizes(std::path::Path::new("/sys/devices/system/cpu/cpu0/cache"));
+            match (l1, l2, l3) {
+                (Some(l1), Some(l2), Some(l3)) => Blocking::for_caches(l1, l2, l3),
+                _ => ZEN3,
+            }
+        })
+    }
+}
+
+/// The sizes in bytes of the level 1, 2 and 3 data (or unified) caches listed under `dir`
+/// (`index*/level`, `type`, `size`, as Linux's sysfs has them).
+fn cache_sizes(dir: &std::path::Path) -> [Option<usize>; 3] {
+    let mut sizes = [None; 3];
+    let Ok(entries) = std::fs::read_dir(dir) else { return sizes };
+    for entry in entries.flatten() {
+        let read = |name: &str| std::fs::read_to_string(entry.path().join(name)).ok().map(|s| s.trim().to_string());
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size")) else { continue };
+        if kind == "Instruction" {
+            continue;
+        }
+        let bytes = match size.strip_suffix('K') {
+            Some(k) => k.parse::<usize>().ok().map(|k| k << 10),
+            None => match size.strip_suffix('M') {
+                Some(m) => m.parse::<usize>().ok().map(|m| m << 20),
+                None => size.parse::<usize>().ok(),
+            },
+        };
+        if let (Ok(level @ 1..=3), Some(bytes)) = (level.parse::<usize>(), bytes) {
+            sizes[level - 1] = Some(bytes);
+        }
+    }
+    sizes
+}
 /// Panels of a column-major `a` packed together, step by step (`pack_a`).
 const A_GROUP: usize = 12;
 /// Padding after each packed b panel, so that panels start in different cache sets.
@@ -153,9 +217,10 @@ unsafe fn serial(m: usize, k: usize, n: usize, a: Operand, b: Operand, c: Dest) 
     PACKED.with(|packed| {
         let mut packed = packed.borrow_mut();
         let (pa, pb) = &mut *packed;
+        let blocks = Blocking::of_this_cpu();
         let lanes = size_of::<__m256>() / size_of::<f32>();
-        let need_a = (MC.min(m.next_multiple_of(MR)) * KC.min(k) + SLACK).div_ceil(lanes);
-        let need_b = (NC.min(n.next_multiple_of(NR)) / NR * b_panel_len(KC.min(k))).div_ceil(lanes);
+        let need_a = (blocks.mc.min(m.next_multiple_of(MR)) * blocks.kc.min(k) + SLACK).div_ceil(lanes);
+        let need_b = (blocks.nc.min(n.next_multiple_of(NR)) / NR * b_panel_len(blocks.kc.min(k))).div_ceil(lanes);
         // SAFETY: an all-zero __m256 is a valid value.
         let zero = unsafe { _mm256_setzero_ps() };
         if pa.len() < need_a {
@@ -165,17 +230,17 @@ unsafe fn serial(m: usize, k: usize, n: usize, a: Operand, b: Operand, c: Dest) 
             pb.resize(need_b, zero);
         }
         let (pa, pb) = (pa.as_mut_ptr() as *mut f32, pb.as_mut_ptr() as *mut f32);
-        for jc in (0..n).step_by(NC) {
-            let nc = NC.min(n - jc);
-            for pc in (0..k).step_by(KC) {
-                let kc = KC.min(k - pc);
+        for jc in (0..n).step_by(blocks.nc) {
+            let nc = blocks.nc.min(n - jc);
+            for pc in (0..k).step_by(blocks.kc) {
+                let kc = blocks.kc.min(k - pc);
                 // SAFETY: the blocks are inside the operands; the packed buffers hold
                 // `mc` rounded up to whole panels times `kc` elements (plus `SLACK`) and
                 // `nc` rounded up to whole panels of `b_panel_len(kc)`.
                 unsafe {
                     pack_b(kc, nc, Operand { ptr: b.at(pc, jc), ..b }, pb);
-                    for ic in (0..m).step_by(MC) {
-                        let mc = MC.min(m - ic);
+                    for ic in (0..m).step_by(blocks.mc) {
+                        let mc = blocks.mc.min(m - ic);
                         pack_a(mc, kc, m - ic, Operand { ptr: a.at(ic, pc), ..a }, pa);
                         for jr in (0..nc).step_by(NR) {
                             for ir in (0..mc).step_by(MR) {
@@ -208,7 +273,7 @@ unsafe fn pack_a(mc: usize, kc: usize, rows_below: usize, a: Operand, dst: *mut 
     let mut first = 0;
     if a.rs == 1 && a.cs != 1 {
         first = (mc / MR).min(rows_below.saturating_sub(2) / MR);
-        // Twelve panels at a time (half an `MC` block): more write streams, a panel apart,
+        // Twelve panels at a time (half of Zen 3's `mc` block): more write streams, a panel apart,
         // crowd the few cache sets they share; fewer leave each step's read too short for
         // the prefetcher (`perf`: `pack_a` 6.4-7.9% of a tn product's samples -> 4.1-5.6%
         // at 512x256x512 and 1024^3; 8 and 24 panels did less).
@@ -507,8 +572,8 @@ mod tests {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
     }
 
-    /// Every layout of every operand, each blocking boundary crossed (k past `KC`, m past
-    /// `MC`, partial row and column panels, a column-major `a` packed in groups of panels and
+    /// Every layout of every operand, each blocking boundary crossed (k past `kc`, m past
+    /// `mc`, partial row and column panels, a column-major `a` packed in groups of panels and
     /// one whose last whole panel ends at its last row), both ways of splitting between
     /// threads, one thread, more threads than panels, and the empty cases.
     #[test]
@@ -524,10 +589,18 @@ mod tests {
             (false, false, true),
             (true, false, true),
         ];
+        // This CPU's blocks, and the shapes around them.
+        let Blocking { kc, mc, .. } = Blocking::of_this_cpu();
         for layout in layouts {
-            for (m, k, n) in
-                [(1, 1, 1), (7, 3, 17), (13, 300, 35), (144, 40, 20), (150, 257, 40), (40, 20, 150), (300, 9, 5)]
-            {
+            for (m, k, n) in [
+                (1, 1, 1),
+                (7, 3, 17),
+                (13, kc + 44, 35),
+                (mc, 40, 20),
+                (mc + 6, kc + 1, 40),
+                (40, 20, mc + 6),
+                (2 * mc + 12, 9, 5),
+            ] {
                 for parts in [1, 2, 3] {
                     check(m, k, n, layout, parts);
                 }
@@ -540,14 +613,15 @@ mod tests {
         }
     }
 
-    /// A row wider than `NC` columns crosses the outermost block boundary.
+    /// A row wider than `nc` columns crosses the outermost block boundary.
     #[test]
     fn rows_wider_than_one_b_block() {
         if !have_avx2() {
             return;
         }
-        check(7, 5, NC + 37, (false, false, false), 1);
-        check(7, 5, NC + 37, (false, true, false), 2);
+        let nc = Blocking::of_this_cpu().nc;
+        check(7, 5, nc + 37, (false, false, false), 1);
+        check(7, 5, nc + 37, (false, true, false), 2);
     }
 
     /// Destinations with no unit stride (every other element of a wider buffer) and
@@ -575,5 +649,44 @@ mod tests {
                 assert!(c[i * 2 * n + 2 * j + 1].is_nan(), "wrote between the destination's elements");
             }
         }
+    }
+
+    /// The model gives BLIS's Zen blocking at Zen 3's sizes, scales with the caches
+    /// elsewhere, and stays within its bounds for any sizes.
+    #[test]
+    fn the_blocking_follows_the_caches() {
+        assert_eq!(Blocking::for_caches(32 << 10, 512 << 10, 32 << 20), ZEN3);
+        // Zen 5 (48 KiB L1d, 1 MiB L2, 32 MiB L3).
+        assert_eq!(Blocking::for_caches(48 << 10, 1 << 20, 32 << 20), Blocking { kc: 384, mc: 192, nc: 2704 });
+        // A Skylake-SP core (32 KiB, 1 MiB, 22 MiB shared).
+        assert_eq!(Blocking::for_caches(32 << 10, 1 << 20, 22 << 20), Blocking { kc: 256, mc: 288, nc: 2800 });
+        for (l1, l2, l3) in [(0, 0, 0), (1, 1, 1), (1 << 30, 1 << 30, 1 << 40)] {
+            let b = Blocking::for_caches(l1, l2, l3);
+            assert!(b.kc.is_multiple_of(32) && b.mc.is_multiple_of(MR) && b.nc.is_multiple_of(NR), "{b:?}");
+            assert!((64..=1024).contains(&b.kc) && b.mc >= 4 * MR && b.nc >= 16 * NR, "{b:?}");
+        }
+    }
+
+    /// Cache sizes are read as Linux lists them: instruction caches skipped, `K` and `M`
+    /// suffixes, anything unreadable left out.
+    #[test]
+    fn cache_sizes_are_read_from_sysfs_listings() {
+        let dir = tempfile::tempdir().unwrap();
+        for (index, level, kind, size) in [
+            (0, "1", "Data", "48K"),
+            (1, "1", "Instruction", "32K"),
+            (2, "2", "Unified", "1024K"),
+            (3, "3", "Unified", "32M"),
+        ] {
+            let d = dir.path().join(format!("index{index}"));
+            std::fs::create_dir(&d).unwrap();
+            for (name, text) in [("level", level), ("type", kind), ("size", size)] {
+                std::fs::write(d.join(name), format!("{text}\n")).unwrap();
+            }
+        }
+        assert_eq!(cache_sizes(dir.path()), [Some(48 << 10), Some(1 << 20), Some(32 << 20)]);
+        std::fs::write(dir.path().join("index3/size"), "lots\n").unwrap();
+        assert_eq!(cache_sizes(dir.path()), [Some(48 << 10), Some(1 << 20), None]);
+        assert_eq!(cache_sizes(&dir.path().join("missing")), [None, None, None]);
     }
 }
