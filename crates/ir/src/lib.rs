@@ -14,6 +14,7 @@ pub mod pp;
 pub mod primitive;
 pub mod print;
 pub mod shape;
+mod syntax;
 pub mod types;
 pub mod verify;
 
