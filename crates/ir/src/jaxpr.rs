@@ -1,16 +1,34 @@
-//! The jaxpr data structures: variables, literals, equations, jaxprs and closed jaxprs.
+//! The jaxpr data structures: variables, literals, equations, primitives with their
+//! parameters, jaxprs and closed jaxprs.
 //!
 //! Variables are dense `u32` indices into their jaxpr's `vars` table; a variable means
 //! nothing outside the jaxpr that declares it. Nested jaxprs (parameters of `jit`,
 //! `remat2`, `scan`, `custom_jvp_call`) are shared through `Arc`, and sharing is
 //! meaningful: the printer hoists a jaxpr referenced twice as `let jaxpr = {...} in`.
+//!
+//! A jaxpr is one recursive definition: a [`Jaxpr`] holds equations, an [`Eqn`] a
+//! [`Primitive`], a primitive its parameters, among them nested jaxprs ([`ClosedJaxpr`])
+//! and values kept as JAX printed them ([`Param`], which may hold a jaxpr again). The
+//! types of that cycle are declared here, together, and nowhere else, with what follows
+//! from their shape alone (which parameters are nested jaxprs: [`Primitive::subjaxprs`],
+//! [`Primitive::map_subjaxprs`]). What a primitive means is above this module, in
+//! `primitive/` (names, parameters' text form, shape rules), as what a parameter value
+//! prints as is in `param.rs`; the parameter types that hold no jaxpr (`UnaryOp`,
+//! dimension numbers, windows) are below it, in `param_types.rs`, and so is the remat
+//! [`Policy`].
 
+use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::array::Array;
-use crate::primitive::Primitive;
-use crate::types::{Aval, DType};
+use crate::param_types::{
+    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
+    GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryOp,
+    Window,
+};
+use crate::policy::Policy;
+use crate::types::{Aval, DType, MemorySpace};
 
 /// A variable of one jaxpr: an index into [`Jaxpr::vars`]. Prints as `%N` in debug output;
 /// the jaxpr printer gives it JAX's alphabetic name.
@@ -329,5 +347,490 @@ impl ClosedJaxpr {
     /// Closes a jaxpr that has no constvars.
     pub fn new(jaxpr: Arc<Jaxpr>) -> ClosedJaxpr {
         ClosedJaxpr { jaxpr, consts: Vec::new() }
+    }
+}
+
+/// A primitive with its parameters. Variants are grouped by family; each group's
+/// parameters text form and shape rules are in the module its comment names.
+#[derive(Clone, Debug)]
+pub enum Primitive {
+    // Elementwise: `primitive/elementwise.rs`.
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CompareOp),
+    IntegerPow {
+        y: i32,
+    },
+    /// `select_n pred case0 case1 ...`: picks `cases[pred]` elementwise.
+    SelectN,
+    /// `clamp lo x hi`.
+    Clamp,
+    ConvertElementType {
+        new_dtype: DType,
+        weak_type: bool,
+    },
+    /// Rounds floats to `exponent_bits`/`mantissa_bits`; an identity at f32's own 8/23.
+    ReducePrecision {
+        exponent_bits: u32,
+        mantissa_bits: u32,
+    },
+    /// `round[rounding_method=m]`.
+    Round {
+        rounding_method: RoundingMethod,
+    },
+    /// `bitcast_convert_type[new_dtype=d]`: the operand's bits read as `new_dtype`.
+    BitcastConvertType {
+        new_dtype: DType,
+    },
+
+    // Shapes and indexing: `primitive/structural.rs`.
+    /// `shape` is not printed (the binder's aval gives it).
+    BroadcastInDim {
+        shape: Vec<usize>,
+        broadcast_dimensions: Vec<usize>,
+    },
+    /// `dimensions`, when given, permutes the operand's axes before the reshape.
+    Reshape {
+        new_sizes: Vec<usize>,
+        dimensions: Option<Vec<usize>>,
+    },
+    Transpose {
+        permutation: Vec<usize>,
+    },
+    /// Reverses the order of the elements along `dimensions`.
+    Rev {
+        dimensions: Vec<usize>,
+    },
+    Squeeze {
+        dimensions: Vec<usize>,
+    },
+    /// Inserts size-1 axes at `dimensions` (positions in the output).
+    ExpandDims {
+        dimensions: Vec<usize>,
+    },
+    Slice {
+        start_indices: Vec<usize>,
+        limit_indices: Vec<usize>,
+        strides: Option<Vec<usize>>,
+    },
+    /// `pad operand padding_value`; each entry is (low, high, interior), low/high may be negative.
+    Pad {
+        padding_config: Vec<(i64, i64, i64)>,
+    },
+    Concatenate {
+        dimension: usize,
+    },
+    /// `dynamic_slice operand i0 i1 ...` with scalar integer start indices (clamped as XLA does).
+    DynamicSlice {
+        slice_sizes: Vec<usize>,
+    },
+    /// `dynamic_update_slice operand update i0 i1 ...`.
+    DynamicUpdateSlice,
+    Iota {
+        dtype: DType,
+        shape: Vec<usize>,
+        dimension: usize,
+    },
+
+    // Reductions and contractions: `primitive/reduction.rs`.
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<usize>,
+    },
+    Argmax {
+        axes: Vec<usize>,
+        index_dtype: DType,
+    },
+    DotGeneral {
+        dimension_numbers: DotDimensionNumbers,
+        preferred_element_type: Option<DType>,
+    },
+
+    // Names and memory: `primitive/memory.rs`.
+    /// `checkpoint_name`: an identity that names its operand for policies.
+    Name {
+        name: String,
+    },
+    /// Moves values between memory spaces, one destination per operand.
+    DevicePut {
+        devices: Vec<MemorySpace>,
+        copy_semantics: Vec<CopySemantics>,
+    },
+    /// `empty2[dtype=float32 memory_space=MemorySpace.Device]`: an uninitialised scalar
+    /// (JAX's placeholder for a cond branch's residual it does not compute); remat's value
+    /// is zero, as XLA's lowering gives.
+    Empty2 {
+        dtype: DType,
+        memory_space: MemorySpace,
+    },
+
+    // Convolutions and windows: `primitive/window.rs`.
+    /// `conv_general_dilated lhs rhs` (boxed: ten parameters).
+    ConvGeneralDilated(Box<ConvParams>),
+    /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
+    ReduceWindow {
+        op: ReduceOp,
+        window: Window,
+    },
+    /// `select_and_scatter_add source operand`: each window's `source` value added at the
+    /// position `select_prim` picks in the operand's window.
+    SelectAndScatterAdd {
+        select_prim: CompareOp,
+        window_dimensions: Vec<usize>,
+        window_strides: Vec<usize>,
+        padding: Vec<(i64, i64)>,
+    },
+    /// `select_and_gather_add tangent operand`: each window's tangent at the position
+    /// `select_prim` picks in the operand's window.
+    SelectAndGatherAdd {
+        select_prim: CompareOp,
+        window: Window,
+    },
+
+    // PRNG keys and bits (threefry): `primitive/random.rs`.
+    /// `random_seed[impl=fry] seeds`: integer seeds to keys of the same shape.
+    RandomSeed,
+    /// `random_wrap[impl=fry] data`: `u32[K,2]` to `key<fry>[K]`.
+    RandomWrap,
+    /// `random_unwrap keys`: `key<fry>[K]` to `u32[K,2]`.
+    RandomUnwrap,
+    /// `random_split[shape=S] keys`: `key<fry>[K]` to `key<fry>[K,*S]`.
+    RandomSplit {
+        shape: Vec<usize>,
+    },
+    /// `random_fold_in keys msgs`: each key folded with an integer message (broadcasting).
+    RandomFoldIn,
+    /// `random_bits[bit_width=W shape=S] keys`: `key<fry>[K]` to `uW[K,*S]`.
+    RandomBits {
+        bit_width: u32,
+        shape: Vec<usize>,
+    },
+
+    // Calls and loops: `primitive/call.rs`.
+    Jit {
+        name: String,
+        jaxpr: ClosedJaxpr,
+        options: JitOptions,
+    },
+    CustomJvpCall {
+        name: String,
+        call_jaxpr: ClosedJaxpr,
+        jvp: String,
+        num_consts: usize,
+        symbolic_zeros: bool,
+    },
+    Remat2 {
+        jaxpr: Arc<Jaxpr>,
+        prevent_cse: bool,
+        differentiated: bool,
+        policy: Option<Policy>,
+    },
+    /// Operands: `num_consts` consts, `num_carry` carries, then the scanned-over xs.
+    Scan {
+        jaxpr: ClosedJaxpr,
+        length: usize,
+        reverse: bool,
+        num_consts: usize,
+        num_carry: usize,
+        unroll: usize,
+    },
+
+    // Indexing, sorting and scans: `primitive/indexing.rs`, `primitive/sorting.rs`.
+    /// Splits the operand along `axis` into pieces of `sizes`: one result per piece.
+    Split {
+        axis: usize,
+        sizes: Vec<usize>,
+    },
+    /// `gather operand indices`: XLA's gather, the index vector the indices' last axis.
+    Gather {
+        dimension_numbers: GatherDimensionNumbers,
+        /// The value of an out-of-bounds slice under `FILL_OR_DROP`; `None` is NaN for
+        /// floats and the lowest value for integers (JAX's default).
+        fill_value: Option<FillValue>,
+        indices_are_sorted: bool,
+        mode: GatherScatterMode,
+        slice_sizes: Vec<usize>,
+        unique_indices: bool,
+    },
+    /// `scatter* operand indices updates`: XLA's scatter combining with `op`;
+    /// `update_jaxpr` is JAX's scalar combiner, kept for printing (`op` says what it does).
+    Scatter {
+        op: ScatterOp,
+        dimension_numbers: ScatterDimensionNumbers,
+        indices_are_sorted: bool,
+        mode: GatherScatterMode,
+        unique_indices: bool,
+        update_jaxpr: Option<Arc<Jaxpr>>,
+    },
+    /// Sorts every operand along `dimension` by the first `num_keys` (NaNs last).
+    Sort {
+        dimension: usize,
+        is_stable: bool,
+        num_keys: usize,
+    },
+    /// The `k` largest elements along `axis` and their i32 indices.
+    TopK {
+        axis: usize,
+        k: usize,
+    },
+    /// The index of the first minimum along one axis.
+    Argmin {
+        axes: Vec<usize>,
+        index_dtype: DType,
+    },
+    /// `cumsum`, `cumprod`, ... along `axis`, from the end when `reverse`.
+    Cumulative {
+        op: CumulativeOp,
+        axis: usize,
+        reverse: bool,
+    },
+
+    // Control flow and custom-vjp calls: `primitive/control.rs`.
+    /// `cond index ops...`: runs `branches[clamp(index, 0, n - 1)]` on `ops`.
+    Cond {
+        branches: Vec<ClosedJaxpr>,
+    },
+    /// Operands: `cond_nconsts` cond consts, `body_nconsts` body consts, then the carries.
+    While {
+        cond_jaxpr: ClosedJaxpr,
+        body_jaxpr: ClosedJaxpr,
+        cond_nconsts: usize,
+        body_nconsts: usize,
+    },
+    /// The fwd/bwd rules are known only by name; evaluation uses `call_jaxpr`.
+    CustomVjpCall {
+        name: String,
+        call_jaxpr: ClosedJaxpr,
+        fwd: String,
+        bwd: String,
+        num_consts: usize,
+        symbolic_zeros: bool,
+    },
+}
+
+/// `conv_general_dilated`'s parameters; spatial parameters have one entry per spatial axis.
+#[derive(Clone, Debug)]
+pub struct ConvParams {
+    pub window_strides: Vec<usize>,
+    pub padding: Vec<(i64, i64)>,
+    pub lhs_dilation: Vec<usize>,
+    pub rhs_dilation: Vec<usize>,
+    pub dimension_numbers: ConvDimensionNumbers,
+    pub feature_group_count: usize,
+    pub batch_group_count: usize,
+    /// `None`, a name such as `Precision.HIGHEST`, or a pair of them; CPU ignores it.
+    pub precision: Param,
+    pub preferred_element_type: Option<DType>,
+}
+
+/// `jit`'s parameters that JAX's printer (`_pjit_pp_rule`) shows only when they are not
+/// their defaults. (`inline` is never printed; shardings and layouts are not kept.)
+#[derive(Clone, Debug, Default)]
+pub struct JitOptions {
+    /// One flag per operand when some operand is donated (`donated_invars=(True,)`), else
+    /// empty. A pass that changes the call's operands drops it (donation is a hint).
+    pub donated_invars: Vec<bool>,
+    /// `keep_unused=True`: dead-code elimination keeps every operand.
+    pub keep_unused: bool,
+    /// `ctx_mesh=...` and `compiler_options_kvs=...` as written (they do not change what
+    /// the call computes).
+    pub ctx_mesh: Option<Param>,
+    pub compiler_options_kvs: Option<Param>,
+}
+
+/// One parameter value, as JAX prints it (its text form is in `param.rs`).
+#[derive(Clone, Debug)]
+pub enum Param {
+    None,
+    Bool(bool),
+    Int(i64),
+    /// A Python float that is not an integer literal: `1.5`, `-inf` (`nan` reads as a word).
+    Float(f64),
+    /// A quoted Python string: `'device'`.
+    Str(String),
+    /// An unquoted word: a name (`relu`, `_where`), a dtype (`float32`), or a dotted
+    /// enum member (`MemorySpace.Host`).
+    Word(String),
+    Tuple(Vec<Param>),
+    List(Vec<Param>),
+    /// `frozenset({'a', 'b'})`, elements in the order they were written.
+    FrozenSet(Vec<String>),
+    /// `Name(arg, key=value, ...)`: policy reprs and `np.int64(3)`.
+    Call {
+        func: String,
+        args: Vec<Param>,
+        kwargs: Vec<(String, Param)>,
+    },
+    /// An opaque repr in angle brackets, `<function nothing_saveable at 0xXXXXXXXXXXXX>`.
+    Opaque(String),
+    /// A nested jaxpr (printed by the jaxpr printer, which owns variable naming).
+    Jaxpr(Arc<Jaxpr>),
+}
+
+impl Primitive {
+    /// Every jaxpr among the parameters, as JAX's `jaxprs_in_params` finds them for
+    /// printing: the bodies of [`Primitive::subjaxprs`] and also `scatter`'s scalar
+    /// `update_jaxpr`, which is data (no pass runs it) but is hoisted like a body when two
+    /// scatters share it.
+    pub fn jaxprs_in_params(&self) -> Vec<&Arc<Jaxpr>> {
+        let mut all = self.subjaxprs();
+        if let Primitive::Scatter { update_jaxpr: Some(j), .. } = self {
+            all.push(j);
+        }
+        all
+    }
+
+    /// The nested jaxprs this primitive calls, in the order of JAX's params dict (the
+    /// order `bind` received them, not the sorted printing order: `while` gives
+    /// `cond_jaxpr` then `body_jaxpr`; `cond` its `branches` in order). The printer's
+    /// hoisting walk (`core.pp_toplevel_jaxpr`) visits them in this order, which decides
+    /// the order and names of hoisted jaxprs.
+    pub fn subjaxprs(&self) -> Vec<&Arc<Jaxpr>> {
+        match self {
+            Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
+            Primitive::CustomJvpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
+            Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
+            Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
+            Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
+            Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Rev { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. }
+            | Primitive::Split { .. }
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cumulative { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. } => Vec::new(),
+        }
+    }
+
+    /// The same primitive with each nested jaxpr replaced by `f` of it, in
+    /// [`subjaxprs`](Primitive::subjaxprs) order; every other parameter is unchanged. A
+    /// `ClosedJaxpr` (`jit`, `custom_jvp_call`, `scan`) keeps its consts, so `f` must keep
+    /// the constvars' number and types (the shape rule and the verifier check them);
+    /// `remat2` holds a bare jaxpr, which must stay without constvars. A primitive without
+    /// nested jaxprs comes back as a clone and `f` is not called.
+    ///
+    /// This is how a pass rebuilds a call with a transformed body:
+    /// `eqn.primitive.map_subjaxprs(|body| Arc::new(dce(body)))`.
+    pub fn map_subjaxprs(&self, mut f: impl FnMut(&Arc<Jaxpr>) -> Arc<Jaxpr>) -> Primitive {
+        match self.try_map_subjaxprs(|j| Ok::<_, Infallible>(f(j))) {
+            Ok(prim) => prim,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`map_subjaxprs`](Primitive::map_subjaxprs) with a fallible `f`: the first error
+    /// is returned and no primitive is built.
+    pub fn try_map_subjaxprs<E>(
+        &self,
+        mut f: impl FnMut(&Arc<Jaxpr>) -> Result<Arc<Jaxpr>, E>,
+    ) -> Result<Primitive, E> {
+        let mut prim = self.clone();
+        match &mut prim {
+            Primitive::Jit { jaxpr, options, .. } => {
+                jaxpr.jaxpr = f(&jaxpr.jaxpr)?;
+                // Donation is per operand: a body with other invars donates nothing.
+                if options.donated_invars.len() != jaxpr.jaxpr.invars.len() {
+                    options.donated_invars.clear();
+                }
+            }
+            Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
+            Primitive::CustomJvpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
+            Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
+            Primitive::Cond { branches } => {
+                for b in branches {
+                    b.jaxpr = f(&b.jaxpr)?;
+                }
+            }
+            Primitive::While { cond_jaxpr, body_jaxpr, .. } => {
+                body_jaxpr.jaxpr = f(&body_jaxpr.jaxpr)?;
+                cond_jaxpr.jaxpr = f(&cond_jaxpr.jaxpr)?;
+            }
+            Primitive::CustomVjpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Rev { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. }
+            | Primitive::Split { .. }
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cumulative { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. } => {}
+        }
+        Ok(prim)
     }
 }

@@ -8,12 +8,14 @@ pub mod array;
 pub mod identity;
 pub mod jaxpr;
 pub mod param;
+pub mod param_types;
 pub mod parse;
 pub mod policy;
 pub mod pp;
 pub mod primitive;
 pub mod print;
 pub mod shape;
+mod syntax;
 pub mod types;
 pub mod verify;
 
@@ -30,10 +32,11 @@ pub use primitive::{
     RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
-    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
+    dilated, reduce_window_name, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers, ConvParams,
+    Window,
 };
 pub use print::{pp_jaxpr, pp_literal};
-pub use shape::{shape_rule, ShapeError};
+pub use shape::ShapeError;
 pub use types::{
     format_bytes, max_value_bytes, Aval, DType, MemorySpace, Shape, DEFAULT_MAX_VALUE_BYTES, MAX_VALUE_BYTES_VAR,
 };

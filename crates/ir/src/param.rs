@@ -3,40 +3,15 @@
 //! `MemorySpace.Host`, `DotsSaveable(only_if_no_batch_dims=True)`, `<function f at 0xXX>`,
 //! nested jaxprs). The printer renders primitives through this tree and the parser reads
 //! into it, so both directions share one description of every parameter.
+//!
+//! [`Param`] itself is declared with the jaxpr (`jaxpr.rs`), since a parameter value may
+//! be a jaxpr and a jaxpr's primitives hold parameter values; this module is its text
+//! form: Python's reprs, and a remat [`Policy`] as one.
 
 use std::fmt::{self, Write};
-use std::sync::Arc;
 
-use crate::jaxpr::Jaxpr;
-
-/// One parameter value.
-#[derive(Clone, Debug)]
-pub enum Param {
-    None,
-    Bool(bool),
-    Int(i64),
-    /// A Python float that is not an integer literal: `1.5`, `-inf` (`nan` reads as a word).
-    Float(f64),
-    /// A quoted Python string: `'device'`.
-    Str(String),
-    /// An unquoted word: a name (`relu`, `_where`), a dtype (`float32`), or a dotted
-    /// enum member (`MemorySpace.Host`).
-    Word(String),
-    Tuple(Vec<Param>),
-    List(Vec<Param>),
-    /// `frozenset({'a', 'b'})`, elements in the order they were written.
-    FrozenSet(Vec<String>),
-    /// `Name(arg, key=value, ...)`: policy reprs and `np.int64(3)`.
-    Call {
-        func: String,
-        args: Vec<Param>,
-        kwargs: Vec<(String, Param)>,
-    },
-    /// An opaque repr in angle brackets, `<function nothing_saveable at 0xXXXXXXXXXXXX>`.
-    Opaque(String),
-    /// A nested jaxpr (printed by the jaxpr printer, which owns variable naming).
-    Jaxpr(Arc<Jaxpr>),
-}
+pub use crate::jaxpr::Param;
+use crate::policy::Policy;
 
 impl Param {
     pub fn ints<I: IntoIterator<Item = usize>>(xs: I) -> Param {
@@ -261,6 +236,155 @@ pub fn py_float_repr(x: f64) -> String {
         let m = if digits.len() == 1 { digits.clone() } else { format!("{}.{}", &digits[..1], &digits[1..]) };
         let esign = if exp < 0 { '-' } else { '+' };
         format!("{sign}{m}e{esign}{:02}", exp.abs())
+    }
+}
+
+// Remat policies' text form: JAX's reprs (`DotsSaveable(only_if_no_batch_dims=True)`,
+// `SaveOnlyTheseNames(saveable_names=frozenset({'a'}))`, `<function f at 0xXX>`), as the
+// `policy` parameter of `remat2` holds them.
+
+impl Policy {
+    /// The policy as JAX prints it.
+    pub fn to_param(&self) -> Param {
+        let call = |func: &str, kwargs: Vec<(&str, Param)>| Param::Call {
+            func: func.to_string(),
+            args: Vec::new(),
+            kwargs: kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        };
+        let set = |names: &[String]| Param::FrozenSet(names.to_vec());
+        match self {
+            Policy::EverythingSaveable => call("EverythingSaveable", vec![]),
+            Policy::NothingSaveable => call("NothingSaveable", vec![]),
+            Policy::DotsSaveable { only_if_no_batch_dims } => {
+                call("DotsSaveable", vec![("only_if_no_batch_dims", Param::Bool(*only_if_no_batch_dims))])
+            }
+            Policy::SaveOnlyTheseNames { names } => call("SaveOnlyTheseNames", vec![("saveable_names", set(names))]),
+            Policy::SaveAnyNamesButThese { names } => call("SaveAnyNamesButThese", vec![("names", set(names))]),
+            Policy::SaveAnythingExceptTheseNames { names } => {
+                call("SaveAnythingExceptTheseNames", vec![("names", set(names))])
+            }
+            Policy::SaveFromBothPolicies { policy_1, policy_2 } => {
+                call("SaveFromBothPolicies", vec![("policy_1", policy_1.to_param()), ("policy_2", policy_2.to_param())])
+            }
+            Policy::SaveAndOffloadOnlyTheseNames { saved, offloaded, offload_src, offload_dst } => call(
+                "SaveAndOffloadOnlyTheseNames",
+                vec![
+                    ("names_which_can_be_saved", set(saved)),
+                    ("names_which_can_be_offloaded", set(offloaded)),
+                    ("offload_src", Param::Str(offload_src.clone())),
+                    ("offload_dst", Param::Str(offload_dst.clone())),
+                ],
+            ),
+            Policy::OffloadDotWithNoBatchDims { offload_src, offload_dst } => call(
+                "OffloadDotWithNoBatchDims",
+                vec![
+                    ("offload_src", Param::Str(offload_src.clone())),
+                    ("offload_dst", Param::Str(offload_dst.clone())),
+                ],
+            ),
+            Policy::Function { repr, .. } | Policy::Opaque { repr, .. } => Param::Opaque(repr.clone()),
+        }
+    }
+
+    /// Reads a policy from its parameter form; `Ok(None)` for `None`.
+    pub fn from_param(p: &Param) -> Result<Option<Policy>, String> {
+        match p {
+            Param::None => Ok(None),
+            Param::Opaque(repr) => {
+                let name = repr
+                    .strip_prefix("<function ")
+                    .and_then(|r| r.split_whitespace().next())
+                    .ok_or_else(|| format!("expected a policy, found {repr}"))?;
+                // A closure (`f.<locals>.policy`) or a lambda is not known by its name.
+                if name.contains('<') {
+                    return Ok(Some(Policy::Opaque { repr: repr.clone(), meaning: None }));
+                }
+                Ok(Some(Policy::Function { name: name.to_string(), repr: repr.clone() }))
+            }
+            Param::Call { func, args, kwargs } => {
+                if !args.is_empty() {
+                    return Err(format!("policy {func} takes keyword arguments only"));
+                }
+                let mut kw = Kwargs { func, kwargs, used: Vec::new() };
+                let policy = match func.as_str() {
+                    "EverythingSaveable" => Policy::EverythingSaveable,
+                    "NothingSaveable" => Policy::NothingSaveable,
+                    "DotsSaveable" => Policy::DotsSaveable { only_if_no_batch_dims: kw.bool("only_if_no_batch_dims")? },
+                    "SaveOnlyTheseNames" => Policy::SaveOnlyTheseNames { names: kw.set("saveable_names")? },
+                    "SaveAnyNamesButThese" => Policy::SaveAnyNamesButThese { names: kw.set("names")? },
+                    "SaveAnythingExceptTheseNames" => Policy::SaveAnythingExceptTheseNames { names: kw.set("names")? },
+                    "SaveFromBothPolicies" => Policy::SaveFromBothPolicies {
+                        policy_1: Box::new(kw.policy("policy_1")?),
+                        policy_2: Box::new(kw.policy("policy_2")?),
+                    },
+                    "SaveAndOffloadOnlyTheseNames" => Policy::SaveAndOffloadOnlyTheseNames {
+                        saved: kw.set("names_which_can_be_saved")?,
+                        offloaded: kw.set("names_which_can_be_offloaded")?,
+                        offload_src: kw.str("offload_src")?,
+                        offload_dst: kw.str("offload_dst")?,
+                    },
+                    "OffloadDotWithNoBatchDims" => Policy::OffloadDotWithNoBatchDims {
+                        offload_src: kw.str("offload_src")?,
+                        offload_dst: kw.str("offload_dst")?,
+                    },
+                    other => return Err(format!("unknown policy {other}")),
+                };
+                kw.finish()?;
+                Ok(Some(policy))
+            }
+            other => Err(format!("expected a policy, found {}", other.kind())),
+        }
+    }
+}
+
+struct Kwargs<'a> {
+    func: &'a str,
+    kwargs: &'a [(String, Param)],
+    used: Vec<&'a str>,
+}
+
+impl<'a> Kwargs<'a> {
+    fn get(&mut self, key: &'a str) -> Result<&'a Param, String> {
+        self.used.push(key);
+        self.kwargs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .ok_or_else(|| format!("policy {} is missing {key}=", self.func))
+    }
+
+    fn bool(&mut self, key: &'a str) -> Result<bool, String> {
+        match self.get(key)? {
+            Param::Bool(b) => Ok(*b),
+            other => Err(format!("{}: {key} must be True or False, found {}", self.func, other.kind())),
+        }
+    }
+
+    fn set(&mut self, key: &'a str) -> Result<Vec<String>, String> {
+        match self.get(key)? {
+            Param::FrozenSet(xs) => Ok(xs.clone()),
+            other => Err(format!("{}: {key} must be a frozenset, found {}", self.func, other.kind())),
+        }
+    }
+
+    fn str(&mut self, key: &'a str) -> Result<String, String> {
+        match self.get(key)? {
+            Param::Str(s) => Ok(s.clone()),
+            other => Err(format!("{}: {key} must be a string, found {}", self.func, other.kind())),
+        }
+    }
+
+    fn policy(&mut self, key: &'a str) -> Result<Policy, String> {
+        Policy::from_param(self.get(key)?)?.ok_or_else(|| format!("{}: {key} must be a policy, not None", self.func))
+    }
+
+    fn finish(self) -> Result<(), String> {
+        for (k, _) in self.kwargs {
+            if !self.used.contains(&k.as_str()) {
+                return Err(format!("policy {} has no parameter {k}", self.func));
+            }
+        }
+        Ok(())
     }
 }
 

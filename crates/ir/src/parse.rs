@@ -30,7 +30,7 @@ use std::sync::Arc;
 use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 use crate::param::Param;
 use crate::primitive::{Primitive, PrimitiveKind};
-use crate::print::literal_value_text;
+use crate::syntax::{is_name_char, is_name_start, literal_value_text};
 use crate::types::{Aval, DType, MemorySpace};
 
 /// A parse error at a position in the text (1-based line and column).
@@ -946,14 +946,6 @@ fn literal_value(dtype: DType, text: &str) -> Option<LitValue> {
         DType::U32 => LitValue::U32(x.try_into().ok()?),
         DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Bool | DType::Key => return None,
     })
-}
-
-pub(crate) fn is_name_start(c: char) -> bool {
-    c.is_ascii_alphabetic() || c == '_'
-}
-
-pub(crate) fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
 }
 
 /// `f32, f64, bf16, ...`: the dtypes an aval may have, for error messages.

@@ -17,9 +17,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Spelling, Var, VarDecl};
-use crate::param::{py_float_repr, strip_numpy_ints, Param};
+use crate::param::{strip_numpy_ints, Param};
 use crate::pp::{self, brk, concat, group, join, nest, text, Doc};
 use crate::primitive::Primitive;
+use crate::syntax::{is_name_char, is_name_start, literal_value_text};
 
 /// The width JAX lays jaxprs out in.
 pub const WIDTH: usize = 80;
@@ -44,23 +45,6 @@ impl fmt::Display for ClosedJaxpr {
 /// Prints a literal as JAX does: `2.0:f32[]`, `-inf:f32[]`, `0:i32[]`, `True:bool[]`.
 pub fn pp_literal(lit: &Literal) -> String {
     format!("{}:{}", literal_value_text(lit.value), lit.aval())
-}
-
-/// The text JAX prints for a literal's value: Python's repr of `np.asarray(v).item()`.
-pub(crate) fn literal_value_text(v: LitValue) -> String {
-    match v {
-        LitValue::F32(x) => py_float_repr(x as f64),
-        LitValue::F64(x) => py_float_repr(x),
-        LitValue::BF16(x) => py_float_repr(x.to_f64()),
-        LitValue::F16(x) => py_float_repr(x.to_f64()),
-        LitValue::I8(x) => x.to_string(),
-        LitValue::I16(x) => x.to_string(),
-        LitValue::I32(x) => x.to_string(),
-        LitValue::I64(x) => x.to_string(),
-        LitValue::U8(x) => x.to_string(),
-        LitValue::U32(x) => x.to_string(),
-        LitValue::Bool(b) => (if b { "True" } else { "False" }).to_string(),
-    }
 }
 
 /// Identity of a jaxpr for naming and hoisting: its address.
@@ -244,11 +228,8 @@ fn toplevel_doc(top: &Jaxpr) -> Doc {
         // A `jit`'s name is any Python string; only a name the parser reads as one (and no
         // keyword) may name a hoisted jaxpr, or the text would not read back (issue 22's
         // fuzzer printed `let lam\0 = ...` from `jit[name=<lam\0>]`).
-        let readable = |n: &str| {
-            n.starts_with(crate::parse::is_name_start)
-                && n.chars().all(crate::parse::is_name_char)
-                && !["let", "in"].contains(&n)
-        };
+        let readable =
+            |n: &str| n.starts_with(is_name_start) && n.chars().all(is_name_char) && !["let", "in"].contains(&n);
         let mut name = hoist_names.get(&id).filter(|n| readable(n)).cloned().unwrap_or_else(|| "jaxpr".into());
         let count = name_counts.get(&name).copied().unwrap_or(0);
         *name_counts.entry(name.clone()).or_insert(0) += 1;

@@ -1,25 +1,14 @@
-//! Shape rules: the output avals of one equation from its input avals, with JAX's typing
-//! rules (`jax/_src/lax/lax.py`, `slicing.py`, `control_flow/loops.py`).
+//! What the shape rules share: [`ShapeError`], the `bail!`/`ensure!` macros, and the
+//! checks every family of rules uses (arity, dtypes, broadcasting, axes).
 //!
-//! [`shape_rule`] is one exhaustive match over [`Primitive`] that calls each variant's
-//! rule in its family module (`primitive/elementwise.rs`, `structural.rs`,
-//! `reduction.rs`, `memory.rs`, `call.rs`); this file holds the helpers those rules share.
-//! What the rules keep true:
-//! - they never panic, whatever the avals and parameters (a malformed nested jaxpr is an
-//!   error, not an out-of-bounds index);
-//! - every error message starts with the primitive's name: `add: operand shapes f32[3] and
-//!   f32[4] differ`;
-//! - results are in device memory except `device_put`'s, which land in the memory space
-//!   it names, and a call's, which are its inner jaxpr's output avals. Whether an operand
-//!   may live in host memory is the verifier's question, not this module's.
+//! The rules themselves sit with their primitives, each in its family module
+//! (`primitive/elementwise.rs`, `structural.rs`, `reduction.rs`, `memory.rs`, `call.rs`,
+//! ...), and [`shape_rule`](crate::shape_rule) (in `primitive/mod.rs`) dispatches to them;
+//! this module is below all of them and knows no primitive.
 
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::primitive::{
-    call, control, elementwise, indexing, memory, random, reduction, scatter_window, sorting, structural, window,
-    Primitive,
-};
 use crate::types::{Aval, DType, Shape};
 
 /// Why an equation's operands do not fit its primitive.
@@ -53,80 +42,6 @@ macro_rules! ensure {
 }
 
 pub(crate) use {bail, ensure};
-
-/// The output avals of `prim` applied to operands of types `in_avals`.
-pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
-    use self::{
-        call::*, control::*, elementwise::*, indexing::*, memory::*, random::*, reduction::*, sorting::*, structural::*,
-    };
-    let ins = in_avals;
-    match prim {
-        Primitive::Unary(op) => unary_shape(*op, ins),
-        Primitive::Binary(op) => binary_shape(*op, ins),
-        Primitive::Compare(op) => compare_shape(*op, ins),
-        Primitive::IntegerPow { y } => integer_pow_shape(*y, ins),
-        Primitive::SelectN => select_n_shape(ins),
-        Primitive::Clamp => clamp_shape(ins),
-        Primitive::ConvertElementType { new_dtype, weak_type: _ } => convert_element_type_shape(*new_dtype, ins),
-        Primitive::ReducePrecision { exponent_bits, mantissa_bits: _ } => reduce_precision_shape(*exponent_bits, ins),
-        Primitive::Round { rounding_method: _ } => round_shape(ins),
-        Primitive::BitcastConvertType { new_dtype } => bitcast_convert_type_shape(*new_dtype, ins),
-        Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
-            broadcast_in_dim_shape(shape, broadcast_dimensions, ins)
-        }
-        Primitive::Reshape { new_sizes, dimensions } => reshape_shape(new_sizes, dimensions.as_deref(), ins),
-        Primitive::Transpose { permutation } => transpose_shape(permutation, ins),
-        Primitive::Rev { dimensions } => rev_shape(dimensions, ins),
-        Primitive::Squeeze { dimensions } => squeeze_shape(dimensions, ins),
-        Primitive::ExpandDims { dimensions } => expand_dims_shape(dimensions, ins),
-        Primitive::Slice { start_indices, limit_indices, strides } => {
-            slice_shape(start_indices, limit_indices, strides.as_deref(), ins)
-        }
-        Primitive::Pad { padding_config } => pad_shape(padding_config, ins),
-        Primitive::Concatenate { dimension } => concatenate_shape(*dimension, ins),
-        Primitive::DynamicSlice { slice_sizes } => dynamic_slice_shape(slice_sizes, ins),
-        Primitive::DynamicUpdateSlice => dynamic_update_slice_shape(ins),
-        Primitive::Iota { dtype, shape, dimension } => iota_shape(*dtype, shape, *dimension, ins),
-        Primitive::Reduce { op, axes } => reduce_shape(*op, axes, ins),
-        Primitive::Argmax { axes, index_dtype } => argmax_shape(axes, *index_dtype, ins),
-        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
-            dot_general_shape(dimension_numbers, *preferred_element_type, ins)
-        }
-        Primitive::Name { name: _ } => name_shape(ins),
-        Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
-        Primitive::RandomSeed => random_seed_shape(ins),
-        Primitive::RandomWrap => random_wrap_shape(ins),
-        Primitive::RandomUnwrap => random_unwrap_shape(ins),
-        Primitive::RandomSplit { shape } => random_split_shape(shape, ins),
-        Primitive::RandomFoldIn => random_fold_in_shape(ins),
-        Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
-        Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
-        Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
-        Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
-        Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),
-        Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
-            scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
-        }
-        Primitive::Split { axis, sizes } => split_shape(*axis, sizes, ins),
-        Primitive::Gather { dimension_numbers, slice_sizes, .. } => gather_shape(dimension_numbers, slice_sizes, ins),
-        Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
-        Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
-        Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
-        Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
-        Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
-        Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),
-        Primitive::ReduceWindow { op, window } => window::reduce_window_shape(*op, window, ins),
-        Primitive::SelectAndScatterAdd { select_prim: _, window_dimensions, window_strides, padding } => {
-            window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
-        }
-        Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
-        Primitive::Cond { branches } => cond_shape(branches, ins),
-        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
-            while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
-        }
-        Primitive::CustomVjpCall { call_jaxpr, num_consts, .. } => custom_vjp_call_shape(call_jaxpr, *num_consts, ins),
-    }
-}
 
 /// One result of `dtype` and `shape`, in device memory.
 pub(crate) fn device(dtype: DType, shape: Shape) -> Vec<Aval> {
@@ -180,12 +95,6 @@ pub(crate) fn distinct_axes(name: &str, what: &str, axes: &[usize], x: &Aval) ->
     Ok(())
 }
 
-/// Whether `prim` may read an operand that lives in host memory: only `device_put`, which
-/// moves it, and calls, whose inner jaxpr then has an invar in host memory.
-pub fn reads_host_memory(prim: &Primitive) -> bool {
-    matches!(prim, Primitive::DevicePut { .. }) || !prim.subjaxprs().is_empty()
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -194,7 +103,9 @@ mod tests {
     use crate::array::Array;
     use crate::jaxpr::{ClosedJaxpr, Jaxpr, Var};
     use crate::parse::parse_jaxpr;
-    use crate::primitive::{BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, ReduceOp, UnaryOp};
+    use crate::primitive::{
+        shape_rule, BinaryOp, CompareOp, CopySemantics, DotDimensionNumbers, Primitive, ReduceOp, UnaryOp,
+    };
     use crate::types::MemorySpace;
 
     /// Avals as a jaxpr writes them, separated by spaces: `f32[3,4] i32[] f32<host>[5]`.

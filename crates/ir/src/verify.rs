@@ -41,7 +41,7 @@ use std::fmt;
 
 use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::param::Param;
-use crate::shape::{reads_host_memory, shape_rule};
+use crate::primitive::{shape_rule, Primitive};
 use crate::types::{max_value_bytes, Aval, MemorySpace, MAX_VALUE_BYTES_VAR};
 
 /// One problem: where it is and what is wrong.
@@ -347,6 +347,12 @@ impl Verifier {
         }
         Some(decl.aval.clone())
     }
+}
+
+/// Whether `prim` may read an operand that lives in host memory: only `device_put`, which
+/// moves it, and calls, whose inner jaxpr then has an invar in host memory.
+fn reads_host_memory(prim: &Primitive) -> bool {
+    matches!(prim, Primitive::DevicePut { .. }) || !prim.subjaxprs().is_empty()
 }
 
 #[cfg(test)]

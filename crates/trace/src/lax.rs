@@ -23,7 +23,8 @@ pub use indexing::{
 };
 pub use remat_ir::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers};
 
-use crate::tensor::{binary_at, compare_at, Arg, Tensor};
+use crate::elementwise::{binary_at, compare_at, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{bind, bind_n, record_error, Operand};
 use crate::transforms::{placeholders, trace_body};
 use crate::tree::TensorTree;
@@ -510,7 +511,7 @@ pub fn stop_gradient(x: &Tensor) -> Tensor {
 #[track_caller]
 pub fn rem(x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
     let args = [x.into(), y.into()];
-    let floats = crate::transforms::python_floats(&args, 0);
+    let floats = crate::elementwise::python_floats(&args, 0);
     let [x, y] = args;
     let out = binary_at(BinaryOp::Rem, x, y, Location::caller());
     crate::trace::spell_last_literals(&floats);

@@ -71,6 +71,7 @@
 
 mod call_jaxpr;
 mod custom;
+mod elementwise;
 mod inline;
 pub mod lax;
 pub mod nn;
@@ -87,12 +88,13 @@ mod tree;
 
 pub use call_jaxpr::call_jaxpr;
 pub use custom::{custom_jvp_call, custom_vjp_call, trace_jvp_rule, trace_rule};
+pub use elementwise::{binary, compare, unary, Arg};
 pub use inline::{
     in_trace, inline_jaxpr, placeholder, rebuild_or_placeholders, record_trace_error, trace_subjaxpr, SubTrace,
 };
 pub use numpy::{AtIndices, Idx, Ix, ELLIPSIS, NEW_AXIS};
 pub use scan::{scan, scan_reverse};
-pub use tensor::{binary, compare, unary, Arg, Tensor};
+pub use tensor::Tensor;
 #[doc(hidden)]
 pub use trace::__enclosing_function_name;
 pub use trace::{function_scope, in_function, FunctionScope, TraceError};

@@ -7,7 +7,8 @@ use std::panic::Location;
 
 use remat_ir::{BinaryOp, CompareOp, DType, LitValue, Primitive, ReduceOp, UnaryOp};
 
-use crate::tensor::{binary_at, compare_at, unary_at, Tensor};
+use crate::elementwise::{binary_at, compare_at, unary_at};
+use crate::tensor::Tensor;
 use crate::trace::{bind, Operand};
 use crate::transforms::{library_custom_jvp, library_jit};
 

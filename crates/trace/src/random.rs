@@ -15,7 +15,8 @@ use std::panic::Location;
 
 use remat_ir::{Aval, BinaryOp, CompareOp, DType, LitValue, Primitive, UnaryOp};
 
-use crate::tensor::{binary_at, compare_at, unary_at, Arg, Tensor};
+use crate::elementwise::{binary_at, compare_at, unary_at, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{bind, bind_n, record_error, share_jaxpr_typed, spell_last_literals, CallKey, Operand};
 use crate::transforms::{bind_call, placeholders, trace_body};
 

@@ -1,11 +1,13 @@
-//! What the transformations accept as a function: a closure or `fn`, a [`Checkpoint`]
-//! (recorded as `remat2`) or a [`Jit`] (recorded as `jit`), so that `grad(ck)`,
-//! `jit(ck)`, `vjp(ck, ..)` and `scan(ck, ..)` need no `|a| ck.call(a)`.
+//! What the transformations accept as a function: a closure or `fn`, a
+//! [`Checkpoint`](crate::Checkpoint) (recorded as `remat2`) or a [`Jit`](crate::Jit)
+//! (recorded as `jit`), so that `grad(ck)`, `jit(ck)`, `vjp(ck, ..)` and `scan(ck, ..)`
+//! need no `|a| ck.call(a)`.
+//!
+//! This module holds the traits and their impls for closures; `Checkpoint` and `Jit`
+//! implement them next to their own definitions (`transforms.rs`), so the traits know
+//! nothing of the transformations that accept them.
 
 use std::panic::Location;
-
-use crate::transforms::{Checkpoint, Jit};
-use crate::tree::TensorTree;
 
 /// A function from a tree of tensors `A` to a tree of tensors `R`.
 pub trait TraceFn<A, R> {
@@ -20,20 +22,9 @@ impl<A, R, F: Fn(A) -> R> TraceFn<A, R> for F {
     }
 }
 
-impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for Checkpoint<F> {
-    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
-        self.call_at(args, loc)
-    }
-}
-
-impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for Jit<F> {
-    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
-        self.call_at(args, loc)
-    }
-}
-
 /// A `scan` body, `(carry, x) -> (carry, y)`: a closure of two arguments, or a
-/// [`Checkpoint`] (or [`Jit`]) of a function of the pair `(carry, x)`.
+/// [`Checkpoint`](crate::Checkpoint) (or [`Jit`](crate::Jit)) of a function of the pair
+/// `(carry, x)`.
 pub trait ScanBody<C, X, Y> {
     /// Calls the body inside the scan's trace (a checkpoint's `remat2` located at `loc`).
     fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y);
@@ -42,41 +33,5 @@ pub trait ScanBody<C, X, Y> {
 impl<C, X, Y, F: Fn(C, X) -> (C, Y)> ScanBody<C, X, Y> for F {
     fn call_body(&self, carry: C, x: X, _loc: &'static Location<'static>) -> (C, Y) {
         self(carry, x)
-    }
-}
-
-impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for Checkpoint<F> {
-    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
-        self.call_at((carry, x), loc)
-    }
-}
-
-impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for Jit<F> {
-    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
-        self.call_at((carry, x), loc)
-    }
-}
-
-impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for &Checkpoint<F> {
-    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
-        self.call_at(args, loc)
-    }
-}
-
-impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for &Jit<F> {
-    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
-        self.call_at(args, loc)
-    }
-}
-
-impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for &Checkpoint<F> {
-    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
-        self.call_at((carry, x), loc)
-    }
-}
-
-impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for &Jit<F> {
-    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
-        self.call_at((carry, x), loc)
     }
 }

@@ -13,14 +13,15 @@ use std::panic::{self, AssertUnwindSafe, Location};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use remat_ir::{pp_jaxpr, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy, Primitive};
+use remat_ir::{pp_jaxpr, Array, Aval, ClosedJaxpr, Jaxpr, Policy, Primitive};
 
-use crate::tensor::{Arg, Tensor};
+use crate::elementwise::{python_floats, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{
     bind, bind_n, current_frame, function_scope, pop_frame, push_frame, record_error, share_jaxpr, source_info,
     spell_last_literals, CallKey, Operand, TraceError,
 };
-use crate::traceable::TraceFn;
+use crate::traceable::{ScanBody, TraceFn};
 use crate::tree::{ArgTree, TensorTree};
 
 /// A traced function: its closed jaxpr and the names of its flattened arguments.
@@ -335,6 +336,33 @@ impl<F> Jit<F> {
     }
 }
 
+// A `jit` is a function the transformations accept (`traceable.rs`), called as its
+// own `jit` equation, as is a reference to one.
+
+impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for Jit<F> {
+    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
+        self.call_at(args, loc)
+    }
+}
+
+impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for &Jit<F> {
+    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
+        self.call_at(args, loc)
+    }
+}
+
+impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for Jit<F> {
+    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
+        self.call_at((carry, x), loc)
+    }
+}
+
+impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for &Jit<F> {
+    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
+        self.call_at((carry, x), loc)
+    }
+}
+
 /// A library function recorded as `jit[name=...]` over tensors and Rust scalars (which
 /// are passed as literal operands, as JAX passes Python scalars): `jnp.where` is
 /// `jit[name=_where]`, `jax.nn.log_softmax` is `jit[name=log_softmax]`.
@@ -358,18 +386,6 @@ pub(crate) fn library_jit<R: TensorTree>(
             out
         }
     }
-}
-
-/// The Rust floats among a call's `args` (operand `offset + i`), which JAX passes as
-/// Python floats it never rounds, and prints so.
-pub(crate) fn python_floats(args: &[Arg], offset: usize) -> Vec<(usize, f64)> {
-    args.iter()
-        .enumerate()
-        .filter_map(|(i, a)| match a {
-            Arg::Scalar(x, DType::F32) => Some((offset + i, *x)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// A library function with a custom derivative, recorded as JAX records a
@@ -469,6 +485,33 @@ impl<F> Checkpoint<F> {
                 bind_call(prim, &operands, &body.out, loc)
             }
         }
+    }
+}
+
+// A checkpoint is a function the transformations accept (`traceable.rs`), called as its
+// own `remat2` equation, as is a reference to one.
+
+impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for Checkpoint<F> {
+    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
+        self.call_at(args, loc)
+    }
+}
+
+impl<A: TensorTree, R: TensorTree, F: Fn(A) -> R> TraceFn<A, R> for &Checkpoint<F> {
+    fn call_traced(&self, args: A, loc: &'static Location<'static>) -> R {
+        self.call_at(args, loc)
+    }
+}
+
+impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for Checkpoint<F> {
+    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
+        self.call_at((carry, x), loc)
+    }
+}
+
+impl<C: TensorTree, X: TensorTree, Y: TensorTree, F: Fn((C, X)) -> (C, Y)> ScanBody<C, X, Y> for &Checkpoint<F> {
+    fn call_body(&self, carry: C, x: X, loc: &'static Location<'static>) -> (C, Y) {
+        self.call_at((carry, x), loc)
     }
 }
 

@@ -12,26 +12,11 @@ use std::sync::Arc;
 
 use super::params::{ParamReader, Params};
 use super::Primitive;
-use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, Var};
+use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, JitOptions, Var};
 use crate::param::Param;
 use crate::policy::Policy;
 use crate::shape::{bail, ensure, ShapeError};
 use crate::types::Aval;
-
-/// `jit`'s parameters that JAX's printer (`_pjit_pp_rule`) shows only when they are not
-/// their defaults. (`inline` is never printed; shardings and layouts are not kept.)
-#[derive(Clone, Debug, Default)]
-pub struct JitOptions {
-    /// One flag per operand when some operand is donated (`donated_invars=(True,)`), else
-    /// empty. A pass that changes the call's operands drops it (donation is a hint).
-    pub donated_invars: Vec<bool>,
-    /// `keep_unused=True`: dead-code elimination keeps every operand.
-    pub keep_unused: bool,
-    /// `ctx_mesh=...` and `compiler_options_kvs=...` as written (they do not change what
-    /// the call computes).
-    pub ctx_mesh: Option<Param>,
-    pub compiler_options_kvs: Option<Param>,
-}
 
 // `jit[name=relu compiler_options_kvs=... ctx_mesh=... donated_invars=(True,) jaxpr={...}
 // keep_unused=True]`: `name` first, then sorted, the defaults hidden.

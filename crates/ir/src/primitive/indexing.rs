@@ -13,86 +13,18 @@ use super::params::{usizes_of, ParamReader, Params};
 use super::Primitive;
 use crate::jaxpr::Jaxpr;
 use crate::param::Param;
+use crate::param_types::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
 use crate::shape::{arity, bail, device, distinct_axes, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
-named_enum! {
-    /// How `gather` and the scatters treat out-of-bounds indices
-    /// (`GatherScatterMode.CLIP`, ...).
-    pub enum GatherScatterMode {
-        /// Indices are clamped so that the whole slice is in bounds.
-        Clip = "GatherScatterMode.CLIP",
-        /// An out-of-bounds slice gathers `fill_value`; an out-of-bounds update is dropped.
-        FillOrDrop = "GatherScatterMode.FILL_OR_DROP",
-        /// The caller promises indices are in bounds; XLA clamps (gather) or drops (scatter).
-        PromiseInBounds = "GatherScatterMode.PROMISE_IN_BOUNDS",
-    }
-}
-
-named_enum! {
-    /// The scatters, by how an update combines with the operand element it lands on.
-    pub enum ScatterOp {
-        /// `.at[].set`: the update replaces the element.
-        Set = "scatter",
-        Add = "scatter-add",
-        Mul = "scatter-mul",
-        Min = "scatter-min",
-        Max = "scatter-max",
-    }
-}
-
-/// `gather`'s `fill_value` as JAX prints it: the Python int or float it was given.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum FillValue {
-    Int(i64),
-    Float(f64),
-}
-
 impl FillValue {
-    pub fn to_f64(self) -> f64 {
-        match self {
-            FillValue::Int(x) => x as f64,
-            FillValue::Float(x) => x,
-        }
-    }
-
+    /// `fill_value` as JAX prints it.
     fn param(self) -> Param {
         match self {
             FillValue::Int(x) => Param::Int(x),
             FillValue::Float(x) => Param::Float(x),
         }
     }
-}
-
-/// `GatherDimensionNumbers(offset_dims=..., collapsed_slice_dims=..., start_index_map=...,
-/// operand_batching_dims=..., start_indices_batching_dims=...)`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct GatherDimensionNumbers {
-    /// Output axes that index into a slice (the others are batch axes, one per leading axis
-    /// of the indices).
-    pub offset_dims: Vec<usize>,
-    /// Operand axes whose slice size is 1 and that the output does not keep.
-    pub collapsed_slice_dims: Vec<usize>,
-    /// The operand axis each entry of an index vector starts.
-    pub start_index_map: Vec<usize>,
-    pub operand_batching_dims: Vec<usize>,
-    pub start_indices_batching_dims: Vec<usize>,
-}
-
-/// `ScatterDimensionNumbers(update_window_dims=..., inserted_window_dims=...,
-/// scatter_dims_to_operand_dims=..., operand_batching_dims=...,
-/// scatter_indices_batching_dims=...)`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct ScatterDimensionNumbers {
-    /// Update axes that index into a window (the others are scatter axes, one per leading
-    /// axis of the indices).
-    pub update_window_dims: Vec<usize>,
-    /// Operand axes of window size 1 that the updates do not have.
-    pub inserted_window_dims: Vec<usize>,
-    /// The operand axis each entry of an index vector starts.
-    pub scatter_dims_to_operand_dims: Vec<usize>,
-    pub operand_batching_dims: Vec<usize>,
-    pub scatter_indices_batching_dims: Vec<usize>,
 }
 
 // `split[axis=1 sizes=(1, 3)] x`.

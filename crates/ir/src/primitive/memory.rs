@@ -8,6 +8,7 @@
 use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
+use crate::param_types::CopySemantics;
 use crate::shape::{arity, device, ensure, ShapeError};
 use crate::types::{Aval, DType, MemorySpace};
 
@@ -26,15 +27,8 @@ pub(crate) fn name_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     Ok(device(x.dtype, x.shape.clone()))
 }
 
-/// `device_put`'s `copy_semantics` entries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CopySemantics {
-    AlwaysCopy,
-    ReuseInput,
-    DonateInput,
-}
-
 impl CopySemantics {
+    /// How `device_put` prints this `copy_semantics` entry.
     fn param_name(self) -> &'static str {
         match self {
             CopySemantics::AlwaysCopy => "ArrayCopySemantics.ALWAYS_COPY",

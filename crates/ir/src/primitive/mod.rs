@@ -1,62 +1,32 @@
-//! The closed set of primitives. Each variant carries its parameters; every rule over
-//! primitives (shape rules, evaluation, jvp, transpose, lowering) is one exhaustive match.
+//! What each primitive is: its name, its parameters' text form and its shape rule. Every
+//! rule over primitives (shape rules, evaluation, jvp, transpose, lowering) is one
+//! exhaustive match.
 //!
-//! Layout: this file holds the [`Primitive`] enum, the list of primitive names
-//! ([`PrimitiveKind`]) and the dispatchers over them; each family of primitives has a
-//! module holding, for each of its variants, the parameters' text form and the shape rule
-//! side by side: `elementwise.rs`, `structural.rs` (shapes and indexing), `reduction.rs`
-//! (reductions and contractions), `memory.rs` (names and memory), `call.rs` (calls and
-//! loops). [`Primitive::params`] gives the `key=value` pairs in printing order (defaults
-//! JAX hides are left out), [`Primitive::from_params`] reads them back, and
-//! [`crate::shape::shape_rule`] types an equation.
+//! Layout: the [`Primitive`] enum itself is declared with the jaxpr that holds it
+//! (`jaxpr.rs`: a primitive's parameters may be jaxprs), and the parameter types that hold
+//! no jaxpr below both (`param_types.rs`); both are re-exported here. This file holds the
+//! list of primitive names ([`PrimitiveKind`]) and the dispatchers over primitives; each
+//! family of primitives has a module holding, for each of its variants, the parameters'
+//! text form and the shape rule side by side: `elementwise.rs`, `structural.rs` (shapes
+//! and indexing), `reduction.rs` (reductions and contractions), `memory.rs` (names and
+//! memory), `call.rs` (calls and loops), `control.rs` (`cond`, `while`, custom-vjp
+//! calls), `indexing.rs`, `sorting.rs`, `random.rs` and `window.rs`.
+//! [`Primitive::params`] gives the `key=value` pairs in printing order (defaults JAX hides
+//! are left out), [`Primitive::from_params`] reads them back, and [`shape_rule`] types an
+//! equation. The family modules share the shape rules' helpers through `crate::shape`,
+//! below this module, and never call this file's dispatchers.
 //!
-//! Adding a primitive, in the IR: the variant below; its name in the `primitive_kinds!`
-//! list (or in its family's `named_enum!` list); its family module's `*_params`,
-//! `parse_*` and `*_shape` functions; and the dispatch arms the compiler then asks for
-//! (`kind`, `params`, `from_params`, `subjaxprs`, `try_map_subjaxprs`, `hoist_name`,
-//! `shape_rule`).
+//! Adding a primitive, in the IR: the variant (`jaxpr.rs`); its name in the
+//! `primitive_kinds!` list below (or in its op enum's `named_enum!` list in
+//! `param_types.rs`); its family module's `*_params`, `parse_*` and `*_shape` functions;
+//! and the dispatch arms the compiler then asks for (`subjaxprs`, `try_map_subjaxprs` in
+//! `jaxpr.rs`; `kind`, `params`, `from_params`, `hoist_name`, `shape_rule` here).
 
-use std::convert::Infallible;
 use std::fmt;
-use std::sync::Arc;
 
-use crate::jaxpr::{ClosedJaxpr, Jaxpr};
 use crate::param::Param;
-use crate::policy::Policy;
-use crate::types::{Aval, DType, MemorySpace};
-
-/// Declares a field-less enum from one list of `Variant = "jax_name"` pairs, with `ALL`
-/// (every value, in the list's order), `name()` and `from_name()`, so that the list is the
-/// only place a value or its name is written.
-macro_rules! named_enum {
-    (
-        $(#[$meta:meta])*
-        pub enum $Enum:ident { $($(#[$vmeta:meta])* $Variant:ident = $name:literal,)+ }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $Enum {
-            $($(#[$vmeta])* $Variant,)+
-        }
-
-        impl $Enum {
-            /// Every value, in declaration order.
-            pub const ALL: [$Enum; [$($name),+].len()] = [$($Enum::$Variant),+];
-
-            /// The name as JAX prints it.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($Enum::$Variant => $name,)+
-                }
-            }
-
-            /// The value JAX prints as `name`, if there is one.
-            pub fn from_name(name: &str) -> Option<$Enum> {
-                $Enum::ALL.into_iter().find(|v| v.name() == name)
-            }
-        }
-    };
-}
+use crate::shape::ShapeError;
+use crate::types::Aval;
 
 pub(crate) mod call;
 pub(crate) mod control;
@@ -70,17 +40,15 @@ pub(crate) mod sorting;
 pub(crate) mod structural;
 pub(crate) mod window;
 
-pub use call::JitOptions;
-pub use control::cond_branch;
-pub use elementwise::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
-pub use indexing::{FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterOp};
-pub use memory::CopySemantics;
-pub use random::random_bits_dtype;
-pub use reduction::{DotDimensionNumbers, ReduceOp};
-pub use sorting::CumulativeOp;
-pub use window::{
-    dilated, reduce_window_name, scatter_window, window_out_extent, ConvDimensionNumbers, ConvParams, Window,
+pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
+pub use crate::param_types::{
+    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
+    GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
+    UnaryDomain, UnaryOp, Window,
 };
+pub use control::cond_branch;
+pub use random::random_bits_dtype;
+pub use window::{dilated, reduce_window_name, scatter_window, window_out_extent};
 
 use params::ParamReader;
 
@@ -277,264 +245,6 @@ impl PrimitiveKind {
     }
 }
 
-/// A primitive with its parameters. Variants are grouped by family; each group's
-/// parameters text form and shape rules are in the module its comment names.
-#[derive(Clone, Debug)]
-pub enum Primitive {
-    // Elementwise: `elementwise.rs`.
-    Unary(UnaryOp),
-    Binary(BinaryOp),
-    Compare(CompareOp),
-    IntegerPow {
-        y: i32,
-    },
-    /// `select_n pred case0 case1 ...`: picks `cases[pred]` elementwise.
-    SelectN,
-    /// `clamp lo x hi`.
-    Clamp,
-    ConvertElementType {
-        new_dtype: DType,
-        weak_type: bool,
-    },
-    /// Rounds floats to `exponent_bits`/`mantissa_bits`; an identity at f32's own 8/23.
-    ReducePrecision {
-        exponent_bits: u32,
-        mantissa_bits: u32,
-    },
-    /// `round[rounding_method=m]`.
-    Round {
-        rounding_method: RoundingMethod,
-    },
-    /// `bitcast_convert_type[new_dtype=d]`: the operand's bits read as `new_dtype`.
-    BitcastConvertType {
-        new_dtype: DType,
-    },
-
-    // Shapes and indexing: `structural.rs`.
-    /// `shape` is not printed (the binder's aval gives it).
-    BroadcastInDim {
-        shape: Vec<usize>,
-        broadcast_dimensions: Vec<usize>,
-    },
-    /// `dimensions`, when given, permutes the operand's axes before the reshape.
-    Reshape {
-        new_sizes: Vec<usize>,
-        dimensions: Option<Vec<usize>>,
-    },
-    Transpose {
-        permutation: Vec<usize>,
-    },
-    /// Reverses the order of the elements along `dimensions`.
-    Rev {
-        dimensions: Vec<usize>,
-    },
-    Squeeze {
-        dimensions: Vec<usize>,
-    },
-    /// Inserts size-1 axes at `dimensions` (positions in the output).
-    ExpandDims {
-        dimensions: Vec<usize>,
-    },
-    Slice {
-        start_indices: Vec<usize>,
-        limit_indices: Vec<usize>,
-        strides: Option<Vec<usize>>,
-    },
-    /// `pad operand padding_value`; each entry is (low, high, interior), low/high may be negative.
-    Pad {
-        padding_config: Vec<(i64, i64, i64)>,
-    },
-    Concatenate {
-        dimension: usize,
-    },
-    /// `dynamic_slice operand i0 i1 ...` with scalar integer start indices (clamped as XLA does).
-    DynamicSlice {
-        slice_sizes: Vec<usize>,
-    },
-    /// `dynamic_update_slice operand update i0 i1 ...`.
-    DynamicUpdateSlice,
-    Iota {
-        dtype: DType,
-        shape: Vec<usize>,
-        dimension: usize,
-    },
-
-    // Reductions and contractions: `reduction.rs`.
-    Reduce {
-        op: ReduceOp,
-        axes: Vec<usize>,
-    },
-    Argmax {
-        axes: Vec<usize>,
-        index_dtype: DType,
-    },
-    DotGeneral {
-        dimension_numbers: DotDimensionNumbers,
-        preferred_element_type: Option<DType>,
-    },
-
-    // Names and memory: `memory.rs`.
-    /// `checkpoint_name`: an identity that names its operand for policies.
-    Name {
-        name: String,
-    },
-    /// Moves values between memory spaces, one destination per operand.
-    DevicePut {
-        devices: Vec<MemorySpace>,
-        copy_semantics: Vec<CopySemantics>,
-    },
-    /// `empty2[dtype=float32 memory_space=MemorySpace.Device]`: an uninitialised scalar
-    /// (JAX's placeholder for a cond branch's residual it does not compute); remat's value
-    /// is zero, as XLA's lowering gives.
-    Empty2 {
-        dtype: DType,
-        memory_space: MemorySpace,
-    },
-
-    // Convolutions and windows: `window.rs`.
-    /// `conv_general_dilated lhs rhs` (boxed: ten parameters).
-    ConvGeneralDilated(Box<ConvParams>),
-    /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
-    ReduceWindow {
-        op: ReduceOp,
-        window: Window,
-    },
-    /// `select_and_scatter_add source operand`: each window's `source` value added at the
-    /// position `select_prim` picks in the operand's window.
-    SelectAndScatterAdd {
-        select_prim: CompareOp,
-        window_dimensions: Vec<usize>,
-        window_strides: Vec<usize>,
-        padding: Vec<(i64, i64)>,
-    },
-    /// `select_and_gather_add tangent operand`: each window's tangent at the position
-    /// `select_prim` picks in the operand's window.
-    SelectAndGatherAdd {
-        select_prim: CompareOp,
-        window: Window,
-    },
-
-    // PRNG keys and bits (threefry): `random.rs`.
-    /// `random_seed[impl=fry] seeds`: integer seeds to keys of the same shape.
-    RandomSeed,
-    /// `random_wrap[impl=fry] data`: `u32[K,2]` to `key<fry>[K]`.
-    RandomWrap,
-    /// `random_unwrap keys`: `key<fry>[K]` to `u32[K,2]`.
-    RandomUnwrap,
-    /// `random_split[shape=S] keys`: `key<fry>[K]` to `key<fry>[K,*S]`.
-    RandomSplit {
-        shape: Vec<usize>,
-    },
-    /// `random_fold_in keys msgs`: each key folded with an integer message (broadcasting).
-    RandomFoldIn,
-    /// `random_bits[bit_width=W shape=S] keys`: `key<fry>[K]` to `uW[K,*S]`.
-    RandomBits {
-        bit_width: u32,
-        shape: Vec<usize>,
-    },
-
-    // Calls and loops: `call.rs`.
-    Jit {
-        name: String,
-        jaxpr: ClosedJaxpr,
-        options: JitOptions,
-    },
-    CustomJvpCall {
-        name: String,
-        call_jaxpr: ClosedJaxpr,
-        jvp: String,
-        num_consts: usize,
-        symbolic_zeros: bool,
-    },
-    Remat2 {
-        jaxpr: Arc<Jaxpr>,
-        prevent_cse: bool,
-        differentiated: bool,
-        policy: Option<Policy>,
-    },
-    /// Operands: `num_consts` consts, `num_carry` carries, then the scanned-over xs.
-    Scan {
-        jaxpr: ClosedJaxpr,
-        length: usize,
-        reverse: bool,
-        num_consts: usize,
-        num_carry: usize,
-        unroll: usize,
-    },
-
-    // Indexing, sorting and scans: `indexing.rs`, `sorting.rs`.
-    /// Splits the operand along `axis` into pieces of `sizes`: one result per piece.
-    Split {
-        axis: usize,
-        sizes: Vec<usize>,
-    },
-    /// `gather operand indices`: XLA's gather, the index vector the indices' last axis.
-    Gather {
-        dimension_numbers: GatherDimensionNumbers,
-        /// The value of an out-of-bounds slice under `FILL_OR_DROP`; `None` is NaN for
-        /// floats and the lowest value for integers (JAX's default).
-        fill_value: Option<FillValue>,
-        indices_are_sorted: bool,
-        mode: GatherScatterMode,
-        slice_sizes: Vec<usize>,
-        unique_indices: bool,
-    },
-    /// `scatter* operand indices updates`: XLA's scatter combining with `op`;
-    /// `update_jaxpr` is JAX's scalar combiner, kept for printing (`op` says what it does).
-    Scatter {
-        op: ScatterOp,
-        dimension_numbers: ScatterDimensionNumbers,
-        indices_are_sorted: bool,
-        mode: GatherScatterMode,
-        unique_indices: bool,
-        update_jaxpr: Option<Arc<Jaxpr>>,
-    },
-    /// Sorts every operand along `dimension` by the first `num_keys` (NaNs last).
-    Sort {
-        dimension: usize,
-        is_stable: bool,
-        num_keys: usize,
-    },
-    /// The `k` largest elements along `axis` and their i32 indices.
-    TopK {
-        axis: usize,
-        k: usize,
-    },
-    /// The index of the first minimum along one axis.
-    Argmin {
-        axes: Vec<usize>,
-        index_dtype: DType,
-    },
-    /// `cumsum`, `cumprod`, ... along `axis`, from the end when `reverse`.
-    Cumulative {
-        op: CumulativeOp,
-        axis: usize,
-        reverse: bool,
-    },
-
-    // Control flow and custom-vjp calls: `control.rs`.
-    /// `cond index ops...`: runs `branches[clamp(index, 0, n - 1)]` on `ops`.
-    Cond {
-        branches: Vec<ClosedJaxpr>,
-    },
-    /// Operands: `cond_nconsts` cond consts, `body_nconsts` body consts, then the carries.
-    While {
-        cond_jaxpr: ClosedJaxpr,
-        body_jaxpr: ClosedJaxpr,
-        cond_nconsts: usize,
-        body_nconsts: usize,
-    },
-    /// The fwd/bwd rules are known only by name; evaluation uses `call_jaxpr`.
-    CustomVjpCall {
-        name: String,
-        call_jaxpr: ClosedJaxpr,
-        fwd: String,
-        bwd: String,
-        num_consts: usize,
-        symbolic_zeros: bool,
-    },
-}
-
 impl Primitive {
     /// What this primitive is, without its parameters.
     pub fn kind(&self) -> PrimitiveKind {
@@ -609,172 +319,6 @@ impl Primitive {
     /// Every primitive name the parser knows, for error messages and docs.
     pub fn all_names() -> Vec<&'static str> {
         PrimitiveKind::all().into_iter().map(PrimitiveKind::name).collect()
-    }
-
-    /// Every jaxpr among the parameters, as JAX's `jaxprs_in_params` finds them for
-    /// printing: the bodies of [`Primitive::subjaxprs`] and also `scatter`'s scalar
-    /// `update_jaxpr`, which is data (no pass runs it) but is hoisted like a body when two
-    /// scatters share it.
-    pub fn jaxprs_in_params(&self) -> Vec<&Arc<Jaxpr>> {
-        let mut all = self.subjaxprs();
-        if let Primitive::Scatter { update_jaxpr: Some(j), .. } = self {
-            all.push(j);
-        }
-        all
-    }
-
-    /// The nested jaxprs this primitive calls, in the order of JAX's params dict (the
-    /// order `bind` received them, not the sorted printing order: `while` gives
-    /// `cond_jaxpr` then `body_jaxpr`; `cond` its `branches` in order). The printer's
-    /// hoisting walk (`core.pp_toplevel_jaxpr`) visits them in this order, which decides
-    /// the order and names of hoisted jaxprs.
-    pub fn subjaxprs(&self) -> Vec<&Arc<Jaxpr>> {
-        match self {
-            Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
-            Primitive::CustomJvpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
-            Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
-            Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
-            Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
-            Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
-            Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::Compare(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
-            | Primitive::ConvertElementType { .. }
-            | Primitive::ReducePrecision { .. }
-            | Primitive::Round { .. }
-            | Primitive::BitcastConvertType { .. }
-            | Primitive::BroadcastInDim { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Squeeze { .. }
-            | Primitive::ExpandDims { .. }
-            | Primitive::Slice { .. }
-            | Primitive::Pad { .. }
-            | Primitive::Concatenate { .. }
-            | Primitive::DynamicSlice { .. }
-            | Primitive::DynamicUpdateSlice
-            | Primitive::Iota { .. }
-            | Primitive::Reduce { .. }
-            | Primitive::Argmax { .. }
-            | Primitive::DotGeneral { .. }
-            | Primitive::Name { .. }
-            | Primitive::DevicePut { .. }
-            | Primitive::Empty2 { .. }
-            | Primitive::Split { .. }
-            | Primitive::Gather { .. }
-            | Primitive::Scatter { .. }
-            | Primitive::Sort { .. }
-            | Primitive::TopK { .. }
-            | Primitive::Argmin { .. }
-            | Primitive::Cumulative { .. }
-            | Primitive::ConvGeneralDilated(_)
-            | Primitive::ReduceWindow { .. }
-            | Primitive::SelectAndScatterAdd { .. }
-            | Primitive::SelectAndGatherAdd { .. }
-            | Primitive::RandomSeed
-            | Primitive::RandomWrap
-            | Primitive::RandomUnwrap
-            | Primitive::RandomSplit { .. }
-            | Primitive::RandomFoldIn
-            | Primitive::RandomBits { .. } => Vec::new(),
-        }
-    }
-
-    /// The same primitive with each nested jaxpr replaced by `f` of it, in
-    /// [`subjaxprs`](Primitive::subjaxprs) order; every other parameter is unchanged. A
-    /// `ClosedJaxpr` (`jit`, `custom_jvp_call`, `scan`) keeps its consts, so `f` must keep
-    /// the constvars' number and types (the shape rule and the verifier check them);
-    /// `remat2` holds a bare jaxpr, which must stay without constvars. A primitive without
-    /// nested jaxprs comes back as a clone and `f` is not called.
-    ///
-    /// This is how a pass rebuilds a call with a transformed body:
-    /// `eqn.primitive.map_subjaxprs(|body| Arc::new(dce(body)))`.
-    pub fn map_subjaxprs(&self, mut f: impl FnMut(&Arc<Jaxpr>) -> Arc<Jaxpr>) -> Primitive {
-        match self.try_map_subjaxprs(|j| Ok::<_, Infallible>(f(j))) {
-            Ok(prim) => prim,
-            Err(never) => match never {},
-        }
-    }
-
-    /// [`map_subjaxprs`](Primitive::map_subjaxprs) with a fallible `f`: the first error
-    /// is returned and no primitive is built.
-    pub fn try_map_subjaxprs<E>(
-        &self,
-        mut f: impl FnMut(&Arc<Jaxpr>) -> Result<Arc<Jaxpr>, E>,
-    ) -> Result<Primitive, E> {
-        let mut prim = self.clone();
-        match &mut prim {
-            Primitive::Jit { jaxpr, options, .. } => {
-                jaxpr.jaxpr = f(&jaxpr.jaxpr)?;
-                // Donation is per operand: a body with other invars donates nothing.
-                if options.donated_invars.len() != jaxpr.jaxpr.invars.len() {
-                    options.donated_invars.clear();
-                }
-            }
-            Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
-            Primitive::CustomJvpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
-            Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
-            Primitive::Cond { branches } => {
-                for b in branches {
-                    b.jaxpr = f(&b.jaxpr)?;
-                }
-            }
-            Primitive::While { cond_jaxpr, body_jaxpr, .. } => {
-                body_jaxpr.jaxpr = f(&body_jaxpr.jaxpr)?;
-                cond_jaxpr.jaxpr = f(&cond_jaxpr.jaxpr)?;
-            }
-            Primitive::CustomVjpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
-            Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::Compare(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
-            | Primitive::ConvertElementType { .. }
-            | Primitive::ReducePrecision { .. }
-            | Primitive::Round { .. }
-            | Primitive::BitcastConvertType { .. }
-            | Primitive::BroadcastInDim { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Squeeze { .. }
-            | Primitive::ExpandDims { .. }
-            | Primitive::Slice { .. }
-            | Primitive::Pad { .. }
-            | Primitive::Concatenate { .. }
-            | Primitive::DynamicSlice { .. }
-            | Primitive::DynamicUpdateSlice
-            | Primitive::Iota { .. }
-            | Primitive::Reduce { .. }
-            | Primitive::Argmax { .. }
-            | Primitive::DotGeneral { .. }
-            | Primitive::Name { .. }
-            | Primitive::DevicePut { .. }
-            | Primitive::Empty2 { .. }
-            | Primitive::Split { .. }
-            | Primitive::Gather { .. }
-            | Primitive::Scatter { .. }
-            | Primitive::Sort { .. }
-            | Primitive::TopK { .. }
-            | Primitive::Argmin { .. }
-            | Primitive::Cumulative { .. }
-            | Primitive::ConvGeneralDilated(_)
-            | Primitive::ReduceWindow { .. }
-            | Primitive::SelectAndScatterAdd { .. }
-            | Primitive::SelectAndGatherAdd { .. }
-            | Primitive::RandomSeed
-            | Primitive::RandomWrap
-            | Primitive::RandomUnwrap
-            | Primitive::RandomSplit { .. }
-            | Primitive::RandomFoldIn
-            | Primitive::RandomBits { .. } => {}
-        }
-        Ok(prim)
     }
 
     /// The `name` parameter JAX's printer uses to name a hoisted sub-jaxpr (only `jit`'s
@@ -1001,6 +545,89 @@ impl Primitive {
     }
 }
 
+/// The output avals of `prim` applied to operands of types `in_avals`, with JAX's typing
+/// rules (`jax/_src/lax/lax.py`, `slicing.py`, `control_flow/loops.py`): one exhaustive
+/// match that calls each variant's rule in its family module. What the rules keep true:
+/// - they never panic, whatever the avals and parameters (a malformed nested jaxpr is an
+///   error, not an out-of-bounds index);
+/// - every error message starts with the primitive's name: `add: operand shapes f32[3] and
+///   f32[4] differ`;
+/// - results are in device memory except `device_put`'s, which land in the memory space
+///   it names, and a call's, which are its inner jaxpr's output avals. Whether an operand
+///   may live in host memory is the verifier's question, not the shape rules'.
+pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    use self::{
+        call::*, control::*, elementwise::*, indexing::*, memory::*, random::*, reduction::*, sorting::*, structural::*,
+    };
+    let ins = in_avals;
+    match prim {
+        Primitive::Unary(op) => unary_shape(*op, ins),
+        Primitive::Binary(op) => binary_shape(*op, ins),
+        Primitive::Compare(op) => compare_shape(*op, ins),
+        Primitive::IntegerPow { y } => integer_pow_shape(*y, ins),
+        Primitive::SelectN => select_n_shape(ins),
+        Primitive::Clamp => clamp_shape(ins),
+        Primitive::ConvertElementType { new_dtype, weak_type: _ } => convert_element_type_shape(*new_dtype, ins),
+        Primitive::ReducePrecision { exponent_bits, mantissa_bits: _ } => reduce_precision_shape(*exponent_bits, ins),
+        Primitive::Round { rounding_method: _ } => round_shape(ins),
+        Primitive::BitcastConvertType { new_dtype } => bitcast_convert_type_shape(*new_dtype, ins),
+        Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
+            broadcast_in_dim_shape(shape, broadcast_dimensions, ins)
+        }
+        Primitive::Reshape { new_sizes, dimensions } => reshape_shape(new_sizes, dimensions.as_deref(), ins),
+        Primitive::Transpose { permutation } => transpose_shape(permutation, ins),
+        Primitive::Rev { dimensions } => rev_shape(dimensions, ins),
+        Primitive::Squeeze { dimensions } => squeeze_shape(dimensions, ins),
+        Primitive::ExpandDims { dimensions } => expand_dims_shape(dimensions, ins),
+        Primitive::Slice { start_indices, limit_indices, strides } => {
+            slice_shape(start_indices, limit_indices, strides.as_deref(), ins)
+        }
+        Primitive::Pad { padding_config } => pad_shape(padding_config, ins),
+        Primitive::Concatenate { dimension } => concatenate_shape(*dimension, ins),
+        Primitive::DynamicSlice { slice_sizes } => dynamic_slice_shape(slice_sizes, ins),
+        Primitive::DynamicUpdateSlice => dynamic_update_slice_shape(ins),
+        Primitive::Iota { dtype, shape, dimension } => iota_shape(*dtype, shape, *dimension, ins),
+        Primitive::Reduce { op, axes } => reduce_shape(*op, axes, ins),
+        Primitive::Argmax { axes, index_dtype } => argmax_shape(axes, *index_dtype, ins),
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+            dot_general_shape(dimension_numbers, *preferred_element_type, ins)
+        }
+        Primitive::Name { name: _ } => name_shape(ins),
+        Primitive::DevicePut { devices, copy_semantics: _ } => device_put_shape(devices, ins),
+        Primitive::RandomSeed => random_seed_shape(ins),
+        Primitive::RandomWrap => random_wrap_shape(ins),
+        Primitive::RandomUnwrap => random_unwrap_shape(ins),
+        Primitive::RandomSplit { shape } => random_split_shape(shape, ins),
+        Primitive::RandomFoldIn => random_fold_in_shape(ins),
+        Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
+        Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
+        Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
+        Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
+        Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),
+        Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
+            scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
+        }
+        Primitive::Split { axis, sizes } => split_shape(*axis, sizes, ins),
+        Primitive::Gather { dimension_numbers, slice_sizes, .. } => gather_shape(dimension_numbers, slice_sizes, ins),
+        Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
+        Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
+        Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
+        Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
+        Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
+        Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),
+        Primitive::ReduceWindow { op, window } => window::reduce_window_shape(*op, window, ins),
+        Primitive::SelectAndScatterAdd { select_prim: _, window_dimensions, window_strides, padding } => {
+            window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
+        }
+        Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
+        Primitive::Cond { branches } => cond_shape(branches, ins),
+        Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
+            while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
+        }
+        Primitive::CustomVjpCall { call_jaxpr, num_consts, .. } => custom_vjp_call_shape(call_jaxpr, *num_consts, ins),
+    }
+}
+
 impl fmt::Display for Primitive {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -1009,11 +636,14 @@ impl fmt::Display for Primitive {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::array::Array;
+    use crate::jaxpr::{ClosedJaxpr, Jaxpr};
     use crate::parse::parse_jaxpr;
     use crate::print::pp_jaxpr;
-    use crate::shape::shape_rule;
+    use crate::types::DType;
     use crate::verify::verify;
 
     /// One program per call-like primitive with one nested jaxpr (a one-branch `cond`);

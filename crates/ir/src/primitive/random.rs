@@ -148,8 +148,8 @@ fn key_operand(name: &str, keys: &Aval) -> Result<(), ShapeError> {
 #[cfg(test)]
 mod tests {
     use crate::parse::parse_jaxpr;
+    use crate::primitive::shape_rule;
     use crate::print::pp_jaxpr;
-    use crate::shape::shape_rule;
     use crate::types::{Aval, DType};
     use crate::verify::verify;
     use crate::Primitive;

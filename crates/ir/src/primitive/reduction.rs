@@ -10,26 +10,9 @@ use std::collections::HashSet;
 use super::params::{dtype_param, usizes_of, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
+use crate::param_types::{DotDimensionNumbers, ReduceOp};
 use crate::shape::{arity, bail, device, distinct_axes, ensure, ShapeError};
 use crate::types::{Aval, DType, Shape};
-
-named_enum! {
-    /// Reductions over a set of axes.
-    pub enum ReduceOp {
-        Sum = "reduce_sum",
-        Max = "reduce_max",
-        Min = "reduce_min",
-    }
-}
-
-/// `dot_general`'s `dimension_numbers=((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct DotDimensionNumbers {
-    pub lhs_contracting: Vec<usize>,
-    pub rhs_contracting: Vec<usize>,
-    pub lhs_batch: Vec<usize>,
-    pub rhs_batch: Vec<usize>,
-}
 
 fn remove_axes(shape: &[usize], axes: &[usize]) -> Shape {
     shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).collect()

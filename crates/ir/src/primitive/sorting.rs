@@ -8,19 +8,9 @@
 use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
+use crate::param_types::CumulativeOp;
 use crate::shape::{arity, bail, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
-
-named_enum! {
-    /// Cumulative reductions along one axis.
-    pub enum CumulativeOp {
-        Sum = "cumsum",
-        Prod = "cumprod",
-        Max = "cummax",
-        Min = "cummin",
-        LogSumExp = "cumlogsumexp",
-    }
-}
 
 // `sort[dimension=1 is_stable=True num_keys=1] k0 ... v0 ...`: every operand is sorted by
 // the first `num_keys` operands, lexicographically.

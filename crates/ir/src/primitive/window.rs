@@ -8,59 +8,13 @@
 //! operand) axis, strides and dilations are at least 1, and a window never has a negative
 //! extent, so evaluation and lowering can index without checks of their own.
 
-use super::elementwise::CompareOp;
 use super::params::{dtype_param, ParamReader, Params};
-use super::reduction::ReduceOp;
 use super::Primitive;
+use crate::jaxpr::ConvParams;
 use crate::param::Param;
+use crate::param_types::{CompareOp, ConvDimensionNumbers, ReduceOp, Window};
 use crate::shape::{arity, bail, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
-
-/// `ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))`:
-/// array axes of (batch, feature, spatial...) for the lhs and the output, and of
-/// (out feature, in feature, spatial...) for the kernel.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ConvDimensionNumbers {
-    pub lhs_spec: Vec<usize>,
-    pub rhs_spec: Vec<usize>,
-    pub out_spec: Vec<usize>,
-}
-
-impl ConvDimensionNumbers {
-    /// The spec with its first two entries swapped (JAX's transposes use it).
-    pub fn swap01(spec: &[usize]) -> Vec<usize> {
-        let mut s = spec.to_vec();
-        if s.len() >= 2 {
-            s.swap(0, 1);
-        }
-        s
-    }
-}
-
-/// `conv_general_dilated`'s parameters; spatial parameters have one entry per spatial axis.
-#[derive(Clone, Debug)]
-pub struct ConvParams {
-    pub window_strides: Vec<usize>,
-    pub padding: Vec<(i64, i64)>,
-    pub lhs_dilation: Vec<usize>,
-    pub rhs_dilation: Vec<usize>,
-    pub dimension_numbers: ConvDimensionNumbers,
-    pub feature_group_count: usize,
-    pub batch_group_count: usize,
-    /// `None`, a name such as `Precision.HIGHEST`, or a pair of them; CPU ignores it.
-    pub precision: Param,
-    pub preferred_element_type: Option<DType>,
-}
-
-/// A window over every axis of an operand: `reduce_window_*` and `select_and_gather_add`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Window {
-    pub window_dimensions: Vec<usize>,
-    pub window_strides: Vec<usize>,
-    pub padding: Vec<(i64, i64)>,
-    pub base_dilation: Vec<usize>,
-    pub window_dilation: Vec<usize>,
-}
 
 /// `0` for an empty axis, else `(n - 1) * d + 1`: an extent after inserting `d - 1` holes
 /// (saturating, so absurd parameters give absurd sizes rather than overflow).

@@ -7,8 +7,9 @@ use std::panic::Location;
 
 use remat_ir::{Aval, BinaryOp, DType, LitValue, Primitive, UnaryOp};
 
+use crate::elementwise::{binary_at, unary_at};
 use crate::random;
-use crate::tensor::{binary_at, unary_at, Tensor};
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error, Operand};
 
 /// A strongly typed `f32` constant, as JAX's `jnp.array(x, dtype)`.

@@ -24,7 +24,8 @@ use remat_ir::{
 
 use super::index::Idx;
 use super::take::{update_jaxpr, wrap_negative};
-use crate::tensor::{binary_at, broadcast_shapes, Arg, Tensor};
+use crate::elementwise::{binary_at, broadcast_shapes, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error, Operand};
 
 /// One entry of a NumPy index that may be an integer array: a static entry ([`Idx`]:

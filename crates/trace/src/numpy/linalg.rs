@@ -5,7 +5,8 @@ use std::panic::Location;
 
 use remat_ir::{DType, DotDimensionNumbers, Primitive};
 
-use crate::tensor::{result_type, Tensor};
+use crate::elementwise::result_type;
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error};
 
 impl Tensor {

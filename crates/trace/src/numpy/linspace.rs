@@ -8,7 +8,8 @@ use std::panic::Location;
 
 use remat_ir::{Aval, BinaryOp, DType, LitValue, Primitive};
 
-use crate::tensor::{binary_at, Arg, Tensor};
+use crate::elementwise::{binary_at, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error};
 use crate::transforms::library_jit;
 
@@ -79,7 +80,7 @@ fn linspace_at(
             if dtype == f32 {
                 return out;
             }
-            let floored = crate::tensor::unary_at(remat_ir::UnaryOp::Floor, out.into(), loc);
+            let floored = crate::elementwise::unary_at(remat_ir::UnaryOp::Floor, out.into(), loc);
             floored.to_type(dtype, false, loc)
         },
         loc,

@@ -41,7 +41,8 @@ pub use shape::{concatenate, stack, Sections};
 pub(crate) use take::{scatter_rows, update_jaxpr};
 pub use take::{AtIndex, TakeMode};
 
-use crate::tensor::{binary_at, broadcast_shapes, result_type, unary_at, Arg, Tensor};
+use crate::elementwise::{binary_at, broadcast_shapes, result_type, unary_at, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error, Operand};
 use crate::transforms::library_jit;
 
@@ -88,7 +89,7 @@ pub(crate) fn where_at(cond: &Tensor, x: Arg, y: Arg, loc: &'static Location<'st
             let c = if c.dtype() == DType::Bool {
                 c
             } else {
-                crate::tensor::compare_at(CompareOp::Ne, c.into(), 0.into(), loc)
+                crate::elementwise::compare_at(CompareOp::Ne, c.into(), 0.into(), loc)
             };
             let (dtype, weak) = result_type(&[(x.dtype(), x.is_weak()), (y.dtype(), y.is_weak())]);
             let (x, y) = (x.to_type(dtype, weak, loc), y.to_type(dtype, weak, loc));
@@ -126,16 +127,16 @@ pub(crate) fn remainder_at(x: Arg, y: Arg, loc: &'static Location<'static>) -> T
             let (dtype, weak) = result_type(&[(x.dtype(), x.is_weak()), (y.dtype(), y.is_weak())]);
             let (x, y) = (x.to_type(dtype, weak, loc), y.to_type(dtype, weak, loc));
             let y = if dtype.is_integer() {
-                let zero = crate::tensor::compare_at(CompareOp::Eq, (&y).into(), 0.into(), loc);
+                let zero = crate::elementwise::compare_at(CompareOp::Eq, (&y).into(), 0.into(), loc);
                 where_at(&zero, Tensor::literal(LitValue::from_f64(dtype, 1.0)).into(), (&y).into(), loc)
             } else {
                 y
             };
             let trunc = binary_at(BinaryOp::Rem, (&x).into(), (&y).into(), loc);
-            let not_zero = crate::tensor::compare_at(CompareOp::Ne, (&trunc).into(), 0.into(), loc);
-            let trunc_neg = crate::tensor::compare_at(CompareOp::Lt, (&trunc).into(), 0.into(), loc);
-            let y_neg = crate::tensor::compare_at(CompareOp::Lt, (&y).into(), 0.into(), loc);
-            let differ = crate::tensor::compare_at(CompareOp::Ne, trunc_neg.into(), y_neg.into(), loc);
+            let not_zero = crate::elementwise::compare_at(CompareOp::Ne, (&trunc).into(), 0.into(), loc);
+            let trunc_neg = crate::elementwise::compare_at(CompareOp::Lt, (&trunc).into(), 0.into(), loc);
+            let y_neg = crate::elementwise::compare_at(CompareOp::Lt, (&y).into(), 0.into(), loc);
+            let differ = crate::elementwise::compare_at(CompareOp::Ne, trunc_neg.into(), y_neg.into(), loc);
             let plus = binary_at(BinaryOp::And, differ.into(), not_zero.into(), loc);
             let sum = binary_at(BinaryOp::Add, (&trunc).into(), y.into(), loc);
             bind(Primitive::SelectN, &[plus.into(), trunc.into(), sum.into()], weak, loc).remove(0)

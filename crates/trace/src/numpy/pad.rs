@@ -8,7 +8,8 @@ use std::panic::Location;
 
 use remat_ir::{DType, Primitive, ReduceOp};
 
-use crate::tensor::{Arg, Tensor};
+use crate::elementwise::Arg;
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error, spell_last_params};
 use crate::transforms::library_jit;
 

@@ -8,7 +8,8 @@ use std::panic::Location;
 use remat_ir::{BinaryOp, DType, Primitive, ReduceOp};
 
 use super::normalize_axes;
-use crate::tensor::{binary_at, Arg, Tensor};
+use crate::elementwise::{binary_at, Arg};
+use crate::tensor::Tensor;
 
 impl Tensor {
     /// Reduces over `axes` (`None`: all), keeping them as size-1 axes if `keepdims`.

@@ -10,7 +10,8 @@ use remat_ir::{
 };
 
 use super::normalize_axes;
-use crate::tensor::{binary_at, Arg, Tensor};
+use crate::elementwise::{binary_at, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error, Operand};
 use crate::transforms::library_jit;
 

@@ -8,7 +8,8 @@ use std::panic::Location;
 use remat_ir::{BinaryOp, CompareOp, DType, LitValue, Primitive};
 
 use super::normalize_axes;
-use crate::tensor::{result_type, Arg, Tensor};
+use crate::elementwise::{result_type, Arg};
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error, Operand};
 
 impl Tensor {
@@ -448,8 +449,8 @@ impl Tensor {
                 };
                 // The mask of `tri(k)`: row + k >= column (`triu` zeroes `tri(k - 1)`).
                 let offset = if name == "tril" { k } else { k - 1 };
-                let rows = crate::tensor::binary_at(BinaryOp::Add, iota(0).into(), (offset as i32).into(), loc);
-                let mask = crate::tensor::compare_at(CompareOp::Ge, rows.into(), iota(1).into(), loc);
+                let rows = crate::elementwise::binary_at(BinaryOp::Add, iota(0).into(), (offset as i32).into(), loc);
+                let mask = crate::elementwise::compare_at(CompareOp::Ge, rows.into(), iota(1).into(), loc);
                 let mask = if rank == 2 {
                     mask
                 } else {

@@ -13,8 +13,9 @@ use remat_ir::{
     ScatterOp,
 };
 
+use crate::elementwise::{binary_at, compare_at, Arg};
 use crate::numpy::{normalize_axes, where_};
-use crate::tensor::{binary_at, compare_at, Arg, Tensor};
+use crate::tensor::Tensor;
 use crate::trace::Operand;
 use crate::trace::{bind, record_error};
 use crate::transforms::library_jit;
@@ -229,7 +230,7 @@ impl Tensor {
         let axis = axes[0];
         let mut arr_shape = self.shape().to_vec();
         arr_shape[axis] = 1;
-        let out_shape = match crate::tensor::broadcast_shapes(&[idx.shape(), &arr_shape]) {
+        let out_shape = match crate::elementwise::broadcast_shapes(&[idx.shape(), &arr_shape]) {
             Ok(s) => s,
             Err(_) => {
                 let message = format!(
@@ -451,7 +452,7 @@ impl AtIndex<'_> {
             Arg::Tensor(t) => t.shape(),
             Arg::Scalar(..) => &[],
         };
-        if crate::tensor::broadcast_shapes(&[v_shape, &rows]).ok().as_deref() != Some(&rows[..]) {
+        if crate::elementwise::broadcast_shapes(&[v_shape, &rows]).ok().as_deref() != Some(&rows[..]) {
             let Arg::Tensor(t) = &v else { unreachable!("a scalar broadcasts") };
             let message =
                 format!("at[{}]: updates {} do not broadcast to the rows' shape {rows:?}", idx.aval(), t.aval());

@@ -7,7 +7,8 @@ use std::panic::Location;
 
 use remat_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 
-use crate::tensor::{binary_at, compare_at, unary_at, Arg, Tensor};
+use crate::elementwise::{binary_at, compare_at, unary_at, Arg};
+use crate::tensor::Tensor;
 use crate::transforms::library_jit;
 
 impl Tensor {

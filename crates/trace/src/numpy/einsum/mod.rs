@@ -23,7 +23,8 @@ pub use path::Optimize;
 use path::{find_path, Ix, MAX_INDICES};
 use spec::Spec;
 
-use crate::tensor::{compare_at, result_type, Tensor};
+use crate::elementwise::{compare_at, result_type};
+use crate::tensor::Tensor;
 use crate::trace::{bind, record_error};
 
 /// `jnp.einsum`'s keyword arguments.
@@ -302,7 +303,7 @@ impl Ctx {
             iotas.windows(2).map(|w| compare_at(CompareOp::Eq, (&w[0]).into(), (&w[1]).into(), self.loc)).collect();
         let eye = eyes
             .into_iter()
-            .reduce(|a, b| crate::tensor::binary_at(remat_ir::BinaryOp::And, a.into(), b.into(), self.loc))
+            .reduce(|a, b| crate::elementwise::binary_at(remat_ir::BinaryOp::And, a.into(), b.into(), self.loc))
             .expect("a repeated letter has two axes");
         if base.len() == shape.len() && axes.iter().enumerate().all(|(i, &a)| i == a) {
             return eye;

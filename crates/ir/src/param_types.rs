@@ -1,0 +1,341 @@
+//! The types of primitives' parameters that hold no jaxpr: the op enums (`UnaryOp`,
+//! `BinaryOp`, `ReduceOp`, ...), dimension numbers, windows and the other values a
+//! [`Primitive`](crate::Primitive) variant carries. They sit below the jaxpr (which holds
+//! primitives) and know nothing of text: each family module of `primitive/` writes and
+//! reads its own parameters (`elementwise.rs` the unary ops' names, `indexing.rs` the
+//! dimension numbers, ...), next to their shape rules.
+//!
+//! Parameter values that may hold a jaxpr ([`Param`](crate::Param), and `ConvParams` and
+//! `JitOptions`, which keep some values as written) are part of the jaxpr's own recursive
+//! definition, in `jaxpr.rs`.
+
+/// Declares a field-less enum from one list of `Variant = "jax_name"` pairs, with `ALL`
+/// (every value, in the list's order), `name()` and `from_name()`, so that the list is the
+/// only place a value or its name is written.
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $Enum:ident { $($(#[$vmeta:meta])* $Variant:ident = $name:literal,)+ }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $Enum {
+            $($(#[$vmeta])* $Variant,)+
+        }
+
+        impl $Enum {
+            /// Every value, in declaration order.
+            pub const ALL: [$Enum; [$($name),+].len()] = [$($Enum::$Variant),+];
+
+            /// The name as JAX prints it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($Enum::$Variant => $name,)+
+                }
+            }
+
+            /// The value JAX prints as `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<$Enum> {
+                $Enum::ALL.into_iter().find(|v| v.name() == name)
+            }
+        }
+    };
+}
+
+// Elementwise (`primitive/elementwise.rs`).
+
+named_enum! {
+    /// Elementwise functions of one operand.
+    pub enum UnaryOp {
+        Neg = "neg",
+        Sign = "sign",
+        Abs = "abs",
+        Exp = "exp",
+        Log = "log",
+        Log1p = "log1p",
+        Expm1 = "expm1",
+        Sin = "sin",
+        Cos = "cos",
+        Tan = "tan",
+        Tanh = "tanh",
+        Logistic = "logistic",
+        Sqrt = "sqrt",
+        Rsqrt = "rsqrt",
+        Square = "square",
+        StopGradient = "stop_gradient",
+        // Real programs' elementwise ops (REAL_MODELS_NOTES §4); `copy_p` prints `copy`.
+        Not = "not",
+        Floor = "floor",
+        Ceil = "ceil",
+        IsFinite = "is_finite",
+        Copy = "copy",
+        Cbrt = "cbrt",
+        Exp2 = "exp2",
+        Asin = "asin",
+        Acos = "acos",
+        Atan = "atan",
+        Sinh = "sinh",
+        Cosh = "cosh",
+        Asinh = "asinh",
+        Acosh = "acosh",
+        Atanh = "atanh",
+        Erf = "erf",
+        Erfc = "erfc",
+        ErfInv = "erf_inv",
+        Lgamma = "lgamma",
+        Digamma = "digamma",
+    }
+}
+
+/// Which operands a unary op takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryDomain {
+    /// Any dtype (`stop_gradient`, `copy`).
+    Any,
+    /// Numbers, not `bool`.
+    Number,
+    /// Integers and `bool` (`not`: bitwise, or logical on `bool`).
+    IntOrBool,
+    /// Floats only.
+    Float,
+}
+
+impl UnaryOp {
+    /// Whether the operand must be a float (transcendentals) rather than any number.
+    pub fn float_only(self) -> bool {
+        self.domain() == UnaryDomain::Float
+    }
+
+    /// The dtypes this op is defined on (JAX's `unop` dtype lists).
+    pub fn domain(self) -> UnaryDomain {
+        match self {
+            UnaryOp::StopGradient | UnaryOp::Copy => UnaryDomain::Any,
+            UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => UnaryDomain::Number,
+            UnaryOp::Not => UnaryDomain::IntOrBool,
+            UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::IsFinite
+            | UnaryOp::Cbrt
+            | UnaryOp::Exp2
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma
+            | UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Tanh
+            | UnaryOp::Logistic
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt => UnaryDomain::Float,
+        }
+    }
+}
+
+named_enum! {
+    /// Elementwise arithmetic of two operands of one dtype (a scalar operand broadcasts).
+    pub enum BinaryOp {
+        Add = "add",
+        AddAny = "add_any",
+        Sub = "sub",
+        Mul = "mul",
+        Div = "div",
+        Pow = "pow",
+        Max = "max",
+        Min = "min",
+        // Real programs' elementwise ops (REAL_MODELS_NOTES §4).
+        Rem = "rem",
+        Atan2 = "atan2",
+        Nextafter = "nextafter",
+        Polygamma = "polygamma",
+        And = "and",
+        Or = "or",
+        Xor = "xor",
+        ShiftLeft = "shift_left",
+        ShiftRightLogical = "shift_right_logical",
+        ShiftRightArithmetic = "shift_right_arithmetic",
+    }
+}
+
+named_enum! {
+    /// Elementwise comparisons; the result is `bool`.
+    pub enum CompareOp {
+        Eq = "eq",
+        Ne = "ne",
+        Lt = "lt",
+        Le = "le",
+        Gt = "gt",
+        Ge = "ge",
+    }
+}
+
+/// `round`'s `rounding_method` (JAX's `RoundingMethod`, printed as its integer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoundingMethod {
+    /// `0`: halves go away from zero (`lax.round`'s default).
+    AwayFromZero = 0,
+    /// `1`: halves go to the even neighbour (`jnp.round`).
+    ToNearestEven = 1,
+}
+
+// Indexing (`primitive/indexing.rs`).
+
+named_enum! {
+    /// How `gather` and the scatters treat out-of-bounds indices
+    /// (`GatherScatterMode.CLIP`, ...).
+    pub enum GatherScatterMode {
+        /// Indices are clamped so that the whole slice is in bounds.
+        Clip = "GatherScatterMode.CLIP",
+        /// An out-of-bounds slice gathers `fill_value`; an out-of-bounds update is dropped.
+        FillOrDrop = "GatherScatterMode.FILL_OR_DROP",
+        /// The caller promises indices are in bounds; XLA clamps (gather) or drops (scatter).
+        PromiseInBounds = "GatherScatterMode.PROMISE_IN_BOUNDS",
+    }
+}
+
+named_enum! {
+    /// The scatters, by how an update combines with the operand element it lands on.
+    pub enum ScatterOp {
+        /// `.at[].set`: the update replaces the element.
+        Set = "scatter",
+        Add = "scatter-add",
+        Mul = "scatter-mul",
+        Min = "scatter-min",
+        Max = "scatter-max",
+    }
+}
+
+/// `gather`'s `fill_value` as JAX prints it: the Python int or float it was given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FillValue {
+    Int(i64),
+    Float(f64),
+}
+
+impl FillValue {
+    pub fn to_f64(self) -> f64 {
+        match self {
+            FillValue::Int(x) => x as f64,
+            FillValue::Float(x) => x,
+        }
+    }
+}
+
+/// `GatherDimensionNumbers(offset_dims=..., collapsed_slice_dims=..., start_index_map=...,
+/// operand_batching_dims=..., start_indices_batching_dims=...)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct GatherDimensionNumbers {
+    /// Output axes that index into a slice (the others are batch axes, one per leading axis
+    /// of the indices).
+    pub offset_dims: Vec<usize>,
+    /// Operand axes whose slice size is 1 and that the output does not keep.
+    pub collapsed_slice_dims: Vec<usize>,
+    /// The operand axis each entry of an index vector starts.
+    pub start_index_map: Vec<usize>,
+    pub operand_batching_dims: Vec<usize>,
+    pub start_indices_batching_dims: Vec<usize>,
+}
+
+/// `ScatterDimensionNumbers(update_window_dims=..., inserted_window_dims=...,
+/// scatter_dims_to_operand_dims=..., operand_batching_dims=...,
+/// scatter_indices_batching_dims=...)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ScatterDimensionNumbers {
+    /// Update axes that index into a window (the others are scatter axes, one per leading
+    /// axis of the indices).
+    pub update_window_dims: Vec<usize>,
+    /// Operand axes of window size 1 that the updates do not have.
+    pub inserted_window_dims: Vec<usize>,
+    /// The operand axis each entry of an index vector starts.
+    pub scatter_dims_to_operand_dims: Vec<usize>,
+    pub operand_batching_dims: Vec<usize>,
+    pub scatter_indices_batching_dims: Vec<usize>,
+}
+
+// Reductions and contractions (`primitive/reduction.rs`).
+
+named_enum! {
+    /// Reductions over a set of axes.
+    pub enum ReduceOp {
+        Sum = "reduce_sum",
+        Max = "reduce_max",
+        Min = "reduce_min",
+    }
+}
+
+/// `dot_general`'s `dimension_numbers=((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct DotDimensionNumbers {
+    pub lhs_contracting: Vec<usize>,
+    pub rhs_contracting: Vec<usize>,
+    pub lhs_batch: Vec<usize>,
+    pub rhs_batch: Vec<usize>,
+}
+
+// Sorting and scans (`primitive/sorting.rs`).
+
+named_enum! {
+    /// Cumulative reductions along one axis.
+    pub enum CumulativeOp {
+        Sum = "cumsum",
+        Prod = "cumprod",
+        Max = "cummax",
+        Min = "cummin",
+        LogSumExp = "cumlogsumexp",
+    }
+}
+
+// Names and memory (`primitive/memory.rs`).
+
+/// `device_put`'s `copy_semantics` entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CopySemantics {
+    AlwaysCopy,
+    ReuseInput,
+    DonateInput,
+}
+
+// Convolutions and windows (`primitive/window.rs`).
+
+/// array axes of (batch, feature, spatial...) for the lhs and the output, and of
+/// (out feature, in feature, spatial...) for the kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ConvDimensionNumbers {
+    pub lhs_spec: Vec<usize>,
+    pub rhs_spec: Vec<usize>,
+    pub out_spec: Vec<usize>,
+}
+
+impl ConvDimensionNumbers {
+    /// The spec with its first two entries swapped (JAX's transposes use it).
+    pub fn swap01(spec: &[usize]) -> Vec<usize> {
+        let mut s = spec.to_vec();
+        if s.len() >= 2 {
+            s.swap(0, 1);
+        }
+        s
+    }
+}
+
+/// A window over every axis of an operand: `reduce_window_*` and `select_and_gather_add`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Window {
+    pub window_dimensions: Vec<usize>,
+    pub window_strides: Vec<usize>,
+    pub padding: Vec<(i64, i64)>,
+    pub base_dilation: Vec<usize>,
+    pub window_dilation: Vec<usize>,
+}
