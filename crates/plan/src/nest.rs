@@ -9,7 +9,7 @@
 //! are Revolve's `O(log n)` memory for `O(n log n)` recompute.
 //!
 //! This is how a JAX user writes it by hand (a scan of checkpointed scans); the planner
-//! proposes the nestings and measures them like any other plan (`lib.rs`), so a budget
+//! proposes the nestings and measures them like any other plan (`rewrites.rs`), so a budget
 //! below what stacking allows chooses one automatically.
 
 use std::sync::Arc;

@@ -33,7 +33,7 @@
 //! (`tests/segment.rs`) checks it against every segmentation of small chains. The model
 //! is not the JIT's peak (the backward half's gradients, fused loops and buffer reuse are
 //! outside it), so the planner uses it only to *propose* segmentations; each is then
-//! measured exactly like any plan (`lib.rs`) and the budget chooses among measured points.
+//! measured exactly like any plan (`rewrites.rs`) and the budget chooses among measured points.
 
 use std::sync::Arc;
 
@@ -423,7 +423,7 @@ impl Chain {
 
     /// The segmentations one change away from `s`: a segment saving the other thing, one
     /// unit longer or shorter at either end, split in two, merged with the next one when
-    /// they touch, or dropped. What the planner's local refinement measures (`lib.rs`),
+    /// they touch, or dropped. What the planner's local refinement measures (`rewrites.rs`),
     /// where the model and the JIT's peak disagree.
     pub fn neighbours(&self, s: &[(usize, usize, Keep)]) -> Vec<Segmentation> {
         let mut out: Vec<Segmentation> = Vec::new();
