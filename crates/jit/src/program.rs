@@ -240,7 +240,7 @@ pub(crate) struct Program {
     pub buffers: Vec<Buffer>,
     pub steps: Vec<Step>,
     pub dots: Vec<DotDesc>,
-    pub natives: Vec<crate::native::indexing::NativeDesc>,
+    pub natives: Vec<crate::native::NativeDesc>,
     pub num_args: usize,
     pub num_consts: usize,
     pub num_outs: usize,

@@ -598,7 +598,6 @@ const CIRCLES_TO_TAKE_APART: &[&str] = &[
     "crates/ir: an import circle among the children of <crate root>: jaxpr, param, policy, primitive, shape",
     "crates/ir: an import circle among the children of <crate root>: parse, print",
     "crates/jit: an import circle among the children of <crate root>: codegen, expr, lower, native, plan, profile, program",
-    "crates/jit: an import circle among the children of native: indexing, random",
     "crates/trace: an import circle among the children of <crate root>: tensor, trace, traceable, transforms, tree",
 ];
 

@@ -6,7 +6,7 @@ use remat_ir::{Aval, Primitive};
 
 use super::{Lowering, Val};
 use crate::expr::{Expr, View};
-use crate::native::indexing::NativeDesc;
+use crate::native::NativeDesc;
 use crate::program::{BufId, Step};
 
 impl Lowering {

@@ -18,8 +18,9 @@
 //!   helper threads of `pool` (which `contention` shrinks when other processes take the
 //!   cores);
 //! - `gemm`: `remat_dot` and the choice of how each product runs (faer, `sgemm`, loops);
-//! - `vmath`: `exp` and `tanh` over rows of f32; `indexing` and `random`: the primitives
-//!   computed over whole buffers;
+//! - `vmath`: `exp` and `tanh` over rows of f32;
+//! - `step`: a native step's description and buffers, which `indexing` (gathers, scatters,
+//!   sorts, scans, and the dispatch `remat_native`) and `random` (the PRNG) compute on;
 //! - `code`: the compiled code's memory and entry; `fresh`: the output arrays a run writes;
 //! - `cpu`: the vector state between Rust and JIT code.
 #![allow(unsafe_code)]
@@ -30,7 +31,7 @@ mod cpu;
 mod fresh;
 mod gemm;
 mod imports;
-pub(crate) mod indexing;
+mod indexing;
 #[cfg(test)]
 mod kernel_tests;
 mod parallel;
@@ -38,6 +39,7 @@ mod pool;
 mod random;
 #[cfg(target_arch = "x86_64")]
 mod sgemm;
+mod step;
 pub(crate) mod vmath;
 
 pub(crate) use code::NativeCode;
@@ -45,3 +47,4 @@ pub(crate) use fresh::{fresh_output, try_zeroed, Fresh};
 pub(crate) use gemm::dot_pairs;
 pub(crate) use imports::{Import, ImportSig};
 pub(crate) use parallel::PairSite;
+pub(crate) use step::NativeDesc;
