@@ -20,7 +20,8 @@ use remat_math::element::{self, Element, Narrow};
 use remat_math::{elementary, with_dtype};
 
 use super::random;
-use super::step::{Bases, NativeDesc};
+use super::step::Bases;
+use crate::program::NativeDesc;
 
 /// An element type the runtime works on: the element rules both backends share
 /// ([`Element`]: identities, XLA's `max`/`min`, compares, conversions) and the arithmetic

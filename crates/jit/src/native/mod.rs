@@ -19,7 +19,7 @@
 //!   cores);
 //! - `gemm`: `remat_dot` and the choice of how each product runs (faer, `sgemm`, loops);
 //! - `vmath`: `exp` and `tanh` over rows of f32;
-//! - `step`: a native step's description and buffers, which `indexing` (gathers, scatters,
+//! - `step`: the views of a native step's buffers, which `indexing` (gathers, scatters,
 //!   sorts, scans, and the dispatch `remat_native`) and `random` (the PRNG) compute on;
 //! - `code`: the compiled code's memory and entry; `fresh`: the output arrays a run writes;
 //! - `cpu`: the vector state between Rust and JIT code.
@@ -47,4 +47,3 @@ pub(crate) use fresh::{fresh_output, try_zeroed, Fresh};
 pub(crate) use gemm::dot_pairs;
 pub(crate) use imports::{Import, ImportSig};
 pub(crate) use parallel::PairSite;
-pub(crate) use step::NativeDesc;

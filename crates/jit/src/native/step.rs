@@ -1,21 +1,13 @@
-//! A native step (`Step::Native`): what it computes ([`NativeDesc`]) and its buffers, seen
-//! as ndarray views ([`Bases`]), for the primitives the runtime computes over whole
-//! buffers (`indexing.rs`, `random.rs`).
+//! A native step's buffers (`Step::Native`, described by `program::NativeDesc`), seen as
+//! ndarray views ([`Bases`]), for the primitives the runtime computes over whole buffers
+//! (`indexing.rs`, `random.rs`).
 
 use std::ptr::NonNull;
 
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
-use remat_ir::{Aval, Primitive};
+use remat_ir::Aval;
 
-/// What one `Step::Native` computes: the primitive, its operand and result types, and
-/// where each operand and result sits in the step's base-address array (operands first).
-#[derive(Clone, Debug)]
-pub struct NativeDesc {
-    pub prim: Primitive,
-    pub in_avals: Vec<Aval>,
-    pub out_avals: Vec<Aval>,
-    pub slots: Vec<usize>,
-}
+use crate::program::NativeDesc;
 
 /// The base addresses of a step's operands and results.
 pub(super) struct Bases<'a> {
