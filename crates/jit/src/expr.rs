@@ -13,7 +13,9 @@
 
 use remat_ir::{BinaryOp, CompareOp, DType, LitValue, RoundingMethod, UnaryOp};
 
-use crate::program::BufId;
+/// A buffer of the lowered program (`program`), as views name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct BufId(pub u32);
 
 /// A run-time offset: `clamp(*index, 0, max) * stride` elements, `index` an `i32` scalar.
 #[derive(Clone, Debug, PartialEq)]

@@ -29,7 +29,7 @@ use std::sync::Mutex;
 
 use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 
-use crate::native::indexing::NativeDesc;
+use crate::program::NativeDesc;
 
 pub use cse::{cse, CseScope};
 pub use profile::{memory_profile, BufferHome, BufferProfile, MemoryProfile, Peak};

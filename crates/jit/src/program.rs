@@ -6,13 +6,11 @@
 //! itself rewrites at the end of each iteration, and a switch's outputs, which every branch
 //! writes and exactly one runs), and steps appear in execution order.
 
-use remat_ir::{DType, ReduceOp};
+use remat_ir::{Aval, DType, Primitive, ReduceOp};
 
+// A buffer of the lowered program: defined with the views that read buffers.
+pub(crate) use crate::expr::BufId;
 use crate::expr::{Expr, View};
-
-/// A buffer of the lowered program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct BufId(pub u32);
 
 /// Where a buffer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +33,16 @@ pub(crate) struct Buffer {
     pub bytes: usize,
     /// The alignment its elements need: their size in bytes.
     pub align: usize,
+}
+
+/// What one `Step::Native` computes: the primitive, its operand and result types, and
+/// where each operand and result sits in the step's base-address array (operands first).
+#[derive(Clone, Debug)]
+pub struct NativeDesc {
+    pub prim: Primitive,
+    pub in_avals: Vec<Aval>,
+    pub out_avals: Vec<Aval>,
+    pub slots: Vec<usize>,
 }
 
 /// A `dot_general` brought to `(batch..., m, k) x (batch..., k, n) -> (batch..., m, n)` with
@@ -240,7 +248,7 @@ pub(crate) struct Program {
     pub buffers: Vec<Buffer>,
     pub steps: Vec<Step>,
     pub dots: Vec<DotDesc>,
-    pub natives: Vec<crate::native::indexing::NativeDesc>,
+    pub natives: Vec<NativeDesc>,
     pub num_args: usize,
     pub num_consts: usize,
     pub num_outs: usize,

@@ -19,6 +19,7 @@ use remat_ir::UnaryOp;
 
 use super::eval::little;
 use super::Fx;
+use crate::native::vmath::TANH_IDENTITY_BELOW;
 use crate::native::Import;
 
 const MAGIC: f64 = 6755399441055744.0; // 1.5 * 2^52: adding it rounds to an integer
@@ -28,8 +29,6 @@ const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
 const PIO2_1: f64 = f64::from_bits(0x3FF9_21FB_5440_0000); // 33 significant bits: n * PIO2_1 is exact
 const PIO2_1T: f64 = f64::from_bits(0x3DD0_B461_1A62_6331);
 const BIG_TRIG: f32 = 262144.0; // 2^18
-/// Below this magnitude XLA's f32 `tanh` returns its operand (`remat_math::elementary`).
-pub(crate) const TANH_IDENTITY_BELOW: f32 = 0.0004;
 /// The NaN an invalid operation makes on x86 (`0xFFF8...`, negative, "the default NaN"):
 /// what glibc's `log`/`pow`, and XLA on x86 CPU, return for `log(-1)` or `pow(-1, 0.5)`.
 /// The inline functions materialise this one (its f32 rounding is `0xFFC00000`), so that

@@ -29,8 +29,6 @@ mod math;
 mod math32;
 mod narrow;
 
-pub(crate) use math::TANH_IDENTITY_BELOW;
-
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::{

@@ -6,8 +6,7 @@ use remat_ir::{Aval, Primitive};
 
 use super::{Lowering, Val};
 use crate::expr::{Expr, View};
-use crate::native::indexing::NativeDesc;
-use crate::program::{BufId, Step};
+use crate::program::{BufId, NativeDesc, Step};
 
 impl Lowering {
     /// A call of the runtime (`native::indexing`) over whole row-major buffers: each

@@ -9,26 +9,19 @@
 //! `gather` and `scatter-add` (slices that are whole trailing rows, as embedding lookups
 //! and their transposes take) moves whole rows at once.
 //!
-//! The one `unsafe` block turns the step's base addresses into ndarray views; everything
-//! after it is safe code over those views.
+//! The step's base addresses become ndarray views (`step.rs`); everything after that is
+//! safe code over those views.
 
 use std::cmp::Ordering;
-use std::ptr::NonNull;
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn};
-use remat_ir::{Aval, CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp};
+use remat_ir::{CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp};
 use remat_math::element::{self, Element, Narrow};
 use remat_math::{elementary, with_dtype};
 
-/// What one `Step::Native` computes: the primitive, its operand and result types, and
-/// where each operand and result sits in the step's base-address array (operands first).
-#[derive(Clone, Debug)]
-pub struct NativeDesc {
-    pub prim: Primitive,
-    pub in_avals: Vec<Aval>,
-    pub out_avals: Vec<Aval>,
-    pub slots: Vec<usize>,
-}
+use super::random;
+use super::step::Bases;
+use crate::program::NativeDesc;
 
 /// An element type the runtime works on: the element rules both backends share
 /// ([`Element`]: identities, XLA's `max`/`min`, compares, conversions) and the arithmetic
@@ -144,46 +137,6 @@ impl El for remat_ir::PrngKey {
     }
 }
 
-/// The base addresses of a step's operands and results.
-pub(super) struct Bases<'a> {
-    addrs: &'a [usize],
-    desc: &'a NativeDesc,
-}
-
-impl Bases<'_> {
-    /// Operand `i`'s aval.
-    pub(super) fn in_aval(&self, i: usize) -> &Aval {
-        &self.desc.in_avals[i]
-    }
-
-    /// Result `j`'s aval.
-    pub(super) fn out_aval(&self, j: usize) -> &Aval {
-        &self.desc.out_avals[j]
-    }
-
-    pub(super) fn view<T>(&self, i: usize) -> ArrayViewD<'_, T> {
-        let aval = &self.desc.in_avals[i];
-        let addr = self.addrs[self.desc.slots[i]];
-        let ptr = if aval.size() == 0 { NonNull::<T>::dangling().as_ptr() } else { addr as *mut T };
-        // SAFETY: the lowering gives every operand a row-major buffer of its aval (a
-        // materialized load at offset 0), planned to hold `aval.size()` elements of `T`
-        // (the aval's dtype) and live for the whole step; `addrs` holds the step's base
-        // addresses in `canonical_buffers` order, which `slots` indexes. An empty array
-        // reads nothing, so a dangling aligned pointer stands in for it.
-        unsafe { ArrayViewD::from_shape_ptr(IxDyn(&aval.shape), ptr as *const T) }
-    }
-
-    pub(super) fn view_mut<T>(&self, j: usize) -> ArrayViewMutD<'_, T> {
-        let aval = &self.desc.out_avals[j];
-        let addr = self.addrs[self.desc.slots[self.desc.in_avals.len() + j]];
-        let ptr = if aval.size() == 0 { NonNull::<T>::dangling().as_ptr() } else { addr as *mut T };
-        // SAFETY: as for `view`; a result's buffer is written by this step alone and is
-        // never an operand's (the planner gives buffers live in the same step distinct
-        // memory, and only kernels write in place), so the view is unique.
-        unsafe { ArrayViewMutD::from_shape_ptr(IxDyn(&aval.shape), ptr) }
-    }
-}
-
 /// `remat_native(desc, bases)`: runs the step `desc` describes.
 pub(crate) extern "C" fn remat_native(desc: *const NativeDesc, bases: *const usize) {
     // SAFETY: `desc` points into the `Box<[NativeDesc]>` the compiled program owns for as
@@ -238,12 +191,12 @@ fn run(b: &Bases) {
         Primitive::Cumulative { op, axis, reverse } => {
             with_dtype!(d.in_avals[0].dtype, T => cumulative::<T>(*op, &b.view(0), *axis, *reverse, &mut b.view_mut(0)))
         }
-        Primitive::RandomSeed => super::random::seed(b),
-        Primitive::RandomWrap => super::random::wrap(b),
-        Primitive::RandomUnwrap => super::random::unwrap(b),
-        Primitive::RandomSplit { shape } => super::random::split(b, shape),
-        Primitive::RandomFoldIn => super::random::fold_in(b),
-        Primitive::RandomBits { shape, .. } => super::random::bits(b, shape),
+        Primitive::RandomSeed => random::seed(b),
+        Primitive::RandomWrap => random::wrap(b),
+        Primitive::RandomUnwrap => random::unwrap(b),
+        Primitive::RandomSplit { shape } => random::split(b, shape),
+        Primitive::RandomFoldIn => random::fold_in(b),
+        Primitive::RandomBits { shape, .. } => random::bits(b, shape),
         // The lowering makes native steps of the primitives above only: any other is a
         // bug in the lowering, stopped here rather than leaving its result unwritten.
         other => unreachable!("{} is not a native step", other.name()),

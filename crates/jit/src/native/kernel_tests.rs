@@ -9,7 +9,8 @@
 use remat_ir::{for_each_array, parse_jaxpr, Array};
 use remat_testkit::Rng;
 
-use super::indexing::{remat_native, NativeDesc};
+use super::indexing::remat_native;
+use crate::program::NativeDesc;
 
 /// Runs the one equation of `text` as a native step on `args`, and checks it against the
 /// interpreter bit for bit (the kernels are the interpreter's semantics, in the same order).

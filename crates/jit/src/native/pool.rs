@@ -40,6 +40,12 @@ use std::time::{Duration, Instant};
 
 use super::contention::{self, Sched, BENCH_FIRST, CHECK_EVERY};
 
+/// The number of threads parallel work is split over (rayon's pool, which faer's matmul shares).
+pub(super) fn threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(rayon::current_num_threads)
+}
+
 /// How long a helper spins for its next part before it parks.
 const HELPER_SPIN: Duration = Duration::from_micros(200);
 
@@ -283,7 +289,7 @@ impl Drop for Join<'_> {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<&'static Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let count = super::threads().saturating_sub(1).min(MAX_HELPERS);
+        let count = threads().saturating_sub(1).min(MAX_HELPERS);
         let helpers = (0..count)
             .map(|_| Helper {
                 job: UnsafeCell::new(Job {
@@ -449,7 +455,7 @@ mod tests {
         // each part still runs exactly once, on one thread or the other.
         let stop = AtomicBool::new(false);
         thread::scope(|s| {
-            for _ in 0..2 * super::super::threads() {
+            for _ in 0..2 * threads() {
                 s.spawn(|| {
                     while !stop.load(Ordering::Relaxed) {
                         std::hint::spin_loop();

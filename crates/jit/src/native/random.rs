@@ -5,7 +5,7 @@ use ndarray::{ArrayViewD, IxDyn, Zip};
 use remat_ir::{DType, PrngKey};
 use remat_math::{threefry2x32, threefry_bits, threefry_counter, threefry_seed};
 
-use super::indexing::Bases;
+use super::step::Bases;
 
 /// `random_seed`.
 pub(super) fn seed(b: &Bases) {

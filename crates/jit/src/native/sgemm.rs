@@ -150,7 +150,7 @@ thread_local! {
 }
 
 /// `c (m x n) = a (m x k) . b (k x n)`, overwriting `c`, split over `parts` threads (this one
-/// and `parts - 1` helpers, `super::fork_join`).
+/// and `parts - 1` helpers, `pool::fork_join`).
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA. Every element `(i, j)` below the extents of `a`, `b` and `c`
@@ -206,7 +206,7 @@ pub(super) unsafe fn sgemm(m: usize, k: usize, n: usize, a: Operand, b: Operand,
             }
         }
     };
-    super::fork_join(parts, run);
+    super::pool::fork_join(parts, run);
 }
 
 /// One thread's product.

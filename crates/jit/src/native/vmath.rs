@@ -32,6 +32,9 @@ pub(crate) const EXP_LO: f32 = -104.0;
 pub(crate) const EXP_HI: f32 = 89.0;
 /// `tanh` computes `expm1(min(2|x|, TANH_CAP))`: tanh has long rounded to 1 there.
 pub(crate) const TANH_CAP: f32 = 20.0;
+/// Below this magnitude XLA's f32 `tanh` returns its operand (`remat_math::elementary`);
+/// the inline f32 code (`codegen/math.rs`) returns it there too.
+pub(crate) const TANH_IDENTITY_BELOW: f32 = 0.0004;
 
 /// Cody–Waite reduction `x = k ln 2 + r`: `k + MAGIC` (whose bits are MAGIC's plus k) and `r`.
 #[inline(always)]
@@ -79,7 +82,7 @@ fn tanh(x: f32) -> f32 {
     let scale = f32::from_bits((kb.to_bits().wrapping_add(127)) << 23);
     let e = scale.mul_add(em, scale - 1.0);
     let t = f32::from_bits((e / (e + 2.0)).to_bits() | sign);
-    if x.is_nan() || ax < crate::codegen::TANH_IDENTITY_BELOW {
+    if x.is_nan() || ax < TANH_IDENTITY_BELOW {
         x
     } else {
         t

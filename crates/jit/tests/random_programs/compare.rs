@@ -69,7 +69,54 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::SelectAndScatterAdd { .. }
             | Primitive::Cumulative { .. }
             | Primitive::Scatter { .. } => !float_in(),
-            _ => true,
+            // The rest: the other binary operations, max and min reductions, and the
+            // primitives that compute without rounding (or round each element alone).
+            Primitive::Binary(_)
+            | Primitive::Reduce { .. }
+            | Primitive::ReduceWindow { .. }
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Rev { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. }
+            | Primitive::SelectAndGatherAdd { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomBits { .. }
+            | Primitive::Jit { .. }
+            | Primitive::CustomJvpCall { .. }
+            | Primitive::Remat2 { .. }
+            | Primitive::Scan { .. }
+            | Primitive::Split { .. }
+            | Primitive::Gather { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cond { .. }
+            | Primitive::While { .. }
+            | Primitive::CustomVjpCall { .. } => true,
         };
         ok && e.primitive.subjaxprs().into_iter().all(|j| exact(j))
     })
@@ -98,7 +145,51 @@ fn accumulates(prim: &Primitive) -> bool {
         Primitive::Scatter { op, .. } => *op == ScatterOp::Add,
         Primitive::Cumulative { op, .. } => *op == CumulativeOp::Sum,
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) | Primitive::SelectAndScatterAdd { .. } => true,
-        _ => false,
+        Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::Compare(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::ConvertElementType { .. }
+        | Primitive::ReducePrecision { .. }
+        | Primitive::Round { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Rev { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::ExpandDims { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Iota { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::Name { .. }
+        | Primitive::DevicePut { .. }
+        | Primitive::Empty2 { .. }
+        | Primitive::SelectAndGatherAdd { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. }
+        | Primitive::Jit { .. }
+        | Primitive::CustomJvpCall { .. }
+        | Primitive::Remat2 { .. }
+        | Primitive::Scan { .. }
+        | Primitive::Split { .. }
+        | Primitive::Gather { .. }
+        | Primitive::Sort { .. }
+        | Primitive::TopK { .. }
+        | Primitive::Argmin { .. }
+        | Primitive::Cond { .. }
+        | Primitive::While { .. }
+        | Primitive::CustomVjpCall { .. } => false,
     }
 }
 

@@ -280,6 +280,57 @@ fn inside(
             let (_, taint) = locate_in(jaxpr, operands, in_taint, at, differing)?;
             located(out_taint(jaxpr, &taint))
         }
-        _ => Ok(Inside::Whole),
+        // Compared whole: the primitives without a nested program, and the loops and calls
+        // above whose programs close over constants (or whose predicate is not a scalar).
+        Primitive::Scan { .. }
+        | Primitive::While { .. }
+        | Primitive::Jit { .. }
+        | Primitive::CustomJvpCall { .. }
+        | Primitive::CustomVjpCall { .. }
+        | Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::Compare(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::ConvertElementType { .. }
+        | Primitive::ReducePrecision { .. }
+        | Primitive::Round { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Rev { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::ExpandDims { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Iota { .. }
+        | Primitive::Reduce { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::DotGeneral { .. }
+        | Primitive::Name { .. }
+        | Primitive::DevicePut { .. }
+        | Primitive::Empty2 { .. }
+        | Primitive::ConvGeneralDilated(_)
+        | Primitive::ReduceWindow { .. }
+        | Primitive::SelectAndScatterAdd { .. }
+        | Primitive::SelectAndGatherAdd { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. }
+        | Primitive::Split { .. }
+        | Primitive::Gather { .. }
+        | Primitive::Scatter { .. }
+        | Primitive::Sort { .. }
+        | Primitive::TopK { .. }
+        | Primitive::Argmin { .. }
+        | Primitive::Cumulative { .. } => Ok(Inside::Whole),
     }
 }
