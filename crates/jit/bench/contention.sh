@@ -56,7 +56,7 @@ measure() { # workload pin
       | grep -o '([0-9.]* steps/s)' | tail -1 | tr -dc '0-9.'
   else
     "${pre[@]}" "$bin" bench "tests/data/bench/$w.jaxpr" --runs "$runs" --json 2>/dev/null \
-      | tail -1 | sed 's/.*"run_median_ms": *\([0-9.]*\).*/\1/'
+      | tail -1 | sed 's/.*"run_median_ms": *\([0-9.]*\).*/\1/' | awk '{printf "%.2f", $1}'
   fi
 }
 

@@ -147,6 +147,46 @@ fn the_readmes_figures_are_the_benchmark_tables() {
     );
 }
 
+/// The README's other figures: the counts of the conformance cases and benchmark programs
+/// (the tests that check them run over every file), and the planner's reach on the
+/// benchmark transformer, from docs/benchmarks.md's "Step time of the planner's plans".
+#[test]
+fn the_readmes_counts_and_plan_figures_are_the_repositorys() {
+    let readme = read("README.md");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let count = |dir: &str, ext: &str| {
+        std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == ext))
+            .count()
+    };
+    let cases = count("tests/data/conformance", "json");
+    let programs = count("tests/data/bench", "jaxpr");
+    let doc = read("docs/benchmarks.md");
+    let steps = table_after(&doc, "Step time of the planner's plans");
+    let bytes = |r: &Vec<(String, String)>| -> f64 { cell(r, "bytes").replace(',', "").parse().unwrap() };
+    let smallest = steps.first().map(bytes).expect("the table has rows") / (1u64 << 20) as f64;
+    let one = steps.iter().find(|r| cell(r, "plan (planned peak)").contains("one checkpoint")).map(bytes);
+    let one = one.expect("a row for one checkpoint") / 1e6;
+    // The measured margins at one third of the activation memory, as the section states them.
+    let section = &doc[doc.find("## Step time of the planner's plans").expect("the section")..];
+    let at = section.find("(+").map(|i| &section[i + 1..]).expect("the section states its margins as (+A% to +B% ...)");
+    let margins: Vec<&str> =
+        at.split('%').take(2).map(|x| x.trim_start_matches(" to ").trim_start_matches('+')).collect();
+    for want in [
+        format!("every jaxpr in the {cases} conformance cases"),
+        format!("all {programs} benchmark programs"),
+        format!("the {cases} programs written in Rust"),
+        format!("on {cases} of {cases} cases"),
+        format!("match JAX's on {cases} of {cases}"),
+        format!("{smallest:.1} MiB against {one:.1} MB"),
+        format!("it runs +{}-{}% over no remat", margins[0], margins[1]),
+    ] {
+        let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(&want), "README.md should say {want:?}");
+    }
+}
+
 /// The parsing the figures rest on: a table after its heading, ratio cells with a
 /// `(miss)` mark, ranges.
 #[test]
