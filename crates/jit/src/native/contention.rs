@@ -94,10 +94,13 @@ mod tests {
         if cfg!(target_os = "linux") {
             let file = open_own().expect("Linux has /proc/thread-self/schedstat");
             let a = read(&file).expect("it reads");
+            // The kernel adds a running thread's time at its scheduler ticks (every 10 ms
+            // or less) and switches: 30 ms of spinning and a yield see it move.
             let spin = std::time::Instant::now();
-            while spin.elapsed() < Duration::from_millis(3) {
+            while spin.elapsed() < Duration::from_millis(30) {
                 std::hint::spin_loop();
             }
+            std::thread::yield_now();
             let b = read(&file).expect("and reads again");
             assert!(b.cpu > a.cpu && b.waited >= a.waited, "{a:?} then {b:?}");
         }
