@@ -41,22 +41,25 @@ fn ratio(row: &[(String, String)], name: &str) -> f64 {
 
 /// `a-b` (or `a` when equal) with two decimals.
 fn range(xs: impl IntoIterator<Item = f64>) -> String {
+    range_to(xs, 2)
+}
+
+/// Whole numbers: `a-b`.
+fn whole_range(xs: impl IntoIterator<Item = f64>) -> String {
+    range_to(xs, 0)
+}
+
+/// The smallest and largest of `xs` with `decimals` decimals, one number when they print alike.
+fn range_to(xs: impl IntoIterator<Item = f64>, decimals: usize) -> String {
     let xs: Vec<f64> = xs.into_iter().collect();
     assert!(!xs.is_empty(), "a range of nothing");
     let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-    let (lo, hi) = (format!("{lo:.2}"), format!("{hi:.2}"));
+    let (lo, hi) = (format!("{lo:.decimals$}"), format!("{hi:.decimals$}"));
     if lo == hi {
         lo
     } else {
         format!("{lo}-{hi}")
     }
-}
-
-/// Whole numbers: `a-b`.
-fn whole_range(xs: impl IntoIterator<Item = f64>) -> String {
-    let xs: Vec<f64> = xs.into_iter().collect();
-    let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-    format!("{lo:.0}-{hi:.0}")
 }
 
 /// The README's block, computed from the two tables.

@@ -245,7 +245,10 @@ impl Helper {
         let reading = contention::read(self.sched.get()?.as_ref()?)?;
         let cpu = self.last_cpu.swap(reading.cpu, Ordering::Relaxed);
         let waited = self.last_waited.swap(reading.waited, Ordering::Relaxed);
-        (cpu != u64::MAX).then(|| contention::waiting_share(Sched { cpu, waited }, reading))?
+        if cpu == u64::MAX {
+            return None;
+        }
+        contention::waiting_share(Sched { cpu, waited }, reading)
     }
 }
 
