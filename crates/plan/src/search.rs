@@ -24,7 +24,8 @@
 //! Both also evaluate the built-in policies' plans, so that no built-in policy lies below
 //! the frontier.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use rayon::prelude::*;
 use remat_ir::Atom;
@@ -239,77 +240,99 @@ pub fn exhaustive_plans(size: usize, options: &crate::PlanOptions) -> usize {
 /// adds its FLOPs, and makes each of its known inputs whose producer is saved (or not a
 /// candidate) a residual; nothing stops being reachable. This is what `Model::analyze`
 /// finds for the same saved set (checked by `the_incremental_greedy_path_is_the_analysed_one`).
+///
+/// Each candidate's key is kept in a heap and recomputed only when something it reads
+/// changes (scanning every residual's producer at every step made the path quadratic:
+/// all of `remat plan`'s time at 100,001 equations once the evaluations were fast). A key
+/// reads whether the candidate's outputs are residuals, and whether each input is a
+/// residual and its producer recomputed; a step changes those for the chosen candidate's
+/// outputs and for the inputs that become residuals, so it recomputes the keys of their
+/// producers and readers. Keys are distinct (the equation is part of one), so the heap's
+/// best is the scan's.
 pub fn greedy(model: &Model) -> Vec<usize> {
     let body = model.body();
     let n = body.eqns.len();
     let start = model.analyze(&vec![true; n]);
     let mut is_res = vec![false; body.vars.len()];
-    let mut residuals: Vec<remat_ir::Var> = start.residuals.clone();
-    for &v in &residuals {
+    for &v in &start.residuals {
         is_res[v.index()] = true;
     }
     let mut in_r = vec![false; n];
     for &e in &start.recompute {
         in_r[e] = true;
     }
-    let mut order = Vec::new();
-    let mut considered = vec![false; n];
-    let mut counted: Vec<usize> = Vec::new();
-    loop {
-        // The candidates making a residual, with what un-saving each would do.
-        let mut best: Option<(bool, u128, i64, u64, usize)> = None;
-        considered.iter_mut().for_each(|c| *c = false);
-        residuals.retain(|v| is_res[v.index()]);
-        for &v in &residuals {
-            let Some(e) = producer_of(model, v) else { continue };
-            if !model.is_candidate(e) || std::mem::replace(&mut considered[e], true) {
-                continue;
-            }
-            let eqn = &body.eqns[e];
-            let freed: i64 = eqn.outvars.iter().filter(|o| is_res[o.index()]).map(|&o| model.bytes(o) as i64).sum();
-            let mut added = 0i64;
-            counted.clear();
-            for a in &eqn.invars {
-                let Atom::Var(u) = a else { continue };
-                let Some(p) = producer_of(model, *u) else { continue };
-                if is_res[u.index()] || in_r[p] || counted.contains(&u.index()) {
-                    continue;
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); body.vars.len()];
+    for (e, eqn) in body.eqns.iter().enumerate() {
+        for a in &eqn.invars {
+            if let Atom::Var(u) = a {
+                if readers[u.index()].last() != Some(&e) {
+                    readers[u.index()].push(e);
                 }
-                counted.push(u.index());
-                added += model.bytes(*u) as i64;
-            }
-            let gain = freed - added;
-            let flops = model.flops(e);
-            // Positive gains first, by gain per FLOP (compared exactly as fractions); then
-            // the largest gain, the fewest FLOPs, the earliest equation.
-            let key = if gain > 0 {
-                (true, ((gain as u128) << 64) / (flops as u128 + 1), 0, flops, e)
-            } else {
-                (false, 0, gain, flops, e)
-            };
-            let better = match &best {
-                None => true,
-                Some(b) => {
-                    (key.0, key.1, key.2, std::cmp::Reverse(key.3), std::cmp::Reverse(key.4))
-                        > (b.0, b.1, b.2, std::cmp::Reverse(b.3), std::cmp::Reverse(b.4))
-                }
-            };
-            if better {
-                best = Some(key);
             }
         }
-        let Some((.., e)) = best else { break };
+    }
+    // A candidate making a residual, with what un-saving it would do: positive gains
+    // first, by gain per FLOP (compared exactly as fractions); then the largest gain, the
+    // fewest FLOPs, the earliest equation.
+    type Key = (bool, u128, i64, Reverse<u64>, Reverse<usize>);
+    let key = |e: usize, is_res: &[bool], in_r: &[bool]| -> Option<Key> {
+        let eqn = &body.eqns[e];
+        if !model.is_candidate(e) || !eqn.outvars.iter().any(|o| is_res[o.index()]) {
+            return None;
+        }
+        let freed: i64 = eqn.outvars.iter().filter(|o| is_res[o.index()]).map(|&o| model.bytes(o) as i64).sum();
+        let mut added = 0i64;
+        let mut counted: Vec<usize> = Vec::new();
+        for a in &eqn.invars {
+            let Atom::Var(u) = a else { continue };
+            let Some(p) = producer_of(model, *u) else { continue };
+            if is_res[u.index()] || in_r[p] || counted.contains(&u.index()) {
+                continue;
+            }
+            counted.push(u.index());
+            added += model.bytes(*u) as i64;
+        }
+        let gain = freed - added;
+        let flops = model.flops(e);
+        Some(if gain > 0 {
+            (true, ((gain as u128) << 64) / (flops as u128 + 1), 0, Reverse(flops), Reverse(e))
+        } else {
+            (false, 0, gain, Reverse(flops), Reverse(e))
+        })
+    };
+    let mut current: Vec<Option<Key>> = (0..n).map(|e| key(e, &is_res, &in_r)).collect();
+    let mut heap: BinaryHeap<Key> = current.iter().flatten().copied().collect();
+    let mut order = Vec::new();
+    let mut touched: Vec<usize> = Vec::new();
+    while let Some(k) = heap.pop() {
+        let Reverse(e) = k.4;
+        if current[e] != Some(k) {
+            continue;
+        }
         order.push(e);
         in_r[e] = true;
+        touched.clear();
+        touched.push(e);
         for &o in &body.eqns[e].outvars {
             is_res[o.index()] = false;
+            touched.extend(&readers[o.index()]);
         }
         for a in &body.eqns[e].invars {
             let Atom::Var(u) = a else { continue };
             let Some(p) = producer_of(model, *u) else { continue };
             if model.is_known(*u) && !in_r[p] && !is_res[u.index()] {
                 is_res[u.index()] = true;
-                residuals.push(*u);
+                touched.push(p);
+                touched.extend(&readers[u.index()]);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for &t in &touched {
+            let k = key(t, &is_res, &in_r);
+            if k != current[t] {
+                current[t] = k;
+                heap.extend(k);
             }
         }
     }
