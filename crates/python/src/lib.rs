@@ -13,6 +13,7 @@
 
 mod convert;
 mod plan;
+mod rules;
 
 use std::sync::Arc;
 
@@ -317,6 +318,8 @@ fn _remat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RematError", m.py().get_type::<RematError>())?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(parse_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::register_jvp_rule, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::register_vjp_rule, m)?)?;
     m.add_class::<Program>()?;
     m.add_class::<Executable>()?;
     m.add_class::<plan::Planner>()?;

@@ -78,14 +78,9 @@ POLICIES = {
 # ---- known differences from JAX, left out of the suite ---------------------------------
 # (Reported with the suite; each test that would fail on one is not generated.)
 
-# The residuals of the program as written.
-RESIDUALS_KNOWN = {
-    # A user's custom_jvp rule is known to the text only by name (`jvp=_safe_log_jvp`);
-    # remat differentiates the call's body and saves `max` and `div` where JAX's rule
-    # saves the custom_jvp_call's output and two `max`es (docs/real_models.md; the Rust
-    # zoo's tests/data/zoo/not_yet.txt: `custom_jvp residuals`).
-    "custom_jvp",
-}
+# The residuals of the program as written: none differ. (A custom_jvp/custom_vjp function's
+# rules, which JAX's text knows only by name, are traced in process: remat differentiates
+# the call as JAX does.)
 
 _SCAN_UNDER_SAVING_POLICY = (
     "JAX names the residuals a checkpoint keeps from the known half of a scan inside it "
@@ -102,17 +97,8 @@ RESIDUALS_POLICY_KNOWN = {
     **{("scan_of_blocks_offload", p): _SCAN_UNDER_SAVING_POLICY
        for p in _SAVING + ("save_only_these_names", "save_and_offload_only_these_names")},
     **{(name, p): _SCAN_UNDER_SAVING_POLICY for name in _SCANS for p in _SAVING},
-    # everything saveable keeps the custom_jvp rule's values (RESIDUALS_KNOWN)
-    ("custom_jvp", "everything_saveable"): "the custom_jvp rule, known only by name",
 }
 
-# Gradients.
-GRAD_KNOWN = {
-    # A user's custom_vjp backward rule (`_clip_bwd`, which clips the cotangent) is known
-    # to the text only by name; remat differentiates the primal body, so the gradients of
-    # W1 and x differ from JAX's (not_yet.txt: `custom_vjp grad`).
-    "custom_vjp",
-}
 
 # ---- comparing values (the zoo's rule) --------------------------------------------------
 

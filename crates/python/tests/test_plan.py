@@ -34,7 +34,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 import models
 import remat
-from helpers import RESIDUALS_KNOWN, RESIDUALS_POLICY_KNOWN, args_of, assert_tree_close, jax_saved_residuals, reduced_precision
+from helpers import RESIDUALS_POLICY_KNOWN, args_of, assert_tree_close, jax_saved_residuals, reduced_precision
 from models.common import Case, rnd
 from remat._plan import _diff_leaves
 from remat._trace import trace
@@ -290,17 +290,15 @@ def test_jax_saves_what_the_plan_says(name):
             continue
         assert_saves(plan.apply(case.loss), args, plan, name)
         compared += 1
-    assert compared > 0 or name in RESIDUALS_KNOWN
+    assert compared > 0
 
 
 def known_difference(name: str, plan: remat.Plan):
     """Why remat's residuals of the program differ from JAX's under the plan (the
-    residual tests' known differences, `helpers.RESIDUALS_KNOWN` and
-    `RESIDUALS_POLICY_KNOWN`: remat-ad's, not the plan's), or None: scan_of_blocks_offload's
+    residual tests' known differences, `helpers.RESIDUALS_POLICY_KNOWN`: remat-ad's, not the
+    plan's), or None: scan_of_blocks_offload's
     under the saving built-in policies (a `jit` inside its scan's body). (The other scans'
     known difference under those, `output of closed_call`, `jax_lines` reads.)"""
-    if name in RESIDUALS_KNOWN:
-        return name
     if name == "scan_of_blocks_offload" and kind(plan) == "builtin":
         return RESIDUALS_POLICY_KNOWN.get((name, plan.policy_call.rsplit(".", 1)[-1]))
     return None

@@ -122,6 +122,160 @@ def _explicit_policies(closed):
     return jcore.ClosedJaxpr(_map_jaxpr(closed.jaxpr, eqn_fn, {}), closed.consts)
 
 
+# Custom derivative rules. JAX's text names a custom_jvp/custom_vjp function's rules only by
+# their Python functions' names; in process they are traced here, at each call's operand
+# types, and registered with the native module under those names before the program is
+# differentiated (crates/python/src/rules.rs).
+
+
+def _short(aval) -> str:
+    return aval.str_short(short_dtypes=True)
+
+
+def _float_types(avals) -> str | None:
+    """Why remat cannot take a rule over these operands (a non-float operand, whose tangent
+    JAX types as float0), or None."""
+    for a in avals:
+        if not jnp.issubdtype(a.dtype, jnp.inexact):
+            return f"an operand is {_short(a)}: remat takes custom rules over floating-point operands only"
+    return None
+
+
+def _rule_text(closed) -> tuple[str | None, str | None]:
+    """A rule's jaxpr as the text remat reads, or why it cannot be given."""
+    if closed.consts:
+        return None, (
+            f"the rule computes with {len(closed.consts)} constant arrays it captures from Python, which remat "
+            "cannot take (pass them as arguments of the custom function)"
+        )
+    return _explicit_policies(closed).pretty_print(source_info=True, name_stack=False), None
+
+
+def _jvp_rule(eqn) -> tuple[str | None, str | None]:
+    """`(primals, tangents) -> (outs, tangent outs)` of a custom_jvp_call, as JAX's
+    `process_custom_jvp_call` runs it: the rule JAX traced (`jvp_jaxpr_fun`), every tangent
+    given, symbolic zero outputs instantiated."""
+    num_consts = eqn.params["num_consts"]
+    avals = [v.aval for v in eqn.invars[num_consts:]]
+    reason = _float_types(avals)
+    if reason:
+        return None, reason
+    jaxpr, consts, out_zeros = eqn.params["jvp_jaxpr_fun"].call_wrapped(*[False] * len(avals))
+
+    as_fun = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, consts))
+
+    def rule(*xs):
+        out = as_fun(*xs)
+        primals_out, tangents = out[: len(out_zeros)], iter(out[len(out_zeros):])
+        tangents_out = [jnp.zeros(np.shape(p), p.dtype) if z else next(tangents) for p, z in zip(primals_out, out_zeros)]
+        return [*primals_out, *tangents_out]
+
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+    return _rule_text(jax.make_jaxpr(rule)(*structs, *structs))
+
+
+def _vjp_rules(eqn) -> tuple[str | None, str | None, int, str | None]:
+    """`(fwd, bwd, num_outs, reason)` of a custom_vjp_call: `fwd` `(primals) -> (outs,
+    residuals)` and `bwd` `(residuals, cotangents) -> (a cotangent per primal)`, JAX's own
+    `jax.vjp` of the call (its fwd rule, and the transpose of its `custom_lin`, which runs
+    bwd)."""
+    avals = [v.aval for v in eqn.invars]
+    num_outs = len(eqn.outvars)
+    reason = _float_types(avals) or _float_types([v.aval for v in eqn.outvars])
+    if reason:
+        return None, None, num_outs, reason
+    trees = []
+
+    params = eqn.primitive.get_bind_params(eqn.params)
+
+    def fwd(*primals):
+        # Bound without the equation's source info, so that the rules' own equations keep
+        # theirs (as when JAX differentiates the function itself).
+        outs, vjp_fn = jax.vjp(lambda *xs: eqn.primitive.bind(*xs, **params), *primals)
+        residuals, tree = jax.tree_util.tree_flatten(vjp_fn)
+        trees.append(tree)
+        return [*outs, *residuals]
+
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+    fwd_closed = jax.make_jaxpr(fwd)(*structs)
+    res_avals = fwd_closed.out_avals[num_outs:]
+
+    def bwd(*xs):
+        vjp_fn = jax.tree_util.tree_unflatten(trees[0], xs[: len(res_avals)])
+        return list(vjp_fn(list(xs[len(res_avals):])))
+
+    res_structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in res_avals]
+    ct_structs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.outvars]
+    bwd_closed = jax.make_jaxpr(bwd)(*res_structs, *ct_structs)
+    fwd_text, reason = _rule_text(fwd_closed)
+    if reason:
+        return None, None, num_outs, reason
+    bwd_text, reason = _rule_text(bwd_closed)
+    return fwd_text, bwd_text, num_outs, reason
+
+
+def _custom_calls(j, seen):
+    """Every custom_jvp_call and custom_vjp_call equation of `j` and its sub-jaxprs."""
+    if id(j) in seen:
+        return
+    seen.add(id(j))
+    for e in j.eqns:
+        if e.primitive.name in ("custom_jvp_call", "custom_vjp_call"):
+            yield e
+        for v in e.params.values():
+            for sub in v if isinstance(v, tuple) else (v,):
+                if isinstance(sub, jcore.ClosedJaxpr):
+                    yield from _custom_calls(sub.jaxpr, seen)
+                elif isinstance(sub, jcore.Jaxpr):
+                    yield from _custom_calls(sub, seen)
+
+
+def _traced_or_reason(trace_rule):
+    """A rule's trace, or JAX's error while tracing it as the reason."""
+    try:
+        return trace_rule()
+    except RematError:
+        raise
+    except Exception as e:  # the user's rule failed to trace at these types
+        return e
+
+
+def register_rules(closed) -> None:
+    """Traces the rules of every custom_jvp/custom_vjp call in `closed` at the call's operand
+    types and registers them with the native module. Two calls with the same rule names and
+    types but different rules in one program register the reason instead: remat finds rules
+    by name, and would otherwise pick one silently."""
+    found: dict = {}
+    for e in _custom_calls(closed.jaxpr, set()):
+        if e.primitive.name == "custom_jvp_call":
+            names = ("jvp", e.params["call_jaxpr"].jaxpr.debug_info.func_name,
+                     e.params["jvp_jaxpr_fun"].debug_info.func_name)
+            types = tuple(_short(v.aval) for v in e.invars[e.params["num_consts"]:])
+            trace_rule = lambda e=e: _jvp_rule(e)  # noqa: E731
+        else:
+            names = ("vjp", e.params["fwd_jaxpr_thunk"].debug_info.func_name, e.params["bwd"].debug_info.func_name)
+            types = tuple(_short(v.aval) for v in e.invars)
+            trace_rule = lambda e=e: _vjp_rules(e)  # noqa: E731
+        traced = _traced_or_reason(trace_rule)
+        if isinstance(traced, Exception):
+            traced = (None, f"JAX could not trace the rule: {type(traced).__name__}: {traced}") if names[0] == "jvp" \
+                else (None, None, 0, f"JAX could not trace the rules: {type(traced).__name__}: {traced}")
+        key = (names, types)
+        if key in found and found[key] != traced:
+            what = f"`{names[2]}`" if names[0] == "jvp" else f"`{names[1]}`/`{names[2]}`"
+            reason = (f"two custom functions in the program have rules named {what} at ({', '.join(types)}) that "
+                      "differ; remat finds a rule by its name, so give the rule functions distinct names")
+            traced = (None, reason) if names[0] == "jvp" else (None, None, 0, reason)
+        found[key] = traced
+    for (names, types), traced in found.items():
+        if names[0] == "jvp":
+            text, reason = traced
+            _remat.register_jvp_rule(names[1], names[2], list(types), text, reason)
+        else:
+            fwd, bwd, num_outs, reason = traced
+            _remat.register_vjp_rule(names[1], names[2], list(types), fwd, bwd, num_outs, reason)
+
+
 # Arrays across the edge.
 
 def _dtype_name(x) -> str:
@@ -206,6 +360,7 @@ def trace(f: Callable, args: Sequence, *, name: str | None = None) -> Traced:
         raise
     except Exception as e:  # JAX's own error while tracing the user's function
         raise RematError(f"JAX could not trace the function: {type(e).__name__}: {e}") from e
+    register_rules(closed)
     printed = _explicit_policies(closed)
     debug = closed.jaxpr.debug_info
     names = list(debug.arg_names) if debug is not None and debug.arg_names else []
