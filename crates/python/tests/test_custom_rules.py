@@ -172,3 +172,19 @@ def test_a_rule_capturing_a_constant_array_is_refused_with_the_reason():
 
     with pytest.raises(remat.RematError, match="constant arrays it captures from Python"):
         remat.value_and_grad(f)(X)
+
+
+def _checkpointed_relu():
+    def f(x):
+        return jnp.sum(jax.nn.relu(x) * jnp.sin(x))
+
+    return jax.checkpoint(f, policy=jax.checkpoint_policies.everything_saveable)
+
+
+def test_jaxs_own_later_traces_are_as_without_remat():
+    """Tracing a rule runs JAX's memoized thunk of an equation that JAX's cached
+    checkpoint body shares: JAX's own residuals of the function afterwards are those of
+    a twin function remat never saw (their sources included)."""
+    seen, unseen = _checkpointed_relu(), _checkpointed_relu()
+    remat.saved_residuals(seen, X)
+    assert jax_residuals(seen, X) == jax_residuals(unseen, X)

@@ -209,9 +209,9 @@ pub(crate) fn jvp_rule(
         }
         Primitive::Jit { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, .. } => {
-            match (crate::custom::custom_jvp_rule(name, jvp)?, KnownCustomJvp::of(name, primals.len())) {
-                (Some(rule), _) => jvp_custom_jvp_rule(b, rule.as_ref(), name, *num_consts, primals, tangents),
-                (None, Some(rule)) => rule.jvp(b, old, eqn, primals, tangents),
+            match (KnownCustomJvp::of(name, jvp, primals.len()), crate::custom::custom_jvp_rule(name, jvp)?) {
+                (Some(rule), _) => rule.jvp(b, old, eqn, primals, tangents),
+                (None, Some(rule)) => jvp_custom_jvp_rule(b, rule.as_ref(), name, *num_consts, primals, tangents),
                 (None, None) => jvp_custom_jvp_call(b, old, eqn, name, call_jaxpr, primals, tangents),
             }
         }
@@ -490,10 +490,14 @@ enum KnownCustomJvp {
 }
 
 impl KnownCustomJvp {
-    fn of(name: &str, num_operands: usize) -> Option<KnownCustomJvp> {
-        match (name, num_operands) {
-            ("relu", 1) => Some(KnownCustomJvp::Relu),
-            ("logaddexp", 2) => Some(KnownCustomJvp::LogAddExp),
+    /// The library function of `custom_jvp_call[name=NAME ... jvp=JVP]` on this many
+    /// operands (JAX's own names: `relu`'s rule is the `jvp` that `defjvps` makes). These
+    /// come before a registered rule: the Python package registers every call's traced
+    /// rule, and remat's own is JAX's with JAX's provenance.
+    fn of(name: &str, jvp: &str, num_operands: usize) -> Option<KnownCustomJvp> {
+        match (name, jvp, num_operands) {
+            ("relu", "jvp", 1) => Some(KnownCustomJvp::Relu),
+            ("logaddexp", "_logaddexp_jvp", 2) => Some(KnownCustomJvp::LogAddExp),
             _ => None,
         }
     }
@@ -564,7 +568,7 @@ pub fn custom_rule_notes(jaxpr: &Jaxpr) -> Vec<String> {
     for eqn in &jaxpr.eqns {
         if let Primitive::CustomJvpCall { name, jvp, .. } = &eqn.primitive {
             let registered = matches!(crate::custom::custom_jvp_rule(name, jvp), Ok(Some(_)));
-            if !registered && KnownCustomJvp::of(name, eqn.invars.len()).is_none() {
+            if !registered && KnownCustomJvp::of(name, jvp, eqn.invars.len()).is_none() {
                 notes.push(format!(
                     "custom_jvp_call `{name}` at {}: its rule `{jvp}` is not known; its call_jaxpr is differentiated",
                     eqn.source

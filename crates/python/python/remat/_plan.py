@@ -25,7 +25,7 @@ from jax.extend import core as jcore
 
 from ._inspect import Residual, Residuals, human_bytes, parse_budget
 from ._run import _argnums_tuple
-from ._trace import RematError, canonical_dtype, check_leaves, trace
+from ._trace import RematError, canonical_dtype, check_leaves, trace, with_own_rule_memos
 
 
 def _inlined(eqn):
@@ -50,6 +50,7 @@ class _Flat:
     runs of nodes can be cut into segments."""
 
     def __init__(self, closed):
+        closed = with_own_rule_memos(closed)
         self.nodes = []  # (eqn, path, ins: list of ('v', id) | ('lit', value), outs: list of id or None)
         self.consts = {}
         ids = iter(range(1 << 62))

@@ -7,17 +7,26 @@ Nothing here parses a jaxpr: the text is JAX's printer's, read by remat's parser
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import linear_util as lu
+from jax._src import source_info_util
+from jax._src.interpreters import partial_eval as pe
 from jax.extend import core as jcore
 
 from . import _remat
 
 RematError = _remat.RematError
+
+# remat's own frames are no user's: an equation JAX stages while remat traces a rule of
+# JAX's library takes no source from them (JAX's rule for its own files).
+source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 # Policies as data. JAX's closure policies print as `<function save_and_offload_only_these
@@ -230,10 +239,56 @@ def _custom_calls(j, seen):
                     yield from _custom_calls(sub, seen)
 
 
-def _traced_or_reason(trace_rule):
+@contextlib.contextmanager
+def _jax_memo_kept(thunk):
+    """JAX memoizes a rule's trace in the equation's thunk (`_memoize`), and the equation
+    may be shared with JAX's own later traces (a cached `jit` or `checkpoint` body): the
+    traces made here are dropped after, so that JAX traces the rule itself when it needs
+    it, under the user's call stack, as it would have without remat (the sources in its
+    residuals depend on it)."""
+    f = getattr(thunk, "f", None)
+    names = getattr(getattr(f, "__code__", None), "co_freevars", ())
+    cells = f.__closure__[names.index("cells")].cell_contents if "cells" in names else None
+    before = set(cells) if isinstance(cells, dict) else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            for key in [k for k in cells if k not in before]:
+                del cells[key]
+
+
+def _own_memo(thunk):
+    """`thunk` (a rule's trace that JAX memoizes, `_memoize`) with a memo of its own, or
+    `thunk` itself where it is not JAX's memoized function."""
+    f = getattr(thunk, "f", None)
+    names = getattr(getattr(f, "__code__", None), "co_freevars", ())
+    if "fn" not in names or "cells" not in names:
+        return thunk
+    fn = f.__closure__[names.index("fn")].cell_contents
+    return lu.wrap_init(pe._memoize(fn), debug_info=thunk.debug_info)
+
+
+def with_own_rule_memos(closed):
+    """`closed` with every custom_jvp/custom_vjp call's rule thunk given a memo of its own,
+    at any depth: binding these equations again (`Plan.apply`) then traces the rules into
+    the copy, never into the memo of the user's function, which JAX's own later traces of
+    it read (the sources of its residuals depend on the stack the rule was traced under)."""
+
+    def eqn_fn(e):
+        for key in ("jvp_jaxpr_fun", "fwd_jaxpr_thunk"):
+            if key in e.params:
+                return e.replace(params={**e.params, key: _own_memo(e.params[key])})
+        return e
+
+    return jcore.ClosedJaxpr(_map_jaxpr(closed.jaxpr, eqn_fn, {}), closed.consts)
+
+
+def _traced_or_reason(trace_rule, thunk):
     """A rule's trace, or JAX's error while tracing it as the reason."""
     try:
-        return trace_rule()
+        with _jax_memo_kept(thunk):
+            return trace_rule()
     except RematError:
         raise
     except Exception as e:  # the user's rule failed to trace at these types
@@ -251,12 +306,12 @@ def register_rules(closed) -> None:
             names = ("jvp", e.params["call_jaxpr"].jaxpr.debug_info.func_name,
                      e.params["jvp_jaxpr_fun"].debug_info.func_name)
             types = tuple(_short(v.aval) for v in e.invars[e.params["num_consts"]:])
-            trace_rule = lambda e=e: _jvp_rule(e)  # noqa: E731
+            trace_rule, thunk = (lambda e=e: _jvp_rule(e)), e.params["jvp_jaxpr_fun"]
         else:
             names = ("vjp", e.params["fwd_jaxpr_thunk"].debug_info.func_name, e.params["bwd"].debug_info.func_name)
             types = tuple(_short(v.aval) for v in e.invars)
-            trace_rule = lambda e=e: _vjp_rules(e)  # noqa: E731
-        traced = _traced_or_reason(trace_rule)
+            trace_rule, thunk = (lambda e=e: _vjp_rules(e)), e.params["fwd_jaxpr_thunk"]
+        traced = _traced_or_reason(trace_rule, thunk)
         if isinstance(traced, Exception):
             traced = (None, f"JAX could not trace the rule: {type(traced).__name__}: {traced}") if names[0] == "jvp" \
                 else (None, None, 0, f"JAX could not trace the rules: {type(traced).__name__}: {traced}")
