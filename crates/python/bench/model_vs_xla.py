@@ -8,6 +8,7 @@ says what it shows).
     python crates/python/bench/model_vs_xla.py [--small]
 """
 import argparse
+import ast
 import os
 import platform
 import sys
@@ -30,6 +31,19 @@ def programs(small):
     return out
 
 
+def builtin_policy(call):
+    """The JAX policy a built-in row names: `jax.checkpoint_policies.NAME` or
+    `...NAME('a', 'b')` (the program's names)."""
+    name, _, rest = call.rsplit(".", 1)[-1].partition("(")
+    policy = getattr(jax.checkpoint_policies, name)
+    return policy(*ast.literal_eval("(" + rest[:-1] + ",)")) if rest else policy
+
+
+def label(plan):
+    """The plan in a table cell: its policy, or its segments without their description."""
+    return plan.policy_call.split(" (")[0]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--small", action="store_true")
@@ -46,9 +60,9 @@ def main():
             p = remat.plan(f, *args, budget=point["peak_bytes"])
             m = p.xla_memory()
             ratio = m.temp_bytes / p.peak_bytes if p.peak_bytes else float("inf")
-            print(f"| {name} | {p.policy_call[:60]} | {p.recompute_flops:,} | {p.peak_bytes:,} | {m.temp_bytes:,} | {ratio:.2f} |")
+            print(f"| {name} | {label(p)} | {p.recompute_flops:,} | {p.peak_bytes:,} | {m.temp_bytes:,} | {ratio:.2f} |")
         for b in planner.builtins():
-            g = jax.checkpoint(f, policy=getattr(jax.checkpoint_policies, b["policy"].rsplit(".", 1)[-1]))
+            g = jax.checkpoint(f, policy=builtin_policy(b["policy"]))
             m = remat._plan.xla_memory_of(g, args, remat._plan._diff_leaves(t, None))
             print(f"| {name} | {b['policy'].rsplit('.', 1)[-1]} (as JAX writes it) | {b['recompute_flops']:,} | "
                   f"{b['peak_bytes']:,} | {m.temp_bytes:,} | {m.temp_bytes / max(b['peak_bytes'], 1):.2f} |")
