@@ -218,6 +218,7 @@ impl Program {
             program: Arc::new(program),
             in_avals: self.closed.jaxpr.in_avals(),
             out_avals: self.closed.jaxpr.out_avals(),
+            inputs: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -272,6 +273,46 @@ struct Executable {
     program: Arc<Runnable>,
     in_avals: Vec<remat::Aval>,
     out_avals: Vec<remat::Aval>,
+    /// The arguments' arrays of the last call, written over by the next: fresh 8 MB arrays
+    /// cost a page fault per 4 KiB on every call, most of a call's time (empty while a
+    /// call holds them; a concurrent call makes its own).
+    inputs: std::sync::Mutex<Vec<Array>>,
+}
+
+/// `buffer`'s bytes into `a`, which has the argument's type: one copy into the array's
+/// memory for the plain number types, read through bytes for the others (bool, bf16, f16,
+/// keys).
+fn fill(py: Python<'_>, a: &mut Array, buffer: &PyBuffer<u8>, i: usize, want: &remat::Aval) -> PyResult<()> {
+    let bytes = a.len() * want.dtype.size_in_bytes();
+    if buffer.len_bytes() != bytes {
+        return Err(err(format!("argument {i} ({want}): {} bytes, which needs {bytes}", buffer.len_bytes())));
+    }
+    fn pod<T: bytemuck::Pod>(
+        py: Python<'_>,
+        a: &mut remat::ndarray::ArrayD<T>,
+        buffer: &PyBuffer<u8>,
+    ) -> PyResult<bool> {
+        match a.as_slice_mut() {
+            Some(slice) => buffer.copy_to_slice(py, bytemuck::cast_slice_mut(slice)).map(|()| true),
+            None => Ok(false),
+        }
+    }
+    let copied = match a {
+        Array::F32(x) => pod(py, x, buffer)?,
+        Array::F64(x) => pod(py, x, buffer)?,
+        Array::I8(x) => pod(py, x, buffer)?,
+        Array::I16(x) => pod(py, x, buffer)?,
+        Array::I32(x) => pod(py, x, buffer)?,
+        Array::I64(x) => pod(py, x, buffer)?,
+        Array::U8(x) => pod(py, x, buffer)?,
+        Array::U32(x) => pod(py, x, buffer)?,
+        Array::BF16(_) | Array::F16(_) | Array::Bool(_) | Array::Key(_) => false,
+    };
+    if !copied {
+        *a = Array::from_le_bytes(want.dtype, &want.shape, &buffer.to_vec(py)?)
+            .map_err(|e| err(format!("argument {i} ({want}): {e}")))?;
+    }
+    Ok(())
 }
 
 #[pymethods]
@@ -285,19 +326,29 @@ impl Executable {
         if args.len() != self.in_avals.len() {
             return Err(err(format!("{} arguments for a program of {}", args.len(), self.in_avals.len())));
         }
-        let mut arrays = Vec::with_capacity(args.len());
-        for (i, (buffer, want)) in args.iter().zip(&self.in_avals).enumerate() {
+        let mut arrays = std::mem::take(&mut *self.inputs.lock().unwrap_or_else(|e| e.into_inner()));
+        if arrays.len() != self.in_avals.len() {
+            arrays = self.in_avals.iter().map(Array::zeros).collect();
+        }
+        for (i, ((buffer, want), a)) in args.iter().zip(&self.in_avals).zip(arrays.iter_mut()).enumerate() {
             if !buffer.is_c_contiguous() {
                 return Err(err(format!("argument {i}'s buffer is not C-contiguous")));
             }
-            let bytes = buffer.to_vec(py)?;
-            let a = Array::from_le_bytes(want.dtype, &want.shape, &bytes)
-                .map_err(|e| err(format!("argument {i} ({want}): {e}")))?;
-            arrays.push(a);
+            fill(py, a, buffer, i, want)?;
         }
         let program = Arc::clone(&self.program);
-        let outs = py.detach(move || guarded(|| program.run(&arrays.iter().collect::<Vec<_>>())))?.map_err(err)?;
-        Ok(outs.iter().map(|o| PyByteArray::new(py, &o.to_le_bytes())).collect())
+        let (outs, arrays) = py.detach(move || {
+            let outs = guarded(|| program.run(&arrays.iter().collect::<Vec<_>>()));
+            (outs, arrays)
+        });
+        *self.inputs.lock().unwrap_or_else(|e| e.into_inner()) = arrays;
+        let outs = outs?.map_err(err)?;
+        outs.iter()
+            .map(|o| {
+                let len = o.len() * o.dtype().size_in_bytes();
+                PyByteArray::new_with(py, len, |buf| o.write_le_bytes(buf).map_err(err))
+            })
+            .collect()
     }
 
     /// Each output's NumPy dtype name (`key<fry>` for a key) and shape.

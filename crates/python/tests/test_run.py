@@ -205,3 +205,33 @@ def test_value_and_grad_compiles_once_per_signature(monkeypatch):
     third = vg(*wider)
     assert vg.cache_size() == 2 and len(traces) == 2
     assert_tree_close(third, jax.jit(jax.value_and_grad(case.fn))(*wider), loose=False)
+
+
+def test_each_call_reads_its_own_arguments():
+    """The arrays of a call's arguments are kept and written over by the next call of the
+    same signature: every call, from any thread, computes on its own values, for every
+    dtype (the number types are copied into the kept arrays, bool and bf16 read anew)."""
+    import threading
+
+    def f(a, i, m, h):
+        return a * 2.0 + i.astype(jnp.float32) + m.astype(jnp.float32) + h.astype(jnp.float32)
+
+    run = remat.jit(f)
+    rng = np.random.default_rng(3)
+    calls = [(rng.standard_normal((64, 32)).astype(np.float32), rng.integers(-5, 5, (64, 32)).astype(np.int32),
+              rng.random((64, 32)) > 0.5, rng.standard_normal((64, 32)).astype(jnp.bfloat16)) for _ in range(8)]
+    for args in calls + calls[::-1]:
+        np.testing.assert_array_equal(run(*args), np.asarray(jax.jit(f)(*args)))
+    results = [None] * len(calls)
+
+    def worker(k):
+        for _ in range(20):
+            results[k] = run(*calls[k])
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, args in enumerate(calls):
+        np.testing.assert_array_equal(results[k], np.asarray(jax.jit(f)(*args)))
