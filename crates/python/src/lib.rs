@@ -219,6 +219,7 @@ impl Program {
             in_avals: self.closed.jaxpr.in_avals(),
             out_avals: self.closed.jaxpr.out_avals(),
             inputs: std::sync::Mutex::new(Vec::new()),
+            outputs: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -277,6 +278,9 @@ struct Executable {
     /// cost a page fault per 4 KiB on every call, most of a call's time (empty while a
     /// call holds them; a concurrent call makes its own).
     inputs: std::sync::Mutex<Vec<Array>>,
+    /// The arrays the last call's results were written into (`Program::run_into`), copied
+    /// out into Python's own bytearrays; kept likewise.
+    outputs: std::sync::Mutex<Vec<Array>>,
 }
 
 /// `buffer`'s bytes into `a`, which has the argument's type: one copy into the array's
@@ -336,19 +340,26 @@ impl Executable {
             }
             fill(py, a, buffer, i, want)?;
         }
+        let mut outs = std::mem::take(&mut *self.outputs.lock().unwrap_or_else(|e| e.into_inner()));
+        if outs.len() != self.out_avals.len() {
+            outs = self.out_avals.iter().map(Array::zeros).collect();
+        }
         let program = Arc::clone(&self.program);
-        let (outs, arrays) = py.detach(move || {
-            let outs = guarded(|| program.run(&arrays.iter().collect::<Vec<_>>()));
-            (outs, arrays)
+        let (ran, arrays, outs) = py.detach(move || {
+            let ran = guarded(|| program.run_into(&arrays.iter().collect::<Vec<_>>(), &mut outs));
+            (ran, arrays, outs)
         });
         *self.inputs.lock().unwrap_or_else(|e| e.into_inner()) = arrays;
-        let outs = outs?.map_err(err)?;
-        outs.iter()
+        ran?.map_err(err)?;
+        let results = outs
+            .iter()
             .map(|o| {
                 let len = o.len() * o.dtype().size_in_bytes();
                 PyByteArray::new_with(py, len, |buf| o.write_le_bytes(buf).map_err(err))
             })
-            .collect()
+            .collect();
+        *self.outputs.lock().unwrap_or_else(|e| e.into_inner()) = outs;
+        results
     }
 
     /// Each output's NumPy dtype name (`key<fry>` for a key) and shape.
