@@ -1,5 +1,5 @@
-//! The call primitives that partial evaluation and transposition treat alike (`jit` and
-//! `remat2`): their body, and the same call with a new body.
+//! The call primitives that partial evaluation and transposition treat alike (`jit`,
+//! `closed_call` and `remat2`): their body, and the same call with a new body.
 
 use std::sync::Arc;
 
@@ -7,9 +7,10 @@ use remat_ir::{ClosedJaxpr, Jaxpr, Policy, Primitive};
 
 use crate::AdError;
 
-/// A `jit` or `remat2` equation's primitive, seen as a call of a body.
+/// A `jit`, `closed_call` or `remat2` equation's primitive, seen as a call of a body.
 pub(crate) enum Call<'a> {
     Jit { name: &'a str, closed: &'a ClosedJaxpr, keep_unused: bool },
+    Closed { closed: &'a ClosedJaxpr },
     Remat { jaxpr: &'a Arc<Jaxpr>, prevent_cse: bool, differentiated: bool, policy: Option<&'a Policy> },
 }
 
@@ -17,6 +18,8 @@ impl<'a> Call<'a> {
     pub fn of(prim: &'a Primitive) -> Result<Call<'a>, AdError> {
         if let Primitive::Jit { name, jaxpr, options } = prim {
             Ok(Call::Jit { name, closed: jaxpr, keep_unused: options.keep_unused })
+        } else if let Primitive::ClosedCall { call_jaxpr } = prim {
+            Ok(Call::Closed { closed: call_jaxpr })
         } else if let Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } = prim {
             Ok(Call::Remat {
                 jaxpr,
@@ -31,7 +34,7 @@ impl<'a> Call<'a> {
 
     pub fn body(&self) -> &'a Jaxpr {
         match self {
-            Call::Jit { closed, .. } => &closed.jaxpr,
+            Call::Jit { closed, .. } | Call::Closed { closed } => &closed.jaxpr,
             Call::Remat { jaxpr, .. } => jaxpr,
         }
     }
@@ -48,6 +51,12 @@ impl<'a> Call<'a> {
                     jaxpr: Arc::new(body),
                 },
                 options: remat_ir::JitOptions { keep_unused: *keep_unused, ..Default::default() },
+            },
+            Call::Closed { closed } => Primitive::ClosedCall {
+                call_jaxpr: ClosedJaxpr {
+                    consts: if body.constvars.is_empty() { Vec::new() } else { closed.consts.clone() },
+                    jaxpr: Arc::new(body),
+                },
             },
             Call::Remat { prevent_cse, differentiated: d, policy, .. } => Primitive::Remat2 {
                 jaxpr: Arc::new(body),

@@ -112,7 +112,8 @@ impl Checkpointed {
     }
 }
 
-/// `f` with every top-level `jit` (without consts) and `remat2` inlined, recursively.
+/// `f` with every top-level `jit` and `closed_call` (without consts) and `remat2`
+/// inlined, recursively.
 pub fn flatten_calls(f: &Jaxpr) -> Jaxpr {
     let (mut b, mut map) = Builder::with_signature_of(f);
     flatten_into(&mut b, f, &mut map);
@@ -149,10 +150,11 @@ fn flatten_into(b: &mut Builder, f: &Jaxpr, map: &mut VarMap) {
     }
 }
 
-/// The body of a call the flattening inlines: a `remat2`, or a `jit` without consts.
+/// The body of a call the flattening inlines: a `remat2`, or a `jit` or `closed_call`
+/// without consts.
 fn inlinable(eqn: &Eqn) -> Option<&Jaxpr> {
     match eqn.primitive.higher_order() {
-        Some(HigherOrder::Remat2 | HigherOrder::Jit) => {
+        Some(HigherOrder::Remat2 | HigherOrder::Jit | HigherOrder::ClosedCall) => {
             let call = Call::of(&eqn.primitive).ok()?;
             let body = call.body();
             body.constvars.is_empty().then_some(body)

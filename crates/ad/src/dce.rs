@@ -89,7 +89,7 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
     match eqn.primitive.higher_order() {
         // A call's body is pruned to the used outputs, and the call to the inputs it reads.
         // (`keep_unused=True` keeps every operand of a jit, as `dce_jaxpr_pjit_rule` does.)
-        Some(HigherOrder::Jit | HigherOrder::Remat2) => {
+        Some(HigherOrder::Jit | HigherOrder::ClosedCall | HigherOrder::Remat2) => {
             let keep_unused = matches!(&eqn.primitive, Primitive::Jit { options, .. } if options.keep_unused);
             let mut used_ins = Vec::new();
             let prim = eqn.primitive.try_map_subjaxprs(|body| {

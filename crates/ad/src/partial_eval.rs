@@ -303,12 +303,13 @@ impl Pe<'_> {
     }
 
     /// JAX's `call_partial_eval_custom_rule` (for `remat2` inside a checkpoint) and the
-    /// `jit` rule (which also forwards residuals that are known inputs or outputs of the
-    /// call instead of returning them again): a known call and a staged call.
+    /// `jit` and `closed_call` rules (`closed_call_partial_eval_custom_rule`, which also
+    /// forward residuals that are known inputs or outputs of the call instead of returning
+    /// them again): a known call and a staged call.
     fn call_rule(&mut self, eqn: &Eqn) -> Result<(), AdError> {
         let call = Call::of(&eqn.primitive)?;
         let body = call.body();
-        let forwarding = matches!(call, Call::Jit { .. });
+        let forwarding = matches!(call, Call::Jit { .. } | Call::Closed { .. });
         let (unks, inst): (Vec<bool>, Vec<bool>) = eqn.invars.iter().map(|a| self.read(a)).unzip();
         let n_out = body.outvars.len();
         let pe = partial_eval_jaxpr_custom(body, &unks, &inst, &vec![false; n_out], &vec![false; n_out], self.mode())?;
@@ -468,7 +469,7 @@ enum PeRule {
 fn pe_rule(prim: &Primitive) -> PeRule {
     match prim.higher_order() {
         Some(HigherOrder::Remat2) => PeRule::Remat,
-        Some(HigherOrder::Jit) => PeRule::Jit,
+        Some(HigherOrder::Jit | HigherOrder::ClosedCall) => PeRule::Jit,
         Some(HigherOrder::Scan) => PeRule::Scan,
         Some(HigherOrder::Cond) => PeRule::Cond,
         Some(HigherOrder::While) => PeRule::While,

@@ -198,7 +198,7 @@ pub(crate) fn transpose_call(
     let out_nz: Vec<bool> = ct_outs.iter().map(Option::is_some).collect();
     let call = Call::of(&eqn.primitive)?;
     let (body, in_ct_nonzero) = match call {
-        Call::Jit { closed, .. } => {
+        Call::Jit { closed, .. } | Call::Closed { closed } => {
             let t = transpose_jaxpr_with(&closed.jaxpr, &linear, &out_nz, false)?;
             (t.jaxpr, t.in_ct_nonzero)
         }

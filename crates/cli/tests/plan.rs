@@ -241,7 +241,7 @@ fn builtin_policies_in_the_frontier_are_what_explain_says_and_their_peaks_are_pl
     assert_eq!(json(&remat(&["plan", &names, "--budget", "24576", "--json"]))["exact"], false);
 }
 
-/// `  f32[16,3,12] output of scan from rnn_scan.jaxpr:2:5`: the bytes of its aval.
+/// `  f32[16,3,12] output of closed_call from rnn_scan.jaxpr:2:5`: the bytes of its aval.
 fn residual_bytes(line: &str) -> u64 {
     let aval = line.trim().split(' ').next().unwrap();
     let (dtype, dims) = aval.split_once('[').unwrap();

@@ -421,6 +421,9 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Jit { name, jaxpr, options: _ } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }
+        Primitive::ClosedCall { call_jaxpr } => {
+            control::call(primitive, "closed_call".to_string(), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
+        }
         Primitive::CustomJvpCall { name, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
             control::call(primitive, format!("custom_jvp_call `{name}`"), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
         }

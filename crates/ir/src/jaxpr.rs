@@ -512,6 +512,12 @@ pub enum Primitive {
         jaxpr: ClosedJaxpr,
         options: JitOptions,
     },
+    /// `closed_call[call_jaxpr={...}] args`: a call of a closed jaxpr with no other
+    /// parameter (JAX's `core.closed_call_p`); JAX's scan partial-evaluation rule emits one
+    /// as the known half of a scan under a checkpoint (`_scan_partial_eval_custom`).
+    ClosedCall {
+        call_jaxpr: ClosedJaxpr,
+    },
     CustomJvpCall {
         name: String,
         call_jaxpr: ClosedJaxpr,
@@ -688,7 +694,9 @@ impl Primitive {
     pub fn subjaxprs(&self) -> Vec<&Arc<Jaxpr>> {
         match self {
             Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
-            Primitive::CustomJvpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
+            Primitive::CustomJvpCall { call_jaxpr, .. } | Primitive::ClosedCall { call_jaxpr } => {
+                vec![&call_jaxpr.jaxpr]
+            }
             Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
             Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
             Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
@@ -743,7 +751,7 @@ impl Primitive {
 
     /// The same primitive with each nested jaxpr replaced by `f` of it, in
     /// [`subjaxprs`](Primitive::subjaxprs) order; every other parameter is unchanged. A
-    /// `ClosedJaxpr` (`jit`, `custom_jvp_call`, `scan`) keeps its consts, so `f` must keep
+    /// `ClosedJaxpr` (`jit`, `closed_call`, `custom_jvp_call`, `scan`) keeps its consts, so `f` must keep
     /// the constvars' number and types (the shape rule and the verifier check them);
     /// `remat2` holds a bare jaxpr, which must stay without constvars. A primitive without
     /// nested jaxprs comes back as a clone and `f` is not called.
@@ -773,7 +781,9 @@ impl Primitive {
                 }
             }
             Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
-            Primitive::CustomJvpCall { call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
+            Primitive::CustomJvpCall { call_jaxpr, .. } | Primitive::ClosedCall { call_jaxpr } => {
+                call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?
+            }
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
             Primitive::Cond { branches } => {
                 for b in branches {

@@ -206,7 +206,7 @@ impl Pass {
     /// The body to inline in place of a call equation, if the scope lets it be inlined.
     fn inlined<'p>(&self, prim: &'p Primitive) -> Option<&'p Jaxpr> {
         let inline = match prim.higher_order()? {
-            HigherOrder::Jit => prim.subjaxprs()[0].constvars.is_empty(),
+            HigherOrder::Jit | HigherOrder::ClosedCall => prim.subjaxprs()[0].constvars.is_empty(),
             HigherOrder::Remat2 => matches!(prim, Primitive::Remat2 { prevent_cse: false, .. }) || self.across,
             HigherOrder::CustomJvpCall
             | HigherOrder::Scan

@@ -59,6 +59,7 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         Primitive::Cond { .. } => bodies().max().unwrap_or(0),
         // Its bodies once (a `while` one trip: its trip count is known only at run time).
         Primitive::Jit { .. }
+        | Primitive::ClosedCall { .. }
         | Primitive::Remat2 { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }

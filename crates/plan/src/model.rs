@@ -183,7 +183,13 @@ impl Model {
                 // (its outputs stay saved); other known equations ask the plan.
                 candidate[i] = !matches!(
                     e.primitive.higher_order(),
-                    Some(HigherOrder::Scan | HigherOrder::Cond | HigherOrder::Jit | HigherOrder::Remat2)
+                    Some(
+                        HigherOrder::Scan
+                            | HigherOrder::Cond
+                            | HigherOrder::Jit
+                            | HigherOrder::ClosedCall
+                            | HigherOrder::Remat2
+                    )
                 );
             } else {
                 needed.extend(ins.into_iter().filter(|v| known[v.index()]));

@@ -82,22 +82,10 @@ POLICIES = {
 # rules, which JAX's text knows only by name, are traced in process: remat differentiates
 # the call as JAX does.)
 
-_SCAN_UNDER_SAVING_POLICY = (
-    "JAX names the residuals a checkpoint keeps from the known half of a scan inside it "
-    "`output of closed_call` (it wraps the hoisted part and the loop in a call); remat says "
-    "`output of scan` (a deliberate difference of remat-ad, crates/ad/tests/jax_extra.rs), "
-    "or `output of jitted function '_where'` for a jit inside the scan's body")
-_SAVING = ("dots_saveable", "everything_saveable", "dots_with_no_batch_dims_saveable")
-_SCANS = ("lstm", "lax_map", "scan_long_plain", "scan_long_dots", "scan_long_nothing", "scan_wide_plain",
-          "scan_wide_dots", "scan_wide_nothing")
-# (program, policy) pairs whose residuals under `policy` differ from JAX's.
-RESIDUALS_POLICY_KNOWN = {
-    # the fori_loop's scan under the saving policies
-    **{("control_flow", p): _SCAN_UNDER_SAVING_POLICY for p in _SAVING},
-    **{("scan_of_blocks_offload", p): _SCAN_UNDER_SAVING_POLICY
-       for p in _SAVING + ("save_only_these_names", "save_and_offload_only_these_names")},
-    **{(name, p): _SCAN_UNDER_SAVING_POLICY for name in _SCANS for p in _SAVING},
-}
+# The residuals under each policy: none differ. (The known half of a scan inside a
+# checkpoint is one `closed_call` in remat-ad as in JAX, so both say `output of
+# closed_call`; this list held every scan program under the saving policies, and
+# scan_of_blocks_offload under all five, before that.)
 
 
 # ---- comparing values (the zoo's rule) --------------------------------------------------

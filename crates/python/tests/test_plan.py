@@ -7,8 +7,7 @@ smallest peak, its largest, which saves everything, and two between):
   of its lines (the arguments' aside);
 - JAX saves what `plan.saved` says: `jax.ad_checkpoint.saved_residuals(plan.apply(f),
   *args)` and `plan.saved` are the same multiset of `(aval, description)` lines (JAX's
-  `from a literal` lines aside, as in the residual tests, and its `output of closed_call`
-  read as remat's `output of scan`: `jax_lines`; the plan may list scalar
+  `from a literal` lines aside, as in the residual tests: `jax_lines`; the plan may list scalar
   `convert_element_type`s of literals that JAX folds: `folded_by_jax`);
 - `jax.jit(jax.value_and_grad(plan.apply(f)))` gives `jax.value_and_grad(f)`'s value and
   gradients (the zoo's tolerances, `helpers.assert_tree_close`);
@@ -34,7 +33,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 import models
 import remat
-from helpers import RESIDUALS_POLICY_KNOWN, args_of, assert_tree_close, jax_saved_residuals, reduced_precision
+from helpers import args_of, assert_tree_close, jax_saved_residuals, reduced_precision
 from models.common import Case, rnd
 from remat._plan import _diff_leaves
 from remat._trace import trace
@@ -210,14 +209,11 @@ def kind(plan: remat.Plan) -> str:
 
 
 def jax_lines(f, args) -> collections.Counter:
-    """JAX's `saved_residuals(f, *args)` as a multiset of `(aval, description)` lines, its
-    `output of closed_call` read as `output of scan`: the known half of a scan inside a
-    checkpoint, which JAX wraps in a call and remat-ad inlines (remat-ad's one deliberate
-    difference, docs/autodiff.md "Where this differs from JAX", crates/ad/tests/
-    jax_extra.rs). JAX's `from a literal` lines are left out."""
+    """JAX's `saved_residuals(f, *args)` as a multiset of `(aval, description)` lines (the
+    known half of a scan inside a checkpoint is `output of closed_call` in both). JAX's
+    `from a literal` lines are left out."""
     return collections.Counter(
-        (a.str_short(short_dtypes=True), d.replace("output of closed_call from ", "output of scan from "))
-        for a, d in jax_saved_residuals(f, *args) if d != "from a literal")
+        (a.str_short(short_dtypes=True), d) for a, d in jax_saved_residuals(f, *args) if d != "from a literal")
 
 
 def plan_lines(plan: remat.Plan) -> collections.Counter:
@@ -305,22 +301,9 @@ def test_jax_saves_what_the_plan_says(name):
     case, args = case_of(name), arguments(name)
     compared = 0
     for plan in plans_of(name):
-        if known_difference(name, plan):
-            continue
         assert_saves(plan.apply(case.loss), args, plan, name)
         compared += 1
     assert compared > 0
-
-
-def known_difference(name: str, plan: remat.Plan):
-    """Why remat's residuals of the program differ from JAX's under the plan (the
-    residual tests' known differences, `helpers.RESIDUALS_POLICY_KNOWN`: remat-ad's, not the
-    plan's), or None: scan_of_blocks_offload's
-    under the saving built-in policies (a `jit` inside its scan's body). (The other scans'
-    known difference under those, `output of closed_call`, `jax_lines` reads.)"""
-    if name == "scan_of_blocks_offload" and kind(plan) == "builtin":
-        return RESIDUALS_POLICY_KNOWN.get((name, plan.policy_call.rsplit(".", 1)[-1]))
-    return None
 
 
 # ---- the applied plan computes f ----------------------------------------------------------

@@ -13,12 +13,12 @@ import pytest
 
 import remat
 import models
-from helpers import (POLICIES, RESIDUALS_POLICY_KNOWN, args_of, aval_bytes,
+from helpers import (POLICIES, args_of, aval_bytes,
                      jax_residuals, shape_structs)
 
 DIFFERENTIABLE = [c for c in models.ALL if not c.forward_only]
 FULL_SIZE = [c for c in models.ALL if c.full_args is not None]
-UNDER_POLICY = [(c, p) for c in DIFFERENTIABLE for p in POLICIES if (c.name, p) not in RESIDUALS_POLICY_KNOWN]
+UNDER_POLICY = [(c, p) for c in DIFFERENTIABLE for p in POLICIES]
 
 
 def assert_same_residuals(got, want):
@@ -60,18 +60,6 @@ def test_residuals_under_policy_match_jax(case, policy):
     p = POLICIES[policy]
     got = remat.saved_residuals(case.fn, *args, policy=p)
     assert_same_residuals(got, jax_residuals(jax.checkpoint(case.fn, policy=p), *args))
-
-
-@pytest.mark.parametrize("case,policy", sorted(RESIDUALS_POLICY_KNOWN), ids=lambda x: x)
-def test_known_differences_under_policy_still_differ(case, policy):
-    """Each listed difference from JAX is still one: the list cannot outlive a fix (take a
-    pair off `RESIDUALS_POLICY_KNOWN` once remat says what JAX says)."""
-    c = models.by_name(case)
-    args = args_of(case)
-    p = POLICIES[policy]
-    got = [(r.aval, r.description) for r in remat.saved_residuals(c.fn, *args, policy=p)]
-    want = [(a, d) for a, d, _ in jax_residuals(jax.checkpoint(c.fn, policy=p), *args)]
-    assert got != want, RESIDUALS_POLICY_KNOWN[(case, policy)]
 
 
 def test_offloaded_residual_is_on_the_host():

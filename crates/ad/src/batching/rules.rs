@@ -184,6 +184,14 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
             Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
         }
+        Primitive::ClosedCall { call_jaxpr } => {
+            let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
+            let body = batch_jaxpr_axes(&call_jaxpr.jaxpr, size, &dims, OutAxes::Infer)?;
+            let out_dims = body.out_dims.clone();
+            let prim = Primitive::ClosedCall { call_jaxpr: body.close(&call_jaxpr.consts) };
+            let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
+            Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
+        }
         Primitive::Remat2 { jaxpr, prevent_cse, differentiated, policy } => {
             let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
             let body = batch_jaxpr_axes(jaxpr, size, &dims, OutAxes::ZeroIfMapped)?;

@@ -207,7 +207,7 @@ pub(crate) fn jvp_rule(
             let out = emit_primal(b, old, eqn, primals);
             Ok((out, vec![tangents[0]]))
         }
-        Primitive::Jit { .. } => jvp_call(b, eqn, primals, tangents),
+        Primitive::Jit { .. } | Primitive::ClosedCall { .. } => jvp_call(b, eqn, primals, tangents),
         Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, .. } => {
             match (KnownCustomJvp::of(name, jvp, primals.len()), crate::custom::custom_jvp_rule(name, jvp)?) {
                 (Some(rule), _) => rule.jvp(b, old, eqn, primals, tangents),

@@ -1,13 +1,17 @@
 //! Scan's partial-evaluation rule (JAX's `_scan_partial_eval` and
 //! `_scan_partial_eval_custom`): a fixpoint over unknown carries; residuals stacked as extra
 //! outputs of the known scan, loop-invariant ones hoisted out of it, and (at the top of a
-//! linearization) residuals that are scanned-over inputs forwarded. It reaches the split
-//! under way only through `Pe`'s methods.
+//! linearization) residuals that are scanned-over inputs forwarded. Inside a checkpoint the
+//! hoisted part and the known scan are one `closed_call`, as JAX builds them. It reaches
+//! the split under way only through `Pe`'s methods.
 
-use remat_ir::{Atom, Eqn, Jaxpr, Primitive, Var};
+use std::sync::Arc;
+
+use remat_ir::{Atom, ClosedJaxpr, Eqn, Jaxpr, Primitive, Var};
 
 use super::state::Pe;
 use super::{partial_eval_jaxpr_custom, PeMode};
+use crate::builder::{inline_jaxpr, Builder};
 use crate::scan::ScanParams;
 use crate::AdError;
 
@@ -94,21 +98,34 @@ pub(crate) fn scan_partial_eval(pe: &mut Pe<'_>, eqn: &Eqn) -> Result<(), AdErro
     let mut ensure = vec![true; num_known_outs];
     ensure.extend(vec![false; n_kept]);
     let hp = partial_eval_jaxpr_custom(&known_body, &hoist_unk, &hoist_unk, &ensure, &ensure, PeMode::Linearize)?;
-    let hoisted_vals = pe.inline_known(&hp.known, &known_ins[..nck]);
     // hp.known's outputs: the hoisted residuals (known ones among the kept), then the
     // loop-invariant values the loop reads (its consts).
     let n_hoisted = hp.out_unknowns[num_known_outs..].iter().filter(|&&u| !u).count();
-    let (hoisted, loop_consts) = hoisted_vals.split_at(n_hoisted);
     // The loop: hp.staged takes (loop consts, known carries, known xs) and returns (known
     // outs, stacked residuals).
     let mut loop_body = hp.staged;
     let loop_outs_wanted: Vec<bool> =
         (0..hp.out_unknowns.len()).filter(|&i| hp.out_inst[i]).map(|i| hp.out_unknowns[i]).collect();
     loop_body.outvars = loop_body.outvars.iter().zip(&loop_outs_wanted).filter(|(_, &w)| w).map(|(a, _)| *a).collect();
-    let mut loop_ops: Vec<Atom> = loop_consts.to_vec();
-    loop_ops.extend(&known_ins[nck..]);
-    let loop_prim = p.prim(loop_body, Vec::new(), loop_consts.len(), ncarry_k, p.reverse);
-    let loop_outs = pe.emit_known(loop_prim, loop_ops, eqn.source.clone())?;
+    let n_loop_consts = hp.known.outvars.len() - n_hoisted;
+    let loop_prim = p.prim(loop_body, Vec::new(), n_loop_consts, ncarry_k, p.reverse);
+    // The known half: at the top of a linearization (`_scan_partial_eval`) the hoisted
+    // equations and the known scan are inlined; inside a checkpoint
+    // (`_scan_partial_eval_custom`) they are one `closed_call` returning (hoisted
+    // residuals, known outs, stacked residuals), so the saved residuals are its outputs.
+    let known_outs: Vec<Atom> = if linearize {
+        let hoisted_vals = pe.inline_known(&hp.known, &known_ins[..nck]);
+        let (hoisted, loop_consts) = hoisted_vals.split_at(n_hoisted);
+        let mut loop_ops: Vec<Atom> = loop_consts.to_vec();
+        loop_ops.extend(&known_ins[nck..]);
+        let mut outs = hoisted.to_vec();
+        outs.extend(pe.emit_known(loop_prim, loop_ops, eqn.source.clone())?);
+        outs
+    } else {
+        let call = known_call(pe, &hp.known, n_hoisted, loop_prim, &known_ins, nck, eqn)?;
+        pe.emit_known(call, known_ins.clone(), eqn.source.clone())?
+    };
+    let (hoisted, loop_outs) = known_outs.split_at(n_hoisted);
     let (primal_known, stacked) = loop_outs.split_at(num_known_outs);
 
     // Every residual's source, in the body's residual order.
@@ -190,6 +207,32 @@ pub(crate) fn scan_partial_eval(pe: &mut Pe<'_>, eqn: &Eqn) -> Result<(), AdErro
         pe.write(v, k, s);
     }
     Ok(())
+}
+
+/// JAX's known `closed_call` of `_scan_partial_eval_custom`: on the known operands (consts
+/// first), the hoisted part `hoist` on the consts, then the known scan `loop_prim` on the
+/// loop-invariant values it returns after the `n_hoisted` residuals and the known carries
+/// and xs; returns (hoisted residuals, the scan's outputs).
+fn known_call(
+    pe: &Pe<'_>,
+    hoist: &Jaxpr,
+    n_hoisted: usize,
+    loop_prim: Primitive,
+    known_ins: &[Atom],
+    nck: usize,
+    eqn: &Eqn,
+) -> Result<Primitive, AdError> {
+    let mut b = Builder::new();
+    let ins: Vec<Atom> = known_ins.iter().map(|a| Atom::Var(b.invar(pe.known_aval(a)))).collect();
+    let hoisted_vals = inline_jaxpr(&mut b, hoist, &[], &ins[..nck]);
+    let (hoisted, loop_consts) = hoisted_vals.split_at(n_hoisted);
+    let mut loop_ops: Vec<Atom> = loop_consts.to_vec();
+    loop_ops.extend(&ins[nck..]);
+    b.set_source(Some(eqn.source.clone()));
+    let loop_outs = b.bind(loop_prim, loop_ops)?;
+    let mut outs = hoisted.to_vec();
+    outs.extend(loop_outs.into_iter().map(Atom::Var));
+    Ok(Primitive::ClosedCall { call_jaxpr: ClosedJaxpr::new(Arc::new(b.finish(outs))) })
 }
 
 /// Whether `a` is a literal zero or a `broadcast_in_dim` of one (instantiated zeros).

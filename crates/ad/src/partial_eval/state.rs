@@ -208,6 +208,11 @@ impl<'a> Pe<'a> {
         self.staged.copy_eqn_with(self.old, eqn, ins).into_iter().map(Atom::Var).collect()
     }
 
+    /// The type of a known-half atom.
+    pub fn known_aval(&self, a: &Atom) -> Aval {
+        self.known.aval(a)
+    }
+
     /// Emits `prim` on known-half operands, at `source`.
     pub fn emit_known(&mut self, prim: Primitive, ins: Vec<Atom>, source: SourceInfo) -> Result<Vec<Atom>, AdError> {
         emit(&mut self.known, prim, ins, source)

@@ -420,7 +420,9 @@ pub(crate) fn transpose_rule(
                 )?);
             }
         }
-        Primitive::Jit { .. } | Primitive::Remat2 { .. } => return transpose_call(b, eqn, ins, ct_outs),
+        Primitive::Jit { .. } | Primitive::ClosedCall { .. } | Primitive::Remat2 { .. } => {
+            return transpose_call(b, eqn, ins, ct_outs)
+        }
         Primitive::Scan { .. } => return scan_transpose(b, eqn, ins, ct_outs),
         Primitive::Split { axis, sizes } => {
             // `_split_transpose_rule`: the cotangents concatenated, zeros instantiated.

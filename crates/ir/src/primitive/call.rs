@@ -1,4 +1,4 @@
-//! Calls and loops, the primitives that hold a nested jaxpr: `jit`, `custom_jvp_call`,
+//! Calls and loops, the primitives that hold a nested jaxpr: `jit`, `closed_call`, `custom_jvp_call`,
 //! `remat2` (`checkpoint`) and `scan`.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`, the
@@ -71,6 +71,16 @@ pub(crate) fn jit_shape(jaxpr: &ClosedJaxpr, options: &JitOptions, in_avals: &[A
     let n = options.donated_invars.len();
     ensure!(n == 0 || n == in_avals.len(), "jit", "donated_invars has {n} flags for {} operands", in_avals.len());
     call("jit", in_avals, jaxpr)
+}
+
+// `closed_call[call_jaxpr={...}]`: the one parameter.
+
+pub(super) fn closed_call_params(call_jaxpr: &ClosedJaxpr) -> Params {
+    vec![("call_jaxpr", Param::Jaxpr(call_jaxpr.jaxpr.clone()))]
+}
+
+pub(super) fn parse_closed_call(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::ClosedCall { call_jaxpr: ClosedJaxpr::new(p.jaxpr("call_jaxpr")?) })
 }
 
 // `custom_jvp_call[name=relu call_jaxpr={...} jvp=jvp num_consts=1 symbolic_zeros=False]`:
@@ -229,7 +239,7 @@ pub(crate) fn scan_shape(
 
 // Shared by the shape rules above.
 
-/// `jit` and `custom_jvp_call`: operands match the invars, results are the outvars.
+/// `jit`, `closed_call` and `custom_jvp_call`: operands match the invars, results are the outvars.
 pub(super) fn call(name: &str, in_avals: &[Aval], c: &ClosedJaxpr) -> Result<Vec<Aval>, ShapeError> {
     check_consts(name, c)?;
     check_operands(name, in_avals, &inner_avals(name, &c.jaxpr, &c.jaxpr.invars)?)?;
@@ -312,6 +322,44 @@ mod tests {
     d:f32[3] = add c 1.0:f32[]
     e:f32[] = reduce_sum[axes=(0,) out_sharding=None] d
   in (e,) }";
+
+    /// As JAX prints the known half of a scan inside a checkpoint (`_scan_partial_eval_custom`).
+    const CLOSED_CALL: &str = "{ lambda ; a:f32[4] b:f32[4,4]. let
+    c:f32[4] d:f32[3,4] = closed_call[
+      call_jaxpr={ lambda ; e:f32[4,4] f:f32[4]. let
+          g:f32[4] h:f32[3,4] = scan[
+            jaxpr={ lambda ; i:f32[4,4] j:f32[4]. let
+                k:f32[4] = dot_general[
+                  dimension_numbers=(([0], [0]), ([], []))
+                  preferred_element_type=float32
+                ] j i
+                l:f32[4] = sin k
+              in (l, k) }
+            length=3
+            num_carry=1
+            num_consts=1
+            reverse=False
+            unroll=1
+          ] e f
+        in (g, h) }
+    ] b a
+    m:f32[] = reduce_sum[axes=(0,) out_sharding=None] c
+  in (m, a, b, d) }";
+
+    #[test]
+    fn closed_call_prints_back_and_is_checked() {
+        let j = parse_jaxpr(CLOSED_CALL, "c.jaxpr").unwrap();
+        verify(&j).unwrap();
+        assert_eq!(j.eqns[0].primitive.name(), "closed_call");
+        assert_eq!(pp_jaxpr(&j), CLOSED_CALL);
+        // The operands must match the call jaxpr's invars.
+        let swapped = CLOSED_CALL.replace("] b a\n", "] a b\n");
+        let e = verify(&parse_jaxpr(&swapped, "c.jaxpr").unwrap()).unwrap_err().to_string();
+        assert!(e.contains("closed_call: operand 0 is f32[4] but the inner jaxpr's invar 0 is f32[4,4]"), "{e}");
+        let other = CLOSED_CALL.replace("call_jaxpr=", "jaxpr=");
+        let e = parse_jaxpr(&other, "c.jaxpr").unwrap_err().to_string();
+        assert!(e.contains("call_jaxpr"), "{e}");
+    }
 
     #[test]
     fn jit_options_print_back_and_are_checked() {

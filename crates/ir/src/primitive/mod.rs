@@ -140,6 +140,7 @@ primitive_kinds! {
         RandomFoldIn = "random_fold_in",
         RandomBits = "random_bits",
         Jit = "jit",
+        ClosedCall = "closed_call",
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
         Scan = "scan",
@@ -169,6 +170,8 @@ primitive_kinds! {
 pub enum HigherOrder {
     /// `jit`: a call of a closed jaxpr.
     Jit,
+    /// `closed_call`: a call of a closed jaxpr with no other parameter.
+    ClosedCall,
     /// `custom_jvp_call`: a call whose derivative JAX takes from its body.
     CustomJvpCall,
     /// `remat2`: a checkpointed call, split under its policy.
@@ -188,6 +191,7 @@ impl PrimitiveKind {
     pub fn higher_order(self) -> Option<HigherOrder> {
         match self {
             PrimitiveKind::Jit => Some(HigherOrder::Jit),
+            PrimitiveKind::ClosedCall => Some(HigherOrder::ClosedCall),
             PrimitiveKind::CustomJvpCall => Some(HigherOrder::CustomJvpCall),
             PrimitiveKind::Remat2 => Some(HigherOrder::Remat2),
             PrimitiveKind::Scan => Some(HigherOrder::Scan),
@@ -284,6 +288,7 @@ impl Primitive {
             Primitive::RandomFoldIn => PrimitiveKind::RandomFoldIn,
             Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
+            Primitive::ClosedCall { .. } => PrimitiveKind::ClosedCall,
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
@@ -361,6 +366,7 @@ impl Primitive {
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
             | Primitive::RandomBits { .. }
+            | Primitive::ClosedCall { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
@@ -425,6 +431,7 @@ impl Primitive {
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
             Primitive::Empty2 { dtype, memory_space } => empty2_params(*dtype, *memory_space),
             Primitive::Jit { name, jaxpr, options } => jit_params(name, jaxpr, options),
+            Primitive::ClosedCall { call_jaxpr } => closed_call_params(call_jaxpr),
             Primitive::RandomSeed | Primitive::RandomWrap => random::impl_params(),
             Primitive::RandomUnwrap | Primitive::RandomFoldIn => Vec::new(),
             Primitive::RandomSplit { shape } => random::shape_params(shape),
@@ -520,6 +527,7 @@ impl Primitive {
             PrimitiveKind::RandomFoldIn => Primitive::RandomFoldIn,
             PrimitiveKind::RandomBits => random::parse_random_bits(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
+            PrimitiveKind::ClosedCall => parse_closed_call(p)?,
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,
             PrimitiveKind::Scan => parse_scan(p)?,
@@ -602,6 +610,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
         Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
         Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
+        Primitive::ClosedCall { call_jaxpr } => call("closed_call", ins, call_jaxpr),
         Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
         Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {
@@ -648,9 +657,12 @@ mod tests {
 
     /// One program per call-like primitive with one nested jaxpr (a one-branch `cond`);
     /// each has exactly one `sin`, inside the call.
-    const CALLS: [&str; 6] = [
+    const CALLS: [&str; 7] = [
         "{ lambda ; a:f32[3]. let
             b:f32[3] = jit[name=f jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }] a
+          in (b,) }",
+        "{ lambda ; a:f32[3]. let
+            b:f32[3] = closed_call[call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }] a
           in (b,) }",
         "{ lambda ; a:f32[3]. let
             b:f32[3] = custom_jvp_call[
@@ -692,6 +704,7 @@ mod tests {
     fn higher_order_is_having_subjaxprs() {
         let expected = [
             HigherOrder::Jit,
+            HigherOrder::ClosedCall,
             HigherOrder::CustomJvpCall,
             HigherOrder::Remat2,
             HigherOrder::Scan,
@@ -784,7 +797,7 @@ mod tests {
 
     #[test]
     fn try_map_returns_the_first_error_and_leaves_plain_primitives_alone() {
-        let remat = parse(CALLS[2]).eqns[0].primitive.clone();
+        let remat = parse(CALLS[3]).eqns[0].primitive.clone();
         assert_eq!(remat.try_map_subjaxprs(|_| Err("no")).err(), Some("no"));
         let sin = Primitive::Unary(UnaryOp::Sin);
         let mapped = sin.try_map_subjaxprs(|_| -> Result<Arc<Jaxpr>, &str> { panic!("sin has no nested jaxpr") });

@@ -192,7 +192,9 @@ impl Lowering {
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
             | Primitive::RandomBits { .. } => Ok(self.native(prim, ins, out_avals, targets)),
-            Primitive::Jit { name: _, jaxpr, options: _ } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
+            Primitive::Jit { name: _, jaxpr, options: _ } | Primitive::ClosedCall { call_jaxpr: jaxpr } => {
+                self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets)
+            }
             Primitive::CustomJvpCall { name: _, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
                 self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)
             }

@@ -106,6 +106,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::RandomFoldIn
             | Primitive::RandomBits { .. }
             | Primitive::Jit { .. }
+            | Primitive::ClosedCall { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
@@ -179,6 +180,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
         | Primitive::Jit { .. }
+        | Primitive::ClosedCall { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::Remat2 { .. }
         | Primitive::Scan { .. }

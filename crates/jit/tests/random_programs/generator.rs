@@ -486,8 +486,14 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         }
         24 => {
             let x = b.of(g, is_float)?;
-            let inner = inner_unary(&b.aval(x), g.pick(&[UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin]));
+            let op = g.pick(&[UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin]);
+            let inner = inner_unary(&b.aval(x), op);
             let prim = match g.below(4) {
+                // A `closed_call` where the body negates or takes a sine (chosen without a
+                // draw, so the other programs stay as they were).
+                0 if matches!(op, UnaryOp::Neg | UnaryOp::Sin) => {
+                    Primitive::ClosedCall { call_jaxpr: ClosedJaxpr::new(inner) }
+                }
                 0 => Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner), options: Default::default() },
                 3 => Primitive::CustomVjpCall {
                     name: "h".into(),

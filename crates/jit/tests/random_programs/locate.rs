@@ -269,6 +269,7 @@ fn inside(
             located(if in_taint[0] { vec![true; n] } else { out_taint(branch, &taint) })
         }
         Primitive::Jit { jaxpr, .. }
+        | Primitive::ClosedCall { call_jaxpr: jaxpr }
         | Primitive::CustomJvpCall { call_jaxpr: jaxpr, .. }
         | Primitive::CustomVjpCall { call_jaxpr: jaxpr, .. }
             if jaxpr.consts.is_empty() =>
@@ -285,6 +286,7 @@ fn inside(
         Primitive::Scan { .. }
         | Primitive::While { .. }
         | Primitive::Jit { .. }
+        | Primitive::ClosedCall { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Unary(_)
