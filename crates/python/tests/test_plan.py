@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -533,6 +534,28 @@ def test_xla_memory_is_xlas_analysis(name):
         assert m.total_bytes == m.temp_bytes + m.argument_bytes + m.output_bytes - m.alias_bytes
         assert plan.xla_memory() is m  # measured once
         assert "XLA (cpu): temp" in str(plan)
+
+
+@pytest.mark.parametrize("name", ["mlp_small_plain", "mlp_medium_plain", "transformer_plain"])
+def test_measure_xla_on_the_benchmark_programs_at_three_budgets(name):
+    """The benchmark programs (at this suite's sizes), at three budgets by XLA's measure:
+    the largest and the smallest XLA temp bytes of the frontier's plans, where the plan
+    `measure="xla"` returns fits by XLA's own memory analysis of the applied plan, and one
+    byte under the smallest, where either a plan still fits or the error names the
+    smallest XLA temp bytes found, which is over the budget."""
+    case, args = case_of(name), arguments(name)
+    temps = sorted({p.xla_memory().temp_bytes for p in plans_of(name)})
+    for budget in (temps[-1], temps[0]):
+        plan = remat.plan(case.loss, *args, budget=budget, measure="xla")
+        assert plan.xla_memory().temp_bytes <= budget, (name, budget, plan)
+    under = temps[0] - 1
+    try:
+        plan = remat.plan(case.loss, *args, budget=under, measure="xla")
+    except remat.RematError as e:
+        found = re.search(r"the smallest XLA temp bytes of the \d+ plans compiled is (\d+) bytes", str(e))
+        assert found and int(found.group(1)) > under, str(e)
+    else:
+        assert plan.xla_memory().temp_bytes <= under
 
 
 def test_measure_xla():
