@@ -171,6 +171,17 @@ impl Builder {
         self.source.clone().unwrap_or_else(SourceInfo::unknown)
     }
 
+    /// Gives the current source location to the equations from index `from` on: to every
+    /// one if `all`, else to those that have none.
+    pub fn give_source_from(&mut self, from: usize, all: bool) {
+        let source = self.current_source();
+        for e in &mut self.jaxpr.eqns[from..] {
+            if all || e.source.is_unknown() {
+                e.source = source.clone();
+            }
+        }
+    }
+
     /// Emits `prim` on `ins`, with binders typed by the shape rule.
     pub fn bind(&mut self, prim: Primitive, ins: Vec<Atom>) -> Result<Vec<Var>, AdError> {
         let in_avals: Vec<Aval> = ins.iter().map(|a| self.aval(a)).collect();

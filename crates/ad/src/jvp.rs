@@ -52,10 +52,44 @@ pub struct JvpJaxpr {
     pub out_nonzeros: Vec<bool>,
 }
 
+thread_local! {
+    /// How many [`jvp_jaxpr`]s are running on this thread: 1 while the function itself is
+    /// differentiated, more inside a call, checkpoint or loop body.
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of [`DEPTH`], left when dropped.
+struct Depth;
+
+impl Depth {
+    fn enter() -> Depth {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        Depth
+    }
+}
+
+impl Drop for Depth {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// The source a custom rule's inlined equations get, as JAX gives it: differentiating the
+/// function itself, JAX runs the Python rule under the user's call stack, so an equation
+/// keeps the rule's own line and one with no frame of the user's (a rule of JAX's library)
+/// gets the call's; inside a body (a `jit`, a checkpoint, a loop), JAX traces the rule under
+/// the call's source info (`eval_jaxpr`'s `user_context`), so every equation gets the
+/// call's. The builder's current source is the call's.
+fn give_rule_sources(b: &mut Builder, from: usize) {
+    let nested = DEPTH.with(|d| d.get() > 1);
+    b.give_source_from(from, nested);
+}
+
 /// Differentiates `jaxpr` in forward mode. `nonzeros[i]` says whether invar `i` gets a
 /// tangent input; `instantiate[i]` forces a (zero) tangent output for outvar `i`. The
 /// jaxpr's constvars stay constvars, with zero tangents.
 pub fn jvp_jaxpr(jaxpr: &Jaxpr, nonzeros: &[bool], instantiate: &[bool]) -> Result<JvpJaxpr, AdError> {
+    let _depth = Depth::enter();
     if nonzeros.len() != jaxpr.invars.len() || instantiate.len() != jaxpr.outvars.len() {
         return Err(AdError::Invalid(format!(
             "jvp_jaxpr: {} nonzeros for {} invars and {} instantiate flags for {} outvars",
@@ -422,7 +456,9 @@ pub(crate) fn jvp_custom_jvp_rule(
     for (t, aval) in tangents.iter().zip(&avals) {
         args.push(instantiate(b, *t, aval)?);
     }
+    let start = b.num_eqns();
     let outs = inline_jaxpr(b, &closed.jaxpr, &[], &args);
+    give_rule_sources(b, start);
     let n = outs.len() / 2;
     Ok((outs[..n].to_vec(), outs[n..].iter().map(|&t| Tangent::Nz(t)).collect()))
 }
@@ -455,7 +491,9 @@ pub(crate) fn jvp_custom_vjp_rule(
             "custom_vjp_call `{name}`: its rules use constant arrays; pass them as arguments"
         )));
     }
+    let start = b.num_eqns();
     let outs = inline_jaxpr(b, &j.fwd.jaxpr, &[], primals);
+    give_rule_sources(b, start);
     let (outs, res) = outs.split_at(j.num_outs.min(outs.len()));
     let mut body = Builder::new();
     let mut args = Vec::new();

@@ -231,32 +231,13 @@ def folded_by_jax(aval: str, description: str) -> bool:
     return aval.endswith("[]") and description.startswith("output of convert_element_type from ")
 
 
-# The programs whose custom_jvp rule (a function of the user's) computes saved values, by
-# the rule's name. JAX sources a value the rule computes at the rule's own line when it
-# differentiates the Python function (what `plan.saved` says, as remat.saved_residuals
-# does), but at the call's line when it differentiates the call bound again from a jaxpr
-# under a checkpoint, as `apply(f)` binds it: JAX traces the rule then under the call's
-# source info (`eval_jaxpr`'s `user_context`), whatever the user's stack. Only those
-# sources differ.
-RULE_SOURCED_AT_THE_CALL = {"custom_jvp": "_safe_log_jvp"}
-
-
 def assert_saves(f, args, plan: remat.Plan, what: str = "") -> None:
     """JAX's saved residuals of `f` are `plan.saved`, line for line (`jax_lines`), but for
     the scalar `convert_element_type`s of literals JAX folds (`folded_by_jax`): each line
     only the plan has must be one, and JAX's `from a literal` lines are left out, as in
-    the residual tests (`helpers.jax_residuals`). Where a user's custom_jvp rule computes
-    saved values (`RULE_SOURCED_AT_THE_CALL`), JAX names them at the call and the plan at
-    the rule: those lines must differ in their source only."""
+    the residual tests (`helpers.jax_residuals`)."""
     got = jax_lines(f, args)
     want = plan_lines(plan)
-    rule = RULE_SOURCED_AT_THE_CALL.get(what)
-    if rule is not None:
-        differ_got, differ_want = got - want, want - got
-        assert all(f"({rule})" in d for _, d in differ_want.elements()), (what, sorted(differ_want.elements()))
-        strip = lambda c: collections.Counter((a, d.split(" from ")[0]) for a, d in c.elements())  # noqa: E731
-        assert strip(differ_got) == strip(differ_want), (what, sorted(differ_got.elements()), sorted(differ_want.elements()))
-        got, want = got - differ_got, want - differ_want
     only_plan = [k for k in (want - got).elements() if not folded_by_jax(*k)]
     assert not (got - want) and not only_plan, (
         f"{what} {plan!r}: JAX saves but the plan does not say {sorted((got - want).elements())}; "
