@@ -139,6 +139,15 @@ pub(crate) fn lower_program(
             if crate::plan::plan(&freeing).device_bytes < peak {
                 prog = freeing;
             }
+        } else if cfg!(debug_assertions) {
+            // Debug builds (every test) check the skip: the folding skipped gives the
+            // program just folded.
+            share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, &at_peak);
+            assert_eq!(
+                format!("{:?}", freeing.steps),
+                format!("{:?}", prog.steps),
+                "folding again with no refused buffer named changed the program"
+            );
         }
     }
     // Folding only removes kernels (whose buffers no surviving step writes) and keeps the
