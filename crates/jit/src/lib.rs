@@ -25,7 +25,7 @@ mod profile;
 mod program;
 
 use std::borrow::Borrow;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 
@@ -135,10 +135,37 @@ struct Front {
 /// The front end under one CSE scope: merged, verified, lowered and planned.
 fn front(jaxpr: &Jaxpr, consts: &[Array], options: &Options, scope: CseScope) -> Result<Front, JitError> {
     let merged = cse::cse_traced(jaxpr, scope)?;
-    remat_ir::verify(&merged.jaxpr).map_err(|e| JitError::Invalid(format!("after cse (a bug in the JIT): {e}")))?;
+    check_cse(&merged.jaxpr)?;
     let (prog, consts) = lower::lower_program(&merged.jaxpr, consts, options)?;
     let layout = plan::plan(&prog);
     Ok(Front { prog, consts, layout, merged })
+}
+
+/// [`front`] reduced to the layout's device and host bytes: the merged jaxpr and the
+/// lowered program are dropped as soon as they are planned (the memory planner keeps
+/// nothing else of them).
+fn front_bytes(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    options: &Options,
+    scope: CseScope,
+) -> Result<(usize, usize), JitError> {
+    let merged = cse::cse_traced(jaxpr, scope)?.jaxpr;
+    check_cse(&merged)?;
+    let (prog, _) = lower::lower_program(&merged, consts, options)?;
+    drop(merged);
+    let layout = plan::plan(&prog);
+    Ok((layout.device_bytes, layout.host_bytes))
+}
+
+/// Verifies CSE's output in debug builds (and so in every test), as `remat-ad` verifies
+/// each pass's: CSE keeps a verified program verified, so in release builds only the
+/// program given to the compiler is verified (once, [`checked_front`]).
+fn check_cse(merged: &Jaxpr) -> Result<(), JitError> {
+    if cfg!(debug_assertions) {
+        remat_ir::verify(merged).map_err(|e| JitError::Invalid(format!("after cse (a bug in the JIT): {e}")))?;
+    }
+    Ok(())
 }
 
 /// Compiles a jaxpr without constvars.
@@ -206,10 +233,97 @@ pub struct MemoryPlan {
 }
 
 /// Lowers and plans `jaxpr` as [`compile_with_options`] would, without generating code.
+/// (Under `Auto` it plans the two scopes one after the other and keeps only their bytes,
+/// so that one lowered program at a time is held.)
 pub fn memory_plan(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
-    let (scope, Front { layout, .. }) = checked_front(jaxpr, consts, options)?;
+    check_input(jaxpr, consts)?;
+    let (scope, (device, host)) =
+        choose_scope(jaxpr, options, |scope| front_bytes(jaxpr, consts, options, scope), |&bytes| bytes)?;
     let (io_bytes, host_io) = io_bytes(jaxpr);
-    Ok(MemoryPlan { peak_bytes: layout.device_bytes, host_bytes: layout.host_bytes + host_io, io_bytes, cse: scope })
+    Ok(MemoryPlan { peak_bytes: device, host_bytes: host + host_io, io_bytes, cse: scope })
+}
+
+/// Memory plans already made, by program: [`memory_plan_cached`] plans a program equal to
+/// one planned before (the same jaxpr, constants and options) once. A planner that
+/// evaluates many candidate programs, some of them the same (a built-in policy's program
+/// and a plan's), holds one.
+#[derive(Debug, Default)]
+pub struct MemoryPlanCache {
+    /// Two independently keyed hashers: a program is known by its two 64-bit digests
+    /// (and its description's length), so two different programs are taken for one only
+    /// with a probability of about `2^-128` per pair.
+    keys: (std::collections::hash_map::RandomState, std::collections::hash_map::RandomState),
+    plans: Mutex<std::collections::HashMap<ProgramKey, Arc<std::sync::OnceLock<Option<MemoryPlan>>>>>,
+}
+
+/// A program's two digests and its description's length ([`MemoryPlanCache`]).
+type ProgramKey = (u64, u64, usize);
+
+/// Feeds formatted text to two hashers without building the text.
+struct Digest {
+    hashers: (std::hash::DefaultHasher, std::hash::DefaultHasher),
+    len: usize,
+}
+
+impl std::fmt::Write for Digest {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        use std::hash::Hasher;
+        self.hashers.0.write(s.as_bytes());
+        self.hashers.1.write(s.as_bytes());
+        self.len += s.len();
+        Ok(())
+    }
+}
+
+impl MemoryPlanCache {
+    /// How many distinct programs were planned through the cache.
+    pub fn len(&self) -> usize {
+        self.plans.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The key of a program: the digests of its full description (`Debug`: every
+    /// variable, equation, parameter and nested jaxpr), its constants' values and the
+    /// options.
+    fn key(&self, jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> ProgramKey {
+        use std::fmt::Write;
+        use std::hash::{BuildHasher, Hasher};
+        let mut d = Digest { hashers: (self.keys.0.build_hasher(), self.keys.1.build_hasher()), len: 0 };
+        // Writing into a digest cannot fail.
+        let _ = write!(d, "{options:?}\n{jaxpr:?}");
+        for c in consts {
+            let _ = write!(d, "\n{}:", c.aval());
+            let bytes = c.to_le_bytes();
+            d.hashers.0.write(&bytes);
+            d.hashers.1.write(&bytes);
+            d.len += bytes.len();
+        }
+        (d.hashers.0.finish(), d.hashers.1.finish(), d.len)
+    }
+}
+
+/// [`memory_plan`], planning each distinct program once per `cache` (the plan of a program
+/// equal to one planned before is that one's; the same program planned at once by two
+/// threads is planned by one while the other waits).
+pub fn memory_plan_cached(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    options: &Options,
+    cache: &MemoryPlanCache,
+) -> Result<MemoryPlan, JitError> {
+    let key = cache.key(jaxpr, consts, options);
+    let slot = {
+        let mut plans = cache.plans.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(plans.entry(key).or_default())
+    };
+    match slot.get_or_init(|| memory_plan(jaxpr, consts, options).ok()) {
+        Some(plan) => Ok(plan.clone()),
+        // A program that failed fails again, with its error.
+        None => memory_plan(jaxpr, consts, options),
+    }
 }
 
 /// The bytes of the arguments and outputs in device memory and in host memory.
@@ -228,6 +342,17 @@ pub(crate) fn io_bytes(jaxpr: &Jaxpr) -> (usize, usize) {
 /// Verifies `jaxpr` and its constants, and runs the front end under the CSE scope
 /// `options` resolves to (for `Auto`, the merged program only if its plan is no larger).
 fn checked_front(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<(CseScope, Front), JitError> {
+    check_input(jaxpr, consts)?;
+    choose_scope(
+        jaxpr,
+        options,
+        |scope| front(jaxpr, consts, options, scope),
+        |f: &Front| (f.layout.device_bytes, f.layout.host_bytes),
+    )
+}
+
+/// Verifies `jaxpr` and its constants.
+fn check_input(jaxpr: &Jaxpr, consts: &[Array]) -> Result<(), JitError> {
     remat_ir::verify(jaxpr).map_err(|e| JitError::Invalid(e.to_string()))?;
     if consts.len() != jaxpr.constvars.len() {
         return Err(JitError::ConstCount { expected: jaxpr.constvars.len(), given: consts.len() });
@@ -237,21 +362,32 @@ fn checked_front(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<(
             return Err(JitError::Invalid(format!("constant {v:?} is {} but declared {}", c.aval(), jaxpr.aval(v))));
         }
     }
+    Ok(())
+}
+
+/// Runs the front end (`run`, whose planned device and host bytes `bytes` reads) under the
+/// CSE scope `options` resolves to: for `Auto` with a barrier both scopes, keeping the
+/// merged one if its plan is no larger.
+fn choose_scope<T>(
+    jaxpr: &Jaxpr,
+    options: &Options,
+    mut run: impl FnMut(CseScope) -> Result<T, JitError>,
+    bytes: impl Fn(&T) -> (usize, usize),
+) -> Result<(CseScope, T), JitError> {
     Ok(match options.cse {
         CseScope::Auto if cse::has_barrier(jaxpr) => {
-            let strict = front(jaxpr, consts, options, CseScope::WithinCheckpoints)?;
-            let merged = front(jaxpr, consts, options, CseScope::AcrossCheckpoints)?;
-            let no_larger = merged.layout.device_bytes <= strict.layout.device_bytes
-                && merged.layout.host_bytes <= strict.layout.host_bytes;
-            if no_larger {
+            let strict = run(CseScope::WithinCheckpoints)?;
+            let merged = run(CseScope::AcrossCheckpoints)?;
+            let ((sd, sh), (md, mh)) = (bytes(&strict), bytes(&merged));
+            if md <= sd && mh <= sh {
                 (CseScope::AcrossCheckpoints, merged)
             } else {
                 (CseScope::WithinCheckpoints, strict)
             }
         }
         // Without a barrier the two scopes are the same pass.
-        CseScope::Auto => (CseScope::WithinCheckpoints, front(jaxpr, consts, options, CseScope::WithinCheckpoints)?),
-        scope => (scope, front(jaxpr, consts, options, scope)?),
+        CseScope::Auto => (CseScope::WithinCheckpoints, run(CseScope::WithinCheckpoints)?),
+        scope => (scope, run(scope)?),
     })
 }
 

@@ -167,3 +167,30 @@ fn memory_plan_agrees_with_the_compiled_plan_on_every_benchmark_program() {
         }
     }
 }
+
+/// `memory_plan_cached` gives `memory_plan`'s answer, and plans a program equal to one
+/// planned before (the same text parsed again) from the cache: the same answer, on every
+/// benchmark program, under one cache for them all (distinct programs never share an entry).
+#[test]
+fn the_cached_memory_plan_is_the_memory_plan() {
+    let cache = remat_jit::MemoryPlanCache::default();
+    let options = remat_jit::Options::default();
+    let files = remat_testkit::data_files("bench", "jaxpr");
+    for pass in 0..2 {
+        for path in &files {
+            let text = std::fs::read_to_string(path).expect("reads");
+            let jaxpr = parse_jaxpr(&text, &path.display().to_string()).expect("parses");
+            let cached = remat_jit::memory_plan_cached(&jaxpr, &[], &options, &cache).expect("plans");
+            let planned = remat_jit::memory_plan(&jaxpr, &[], &options).expect("plans");
+            assert_eq!(cached, planned, "{} (pass {pass})", path.display());
+        }
+        assert_eq!(cache.len(), files.len(), "one entry per program");
+    }
+    // A program that does not verify is an error each time, never a cached plan.
+    let bad = parse_jaxpr("{ lambda ; a:f32[2]. let b:f32[2] = sin a in (b,) }", "bad").expect("parses");
+    let mut bad = bad;
+    bad.outvars.push(remat_ir::Atom::Var(remat_ir::Var(7)));
+    for _ in 0..2 {
+        assert!(remat_jit::memory_plan_cached(&bad, &[], &options, &cache).is_err());
+    }
+}

@@ -28,7 +28,7 @@ use remat_ad::{Checkpointed, Saveability, Vjp};
 use remat_ir::{Array, Atom, ClosedJaxpr, Eqn, HigherOrder, Jaxpr, Var};
 
 use crate::cost::{eqn_flops, jaxpr_flops};
-use remat_jit::{memory_plan, Options};
+use remat_jit::{memory_plan, memory_plan_cached, MemoryPlanCache, Options};
 
 use crate::PlanError;
 
@@ -61,6 +61,18 @@ pub struct Model {
     bytes: Vec<u64>,
     /// The FLOPs of the whole program when nothing is recomputed.
     base_flops: u64,
+    /// The memory plans of the programs measured (two plans may give one program: a
+    /// built-in policy's and a search's, or one plan measured again for its report).
+    cache: MemoryPlanCache,
+}
+
+/// What the search keeps of a plan evaluated exactly ([`Evaluated`]'s numbers).
+#[derive(Clone, Copy, Debug)]
+pub struct Measured {
+    pub peak_bytes: usize,
+    pub recompute_flops: u64,
+    pub residual_bytes: u64,
+    pub host_bytes: usize,
 }
 
 /// What a plan does, analytically.
@@ -106,8 +118,9 @@ impl Evaluated {
         program: Jaxpr,
         consts: &[Array],
         base_flops: u64,
+        cache: Option<&MemoryPlanCache>,
     ) -> Result<Evaluated, PlanError> {
-        let plan = memory_plan(&program, consts, &measure_options())?;
+        let plan = plan_memory(&program, consts, cache)?;
         let recompute_flops = jaxpr_flops(&program).saturating_sub(base_flops);
         let residual_bytes = saved_bytes(&vjp.residuals);
         Ok(Evaluated {
@@ -122,6 +135,18 @@ impl Evaluated {
             recompute_flops,
         })
     }
+}
+
+/// The JIT's memory plan of `program` with the planner's options, through `cache` if given.
+fn plan_memory(
+    program: &Jaxpr,
+    consts: &[Array],
+    cache: Option<&MemoryPlanCache>,
+) -> Result<remat_jit::MemoryPlan, PlanError> {
+    Ok(match cache {
+        Some(cache) => memory_plan_cached(program, consts, &measure_options(), cache)?,
+        None => memory_plan(program, consts, &measure_options())?,
+    })
 }
 
 /// The bytes of the residuals equations make (not the arguments, constants or literals):
@@ -210,6 +235,7 @@ impl Model {
             flops,
             bytes,
             base_flops: 0,
+            cache: MemoryPlanCache::default(),
         };
         // Everything recomputed reaches every candidate that can matter.
         let all = model.analyze(&vec![false; model.body().eqns.len()]);
@@ -382,7 +408,38 @@ impl Model {
         let analysis = self.analyze(saved);
         let decisions = self.decisions(saved, offload);
         let (vjp, program) = self.program(decisions.clone())?;
-        Evaluated::measure(analysis, decisions, vjp, program, &self.consts, self.base_flops)
+        Evaluated::measure(analysis, decisions, vjp, program, &self.consts, self.base_flops, Some(&self.cache))
+    }
+
+    /// [`Model::evaluate_with`]'s numbers only: the split is dropped once the whole program
+    /// is assembled, and the program once it is planned (what the search keeps).
+    pub fn measure_with(&self, saved: &[bool], offload: &[usize]) -> Result<Measured, PlanError> {
+        let vjp = self.cp.vjp(self.decisions(saved, offload), &self.arg_names)?;
+        self.measure_vjp(vjp)
+    }
+
+    /// The numbers of the plan split as `vjp`: its whole program assembled (then `vjp`
+    /// dropped), measured and dropped.
+    fn measure_vjp(&self, vjp: Vjp) -> Result<Measured, PlanError> {
+        let residual_bytes = saved_bytes(&vjp.residuals);
+        let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
+        drop(vjp);
+        let plan = plan_memory(&program, &self.consts, Some(&self.cache))?;
+        let recompute_flops = jaxpr_flops(&program).saturating_sub(self.base_flops);
+        Ok(Measured { peak_bytes: plan.peak_bytes, recompute_flops, residual_bytes, host_bytes: plan.host_bytes })
+    }
+
+    /// [`Model::evaluate_policy`]'s decisions, analysis and numbers (its split and program
+    /// dropped as in [`Model::measure_with`]).
+    pub fn measure_policy(
+        &self,
+        policy: &remat_ad::ResolvedPolicy,
+    ) -> Result<(Vec<Saveability>, Analysis, Measured), PlanError> {
+        let decisions = self.decisions_by_policy(policy)?;
+        let saved: Vec<bool> = decisions.iter().map(|d| *d != Saveability::Recompute).collect();
+        let analysis = self.analyze(&saved);
+        let vjp = self.cp.vjp_with(policy, &self.arg_names)?;
+        Ok((decisions, analysis, self.measure_vjp(vjp)?))
     }
 
     fn decisions(&self, saved: &[bool], offload: &[usize]) -> Vec<Saveability> {
@@ -406,7 +463,7 @@ impl Model {
         let analysis = self.analyze(&saved);
         let vjp = self.cp.vjp_with(policy, &self.arg_names)?;
         let program = self.cp.value_and_grad(&vjp, &self.argnums)?;
-        Evaluated::measure(analysis, decisions, vjp, program, &self.consts, self.base_flops)
+        Evaluated::measure(analysis, decisions, vjp, program, &self.consts, self.base_flops, Some(&self.cache))
     }
 
     /// The plan deciding `decisions`, split and assembled into the whole program.

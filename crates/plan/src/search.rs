@@ -59,7 +59,7 @@ pub struct Point {
 impl Point {
     /// The plan of `model` recomputing `recompute` and offloading `offload`, evaluated.
     pub fn measured(model: &Model, recompute: Vec<usize>, offload: Vec<usize>) -> Result<Point, PlanError> {
-        let e = model.evaluate_with(&model.saved_for(&recompute), &offload)?;
+        let e = model.measure_with(&model.saved_for(&recompute), &offload)?;
         Ok(Point {
             recompute,
             peak_bytes: e.peak_bytes,
@@ -74,12 +74,12 @@ impl Point {
 
     /// The function under the planner's policy `k` (`policy`), evaluated.
     pub fn of_policy(model: &Model, k: usize, policy: &remat_ad::ResolvedPolicy) -> Result<Point, PlanError> {
-        let e = model.evaluate_policy(policy)?;
-        let offload: Vec<usize> = (0..e.decisions.len())
-            .filter(|&i| matches!(e.decisions[i], remat_ad::Saveability::Offloadable { .. }))
+        let (decisions, analysis, e) = model.measure_policy(policy)?;
+        let offload: Vec<usize> = (0..decisions.len())
+            .filter(|&i| matches!(decisions[i], remat_ad::Saveability::Offloadable { .. }))
             .collect();
         Ok(Point {
-            recompute: e.analysis.recompute.clone(),
+            recompute: analysis.recompute,
             peak_bytes: e.peak_bytes,
             recompute_flops: e.recompute_flops,
             residual_bytes: e.residual_bytes,
@@ -125,7 +125,7 @@ impl Evaluations {
         let measured: Vec<Result<(usize, u64, u64, usize), PlanError>> = fresh
             .par_iter()
             .map(|a| {
-                let e = model.evaluate(&model.saved_for(&a.recompute))?;
+                let e = model.measure_with(&model.saved_for(&a.recompute), &[])?;
                 Ok((e.peak_bytes, e.recompute_flops, e.residual_bytes, e.host_bytes))
             })
             .collect();

@@ -76,7 +76,7 @@ impl Rewritten {
             .map(|r| r.bytes as u64)
             .sum();
         let analysis = Analysis { recompute: Vec::new(), residuals: Vec::new(), residual_bytes, recompute_flops: 0 };
-        let mut e = Evaluated::measure(analysis, Vec::new(), vjp, program, &self.f.consts, self.base_flops)?;
+        let mut e = Evaluated::measure(analysis, Vec::new(), vjp, program, &self.f.consts, self.base_flops, None)?;
         e.analysis.recompute_flops = e.recompute_flops;
         Ok(e)
     }

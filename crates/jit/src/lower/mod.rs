@@ -127,16 +127,27 @@ pub(crate) fn lower_program(
     };
     let before: Vec<Vec<BufId>> = prog.steps.iter().map(written).collect();
     let unfolded = options.fold_at_peak.then(|| prog.clone());
-    share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES, &HashSet::new());
+    let refused = share::fold_single_consumer_kernels(&mut prog, MAX_FUSED_NODES, &HashSet::new());
     // Folds past the node limit that free a buffer live at the peak, kept where they lower it.
+    // Where no fold was refused for a buffer live at the peak, folding again with those
+    // buffers named gives the program just folded, whose peak is no lower: skipped.
     if let Some(mut freeing) = unfolded {
         let (at_peak, peak) = crate::profile::buffers_at_peak(&prog);
         let at_peak: HashSet<BufId> = at_peak.into_iter().collect();
-        if !at_peak.is_empty() {
+        if at_peak.iter().any(|b| refused.contains(b)) {
             share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, &at_peak);
             if crate::plan::plan(&freeing).device_bytes < peak {
                 prog = freeing;
             }
+        } else if cfg!(debug_assertions) {
+            // Debug builds (every test) check the skip: the folding skipped gives the
+            // program just folded.
+            share::fold_single_consumer_kernels(&mut freeing, MAX_FUSED_NODES, &at_peak);
+            assert_eq!(
+                format!("{:?}", freeing.steps),
+                format!("{:?}", prog.steps),
+                "folding again with no refused buffer named changed the program"
+            );
         }
     }
     // Folding only removes kernels (whose buffers no surviving step writes) and keeps the

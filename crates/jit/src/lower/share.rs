@@ -30,15 +30,25 @@ use crate::program::{BufId, Program, Step, Storage};
 /// the CPU's widest vectors, `native::vmath`; inside a consumer at four lanes), so the
 /// lowering names only the buffers live at the planned peak, and keeps the folds only where
 /// they lower it.
-pub(crate) fn fold_single_consumer_kernels(prog: &mut Program, max_nodes: usize, freeing: &HashSet<BufId>) {
+///
+/// Returns the buffers whose kernels were refused only because `freeing` did not name them:
+/// a fold past `max_nodes` that would have been taken for a buffer in `freeing`. Folding
+/// again from the same program with a `freeing` set that names none of them makes the same
+/// decisions, and so the same program.
+pub(crate) fn fold_single_consumer_kernels(
+    prog: &mut Program,
+    max_nodes: usize,
+    freeing: &HashSet<BufId>,
+) -> HashSet<BufId> {
     let mut counts = HashMap::new();
     count_references(&prog.steps, &mut counts);
     let buffers = &prog.buffers;
     let arena = |b: BufId| matches!(buffers[b.0 as usize].storage, Storage::Arena { host: false });
-    let mut fold = Fold { counts, arena: &arena, max_nodes, freeing, next_id: 0 };
+    let mut fold = Fold { counts, arena: &arena, max_nodes, freeing, next_id: 0, refused: HashSet::new() };
     let mut steps = std::mem::take(&mut prog.steps);
     fold.list(&mut steps);
     prog.steps = steps;
+    fold.refused
 }
 
 /// The state of the folding: reference counts of the whole program, and the ids of the
@@ -51,6 +61,8 @@ struct Fold<'a, A: Fn(BufId) -> bool> {
     /// [`fold_single_consumer_kernels`]).
     freeing: &'a HashSet<BufId>,
     next_id: u32,
+    /// The buffers whose kernels a freeing fold would have taken, had `freeing` named them.
+    refused: HashSet<BufId>,
 }
 
 impl<A: Fn(BufId) -> bool> Fold<'_, A> {
@@ -124,7 +136,7 @@ impl<A: Fn(BufId) -> bool> Fold<'_, A> {
     /// The position of the step that can absorb kernel `p`, if there is one, and how many
     /// times it loads the kernel's buffer.
     fn consumer_of(
-        &self,
+        &mut self,
         slots: &[Option<Step>],
         p: usize,
         namers: &HashMap<BufId, Vec<usize>>,
@@ -177,6 +189,9 @@ impl<A: Fn(BufId) -> bool> Fold<'_, A> {
             read.iter().all(|r| consumer_reads.contains(r))
         };
         let fits = size <= self.max_nodes || (size <= 2 * self.max_nodes && self.freeing.contains(&b) && frees());
+        if !fits && size <= 2 * self.max_nodes && frees() {
+            self.refused.insert(b);
+        }
         fits.then_some((c, loads))
     }
 }
