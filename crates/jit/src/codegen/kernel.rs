@@ -519,30 +519,20 @@ impl Fx<'_, '_> {
                 // are exact, so any grouping gives the same value; sums add each block of
                 // `SUM_BLOCK` into a compensated total (`sum_blocks`).
                 let n16 = if dtype != DType::F32 { 0 } else { n / 16 * 16 };
-                if n16 > 0 && op == ReduceOp::Sum {
+                if n16 > 0 {
                     let chains = chains_of(fx, id);
-                    fx.sum_blocks(&chains, acc_v, n16, &mut |fx, at, vector| {
+                    let mut load = |fx: &mut Self, at: Value| {
                         let o = fx.advance(offs, &inner, at);
-                        fx.eval(src, vector, &o, &inner, &mut 1)
-                    });
-                } else if n16 > 0 {
-                    let chains = chains_of(fx, id);
-                    fx.for_range(0, n16, 16, |fx, i| {
-                        for (g, &var) in chains.iter().enumerate() {
-                            let at = fx.b.ins().iadd_imm_s(i, 4 * g as i64);
-                            let o = fx.advance(offs, &inner, at);
-                            let x = fx.eval(src, true, &o, &inner, &mut 1);
-                            let a = fx.b.use_var(var);
-                            let r = fx.combine(op, dtype, a, x);
-                            fx.b.def_var(var, r);
-                        }
-                    });
-                    let mut v = fx.b.use_var(chains[0]);
-                    for &var in &chains[1..] {
-                        let x = fx.b.use_var(var);
-                        v = fx.combine(op, dtype, v, x);
+                        fx.eval(src, true, &o, &inner, &mut 1)
+                    };
+                    if op == ReduceOp::Sum {
+                        fx.sum_blocks(&chains, acc_v, n16, &mut load);
+                    } else {
+                        let (start, end) = (fx.iconst(0), fx.iconst(n16));
+                        fx.run_chains(op, &chains, start, end, &mut load);
+                        let v = fx.fold_chains(op, &chains);
+                        fx.b.def_var(acc_v, v);
                     }
-                    fx.b.def_var(acc_v, v);
                 }
                 fx.for_range(n16, n4, 4, |fx, i| {
                     let o = fx.advance(offs, &inner, i);
@@ -596,7 +586,7 @@ impl Fx<'_, '_> {
         chains: &[Variable],
         acc: Variable,
         n16: i64,
-        load: &mut dyn FnMut(&mut Self, Value, bool) -> Value,
+        load: &mut dyn FnMut(&mut Self, Value) -> Value,
     ) {
         let zero = self.lit(LitValue::F32(0.0), true);
         let comp = self.b.declare_var(types::F32X4);
@@ -604,22 +594,11 @@ impl Fx<'_, '_> {
         self.b.def_var(acc, zero);
         let mut block = |fx: &mut Self, start: Value, len: i64| {
             let end = fx.b.ins().iadd_imm_s(start, len);
-            fx.for_range_dyn(start, end, 16, &mut |fx, i| {
-                for (g, &var) in chains.iter().enumerate() {
-                    let at = fx.b.ins().iadd_imm_s(i, 4 * g as i64);
-                    let x = load(fx, at, true);
-                    let a = fx.b.use_var(var);
-                    let r = fx.b.ins().fadd(a, x);
-                    fx.b.def_var(var, r);
-                }
-            });
-            let mut s = fx.b.use_var(chains[0]);
-            for &var in &chains[1..] {
-                let x = fx.b.use_var(var);
-                s = fx.b.ins().fadd(s, x);
+            fx.run_chains(ReduceOp::Sum, chains, start, end, load);
+            let s = fx.fold_chains(ReduceOp::Sum, chains);
+            for &var in chains {
                 fx.b.def_var(var, zero);
             }
-            fx.b.def_var(chains[0], zero);
             let t = fx.b.use_var(acc);
             let r = fx.b.ins().fadd(t, s);
             fx.add_lost(comp, t, s, r);
@@ -637,6 +616,37 @@ impl Fx<'_, '_> {
         let c = self.b.use_var(comp);
         let r = self.corrected(DType::F32, total, c, true);
         self.b.def_var(acc, r);
+    }
+
+    /// `chains[g] = op(chains[g], x[i + 4g..])` for `i` from `start` to `end` by 16: four
+    /// independent vector accumulators over f32 rows.
+    fn run_chains(
+        &mut self,
+        op: ReduceOp,
+        chains: &[Variable],
+        start: Value,
+        end: Value,
+        load: &mut dyn FnMut(&mut Self, Value) -> Value,
+    ) {
+        self.for_range_dyn(start, end, 16, &mut |fx, i| {
+            for (g, &var) in chains.iter().enumerate() {
+                let at = fx.b.ins().iadd_imm_s(i, 4 * g as i64);
+                let x = load(fx, at);
+                let a = fx.b.use_var(var);
+                let r = fx.combine(op, DType::F32, a, x);
+                fx.b.def_var(var, r);
+            }
+        });
+    }
+
+    /// The chains combined in order, one vector.
+    fn fold_chains(&mut self, op: ReduceOp, chains: &[Variable]) -> Value {
+        let mut v = self.b.use_var(chains[0]);
+        for &var in &chains[1..] {
+            let x = self.b.use_var(var);
+            v = self.combine(op, DType::F32, v, x);
+        }
+        v
     }
 
     /// Adds to `comp` what the addition `r = t + s` lost (Neumaier's step: exact when the
