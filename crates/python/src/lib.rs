@@ -218,8 +218,8 @@ impl Program {
             program: Arc::new(program),
             in_avals: self.closed.jaxpr.in_avals(),
             out_avals: self.closed.jaxpr.out_avals(),
-            inputs: std::sync::Mutex::new(Vec::new()),
-            outputs: std::sync::Mutex::new(Vec::new()),
+            inputs: Kept::default(),
+            outputs: Kept::default(),
         })
     }
 
@@ -274,13 +274,33 @@ struct Executable {
     program: Arc<Runnable>,
     in_avals: Vec<remat::Aval>,
     out_avals: Vec<remat::Aval>,
-    /// The arguments' arrays of the last call, written over by the next: fresh 8 MB arrays
-    /// cost a page fault per 4 KiB on every call, most of a call's time (empty while a
-    /// call holds them; a concurrent call makes its own).
-    inputs: std::sync::Mutex<Vec<Array>>,
+    /// The arguments' arrays of the last call, written over by the next.
+    inputs: Kept,
     /// The arrays the last call's results were written into (`Program::run_into`), copied
-    /// out into Python's own bytearrays; kept likewise.
-    outputs: std::sync::Mutex<Vec<Array>>,
+    /// out into Python's own bytearrays.
+    outputs: Kept,
+}
+
+/// Arrays a call leaves for the next call of its signature to write over: fresh 8 MB
+/// arrays cost a page fault per 4 KiB on every call, most of a call's time. Empty while a
+/// call holds them; a concurrent call makes its own.
+#[derive(Default)]
+struct Kept(std::sync::Mutex<Vec<Array>>);
+
+impl Kept {
+    /// The kept arrays, or new ones of `avals`.
+    fn take(&self, avals: &[remat::Aval]) -> Vec<Array> {
+        let kept = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        if kept.len() == avals.len() {
+            kept
+        } else {
+            avals.iter().map(Array::zeros).collect()
+        }
+    }
+
+    fn put(&self, arrays: Vec<Array>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = arrays;
+    }
 }
 
 /// `buffer`'s bytes into `a`, which has the argument's type: one copy into the array's
@@ -330,26 +350,20 @@ impl Executable {
         if args.len() != self.in_avals.len() {
             return Err(err(format!("{} arguments for a program of {}", args.len(), self.in_avals.len())));
         }
-        let mut arrays = std::mem::take(&mut *self.inputs.lock().unwrap_or_else(|e| e.into_inner()));
-        if arrays.len() != self.in_avals.len() {
-            arrays = self.in_avals.iter().map(Array::zeros).collect();
-        }
+        let mut arrays = self.inputs.take(&self.in_avals);
         for (i, ((buffer, want), a)) in args.iter().zip(&self.in_avals).zip(arrays.iter_mut()).enumerate() {
             if !buffer.is_c_contiguous() {
                 return Err(err(format!("argument {i}'s buffer is not C-contiguous")));
             }
             fill(py, a, buffer, i, want)?;
         }
-        let mut outs = std::mem::take(&mut *self.outputs.lock().unwrap_or_else(|e| e.into_inner()));
-        if outs.len() != self.out_avals.len() {
-            outs = self.out_avals.iter().map(Array::zeros).collect();
-        }
+        let mut outs = self.outputs.take(&self.out_avals);
         let program = Arc::clone(&self.program);
         let (ran, arrays, outs) = py.detach(move || {
             let ran = guarded(|| program.run_into(&arrays.iter().collect::<Vec<_>>(), &mut outs));
             (ran, arrays, outs)
         });
-        *self.inputs.lock().unwrap_or_else(|e| e.into_inner()) = arrays;
+        self.inputs.put(arrays);
         ran?.map_err(err)?;
         let results = outs
             .iter()
@@ -358,7 +372,7 @@ impl Executable {
                 PyByteArray::new_with(py, len, |buf| o.write_le_bytes(buf).map_err(err))
             })
             .collect();
-        *self.outputs.lock().unwrap_or_else(|e| e.into_inner()) = outs;
+        self.outputs.put(outs);
         results
     }
 

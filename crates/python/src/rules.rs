@@ -116,7 +116,7 @@ static VJP: OnceLock<Table<CustomVjpJaxprs>> = OnceLock::new();
 /// `types` (JAX's short forms): `rule` is the jaxpr text `(primals, tangents) -> (outs,
 /// tangent outs)`, or `None` with `reason` saying why there is none.
 #[pyfunction]
-#[pyo3(signature = (name, jvp, types, rule, reason=None))]
+#[pyo3(signature = (name, jvp, types, rule=None, reason=None))]
 pub(crate) fn register_jvp_rule(
     name: &str,
     jvp: &str,

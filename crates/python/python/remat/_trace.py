@@ -141,34 +141,34 @@ def _short(aval) -> str:
     return aval.str_short(short_dtypes=True)
 
 
-def _float_types(avals) -> str | None:
-    """Why remat cannot take a rule over these operands (a non-float operand, whose tangent
-    JAX types as float0), or None."""
+def _check_float(avals) -> None:
+    """`_Refused` for a non-float operand, whose tangent JAX types as float0."""
     for a in avals:
         if not jnp.issubdtype(a.dtype, jnp.inexact):
-            return f"an operand is {_short(a)}: remat takes custom rules over floating-point operands only"
-    return None
+            raise _Refused(f"an operand is {_short(a)}: remat takes custom rules over floating-point operands only")
 
 
-def _rule_text(closed) -> tuple[str | None, str | None]:
-    """A rule's jaxpr as the text remat reads, or why it cannot be given."""
+class _Refused(Exception):
+    """Why remat cannot take a rule: registered as the rule's reason."""
+
+
+def _rule_text(closed) -> str:
+    """A rule's jaxpr as the text remat reads; `_Refused` if it cannot be given."""
     if closed.consts:
-        return None, (
+        raise _Refused(
             f"the rule computes with {len(closed.consts)} constant arrays it captures from Python, which remat "
             "cannot take (pass them as arguments of the custom function)"
         )
-    return _explicit_policies(closed).pretty_print(source_info=True, name_stack=False), None
+    return _explicit_policies(closed).pretty_print(source_info=True, name_stack=False)
 
 
-def _jvp_rule(eqn) -> tuple[str | None, str | None]:
-    """`(primals, tangents) -> (outs, tangent outs)` of a custom_jvp_call, as JAX's
-    `process_custom_jvp_call` runs it: the rule JAX traced (`jvp_jaxpr_fun`), every tangent
-    given, symbolic zero outputs instantiated."""
+def _jvp_rule(eqn) -> dict:
+    """`register_jvp_rule`'s `rule`: `(primals, tangents) -> (outs, tangent outs)` of a
+    custom_jvp_call, as JAX's `process_custom_jvp_call` runs it: the rule JAX traced
+    (`jvp_jaxpr_fun`), every tangent given, symbolic zero outputs instantiated."""
     num_consts = eqn.params["num_consts"]
     avals = [v.aval for v in eqn.invars[num_consts:]]
-    reason = _float_types(avals)
-    if reason:
-        return None, reason
+    _check_float(avals)
     jaxpr, consts, out_zeros = eqn.params["jvp_jaxpr_fun"].call_wrapped(*[False] * len(avals))
 
     as_fun = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, consts))
@@ -180,19 +180,18 @@ def _jvp_rule(eqn) -> tuple[str | None, str | None]:
         return [*primals_out, *tangents_out]
 
     structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
-    return _rule_text(jax.make_jaxpr(rule)(*structs, *structs))
+    return {"rule": _rule_text(jax.make_jaxpr(rule)(*structs, *structs))}
 
 
-def _vjp_rules(eqn) -> tuple[str | None, str | None, int, str | None]:
-    """`(fwd, bwd, num_outs, reason)` of a custom_vjp_call: `fwd` `(primals) -> (outs,
-    residuals)` and `bwd` `(residuals, cotangents) -> (a cotangent per primal)`, JAX's own
-    `jax.vjp` of the call (its fwd rule, and the transpose of its `custom_lin`, which runs
-    bwd)."""
+def _vjp_rules(eqn) -> dict:
+    """`register_vjp_rule`'s `fwd`, `bwd` and `num_outs` of a custom_vjp_call: `fwd`
+    `(primals) -> (outs, residuals)` and `bwd` `(residuals, cotangents) -> (a cotangent
+    per primal)`, JAX's own `jax.vjp` of the call (its fwd rule, and the transpose of its
+    `custom_lin`, which runs bwd)."""
     avals = [v.aval for v in eqn.invars]
     num_outs = len(eqn.outvars)
-    reason = _float_types(avals) or _float_types([v.aval for v in eqn.outvars])
-    if reason:
-        return None, None, num_outs, reason
+    _check_float(avals)
+    _check_float([v.aval for v in eqn.outvars])
     trees = []
 
     params = eqn.primitive.get_bind_params(eqn.params)
@@ -216,11 +215,7 @@ def _vjp_rules(eqn) -> tuple[str | None, str | None, int, str | None]:
     res_structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in res_avals]
     ct_structs = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.outvars]
     bwd_closed = jax.make_jaxpr(bwd)(*res_structs, *ct_structs)
-    fwd_text, reason = _rule_text(fwd_closed)
-    if reason:
-        return None, None, num_outs, reason
-    bwd_text, reason = _rule_text(bwd_closed)
-    return fwd_text, bwd_text, num_outs, reason
+    return {"fwd": _rule_text(fwd_closed), "bwd": _rule_text(bwd_closed), "num_outs": num_outs}
 
 
 def _custom_calls(j, seen):
@@ -231,42 +226,42 @@ def _custom_calls(j, seen):
     for e in j.eqns:
         if e.primitive.name in ("custom_jvp_call", "custom_vjp_call"):
             yield e
-        for v in e.params.values():
-            for sub in v if isinstance(v, tuple) else (v,):
-                if isinstance(sub, jcore.ClosedJaxpr):
-                    yield from _custom_calls(sub.jaxpr, seen)
-                elif isinstance(sub, jcore.Jaxpr):
-                    yield from _custom_calls(sub, seen)
+        for sub in jcore.jaxprs_in_params(e.params):
+            yield from _custom_calls(sub, seen)
+
+
+def _memo(thunk):
+    """`(memo, traced function)` of a rule thunk JAX memoizes (`_memoize`'s closure:
+    `cells`, `fn`), or None where the thunk is not JAX's memoized function."""
+    f = getattr(thunk, "f", None)
+    names = getattr(getattr(f, "__code__", None), "co_freevars", ())
+    if "fn" not in names or "cells" not in names:
+        return None
+    return f.__closure__[names.index("cells")].cell_contents, f.__closure__[names.index("fn")].cell_contents
 
 
 @contextlib.contextmanager
 def _jax_memo_kept(thunk):
-    """JAX memoizes a rule's trace in the equation's thunk (`_memoize`), and the equation
-    may be shared with JAX's own later traces (a cached `jit` or `checkpoint` body): the
-    traces made here are dropped after, so that JAX traces the rule itself when it needs
-    it, under the user's call stack, as it would have without remat (the sources in its
-    residuals depend on it)."""
-    f = getattr(thunk, "f", None)
-    names = getattr(getattr(f, "__code__", None), "co_freevars", ())
-    cells = f.__closure__[names.index("cells")].cell_contents if "cells" in names else None
-    before = set(cells) if isinstance(cells, dict) else None
+    """JAX memoizes a rule's trace in the equation's thunk, and the equation may be shared
+    with JAX's own later traces (a cached `jit` or `checkpoint` body): the traces made here
+    are dropped after, so that JAX traces the rule itself when it needs it, under the
+    user's call stack, as it would have without remat (the sources in its residuals depend
+    on it)."""
+    memo = _memo(thunk)
+    before = set(memo[0]) if memo else set()
     try:
         yield
     finally:
-        if before is not None:
-            for key in [k for k in cells if k not in before]:
-                del cells[key]
+        if memo:
+            for key in [k for k in memo[0] if k not in before]:
+                del memo[0][key]
 
 
 def _own_memo(thunk):
-    """`thunk` (a rule's trace that JAX memoizes, `_memoize`) with a memo of its own, or
-    `thunk` itself where it is not JAX's memoized function."""
-    f = getattr(thunk, "f", None)
-    names = getattr(getattr(f, "__code__", None), "co_freevars", ())
-    if "fn" not in names or "cells" not in names:
-        return thunk
-    fn = f.__closure__[names.index("fn")].cell_contents
-    return lu.wrap_init(pe._memoize(fn), debug_info=thunk.debug_info)
+    """`thunk` with a memo of its own, or `thunk` itself where it is not JAX's memoized
+    function."""
+    memo = _memo(thunk)
+    return thunk if memo is None else lu.wrap_init(pe._memoize(memo[1]), debug_info=thunk.debug_info)
 
 
 def with_own_rule_memos(closed):
@@ -284,15 +279,18 @@ def with_own_rule_memos(closed):
     return jcore.ClosedJaxpr(_map_jaxpr(closed.jaxpr, eqn_fn, {}), closed.consts)
 
 
-def _traced_or_reason(trace_rule, thunk):
-    """A rule's trace, or JAX's error while tracing it as the reason."""
+def _traced_or_reason(trace_rule, thunk) -> dict:
+    """A rule's registration keywords: its trace, or `reason` (why remat cannot take it,
+    or JAX's error while tracing it)."""
     try:
         with _jax_memo_kept(thunk):
             return trace_rule()
     except RematError:
         raise
+    except _Refused as e:
+        return {"reason": str(e)}
     except Exception as e:  # the user's rule failed to trace at these types
-        return e
+        return {"reason": f"JAX could not trace the rule: {type(e).__name__}: {e}"}
 
 
 def register_rules(closed) -> None:
@@ -312,23 +310,16 @@ def register_rules(closed) -> None:
             types = tuple(_short(v.aval) for v in e.invars)
             trace_rule, thunk = (lambda e=e: _vjp_rules(e)), e.params["fwd_jaxpr_thunk"]
         traced = _traced_or_reason(trace_rule, thunk)
-        if isinstance(traced, Exception):
-            traced = (None, f"JAX could not trace the rule: {type(traced).__name__}: {traced}") if names[0] == "jvp" \
-                else (None, None, 0, f"JAX could not trace the rules: {type(traced).__name__}: {traced}")
         key = (names, types)
         if key in found and found[key] != traced:
             what = f"`{names[2]}`" if names[0] == "jvp" else f"`{names[1]}`/`{names[2]}`"
-            reason = (f"two custom functions in the program have rules named {what} at ({', '.join(types)}) that "
-                      "differ; remat finds a rule by its name, so give the rule functions distinct names")
-            traced = (None, reason) if names[0] == "jvp" else (None, None, 0, reason)
+            traced = {"reason": f"two custom functions in the program have rules named {what} at "
+                                f"({', '.join(types)}) that differ; remat finds a rule by its name, so give the rule "
+                                "functions distinct names"}
         found[key] = traced
     for (names, types), traced in found.items():
-        if names[0] == "jvp":
-            text, reason = traced
-            _remat.register_jvp_rule(names[1], names[2], list(types), text, reason)
-        else:
-            fwd, bwd, num_outs, reason = traced
-            _remat.register_vjp_rule(names[1], names[2], list(types), fwd, bwd, num_outs, reason)
+        register = _remat.register_jvp_rule if names[0] == "jvp" else _remat.register_vjp_rule
+        register(names[1], names[2], list(types), **traced)
 
 
 # Arrays across the edge.
