@@ -215,12 +215,16 @@ impl Pe<'_> {
             Saveability::Offloadable { src, dst } => {
                 let (src, dst) = (memory_space(&src)?, memory_space(&dst)?);
                 let n = eqn.outvars.len();
-                let put =
-                    Primitive::DevicePut { devices: vec![dst; n], copy_semantics: vec![CopySemantics::AlwaysCopy; n] };
+                let put = Primitive::DevicePut {
+                    devices: vec![Some(dst); n],
+                    copy_semantics: vec![CopySemantics::AlwaysCopy; n],
+                };
                 let offloaded = self.emit_known(put, known_outs.clone(), SourceInfo::unknown())?;
                 let staged_res: Vec<Atom> = offloaded.into_iter().map(|r| self.residual(r)).collect();
-                let back =
-                    Primitive::DevicePut { devices: vec![src; n], copy_semantics: vec![CopySemantics::AlwaysCopy; n] };
+                let back = Primitive::DevicePut {
+                    devices: vec![Some(src); n],
+                    copy_semantics: vec![CopySemantics::AlwaysCopy; n],
+                };
                 let reloaded = self.emit_staged(back, staged_res, SourceInfo::unknown())?;
                 for ((&v, k), s) in eqn.outvars.iter().zip(known_outs).zip(reloaded) {
                     self.write(v, Some(k), Some(s));

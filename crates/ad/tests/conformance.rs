@@ -8,6 +8,12 @@ use remat_ad::vjp;
 use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_cases, primitive_cases};
 
 fn check_residuals(case: &serde_json::Value) -> Result<(), String> {
+    check_residuals_as(case, false)
+}
+
+/// With `skip_literals`, JAX's `from a literal` lines are left out of what remat must save
+/// (remat inlines a literal into the backward half: docs/real_models.md).
+fn check_residuals_as(case: &serde_json::Value, skip_literals: bool) -> Result<(), String> {
     let jaxpr = case_jaxpr(case);
     let v = vjp(&jaxpr, &arg_names(case)).map_err(|e| e.to_string())?;
     let got: Vec<(String, String, String)> = v
@@ -19,6 +25,7 @@ fn check_residuals(case: &serde_json::Value) -> Result<(), String> {
         .as_array()
         .unwrap()
         .iter()
+        .filter(|r| !(skip_literals && r["kind"].as_str() == Some("literal")))
         .map(|r| {
             (
                 r["aval"].as_str().unwrap().to_string(),
@@ -72,9 +79,12 @@ fn gradients_match_jax_on_every_case() {
     assert_eq!(n, 32);
 }
 
-/// The per-primitive cases (`tests/data/primitives`): JAX's residuals and gradients too.
+/// The per-primitive cases (`tests/data/primitives`): JAX's residuals and gradients too,
+/// by the zoo's rule for residuals: JAX's `from a literal` lines aside, which the text cannot
+/// tell (only `cummin_cumlogsumexp` has any: the Python 0s of JAX's associative_scan rule).
 #[test]
 fn primitive_cases_save_and_differentiate_as_jax_does() {
+    let check_residuals: fn(&serde_json::Value) -> Result<(), String> = |case| check_residuals_as(case, true);
     for check in [check_residuals, check_grads] {
         let (n, failures) = run_over(primitive_cases(), check);
         assert!(n > 0, "no cases in tests/data/primitives");

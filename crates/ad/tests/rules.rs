@@ -284,7 +284,8 @@ fn programs() -> Vec<Program> {
         vec![b.unary(UnaryOp::Sin, nm).unwrap()]
     }));
     ps.push(program("device_put", &[n(&s)], |b, x| {
-        let put = |ms| Primitive::DevicePut { devices: vec![ms], copy_semantics: vec![CopySemantics::AlwaysCopy] };
+        let put =
+            |ms| Primitive::DevicePut { devices: vec![Some(ms)], copy_semantics: vec![CopySemantics::AlwaysCopy] };
         let h = bind1(b, put(MemorySpace::Host), vec![x[0]]);
         let d = bind1(b, put(MemorySpace::Device), vec![h]);
         vec![b.mul(d, d).unwrap()]

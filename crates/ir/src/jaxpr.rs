@@ -451,9 +451,10 @@ pub enum Primitive {
     Name {
         name: String,
     },
-    /// Moves values between memory spaces, one destination per operand.
+    /// Moves values between memory spaces, one destination per operand: `None` (JAX's
+    /// `devices=(None,)`, a `jax.device_put(x)` without a target) leaves it where it is.
     DevicePut {
-        devices: Vec<MemorySpace>,
+        devices: Vec<Option<MemorySpace>>,
         copy_semantics: Vec<CopySemantics>,
     },
     /// `empty2[dtype=float32 memory_space=MemorySpace.Device]`: an uninitialised scalar

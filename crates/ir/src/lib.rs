@@ -32,8 +32,8 @@ pub use primitive::{
     RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
-    dilated, reduce_window_name, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers, ConvParams,
-    Window,
+    dilated, reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers,
+    ConvParams, Refusal, Window,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::ShapeError;

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 use crate::param::Param;
-use crate::primitive::{Primitive, PrimitiveKind};
+use crate::primitive::{not_a_primitive, Primitive, PrimitiveKind};
 use crate::syntax::{is_name_char, is_name_start, literal_value_text};
 use crate::types::{Aval, DType, MemorySpace};
 
@@ -553,7 +553,7 @@ impl<'s> Parser<'s> {
                 let len = rest.find(|c| !(is_name_char(c) || c == '-')).unwrap_or(rest.len());
                 if len > 0 && rest[len..].starts_with('[') {
                     // A primitive's name and parameters, where no primitive has that name.
-                    return Err(self.err_at(self.pos, format!("unknown primitive `{}`", &rest[..len])));
+                    return Err(self.err_at(self.pos, not_a_primitive(&rest[..len])));
                 }
                 return Err(self.expected("an equation (`name:type = primitive ...`)"));
             }
@@ -564,7 +564,7 @@ impl<'s> Parser<'s> {
         let prim_pos = self.pos;
         let prim_name = self.primitive_name().ok_or_else(|| self.expected("a primitive name"))?;
         if PrimitiveKind::from_name(prim_name).is_none() {
-            return Err(self.err_at(prim_pos, format!("unknown primitive `{prim_name}`")));
+            return Err(self.err_at(prim_pos, not_a_primitive(prim_name)));
         }
         let mut params = Vec::new();
         let mut spelling = Vec::new();

@@ -425,13 +425,15 @@ mod tests {
     #[test]
     fn name_and_device_put() {
         check(&Primitive::Name { name: "a".into() }, "f32[5]", "-> f32[5]");
-        let put = |devices: Vec<MemorySpace>| Primitive::DevicePut {
+        let put = |devices: Vec<Option<MemorySpace>>| Primitive::DevicePut {
             copy_semantics: vec![CopySemantics::AlwaysCopy; devices.len()],
             devices,
         };
-        check(&put(vec![MemorySpace::Host]), "f32[5]", "-> f32<host>[5]");
-        check(&put(vec![MemorySpace::Device, MemorySpace::Host]), "f32<host>[5] i32[]", "-> f32[5] i32<host>[]");
-        check(&put(vec![MemorySpace::Host]), "f32[5] f32[5]", "device_put: 2 operands for 1 devices");
+        let (host, device) = (Some(MemorySpace::Host), Some(MemorySpace::Device));
+        check(&put(vec![host]), "f32[5]", "-> f32<host>[5]");
+        check(&put(vec![device, host]), "f32<host>[5] i32[]", "-> f32[5] i32<host>[]");
+        check(&put(vec![None, None]), "f32<host>[5] i32[]", "-> f32<host>[5] i32[]");
+        check(&put(vec![host]), "f32[5] f32[5]", "device_put: 2 operands for 1 devices");
     }
 
     const INNER: &str = "{ lambda ; a:f32[3] b:f32[]. let c:f32[3] = mul a b in (c, b) }";

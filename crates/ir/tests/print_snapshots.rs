@@ -95,7 +95,7 @@ fn constvars_and_memory_spaces() {
     let h = push(
         &mut j,
         Primitive::DevicePut {
-            devices: vec![MemorySpace::Host],
+            devices: vec![Some(MemorySpace::Host)],
             copy_semantics: vec![remat_ir::CopySemantics::AlwaysCopy],
         },
         vec![y.into()],

@@ -17,6 +17,28 @@ from jax import lax
 
 g.CASES.clear()
 
+
+def fwd_bwd_traced(f, args):
+    """JAX's forward and backward jaxprs of `f`'s vjp, with the backward taking the residuals
+    in the forward's output order: both from one traced vjp. (gen_cases.fwd_bwd takes the
+    backward from a concrete vjp, whose residuals come in another order when some are
+    concrete, e.g. integer indices computed from arguments under stop_gradient.)"""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    def f_(*l): return f(*jax.tree_util.tree_unflatten(tree, l))
+    box = {}
+    def traced(*l):
+        y, f_vjp = jax.vjp(f_, *l)
+        res, box["tree"] = jax.tree_util.tree_flatten(f_vjp)
+        return y, res
+    fwd = jax.make_jaxpr(lambda *l: jax.vjp(f_, *l))(*leaves).jaxpr
+    y, res = jax.eval_shape(traced, *leaves)
+    def g_(*a):
+        *r, ct = a
+        return jax.tree_util.tree_unflatten(box["tree"], r)(ct)
+    return str(fwd), str(jax.make_jaxpr(g_)(*res, y).jaxpr)
+
+g.fwd_bwd = fwd_bwd_traced
+
 @g.case("rev_flip", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
         "rev: x[::-1] and jnp.flip (a jit of rev on both axes); linear, its own transpose")
 def rev_flip(x, w):
@@ -219,6 +241,82 @@ def scan_reverse_unroll(W, c, xs):
         return c, jnp.sin(c) * x
     c, ys = lax.scan(body, c, xs, reverse=True, unroll=2)
     return jnp.sum(c) + jnp.sum(ys)
+
+# Primitives remat took before the coverage table (docs/ir.md) that no recorded case used.
+from jax._src import core as _core
+
+@g.case("argmin_min_tan", "primitives", lambda: (g.rnd(3, 5), g.rnd(3, 5)),
+        "argmin (its i32 index gathered by take_along_axis), reduce_min (the tangent at the "
+        "first minimum) and tan")
+def argmin_min_tan(x, w):
+    i = jnp.argmin(x, axis=1)
+    picked = jnp.take_along_axis(w, i[:, None], axis=1)
+    return jnp.sum(picked * jnp.min(x * w, axis=0).sum()) + jnp.sum(jnp.tan(x * np.float32(0.5)))
+
+@g.case("pad_reduce_precision", "primitives", lambda: (g.rnd(3, 5),),
+        "pad with negative low/high and interior padding and a differentiated padding value "
+        "(linear in both, transposed to a strided slice and a sum), reduce_precision to bf16's "
+        "and f16's formats (its derivative the identity). NumPy scalars where a constant meets a "
+        "tangent: JAX saves a Python scalar there as a literal, which the text cannot tell "
+        "(docs/real_models.md)")
+def pad_reduce_precision(x):
+    p = lax.pad(jnp.sin(x), jnp.mean(x), ((1, -1, 1), (-2, 2, 0)))
+    r = lax.reduce_precision(x * np.float32(3.0), exponent_bits=8, mantissa_bits=7)
+    h = lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10)
+    return jnp.sum(p ** 2) + jnp.sum(jnp.cos(r) * h)
+
+@g.case("scatter_set_mul_max_min", "primitives", lambda: (g.rnd(5, 4), g.rnd(3, 4)),
+        "scatter (.at[].set), scatter-mul, scatter-max and scatter-min with a repeated index; "
+        "JAX differentiates set, mul (unique indices only, so there on distinct rows), max and min")
+def scatter_set_mul_max_min(x, v):
+    order = jnp.argsort(lax.stop_gradient(v[:, 0]))        # i32[3]: 0, 1, 2 in some order
+    rep = order // 2 * 2                                     # 0, 0, 2 in some order
+    uniq = order + 2                                         # 2, 3, 4 in some order
+    s = x.at[rep].set(v)
+    m = x.at[uniq].multiply(v, unique_indices=True)
+    hi = x.at[rep].max(v)
+    lo = x.at[rep].min(v)
+    return jnp.sum(jnp.sin(s) * m) + jnp.sum(hi * lo)
+
+@g.case("cummin_cumlogsumexp", "primitives", lambda: (g.rnd(3, 5),),
+        "cummin and cumlogsumexp, forwards and reversed. JAX differentiates both through "
+        "associative_scan, whose pads' Python 0s JAX saves as six `from a literal` residuals; "
+        "remat inlines literals (docs/real_models.md), and the bar compares the other lines")
+def cummin_cumlogsumexp(x):
+    return (jnp.sum(jnp.sin(lax.cummin(x, axis=1)))
+            + jnp.sum(lax.cumlogsumexp(x, axis=0, reverse=True) ** 2))
+
+@g.case("random_seed_fold_in", "primitives", lambda: (g.rnd(3, 4),),
+        "random_seed of a constant, random_fold_in, and normal noise scaling a float input")
+def random_seed_fold_in(x):
+    k = jax.random.fold_in(jax.random.key(7), 3)
+    return jnp.sum(jax.random.normal(k, x.shape) * jnp.sin(x))
+
+@g.case("device_put_copy", "primitives", lambda: (g.rnd(3, 4),),
+        "device_put inside a traced function (the identity on values, its own transpose)")
+def device_put_copy(x):
+    return jnp.sum(jnp.sin(jax.device_put(x * np.float32(2.0))) * x)
+
+_sin_twice = jax.make_jaxpr(lambda x: jnp.sin(x) * 2.0)(np.zeros((3, 4), np.float32))
+_closed_call_params = _core.closed_call_p.get_bind_params(dict(call_jaxpr=_sin_twice))
+
+@g.case("closed_call_sin", "primitives", lambda: (g.rnd(3, 4),),
+        "closed_call of a closed jaxpr (what JAX's own passes bind, e.g. a scan's known half "
+        "under a saving policy), bound directly")
+def closed_call_sin(x):
+    return jnp.sum(_core.closed_call_p.bind(x * x, **_closed_call_params)[0] * x)
+
+def _max_pool(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 1, 1, 1), "VALID")
+
+@g.case("select_and_gather_scatter_add", "primitives", lambda: (g.rnd(2, 4, 4, 3), g.rnd(2, 4, 4, 3)),
+        "select_and_gather_add (a max pool's jvp, taken inside the program) and "
+        "select_and_scatter_add (its vjp): a program that differentiates a max pool, "
+        "differentiated again")
+def select_and_gather_scatter_add(x, t):
+    _, tangent = jax.jvp(_max_pool, (x,), (t,))
+    cot = jax.grad(lambda x: jnp.sum(jnp.sin(_max_pool(x))))(x)
+    return jnp.sum(jnp.cos(tangent) * np.float32(2.0)) + jnp.sum(cot * t)
 
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -5,8 +5,8 @@
 //! value or a zero). Primitives that are never linear in an operand are errors.
 
 use remat_ir::{
-    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, Primitive, ReduceOp, ScatterOp,
-    UnaryOp,
+    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, MemorySpace, Primitive,
+    ReduceOp, ScatterOp, UnaryOp,
 };
 
 use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
@@ -370,10 +370,16 @@ pub(crate) fn transpose_rule(
                 _ => return Err(not_linear()),
             }
         }
-        Primitive::DevicePut { .. } => {
+        Primitive::DevicePut { devices, copy_semantics: _ } => {
             for i in 0..ins.len() {
                 if let (true, Some(ct)) = (lin(i), ct_outs[i]) {
-                    let back = aval(i, b).memory_space;
+                    // Back to the operand's memory space; JAX's `_device_put_transpose` puts
+                    // a cotangent whose operand had no target (`None`) and was in device
+                    // memory back with no target either.
+                    let back = match (devices[i], aval(i, b).memory_space) {
+                        (None, MemorySpace::Device) => None,
+                        (_, space) => Some(space),
+                    };
                     let p =
                         Primitive::DevicePut { devices: vec![back], copy_semantics: vec![CopySemantics::AlwaysCopy] };
                     out[i] = Some(b.bind1(p, vec![ct])?);

@@ -39,13 +39,14 @@ impl CopySemantics {
 }
 
 // `device_put[copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) devices=(MemorySpace.Host,)
-// srcs=(None,)] x0 ...`: one entry per operand in each.
+// srcs=(None,)] x0 ...`: one entry per operand in each; a device `None` keeps the operand's
+// memory space.
 
-pub(super) fn device_put_params(devices: &[MemorySpace], copy_semantics: &[CopySemantics]) -> Params {
+pub(super) fn device_put_params(devices: &[Option<MemorySpace>], copy_semantics: &[CopySemantics]) -> Params {
     let words = |ws: Vec<String>| Param::Tuple(ws.into_iter().map(Param::Word).collect());
     vec![
         ("copy_semantics", words(copy_semantics.iter().map(|c| c.param_name().to_string()).collect())),
-        ("devices", Param::Tuple(devices.iter().map(|&d| memory_space_param(d)).collect())),
+        ("devices", Param::Tuple(devices.iter().map(|&d| d.map_or(Param::None, memory_space_param)).collect())),
         ("srcs", Param::Tuple(devices.iter().map(|_| Param::None).collect())),
     ]
 }
@@ -54,7 +55,10 @@ pub(super) fn parse_device_put(p: &mut ParamReader) -> Result<Primitive, String>
     let devices = p
         .seq("devices")?
         .iter()
-        .map(|d| memory_space_of(d).ok_or_else(|| format!("device_put: unsupported device {d}")))
+        .map(|d| match d {
+            Param::None => Ok(None),
+            d => memory_space_of(d).map(Some).ok_or_else(|| format!("device_put: unsupported device {d}")),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let copy_semantics = p
         .seq("copy_semantics")?
@@ -76,7 +80,7 @@ pub(super) fn parse_device_put(p: &mut ParamReader) -> Result<Primitive, String>
     Ok(Primitive::DevicePut { devices, copy_semantics })
 }
 
-pub(crate) fn device_put_shape(devices: &[MemorySpace], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+pub(crate) fn device_put_shape(devices: &[Option<MemorySpace>], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     ensure!(
         in_avals.len() == devices.len(),
         "device_put",
@@ -84,7 +88,11 @@ pub(crate) fn device_put_shape(devices: &[MemorySpace], in_avals: &[Aval]) -> Re
         in_avals.len(),
         devices.len()
     );
-    Ok(in_avals.iter().zip(devices).map(|(x, &ms)| Aval::new(x.dtype, x.shape.clone()).with_memory_space(ms)).collect())
+    Ok(in_avals
+        .iter()
+        .zip(devices)
+        .map(|(x, &ms)| Aval::new(x.dtype, x.shape.clone()).with_memory_space(ms.unwrap_or(x.memory_space)))
+        .collect())
 }
 
 /// `MemorySpace.Device` or `MemorySpace.Host` as a parameter value.

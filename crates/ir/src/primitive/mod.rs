@@ -36,6 +36,7 @@ pub(crate) mod memory;
 mod params;
 pub(crate) mod random;
 pub(crate) mod reduction;
+mod refused;
 pub(crate) mod sorting;
 pub(crate) mod structural;
 pub(crate) mod window;
@@ -48,6 +49,7 @@ pub use crate::param_types::{
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
+pub use refused::{refusal, Refusal};
 pub use window::{dilated, reduce_window_name, scatter_window, window_out_extent};
 
 use params::ParamReader;
@@ -91,6 +93,15 @@ macro_rules! primitive_kinds {
             }
         }
     };
+}
+
+/// What the parser says of a name that is not a [`PrimitiveKind`]: why remat refuses it, for a
+/// primitive JAX defines ([`refusal`]), or that no primitive has that name.
+pub fn not_a_primitive(name: &str) -> String {
+    match refusal(name) {
+        Some(r) => format!("`{name}` is a JAX primitive that remat refuses: {}", r.reason()),
+        None => format!("unknown primitive `{name}`"),
+    }
 }
 
 primitive_kinds! {
@@ -488,7 +499,7 @@ impl Primitive {
         use self::{
             call::*, control::*, elementwise::*, indexing::*, memory::*, reduction::*, sorting::*, structural::*,
         };
-        let kind = PrimitiveKind::from_name(name).ok_or_else(|| format!("unknown primitive `{name}`"))?;
+        let kind = PrimitiveKind::from_name(name).ok_or_else(|| not_a_primitive(name))?;
         let mut reader = ParamReader::new(name, params);
         let p = &mut reader;
         let prim = match kind {

@@ -171,6 +171,7 @@ impl Lowering {
                 .zip(devices)
                 .zip(targets)
                 .map(|((x, &space), &t)| {
+                    let space = space.unwrap_or(x.aval.memory_space);
                     if x.aval.memory_space == space && t.is_none() {
                         return x;
                     }

@@ -480,8 +480,10 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         23 => {
             let x = b.of(g, |_| true)?;
             let put = |m| Primitive::DevicePut { devices: vec![m], copy_semantics: vec![CopySemantics::AlwaysCopy] };
-            let h = b.eqn(put(MemorySpace::Host), vec![x.into()])?[0];
-            b.eqn(put(MemorySpace::Device), vec![h.into()])?;
+            let h = b.eqn(put(Some(MemorySpace::Host)), vec![x.into()])?[0];
+            // `jax.device_put(h)` without a target: it stays in host memory.
+            let h = b.eqn(put(None), vec![h.into()])?[0];
+            b.eqn(put(Some(MemorySpace::Device)), vec![h.into()])?;
             b.eqn(Primitive::Name { name: "n".into() }, vec![x.into()])?;
         }
         24 => {
