@@ -264,12 +264,16 @@ const SAVE_AND_OFFLOAD: &str = "save_and_offload_only_these_names";
 /// The meaning of the opaque policy `repr` made by a factory whose arguments cannot change
 /// what it decides here: `offload_dot_with_no_batch_dims(src, dst)` offloads from device
 /// memory to host memory, and those are the only two memory spaces remat has (JAX's
-/// `pinned_host` and `unpinned_host` are both its host memory).
+/// `pinned_host` and `unpinned_host` are both its host memory);
+/// `save_anything_except_these_names(*names)` is, in JAX 0.10.2, `lambda *_, **__: True`
+/// whatever the names (`<function save_anything_except_these_names.<locals>.<lambda> ...>`),
+/// so a program JAX printed with it saves everything, and so does remat.
 fn meaning_by_factory(repr: &str) -> Option<Policy> {
     match Policy::opaque_factory(repr)? {
         "offload_dot_with_no_batch_dims" => {
             Some(Policy::OffloadDotWithNoBatchDims { offload_src: "device".into(), offload_dst: "pinned_host".into() })
         }
+        "save_anything_except_these_names" => Some(Policy::EverythingSaveable),
         _ => None,
     }
 }
@@ -284,6 +288,11 @@ fn no_meaning(repr: &str) -> AdError {
         Some(SAVE_AND_OFFLOAD) => {
             "its names are arguments the text does not carry: give them with `--policy-names save=NAMES offload=NAMES` \
              (remat_ad::with_policy_names)"
+        }
+        Some("save_from_both_policies") => {
+            "its two policies are arguments the text does not carry, and they can change what it saves: \
+             write the checkpoint with a policy JAX prints in full, or plan the function in process with the \
+             Python package, which sees the policies"
         }
         Some(f) if f.contains('<') => "a lambda's code is not in the text, so remat cannot know what it saves",
         _ => "remat knows no meaning for this factory's policies",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::vjp_values;
 use remat_ad::{register_policy, resolve_policy, saved_residuals, vjp, Builder, Saveability};
-use remat_ir::{Atom, Jaxpr, Policy, Primitive};
+use remat_ir::{Atom, Jaxpr, Policy, Primitive, UnaryOp};
 use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_case, conformance_cases};
 
 /// `jax.checkpoint(f, policy=policy)` around the whole of `jaxpr`.
@@ -272,6 +272,26 @@ fn policy_names_give_an_opaque_closure_its_meaning() {
         resolve_policy(Some(&dots)).unwrap().decide(&dot, &[]).unwrap(),
         Saveability::Offloadable { src: "device".into(), dst: "pinned_host".into() }
     );
+    // JAX 0.10.2's `save_anything_except_these_names` is a stub that saves everything,
+    // whatever its names.
+    let except = Policy::Opaque {
+        repr: "<function save_anything_except_these_names.<locals>.<lambda> at 0xXXXXXXXXXXXX>".into(),
+        meaning: None,
+    };
+    assert_eq!(resolve_policy(Some(&except)).unwrap().decide(&dot, &[]).unwrap(), Saveability::Saveable);
+    assert_eq!(
+        resolve_policy(Some(&except)).unwrap().decide(&Primitive::Unary(UnaryOp::Sin), &[]).unwrap(),
+        Saveability::Saveable
+    );
+    // Whose arguments can change the meaning: the error says which arguments.
+    let both = Policy::Opaque {
+        repr: "<function save_from_both_policies.<locals>.policy at 0xXXXXXXXXXXXX>".into(),
+        meaning: None,
+    };
+    assert!(resolve_policy(Some(&both))
+        .unwrap_err()
+        .to_string()
+        .contains("its two policies are arguments the text does not carry"));
     // Other closures stay without a meaning.
     let lambda = Policy::Opaque { repr: "<function <lambda> at 0xXXXXXXXXXXXX>".into(), meaning: None };
     assert!(resolve_policy(Some(&lambda)).unwrap_err().to_string().contains("a lambda's code is not in the text"));

@@ -109,6 +109,20 @@ CASES = [
         (W, x3),
         ["w", "x"],
     ),
+    # Factories JAX prints as closures without their arguments, whose arguments cannot change
+    # what they save on CPU: kept as JAX prints them, and known to remat by the factory's name.
+    (
+        "save_anything_except_names_top",
+        jax.checkpoint(both_names_dots, policy=P.save_anything_except_these_names("b")),
+        (W, x3),
+        ["w", "x"],
+    ),
+    (
+        "offload_dot_no_batch_top",
+        jax.checkpoint(both_names_dots, policy=P.offload_dot_with_no_batch_dims("device", "pinned_host")),
+        (W, x3),
+        ["w", "x"],
+    ),
 ]
 
 
