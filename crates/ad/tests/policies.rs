@@ -102,7 +102,7 @@ fn everything_saveable_around_a_function_saves_what_no_checkpoint_saves() {
 fn a_user_policy_is_a_rust_closure_attached_by_name() {
     // Save only the outputs of `sin` (by primitive) with at least 6 elements (by aval).
     let policy = register_policy("big_sines_only", |prim: &Primitive, in_avals: &[remat_ir::Aval]| {
-        let is_sin = matches!(prim, Primitive::Unary(remat_ir::UnaryOp::Sin));
+        let is_sin = matches!(prim, Primitive::Unary(UnaryOp::Sin));
         Saveability::from_bool(is_sin && in_avals[0].size() >= 6)
     });
     assert_eq!(policy, Policy::Function { name: "big_sines_only".into(), repr: "<function big_sines_only>".into() });
@@ -128,7 +128,7 @@ fn a_user_policy_is_a_rust_closure_attached_by_name() {
 #[test]
 fn a_user_policy_can_offload() {
     let policy = register_policy("offload_sines", |prim: &Primitive, _: &[remat_ir::Aval]| {
-        if matches!(prim, Primitive::Unary(remat_ir::UnaryOp::Sin)) {
+        if matches!(prim, Primitive::Unary(UnaryOp::Sin)) {
             Saveability::Offloadable { src: "device".into(), dst: "pinned_host".into() }
         } else {
             Saveability::Recompute
@@ -192,7 +192,7 @@ fn builtin_policies_decide_as_jax_does() {
         preferred_element_type: None,
     };
     let name = |n: &str| Primitive::Name { name: n.into() };
-    let sin = Primitive::Unary(remat_ir::UnaryOp::Sin);
+    let sin = Primitive::Unary(UnaryOp::Sin);
     let avals = [f32s(&[2, 3, 4]), f32s(&[2, 4, 5])];
     let decide = |p: Policy, prim: &Primitive| resolve_policy(Some(&p)).unwrap().decide(prim, &avals).unwrap();
     let names = |ns: &[&str]| ns.iter().map(|s| s.to_string()).collect::<Vec<_>>();
