@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use remat_ir::{
     shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitOrigin, LitValue,
-    Literal, Primitive, ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
+    Literal, Precision, Primitive, ReduceOp, SourceInfo, UnaryOp, Var, VarDecl,
 };
 
 use crate::AdError;
@@ -440,8 +440,9 @@ impl Builder {
         y: Atom,
         dimension_numbers: DotDimensionNumbers,
         preferred_element_type: Option<DType>,
+        precision: Option<(Precision, Precision)>,
     ) -> Result<Atom, AdError> {
-        self.bind1(Primitive::DotGeneral { dimension_numbers, preferred_element_type }, vec![x, y])
+        self.bind1(Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision }, vec![x, y])
     }
 
     /// JAX's `_unbroadcast(aval, x)`: sums `x` down to `aval`'s shape, for the transpose of

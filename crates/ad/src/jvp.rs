@@ -13,6 +13,7 @@
 
 mod cond;
 mod indexing;
+pub(crate) mod linalg;
 mod rules;
 mod special;
 

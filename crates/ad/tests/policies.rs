@@ -190,6 +190,7 @@ fn builtin_policies_decide_as_jax_does() {
             rhs_batch: if batch { vec![0] } else { vec![] },
         },
         preferred_element_type: None,
+        precision: None,
     };
     let name = |n: &str| Primitive::Name { name: n.into() };
     let sin = Primitive::Unary(UnaryOp::Sin);
@@ -267,6 +268,7 @@ fn policy_names_give_an_opaque_closure_its_meaning() {
             rhs_batch: vec![],
         },
         preferred_element_type: None,
+        precision: None,
     };
     assert_eq!(
         resolve_policy(Some(&dots)).unwrap().decide(&dot, &[]).unwrap(),

@@ -81,6 +81,7 @@ fn dot(lc: &[usize], rc: &[usize], lb: &[usize], rb: &[usize]) -> Primitive {
             rhs_batch: rb.to_vec(),
         },
         preferred_element_type: Some(DType::F64),
+        precision: None,
     }
 }
 

@@ -23,6 +23,7 @@ mod dot;
 mod elem;
 mod elementwise;
 mod indexing;
+mod linalg;
 mod random;
 mod reduce;
 mod sorting;
@@ -405,7 +406,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Empty2 { dtype, memory_space: _ } => one(structural::empty2(*dtype, args))?,
         Primitive::Reduce { op, axes } => one(reduce::reduce(*op, axes, args))?,
         Primitive::Argmax { axes, index_dtype } => one(reduce::argmax(axes, *index_dtype, args))?,
-        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision: _ } => {
             one(dot::dot_general(dimension_numbers, *preferred_element_type, args))?
         }
         Primitive::Name { name: _ } => control::identity(args, 1).map_err(invalid)?,
@@ -451,6 +452,8 @@ pub(crate) fn eval_primitive_refs(
             sorting::sort(*dimension, *is_stable, *num_keys, args).map_err(invalid)?
         }
         Primitive::TopK { axis, k } => sorting::top_k(*axis, *k, args).map_err(invalid)?,
+        Primitive::Cholesky => one(linalg::cholesky(args))?,
+        Primitive::TriangularSolve(t) => one(linalg::triangular_solve(t, args))?,
         Primitive::Argmin { axes, index_dtype } => one(sorting::argmin(axes, *index_dtype, args))?,
         Primitive::Cumulative { op, axis, reverse } => one(sorting::cumulative(*op, *axis, *reverse, args))?,
         Primitive::ConvGeneralDilated(c) => one(window::conv(c, args))?,

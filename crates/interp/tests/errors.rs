@@ -223,6 +223,7 @@ fn malformed_primitives_are_errors() {
                     ..Default::default()
                 },
                 preferred_element_type: None,
+                precision: None,
             },
             vec![x.clone(), x.clone()],
             vec![f(&[])],

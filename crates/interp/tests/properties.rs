@@ -92,7 +92,7 @@ proptest! {
             .chain(lf_order.iter().map(|&i| c.lhs_free[i]))
             .chain(rf_order.iter().map(|&i| c.rhs_free[i]))
             .collect();
-        let prim = Primitive::DotGeneral { dimension_numbers: dn.clone(), preferred_element_type: Some(DType::F32) };
+        let prim = Primitive::DotGeneral { dimension_numbers: dn.clone(), preferred_element_type: Some(DType::F32), precision: None };
         let out = eval_primitive(&prim, &[Array::F32(lhs.clone()), Array::F32(rhs.clone())], &[Aval::new(DType::F32, out_shape.clone())])
             .map_err(|e| TestCaseError::fail(e.to_string()))?
             .remove(0);
@@ -115,7 +115,7 @@ proptest! {
         prop_assert_eq!(out.to_f64_vec(), want.iter().map(|&x| x as f64).collect::<Vec<_>>());
 
         // The integer path agrees.
-        let prim_i = Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(DType::I32) };
+        let prim_i = Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(DType::I32), precision: None };
         let (li, ri) = (lhs.mapv(|x| x as i32), rhs.mapv(|x| x as i32));
         let out_i = eval_primitive(&prim_i, &[Array::I32(li), Array::I32(ri)], &[Aval::new(DType::I32, out_shape)])
             .map_err(|e| TestCaseError::fail(e.to_string()))?
@@ -184,6 +184,7 @@ proptest! {
             (Primitive::DotGeneral {
                 dimension_numbers: DotDimensionNumbers { lhs_contracting: a.clone(), rhs_contracting: b.clone(), lhs_batch: s.clone(), rhs_batch: vec![dim] },
                 preferred_element_type: None,
+                precision: None,
             }, vec![x.clone(), x.clone()]),
         ];
         for (prim, args) in cases {

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use crate::array::Array;
 use crate::param_types::{
     BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryOp,
-    Window,
+    GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
+    TriangularSolve, UnaryOp, Window,
 };
 use crate::policy::Policy;
 use crate::types::{Aval, DType, MemorySpace};
@@ -444,6 +444,8 @@ pub enum Primitive {
     DotGeneral {
         dimension_numbers: DotDimensionNumbers,
         preferred_element_type: Option<DType>,
+        /// `precision=(lhs, rhs)`, or `None` (JAX's default, not printed).
+        precision: Option<(Precision, Precision)>,
     },
 
     // Names and memory: `primitive/memory.rs`.
@@ -575,6 +577,10 @@ pub enum Primitive {
         is_stable: bool,
         num_keys: usize,
     },
+    /// The lower Cholesky factor of each matrix (`primitive/linalg.rs`).
+    Cholesky,
+    /// `x` with `op(a) x = b` or `x op(a) = b` for triangular `a` (`primitive/linalg.rs`).
+    TriangularSolve(TriangularSolve),
     /// The `k` largest elements along `axis` and their i32 indices.
     TopK {
         axis: usize,
@@ -735,6 +741,8 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::Cholesky
+            | Primitive::TriangularSolve(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -829,6 +837,8 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::Cholesky
+            | Primitive::TriangularSolve(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)

@@ -28,8 +28,8 @@ pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
     cond_branch, random_bits_dtype, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Primitive, PrimitiveKind, ReduceOp,
-    RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
+    GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, ReduceOp,
+    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
     dilated, reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers,

@@ -42,6 +42,34 @@ macro_rules! named_enum {
     };
 }
 
+named_enum! {
+    /// `lax.Precision`, one per operand of `dot_general` (`precision=(Precision.HIGHEST,
+    /// Precision.HIGHEST)`, what JAX's linear-algebra rules ask for): how an accelerator may
+    /// round the operands. XLA's CPU backend computes every precision alike, and so does remat.
+    pub enum Precision {
+        Default = "Precision.DEFAULT",
+        High = "Precision.HIGH",
+        Highest = "Precision.HIGHEST",
+    }
+}
+
+// Linear algebra (`primitive/linalg.rs`).
+
+/// `triangular_solve`'s parameters, as JAX names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TriangularSolve {
+    /// Solve `op(a) x = b` (true) or `x op(a) = b` (false).
+    pub left_side: bool,
+    /// `a` is lower (true) or upper (false) triangular; its other part is not read.
+    pub lower: bool,
+    /// `op(a)` is `a`'s transpose.
+    pub transpose_a: bool,
+    /// `op(a)` conjugates `a` (no effect on real dtypes).
+    pub conjugate_a: bool,
+    /// `a`'s diagonal is taken to be ones (not read).
+    pub unit_diagonal: bool,
+}
+
 // Elementwise (`primitive/elementwise.rs`).
 
 named_enum! {

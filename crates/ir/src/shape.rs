@@ -379,7 +379,7 @@ mod tests {
             lhs_batch: lb.to_vec(),
             rhs_batch: rb.to_vec(),
         };
-        Primitive::DotGeneral { dimension_numbers, preferred_element_type: Some(DType::F32) }
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type: Some(DType::F32), precision: None }
     }
 
     #[test]
@@ -391,7 +391,8 @@ mod tests {
         check(&dot(&[2], &[1], &[0], &[0]), "f32[2,3,5] f32[2,5,4]", "-> f32[2,3,4]");
         check(&dot(&[1], &[2], &[2], &[0]), "f32[3,5,2] f32[2,4,5]", "-> f32[2,3,4]");
         let dn = DotDimensionNumbers::default();
-        let no_preference = Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: None };
+        let no_preference =
+            Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: None, precision: None };
         check(&no_preference, "i32[2] i32[3]", "-> i32[2,3]");
         check(
             &dot(&[1], &[0], &[], &[]),
@@ -414,6 +415,7 @@ mod tests {
                 rhs_batch: vec![],
             },
             preferred_element_type: None,
+            precision: None,
         };
         check(
             &untyped,

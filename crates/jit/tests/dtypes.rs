@@ -369,7 +369,10 @@ fn dot(lhs: &Aval, rhs: &Aval, pref: Option<DType>) -> Option<Jaxpr> {
         lhs_batch: vec![],
         rhs_batch: vec![],
     };
-    one_eqn(Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: pref }, &[lhs.clone(), rhs.clone()])
+    one_eqn(
+        Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: pref, precision: None },
+        &[lhs.clone(), rhs.clone()],
+    )
 }
 
 /// Products of every value dtype, small (a loop) and large (the GEMM path), mixed narrow

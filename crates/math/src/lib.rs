@@ -20,6 +20,7 @@ pub mod element;
 pub mod elementary;
 pub mod fenv;
 pub mod flush;
+pub mod linalg;
 mod special;
 mod threefry;
 

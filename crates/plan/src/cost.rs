@@ -33,6 +33,16 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let per_feature = rhs.size() as u64 / (rhs.shape[p.dimension_numbers.rhs_spec[0]] as u64).max(1);
             2 * per_feature * elements(outs)
         }
+        // n³/3 multiply-adds per n x n matrix of the batch.
+        Primitive::Cholesky => {
+            let n = *ins[0].shape.last().unwrap_or(&1) as u64;
+            (ins[0].size() as u64) * n / 3
+        }
+        // n multiply-adds per element of `b`, over its n x n triangle.
+        Primitive::TriangularSolve(_) => {
+            let n = *ins[0].shape.last().unwrap_or(&1) as u64;
+            (ins[1].size() as u64) * n
+        }
         // A transfer between memories (an offloaded residual's), not arithmetic.
         Primitive::DevicePut { .. } => 0,
         // Partial evaluation forwards one to the operand's own dtype, as JAX does (only the

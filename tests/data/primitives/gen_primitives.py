@@ -318,5 +318,29 @@ def select_and_gather_scatter_add(x, t):
     cot = jax.grad(lambda x: jnp.sum(jnp.sin(_max_pool(x))))(x)
     return jnp.sum(jnp.cos(tangent) * np.float32(2.0)) + jnp.sum(cot * t)
 
+# Linear algebra (issue 45): cholesky and triangular_solve with JAX's derivative rules.
+from jax.lax import linalg as lax_linalg
+
+@g.case("cholesky_spd", "primitives", lambda: (g.rnd(4, 4), g.rnd(2, 3, 3)),
+        "cholesky of symmetric positive definite matrices built from the inputs, one matrix and "
+        "a batch of two (jvp: two triangular solves and a Precision.HIGHEST dot_general)")
+def cholesky_spd(x, xs):
+    a = x @ x.T + np.float32(4.0) * jnp.eye(4, dtype=jnp.float32)
+    l = lax_linalg.cholesky(a, symmetrize_input=False)
+    bs = jnp.einsum("bij,bkj->bik", xs, xs) + np.float32(3.0) * jnp.eye(3, dtype=jnp.float32)
+    ls = lax_linalg.cholesky(bs)
+    return jnp.sum(jnp.sin(l)) + jnp.sum(ls ** 2)
+
+@g.case("triangular_solve_sides", "primitives", lambda: (g.rnd(3, 3), g.rnd(3, 2), g.rnd(2, 3)),
+        "triangular_solve on the left and the right, lower and upper, transposed or not, with a "
+        "unit diagonal: differentiated in both a and b")
+def triangular_solve_sides(a, b, c):
+    t = a + np.float32(3.0) * jnp.eye(3, dtype=jnp.float32)
+    x1 = lax_linalg.triangular_solve(t, b, left_side=True, lower=True)
+    x2 = lax_linalg.triangular_solve(t, c, left_side=False, lower=False, transpose_a=True)
+    x3 = lax_linalg.triangular_solve(t, b, left_side=True, lower=False, transpose_a=True, unit_diagonal=True)
+    x4 = lax_linalg.triangular_solve(t, c, left_side=False, lower=True)
+    return jnp.sum(jnp.sin(x1)) + jnp.sum(x2 ** 2) + jnp.sum(jnp.cos(x3)) + jnp.sum(x4 * c)
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -169,11 +169,11 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let axis = if *axis < bd { *axis } else { axis + 1 };
             Ok(vec![(b.bind1(Primitive::Cumulative { op: *op, axis, reverse: *reverse }, vec![x])?, d)])
         }
-        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision } => {
             let ((lhs, lbd), (rhs, rbd)) = (ins[0], ins[1]);
             let (lhs_ndim, rhs_ndim) = (b.aval(&lhs).rank(), b.aval(&rhs).rank());
             let (dn, out_d) = dot_general_batch_dims(lhs_ndim, rhs_ndim, lbd, rbd, dimension_numbers);
-            Ok(vec![(b.dot_general(lhs, rhs, dn, *preferred_element_type)?, Some(out_d))])
+            Ok(vec![(b.dot_general(lhs, rhs, dn, *preferred_element_type, *precision)?, Some(out_d))])
         }
         Primitive::Jit { name, jaxpr, options } => {
             let dims: Vec<Option<usize>> = ins.iter().map(|x| x.1).collect();
@@ -216,6 +216,14 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let outs = b.bind(Primitive::Split { axis, sizes: sizes.clone() }, vec![x])?;
             Ok(outs.into_iter().map(|v| (Atom::Var(v), d)).collect())
         }
+        // JAX's linalg batchers: the batch axis to the front, where the primitives take
+        // leading batch axes.
+        Primitive::Cholesky => {
+            let (x, d) = ins[0];
+            let x = bdim_at_front(b, x, d, size)?;
+            Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
+        }
+        Primitive::TriangularSolve(t) => one(triangular_solve(b, *t, ins, size)),
         Primitive::TopK { axis, k } => {
             let (x, d) = ins[0];
             let bd = d.expect("batched");
@@ -619,4 +627,41 @@ fn dot_general_batch_dims(
         (None, None) => 0,
     };
     (out, result)
+}
+
+/// JAX's `_triangular_solve_batching_rule`: with only `b` batched, its batch axis folds into
+/// the columns (left side) or rows (right side) of one solve; otherwise both batch axes go
+/// to the front.
+fn triangular_solve(
+    b: &mut Builder,
+    t: remat_ir::TriangularSolve,
+    ins: &[Batched],
+    size: usize,
+) -> Result<Batched, AdError> {
+    let ((x, bx), (y, by)) = (ins[0], ins[1]);
+    let solve = |b: &mut Builder, x: Atom, y: Atom| crate::jvp::linalg::solve(b, t, x, y);
+    match (bx, by) {
+        (None, Some(by)) => {
+            let rank = b.aval(&y).rank();
+            let (y, bdim_out) = if t.left_side {
+                (moveaxis(b, y, by, rank - 1)?, rank - 1)
+            } else {
+                (moveaxis(b, y, by, rank - 2)?, rank - 2)
+            };
+            let shape = b.aval(&y).shape;
+            let flat: Vec<usize> = if t.left_side {
+                [&shape[..rank - 2], &[shape[rank - 2] * shape[rank - 1]]].concat()
+            } else {
+                [&shape[..rank - 3], &[shape[rank - 3] * shape[rank - 2], shape[rank - 1]]].concat()
+            };
+            let y_flat = b.reshape(y, &flat)?;
+            let out = solve(b, x, y_flat)?;
+            Ok((b.reshape(out, &shape)?, Some(bdim_out)))
+        }
+        _ => {
+            let x = bdim_at_front(b, x, bx, size)?;
+            let y = bdim_at_front(b, y, by, size)?;
+            Ok((solve(b, x, y)?, Some(0)))
+        }
+    }
 }

@@ -221,6 +221,8 @@ pub(crate) fn jvp_rule(
         Primitive::Scatter { .. } => indexing::scatter(b, old, eqn, primals, tangents),
         Primitive::Sort { .. } => indexing::sort(b, eqn, primals, tangents),
         Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
+        Primitive::Cholesky => super::linalg::cholesky(b, old, eqn, primals, tangents),
+        Primitive::TriangularSolve(t) => super::linalg::triangular_solve(b, old, eqn, *t, primals, tangents),
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
         Primitive::Cond { .. } => cond::cond_jvp(b, eqn, primals, tangents),

@@ -5,8 +5,8 @@
 //! value or a zero). Primitives that are never linear in an operand are errors.
 
 use remat_ir::{
-    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, MemorySpace, Primitive,
-    ReduceOp, ScatterOp, UnaryOp,
+    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, MemorySpace, Precision,
+    Primitive, ReduceOp, ScatterOp, UnaryOp,
 };
 
 use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
@@ -150,6 +150,7 @@ pub(crate) fn transpose_rule(
         | Primitive::Argmin { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::Cholesky
         | Primitive::RandomSeed
         | Primitive::RandomWrap
         | Primitive::RandomUnwrap
@@ -157,6 +158,16 @@ pub(crate) fn transpose_rule(
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
+        // JAX's `_triangular_solve_transpose_rule`: linear in `b` only; the cotangent is
+        // solved against `a` transposed.
+        Primitive::TriangularSolve(t) => {
+            let Some(ct) = single() else { return Ok(out) };
+            if lin(0) || !lin(1) {
+                return Err(not_linear());
+            }
+            let back = remat_ir::TriangularSolve { transpose_a: !t.transpose_a, ..*t };
+            out[1] = Some(crate::jvp::linalg::solve(b, back, value(0)?, ct)?);
+        }
         Primitive::SelectN => {
             if lin(0) {
                 return Err(not_linear());
@@ -341,7 +352,7 @@ pub(crate) fn transpose_rule(
             }
             ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
         },
-        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision } => {
             let Some(ct) = single() else { return Ok(out) };
             match (lin(0), lin(1)) {
                 (true, false) => {
@@ -352,7 +363,7 @@ pub(crate) fn transpose_rule(
                         &x,
                         value(1)?,
                         dimension_numbers,
-                        *preferred_element_type,
+                        (*preferred_element_type, *precision),
                         false,
                     )?);
                 }
@@ -365,7 +376,15 @@ pub(crate) fn transpose_rule(
                         lhs_batch: dn.rhs_batch.clone(),
                         rhs_batch: dn.lhs_batch.clone(),
                     };
-                    out[1] = Some(dot_transpose_lhs(b, ct, &y, value(0)?, &swapped, *preferred_element_type, true)?);
+                    out[1] = Some(dot_transpose_lhs(
+                        b,
+                        ct,
+                        &y,
+                        value(0)?,
+                        &swapped,
+                        (*preferred_element_type, *precision),
+                        true,
+                    )?);
                 }
                 _ => return Err(not_linear()),
             }
@@ -516,7 +535,7 @@ fn dot_transpose_lhs(
     x: &Aval,
     y: Atom,
     dn: &DotDimensionNumbers,
-    preferred: Option<DType>,
+    (preferred, precision): (Option<DType>, Option<(Precision, Precision)>),
     swap_ans: bool,
 ) -> Result<Atom, AdError> {
     let y_ndim = b.aval(&y).rank();
@@ -543,7 +562,7 @@ fn dot_transpose_lhs(
     unsorted.extend(&x_kept);
     unsorted.extend(&x_contract_sorted_by_y);
     let out_axes = argsort(&unsorted);
-    let d = b.dot_general(g, y, dims, preferred)?;
+    let d = b.dot_general(g, y, dims, preferred, precision)?;
     let t = b.transpose(d, &out_axes)?;
     b.convert(t, x.dtype)
 }

@@ -32,6 +32,7 @@ pub(crate) mod call;
 pub(crate) mod control;
 pub(crate) mod elementwise;
 pub(crate) mod indexing;
+pub(crate) mod linalg;
 pub(crate) mod memory;
 mod params;
 pub(crate) mod random;
@@ -44,8 +45,8 @@ pub(crate) mod window;
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
-    UnaryDomain, UnaryOp, Window,
+    GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
+    TriangularSolve, UnaryDomain, UnaryOp, Window,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -159,6 +160,8 @@ primitive_kinds! {
         Gather = "gather",
         Sort = "sort",
         TopK = "top_k",
+        Cholesky = "cholesky",
+        TriangularSolve = "triangular_solve",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
         ReduceWindowSum = "reduce_window_sum",
@@ -242,6 +245,8 @@ impl PrimitiveKind {
             | PrimitiveKind::Scatter(_)
             | PrimitiveKind::Sort
             | PrimitiveKind::TopK
+            | PrimitiveKind::Cholesky
+            | PrimitiveKind::TriangularSolve
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
             | PrimitiveKind::ConvGeneralDilated
@@ -308,6 +313,8 @@ impl Primitive {
             Primitive::Scatter { op, .. } => PrimitiveKind::Scatter(*op),
             Primitive::Sort { .. } => PrimitiveKind::Sort,
             Primitive::TopK { .. } => PrimitiveKind::TopK,
+            Primitive::Cholesky => PrimitiveKind::Cholesky,
+            Primitive::TriangularSolve(_) => PrimitiveKind::TriangularSolve,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
@@ -386,6 +393,8 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::Cholesky
+            | Primitive::TriangularSolve(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -435,8 +444,8 @@ impl Primitive {
             Primitive::Iota { dtype, shape, dimension } => iota_params(*dtype, shape, *dimension),
             Primitive::Reduce { op, axes } => reduce_params(*op, axes),
             Primitive::Argmax { axes, index_dtype } => argmax_params(axes, *index_dtype),
-            Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
-                dot_general_params(dimension_numbers, *preferred_element_type)
+            Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision } => {
+                dot_general_params(dimension_numbers, *preferred_element_type, *precision)
             }
             Primitive::Name { name } => name_params(name),
             Primitive::DevicePut { devices, copy_semantics } => device_put_params(devices, copy_semantics),
@@ -472,6 +481,8 @@ impl Primitive {
             }
             Primitive::Sort { dimension, is_stable, num_keys } => sort_params(*dimension, *is_stable, *num_keys),
             Primitive::TopK { axis, k } => top_k_params(*axis, *k),
+            Primitive::Cholesky => linalg::cholesky_params(),
+            Primitive::TriangularSolve(t) => linalg::triangular_solve_params(t),
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
@@ -547,6 +558,8 @@ impl Primitive {
             PrimitiveKind::Scatter(op) => parse_scatter(op, p)?,
             PrimitiveKind::Sort => parse_sort(p)?,
             PrimitiveKind::TopK => parse_top_k(p)?,
+            PrimitiveKind::Cholesky => Primitive::Cholesky,
+            PrimitiveKind::TriangularSolve => linalg::parse_triangular_solve(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
@@ -608,7 +621,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Iota { dtype, shape, dimension } => iota_shape(*dtype, shape, *dimension, ins),
         Primitive::Reduce { op, axes } => reduce_shape(*op, axes, ins),
         Primitive::Argmax { axes, index_dtype } => argmax_shape(axes, *index_dtype, ins),
-        Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
+        Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision: _ } => {
             dot_general_shape(dimension_numbers, *preferred_element_type, ins)
         }
         Primitive::Name { name: _ } => name_shape(ins),
@@ -632,6 +645,8 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
         Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
         Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
+        Primitive::Cholesky => linalg::cholesky_shape(ins),
+        Primitive::TriangularSolve(t) => linalg::triangular_solve_shape(t, ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),

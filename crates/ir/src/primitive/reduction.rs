@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use super::params::{dtype_param, usizes_of, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::{DotDimensionNumbers, ReduceOp};
+use crate::param_types::{DotDimensionNumbers, Precision, ReduceOp};
 use crate::shape::{arity, bail, device, distinct_axes, ensure, ShapeError};
 use crate::types::{Aval, DType, Shape};
 
@@ -68,11 +68,15 @@ pub(crate) fn argmax_shape(axes: &[usize], index_dtype: DType, in_avals: &[Aval]
     Ok(device(index_dtype, remove_axes(&x.shape, axes)))
 }
 
-// `dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32]
-// lhs rhs`: `preferred_element_type` hidden when None; `precision=None` and
-// `out_sharding=None` are accepted but not printed.
+// `dot_general[dimension_numbers=(([1], [0]), ([], [])) precision=(Precision.HIGHEST,
+// Precision.HIGHEST) preferred_element_type=float32] lhs rhs`: `precision` and
+// `preferred_element_type` hidden when None; `out_sharding=None` is accepted but not printed.
 
-pub(super) fn dot_general_params(dn: &DotDimensionNumbers, preferred_element_type: Option<DType>) -> Params {
+pub(super) fn dot_general_params(
+    dn: &DotDimensionNumbers,
+    preferred_element_type: Option<DType>,
+    precision: Option<(Precision, Precision)>,
+) -> Params {
     let pair = |a: &[usize], b: &[usize]| {
         Param::Tuple(vec![Param::int_list(a.iter().copied()), Param::int_list(b.iter().copied())])
     };
@@ -80,6 +84,9 @@ pub(super) fn dot_general_params(dn: &DotDimensionNumbers, preferred_element_typ
         "dimension_numbers",
         Param::Tuple(vec![pair(&dn.lhs_contracting, &dn.rhs_contracting), pair(&dn.lhs_batch, &dn.rhs_batch)]),
     )];
+    if let Some((l, r)) = precision {
+        ps.push(("precision", Param::Tuple(vec![Param::Word(l.name().into()), Param::Word(r.name().into())])));
+    }
     if let Some(t) = preferred_element_type {
         ps.push(("preferred_element_type", dtype_param(t)));
     }
@@ -87,7 +94,24 @@ pub(super) fn dot_general_params(dn: &DotDimensionNumbers, preferred_element_typ
 }
 
 pub(super) fn parse_dot_general(p: &mut ParamReader) -> Result<Primitive, String> {
-    p.optional_none("precision")?;
+    let precision = if p.is_none("precision") || !p.has("precision") {
+        p.optional_none("precision")?;
+        None
+    } else {
+        let given = p.take("precision")?;
+        let word = |q: &Param| match q {
+            Param::Word(w) => Precision::from_name(w),
+            _ => None,
+        };
+        match given.as_seq() {
+            Some([l, r]) => word(l).zip(word(r)),
+            _ => None,
+        }
+        .map(Some)
+        .ok_or_else(|| {
+            format!("dot_general: precision must be None or (Precision.X, Precision.Y) with X, Y DEFAULT, HIGH or HIGHEST, found {given}")
+        })?
+    };
     p.optional_none("out_sharding")?;
     let dn = p.take("dimension_numbers")?;
     let bad = || {
@@ -113,7 +137,7 @@ pub(super) fn parse_dot_general(p: &mut ParamReader) -> Result<Primitive, String
     };
     let dimension_numbers =
         DotDimensionNumbers { lhs_contracting: lc, rhs_contracting: rc, lhs_batch: lb, rhs_batch: rb };
-    Ok(Primitive::DotGeneral { dimension_numbers, preferred_element_type })
+    Ok(Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision })
 }
 
 /// JAX's `_dot_general_shape_rule`: batch dims pair up, contracting dims pair up, no dim

@@ -162,7 +162,7 @@ impl Lowering {
                 }
                 node(Expr::Load(View::contiguous(buf, out.dtype, &out.shape)))
             }
-            Primitive::DotGeneral { dimension_numbers, preferred_element_type: _ } => {
+            Primitive::DotGeneral { dimension_numbers, preferred_element_type: _, precision: _ } => {
                 Ok(vec![self.dot_general(&ins[0], &ins[1], dimension_numbers, out, target)])
             }
             Primitive::Name { name: _ } => Ok(ins),
@@ -229,7 +229,9 @@ impl Lowering {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Argmin { .. }
-            | Primitive::Cumulative { .. } => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::Cumulative { .. }
+            | Primitive::Cholesky
+            | Primitive::TriangularSolve(_) => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => Ok(vec![self.reduce_window(*op, window, &ins[0], out)]),
             Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {

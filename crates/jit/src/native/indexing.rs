@@ -1,6 +1,7 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
-//! `sort`, `top_k`, `argmin` and the cumulative reductions, each over whole row-major
-//! buffers (`remat_native`, one call per equation).
+//! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky` and
+//! `triangular_solve` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
 //! `FILL_OR_DROP`), scatters clamp (`CLIP`) or drop out-of-bounds windows, sorts put NaN
@@ -17,7 +18,7 @@ use std::cmp::Ordering;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn};
 use remat_ir::{CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp};
 use remat_math::element::{self, Element, Narrow};
-use remat_math::{elementary, with_dtype};
+use remat_math::{elementary, linalg, with_dtype};
 
 use super::random;
 use super::step::Bases;
@@ -191,6 +192,28 @@ fn run(b: &Bases) {
         Primitive::Cumulative { op, axis, reverse } => {
             with_dtype!(d.in_avals[0].dtype, T => cumulative::<T>(*op, &b.view(0), *axis, *reverse, &mut b.view_mut(0)))
         }
+        // The result is computed whole before it is written: the output may share the
+        // operand's buffer.
+        Primitive::Cholesky => match d.in_avals[0].dtype {
+            DType::F64 => {
+                let l = linalg::cholesky(&b.view::<f64>(0));
+                b.view_mut::<f64>(0).assign(&l);
+            }
+            _ => {
+                let l = linalg::cholesky(&b.view::<f32>(0));
+                b.view_mut::<f32>(0).assign(&l);
+            }
+        },
+        Primitive::TriangularSolve(t) => match d.in_avals[0].dtype {
+            DType::F64 => {
+                let x = linalg::triangular_solve(t, &b.view::<f64>(0), &b.view::<f64>(1));
+                b.view_mut::<f64>(0).assign(&x);
+            }
+            _ => {
+                let x = linalg::triangular_solve(t, &b.view::<f32>(0), &b.view::<f32>(1));
+                b.view_mut::<f32>(0).assign(&x);
+            }
+        },
         Primitive::RandomSeed => random::seed(b),
         Primitive::RandomWrap => random::wrap(b),
         Primitive::RandomUnwrap => random::unwrap(b),

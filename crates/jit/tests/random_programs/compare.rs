@@ -114,6 +114,8 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Gather { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::Cholesky
+            | Primitive::TriangularSolve(_)
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
@@ -188,6 +190,8 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::Cholesky
+        | Primitive::TriangularSolve(_)
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }
         | Primitive::While { .. }

@@ -473,7 +473,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             };
             let y = b.input(Aval::new(ydtype, rshape));
             b.eqn(
-                Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: pref },
+                Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: pref, precision: None },
                 vec![x.into(), y.into()],
             )?;
         }
@@ -614,6 +614,27 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let bits = Primitive::RandomBits { bit_width: g.pick(&[8, 32]), shape: vec![g.pick(&[1usize, 3, 5])] };
             b.eqn(bits, vec![folded.into()])?;
             b.eqn(Primitive::RandomUnwrap, vec![keys.into()])?;
+        }
+        37 => {
+            // Linear algebra: a Cholesky factor of a batch of square matrices, and a
+            // triangular solve against it or against the matrices themselves.
+            let dt = g.pick(&[DType::F32, DType::F64]);
+            let n = g.pick(&[1usize, 2, 3]);
+            let batch: Vec<usize> = if g.chance(30) { vec![2] } else { vec![] };
+            let a = b.input(Aval::new(dt, [&batch[..], &[n, n]].concat()));
+            let l = b.eqn(Primitive::Cholesky, vec![a.into()])?[0];
+            let t = remat_ir::TriangularSolve {
+                left_side: g.chance(50),
+                lower: g.chance(50),
+                transpose_a: g.chance(50),
+                conjugate_a: false,
+                unit_diagonal: g.chance(30),
+            };
+            let k = g.pick(&[1usize, 2]);
+            let rhs = if t.left_side { [&batch[..], &[n, k]].concat() } else { [&batch[..], &[k, n]].concat() };
+            let rhs = b.input(Aval::new(dt, rhs));
+            let tri = if g.chance(50) { l } else { a };
+            b.eqn(Primitive::TriangularSolve(t), vec![tri.into(), rhs.into()])?;
         }
         // Random bodies (`loops.rs`) and index arithmetic (`index.rs`).
         39 => loops::scan(b, g, false)?,

@@ -332,6 +332,8 @@ fn inside(
         | Primitive::Scatter { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::Cholesky
+        | Primitive::TriangularSolve(_)
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),
     }

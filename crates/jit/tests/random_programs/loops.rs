@@ -187,7 +187,8 @@ fn matmul(b: &mut Builder, x: Var, w: Var) -> Option<Var> {
         lhs_batch: vec![],
         rhs_batch: vec![],
     };
-    let prim = Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(DType::F32) };
+    let prim =
+        Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(DType::F32), precision: None };
     b.eqn(prim, vec![x.into(), w.into()]).map(|v| v[0])
 }
 

@@ -88,8 +88,11 @@ fn dot_general_typed(
             }
         }
     }
-    let prim =
-        Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(preferred.unwrap_or(dtype)) };
+    let prim = Primitive::DotGeneral {
+        dimension_numbers: dn,
+        preferred_element_type: Some(preferred.unwrap_or(dtype)),
+        precision: None,
+    };
     let (a, b) = (a.to_type(dtype, false, loc), b.to_type(dtype, false, loc));
     bind(prim, &[a.into(), b.into()], false, loc).remove(0)
 }

@@ -375,7 +375,8 @@ impl Ctx {
 
     /// `dot_general` accumulating in the step's dtype; the operands keep theirs.
     fn dot(&self, a: Tensor, b: Tensor, dn: DotDimensionNumbers) -> Tensor {
-        let prim = Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(self.dtype) };
+        let prim =
+            Primitive::DotGeneral { dimension_numbers: dn, preferred_element_type: Some(self.dtype), precision: None };
         bind(prim, &[a.into(), b.into()], false, self.loc).remove(0)
     }
 }
