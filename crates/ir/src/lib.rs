@@ -19,10 +19,11 @@ mod syntax;
 pub mod types;
 pub mod verify;
 
-pub use array::{Array, PrngKey};
+pub use array::{c128, c64, Array, PrngKey};
 pub use half::{bf16, f16};
 pub use identity::{identities, Identity};
 pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitOrigin, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
+pub use num_complex::{Complex32, Complex64};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;

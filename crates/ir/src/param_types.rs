@@ -96,14 +96,16 @@ pub enum UnaryDomain {
     Number,
     /// Integers and `bool` (`not`: bitwise, or logical on `bool`).
     IntOrBool,
-    /// Floats only.
+    /// Real floats only.
     Float,
+    /// Real floats and complex numbers (JAX's `_float | _complex`).
+    FloatOrComplex,
 }
 
 impl UnaryOp {
-    /// Whether the operand must be a float (transcendentals) rather than any number.
+    /// Whether the operand must be inexact (transcendentals) rather than any number.
     pub fn float_only(self) -> bool {
-        self.domain() == UnaryDomain::Float
+        matches!(self.domain(), UnaryDomain::Float | UnaryDomain::FloatOrComplex)
     }
 
     /// The dtypes this op is defined on (JAX's `unop` dtype lists).
@@ -112,6 +114,17 @@ impl UnaryOp {
             UnaryOp::StopGradient | UnaryOp::Copy => UnaryDomain::Any,
             UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => UnaryDomain::Number,
             UnaryOp::Not => UnaryDomain::IntOrBool,
+            // The complex forms remat computes (`remat-interp`'s `complex.rs`).
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Tanh
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt => UnaryDomain::FloatOrComplex,
             UnaryOp::Floor
             | UnaryOp::Ceil
             | UnaryOp::IsFinite
@@ -130,17 +143,7 @@ impl UnaryOp {
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
             | UnaryOp::Digamma
-            | UnaryOp::Exp
-            | UnaryOp::Log
-            | UnaryOp::Log1p
-            | UnaryOp::Expm1
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Tan
-            | UnaryOp::Tanh
-            | UnaryOp::Logistic
-            | UnaryOp::Sqrt
-            | UnaryOp::Rsqrt => UnaryDomain::Float,
+            | UnaryOp::Logistic => UnaryDomain::Float,
         }
     }
 }

@@ -75,6 +75,10 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
         | Primitive::Round { .. }
         | Primitive::BitcastConvertType { .. }
         | Primitive::BroadcastInDim { .. }

@@ -176,10 +176,44 @@ pub(crate) fn transpose_rule(
         Primitive::ConvertElementType { .. } => {
             if let Some(ct) = single() {
                 let old = aval(0, b).dtype;
-                if old.is_float() {
+                if old.is_inexact() {
                     let p = Primitive::ConvertElementType { new_dtype: old, weak_type: false };
                     out[0] = Some(b.bind1(p, vec![ct])?);
                 }
+            }
+        }
+        // JAX's `deflinear2` transposes: `complex` gives `[real(t), imag(neg(t))]`, `real`
+        // gives `complex(t, 0)`, `imag` gives `complex(0, neg(t))`, and `conj` of a complex
+        // operand is `conj`, of a real one `real`.
+        Primitive::Complex => {
+            let Some(ct) = single() else { return Ok(out) };
+            if lin(0) {
+                let re = b.bind1(Primitive::Real, vec![ct])?;
+                out[0] = Some(b.unbroadcast(&aval(0, b), re)?);
+            }
+            if lin(1) {
+                let neg = b.neg(ct)?;
+                let im = b.bind1(Primitive::Imag, vec![neg])?;
+                out[1] = Some(b.unbroadcast(&aval(1, b), im)?);
+            }
+        }
+        Primitive::Real => {
+            if let Some(ct) = single() {
+                let zero = lit(b.aval(&ct).dtype, 0.0);
+                out[0] = Some(b.bind1(Primitive::Complex, vec![ct, zero])?);
+            }
+        }
+        Primitive::Imag => {
+            if let Some(ct) = single() {
+                let zero = lit(b.aval(&ct).dtype, 0.0);
+                let neg = b.neg(ct)?;
+                out[0] = Some(b.bind1(Primitive::Complex, vec![zero, neg])?);
+            }
+        }
+        Primitive::Conj { input_dtype } => {
+            if let Some(ct) = single() {
+                let p = if input_dtype.is_complex() { prim.clone() } else { Primitive::Real };
+                out[0] = Some(b.bind1(p, vec![ct])?);
             }
         }
         Primitive::ReducePrecision { .. } => {

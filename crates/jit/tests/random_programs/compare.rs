@@ -78,6 +78,10 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::Complex
+            | Primitive::Real
+            | Primitive::Imag
+            | Primitive::Conj { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }
@@ -152,6 +156,10 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }

@@ -295,6 +295,10 @@ fn inside(
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }
