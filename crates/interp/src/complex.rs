@@ -11,7 +11,8 @@
 use ndarray::ArrayD;
 use num_complex::Complex;
 use num_traits::Float;
-use remat_ir::{c128, c64, Array, BinaryOp, DType, UnaryOp};
+use remat_ir::{c128, c64, Array, BinaryOp, DType, FftType, UnaryOp};
+use remat_math::fft::{transform, Kind};
 
 use remat_math::element::Element;
 use remat_math::with_dtype;
@@ -242,4 +243,33 @@ pub(crate) fn convert(new_dtype: DType, x: &Array) -> Result<Array, String> {
         }
         (false, false) => Err(format!("{} to {} involves no complex value", x.aval(), new_dtype.numpy_name())),
     }
+}
+
+/// `fft[fft_type fft_lengths] x`: `remat_math::fft` in `f64`, rounded once to the result's
+/// dtype (the JIT's native step is this function too).
+pub(crate) fn fft(fft_type: FftType, fft_lengths: &[usize], x: &Array) -> Result<Array, String> {
+    let kind = match fft_type {
+        FftType::Fft => Kind::Fft,
+        FftType::Ifft => Kind::Ifft,
+        FftType::Rfft => Kind::Rfft,
+        FftType::Irfft => Kind::Irfft,
+    };
+    let wide: ArrayD<Complex<f64>> = match x {
+        Array::C64(a) => a.mapv(|z| Complex::new(f64::from(z.re), f64::from(z.im))),
+        Array::C128(a) => a.mapv(c128::num),
+        Array::F32(a) => a.mapv(|v| Complex::new(f64::from(v), 0.0)),
+        Array::F64(a) => a.mapv(|v| Complex::new(v, 0.0)),
+        _ => return Err(format!("fft needs a float or complex operand, found {}", x.aval())),
+    };
+    if fft_lengths.is_empty() || fft_lengths.len() > wide.ndim() {
+        return Err(format!("fft: fft_lengths {fft_lengths:?} do not fit the operand {}", x.aval()));
+    }
+    let out = transform(&wide, kind, fft_lengths);
+    let single = matches!(x.dtype(), DType::C64 | DType::F32);
+    Ok(match (fft_type, single) {
+        (FftType::Irfft, true) => Array::F32(out.mapv(|z| z.re as f32)),
+        (FftType::Irfft, false) => Array::F64(out.mapv(|z| z.re)),
+        (_, true) => Array::C64(out.mapv(|z| c64::new(z.re as f32, z.im as f32))),
+        (_, false) => Array::C128(out.mapv(c128::from_num)),
+    })
 }

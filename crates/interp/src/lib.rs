@@ -381,6 +381,9 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Real => one(elem::operands(args).and_then(|[z]| complex::part(false, z)))?,
         Primitive::Imag => one(elem::operands(args).and_then(|[z]| complex::part(true, z)))?,
         Primitive::Conj { input_dtype: _ } => one(elem::operands(args).and_then(|[z]| complex::conj(z)))?,
+        Primitive::Fft { fft_type, fft_lengths } => {
+            one(elem::operands(args).and_then(|[x]| complex::fft(*fft_type, fft_lengths, x)))?
+        }
         Primitive::ConvertElementType { new_dtype, weak_type: _ } => {
             one(elementwise::convert_element_type(*new_dtype, args))?
         }

@@ -404,6 +404,12 @@ pub enum Primitive {
     Conj {
         input_dtype: DType,
     },
+    /// `fft[fft_lengths=(8,) fft_type=0] x`: a discrete Fourier transform over the last
+    /// `fft_lengths.len()` (1 to 3) axes.
+    Fft {
+        fft_type: crate::param_types::FftType,
+        fft_lengths: Vec<usize>,
+    },
     ConvertElementType {
         new_dtype: DType,
         weak_type: bool,
@@ -750,6 +756,7 @@ impl Primitive {
             | Primitive::Real
             | Primitive::Imag
             | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }
@@ -848,6 +855,7 @@ impl Primitive {
             | Primitive::Real
             | Primitive::Imag
             | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }

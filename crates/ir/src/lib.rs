@@ -28,8 +28,8 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    cond_branch, random_bits_dtype, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Primitive, PrimitiveKind, ReduceOp,
+    cond_branch, random_bits_dtype, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FftType,
+    FillValue, GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Primitive, PrimitiveKind, ReduceOp,
     RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
 };
 pub use primitive::{

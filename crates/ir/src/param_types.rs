@@ -185,6 +185,31 @@ named_enum! {
     }
 }
 
+/// `fft`'s `fft_type` (JAX's `jax.lax.FftType`, printed as its number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FftType {
+    /// `0`: complex to complex, forward.
+    Fft = 0,
+    /// `1`: complex to complex, inverse (scaled by `1 / n`).
+    Ifft = 1,
+    /// `2`: real to complex, the last axis's first `n / 2 + 1` terms.
+    Rfft = 2,
+    /// `3`: complex to real, the inverse of `Rfft`.
+    Irfft = 3,
+}
+
+impl FftType {
+    pub fn from_int(x: i64) -> Option<FftType> {
+        Some(match x {
+            0 => FftType::Fft,
+            1 => FftType::Ifft,
+            2 => FftType::Rfft,
+            3 => FftType::Irfft,
+            _ => return None,
+        })
+    }
+}
+
 /// `round`'s `rounding_method` (JAX's `RoundingMethod`, printed as its integer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RoundingMethod {

@@ -33,6 +33,11 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let per_feature = rhs.size() as u64 / (rhs.shape[p.dimension_numbers.rhs_spec[0]] as u64).max(1);
             2 * per_feature * elements(outs)
         }
+        // About 5 n log2 n per transformed element (n the transformed extent).
+        Primitive::Fft { fft_lengths, .. } => {
+            let n: usize = fft_lengths.iter().product();
+            5 * per_element() * u64::from(n.max(2).ilog2())
+        }
         // A transfer between memories (an offloaded residual's), not arithmetic.
         Primitive::DevicePut { .. } => 0,
         // Partial evaluation forwards one to the operand's own dtype, as JAX does (only the

@@ -288,5 +288,37 @@ def complex_structural(z, x):
     s = jnp.sum(zc) + jnp.sum(ds)
     return jnp.abs(s) + jnp.sum(jnp.real(g_) ** 2) + jnp.sum(jnp.imag(jnp.broadcast_to(zt, (2, 6))))
 
+# FFT (issue 45): each kind in 1, 2 and 3 dimensions, and a Fourier layer.
+@g.case("fft_c2c", "primitives", lambda: (crnd(2, 4, 3), g.rnd(2, 4, 3)),
+        "fft and ifft (complex to complex) over 1, 2 and 3 axes with a real loss; each is "
+        "linear and its own transpose")
+def fft_c2c(z, w):
+    a = jnp.fft.fft(z)                                       # last axis, length 3
+    b = jnp.fft.ifft2(z * w)                                 # lengths (4, 3)
+    c = jnp.fft.fftn(jnp.sin(z))                             # lengths (2, 4, 3)
+    return jnp.sum(jnp.abs(a) * w) + jnp.sum(jnp.real(b) ** 2) + jnp.sum(jnp.imag(c) * w)
+
+@g.case("rfft_irfft", "primitives", lambda: (g.rnd(2, 4, 6), g.rnd(3, 5)),
+        "rfft and irfft over 1, 2 and 3 axes (even and odd last lengths): their transposes "
+        "weigh the terms the real transforms hold once for two")
+def rfft_irfft(x, y):
+    a = jnp.fft.rfft(x)                                      # c64[2,4,4]
+    b = jnp.fft.rfft2(jnp.sin(y))                            # c64[3,3]
+    c = jnp.fft.rfftn(x * x)                                 # c64[2,4,4] over 3 axes
+    d = jnp.fft.irfft(a * jnp.conj(a), n=6)                  # f32[2,4,6]
+    e = jnp.fft.irfft2(b * b, s=(3, 5))                      # f32[3,5]
+    f = jnp.fft.irfftn(c, s=(2, 4, 6))                       # f32[2,4,6]
+    return (jnp.sum(jnp.abs(a)) + jnp.sum(jnp.real(b) * jnp.imag(b)) + jnp.sum(d * x)
+            + jnp.sum(jnp.tanh(e) * y) + jnp.sum(f ** 2))
+
+@g.case("fourier_layer", "primitives", lambda: (g.rnd(4, 16), crnd(9, scale=.5), g.rnd(16, 16, scale=.25)),
+        "a Fourier-layer block (an FNO's spectral convolution): rfft, multiplication by "
+        "complex weights, irfft, plus a pointwise linear path and a nonlinearity")
+def fourier_layer(x, w, p):
+    spec = jnp.fft.rfft(x)                                   # c64[4,9]
+    y = jnp.fft.irfft(spec * w, n=16)                        # f32[4,16]
+    h = jnp.tanh(y + x @ p)
+    return jnp.sum(h ** 2)
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -41,6 +41,12 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         Primitive::Binary(_) | Primitive::Compare(_) | Primitive::Complex => one(broadcast_batcher(b, prim, ins)),
         Primitive::SelectN => one(select_n(b, ins, size)),
         Primitive::RandomFoldIn => one(broadcast_batcher(b, prim, ins)),
+        // JAX's `_fft_batching_rule`: the batch axis first, the transformed axes last.
+        Primitive::Fft { .. } => {
+            let (x, d) = ins[0];
+            let x = moveaxis(b, x, d.expect("batched"), 0)?;
+            Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
+        }
         Primitive::RandomWrap => {
             let (x, d) = ins[0];
             let x = bdim_at_front(b, x, d, 1)?;

@@ -139,7 +139,8 @@ pub(crate) fn jvp_rule(
         | Primitive::Complex
         | Primitive::Real
         | Primitive::Imag
-        | Primitive::Conj { .. } => linear(b, old, eqn, primals, tangents),
+        | Primitive::Conj { .. }
+        | Primitive::Fft { .. } => linear(b, old, eqn, primals, tangents),
         Primitive::DynamicSlice { .. } => {
             // Linear in the operand; the start indices are integers.
             let out = emit_primal(b, old, eqn, primals);

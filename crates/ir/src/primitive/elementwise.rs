@@ -10,7 +10,7 @@
 use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
+use crate::param_types::{BinaryOp, CompareOp, FftType, RoundingMethod, UnaryDomain, UnaryOp};
 use crate::shape::{arity, bail, broadcast_shapes, device, ensure, same_dtype, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -150,6 +150,61 @@ pub(crate) fn conj_shape(input_dtype: DType, in_avals: &[Aval]) -> Result<Vec<Av
     ensure!(z.dtype == input_dtype, name, "input_dtype={} but the operand is {z}", input_dtype.numpy_name());
     let Some(dtype) = z.dtype.complex_dtype() else { bail!(name, "operand must be f32, f64 or complex, found {z}") };
     Ok(device(dtype, z.shape.clone()))
+}
+
+// `fft[fft_lengths=(4, 8) fft_type=2] x` (JAX's `fft_abstract_eval`).
+
+pub(super) fn fft_params(fft_type: FftType, fft_lengths: &[usize]) -> Params {
+    vec![("fft_lengths", Param::ints(fft_lengths.iter().copied())), ("fft_type", Param::Int(fft_type as i64))]
+}
+
+pub(super) fn parse_fft(p: &mut ParamReader) -> Result<Primitive, String> {
+    let fft_lengths = p.usizes("fft_lengths")?;
+    let t = p.int("fft_type")?;
+    let fft_type = FftType::from_int(t).ok_or_else(|| format!("fft: fft_type={t} is not 0, 1, 2 or 3"))?;
+    Ok(Primitive::Fft { fft_type, fft_lengths })
+}
+
+pub(crate) fn fft_shape(fft_type: FftType, fft_lengths: &[usize], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "fft";
+    let [x] = arity(name, in_avals)?;
+    let k = fft_lengths.len();
+    ensure!((1..=3).contains(&k), name, "fft_lengths must have 1 to 3 entries, found {fft_lengths:?}");
+    ensure!(!fft_lengths.contains(&0), name, "fft_lengths must be positive, found {fft_lengths:?}");
+    ensure!(k <= x.rank(), name, "the operand {x} has fewer than {k} axes");
+    let (batch, minor) = x.shape.split_at(x.rank() - k);
+    let (last, leading) = fft_lengths.split_last().expect("1 to 3 lengths");
+    let (shape, dtype) = match fft_type {
+        FftType::Fft | FftType::Ifft => {
+            ensure!(x.dtype.is_complex(), name, "the operand must be complex, found {x}");
+            ensure!(
+                minor == fft_lengths,
+                name,
+                "the operand's minor axes {minor:?} must be fft_lengths {fft_lengths:?}"
+            );
+            (x.shape.clone(), x.dtype)
+        }
+        FftType::Rfft => {
+            ensure!(matches!(x.dtype, DType::F32 | DType::F64), name, "the operand must be f32 or f64, found {x}");
+            ensure!(
+                minor == fft_lengths,
+                name,
+                "the operand's minor axes {minor:?} must be fft_lengths {fft_lengths:?}"
+            );
+            let shape = [batch, leading, &[last / 2 + 1]].concat();
+            (shape, x.dtype.complex_dtype().expect("f32 or f64"))
+        }
+        FftType::Irfft => {
+            ensure!(x.dtype.is_complex(), name, "the operand must be complex, found {x}");
+            ensure!(
+                &minor[..k - 1] == leading && minor[k - 1] == last / 2 + 1,
+                name,
+                "the operand's minor axes {minor:?} must be fft_lengths {fft_lengths:?} with the last one n / 2 + 1"
+            );
+            ([batch, fft_lengths].concat(), x.dtype.real_dtype())
+        }
+    };
+    Ok(device(dtype, shape))
 }
 
 // `integer_pow[y=2] x`.

@@ -42,7 +42,7 @@ pub(crate) mod window;
 
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
-    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
+    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FftType, FillValue,
     GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
     UnaryDomain, UnaryOp, Window,
 };
@@ -116,6 +116,7 @@ primitive_kinds! {
         Real = "real",
         Imag = "imag",
         Conj = "conj",
+        Fft = "fft",
         ConvertElementType = "convert_element_type",
         ReducePrecision = "reduce_precision",
         Round = "round",
@@ -213,6 +214,7 @@ impl PrimitiveKind {
             | PrimitiveKind::Real
             | PrimitiveKind::Imag
             | PrimitiveKind::Conj
+            | PrimitiveKind::Fft
             | PrimitiveKind::ConvertElementType
             | PrimitiveKind::ReducePrecision
             | PrimitiveKind::Round
@@ -271,6 +273,7 @@ impl Primitive {
             Primitive::Real => PrimitiveKind::Real,
             Primitive::Imag => PrimitiveKind::Imag,
             Primitive::Conj { .. } => PrimitiveKind::Conj,
+            Primitive::Fft { .. } => PrimitiveKind::Fft,
             Primitive::ConvertElementType { .. } => PrimitiveKind::ConvertElementType,
             Primitive::ReducePrecision { .. } => PrimitiveKind::ReducePrecision,
             Primitive::Round { .. } => PrimitiveKind::Round,
@@ -354,6 +357,7 @@ impl Primitive {
             | Primitive::Real
             | Primitive::Imag
             | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }
@@ -419,6 +423,7 @@ impl Primitive {
             | Primitive::Imag
             | Primitive::DynamicUpdateSlice => Vec::new(),
             Primitive::Conj { input_dtype } => conj_params(*input_dtype),
+            Primitive::Fft { fft_type, fft_lengths } => fft_params(*fft_type, fft_lengths),
             Primitive::IntegerPow { y } => integer_pow_params(*y),
             Primitive::ConvertElementType { new_dtype, weak_type } => {
                 convert_element_type_params(*new_dtype, *weak_type)
@@ -522,6 +527,7 @@ impl Primitive {
             PrimitiveKind::Real => Primitive::Real,
             PrimitiveKind::Imag => Primitive::Imag,
             PrimitiveKind::Conj => Primitive::Conj { input_dtype: p.dtype("input_dtype")? },
+            PrimitiveKind::Fft => parse_fft(p)?,
             PrimitiveKind::ConvertElementType => parse_convert_element_type(p)?,
             PrimitiveKind::ReducePrecision => parse_reduce_precision(p)?,
             PrimitiveKind::Round => parse_round(p)?,
@@ -603,6 +609,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Real => real_imag_shape("real", ins),
         Primitive::Imag => real_imag_shape("imag", ins),
         Primitive::Conj { input_dtype } => conj_shape(*input_dtype, ins),
+        Primitive::Fft { fft_type, fft_lengths } => fft_shape(*fft_type, fft_lengths, ins),
         Primitive::ConvertElementType { new_dtype, weak_type: _ } => convert_element_type_shape(*new_dtype, ins),
         Primitive::ReducePrecision { exponent_bits, mantissa_bits: _ } => reduce_precision_shape(*exponent_bits, ins),
         Primitive::Round { rounding_method: _ } => round_shape(ins),

@@ -41,7 +41,7 @@ impl Lowering {
         match prim {
             Primitive::Unary(UnaryOp::StopGradient) => Ok(ins),
             // Complex values are native steps (`complex_route`).
-            Primitive::Complex | Primitive::Real | Primitive::Imag | Primitive::Conj { .. } => {
+            Primitive::Complex | Primitive::Real | Primitive::Imag | Primitive::Conj { .. } | Primitive::Fft { .. } => {
                 Ok(self.native(prim, ins, out_avals, targets))
             }
             Primitive::Unary(op) => {
@@ -738,6 +738,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Real
         | Primitive::Imag
         | Primitive::Conj { .. }
+        | Primitive::Fft { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }

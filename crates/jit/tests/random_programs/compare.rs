@@ -82,6 +82,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Real
             | Primitive::Imag
             | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }
@@ -160,6 +161,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Real
         | Primitive::Imag
         | Primitive::Conj { .. }
+        | Primitive::Fft { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }

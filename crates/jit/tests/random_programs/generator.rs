@@ -32,8 +32,8 @@ use crate::common::{check_bits, count_eqns, differential_by};
 pub(crate) use compare::{close, exact};
 use remat_ir::{
     shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers,
-    Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace, Primitive,
-    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, SourceInfo, UnaryDomain, UnaryOp, Var,
+    Eqn, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace,
+    Primitive, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, SourceInfo, UnaryDomain, UnaryOp, Var,
 };
 use remat_jit::{CseScope, Options};
 use remat_testkit::Rng;
@@ -666,11 +666,17 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     Some(())
 }
 
-/// Complex arithmetic: a complex value made of two floats (or a converted one), one of the
-/// operations JAX defines on complex numbers, and a real result (`real`, `imag`, `abs`) for
-/// later steps.
+/// Complex arithmetic: a complex value made of two floats (or a converted one, or an
+/// `rfft` of a float), one of the operations JAX defines on complex numbers (`fft` among
+/// them), and a real result (`real`, `imag`, `abs`, `irfft`) for later steps.
 fn complex_step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let z = match b.complex.is_empty() || g.chance(50) {
+        true if g.chance(20) => {
+            let x = b.of(g, |a| matches!(a.dtype, DType::F32 | DType::F64) && a.rank() >= 1)?;
+            let n = b.aval(x).shape.len().min(g.pick(&[1, 2, 3]));
+            let fft_lengths = b.aval(x).shape[b.aval(x).rank() - n..].to_vec();
+            b.eqn(Primitive::Fft { fft_type: FftType::Rfft, fft_lengths }, vec![x.into()])?[0]
+        }
         true => {
             let x = b.of(g, |a| matches!(a.dtype, DType::F32 | DType::F64))?;
             let xa = b.aval(x);
@@ -707,8 +713,22 @@ fn complex_step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         }
         2 => b.eqn(Primitive::Conj { input_dtype: za.dtype }, vec![z.into()])?[0],
         3 => b.eqn(Primitive::IntegerPow { y: g.pick(&[2, 3, -1]) }, vec![z.into()])?[0],
+        4 if za.rank() >= 1 => {
+            let n = za.rank().min(g.pick(&[1, 2, 3]));
+            let fft_lengths = za.shape[za.rank() - n..].to_vec();
+            let fft_type = g.pick(&[FftType::Fft, FftType::Ifft]);
+            b.eqn(Primitive::Fft { fft_type, fft_lengths }, vec![z.into()])?[0]
+        }
         _ => z,
     };
+    let wa = b.aval(w);
+    if wa.rank() >= 1 && g.chance(25) {
+        // `irfft` back to a real value: the last length n has n / 2 + 1 terms.
+        let m = wa.shape[wa.rank() - 1];
+        let last = if m <= 1 { 1 } else { 2 * (m - 1) + g.below(2) };
+        b.eqn(Primitive::Fft { fft_type: FftType::Irfft, fft_lengths: vec![last] }, vec![w.into()])?;
+        return Some(());
+    }
     let back = [Primitive::Real, Primitive::Imag, Primitive::Unary(UnaryOp::Abs)][g.below(3)].clone();
     b.eqn(back, vec![w.into()])?;
     Some(())

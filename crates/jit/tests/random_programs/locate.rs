@@ -299,6 +299,7 @@ fn inside(
         | Primitive::Real
         | Primitive::Imag
         | Primitive::Conj { .. }
+        | Primitive::Fft { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }
