@@ -59,7 +59,7 @@ impl Checkpointed {
         let program = checkpoint_whole(&flat, plan)?;
         check("checkpointed (program)", &program)?;
         let in_nonzeros: Vec<bool> = (0..f.invars.len())
-            .map(|i| f.aval(f.invars[i]).dtype.is_float() && argnums.is_none_or(|nums| nums.contains(&i)))
+            .map(|i| f.aval(f.invars[i]).dtype.is_inexact() && argnums.is_none_or(|nums| nums.contains(&i)))
             .collect();
         let jvp = jvp_jaxpr(&program, &in_nonzeros, &vec![false; program.outvars.len()])?;
         let body = jvp

@@ -105,7 +105,7 @@ pub fn jvp_jaxpr(jaxpr: &Jaxpr, nonzeros: &[bool], instantiate: &[bool]) -> Resu
     for (&v, &nz) in jaxpr.invars.iter().zip(nonzeros) {
         if nz {
             let t = b.invar(jaxpr.aval(v).clone());
-            if jaxpr.aval(v).dtype.is_float() {
+            if jaxpr.aval(v).dtype.is_inexact() {
                 tangents[v.index()] = Tangent::Nz(Atom::Var(t));
             }
         }
@@ -162,7 +162,7 @@ pub(crate) fn jvp_eqns(
         b.set_source(saved);
         for ((&v, p), t) in eqn.outvars.iter().zip(primals_out).zip(tangents_out) {
             primal.set(v, p);
-            tangents[v.index()] = if jaxpr.aval(v).dtype.is_float() { t } else { Tangent::Zero };
+            tangents[v.index()] = if jaxpr.aval(v).dtype.is_inexact() { t } else { Tangent::Zero };
         }
     }
     Ok(())
@@ -425,7 +425,7 @@ fn linear(b: &mut Builder, old: &Jaxpr, eqn: &Eqn, primals: &[Atom], tangents: &
 }
 
 fn tangent_if_float(b: &Builder, t: remat_ir::Var, primal: &Atom) -> Tangent {
-    if b.aval(primal).dtype.is_float() {
+    if b.aval(primal).dtype.is_inexact() {
         Tangent::Nz(Atom::Var(t))
     } else {
         Tangent::Zero

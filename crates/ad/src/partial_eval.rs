@@ -419,8 +419,8 @@ pub(crate) fn insert_reduce_precision(jaxpr: &mut Jaxpr, num_res: usize) {
         }
         let aval = jaxpr.aval(v).clone();
         let (exponent_bits, mantissa_bits) = match aval.dtype {
-            DType::F32 => (8, 23),
-            DType::F64 => (11, 52),
+            DType::F32 | DType::C64 => (8, 23),
+            DType::F64 | DType::C128 => (11, 52),
             DType::BF16 => (8, 7),
             DType::F16 => (5, 10),
             DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {

@@ -43,7 +43,7 @@ pub struct Linearized {
 /// Linearizes `jaxpr` with respect to all its float inputs.
 pub fn linearize(jaxpr: &Jaxpr) -> Result<Linearized, AdError> {
     let n_out = jaxpr.outvars.len();
-    let in_nonzeros: Vec<bool> = jaxpr.invars.iter().map(|&v| jaxpr.aval(v).dtype.is_float()).collect();
+    let in_nonzeros: Vec<bool> = jaxpr.invars.iter().map(|&v| jaxpr.aval(v).dtype.is_inexact()).collect();
     let jvp = jvp_jaxpr(jaxpr, &in_nonzeros, &vec![false; n_out])?;
     linearize_jvp(jaxpr, in_nonzeros, &jvp, PeMode::Linearize)
 }
@@ -269,7 +269,7 @@ fn scalar_output(jaxpr: &Jaxpr) -> Result<Aval, AdError> {
     match jaxpr.outvars.as_slice() {
         [out] => {
             let aval = jaxpr.atom_aval(out);
-            if aval.rank() == 0 && aval.dtype.is_float() {
+            if aval.rank() == 0 && aval.dtype.is_inexact() {
                 Ok(aval)
             } else {
                 Err(AdError::Invalid(format!("grad requires a real scalar output, got {aval}")))
@@ -298,7 +298,7 @@ pub(crate) fn check_grad_request(jaxpr: &Jaxpr, argnums: &[usize]) -> Result<Ava
     }
     for &i in argnums {
         let aval = jaxpr.aval(jaxpr.invars[i]);
-        if !aval.dtype.is_float() {
+        if !aval.dtype.is_inexact() {
             return Err(AdError::Invalid(format!("grad requires real-valued inputs; input {i} is {aval}")));
         }
     }

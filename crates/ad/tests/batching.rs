@@ -150,6 +150,31 @@ fn cond_with_a_batched_index_keeps_its_branches_constants() {
     }
 }
 
+/// Complex values and `fft` under `vmap`: `rfft`, `irfft` and a 2-d `fft` keep the batch
+/// axis in front of the transformed ones; `complex`, `real`, `imag`, `conj` and `abs` are
+/// elementwise. The batched program computes each example's results bit for bit.
+#[test]
+fn complex_values_and_ffts_batch_example_by_example() {
+    let jaxpr = parse_jaxpr(
+        "{ lambda ; a:f32[3,8]. let
+    b:c64[3,5] = fft[fft_lengths=(8,) fft_type=2] a
+    c:c64[3,5] = conj[input_dtype=complex64] b
+    d:c64[3,5] = mul b c
+    e:f32[3,8] = fft[fft_lengths=(8,) fft_type=3] d
+    f:f32[3,5] = imag b
+    g:f32[3,5] = real b
+    h:c64[3,5] = complex g f
+    i:c64[3,5] = fft[fft_lengths=(3, 5) fft_type=0] h
+    j:f32[3,5] = abs i
+  in (e, j) }",
+        "complex_vmap",
+    )
+    .unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let batched = batch_jaxpr(&closed, 4, &[Some(1)], &[Some(0), Some(0)]).unwrap().jaxpr;
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 4, 8], 5), 1, &[]);
+}
+
 /// Runs `batched` on `args` and `jaxpr` on each example (each argument with an `in_dims`
 /// axis indexed there, the others as they are); every output of `batched` is batched at
 /// axis 0 and must equal the example's output bit for bit.

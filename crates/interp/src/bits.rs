@@ -11,7 +11,7 @@
 use std::ops::{BitAnd, BitOr, BitXor, Not};
 
 use ndarray::{ArrayD, IxDyn};
-use remat_ir::{bf16, f16, Array, DType};
+use remat_ir::{bf16, c128, c64, f16, Array, DType};
 
 use crate::elem::{num_dtype, operands, typed, Elem, Num};
 
@@ -107,6 +107,26 @@ macro_rules! bits_impls {
 }
 
 bits_impls!(f32, f64, bf16, f16, i8, i16, i32, i64, u8, u32);
+
+macro_rules! complex_bits {
+    ($t:ident, $part:ty) => {
+        /// The real part's bytes, then the imaginary part's (NumPy's layout).
+        impl Bits for $t {
+            const BYTES: usize = 2 * std::mem::size_of::<$part>();
+            fn put_le(self, out: &mut Vec<u8>) {
+                self.re.put_le(out);
+                self.im.put_le(out);
+            }
+            fn from_le(bytes: &[u8]) -> $t {
+                let half = Self::BYTES / 2;
+                <$t>::new(<$part>::from_le(&bytes[..half]), <$part>::from_le(&bytes[half..]))
+            }
+        }
+    };
+}
+
+complex_bits!(c64, f32);
+complex_bits!(c128, f64);
 
 /// `bitcast_convert_type[new_dtype=D] x`: the same bytes read as `D`. A narrower `D` adds
 /// a trailing axis of the width ratio (little-endian order); a wider one removes the last

@@ -67,6 +67,7 @@ pub(crate) fn dot_general(
     let compute_dtype = if out_dtype.is_narrow_float() { DType::F32 } else { out_dtype };
     let (lhs, rhs) = (converted(lhs, compute_dtype)?, converted(rhs, compute_dtype)?);
     let (lhs, rhs) = (lhs.as_ref(), rhs.as_ref());
+    // Integers and complex numbers: a multiply-add loop in `Num`'s arithmetic.
     fn int_loop<T: Num + Default>(l: Array3<T>, r: Array3<T>) -> Array3<T> {
         matmul_loop(l, r, |acc, x, y| acc.add(x.mul(y)))
     }
@@ -82,6 +83,8 @@ pub(crate) fn dot_general(
         DType::Bool => Array::Bool(
             layout.product::<bool>(lhs, rhs, &out_shape, |l, r| matmul_loop(l, r, |acc, x, y| acc | (x & y)))?,
         ),
+        DType::C64 => Array::C64(layout.product::<remat_ir::c64>(lhs, rhs, &out_shape, int_loop)?),
+        DType::C128 => Array::C128(layout.product::<remat_ir::c128>(lhs, rhs, &out_shape, int_loop)?),
         DType::BF16 | DType::F16 | DType::Key => {
             return Err(format!("dot_general is not defined on {}", lhs.dtype()));
         }

@@ -15,8 +15,8 @@
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use ndarray::{ArrayD, IxDyn};
-use remat_ir::{bf16, f16, Array, PrngKey};
+use ndarray::{ArrayD, IxDyn, Zip};
+use remat_ir::{bf16, c128, c64, f16, Array, PrngKey};
 use remat_math::element::Element;
 use remat_math::elementary;
 
@@ -299,8 +299,57 @@ impl Elem for PrngKey {
     }
 }
 
-/// Runs `$body` with `$T` naming the Rust type of a numeric `$dtype`; `$other` for `bool`
-/// and keys.
+macro_rules! complex_elem {
+    ($t:ident, $variant:ident) => {
+        /// Complex elements move through the generic rules (reshape, slice, select, gather,
+        /// scatter, sort's payload); their arithmetic is `remat_math::complex`'s.
+        impl Elem for $t {
+            fn get(a: &Array) -> Option<&ArrayD<$t>> {
+                if let Array::$variant(a) = a {
+                    Some(a)
+                } else {
+                    None
+                }
+            }
+            fn wrap(a: ArrayD<$t>) -> Array {
+                Array::$variant(a)
+            }
+        }
+    };
+}
+
+complex_elem!(c64, C64);
+complex_elem!(c128, C128);
+
+macro_rules! complex_num {
+    ($t:ident, $part:ty) => {
+        /// Complex arithmetic as `num_complex` computes it (XLA's CPU code has the same
+        /// formulas for `+`, `-` and `*`; its `/` scales by the larger part first, which
+        /// differs in the last bits only where `c² + d²` over- or underflows).
+        impl Num for $t {
+            const ZERO: $t = <$t>::new(0.0, 0.0);
+            const ONE: $t = <$t>::new(1.0, 0.0);
+            fn add(self, o: $t) -> $t {
+                <$t>::from_num(self.num() + o.num())
+            }
+            fn sub(self, o: $t) -> $t {
+                <$t>::from_num(self.num() - o.num())
+            }
+            fn mul(self, o: $t) -> $t {
+                <$t>::from_num(self.num() * o.num())
+            }
+            fn div(self, o: $t) -> $t {
+                <$t>::from_num(self.num() / o.num())
+            }
+        }
+    };
+}
+
+complex_num!(c64, f32);
+complex_num!(c128, f64);
+
+/// Runs `$body` with `$T` naming the Rust type of a numeric `$dtype` (complex included);
+/// `$other` for `bool` and keys.
 macro_rules! num_dtype {
     ($dtype:expr, $T:ident => $body:expr, bool => $other:expr) => {
         match $dtype {
@@ -344,6 +393,14 @@ macro_rules! num_dtype {
                 type $T = u32;
                 $body
             }
+            DType::C64 => {
+                type $T = remat_ir::c64;
+                $body
+            }
+            DType::C128 => {
+                type $T = remat_ir::c128;
+                $body
+            }
             DType::Bool | DType::Key => $other,
         }
     };
@@ -370,9 +427,16 @@ macro_rules! float_dtype {
                 type $T = remat_ir::f16;
                 $body
             }
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
-                $other
-            }
+            DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U32
+            | DType::Bool
+            | DType::Key
+            | DType::C64
+            | DType::C128 => $other,
         }
     };
 }
@@ -417,4 +481,43 @@ pub(crate) fn checked_size(shape: &[usize]) -> Result<usize, String> {
 pub(crate) fn fmt_shape(shape: &[usize]) -> String {
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
     format!("[{}]", dims.join(","))
+}
+
+/// The shape two operands of a binary op broadcast to: equal shapes, or one a rank-0
+/// scalar, or equal ranks differing only where one has extent 1 (`elementwise.rs`).
+pub(crate) fn broadcast_shapes(x: &Array, y: &Array) -> Result<Vec<usize>, String> {
+    let (a, b) = (x.shape(), y.shape());
+    let incompatible = || format!("operand shapes {} and {} are incompatible", x.aval(), y.aval());
+    if a == b || b.is_empty() {
+        return Ok(a.to_vec());
+    }
+    if a.is_empty() {
+        return Ok(b.to_vec());
+    }
+    if a.len() != b.len() {
+        return Err(incompatible());
+    }
+    a.iter()
+        .zip(b)
+        .map(|(&m, &n)| match (m, n) {
+            _ if m == n => Some(m),
+            (1, n) => Some(n),
+            (m, 1) => Some(m),
+            _ => None,
+        })
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(incompatible)
+}
+
+/// `f` applied elementwise to `a` and `b` broadcast to `shape`.
+pub(crate) fn zip_with<A: Copy, B: Copy, C>(
+    a: &ArrayD<A>,
+    b: &ArrayD<B>,
+    shape: &[usize],
+    f: impl Fn(A, B) -> C,
+) -> Result<ArrayD<C>, String> {
+    let view = |s: &[usize]| format!("cannot broadcast shape {s:?} to {shape:?}");
+    let a = a.broadcast(IxDyn(shape)).ok_or_else(|| view(a.shape()))?;
+    let b = b.broadcast(IxDyn(shape)).ok_or_else(|| view(b.shape()))?;
+    Ok(Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y)))
 }

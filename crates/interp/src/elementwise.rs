@@ -12,7 +12,7 @@ use ndarray::{ArrayD, IxDyn, Zip};
 use remat_ir::{Array, Aval, BinaryOp, CompareOp, DType, Identity, RoundingMethod, UnaryOp};
 
 use crate::bits::{int_bit_op, Int};
-use crate::elem::{map_array, num_dtype, operands, typed, Elem, Float, Num};
+use crate::elem::{broadcast_shapes, map_array, num_dtype, operands, typed, zip_with, Elem, Float, Num};
 use remat_math::element::{Element, Narrow};
 use remat_math::with_dtype;
 
@@ -37,6 +37,7 @@ pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
         Array::Bool(_) | Array::Key(_) if matches!(op, UnaryOp::StopGradient | UnaryOp::Copy) => x.clone(),
         Array::Bool(a) if op == UnaryOp::Not => Array::Bool(a.mapv(|b| !b)),
         Array::Bool(_) | Array::Key(_) => return Err(undefined()),
+        Array::C64(_) | Array::C128(_) => return crate::complex::unary(op, x),
     })
 }
 
@@ -165,6 +166,7 @@ pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
         (Array::Bool(a), Array::Bool(b)) => {
             Array::Bool(zip_with(a, b, &shape, bool_binary(op).ok_or_else(undefined)?)?)
         }
+        (Array::C64(_), _) | (Array::C128(_), _) => return crate::complex::binary(op, x, y),
         // lax.pow also takes an integer exponent, which it converts to the base's dtype.
         (_, _) if op == BinaryOp::Pow && x.dtype().is_float() && y.dtype().is_integer() => {
             let exponent = convert_element_type(x.dtype(), &[y])?;
@@ -258,43 +260,6 @@ pub(crate) fn comparison<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
     }
 }
 
-/// The shape two operands broadcast to, under the rules in this file's header.
-fn broadcast_shapes(x: &Array, y: &Array) -> Result<Vec<usize>, String> {
-    let (a, b) = (x.shape(), y.shape());
-    let incompatible = || format!("operand shapes {} and {} are incompatible", x.aval(), y.aval());
-    if a == b || b.is_empty() {
-        return Ok(a.to_vec());
-    }
-    if a.is_empty() {
-        return Ok(b.to_vec());
-    }
-    if a.len() != b.len() {
-        return Err(incompatible());
-    }
-    a.iter()
-        .zip(b)
-        .map(|(&m, &n)| match (m, n) {
-            _ if m == n => Some(m),
-            (1, n) => Some(n),
-            (m, 1) => Some(m),
-            _ => None,
-        })
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(incompatible)
-}
-
-/// `f` applied elementwise to `a` and `b` broadcast to `shape`.
-fn zip_with<A: Copy, B: Copy, C>(
-    a: &ArrayD<A>,
-    b: &ArrayD<B>,
-    shape: &[usize],
-    f: impl Fn(A, B) -> C,
-) -> Result<ArrayD<C>, String> {
-    let a = broadcast_to(a, shape)?;
-    let b = broadcast_to(b, shape)?;
-    Ok(Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y)))
-}
-
 fn broadcast_to<'a, T>(a: &'a ArrayD<T>, shape: &[usize]) -> Result<ndarray::ArrayViewD<'a, T>, String> {
     a.broadcast(IxDyn(shape)).ok_or_else(|| format!("cannot broadcast shape {:?} to {shape:?}", a.shape()))
 }
@@ -375,7 +340,9 @@ pub(crate) fn select_n(args: &[&Array]) -> Result<Array, String> {
         | Array::I64(_)
         | Array::U8(_)
         | Array::U32(_)
-        | Array::Key(_) => return Err(format!("the predicate must be bool or i32, got {}", pred.aval())),
+        | Array::Key(_)
+        | Array::C64(_)
+        | Array::C128(_) => return Err(format!("the predicate must be bool or i32, got {}", pred.aval())),
     };
     if let Some(&k) = which.first().filter(|_| which.ndim() == 0) {
         return Ok(cases[k].clone());
@@ -420,6 +387,9 @@ pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<
     if x.dtype() == DType::Key || new_dtype == DType::Key {
         return Err(format!("keys cannot be converted, found {} to {}", x.aval(), new_dtype.numpy_name()));
     }
+    if x.dtype().is_complex() || new_dtype.is_complex() {
+        return crate::complex::convert(new_dtype, x);
+    }
     // Between f32 and the 16-bit floats XLA converts without arithmetic (integer rounding
     // of the bits, a shift, F16C), so subnormals survive; through f64 they would not.
     let narrow_or_f32 = |d: DType| matches!(d, DType::F32 | DType::BF16 | DType::F16);
@@ -442,7 +412,9 @@ pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<
             | DType::U8
             | DType::U32
             | DType::Bool
-            | DType::Key => Array::F32(wide),
+            | DType::Key
+            | DType::C64
+            | DType::C128 => Array::F32(wide),
         });
     }
     with_dtype!(x.dtype(), S => {
@@ -471,7 +443,9 @@ pub(crate) fn round(rounding_method: RoundingMethod, args: &[&Array]) -> Result<
         | Array::U8(_)
         | Array::U32(_)
         | Array::Bool(_)
-        | Array::Key(_) => return Err(format!("round needs a float operand, got {}", x.aval())),
+        | Array::Key(_)
+        | Array::C64(_)
+        | Array::C128(_) => return Err(format!("round needs a float operand, got {}", x.aval())),
     })
 }
 
@@ -507,6 +481,12 @@ pub(crate) fn reduce_precision(exponent_bits: u32, mantissa_bits: u32, args: &[&
         | Array::U32(_)
         | Array::Bool(_)
         | Array::Key(_) => return Err(format!("reduce_precision needs a float operand, got {}", x.aval())),
+        // Each part, as XLA's `ReducePrecision` of a complex value.
+        Array::C64(_) | Array::C128(_) => {
+            let re = reduce_precision(exponent_bits, mantissa_bits, &[&crate::complex::part(false, x)?])?;
+            let im = reduce_precision(exponent_bits, mantissa_bits, &[&crate::complex::part(true, x)?])?;
+            crate::complex::complex(&re, &im)?
+        }
     })
 }
 

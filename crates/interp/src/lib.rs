@@ -18,6 +18,7 @@
 //! evaluation loop and the one `match` over [`Primitive`].
 
 mod bits;
+mod complex;
 mod control;
 mod dot;
 mod elem;
@@ -322,6 +323,8 @@ fn read<'a>(jaxpr: &Jaxpr, env: &'a [Option<Cow<'a, Array>>], atom: &Atom) -> Re
             LitValue::U8(x) => elem::scalar(x),
             LitValue::U32(x) => elem::scalar(x),
             LitValue::Bool(x) => elem::scalar(x),
+            LitValue::C64(x) => elem::scalar(x),
+            LitValue::C128(x) => elem::scalar(x),
         })),
         Atom::Var(v) => {
             declared(jaxpr, *v)?;
@@ -375,6 +378,13 @@ pub(crate) fn eval_primitive_refs(
         Primitive::IntegerPow { y } => one(elementwise::integer_pow(*y, args))?,
         Primitive::SelectN => one(elementwise::select_n(args))?,
         Primitive::Clamp => one(elementwise::clamp(args))?,
+        Primitive::Complex => one(elem::operands(args).and_then(|[x, y]| complex::complex(x, y)))?,
+        Primitive::Real => one(elem::operands(args).and_then(|[z]| complex::part(false, z)))?,
+        Primitive::Imag => one(elem::operands(args).and_then(|[z]| complex::part(true, z)))?,
+        Primitive::Conj { input_dtype: _ } => one(elem::operands(args).and_then(|[z]| complex::conj(z)))?,
+        Primitive::Fft { fft_type, fft_lengths } => {
+            one(elem::operands(args).and_then(|[x]| complex::fft(*fft_type, fft_lengths, x)))?
+        }
         Primitive::ConvertElementType { new_dtype, weak_type: _ } => {
             one(elementwise::convert_element_type(*new_dtype, args))?
         }

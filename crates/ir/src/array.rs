@@ -14,6 +14,56 @@ use crate::types::{Aval, DType};
 #[repr(transparent)]
 pub struct PrngKey(pub [u32; 2]);
 
+/// A `c64` element (`complex64`): real and imaginary `f32` parts, in that order in memory
+/// (NumPy's layout). Its order (derived, lexicographic: real part first) is XLA's for
+/// complex sorts; arithmetic goes through [`num_complex::Complex32`] (`num`, `from_num`).
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+#[repr(C)]
+pub struct c64 {
+    pub re: f32,
+    pub im: f32,
+}
+
+/// A `c128` element (`complex128`), as [`c64`] with `f64` parts.
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+#[repr(C)]
+pub struct c128 {
+    pub re: f64,
+    pub im: f64,
+}
+
+impl c64 {
+    pub const fn new(re: f32, im: f32) -> c64 {
+        c64 { re, im }
+    }
+    pub fn num(self) -> num_complex::Complex32 {
+        num_complex::Complex32::new(self.re, self.im)
+    }
+    pub fn from_num(z: num_complex::Complex32) -> c64 {
+        c64 { re: z.re, im: z.im }
+    }
+    pub fn is_nan(self) -> bool {
+        self.re.is_nan() || self.im.is_nan()
+    }
+}
+
+impl c128 {
+    pub const fn new(re: f64, im: f64) -> c128 {
+        c128 { re, im }
+    }
+    pub fn num(self) -> num_complex::Complex64 {
+        num_complex::Complex64::new(self.re, self.im)
+    }
+    pub fn from_num(z: num_complex::Complex64) -> c128 {
+        c128 { re: z.re, im: z.im }
+    }
+    pub fn is_nan(self) -> bool {
+        self.re.is_nan() || self.im.is_nan()
+    }
+}
+
 /// A dense array of any supported dtype.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Array {
@@ -29,6 +79,8 @@ pub enum Array {
     U32(ArrayD<u32>),
     Bool(ArrayD<bool>),
     Key(ArrayD<PrngKey>),
+    C64(ArrayD<c64>),
+    C128(ArrayD<c128>),
 }
 
 /// `for_each_array!(array, a => expr)`: `expr` with `a` bound to the inner `ArrayD` of
@@ -49,6 +101,8 @@ macro_rules! for_each_array {
             $crate::Array::U32($a) => $body,
             $crate::Array::Bool($a) => $body,
             $crate::Array::Key($a) => $body,
+            $crate::Array::C64($a) => $body,
+            $crate::Array::C128($a) => $body,
         }
     };
 }
@@ -71,6 +125,8 @@ macro_rules! map_array {
             $crate::Array::U32($a) => $crate::Array::U32($body),
             $crate::Array::Bool($a) => $crate::Array::Bool($body),
             $crate::Array::Key($a) => $crate::Array::Key($body),
+            $crate::Array::C64($a) => $crate::Array::C64($body),
+            $crate::Array::C128($a) => $crate::Array::C128($body),
         }
     };
 }
@@ -126,6 +182,28 @@ impl LeBytes for bool {
     }
     fn write(self, out: &mut [u8]) {
         out[0] = u8::from(self);
+    }
+}
+
+impl LeBytes for c64 {
+    const SIZE: usize = 8;
+    fn read(b: &[u8]) -> Self {
+        c64::new(f32::read(&b[..4]), f32::read(&b[4..]))
+    }
+    fn write(self, out: &mut [u8]) {
+        self.re.write(&mut out[..4]);
+        self.im.write(&mut out[4..]);
+    }
+}
+
+impl LeBytes for c128 {
+    const SIZE: usize = 16;
+    fn read(b: &[u8]) -> Self {
+        c128::new(f64::read(&b[..8]), f64::read(&b[8..]))
+    }
+    fn write(self, out: &mut [u8]) {
+        self.re.write(&mut out[..8]);
+        self.im.write(&mut out[8..]);
     }
 }
 
@@ -199,6 +277,8 @@ impl Array {
             DType::U32 => Array::U32(from_le(shape, bytes)),
             DType::Bool => Array::Bool(from_le(shape, bytes)),
             DType::Key => Array::Key(from_le(shape, bytes)),
+            DType::C64 => Array::C64(from_le(shape, bytes)),
+            DType::C128 => Array::C128(from_le(shape, bytes)),
         })
     }
 
@@ -233,6 +313,8 @@ impl Array {
             Array::U32(_) => DType::U32,
             Array::Bool(_) => DType::Bool,
             Array::Key(_) => DType::Key,
+            Array::C64(_) => DType::C64,
+            Array::C128(_) => DType::C128,
         }
     }
 
@@ -268,6 +350,8 @@ impl Array {
             DType::U32 => Array::U32(ArrayD::zeros(shape)),
             DType::Bool => Array::Bool(ArrayD::from_elem(shape, false)),
             DType::Key => Array::Key(ArrayD::from_elem(shape, PrngKey::default())),
+            DType::C64 => Array::C64(ArrayD::from_elem(shape, c64::default())),
+            DType::C128 => Array::C128(ArrayD::from_elem(shape, c128::default())),
         }
     }
 
@@ -282,6 +366,8 @@ impl Array {
             Array::F64(a) => first(a, f64::is_nan),
             Array::BF16(a) => first(a, bf16::is_nan),
             Array::F16(a) => first(a, f16::is_nan),
+            Array::C64(a) => first(a, c64::is_nan),
+            Array::C128(a) => first(a, c128::is_nan),
             Array::I8(_)
             | Array::I16(_)
             | Array::I32(_)
@@ -300,6 +386,8 @@ impl Array {
             Array::F64(a) => any_nan(a, f64::is_nan),
             Array::BF16(a) => any_nan(a, bf16::is_nan),
             Array::F16(a) => any_nan(a, f16::is_nan),
+            Array::C64(a) => any_nan(a, c64::is_nan),
+            Array::C128(a) => any_nan(a, c128::is_nan),
             Array::I8(_)
             | Array::I16(_)
             | Array::I32(_)
@@ -318,7 +406,8 @@ impl Array {
     }
 
     /// Elements in row-major order, as `f64` (booleans are 0 or 1; `i64` values beyond
-    /// 2^53 round; a key gives its two words, so a key array yields twice its length).
+    /// 2^53 round; a key gives its two words and a complex number its real and imaginary
+    /// parts, so those arrays yield twice their length).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match self {
             Array::F32(a) => a.iter().map(|&x| x as f64).collect(),
@@ -333,6 +422,8 @@ impl Array {
             Array::U32(a) => a.iter().map(|&x| x as f64).collect(),
             Array::Bool(a) => a.iter().map(|&x| x as u8 as f64).collect(),
             Array::Key(a) => a.iter().flat_map(|k| k.0.map(f64::from)).collect(),
+            Array::C64(a) => a.iter().flat_map(|z| [z.re as f64, z.im as f64]).collect(),
+            Array::C128(a) => a.iter().flat_map(|z| [z.re, z.im]).collect(),
         }
     }
 }

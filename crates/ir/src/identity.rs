@@ -69,6 +69,8 @@ impl Special {
             LitValue::U8(x) => int(x.into()),
             LitValue::U32(x) => int(x.into()),
             LitValue::Bool(b) => int(b.into()),
+            // Complex outputs are never deleted (the rules hold for real floats only).
+            LitValue::C64(_) | LitValue::C128(_) => None,
         }
     }
 

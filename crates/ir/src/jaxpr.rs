@@ -70,6 +70,9 @@ pub enum LitValue {
     U8(u8),
     U32(u32),
     Bool(bool),
+    /// `(2+1j):c64[]`, printed as Python's repr of the complex number.
+    C64(crate::array::c64),
+    C128(crate::array::c128),
 }
 
 impl LitValue {
@@ -86,10 +89,13 @@ impl LitValue {
             LitValue::U8(_) => DType::U8,
             LitValue::U32(_) => DType::U32,
             LitValue::Bool(_) => DType::Bool,
+            LitValue::C64(_) => DType::C64,
+            LitValue::C128(_) => DType::C128,
         }
     }
 
-    /// The value as an `f64` (booleans are 0 or 1; `i64` beyond 2^53 rounds).
+    /// The value as an `f64` (booleans are 0 or 1; `i64` beyond 2^53 rounds; a complex
+    /// number's real part).
     pub fn as_f64(self) -> f64 {
         match self {
             LitValue::F32(x) => x as f64,
@@ -103,6 +109,27 @@ impl LitValue {
             LitValue::U8(x) => x as f64,
             LitValue::U32(x) => x as f64,
             LitValue::Bool(b) => b as u8 as f64,
+            LitValue::C64(z) => z.re as f64,
+            LitValue::C128(z) => z.re,
+        }
+    }
+
+    /// The imaginary part (0 for a real literal).
+    pub fn imag_f64(self) -> f64 {
+        match self {
+            LitValue::C64(z) => z.im as f64,
+            LitValue::C128(z) => z.im,
+            LitValue::F32(_)
+            | LitValue::F64(_)
+            | LitValue::BF16(_)
+            | LitValue::F16(_)
+            | LitValue::I8(_)
+            | LitValue::I16(_)
+            | LitValue::I32(_)
+            | LitValue::I64(_)
+            | LitValue::U8(_)
+            | LitValue::U32(_)
+            | LitValue::Bool(_) => 0.0,
         }
     }
 
@@ -121,6 +148,8 @@ impl LitValue {
             DType::U8 => LitValue::U8(x as u8),
             DType::U32 => LitValue::U32(x as u32),
             DType::Bool => LitValue::Bool(x != 0.0),
+            DType::C64 => LitValue::C64(crate::array::c64::new(x as f32, 0.0)),
+            DType::C128 => LitValue::C128(crate::array::c128::new(x, 0.0)),
             DType::Key => return None,
         })
     }
@@ -365,6 +394,22 @@ pub enum Primitive {
     SelectN,
     /// `clamp lo x hi`.
     Clamp,
+    /// `complex x y`: `x + i y` from two floats of one dtype (a scalar broadcasts).
+    Complex,
+    /// `real z`, `imag z`: a complex number's parts.
+    Real,
+    Imag,
+    /// `conj[input_dtype=complex64] z`: the complex conjugate (of a real operand too, whose
+    /// result is complex; `input_dtype` is the operand's dtype).
+    Conj {
+        input_dtype: DType,
+    },
+    /// `fft[fft_lengths=(8,) fft_type=0] x`: a discrete Fourier transform over the last
+    /// `fft_lengths.len()` (1 to 3) axes.
+    Fft {
+        fft_type: crate::param_types::FftType,
+        fft_lengths: Vec<usize>,
+    },
     ConvertElementType {
         new_dtype: DType,
         weak_type: bool,
@@ -714,6 +759,11 @@ impl Primitive {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::Complex
+            | Primitive::Real
+            | Primitive::Imag
+            | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }
@@ -810,6 +860,11 @@ impl Primitive {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::Complex
+            | Primitive::Real
+            | Primitive::Imag
+            | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }

@@ -19,17 +19,18 @@ mod syntax;
 pub mod types;
 pub mod verify;
 
-pub use array::{Array, PrngKey};
+pub use array::{c128, c64, Array, PrngKey};
 pub use half::{bf16, f16};
 pub use identity::{identities, Identity};
 pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitOrigin, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
+pub use num_complex::{Complex32, Complex64};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    cond_branch, random_bits_dtype, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, ReduceOp,
-    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
+    cond_branch, random_bits_dtype, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FftType,
+    FillValue, GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind,
+    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
     dilated, reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers,

@@ -124,14 +124,16 @@ pub enum UnaryDomain {
     Number,
     /// Integers and `bool` (`not`: bitwise, or logical on `bool`).
     IntOrBool,
-    /// Floats only.
+    /// Real floats only.
     Float,
+    /// Real floats and complex numbers (JAX's `_float | _complex`).
+    FloatOrComplex,
 }
 
 impl UnaryOp {
-    /// Whether the operand must be a float (transcendentals) rather than any number.
+    /// Whether the operand must be inexact (transcendentals) rather than any number.
     pub fn float_only(self) -> bool {
-        self.domain() == UnaryDomain::Float
+        matches!(self.domain(), UnaryDomain::Float | UnaryDomain::FloatOrComplex)
     }
 
     /// The dtypes this op is defined on (JAX's `unop` dtype lists).
@@ -140,6 +142,17 @@ impl UnaryOp {
             UnaryOp::StopGradient | UnaryOp::Copy => UnaryDomain::Any,
             UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => UnaryDomain::Number,
             UnaryOp::Not => UnaryDomain::IntOrBool,
+            // The complex forms remat computes (`remat-interp`'s `complex.rs`).
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Tanh
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt => UnaryDomain::FloatOrComplex,
             UnaryOp::Floor
             | UnaryOp::Ceil
             | UnaryOp::IsFinite
@@ -158,17 +171,7 @@ impl UnaryOp {
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
             | UnaryOp::Digamma
-            | UnaryOp::Exp
-            | UnaryOp::Log
-            | UnaryOp::Log1p
-            | UnaryOp::Expm1
-            | UnaryOp::Sin
-            | UnaryOp::Cos
-            | UnaryOp::Tan
-            | UnaryOp::Tanh
-            | UnaryOp::Logistic
-            | UnaryOp::Sqrt
-            | UnaryOp::Rsqrt => UnaryDomain::Float,
+            | UnaryOp::Logistic => UnaryDomain::Float,
         }
     }
 }
@@ -207,6 +210,31 @@ named_enum! {
         Le = "le",
         Gt = "gt",
         Ge = "ge",
+    }
+}
+
+/// `fft`'s `fft_type` (JAX's `jax.lax.FftType`, printed as its number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FftType {
+    /// `0`: complex to complex, forward.
+    Fft = 0,
+    /// `1`: complex to complex, inverse (scaled by `1 / n`).
+    Ifft = 1,
+    /// `2`: real to complex, the last axis's first `n / 2 + 1` terms.
+    Rfft = 2,
+    /// `3`: complex to real, the inverse of `Rfft`.
+    Irfft = 3,
+}
+
+impl FftType {
+    pub fn from_int(x: i64) -> Option<FftType> {
+        Some(match x {
+            0 => FftType::Fft,
+            1 => FftType::Ifft,
+            2 => FftType::Rfft,
+            3 => FftType::Irfft,
+            _ => return None,
+        })
     }
 }
 

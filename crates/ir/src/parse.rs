@@ -160,8 +160,9 @@ enum HoistState {
 }
 
 /// The literals words start: `True:bool[]`, `nan:f32[]`, `inf:f32[]` (`-inf` starts with
-/// `-`). Variables may be named `nan` and `inf`, never `True` or `False`.
-const WORD_LITERALS: [&str; 4] = ["True", "False", "nan", "inf"];
+/// `-`; `nanj:c64[]` and `infj:c64[]` are complex). Variables may be named `nan` and `inf`,
+/// never `True` or `False`.
+const WORD_LITERALS: [&str; 6] = ["True", "False", "nan", "inf", "nanj", "infj"];
 
 /// One jaxpr's names in scope.
 #[derive(Default)]
@@ -617,7 +618,8 @@ impl<'s> Parser<'s> {
                     }
                     self.operand(scope, &mut invars, &mut literals)?;
                 }
-                Some(c) if c.is_ascii_digit() || c == '-' || c == '[' => {
+                // `(2+1j):c64[]`: a complex literal.
+                Some(c) if c.is_ascii_digit() || c == '-' || c == '[' || c == '(' => {
                     self.operand(scope, &mut invars, &mut literals)?
                 }
                 _ => break,
@@ -708,7 +710,7 @@ impl<'s> Parser<'s> {
                 None => Err(self.err_at(start, format!("undefined variable `{name}`"))),
             };
         }
-        if !(c.is_ascii_digit() || c == '-' || c == '[' || is_word_literal) {
+        if !(c.is_ascii_digit() || c == '-' || c == '[' || c == '(' || is_word_literal) {
             return Err(self.expected("a variable or literal"));
         }
         if c == '[' {
@@ -716,10 +718,13 @@ impl<'s> Parser<'s> {
                 self.err_at(start, "non-scalar literals (`[...]`) cannot be read back: their values are not printed")
             );
         }
-        // A literal: VALUE ":" DTYPE "[]".
-        let len = self.src[self.pos..]
-            .find(|c: char| c == ':' || c.is_whitespace() || c == ')' || c == ',')
-            .unwrap_or(self.src.len() - self.pos);
+        // A literal: VALUE ":" DTYPE "[]" (a complex VALUE in parentheses: `(2+1j)`).
+        let len = match c {
+            '(' => self.src[self.pos..].find(')').map(|i| i + 1).unwrap_or(self.src.len() - self.pos),
+            _ => self.src[self.pos..]
+                .find(|c: char| c == ':' || c.is_whitespace() || c == ')' || c == ',')
+                .unwrap_or(self.src.len() - self.pos),
+        };
         let value_text = &self.src[self.pos..self.pos + len];
         self.pos += len;
         self.expect(":", "`:` and a type after the literal")?;
@@ -925,6 +930,13 @@ fn literal_value(dtype: DType, text: &str) -> Option<LitValue> {
             _ => None,
         };
     }
+    if dtype.is_complex() {
+        let (re, im) = crate::syntax::parse_py_complex(text)?;
+        return Some(match dtype {
+            DType::C64 => LitValue::C64(crate::array::c64::new(re as f32, im as f32)),
+            _ => LitValue::C128(crate::array::c128::new(re, im)),
+        });
+    }
     if dtype.is_float() {
         let x: f64 = match text {
             "inf" => f64::INFINITY,
@@ -944,7 +956,9 @@ fn literal_value(dtype: DType, text: &str) -> Option<LitValue> {
         DType::I64 => LitValue::I64(x.try_into().ok()?),
         DType::U8 => LitValue::U8(x.try_into().ok()?),
         DType::U32 => LitValue::U32(x.try_into().ok()?),
-        DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Bool | DType::Key => return None,
+        DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Bool | DType::Key | DType::C64 | DType::C128 => {
+            return None
+        }
     })
 }
 

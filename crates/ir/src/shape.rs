@@ -146,7 +146,7 @@ mod tests {
         check(&un(UnaryOp::Sin), "f32<host>[3]", "-> f32[3]");
         check(&un(UnaryOp::Neg), "i32[2]", "-> i32[2]");
         check(&un(UnaryOp::StopGradient), "bool[2]", "-> bool[2]");
-        check(&un(UnaryOp::Sin), "i32[3]", "sin: operand must be a float, found i32[3]");
+        check(&un(UnaryOp::Sin), "i32[3]", "sin: operand must be a float or complex, found i32[3]");
         check(&un(UnaryOp::Neg), "bool[]", "neg: operand must be a number, found bool[]");
         check(&un(UnaryOp::Abs), "bool[]", "abs: operand must be a number");
         check(&un(UnaryOp::Exp), "f32[] f32[]", "exp: expected 1 operand, found 2");
@@ -219,7 +219,7 @@ mod tests {
         check(&convert, "bool[2,6]", "-> f32[2,6]");
         let rp = Primitive::ReducePrecision { exponent_bits: 8, mantissa_bits: 23 };
         check(&rp, "f32[5]", "-> f32[5]");
-        check(&rp, "i32[5]", "reduce_precision: operand must be a float, found i32[5]");
+        check(&rp, "i32[5]", "reduce_precision: operand must be a float or complex, found i32[5]");
         let rp0 = Primitive::ReducePrecision { exponent_bits: 0, mantissa_bits: 23 };
         check(&rp0, "f32[5]", "exponent_bits must be at least 1");
     }

@@ -21,10 +21,14 @@ pub enum DType {
     U32,
     Bool,
     Key,
+    /// `complex64`: two `f32` (real, imaginary), 8 bytes.
+    C64,
+    /// `complex128`: two `f64`, 16 bytes.
+    C128,
 }
 
 impl DType {
-    pub const ALL: [DType; 12] = [
+    pub const ALL: [DType; 14] = [
         DType::F32,
         DType::F64,
         DType::BF16,
@@ -37,6 +41,8 @@ impl DType {
         DType::U32,
         DType::Bool,
         DType::Key,
+        DType::C64,
+        DType::C128,
     ];
 
     /// The short name used in avals: `f32`, `bf16`, `u32`, `bool`, `key<fry>`.
@@ -54,6 +60,8 @@ impl DType {
             DType::U32 => "u32",
             DType::Bool => "bool",
             DType::Key => "key<fry>",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
         }
     }
 
@@ -73,6 +81,8 @@ impl DType {
             DType::U32 => "uint32",
             DType::Bool => "bool",
             DType::Key => "key<fry>",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -89,7 +99,8 @@ impl DType {
             DType::I8 | DType::U8 | DType::Bool => 1,
             DType::BF16 | DType::F16 | DType::I16 => 2,
             DType::F32 | DType::I32 | DType::U32 => 4,
-            DType::F64 | DType::I64 | DType::Key => 8,
+            DType::F64 | DType::I64 | DType::Key | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
@@ -99,7 +110,7 @@ impl DType {
     /// f16's subnormals to zero.
     pub fn reduce_precision_is_identity(self, exponent_bits: u32, mantissa_bits: u32) -> bool {
         let (e, m) = match self {
-            DType::F64 => (11, 52),
+            DType::F64 | DType::C128 => (11, 52),
             DType::BF16 => (8, 7),
             DType::F32
             | DType::F16
@@ -110,18 +121,55 @@ impl DType {
             | DType::U8
             | DType::U32
             | DType::Bool
-            | DType::Key => (8, 23),
+            | DType::Key
+            | DType::C64 => (8, 23),
         };
         exponent_bits >= e && mantissa_bits >= m
     }
 
-    /// Floating dtypes: the ones that carry tangents.
+    /// Real floating dtypes (not complex).
     pub fn is_float(self) -> bool {
         match self {
             DType::F32 | DType::F64 | DType::BF16 | DType::F16 => true,
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
-                false
-            }
+            DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U32
+            | DType::Bool
+            | DType::Key
+            | DType::C64
+            | DType::C128 => false,
+        }
+    }
+
+    /// `c64` and `c128`.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The inexact dtypes, real or complex: the ones that carry tangents.
+    pub fn is_inexact(self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+
+    /// A complex dtype's parts (`c64` -> `f32`, `c128` -> `f64`); a real dtype itself.
+    pub fn real_dtype(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            other => other,
+        }
+    }
+
+    /// The complex dtype whose parts are this real float (`f32` -> `c64`, `f64` -> `c128`);
+    /// `None` for the others (JAX has no complex of 16-bit floats).
+    pub fn complex_dtype(self) -> Option<DType> {
+        match self {
+            DType::F32 | DType::C64 => Some(DType::C64),
+            DType::F64 | DType::C128 => Some(DType::C128),
+            _ => None,
         }
     }
 
@@ -139,9 +187,9 @@ impl DType {
         matches!(self, DType::U8 | DType::U32)
     }
 
-    /// Numbers: floats and integers (arithmetic is defined on them).
+    /// Numbers: floats, complex and integers (arithmetic is defined on them).
     pub fn is_numeric(self) -> bool {
-        self.is_float() || self.is_integer()
+        self.is_float() || self.is_complex() || self.is_integer()
     }
 
     /// The width in bits of one element (a key's is 64: two `u32` words).

@@ -82,6 +82,32 @@ fn jaxprs_written_alike_share_their_variable_names() {
     assert!(printed.contains("jaxpr={ lambda ; g:f32[3]. let h:f32[3] = max g 1.0:f32[] in (h,) }"), "{printed}");
 }
 
+/// The jaxprs of the per-primitive cases (`tests/data/primitives`): the program, and JAX's
+/// forward and backward halves of its vjp.
+#[test]
+fn primitive_case_jaxprs_round_trip() {
+    let texts: Vec<(String, String)> = remat_testkit::primitive_cases()
+        .into_iter()
+        .flat_map(|(name, case)| {
+            ["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"]
+                .map(|f| (format!("{name}.{f}"), case[f].as_str().unwrap_or_default().to_string()))
+        })
+        .collect();
+    check_all(texts, |n| n >= 3 * 26, "expected 3 jaxprs per primitive case");
+}
+
+/// Complex literals as JAX prints them (Python's complex repr), including the words
+/// `nanj`/`infj` and signed zeros, read back to the same value and text.
+#[test]
+fn complex_literals_round_trip() {
+    let text = "{ lambda ; a:c64[3] b:c128[]. let\n    c:c64[3] = mul a (2+1j):c64[]\n    d:c64[3] = add c 1j:c64[]\n    e:c64[3] = sub d (-0-1j):c64[]\n    f:c64[3] = mul e infj:c64[]\n    g:c64[3] = add f (nan+nanj):c64[]\n    h:c128[] = mul b (1e+20-0.5j):c128[]\n    i:f32[3] = real g\n    j:c64[3] = conj[input_dtype=float32] i\n  in (j, h) }";
+    check("complex", text).unwrap();
+    let j = parse_jaxpr(text, "complex").unwrap();
+    let Atom::Lit(l) = j.eqns[0].invars[1] else { panic!("a literal") };
+    assert_eq!(l.value, LitValue::C64(remat_ir::c64::new(2.0, 1.0)));
+    assert_eq!(j.aval(j.eqns[7].outvars[0]), &Aval::new(DType::C64, vec![3]));
+}
+
 #[test]
 fn extra_jax_texts_round_trip() {
     check_all(remat_testkit::jaxpr_files("jax_extra"), |n| n >= 4, "expected the extra JAX texts");

@@ -100,6 +100,7 @@ enum AtomKey {
     F16(u16),
     Int(DType, i64),
     Bool(bool),
+    Complex(u64, u64),
 }
 
 impl AtomKey {
@@ -118,6 +119,8 @@ impl AtomKey {
                 LitValue::U8(x) => AtomKey::Int(DType::U8, x.into()),
                 LitValue::U32(x) => AtomKey::Int(DType::U32, x.into()),
                 LitValue::Bool(x) => AtomKey::Bool(x),
+                LitValue::C64(z) => AtomKey::Complex(z.re.to_bits().into(), z.im.to_bits().into()),
+                LitValue::C128(z) => AtomKey::Complex(z.re.to_bits(), z.im.to_bits()),
             },
         }
     }

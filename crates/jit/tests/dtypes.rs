@@ -9,8 +9,8 @@
 //! integer) and the structural moves of keys; `max`/`min`/`clamp` with literal operands.
 
 use remat_ir::{
-    bf16, f16, shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, LitValue,
-    Literal, Primitive, PrngKey, ReduceOp, SourceInfo, UnaryOp,
+    bf16, c128, c64, f16, shape_rule, Array, Atom, Aval, BinaryOp, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr,
+    LitValue, Literal, Primitive, PrngKey, ReduceOp, SourceInfo, UnaryOp,
 };
 
 /// The value dtypes (everything but keys).
@@ -108,6 +108,10 @@ fn specials(d: DType) -> Array {
         DType::U32 => Array::U32(v(ints.iter().map(|&x| x as u32).chain([u32::MAX - 1, 0x8000_0000]).collect())),
         DType::Bool => Array::Bool(v(vec![false, true, true, false])),
         DType::Key => Array::Key(v(vec![PrngKey([0, 1]), PrngKey([u32::MAX, 7]), PrngKey([3, u32::MAX])])),
+        DType::C64 => {
+            Array::C64(v(xs.iter().zip(xs.iter().rev()).map(|(&a, &b)| c64::new(a as f32, b as f32)).collect()))
+        }
+        DType::C128 => Array::C128(v(xs.iter().zip(xs.iter().rev()).map(|(&a, &b)| c128::new(a, b)).collect())),
     }
 }
 
@@ -139,6 +143,8 @@ fn wrap_like<T: Clone + 'static>(like: &Array, a: ndarray::ArrayD<T>) -> Array {
         Array::U32(_) => Array::U32(*any.downcast().expect("u32")),
         Array::Bool(_) => Array::Bool(*any.downcast().expect("bool")),
         Array::Key(_) => Array::Key(*any.downcast().expect("key")),
+        Array::C64(_) => Array::C64(*any.downcast().expect("c64")),
+        Array::C128(_) => Array::C128(*any.downcast().expect("c128")),
     }
 }
 
@@ -178,6 +184,12 @@ fn bits(a: &Array) -> Vec<u64> {
         Array::U32(x) => x.iter().map(|&v| v as u64).collect(),
         Array::Bool(x) => x.iter().map(|&v| v as u64).collect(),
         Array::Key(x) => x.iter().map(|k| (k.0[1] as u64) << 32 | k.0[0] as u64).collect(),
+        Array::C64(x) => {
+            x.iter().flat_map(|z| [z.re, z.im].map(|v| if v.is_nan() { nan } else { v.to_bits() as u64 })).collect()
+        }
+        Array::C128(x) => {
+            x.iter().flat_map(|z| [z.re, z.im].map(|v| if v.is_nan() { nan } else { v.to_bits() })).collect()
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! remat's JSON boundary: the JSON form of an [`Array`]
-//! (`{"dtype": "f32", "shape": [5, 4], "data": [...]}`, row-major), read and written by the
+//! (`{"dtype": "f32", "shape": [5, 4], "data": [...]}`, row-major; a key element is its two
+//! words, a complex one its pair `[re, im]`), read and written by the
 //! command-line tool and the conformance cases.
 //!
 //! Architecture invariant: `remat-ir` knows nothing of JSON; every JSON form of its data
@@ -7,7 +8,7 @@
 //! scope.
 
 use ndarray::{ArrayD, IxDyn};
-use remat_ir::{bf16, f16, Array, DType, PrngKey};
+use remat_ir::{bf16, c128, c64, f16, Array, DType, PrngKey};
 use serde_json::{json, Value};
 
 /// A malformed JSON array value.
@@ -41,6 +42,9 @@ impl ArrayJson for Array {
             Array::Bool(a) => a.iter().map(|&x| json!(x)).collect(),
             // A key is its two words, as `random_unwrap` gives them.
             Array::Key(a) => a.iter().map(|k| json!(k.0)).collect(),
+            // A complex number is its pair `[re, im]`.
+            Array::C64(a) => a.iter().map(|z| json!([float_json(z.re as f64), float_json(z.im as f64)])).collect(),
+            Array::C128(a) => a.iter().map(|z| json!([float_json(z.re), float_json(z.im)])).collect(),
         };
         json!({ "dtype": self.dtype().short_name(), "shape": self.shape(), "data": data })
     }
@@ -72,8 +76,8 @@ impl ArrayJson for Array {
         let n = remat_ir::Aval::new(dtype, shape.clone())
             .checked_size()
             .ok_or_else(|| err(format!("shape {shape:?} has more elements than this machine can address")))?;
-        // A key element is written as its two u32 words.
-        let per_element = if dtype == DType::Key { 2 } else { 1 };
+        // A key element is written as its two u32 words, a complex one as `[re, im]`.
+        let per_element = if dtype == DType::Key || dtype.is_complex() { 2 } else { 1 };
         if flat.len() != n.saturating_mul(per_element) {
             let needs = n.saturating_mul(per_element);
             return Err(err(format!("\"data\" has {} elements but shape {:?} needs {needs}", flat.len(), shape)));
@@ -133,6 +137,14 @@ impl ArrayJson for Array {
                 // Each key is a pair of u32 words: `data` holds 2 numbers per element.
                 let words: Vec<u32> = ints(&flat, &bad)?;
                 Array::Key(from_vec(&ix, words.chunks_exact(2).map(|w| PrngKey([w[0], w[1]]))))
+            }
+            DType::C64 => {
+                let parts = floats((f32::MAX as f64, format!("{:e}", f32::MAX)))?;
+                Array::C64(from_vec(&ix, parts.chunks_exact(2).map(|p| c64::new(p[0] as f32, p[1] as f32))))
+            }
+            DType::C128 => {
+                let parts = floats((f64::MAX, format!("{:e}", f64::MAX)))?;
+                Array::C128(from_vec(&ix, parts.chunks_exact(2).map(|p| c128::new(p[0], p[1]))))
             }
         })
     }
@@ -224,9 +236,27 @@ mod tests {
             Array::U8(ArrayD::from_shape_vec(IxDyn(&[2]), vec![0, u8::MAX]).unwrap()),
             Array::U32(ArrayD::from_shape_vec(IxDyn(&[2]), vec![0, u32::MAX]).unwrap()),
             Array::Key(ArrayD::from_shape_vec(IxDyn(&[2]), vec![PrngKey([0, 42]), PrngKey([u32::MAX, 7])]).unwrap()),
+            Array::C64(ArrayD::from_shape_vec(IxDyn(&[2]), vec![c64::new(1.5, -0.25), c64::new(0.0, 3e38)]).unwrap()),
+            Array::C128(ArrayD::from_shape_vec(IxDyn(&[1]), vec![c128::new(-1e-300, 2.0)]).unwrap()),
         ] {
             assert_eq!(Array::from_json(&a.to_json()).unwrap(), a);
         }
+    }
+
+    #[test]
+    fn complex_elements_are_pairs_of_parts() {
+        let z = Array::C64(
+            ArrayD::from_shape_vec(IxDyn(&[2]), vec![c64::new(1.5, f32::NAN), c64::new(-2.0, 0.5)]).unwrap(),
+        );
+        let json = z.to_json();
+        assert_eq!(json, json!({ "dtype": "c64", "shape": [2], "data": [[1.5, "nan"], [-2.0, 0.5]] }));
+        // Flat pairs read the same; a lone number per element is too few.
+        let flat = read(json!({ "dtype": "c64", "shape": [2], "data": [1.5, "nan", -2.0, 0.5] })).unwrap();
+        assert_eq!(format!("{:?}", flat.to_f64_vec()), format!("{:?}", z.to_f64_vec()));
+        assert_eq!(
+            read(json!({ "dtype": "c128", "shape": [2], "data": [1, 2] })).unwrap_err(),
+            "\"data\" has 2 elements but shape [2] needs 4"
+        );
     }
 
     #[test]
@@ -244,12 +274,12 @@ mod tests {
             (json!({ "shape": [1], "data": [1] }), "missing string field \"dtype\""),
             (
                 json!({ "dtype": "f8", "shape": [1], "data": [1] }),
-                "unknown dtype \"f8\" (expected one of f32, f64, bf16, f16, i8, i16, i32, i64, u8, u32, bool, key<fry>)",
+                "unknown dtype \"f8\" (expected one of f32, f64, bf16, f16, i8, i16, i32, i64, u8, u32, bool, key<fry>, c64, c128)",
             ),
             // numpy's names are not JSON dtypes (issue 22's reproducer 7): one spelling only.
             (
                 json!({ "dtype": "float32", "shape": [1], "data": [1] }),
-                "unknown dtype \"float32\" (expected one of f32, f64, bf16, f16, i8, i16, i32, i64, u8, u32, bool, key<fry>; float32 is written f32)",
+                "unknown dtype \"float32\" (expected one of f32, f64, bf16, f16, i8, i16, i32, i64, u8, u32, bool, key<fry>, c64, c128; float32 is written f32)",
             ),
             // Nor does a finite number become infinity on the way in (reproducer 7).
             (

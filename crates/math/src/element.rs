@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::fmt::Debug;
 
 use ndarray::{ArrayView1, ArrayViewMutD, Axis};
-use remat_ir::{bf16, f16, DType, PrngKey};
+use remat_ir::{bf16, c128, c64, f16, DType, PrngKey};
 
 use crate::flush::{self, Flush};
 
@@ -214,6 +214,32 @@ impl Element for PrngKey {
     }
 }
 
+/// Complex elements: they have no NaN-aware `max`/`min` in remat (the shape rules reject
+/// them, as JAX's `max` on complex is rarely meant), so the order is the derived
+/// lexicographic one; `to_f64`/`from_f64` read and write the real part (`convert_element_type`
+/// from complex to real keeps the real part; from real, the imaginary part is 0).
+macro_rules! complex_element {
+    ($t:ty, $variant:ident, $part:ty) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            const LOWEST: $t = <$t>::new(<$part>::NEG_INFINITY, <$part>::NEG_INFINITY);
+            const HIGHEST: $t = <$t>::new(<$part>::INFINITY, <$part>::INFINITY);
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn to_f64(self) -> f64 {
+                self.re as f64
+            }
+            fn from_f64(x: f64) -> $t {
+                <$t>::new(x as $part, 0.0)
+            }
+        }
+    };
+}
+
+complex_element!(c64, C64, f32);
+complex_element!(c128, C128, f64);
+
 /// Runs `$body` with `$T` naming the Rust type of a runtime `$dtype` (every dtype; each
 /// implements [`Element`]).
 #[macro_export]
@@ -266,6 +292,14 @@ macro_rules! with_dtype {
             }
             ::remat_ir::DType::Key => {
                 type $T = ::remat_ir::PrngKey;
+                $body
+            }
+            ::remat_ir::DType::C64 => {
+                type $T = ::remat_ir::c64;
+                $body
+            }
+            ::remat_ir::DType::C128 => {
+                type $T = ::remat_ir::c128;
                 $body
             }
         }

@@ -19,6 +19,7 @@ use remat_ir::{BinaryOp, UnaryOp};
 pub mod element;
 pub mod elementary;
 pub mod fenv;
+pub mod fft;
 pub mod flush;
 pub mod linalg;
 mod special;

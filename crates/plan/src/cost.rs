@@ -43,6 +43,11 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let n = *ins[0].shape.last().unwrap_or(&1) as u64;
             (ins[1].size() as u64) * n
         }
+        // About 5 n log2 n per transformed element (n the transformed extent).
+        Primitive::Fft { fft_lengths, .. } => {
+            let n: usize = fft_lengths.iter().product();
+            5 * per_element() * u64::from(n.max(2).ilog2())
+        }
         // A transfer between memories (an offloaded residual's), not arithmetic.
         Primitive::DevicePut { .. } => 0,
         // Partial evaluation forwards one to the operand's own dtype, as JAX does (only the
@@ -85,6 +90,10 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
         | Primitive::Round { .. }
         | Primitive::BitcastConvertType { .. }
         | Primitive::BroadcastInDim { .. }

@@ -330,7 +330,7 @@ fn fill(py: Python<'_>, a: &mut Array, buffer: &PyBuffer<u8>, i: usize, want: &r
         Array::I64(x) => pod(py, x, buffer)?,
         Array::U8(x) => pod(py, x, buffer)?,
         Array::U32(x) => pod(py, x, buffer)?,
-        Array::BF16(_) | Array::F16(_) | Array::Bool(_) | Array::Key(_) => false,
+        Array::BF16(_) | Array::F16(_) | Array::Bool(_) | Array::Key(_) | Array::C64(_) | Array::C128(_) => false,
     };
     if !copied {
         *a = Array::from_le_bytes(want.dtype, &want.shape, &buffer.to_vec(py)?)

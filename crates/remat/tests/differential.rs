@@ -72,7 +72,7 @@ fn differ(what: &str, jaxpr: &Jaxpr) -> Result<(), String> {
                 return Err(format!("{what} seed {seed}: output {i} is {} on the JIT, {}", g.aval(), w.aval()));
             }
             let (rel, abs) = if w.dtype().is_narrow_float() { (2e-2, 1e-2) } else { (1e-3, 1e-4) };
-            let exact = !w.dtype().is_float();
+            let exact = !w.dtype().is_inexact();
             for (j, (a, b)) in g.to_f64_vec().into_iter().zip(w.to_f64_vec()).enumerate() {
                 let same = a == b || (a.is_nan() && b.is_nan());
                 if same || (!exact && within(a, b, rel, abs)) {

@@ -14,7 +14,7 @@ impl Rng {
     }
 
     /// An array of `aval`: floats in [-1, 1], integers in -4..=4 (0..=4 unsigned),
-    /// booleans, keys of random words.
+    /// booleans, keys of random words, complex numbers with both parts in [-1, 1].
     pub fn array(&mut self, aval: &Aval) -> Array {
         let shape = IxDyn(&aval.shape);
         match aval.dtype {
@@ -33,6 +33,12 @@ impl Rng {
                 let word = |r: &mut Rng| (r.next_f64().abs() * u32::MAX as f64) as u32;
                 remat_ir::PrngKey([word(self), word(self)])
             })),
+            DType::C64 => Array::C64(ArrayD::from_shape_fn(shape, |_| {
+                remat_ir::c64::new(self.next_f64() as f32, self.next_f64() as f32)
+            })),
+            DType::C128 => {
+                Array::C128(ArrayD::from_shape_fn(shape, |_| remat_ir::c128::new(self.next_f64(), self.next_f64())))
+            }
         }
     }
 }

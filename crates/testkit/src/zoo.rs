@@ -73,7 +73,7 @@ pub fn check_zoo_values(what: &str, got: &[Array], want: &[Option<Array>], reduc
         if g.dtype() != w.dtype() || g.shape() != w.shape() {
             return Err(format!("{what} {i}: got {}, expected {}", g.aval(), w.aval()));
         }
-        let (rel, abs) = if !w.dtype().is_float() {
+        let (rel, abs) = if !w.dtype().is_inexact() {
             (0.0, 0.0)
         } else if reduced || w.dtype().is_narrow_float() {
             (2e-2, 1e-2)

@@ -122,8 +122,11 @@ fn parents(k: Kind) -> &'static [Kind] {
         S(I64) => &[WeakFloat],
         WeakFloat => &[S(BF16), S(F16)],
         S(BF16) | S(F16) => &[S(F32)],
-        S(F32) => &[S(F64)],
-        S(F64) | S(Key) => &[],
+        // JAX's `f32 -> [f64, c64]`, `f64 -> c128`, `c64 -> c128` (no weak complex kind).
+        S(F32) => &[S(F64), S(C64)],
+        S(F64) => &[S(C128)],
+        S(C64) => &[S(C128)],
+        S(C128) | S(Key) => &[],
     }
 }
 

@@ -342,5 +342,105 @@ def triangular_solve_sides(a, b, c):
     x4 = lax_linalg.triangular_solve(t, c, left_side=False, lower=True)
     return jnp.sum(jnp.sin(x1)) + jnp.sum(x2 ** 2) + jnp.sum(jnp.cos(x3)) + jnp.sum(x4 * c)
 
+# Complex numbers (issue 45). A complex array is written as the other dtypes are, with
+# dtype `c64`/`c128` and each element of `data` the pair `[re, im]` (crates/json reads
+# it; `Array::to_f64_vec` gives the parts in that order). The cases keep scalar constants
+# off the tangent path (`x * 0.5` makes JAX save the literal 0.5 as a residual, which
+# remat inlines instead: docs/real_models.md).
+_real_arr = g.arr
+
+def _arr(a):
+    a = np.asarray(a)
+    if np.iscomplexobj(a):
+        dt = {np.dtype('complex64'): 'c64', np.dtype('complex128'): 'c128'}[a.dtype]
+        return dict(dtype=dt, shape=list(a.shape), data=[[float(v.real), float(v.imag)] for v in a.reshape(-1)])
+    return _real_arr(a)
+
+g.arr = _arr
+
+def crnd(*shape, scale=1.0):
+    """A c64 array whose real and imaginary parts are g.rnd's normals."""
+    return lax.complex(g.rnd(*shape, scale=scale), g.rnd(*shape, scale=scale))
+
+@g.case("complex_parts", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "complex, real, imag and conj (of a complex and of a real operand) with a real loss: "
+        "linear over the reals, transposed as JAX's deflinear2 rules")
+def complex_parts(x, y):
+    z = lax.complex(x, y)
+    w = lax.complex(jnp.sin(y), x * x)
+    p = z * lax.conj(w) + lax.conj(x)
+    return jnp.sum(lax.real(p) * jnp.cos(x)) + jnp.sum(lax.imag(p) ** 2) + jnp.sum(lax.real(lax.conj(z)) * y)
+
+@g.case("complex_exp_abs", "primitives", lambda: (g.rnd(5), crnd(5)),
+        "|exp(i x) w|^2 with complex weights w: exp and abs of complex values, a real operand "
+        "promoted to c64 (convert_element_type); w's gradient in JAX's convention (the "
+        "conjugate of d/dw*)")
+def complex_exp_abs(x, w):
+    phase = jnp.exp(lax.complex(jnp.zeros_like(x), x))
+    return jnp.sum(jnp.abs(phase * w) ** 2) + jnp.sum(jnp.abs(w * w - x))
+
+@g.case("complex_matmul", "primitives", lambda: (crnd(3, 4, scale=.5), crnd(4, 2, scale=.5), g.rnd(3, 2)),
+        "a complex matmul (dot_general on c64) with a real loss; its transpose multiplies by "
+        "the other operand without conjugating, as JAX's does")
+def complex_matmul(a, b, t):
+    c = a @ b
+    return jnp.sum(jnp.real(c) * t) + jnp.sum(jnp.abs(c)) + jnp.sum(jnp.imag(c.T @ a) ** 2)
+
+@g.case("complex_elementwise", "primitives", lambda: (crnd(2, 3, scale=.5), g.rnd(2, 3, scale=.5)),
+        "the complex transcendentals and arithmetic (log, sqrt, sin, cos, tanh, expm1, log1p, "
+        "sign, square, integer_pow, div, pow, neg, sub) and eq/select_n, with a real loss")
+def complex_elementwise(z, x):
+    u = z + 1.5
+    a = jnp.log(u) + jnp.sqrt(u) * jnp.sin(z) - jnp.cos(z) / u
+    b = jnp.tanh(z) + jnp.expm1(z) * jnp.log1p(z * lax.complex(x, x)) + lax.sign(z) - jnp.square(z)
+    c = lax.integer_pow(z, 3) + u ** lax.complex(jnp.sin(x), jnp.cos(x)) - (-z)
+    d = jnp.where(z == lax.stop_gradient(z), z, 1.0 + 0j) / (u * u)
+    return (jnp.sum(jnp.abs(a)) + jnp.sum(jnp.real(b) * x) + jnp.sum(jnp.imag(c))
+            + jnp.sum(jnp.real(d * jnp.conj(d))))
+
+@g.case("complex_structural", "primitives", lambda: (crnd(2, 3), g.rnd(3, 2)),
+        "complex values through broadcast, reshape, transpose, slice, concatenate, pad, "
+        "reduce_sum, dynamic_slice and a gather, with a real loss")
+def complex_structural(z, x):
+    zt = z.T.reshape(6) * lax.complex(x, x).reshape(6)
+    zc = jnp.concatenate([zt[1:4], zt[::2], jnp.pad(zt[:2], (1, 1))])
+    order = jnp.argsort(lax.stop_gradient(x[:, 1]))          # i32[3], a permutation
+    g_ = zc[order * 3]
+    ds = lax.dynamic_slice(zc, (jnp.argmax(x[:, 0]),), (3,))
+    s = jnp.sum(zc) + jnp.sum(ds)
+    return jnp.abs(s) + jnp.sum(jnp.real(g_) ** 2) + jnp.sum(jnp.imag(jnp.broadcast_to(zt, (2, 6))))
+
+# FFT (issue 45): each kind in 1, 2 and 3 dimensions, and a Fourier layer.
+@g.case("fft_c2c", "primitives", lambda: (crnd(2, 4, 3), g.rnd(2, 4, 3)),
+        "fft and ifft (complex to complex) over 1, 2 and 3 axes with a real loss; each is "
+        "linear and its own transpose")
+def fft_c2c(z, w):
+    a = jnp.fft.fft(z)                                       # last axis, length 3
+    b = jnp.fft.ifft2(z * w)                                 # lengths (4, 3)
+    c = jnp.fft.fftn(jnp.sin(z))                             # lengths (2, 4, 3)
+    return jnp.sum(jnp.abs(a) * w) + jnp.sum(jnp.real(b) ** 2) + jnp.sum(jnp.imag(c) * w)
+
+@g.case("rfft_irfft", "primitives", lambda: (g.rnd(2, 4, 6), g.rnd(3, 5)),
+        "rfft and irfft over 1, 2 and 3 axes (even and odd last lengths): their transposes "
+        "weigh the terms the real transforms hold once for two")
+def rfft_irfft(x, y):
+    a = jnp.fft.rfft(x)                                      # c64[2,4,4]
+    b = jnp.fft.rfft2(jnp.sin(y))                            # c64[3,3]
+    c = jnp.fft.rfftn(x * x)                                 # c64[2,4,4] over 3 axes
+    d = jnp.fft.irfft(a * jnp.conj(a), n=6)                  # f32[2,4,6]
+    e = jnp.fft.irfft2(b * b, s=(3, 5))                      # f32[3,5]
+    f = jnp.fft.irfftn(c, s=(2, 4, 6))                       # f32[2,4,6]
+    return (jnp.sum(jnp.abs(a)) + jnp.sum(jnp.real(b) * jnp.imag(b)) + jnp.sum(d * x)
+            + jnp.sum(jnp.tanh(e) * y) + jnp.sum(f ** 2))
+
+@g.case("fourier_layer", "primitives", lambda: (g.rnd(4, 16), crnd(9, scale=.5), g.rnd(16, 16, scale=.25)),
+        "a Fourier-layer block (an FNO's spectral convolution): rfft, multiplication by "
+        "complex weights, irfft, plus a pointwise linear path and a nonlinearity")
+def fourier_layer(x, w, p):
+    spec = jnp.fft.rfft(x)                                   # c64[4,9]
+    y = jnp.fft.irfft(spec * w, n=16)                        # f32[4,16]
+    h = jnp.tanh(y + x @ p)
+    return jnp.sum(h ** 2)
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

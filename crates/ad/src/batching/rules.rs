@@ -21,6 +21,9 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
     match prim {
         // Vectorized: the batch axis stays where it is.
         Primitive::Unary(_)
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
         | Primitive::IntegerPow { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
@@ -35,9 +38,15 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
         }
         Primitive::Binary(remat_ir::BinaryOp::AddAny) => one(add_batched(b, prim, ins, size)),
-        Primitive::Binary(_) | Primitive::Compare(_) => one(broadcast_batcher(b, prim, ins)),
+        Primitive::Binary(_) | Primitive::Compare(_) | Primitive::Complex => one(broadcast_batcher(b, prim, ins)),
         Primitive::SelectN => one(select_n(b, ins, size)),
         Primitive::RandomFoldIn => one(broadcast_batcher(b, prim, ins)),
+        // JAX's `_fft_batching_rule`: the batch axis first, the transformed axes last.
+        Primitive::Fft { .. } => {
+            let (x, d) = ins[0];
+            let x = moveaxis(b, x, d.expect("batched"), 0)?;
+            Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
+        }
         Primitive::RandomWrap => {
             let (x, d) = ins[0];
             let x = bdim_at_front(b, x, d, 1)?;

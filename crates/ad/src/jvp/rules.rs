@@ -115,7 +115,7 @@ pub(crate) fn jvp_rule(
         }
         Primitive::ConvertElementType { new_dtype, weak_type } => {
             let out = emit_primal(b, old, eqn, primals);
-            if !new_dtype.is_float() {
+            if !new_dtype.is_inexact() {
                 return Ok((out, vec![Tangent::Zero]));
             }
             let Tangent::Nz(g) = tangents[0] else { return Ok((out, vec![Tangent::Zero])) };
@@ -134,7 +134,13 @@ pub(crate) fn jvp_rule(
         | Primitive::Pad { .. }
         | Primitive::Concatenate { .. }
         | Primitive::DevicePut { .. }
-        | Primitive::Split { .. } => linear(b, old, eqn, primals, tangents),
+        | Primitive::Split { .. }
+        // Linear (over the reals): JAX's `deflinear2` for `complex`, `real`, `imag`, `conj`.
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
+        | Primitive::Fft { .. } => linear(b, old, eqn, primals, tangents),
         Primitive::DynamicSlice { .. } => {
             // Linear in the operand; the start indices are integers.
             let out = emit_primal(b, old, eqn, primals);
@@ -260,6 +266,15 @@ fn unary(
     match op {
         UnaryOp::Neg => linear(b, old, eqn, primals, tangents),
         UnaryOp::Sign | UnaryOp::StopGradient => zero(b, old, eqn, primals),
+        // JAX's `_abs_jvp_rule` on complex values: real(g * conj(x) / _replace_zero(ans)).
+        UnaryOp::Abs if dt.is_complex() => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            let cx = b.bind1(Primitive::Conj { input_dtype: dt }, vec![x])?;
+            let a = b.convert(ans, dt)?;
+            let rz = replace_zero(b, a)?;
+            let d = b.div(cx, rz)?;
+            let m = b.mul(g, d)?;
+            b.bind1(Primitive::Real, vec![m])
+        }),
         UnaryOp::Abs => standard(b, old, eqn, primals, tangents, |b, _, g, _| {
             // select(x >= 0, g, -g)
             let ge = b.compare(CompareOp::Ge, x, lit(dt, 0.0))?;
@@ -411,7 +426,7 @@ fn binary(
 fn pow_jvp_lhs(b: &mut Builder, g: Atom, x: Atom, y: Atom) -> Result<Atom, AdError> {
     let x_aval = b.aval(&x);
     let y_dtype = b.aval(&y).dtype;
-    let jac = if y_dtype.is_float() {
+    let jac = if y_dtype.is_inexact() {
         let y_aval = b.aval(&y);
         let ones = b.full(&y_aval, 1.0)?;
         let ym1 = b.sub(y, ones)?;

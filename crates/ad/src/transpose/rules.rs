@@ -5,8 +5,8 @@
 //! value or a zero). Primitives that are never linear in an operand are errors.
 
 use remat_ir::{
-    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, MemorySpace, Precision,
-    Primitive, ReduceOp, ScatterOp, UnaryOp,
+    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, FftType, MemorySpace,
+    Precision, Primitive, ReduceOp, ScatterOp, UnaryOp,
 };
 
 use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
@@ -187,10 +187,50 @@ pub(crate) fn transpose_rule(
         Primitive::ConvertElementType { .. } => {
             if let Some(ct) = single() {
                 let old = aval(0, b).dtype;
-                if old.is_float() {
+                if old.is_inexact() {
                     let p = Primitive::ConvertElementType { new_dtype: old, weak_type: false };
                     out[0] = Some(b.bind1(p, vec![ct])?);
                 }
+            }
+        }
+        // JAX's `deflinear2` transposes: `complex` gives `[real(t), imag(neg(t))]`, `real`
+        // gives `complex(t, 0)`, `imag` gives `complex(0, neg(t))`, and `conj` of a complex
+        // operand is `conj`, of a real one `real`.
+        Primitive::Complex => {
+            let Some(ct) = single() else { return Ok(out) };
+            if lin(0) {
+                let re = b.bind1(Primitive::Real, vec![ct])?;
+                out[0] = Some(b.unbroadcast(&aval(0, b), re)?);
+            }
+            if lin(1) {
+                let neg = b.neg(ct)?;
+                let im = b.bind1(Primitive::Imag, vec![neg])?;
+                out[1] = Some(b.unbroadcast(&aval(1, b), im)?);
+            }
+        }
+        Primitive::Real => {
+            if let Some(ct) = single() {
+                let zero = lit(b.aval(&ct).dtype, 0.0);
+                out[0] = Some(b.bind1(Primitive::Complex, vec![ct, zero])?);
+            }
+        }
+        Primitive::Imag => {
+            if let Some(ct) = single() {
+                let zero = lit(b.aval(&ct).dtype, 0.0);
+                let neg = b.neg(ct)?;
+                out[0] = Some(b.bind1(Primitive::Complex, vec![zero, neg])?);
+            }
+        }
+        Primitive::Conj { input_dtype } => {
+            if let Some(ct) = single() {
+                let p = if input_dtype.is_complex() { prim.clone() } else { Primitive::Real };
+                out[0] = Some(b.bind1(p, vec![ct])?);
+            }
+        }
+        // JAX's `_fft_transpose_rule`.
+        Primitive::Fft { fft_type, fft_lengths } => {
+            if let Some(ct) = single() {
+                out[0] = Some(fft_transpose(b, *fft_type, fft_lengths, ct)?);
             }
         }
         Primitive::ReducePrecision { .. } => {
@@ -565,4 +605,58 @@ fn dot_transpose_lhs(
     let d = b.dot_general(g, y, dims, preferred, precision)?;
     let t = b.transpose(d, &out_axes)?;
     b.convert(t, x.dtype)
+}
+
+/// JAX's `_fft_transpose_rule`: a complex transform is its own transpose (the DFT matrix is
+/// symmetric); `rfft`'s is `N * irfft(conj(t) / mask)` and `irfft`'s is
+/// `conj((1 / N) * mask * rfft(t))`, with `mask` 1 at the zero frequency (and at the Nyquist
+/// frequency of an even length) and 2 elsewhere on the last axis, for the terms the real
+/// transforms hold once for two.
+fn fft_transpose(b: &mut Builder, fft_type: FftType, lengths: &[usize], t: Atom) -> Result<Atom, AdError> {
+    let fft = |b: &mut Builder, fft_type: FftType, x: Atom| {
+        b.bind1(Primitive::Fft { fft_type, fft_lengths: lengths.to_vec() }, vec![x])
+    };
+    let n_total: usize = lengths.iter().product();
+    let last = lengths[lengths.len() - 1];
+    // The mask over the last axis (`m` terms), of `dtype`, shaped to broadcast against rank `rank`.
+    let mask = |b: &mut Builder, m: usize, dtype: DType, rank: usize| -> Result<Atom, AdError> {
+        let even = last.is_multiple_of(2);
+        let mut pieces = vec![b.full(&Aval::new(dtype, vec![1]), 1.0)?];
+        let middle = m.saturating_sub(1 + usize::from(even && m > 1));
+        if middle > 0 {
+            pieces.push(b.full(&Aval::new(dtype, vec![middle]), 2.0)?);
+        }
+        if even && m > 1 {
+            pieces.push(b.full(&Aval::new(dtype, vec![1]), 1.0)?);
+        }
+        let mask =
+            if pieces.len() == 1 { pieces[0] } else { b.bind1(Primitive::Concatenate { dimension: 0 }, pieces)? };
+        let mut shape = vec![1; rank - 1];
+        shape.push(m);
+        b.reshape(mask, &shape)
+    };
+    match fft_type {
+        FftType::Fft | FftType::Ifft => fft(b, fft_type, t),
+        FftType::Rfft => {
+            let aval = b.aval(&t);
+            let m = aval.shape[aval.rank() - 1];
+            let mk = mask(b, m, aval.dtype, aval.rank())?;
+            let mk = b.maybe_broadcast(&aval.shape, mk)?;
+            let ct = b.bind1(Primitive::Conj { input_dtype: aval.dtype }, vec![t])?;
+            let d = b.div(ct, mk)?;
+            let x = fft(b, FftType::Irfft, d)?;
+            let real = b.aval(&x).dtype;
+            b.mul(lit(real, n_total as f64), x)
+        }
+        FftType::Irfft => {
+            let x = fft(b, FftType::Rfft, t)?;
+            let aval = b.aval(&x);
+            let m = aval.shape[aval.rank() - 1];
+            let mk = mask(b, m, aval.dtype, aval.rank())?;
+            let scaled = b.mul(lit(aval.dtype, 1.0 / n_total as f64), mk)?;
+            let scaled = b.maybe_broadcast(&aval.shape, scaled)?;
+            let out = b.mul(scaled, x)?;
+            b.bind1(Primitive::Conj { input_dtype: aval.dtype }, vec![out])
+        }
+    }
 }

@@ -130,6 +130,10 @@ fn pseudo_random_inputs(avals: &[Aval]) -> Result<Vec<Array>> {
                     })
                     .ok_or_else(oom)?,
                 ),
+                DType::C64 => {
+                    Array::C64(filled(shape, n, || remat::c64::new(next() as f32, next() as f32)).ok_or_else(oom)?)
+                }
+                DType::C128 => Array::C128(filled(shape, n, || remat::c128::new(next(), next())).ok_or_else(oom)?),
             })
         })
         .collect()

@@ -10,7 +10,7 @@
 use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::{BinaryOp, CompareOp, RoundingMethod, UnaryDomain, UnaryOp};
+use crate::param_types::{BinaryOp, CompareOp, FftType, RoundingMethod, UnaryDomain, UnaryOp};
 use crate::shape::{arity, bail, broadcast_shapes, device, ensure, same_dtype, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -35,8 +35,16 @@ pub(crate) fn unary_shape(op: UnaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>, S
             )
         }
         UnaryDomain::Float => ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}"),
+        UnaryDomain::FloatOrComplex => {
+            ensure!(x.dtype.is_inexact(), name, "operand must be a float or complex, found {x}")
+        }
     }
-    let dtype = if op == UnaryOp::IsFinite { DType::Bool } else { x.dtype };
+    let dtype = match op {
+        UnaryOp::IsFinite => DType::Bool,
+        // `abs` of a complex number is its real magnitude.
+        UnaryOp::Abs => x.dtype.real_dtype(),
+        _ => x.dtype,
+    };
     Ok(device(dtype, x.shape.clone()))
 }
 
@@ -54,7 +62,7 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
         // JAX's pow takes a float base and a float exponent of the same dtype or an
         // integer exponent.
         BinaryOp::Pow => {
-            ensure!(x.dtype.is_float(), name, "the base must be a float, found {x}");
+            ensure!(x.dtype.is_inexact(), name, "the base must be a float or complex, found {x}");
             ensure!(
                 y.dtype == x.dtype || y.dtype.is_integer(),
                 name,
@@ -68,11 +76,16 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
         }
         BinaryOp::Max | BinaryOp::Min => {
             same_dtype(name, x, y)?;
-            ensure!(x.dtype != DType::Key, name, "operands must be numbers or booleans, found {x} and {y}");
+            ensure!(
+                x.dtype != DType::Key && !x.dtype.is_complex(),
+                name,
+                "operands must be real numbers or booleans, found {x} and {y}"
+            );
         }
         BinaryOp::Rem => {
             same_dtype(name, x, y)?;
             ensure!(x.dtype.is_numeric(), name, "operands must be numbers, found {x} and {y}");
+            ensure!(!x.dtype.is_complex(), name, "operands must be real numbers, found {x} and {y}");
         }
         BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => {
             same_dtype(name, x, y)?;
@@ -101,11 +114,97 @@ pub(crate) fn compare_shape(op: CompareOp, in_avals: &[Aval]) -> Result<Vec<Aval
     let [x, y] = arity(name, in_avals)?;
     same_dtype(name, x, y)?;
     ensure!(
-        x.dtype != DType::Key || matches!(op, CompareOp::Eq | CompareOp::Ne),
+        !(x.dtype == DType::Key || x.dtype.is_complex()) || matches!(op, CompareOp::Eq | CompareOp::Ne),
         name,
-        "keys can only be compared with eq and ne, found {x} and {y}"
+        "keys and complex numbers can only be compared with eq and ne, found {x} and {y}"
     );
     Ok(device(DType::Bool, broadcast_shapes(name, x, y)?))
+}
+
+// Complex numbers: `complex x y`, `real z`, `imag z` (no parameters) and
+// `conj[input_dtype=complex64] z`.
+
+pub(crate) fn complex_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "complex";
+    let [x, y] = arity(name, in_avals)?;
+    same_dtype(name, x, y)?;
+    let Some(dtype) = x.dtype.complex_dtype().filter(|_| x.dtype.is_float()) else {
+        bail!(name, "operands must be f32 or f64, found {x} and {y}")
+    };
+    Ok(device(dtype, broadcast_shapes(name, x, y)?))
+}
+
+pub(crate) fn real_imag_shape(name: &'static str, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let [z] = arity(name, in_avals)?;
+    ensure!(z.dtype.is_complex(), name, "operand must be complex, found {z}");
+    Ok(device(z.dtype.real_dtype(), z.shape.clone()))
+}
+
+pub(super) fn conj_params(input_dtype: DType) -> Params {
+    vec![("input_dtype", dtype_param(input_dtype))]
+}
+
+pub(crate) fn conj_shape(input_dtype: DType, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "conj";
+    let [z] = arity(name, in_avals)?;
+    ensure!(z.dtype == input_dtype, name, "input_dtype={} but the operand is {z}", input_dtype.numpy_name());
+    let Some(dtype) = z.dtype.complex_dtype() else { bail!(name, "operand must be f32, f64 or complex, found {z}") };
+    Ok(device(dtype, z.shape.clone()))
+}
+
+// `fft[fft_lengths=(4, 8) fft_type=2] x` (JAX's `fft_abstract_eval`).
+
+pub(super) fn fft_params(fft_type: FftType, fft_lengths: &[usize]) -> Params {
+    vec![("fft_lengths", Param::ints(fft_lengths.iter().copied())), ("fft_type", Param::Int(fft_type as i64))]
+}
+
+pub(super) fn parse_fft(p: &mut ParamReader) -> Result<Primitive, String> {
+    let fft_lengths = p.usizes("fft_lengths")?;
+    let t = p.int("fft_type")?;
+    let fft_type = FftType::from_int(t).ok_or_else(|| format!("fft: fft_type={t} is not 0, 1, 2 or 3"))?;
+    Ok(Primitive::Fft { fft_type, fft_lengths })
+}
+
+pub(crate) fn fft_shape(fft_type: FftType, fft_lengths: &[usize], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "fft";
+    let [x] = arity(name, in_avals)?;
+    let k = fft_lengths.len();
+    ensure!((1..=3).contains(&k), name, "fft_lengths must have 1 to 3 entries, found {fft_lengths:?}");
+    ensure!(!fft_lengths.contains(&0), name, "fft_lengths must be positive, found {fft_lengths:?}");
+    ensure!(k <= x.rank(), name, "the operand {x} has fewer than {k} axes");
+    let (batch, minor) = x.shape.split_at(x.rank() - k);
+    let (last, leading) = fft_lengths.split_last().expect("1 to 3 lengths");
+    let (shape, dtype) = match fft_type {
+        FftType::Fft | FftType::Ifft => {
+            ensure!(x.dtype.is_complex(), name, "the operand must be complex, found {x}");
+            ensure!(
+                minor == fft_lengths,
+                name,
+                "the operand's minor axes {minor:?} must be fft_lengths {fft_lengths:?}"
+            );
+            (x.shape.clone(), x.dtype)
+        }
+        FftType::Rfft => {
+            ensure!(matches!(x.dtype, DType::F32 | DType::F64), name, "the operand must be f32 or f64, found {x}");
+            ensure!(
+                minor == fft_lengths,
+                name,
+                "the operand's minor axes {minor:?} must be fft_lengths {fft_lengths:?}"
+            );
+            let shape = [batch, leading, &[last / 2 + 1]].concat();
+            (shape, x.dtype.complex_dtype().expect("f32 or f64"))
+        }
+        FftType::Irfft => {
+            ensure!(x.dtype.is_complex(), name, "the operand must be complex, found {x}");
+            ensure!(
+                &minor[..k - 1] == leading && minor[k - 1] == last / 2 + 1,
+                name,
+                "the operand's minor axes {minor:?} must be fft_lengths {fft_lengths:?} with the last one n / 2 + 1"
+            );
+            ([batch, fft_lengths].concat(), x.dtype.real_dtype())
+        }
+    };
+    Ok(device(dtype, shape))
 }
 
 // `integer_pow[y=2] x`.
@@ -123,7 +222,7 @@ pub(crate) fn integer_pow_shape(y: i32, in_avals: &[Aval]) -> Result<Vec<Aval>, 
     let name = "integer_pow";
     let [x] = arity(name, in_avals)?;
     ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}");
-    ensure!(x.dtype.is_float() || y >= 0, name, "integers cannot be raised to negative powers (y={y})");
+    ensure!(x.dtype.is_inexact() || y >= 0, name, "integers cannot be raised to negative powers (y={y})");
     Ok(device(x.dtype, x.shape.clone()))
 }
 
@@ -264,7 +363,7 @@ pub(super) fn parse_reduce_precision(p: &mut ParamReader) -> Result<Primitive, S
 pub(crate) fn reduce_precision_shape(exponent_bits: u32, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     let name = "reduce_precision";
     let [x] = arity(name, in_avals)?;
-    ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}");
+    ensure!(x.dtype.is_inexact(), name, "operand must be a float or complex, found {x}");
     ensure!(exponent_bits >= 1, name, "exponent_bits must be at least 1");
     Ok(device(x.dtype, x.shape.clone()))
 }

@@ -44,7 +44,7 @@ pub(crate) mod window;
 
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
-    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
+    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FftType, FillValue,
     GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
     TriangularSolve, UnaryDomain, UnaryOp, Window,
 };
@@ -124,6 +124,11 @@ primitive_kinds! {
         IntegerPow = "integer_pow",
         SelectN = "select_n",
         Clamp = "clamp",
+        Complex = "complex",
+        Real = "real",
+        Imag = "imag",
+        Conj = "conj",
+        Fft = "fft",
         ConvertElementType = "convert_element_type",
         ReducePrecision = "reduce_precision",
         Round = "round",
@@ -219,6 +224,11 @@ impl PrimitiveKind {
             | PrimitiveKind::IntegerPow
             | PrimitiveKind::SelectN
             | PrimitiveKind::Clamp
+            | PrimitiveKind::Complex
+            | PrimitiveKind::Real
+            | PrimitiveKind::Imag
+            | PrimitiveKind::Conj
+            | PrimitiveKind::Fft
             | PrimitiveKind::ConvertElementType
             | PrimitiveKind::ReducePrecision
             | PrimitiveKind::Round
@@ -275,6 +285,11 @@ impl Primitive {
             Primitive::IntegerPow { .. } => PrimitiveKind::IntegerPow,
             Primitive::SelectN => PrimitiveKind::SelectN,
             Primitive::Clamp => PrimitiveKind::Clamp,
+            Primitive::Complex => PrimitiveKind::Complex,
+            Primitive::Real => PrimitiveKind::Real,
+            Primitive::Imag => PrimitiveKind::Imag,
+            Primitive::Conj { .. } => PrimitiveKind::Conj,
+            Primitive::Fft { .. } => PrimitiveKind::Fft,
             Primitive::ConvertElementType { .. } => PrimitiveKind::ConvertElementType,
             Primitive::ReducePrecision { .. } => PrimitiveKind::ReducePrecision,
             Primitive::Round { .. } => PrimitiveKind::Round,
@@ -356,6 +371,11 @@ impl Primitive {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::Complex
+            | Primitive::Real
+            | Primitive::Imag
+            | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }
@@ -418,7 +438,12 @@ impl Primitive {
             | Primitive::Compare(_)
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::Complex
+            | Primitive::Real
+            | Primitive::Imag
             | Primitive::DynamicUpdateSlice => Vec::new(),
+            Primitive::Conj { input_dtype } => conj_params(*input_dtype),
+            Primitive::Fft { fft_type, fft_lengths } => fft_params(*fft_type, fft_lengths),
             Primitive::IntegerPow { y } => integer_pow_params(*y),
             Primitive::ConvertElementType { new_dtype, weak_type } => {
                 convert_element_type_params(*new_dtype, *weak_type)
@@ -520,6 +545,11 @@ impl Primitive {
             PrimitiveKind::IntegerPow => parse_integer_pow(p)?,
             PrimitiveKind::SelectN => Primitive::SelectN,
             PrimitiveKind::Clamp => Primitive::Clamp,
+            PrimitiveKind::Complex => Primitive::Complex,
+            PrimitiveKind::Real => Primitive::Real,
+            PrimitiveKind::Imag => Primitive::Imag,
+            PrimitiveKind::Conj => Primitive::Conj { input_dtype: p.dtype("input_dtype")? },
+            PrimitiveKind::Fft => parse_fft(p)?,
             PrimitiveKind::ConvertElementType => parse_convert_element_type(p)?,
             PrimitiveKind::ReducePrecision => parse_reduce_precision(p)?,
             PrimitiveKind::Round => parse_round(p)?,
@@ -599,6 +629,11 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::IntegerPow { y } => integer_pow_shape(*y, ins),
         Primitive::SelectN => select_n_shape(ins),
         Primitive::Clamp => clamp_shape(ins),
+        Primitive::Complex => complex_shape(ins),
+        Primitive::Real => real_imag_shape("real", ins),
+        Primitive::Imag => real_imag_shape("imag", ins),
+        Primitive::Conj { input_dtype } => conj_shape(*input_dtype, ins),
+        Primitive::Fft { fft_type, fft_lengths } => fft_shape(*fft_type, fft_lengths, ins),
         Primitive::ConvertElementType { new_dtype, weak_type: _ } => convert_element_type_shape(*new_dtype, ins),
         Primitive::ReducePrecision { exponent_bits, mantissa_bits: _ } => reduce_precision_shape(*exponent_bits, ins),
         Primitive::Round { rounding_method: _ } => round_shape(ins),

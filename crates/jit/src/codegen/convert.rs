@@ -29,7 +29,7 @@ pub(crate) fn int_range(d: DType) -> (i64, i64) {
         DType::U8 => (0, u8::MAX as i64),
         DType::U32 => (0, u32::MAX as i64),
         DType::Bool => (0, 1),
-        DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Key => (0, 0),
+        DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Key | DType::C64 | DType::C128 => (0, 0),
     }
 }
 
@@ -80,7 +80,7 @@ impl Fx<'_, '_> {
                     let i = self.b.ins().smin(i, hi);
                     self.b.ins().ireduce(to_ty, i)
                 }
-                DType::BF16 | DType::F16 | DType::Key => x,
+                DType::BF16 | DType::F16 | DType::Key | DType::C64 | DType::C128 => x,
             };
         }
         // From an integer or bool.
@@ -110,7 +110,7 @@ impl Fx<'_, '_> {
                     x
                 }
             }
-            DType::BF16 | DType::F16 | DType::Key => x,
+            DType::BF16 | DType::F16 | DType::Key | DType::C64 | DType::C128 => x,
         }
     }
 

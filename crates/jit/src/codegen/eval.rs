@@ -39,6 +39,17 @@ impl Fx<'_, '_> {
             LitValue::U8(x) => self.int_const(types::I8, x as i64),
             LitValue::U32(x) => self.int_const(types::I32, x as i64),
             LitValue::Bool(x) => self.int_const(types::I8, x as i64),
+            // A complex literal is the bits of its parts, the real part at the lower address
+            // (the lowering materializes it into a buffer for a native step).
+            LitValue::C64(z) => {
+                let bits = u64::from(z.re.to_bits()) | (u64::from(z.im.to_bits()) << 32);
+                self.int_const(types::I64, bits as i64)
+            }
+            LitValue::C128(z) => {
+                let lo = self.int_const(types::I64, z.re.to_bits() as i64);
+                let hi = self.int_const(types::I64, z.im.to_bits() as i64);
+                self.b.ins().iconcat(lo, hi)
+            }
         };
         if vector {
             self.b.ins().splat(types::F32X4, s)
@@ -328,7 +339,7 @@ impl Fx<'_, '_> {
     pub(super) fn binary(&mut self, op: BinaryOp, d: DType, x: Value, y: Value) -> Value {
         match d {
             DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 => self.int_binary(op, d, x, y),
-            DType::Key => x,
+            DType::Key | DType::C64 | DType::C128 => x,
             DType::Bool => match op {
                 BinaryOp::Max => self.b.ins().bor(x, y),
                 BinaryOp::Min => self.b.ins().band(x, y),
@@ -457,7 +468,16 @@ impl Fx<'_, '_> {
                 };
                 self.b.ins().fcmp(cc, x, y)
             }
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
+            DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U32
+            | DType::Bool
+            | DType::Key
+            | DType::C64
+            | DType::C128 => {
                 let (x, y) = if d == DType::Key {
                     // A key orders by its first word, then its second (the high half).
                     (self.b.ins().rotl_imm_u(x, 32), self.b.ins().rotl_imm_u(y, 32))
@@ -539,7 +559,9 @@ impl Fx<'_, '_> {
             | DType::U8
             | DType::U32
             | DType::Bool
-            | DType::Key => (types::I32, 32, 8, 23),
+            | DType::Key
+            | DType::C64
+            | DType::C128 => (types::I32, 32, 8, 23),
         };
         // Constants as the immediates of a `width`-bit integer (sign-extended).
         let k = |c: i64| if width == 32 { c as i32 as i64 } else { c };
@@ -601,9 +623,16 @@ impl Fx<'_, '_> {
                 let either = self.b.ins().bor(vnan, gt);
                 self.b.ins().band(best_ok, either)
             }
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U32 | DType::Bool | DType::Key => {
-                self.compare(CompareOp::Gt, d, v, best)
-            }
+            DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U32
+            | DType::Bool
+            | DType::Key
+            | DType::C64
+            | DType::C128 => self.compare(CompareOp::Gt, d, v, best),
         }
     }
 }
@@ -633,7 +662,9 @@ fn float_class(l: LitValue) -> Option<bool> {
         | LitValue::I64(_)
         | LitValue::U8(_)
         | LitValue::U32(_)
-        | LitValue::Bool(_) => return None,
+        | LitValue::Bool(_)
+        | LitValue::C64(_)
+        | LitValue::C128(_) => return None,
     };
     let magnitude = bits & !sign;
     let nan = magnitude & exp == exp && magnitude != exp;

@@ -519,7 +519,9 @@ pub(crate) fn clif_type(d: DType) -> Type {
         DType::I8 | DType::U8 | DType::Bool => types::I8,
         DType::I16 => types::I16,
         DType::I32 | DType::U32 => types::I32,
-        DType::I64 | DType::Key => types::I64,
+        // A complex value is moved as the bits of its parts (its arithmetic is native steps).
+        DType::I64 | DType::Key | DType::C64 => types::I64,
+        DType::C128 => types::I128,
     }
 }
 

@@ -44,7 +44,9 @@ impl Fx<'_, '_> {
             | DType::U8
             | DType::U32
             | DType::Bool
-            | DType::Key => self.b.ins().load(clif_type(d), mem(), addr, offset),
+            | DType::Key
+            | DType::C64
+            | DType::C128 => self.b.ins().load(clif_type(d), mem(), addr, offset),
         }
     }
 
@@ -69,7 +71,9 @@ impl Fx<'_, '_> {
             | DType::U8
             | DType::U32
             | DType::Bool
-            | DType::Key => x,
+            | DType::Key
+            | DType::C64
+            | DType::C128 => x,
         };
         self.b.ins().store(mem(), x, addr, offset);
     }
@@ -171,7 +175,9 @@ impl Fx<'_, '_> {
             | DType::U8
             | DType::U32
             | DType::Bool
-            | DType::Key => return x,
+            | DType::Key
+            | DType::C64
+            | DType::C128 => return x,
         };
         self.b.ins().bitcast(types::F32, little(), r)
     }

@@ -80,6 +80,8 @@ pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
     match (op, dtype) {
         // A key is one 8-byte word in registers.
         (_, DType::Key) => LitValue::I64(0),
+        // Complex reductions are native steps, and `reduce_max` takes no complex.
+        (_, DType::C64 | DType::C128) => LitValue::from_f64(dtype, 0.0),
         (ReduceOp::Sum, _) => LitValue::from_f64(dtype, 0.0),
         (_, DType::F32 | DType::F64 | DType::BF16 | DType::F16) => {
             LitValue::from_f64(dtype, if max { f64::NEG_INFINITY } else { f64::INFINITY })

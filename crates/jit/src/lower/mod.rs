@@ -431,7 +431,8 @@ fn use_counts(jaxpr: &Jaxpr) -> Vec<usize> {
 fn transposed_dots(jaxpr: &Jaxpr, uses: &[usize]) -> Vec<Option<(Vec<usize>, usize)>> {
     let mut producer = vec![None; jaxpr.vars.len()];
     for (e, eqn) in jaxpr.eqns.iter().enumerate() {
-        if matches!(eqn.primitive, Primitive::DotGeneral { .. }) {
+        // A complex product is a native step, which writes its own buffer row-major.
+        if matches!(eqn.primitive, Primitive::DotGeneral { .. }) && !jaxpr.aval(eqn.outvars[0]).dtype.is_complex() {
             producer[eqn.outvars[0].index()] = Some(e);
         }
     }

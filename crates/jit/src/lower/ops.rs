@@ -28,8 +28,22 @@ impl Lowering {
         let target = targets.first().copied().flatten();
         let node = |expr: Expr| Ok(vec![Val { expr, aval: out.clone() }]);
         let b = Box::new;
+        let complex = ins.iter().map(|v| &v.aval).chain(out_avals).any(|a| a.dtype.is_complex());
+        if complex {
+            match complex_route(prim) {
+                ComplexRoute::Inline => {}
+                ComplexRoute::Native => return Ok(self.native(prim, ins, out_avals, targets)),
+                ComplexRoute::Refuse => {
+                    return Err(unsupported(prim, "complex values in loops and conditionals are not compiled yet"))
+                }
+            }
+        }
         match prim {
             Primitive::Unary(UnaryOp::StopGradient) => Ok(ins),
+            // Complex values are native steps (`complex_route`).
+            Primitive::Complex | Primitive::Real | Primitive::Imag | Primitive::Conj { .. } | Primitive::Fft { .. } => {
+                Ok(self.native(prim, ins, out_avals, targets))
+            }
             Primitive::Unary(op) => {
                 // The operand's dtype (`is_finite`'s result is bool).
                 let x = self.operand(&ins[0], &out.shape);
@@ -694,3 +708,78 @@ fn dot_groups(
 /// --example calibrate_dot` (docs/jit.md has the measurements): below it, the GEMM's call
 /// and packing cost more than the loop's lower peak.
 pub(crate) const SMALL_DOT_MACS: usize = 256;
+
+/// How an equation that reads or makes a complex value (`c64`, `c128`) is lowered.
+enum ComplexRoute {
+    /// As any other: calls and names, whose bodies are lowered equation by equation.
+    Inline,
+    /// A native step that runs the interpreter's rule over whole buffers
+    /// (`native::indexing::remat_native`), so that the JIT's complex results are the
+    /// interpreter's bit for bit.
+    Native,
+    /// Not compiled yet: loops and conditionals carrying complex values.
+    Refuse,
+}
+
+fn complex_route(prim: &Primitive) -> ComplexRoute {
+    match prim {
+        Primitive::Jit { .. }
+        | Primitive::ClosedCall { .. }
+        | Primitive::CustomJvpCall { .. }
+        | Primitive::CustomVjpCall { .. }
+        | Primitive::Remat2 { .. }
+        | Primitive::Name { .. }
+        | Primitive::DevicePut { .. } => ComplexRoute::Inline,
+        Primitive::Scan { .. } | Primitive::Cond { .. } | Primitive::While { .. } => ComplexRoute::Refuse,
+        Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::Compare(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
+        | Primitive::Fft { .. }
+        | Primitive::ConvertElementType { .. }
+        | Primitive::ReducePrecision { .. }
+        | Primitive::Round { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Rev { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::ExpandDims { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Iota { .. }
+        | Primitive::Empty2 { .. }
+        | Primitive::Reduce { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::DotGeneral { .. }
+        | Primitive::RandomSeed
+        | Primitive::RandomWrap
+        | Primitive::RandomUnwrap
+        | Primitive::RandomSplit { .. }
+        | Primitive::RandomFoldIn
+        | Primitive::RandomBits { .. }
+        | Primitive::Split { .. }
+        | Primitive::Gather { .. }
+        | Primitive::Scatter { .. }
+        | Primitive::Sort { .. }
+        | Primitive::TopK { .. }
+        | Primitive::Argmin { .. }
+        | Primitive::Cumulative { .. }
+        | Primitive::Cholesky
+        | Primitive::TriangularSolve(_)
+        | Primitive::ConvGeneralDilated(_)
+        | Primitive::ReduceWindow { .. }
+        | Primitive::SelectAndScatterAdd { .. }
+        | Primitive::SelectAndGatherAdd { .. } => ComplexRoute::Native,
+    }
+}

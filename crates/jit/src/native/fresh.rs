@@ -49,6 +49,8 @@ pub(crate) fn fresh_output(aval: &remat_ir::Aval) -> Result<Fresh, crate::JitErr
         DType::U8 => fresh_of(shape, pad, Array::U8),
         DType::U32 => fresh_of(shape, pad, Array::U32),
         DType::Key => fresh_of(shape, pad, Array::Key),
+        DType::C64 => fresh_of(shape, pad, Array::C64),
+        DType::C128 => fresh_of(shape, pad, Array::C128),
         // Not every byte is a `bool`: zeroed, on ordinary pages.
         DType::Bool => huge_page_zeros::<bool>(shape, 0).map(Array::Bool).map(Fresh::ready),
     }
@@ -128,6 +130,8 @@ impl ZeroBits for bool {}
 impl ZeroBits for remat_ir::bf16 {}
 impl ZeroBits for remat_ir::f16 {}
 impl ZeroBits for remat_ir::PrngKey {}
+impl ZeroBits for remat_ir::c64 {}
+impl ZeroBits for remat_ir::c128 {}
 
 /// `vec![0; n]` without aborting: `None` if the size overflows or the allocator refuses.
 /// Like `vec!`, it is `calloc`: fresh pages stay untouched until the run writes them.

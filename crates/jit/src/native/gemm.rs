@@ -89,7 +89,7 @@ fn dot_batches(d: &DotDesc, lhs: *const u8, rhs: *const u8, out: *mut u8, range:
             DType::U8 => loop_at::<u8>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
             DType::U32 => loop_at::<u32>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a.wrapping_add(x.wrapping_mul(y))),
             // The lowering converts 16-bit float operands to f32 (and keys have no products).
-            DType::BF16 | DType::F16 | DType::Key => {}
+            DType::BF16 | DType::F16 | DType::Key | DType::C64 | DType::C128 => {}
             DType::Bool => loop_at::<bool>(d, lhs, rhs, out, (lo, ro, oo), |a, x, y| a | (x & y)),
         }
     }

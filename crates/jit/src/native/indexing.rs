@@ -138,6 +138,26 @@ impl El for remat_ir::PrngKey {
     }
 }
 
+macro_rules! complex_el {
+    ($t:ty) => {
+        /// Complex gathers, scatters, sorts and cumulative sums run here too.
+        impl El for $t {
+            fn add(self, o: $t) -> $t {
+                <$t>::from_num(self.num() + o.num())
+            }
+            fn mul(self, o: $t) -> $t {
+                <$t>::from_num(self.num() * o.num())
+            }
+            fn logaddexp(self, _: $t) -> $t {
+                self
+            }
+        }
+    };
+}
+
+complex_el!(remat_ir::c64);
+complex_el!(remat_ir::c128);
+
 /// `remat_native(desc, bases)`: runs the step `desc` describes.
 pub(crate) extern "C" fn remat_native(desc: *const NativeDesc, bases: *const usize) {
     // SAFETY: `desc` points into the `Box<[NativeDesc]>` the compiled program owns for as
@@ -161,9 +181,15 @@ fn indices_i32(b: &Bases) -> ArrayD<i32> {
         DType::I64 => b.view::<i64>(1).mapv(sat),
         DType::U8 => b.view::<u8>(1).mapv(i32::from),
         DType::U32 => b.view::<u32>(1).mapv(|x| sat(i64::from(x))),
-        DType::I32 | DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Bool | DType::Key => {
-            b.view::<i32>(1).to_owned()
-        }
+        DType::I32
+        | DType::F32
+        | DType::F64
+        | DType::BF16
+        | DType::F16
+        | DType::Bool
+        | DType::Key
+        | DType::C64
+        | DType::C128 => b.view::<i32>(1).to_owned(),
     }
 }
 
@@ -220,9 +246,9 @@ fn run(b: &Bases) {
         Primitive::RandomSplit { shape } => random::split(b, shape),
         Primitive::RandomFoldIn => random::fold_in(b),
         Primitive::RandomBits { shape, .. } => random::bits(b, shape),
-        // The lowering makes native steps of the primitives above only: any other is a
-        // bug in the lowering, stopped here rather than leaving its result unwritten.
-        other => unreachable!("{} is not a native step", other.name()),
+        // Every other native step reads or makes complex values (`lower::ops`'s
+        // `complex_route`): the interpreter's rule over copies of the buffers.
+        other => super::complex::run(other, b),
     }
 }
 

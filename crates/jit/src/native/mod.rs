@@ -26,6 +26,7 @@
 #![allow(unsafe_code)]
 
 mod code;
+mod complex;
 mod contention;
 mod cpu;
 mod fresh;

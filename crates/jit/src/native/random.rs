@@ -109,8 +109,14 @@ fn integers(b: &Bases, i: usize) -> ndarray::ArrayD<i128> {
         DType::I64 => of(b.view::<i64>(i)),
         DType::U8 => of(b.view::<u8>(i)),
         DType::U32 => of(b.view::<u32>(i)),
-        DType::I32 | DType::F32 | DType::F64 | DType::BF16 | DType::F16 | DType::Bool | DType::Key => {
-            of(b.view::<i32>(i))
-        }
+        DType::I32
+        | DType::F32
+        | DType::F64
+        | DType::BF16
+        | DType::F16
+        | DType::Bool
+        | DType::Key
+        | DType::C64
+        | DType::C128 => of(b.view::<i32>(i)),
     }
 }

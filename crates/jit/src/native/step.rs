@@ -26,6 +26,29 @@ impl Bases<'_> {
         &self.desc.out_avals[j]
     }
 
+    /// Operand `i`'s bytes (`aval.size_in_bytes()` of them).
+    pub(super) fn bytes(&self, i: usize) -> &[u8] {
+        let n = self.desc.in_avals[i].size_in_bytes();
+        if n == 0 {
+            return &[];
+        }
+        let addr = self.addrs[self.desc.slots[i]];
+        // SAFETY: as for `view`: the operand's buffer holds its aval's bytes for the step.
+        unsafe { std::slice::from_raw_parts(addr as *const u8, n) }
+    }
+
+    /// Result `j`'s bytes, to write.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) fn bytes_mut(&self, j: usize) -> &mut [u8] {
+        let n = self.desc.out_avals[j].size_in_bytes();
+        if n == 0 {
+            return &mut [];
+        }
+        let addr = self.addrs[self.desc.slots[self.desc.in_avals.len() + j]];
+        // SAFETY: as for `view_mut`: the result's buffer is this step's alone.
+        unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n) }
+    }
+
     pub(super) fn view<T>(&self, i: usize) -> ArrayViewD<'_, T> {
         let aval = &self.desc.in_avals[i];
         let addr = self.addrs[self.desc.slots[i]];

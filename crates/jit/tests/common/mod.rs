@@ -93,6 +93,8 @@ const GARBAGE_F64: f64 = -1.234_567e300;
 const GARBAGE_BF16: u16 = 0x7fc1;
 const GARBAGE_F16: u16 = 0x7e01;
 const GARBAGE_KEY: remat_ir::PrngKey = remat_ir::PrngKey([0x5a5a_5a5a, 0xa5a5_a5a5]);
+const GARBAGE_C64: remat_ir::c64 = remat_ir::c64::new(-1.5e-31, 3.25e29);
+const GARBAGE_C128: remat_ir::c128 = remat_ir::c128::new(-1.5e-301, 3.25e299);
 
 /// An array of `aval`'s dtype and shape full of values no program computes by accident, at
 /// the start of an allocation of [`GUARD`] more of them ([`guard_intact`] checks those).
@@ -111,6 +113,8 @@ pub fn garbage(aval: &remat_ir::Aval) -> Array {
         remat_ir::DType::U32 => Array::U32(padded(sh, 0xa5a5_a5a5)),
         remat_ir::DType::Bool => Array::Bool(padded(sh, true)),
         remat_ir::DType::Key => Array::Key(padded(sh, GARBAGE_KEY)),
+        remat_ir::DType::C64 => Array::C64(padded(sh, GARBAGE_C64)),
+        remat_ir::DType::C128 => Array::C128(padded(sh, GARBAGE_C128)),
     }
 }
 
@@ -129,6 +133,8 @@ pub fn guard_intact(a: Array) -> Option<Array> {
         Array::U32(x) => tail_intact(x, 0xa5a5_a5a5, |&v| v).map(Array::U32),
         Array::Bool(x) => tail_intact(x, true, |&v| v).map(Array::Bool),
         Array::Key(x) => tail_intact(x, GARBAGE_KEY, |v| v.0).map(Array::Key),
+        Array::C64(x) => tail_intact(x, GARBAGE_C64, |v| (v.re.to_bits(), v.im.to_bits())).map(Array::C64),
+        Array::C128(x) => tail_intact(x, GARBAGE_C128, |v| (v.re.to_bits(), v.im.to_bits())).map(Array::C128),
     }
 }
 
@@ -146,6 +152,9 @@ pub fn same_bits(a: &Array, b: &Array) -> bool {
         }
         (Array::F16(x), Array::F16(y)) => {
             x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (Array::C64(_), Array::C64(_)) | (Array::C128(_), Array::C128(_)) => {
+            a.shape() == b.shape() && value_bits(a) == value_bits(b)
         }
         _ => a == b,
     }
@@ -169,6 +178,13 @@ pub fn value_bits(a: &Array) -> Vec<u64> {
         Array::U32(x) => x.iter().map(|&v| v as u64).collect(),
         Array::Bool(x) => x.iter().map(|&v| v as u64).collect(),
         Array::Key(x) => x.iter().map(|k| ((k.0[1] as u64) << 32) | k.0[0] as u64).collect(),
+        // Each part's bits, real then imaginary (twice the elements).
+        Array::C64(x) => {
+            x.iter().flat_map(|z| [z.re, z.im].map(|v| if v.is_nan() { nan } else { v.to_bits() as u64 })).collect()
+        }
+        Array::C128(x) => {
+            x.iter().flat_map(|z| [z.re, z.im].map(|v| if v.is_nan() { nan } else { v.to_bits() })).collect()
+        }
     }
 }
 

@@ -78,6 +78,11 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::Complex
+            | Primitive::Real
+            | Primitive::Imag
+            | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
             | Primitive::ConvertElementType { .. }
             | Primitive::ReducePrecision { .. }
             | Primitive::Round { .. }
@@ -154,6 +159,11 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
+        | Primitive::Fft { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }

@@ -32,8 +32,8 @@ use crate::common::{check_bits, count_eqns, differential_by};
 pub(crate) use compare::{close, exact};
 use remat_ir::{
     shape_rule, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers,
-    Eqn, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace, Primitive,
-    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, SourceInfo, UnaryDomain, UnaryOp, Var,
+    Eqn, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace,
+    Primitive, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, SourceInfo, UnaryDomain, UnaryOp, Var,
 };
 use remat_jit::{CseScope, Options};
 use remat_testkit::Rng;
@@ -79,6 +79,13 @@ impl Gen {
             DType::U32,
         ])
     }
+    /// A conversion's target: a value dtype, or (one time in four) a complex one.
+    fn conversion_dtype(&mut self) -> DType {
+        match self.chance(25) {
+            true => self.pick(&[DType::C64, DType::C128]),
+            false => self.dtype(),
+        }
+    }
 }
 
 /// A literal of `dtype` (`f32` for keys, which have none: the shape rules then reject the
@@ -100,11 +107,21 @@ struct Builder {
     /// Results of loops, branches and calls that the jaxpr returns (they would be dead code
     /// otherwise, which the JIT never runs).
     results: Vec<Var>,
+    /// Complex values (`c64`, `c128`): kept out of `pool`, read only by [`complex_step`]
+    /// and conversions, so that they never become a loop's carry (the JIT refuses those).
+    complex: Vec<Var>,
 }
 
 impl Builder {
     fn new() -> Builder {
-        Builder { jaxpr: Jaxpr::default(), pool: Vec::new(), depth: 0, indices: Vec::new(), results: Vec::new() }
+        Builder {
+            jaxpr: Jaxpr::default(),
+            pool: Vec::new(),
+            depth: 0,
+            indices: Vec::new(),
+            results: Vec::new(),
+            complex: Vec::new(),
+        }
     }
 
     fn input(&mut self, aval: Aval) -> Var {
@@ -124,7 +141,9 @@ impl Builder {
         let vars: Vec<Var> = outs.into_iter().map(|a| self.jaxpr.new_var(a)).collect();
         self.jaxpr.eqns.push(Eqn::new(prim, ins, vars.clone(), SourceInfo::unknown()));
         for &v in &vars {
-            if self.jaxpr.aval(v).memory_space == MemorySpace::Device {
+            if self.jaxpr.aval(v).dtype.is_complex() {
+                self.complex.push(v);
+            } else if self.jaxpr.aval(v).memory_space == MemorySpace::Device {
                 self.pool.push(v);
             }
         }
@@ -236,14 +255,14 @@ fn while_body(x: &Aval, op: UnaryOp, batch: &[usize]) -> Arc<Jaxpr> {
 fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let is_num = |a: &Aval| a.dtype.is_numeric();
     let is_float = |a: &Aval| a.dtype.is_float();
-    match g.below(46) {
+    match g.below(47) {
         0 | 1 => {
             let op = g.pick(&UnaryOp::ALL);
             let mut x = b.of(g, |a| match op.domain() {
                 UnaryDomain::Any => true,
                 UnaryDomain::Number => is_num(a),
                 UnaryDomain::IntOrBool => !a.dtype.is_float(),
-                UnaryDomain::Float => a.dtype.is_float(),
+                UnaryDomain::Float | UnaryDomain::FloatOrComplex => a.dtype.is_float(),
             })?;
             if matches!(op, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan) {
                 // Periodic functions of large arguments turn an allowed 1-ulp difference
@@ -307,8 +326,19 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(Primitive::Clamp, vec![lit(d, -0.5), x.into(), lit(d, 0.75)])?;
         }
         8 => {
-            let x = b.of(g, |_| true)?;
-            b.eqn(Primitive::ConvertElementType { new_dtype: g.dtype(), weak_type: false }, vec![x.into()])?;
+            let x = match b.complex.is_empty() || g.chance(60) {
+                true => b.of(g, |_| true)?,
+                false => b.complex[g.below(b.complex.len())],
+            };
+            let y = b.eqn(
+                Primitive::ConvertElementType { new_dtype: g.conversion_dtype(), weak_type: false },
+                vec![x.into()],
+            )?[0];
+            // A complex value goes back to a real one that later steps read (complex values
+            // stay out of the pool, and an unread one is dead code).
+            if b.aval(y).dtype.is_complex() {
+                b.eqn(Primitive::ConvertElementType { new_dtype: g.dtype(), weak_type: false }, vec![y.into()])?;
+            }
         }
         9 => {
             let x = b.of(g, is_float)?;
@@ -643,6 +673,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         42 => loops::cond(b, g)?,
         43 => loops::call(b, g)?,
         44 => index::step(b, g)?,
+        46 => complex_step(b, g)?,
         _ if g.chance(50) => indexing(b, g)?,
         _ => {
             let c = b.of(g, |a| a.dtype == DType::F32 && a.rank() <= 2)?;
@@ -655,6 +686,74 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(prim, vec![lit(DType::F32, 0.5), c.into(), xs.into()])?;
         }
     }
+    Some(())
+}
+
+/// Complex arithmetic: a complex value made of two floats (or a converted one, or an
+/// `rfft` of a float), one of the operations JAX defines on complex numbers (`fft` among
+/// them), and a real result (`real`, `imag`, `abs`, `irfft`) for later steps.
+fn complex_step(b: &mut Builder, g: &mut Gen) -> Option<()> {
+    let z = match b.complex.is_empty() || g.chance(50) {
+        true if g.chance(20) => {
+            let x = b.of(g, |a| matches!(a.dtype, DType::F32 | DType::F64) && a.rank() >= 1)?;
+            let n = b.aval(x).shape.len().min(g.pick(&[1, 2, 3]));
+            let fft_lengths = b.aval(x).shape[b.aval(x).rank() - n..].to_vec();
+            b.eqn(Primitive::Fft { fft_type: FftType::Rfft, fft_lengths }, vec![x.into()])?[0]
+        }
+        true => {
+            let x = b.of(g, |a| matches!(a.dtype, DType::F32 | DType::F64))?;
+            let xa = b.aval(x);
+            let y = b.of(g, |a| a.dtype == xa.dtype && (a.shape == xa.shape || a.rank() == 0))?;
+            b.eqn(Primitive::Complex, vec![x.into(), y.into()])?[0]
+        }
+        false => b.complex[g.below(b.complex.len())],
+    };
+    let za = b.aval(z);
+    let w = match g.below(5) {
+        0 => {
+            let op = g.pick(&[BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow]);
+            let other = match b.complex.iter().copied().find(|&v| b.aval(v).same_type(&za)) {
+                Some(v) if g.chance(50) => v.into(),
+                _ => lit(za.dtype, g.pick(&[0.5, -2.0, 0.0])),
+            };
+            b.eqn(Primitive::Binary(op), vec![z.into(), other])?[0]
+        }
+        1 => {
+            let op = g.pick(&[
+                UnaryOp::Neg,
+                UnaryOp::Exp,
+                UnaryOp::Log,
+                UnaryOp::Sin,
+                UnaryOp::Cos,
+                UnaryOp::Tanh,
+                UnaryOp::Sqrt,
+                UnaryOp::Square,
+                UnaryOp::Sign,
+                UnaryOp::Expm1,
+                UnaryOp::Log1p,
+            ]);
+            b.eqn(Primitive::Unary(op), vec![z.into()])?[0]
+        }
+        2 => b.eqn(Primitive::Conj { input_dtype: za.dtype }, vec![z.into()])?[0],
+        3 => b.eqn(Primitive::IntegerPow { y: g.pick(&[2, 3, -1]) }, vec![z.into()])?[0],
+        4 if za.rank() >= 1 => {
+            let n = za.rank().min(g.pick(&[1, 2, 3]));
+            let fft_lengths = za.shape[za.rank() - n..].to_vec();
+            let fft_type = g.pick(&[FftType::Fft, FftType::Ifft]);
+            b.eqn(Primitive::Fft { fft_type, fft_lengths }, vec![z.into()])?[0]
+        }
+        _ => z,
+    };
+    let wa = b.aval(w);
+    if wa.rank() >= 1 && g.chance(25) {
+        // `irfft` back to a real value: the last length n has n / 2 + 1 terms.
+        let m = wa.shape[wa.rank() - 1];
+        let last = if m <= 1 { 1 } else { 2 * (m - 1) + g.below(2) };
+        b.eqn(Primitive::Fft { fft_type: FftType::Irfft, fft_lengths: vec![last] }, vec![w.into()])?;
+        return Some(());
+    }
+    let back = [Primitive::Real, Primitive::Imag, Primitive::Unary(UnaryOp::Abs)][g.below(3)].clone();
+    b.eqn(back, vec![w.into()])?;
     Some(())
 }
 
@@ -785,7 +884,7 @@ fn with_specials(a: remat_ir::Array, g: &mut Gen) -> remat_ir::Array {
         Array::I64(x) => Array::I64(sprinkle(x, g, 20, &[i64::MIN, i64::MAX, -1, 0])),
         Array::U8(x) => Array::U8(sprinkle(x, g, 20, &[u8::MAX, u8::MAX - 1, 128, 0])),
         Array::U32(x) => Array::U32(sprinkle(x, g, 20, &[u32::MAX, u32::MAX - 1, 1 << 31, 0])),
-        other @ (Array::Bool(_) | Array::Key(_)) => other,
+        other @ (Array::Bool(_) | Array::Key(_) | Array::C64(_) | Array::C128(_)) => other,
     }
 }
 

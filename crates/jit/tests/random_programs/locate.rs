@@ -295,6 +295,11 @@ fn inside(
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
+        | Primitive::Fft { .. }
         | Primitive::ConvertElementType { .. }
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }
