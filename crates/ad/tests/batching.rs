@@ -149,3 +149,50 @@ fn cond_with_a_batched_index_keeps_its_branches_constants() {
         assert_eq!(&f32_of(&outs[0]).index_axis(Axis(0), j).to_owned(), f32_of(&want[0]), "example {j}");
     }
 }
+
+/// The small primitives of issue 45 under `vmap` (JAX's `defreducer` and
+/// `defvectorized`/`defbroadcasting` rules: the batch axis stays where it is): the
+/// reductions `reduce_prod`, `reduce_and`, `reduce_or`, `reduce_xor` (on `i32` and
+/// `bool`), the bit counts, `mulhi` and the total-order compares, with the batch axis in
+/// the middle of the operand.
+#[test]
+fn small_primitives_batch_example_by_example() {
+    let text = "{ lambda ; a:f32[3,4]. let
+    b:f32[4] = reduce_prod[axes=(0,)] a
+    c:f32[3,4] = mul a 1000.0:f32[]
+    d:i32[3,4] = convert_element_type[new_dtype=int32 weak_type=False] c
+    e:i32[3] = reduce_and[axes=(1,)] d
+    f:i32[4] = reduce_or[axes=(0,)] d
+    g:i32[] = reduce_xor[axes=(0, 1)] d
+    h:i32[3,4] = population_count d
+    i:i32[3,4] = clz d
+    j:i32[3,4] = mulhi d c2
+    k:bool[3,4] = lt_to a 0.0:f32[]
+    l:bool[3,4] = le_to d i
+    m:bool[3,4] = eq_to a b2
+    n:bool[3] = reduce_and[axes=(1,)] k
+    o:bool[4] = reduce_xor[axes=(0,)] l
+    p:f32[3] = convert_element_type[new_dtype=float32 weak_type=False] e
+    q:f32[4] = convert_element_type[new_dtype=float32 weak_type=False] f
+    r:f32[] = convert_element_type[new_dtype=float32 weak_type=False] g
+    s:i32[3,4] = add h i
+    t:i32[3,4] = add s j
+    u:f32[3,4] = convert_element_type[new_dtype=float32 weak_type=False] t
+    v:f32[3,4] = select_n m a u
+    w:f32[3] = convert_element_type[new_dtype=float32 weak_type=False] n
+    x:f32[4] = convert_element_type[new_dtype=float32 weak_type=False] o
+  in (b, p, q, r, v, w, x) }";
+    // `c2`: `d` scaled past 2^16, so that the high half of the product is not all sign;
+    // `b2`: `a` times 0.0 negated, zeros of the other sign (eq_to tells -0.0 from 0.0).
+    let text = text
+        .replace("    j:i32[3,4] = mulhi d c2\n", "    c2:i32[3,4] = mul d 70001:i32[]\n    j:i32[3,4] = mulhi d c2\n")
+        .replace(
+            "    m:bool[3,4] = eq_to a b2\n",
+            "    z:f32[3,4] = mul a 0.0:f32[]\n    b2:f32[3,4] = neg z\n    m:bool[3,4] = eq_to z b2\n",
+        );
+    let jaxpr = parse_jaxpr(&text, "small_primitives").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let outs = [Some(0); 7];
+    let batched = batch_jaxpr(&closed, 5, &[Some(1)], &outs).unwrap().jaxpr;
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 4), 1, &[]);
+}

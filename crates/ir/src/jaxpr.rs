@@ -25,7 +25,7 @@ use crate::array::Array;
 use crate::param_types::{
     BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
     GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryOp,
-    Window,
+    Window, WindowOp,
 };
 use crate::policy::Policy;
 use crate::types::{Aval, DType, MemorySpace};
@@ -469,7 +469,7 @@ pub enum Primitive {
     ConvGeneralDilated(Box<ConvParams>),
     /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
     ReduceWindow {
-        op: ReduceOp,
+        op: WindowOp,
         window: Window,
     },
     /// `select_and_scatter_add source operand`: each window's `source` value added at the

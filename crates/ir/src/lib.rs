@@ -33,7 +33,7 @@ pub use primitive::{
 };
 pub use primitive::{
     dilated, reduce_window_name, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers, ConvParams,
-    Window,
+    Window, WindowOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::ShapeError;

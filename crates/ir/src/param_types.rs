@@ -84,6 +84,9 @@ named_enum! {
         ErfInv = "erf_inv",
         Lgamma = "lgamma",
         Digamma = "digamma",
+        // Bits of integers (issue 45).
+        PopulationCount = "population_count",
+        Clz = "clz",
     }
 }
 
@@ -96,6 +99,8 @@ pub enum UnaryDomain {
     Number,
     /// Integers and `bool` (`not`: bitwise, or logical on `bool`).
     IntOrBool,
+    /// Integers only (`population_count`, `clz`).
+    Int,
     /// Floats only.
     Float,
 }
@@ -112,6 +117,7 @@ impl UnaryOp {
             UnaryOp::StopGradient | UnaryOp::Copy => UnaryDomain::Any,
             UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => UnaryDomain::Number,
             UnaryOp::Not => UnaryDomain::IntOrBool,
+            UnaryOp::PopulationCount | UnaryOp::Clz => UnaryDomain::Int,
             UnaryOp::Floor
             | UnaryOp::Ceil
             | UnaryOp::IsFinite
@@ -167,6 +173,8 @@ named_enum! {
         ShiftLeft = "shift_left",
         ShiftRightLogical = "shift_right_logical",
         ShiftRightArithmetic = "shift_right_arithmetic",
+        /// The high half of the double-width product of two integers (issue 45).
+        Mulhi = "mulhi",
     }
 }
 
@@ -179,6 +187,12 @@ named_enum! {
         Le = "le",
         Gt = "gt",
         Ge = "ge",
+        /// The total-order comparisons of JAX's sort comparators (`searchsorted`): on
+        /// floats `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN`, as XLA's
+        /// `TOTALORDER` compares.
+        EqTo = "eq_to",
+        LeTo = "le_to",
+        LtTo = "lt_to",
     }
 }
 
@@ -273,6 +287,31 @@ named_enum! {
         Sum = "reduce_sum",
         Max = "reduce_max",
         Min = "reduce_min",
+        Prod = "reduce_prod",
+        /// Bitwise on integers, logical on `bool`.
+        And = "reduce_and",
+        Or = "reduce_or",
+        Xor = "reduce_xor",
+    }
+}
+
+named_enum! {
+    /// The reductions over windows that have their own primitive (`primitive/window.rs`).
+    pub enum WindowOp {
+        Sum = "reduce_window_sum",
+        Max = "reduce_window_max",
+        Min = "reduce_window_min",
+    }
+}
+
+impl WindowOp {
+    /// The reduction each window folds with.
+    pub fn reduce_op(self) -> ReduceOp {
+        match self {
+            WindowOp::Sum => ReduceOp::Sum,
+            WindowOp::Max => ReduceOp::Max,
+            WindowOp::Min => ReduceOp::Min,
+        }
     }
 }
 

@@ -31,6 +31,19 @@ fn conformance_jaxprs_round_trip() {
     check_all(remat_testkit::conformance_texts(), |n| n == 96, "expected 32 cases with 3 jaxprs each");
 }
 
+/// The per-primitive cases (`tests/data/primitives`): each case's jaxpr and JAX's forward
+/// and backward jaxprs.
+#[test]
+fn primitive_case_jaxprs_round_trip() {
+    let mut texts = Vec::new();
+    for (name, case) in remat_testkit::primitive_cases() {
+        for field in ["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"] {
+            texts.push((format!("{name}.{field}"), case[field].as_str().expect("a jaxpr").to_string()));
+        }
+    }
+    check_all(texts, |n| n >= 75, "expected at least 25 primitive cases with 3 jaxprs each");
+}
+
 #[test]
 fn benchmark_programs_round_trip() {
     check_all(remat_testkit::jaxpr_files("bench"), |n| n == 25, "expected 25 benchmark programs");

@@ -220,5 +220,69 @@ def scan_reverse_unroll(W, c, xs):
     c, ys = lax.scan(body, c, xs, reverse=True, unroll=2)
     return jnp.sum(c) + jnp.sum(ys)
 
+# The small primitives of issue 45 (wt-small).
+
+@g.case("reduce_logical", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "reduce_and, reduce_or, reduce_xor: jnp.all/jnp.any on bool (one axis, all axes), "
+        "lax.reduce_and/or/xor on i32 (bitwise): no tangents, so only w is differentiated")
+def reduce_logical(x, w):
+    p = x > 0
+    i = lax.convert_element_type(x * 1000.0, jnp.int32)
+    rows = jnp.all(p, axis=1)                                  # bool[3]
+    cols = jnp.any(p, axis=0)                                  # bool[4]
+    some = jnp.any(w > 1.5)                                    # bool[] over both axes
+    bits = (lax.reduce_and(i, (1,))[:, None] + lax.reduce_or(i, (0,))[None, :]
+            + lax.reduce_xor(i, (0, 1)) + lax.reduce_xor_p.bind(p, axes=(0,))[None, :].astype(jnp.int32))
+    f = lax.convert_element_type(bits, jnp.float32) * 1e-4
+    mask = jnp.logical_xor(rows[:, None], cols[None, :]) | some
+    return jnp.sum(jnp.where(mask, jnp.sin(f) * w, w * w))
+
+@g.case("reduce_prod", "primitives", lambda: (g.rnd(3, 4), g.rnd(2, 4, 2)),
+        "reduce_prod: jnp.prod over a kept-last axis (the jvp's reshape permutes), over a "
+        "middle axis, over all axes, and of i32; the jvp is JAX's tree of products "
+        "(`_reduce_prod_jvp_rule`), on power-of-two lengths (an odd length pads with a "
+        "literal 1.0 whose tangent pad's 0.0 JAX saves as a literal residual, as for cumprod)")
+def reduce_prod(x, y):
+    a = jnp.prod(x, axis=1)                                   # f32[3], length 4
+    b = jnp.prod(y, axis=1)                                   # f32[2,2], length 4
+    c = jnp.prod(jnp.tanh(y))                                 # f32[], length 16
+    k = jnp.prod(lax.convert_element_type(x * 3.0, jnp.int32)[:2], axis=0)  # i32[4]
+    return jnp.sum(jnp.sin(a)) + jnp.sum(b * b) + c + jnp.sum(k.astype(jnp.float32) * x[2])
+
+@g.case("bits_count_mulhi", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "population_count, clz (i32 and u8, 0 and negatives too), mulhi (i32 and u32, "
+        "overflowing products): integer results, no tangents, so only w is differentiated")
+def bits_count_mulhi(x, w):
+    i = lax.convert_element_type(x * 1e6, jnp.int32)
+    j = lax.convert_element_type(w * 1e9, jnp.int32)
+    u = lax.convert_element_type(i, jnp.uint32)
+    b = lax.convert_element_type(i, jnp.uint8)
+    ints = (lax.population_count(i) + lax.clz(i) * 3 + lax.clz(j)
+            + lax.convert_element_type(lax.clz(b) + lax.population_count(b), jnp.int32)
+            + lax.mulhi(i, j) + lax.convert_element_type(lax.mulhi(u, u) >> 16, jnp.int32))
+    f = lax.convert_element_type(ints, jnp.float32) * 1e-3
+    return jnp.sum(jnp.sin(f) * w)
+
+from jax._src.lax import lax as _lax
+
+@g.case("total_order_compares", "primitives", lambda: (g.rnd(3, 4), g.rnd(5), g.rnd(3, 4)),
+        "eq_to, le_to, lt_to (XLA's TOTALORDER: -0.0 < 0.0, NaNs ordered by sign) on f32 "
+        "with zeros and NaNs, i32 and bool, and jnp.searchsorted (left and right, whose scan "
+        "binds le_to and lt_to); boolean and integer results have no tangents")
+def total_order_compares(x, s, w):
+    z = jnp.where(x > 0.5, 0.0, x) * jnp.where(w > 0, -1.0, 1.0)     # +0.0 and -0.0
+    n = jnp.where(x < -1.0, jnp.nan, z)
+    m = jnp.where(w < -1.0, -jnp.nan, w)
+    i = lax.convert_element_type(x * 3.0, jnp.int32)
+    masks = (_lax.lt_to_p.bind(n, m), _lax.le_to_p.bind(m, n), _lax.eq_to_p.bind(n, z),
+             _lax.lt_to_p.bind(i, i.T.reshape(3, 4)), _lax.le_to_p.bind(x > 0, w > 0),
+             _lax.eq_to_p.bind(i, 0 * i))
+    total = sum(jnp.where(c, 1.0, 0.0) * (k + 1.0) for k, c in enumerate(masks))
+    sorted_s = jnp.cumsum(jnp.exp(s)) - 2.0                          # increasing
+    left = jnp.searchsorted(sorted_s, x.reshape(-1))
+    right = jnp.searchsorted(sorted_s, jnp.round(w.reshape(-1)), side="right")
+    pos = lax.convert_element_type(left + 2 * right, jnp.float32).reshape(3, 4)
+    return jnp.sum(jnp.sin(total + pos) * w * x)
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

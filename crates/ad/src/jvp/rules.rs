@@ -12,7 +12,7 @@
 //! equation otherwise), emits the primal equation first, and returns the primal outputs
 //! and one tangent per output.
 
-use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
+use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp, WindowOp};
 
 use super::{
     cond, emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
@@ -175,6 +175,10 @@ pub(crate) fn jvp_rule(
                     b.div(s, counts)
                 })
             }
+            // `_reduce_prod_jvp_rule`: the jvp of JAX's tree of products.
+            ReduceOp::Prod => indexing::reduce_prod(b, eqn, primals, tangents),
+            // Integers and booleans: no tangent.
+            ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => zero(b, old, eqn, primals),
         },
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) => {
             // Bilinear: dot(xdot, y) + dot(x, ydot) (likewise conv).
@@ -185,10 +189,10 @@ pub(crate) fn jvp_rule(
                 b.bind1(prim.clone(), ins)
             })
         }
-        Primitive::ReduceWindow { op: ReduceOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
-        Primitive::ReduceWindow { op: op @ (ReduceOp::Max | ReduceOp::Min), window } => {
+        Primitive::ReduceWindow { op: WindowOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::ReduceWindow { op: op @ (WindowOp::Max | WindowOp::Min), window } => {
             // `_reduce_window_chooser_jvp_rule`: the tangent at the position `ge` (`le`) picks.
-            let select_prim = if *op == ReduceOp::Max { CompareOp::Ge } else { CompareOp::Le };
+            let select_prim = if *op == WindowOp::Max { CompareOp::Ge } else { CompareOp::Le };
             let (operand, window) = (primals[0], window.clone());
             standard(b, old, eqn, primals, tangents, |b, _, g, _| {
                 let prim = Primitive::SelectAndGatherAdd { select_prim, window: window.clone() };
@@ -334,7 +338,9 @@ fn unary(
         | UnaryOp::Erfc
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
-        | UnaryOp::Digamma => super::special::unary(b, old, eqn, op, primals, tangents),
+        | UnaryOp::Digamma
+        | UnaryOp::PopulationCount
+        | UnaryOp::Clz => super::special::unary(b, old, eqn, op, primals, tangents),
     }
 }
 
@@ -401,7 +407,8 @@ fn binary(
         | BinaryOp::Xor
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => super::special::binary(b, old, eqn, op, primals, tangents),
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => super::special::binary(b, old, eqn, op, primals, tangents),
     }
 }
 

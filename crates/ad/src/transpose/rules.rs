@@ -6,7 +6,7 @@
 
 use remat_ir::{
     Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, Primitive, ReduceOp, ScatterOp,
-    UnaryOp,
+    UnaryOp, WindowOp,
 };
 
 use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
@@ -71,6 +71,8 @@ pub(crate) fn transpose_rule(
             | UnaryOp::Floor
             | UnaryOp::Ceil
             | UnaryOp::IsFinite
+            | UnaryOp::PopulationCount
+            | UnaryOp::Clz
             | UnaryOp::Cbrt
             | UnaryOp::Exp2
             | UnaryOp::Asin
@@ -136,7 +138,8 @@ pub(crate) fn transpose_rule(
                 | BinaryOp::Xor
                 | BinaryOp::ShiftLeft
                 | BinaryOp::ShiftRightLogical
-                | BinaryOp::ShiftRightArithmetic => return Err(not_linear()),
+                | BinaryOp::ShiftRightArithmetic
+                | BinaryOp::Mulhi => return Err(not_linear()),
             }
         }
         Primitive::Compare(_)
@@ -339,7 +342,9 @@ pub(crate) fn transpose_rule(
                     out[0] = Some(b.broadcast_in_dim(ct, &shape, &kept)?);
                 }
             }
-            ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
+            ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                return Err(not_linear())
+            }
         },
         Primitive::DotGeneral { dimension_numbers, preferred_element_type } => {
             let Some(ct) = single() else { return Ok(out) };
@@ -389,12 +394,12 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::ReduceWindow { op, window } => match op {
-            ReduceOp::Sum => {
+            WindowOp::Sum => {
                 if let Some(ct) = single() {
                     out[0] = Some(window::reduce_window_sum_transpose(b, window, ct, &aval(0, b))?);
                 }
             }
-            ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
+            WindowOp::Max | WindowOp::Min => return Err(not_linear()),
         },
         Primitive::SelectAndGatherAdd { select_prim, window } => {
             if !lin(0) || lin(1) {

@@ -44,7 +44,7 @@ pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
     GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
-    UnaryDomain, UnaryOp, Window,
+    UnaryDomain, UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -300,9 +300,9 @@ impl Primitive {
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
-            Primitive::ReduceWindow { op: ReduceOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
-            Primitive::ReduceWindow { op: ReduceOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
-            Primitive::ReduceWindow { op: ReduceOp::Min, .. } => PrimitiveKind::ReduceWindowMin,
+            Primitive::ReduceWindow { op: WindowOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
+            Primitive::ReduceWindow { op: WindowOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
+            Primitive::ReduceWindow { op: WindowOp::Min, .. } => PrimitiveKind::ReduceWindowMin,
             Primitive::SelectAndScatterAdd { .. } => PrimitiveKind::SelectAndScatterAdd,
             Primitive::SelectAndGatherAdd { .. } => PrimitiveKind::SelectAndGatherAdd,
             Primitive::Cond { .. } => PrimitiveKind::Cond,
@@ -539,9 +539,9 @@ impl Primitive {
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
-            PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(ReduceOp::Sum, p)?,
-            PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(ReduceOp::Max, p)?,
-            PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(ReduceOp::Min, p)?,
+            PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(WindowOp::Sum, p)?,
+            PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(WindowOp::Max, p)?,
+            PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(WindowOp::Min, p)?,
             PrimitiveKind::SelectAndScatterAdd => window::parse_select_and_scatter_add(p)?,
             PrimitiveKind::SelectAndGatherAdd => window::parse_select_and_gather_add(p)?,
             PrimitiveKind::Cond => parse_cond(p)?,
@@ -816,6 +816,9 @@ mod tests {
         assert_eq!(PrimitiveKind::from_name("sinc"), None);
         assert_eq!(PrimitiveKind::from_name("sinh"), Some(PrimitiveKind::Unary(UnaryOp::Sinh)));
         assert_eq!(UnaryOp::from_name("stop_gradient"), Some(UnaryOp::StopGradient));
-        assert_eq!(ReduceOp::ALL.map(ReduceOp::name), ["reduce_sum", "reduce_max", "reduce_min"]);
+        assert_eq!(
+            ReduceOp::ALL.map(ReduceOp::name),
+            ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"]
+        );
     }
 }

@@ -230,7 +230,9 @@ impl Lowering {
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
-            Primitive::ReduceWindow { op, window } => Ok(vec![self.reduce_window(*op, window, &ins[0], out)]),
+            Primitive::ReduceWindow { op, window } => {
+                Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
+            }
             Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
                 let w = remat_ir::scatter_window(window_dimensions, window_strides, padding);
                 Ok(vec![self.select_and_scatter_add(prim, *select_prim, &w, &ins[0], &ins[1], out)?])

@@ -243,6 +243,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 UnaryDomain::Any => true,
                 UnaryDomain::Number => is_num(a),
                 UnaryDomain::IntOrBool => !a.dtype.is_float(),
+                UnaryDomain::Int => a.dtype.is_integer(),
                 UnaryDomain::Float => a.dtype.is_float(),
             })?;
             if matches!(op, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan) {
@@ -263,6 +264,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic => {
                     b.of(g, |a| a.dtype == DType::I32)?
                 }
+                BinaryOp::Mulhi => b.of(g, |a| a.dtype.is_integer())?,
                 _ => b.of(g, is_num)?,
             };
             let xa = b.aval(x);
@@ -429,8 +431,15 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(Primitive::Iota { dtype, shape, dimension }, vec![])?;
         }
         21 => {
-            let op = g.pick(&[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min]);
-            let x = b.of(g, |a| a.rank() > 0 && (op != ReduceOp::Sum || a.dtype != DType::Bool))?;
+            let op = g.pick(&ReduceOp::ALL);
+            let x = b.of(g, |a| {
+                a.rank() > 0
+                    && match op {
+                        ReduceOp::Sum | ReduceOp::Prod => a.dtype != DType::Bool,
+                        ReduceOp::Max | ReduceOp::Min => true,
+                        ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => !a.dtype.is_float(),
+                    }
+            })?;
             let r = b.aval(x).rank();
             let axes: Vec<usize> = (0..r).filter(|_| g.chance(50)).collect();
             if g.chance(15) {
