@@ -447,11 +447,14 @@ fn indexing_programs() -> Vec<Program> {
     ps.push(program("gather_take_along_axis", &[n(&[3, 5]), ints(&[3, 4, 1], 5)], |b, x| {
         vec![bind1(b, along, x.to_vec())]
     }));
-    for (name, mode) in
-        [("scatter_add_drop", GatherScatterMode::FillOrDrop), ("scatter_add_clip", GatherScatterMode::Clip)]
-    {
+    for (name, op, mode) in [
+        ("scatter_add_drop", ScatterOp::Add, GatherScatterMode::FillOrDrop),
+        ("scatter_add_clip", ScatterOp::Add, GatherScatterMode::Clip),
+        ("scatter_sub_drop", ScatterOp::Sub, GatherScatterMode::FillOrDrop),
+        ("scatter_sub_clip", ScatterOp::Sub, GatherScatterMode::Clip),
+    ] {
         let prim = Primitive::Scatter {
-            op: ScatterOp::Add,
+            op,
             dimension_numbers: ScatterDimensionNumbers {
                 update_window_dims: vec![1],
                 inserted_window_dims: vec![0],

@@ -126,7 +126,7 @@ pub(crate) fn scatter(
         let (a, u) = (typed::<remat_ir::PrngKey>(x)?, typed::<remat_ir::PrngKey>(upd)?);
         return match op {
             ScatterOp::Set => Ok(Array::Key(run.apply(a, u, |_, u| u))),
-            ScatterOp::Add | ScatterOp::Mul | ScatterOp::Min | ScatterOp::Max => Err(undefined()),
+            ScatterOp::Add | ScatterOp::Sub | ScatterOp::Mul | ScatterOp::Min | ScatterOp::Max => Err(undefined()),
         };
     }
     num_dtype!(x.dtype(), T => {
@@ -134,6 +134,7 @@ pub(crate) fn scatter(
         let combine: fn(T, T) -> T = match op {
             ScatterOp::Set => |_, u| u,
             ScatterOp::Add => <T as Num>::add,
+            ScatterOp::Sub => <T as Num>::sub,
             ScatterOp::Mul => <T as Num>::mul,
             ScatterOp::Min => T::min_nan,
             ScatterOp::Max => T::max_nan,
@@ -145,7 +146,7 @@ pub(crate) fn scatter(
             ScatterOp::Set => |_, u| u,
             ScatterOp::Min => |a, u| a & u,
             ScatterOp::Max => |a, u| a | u,
-            ScatterOp::Add | ScatterOp::Mul => return Err(undefined()),
+            ScatterOp::Add | ScatterOp::Sub | ScatterOp::Mul => return Err(undefined()),
         };
         Ok(Array::Bool(run.apply(a, u, combine)))
     })

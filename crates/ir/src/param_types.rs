@@ -226,6 +226,8 @@ named_enum! {
         /// `.at[].set`: the update replaces the element.
         Set = "scatter",
         Add = "scatter-add",
+        /// `.at[].subtract`: the update subtracted from the element.
+        Sub = "scatter-sub",
         Mul = "scatter-mul",
         Min = "scatter-min",
         Max = "scatter-max",

@@ -42,7 +42,7 @@ const CASES: &[(&str, &str)] = &[
     ("error inside a later hoisted jaxpr", "let jaxpr = { lambda ; a:f32[]. let\n    b:f32[] = jit[name=g jaxpr=g] a\n  in (b,) } in\nlet g = { lambda ; a:f32[]. let\n    b:f32[] = sin q\n  in (b,) } in\n{ lambda ; a:f32[]. let\n    b:f32[] = jit[name=f jaxpr=jaxpr] a\n  in (b,) }"),
     ("unclosed function repr", "{ lambda ; a:f32[]. let\n    b:f32[] = remat2[differentiated=False jaxpr={ lambda ; c:f32[]. let d:f32[] = sin c in (d,) } policy=<function f.<locals>.policy at 0xXXXX prevent_cse=True] a\n  in (b,) }"),
     ("nan literal of an integer dtype", "{ lambda ; a:i32[]. let\n    b:i32[] = add a nan:i32[]\n  in (b,) }"),
-    ("unknown primitive with a hyphen", "{ lambda ; a:f32[3]. let\n    b:f32[3] = scatter-sub[mode=None] a\n  in (b,) }"),
+    ("unknown primitive with a hyphen", "{ lambda ; a:f32[3]. let\n    b:f32[3] = scatter-div[mode=None] a\n  in (b,) }"),
     ("empty2 memory space", "{ lambda ; . let\n    a:f32[] = empty2[dtype=float32 memory_space=MemorySpace.Pinned] \n  in (a,) }"),
     ("empty2 without dtype", "{ lambda ; . let\n    a:f32[] = empty2[memory_space=MemorySpace.Device] \n  in (a,) }"),
 ];

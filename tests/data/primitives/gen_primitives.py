@@ -284,5 +284,14 @@ def total_order_compares(x, s, w):
     pos = lax.convert_element_type(left + 2 * right, jnp.float32).reshape(3, 4)
     return jnp.sum(jnp.sin(total + pos) * w * x)
 
+@g.case("scatter_sub", "primitives", lambda: (g.rnd(6, 5), g.rnd(3, 5)),
+        "scatter-sub: .at[].subtract with repeated and out-of-bounds (dropped) rows; linear in "
+        "both operand and updates, the updates' transpose a negated gather")
+def scatter_sub(table, w):
+    order = jnp.argsort(lax.stop_gradient(w[:, 0]))       # i32[3]: 0, 1, 2 in some order
+    t = table.at[order * 3].subtract(jnp.sin(w))            # rows 0, 3, 6 (6 is dropped)
+    t = t.at[order % 2].subtract(jnp.cos(w))                # rows 0 and 1, one twice
+    return jnp.sum(jnp.tanh(t) * table)
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

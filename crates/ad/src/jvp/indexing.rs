@@ -62,7 +62,8 @@ pub(super) fn scatter(
         return Err(unsupported(&eqn.primitive, "is not a scatter"));
     };
     match op {
-        ScatterOp::Add => {}
+        // `_scatter_addsub_jvp`: the same scatter of the tangents.
+        ScatterOp::Add | ScatterOp::Sub => {}
         ScatterOp::Set if !*unique_indices => return scatter_set(b, eqn, primals, tangents),
         ScatterOp::Set => {}
         ScatterOp::Mul => return scatter_mul(b, old, eqn, primals, tangents),

@@ -453,14 +453,17 @@ pub(crate) fn transpose_rule(
                 out[0] = Some(indexing::gather_transpose(b, prim, ct, &operand, value(1)?)?);
             }
         }
-        Primitive::Scatter { op: ScatterOp::Add, .. } => {
+        Primitive::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Sub), .. } => {
+            // `_scatter_addsub_transpose_rule`: the cotangent for the operand, its gather
+            // for the updates (negated for `scatter-sub`).
             if let Some(ct) = single() {
                 if lin(0) {
                     out[0] = Some(ct);
                 }
                 if lin(2) {
                     let updates = aval(2, b);
-                    out[2] = Some(indexing::scatter_add_transpose_updates(b, prim, ct, &updates, value(1)?)?);
+                    let g = indexing::scatter_add_transpose_updates(b, prim, ct, &updates, value(1)?)?;
+                    out[2] = Some(if *op == ScatterOp::Sub { b.neg(g)? } else { g });
                 }
             }
         }

@@ -298,7 +298,7 @@ pub(crate) fn scatter_shape(
     let name = op.name();
     let [x, indices, updates] = arity(name, in_avals)?;
     ensure!(updates.dtype == x.dtype, name, "updates {updates} and operand {x} have different dtypes");
-    if matches!(op, ScatterOp::Add | ScatterOp::Mul) {
+    if matches!(op, ScatterOp::Add | ScatterOp::Sub | ScatterOp::Mul) {
         ensure!(x.dtype.is_numeric(), name, "operand {x} is not numeric");
     }
     if op != ScatterOp::Set {

@@ -145,7 +145,7 @@ fn accumulates(prim: &Primitive) -> bool {
     match prim {
         Primitive::Reduce { op, .. } => matches!(op, ReduceOp::Sum | ReduceOp::Prod),
         Primitive::ReduceWindow { op, .. } => *op == WindowOp::Sum,
-        Primitive::Scatter { op, .. } => *op == ScatterOp::Add,
+        Primitive::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Sub),
         Primitive::Cumulative { op, .. } => *op == CumulativeOp::Sum,
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) | Primitive::SelectAndScatterAdd { .. } => true,
         Primitive::Unary(_)
