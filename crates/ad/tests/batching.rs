@@ -134,7 +134,8 @@ fn cond_with_a_batched_index_keeps_its_branches_constants() {
         let consts = vec![Array::F32(ArrayD::from_shape_vec(vec![3], vec![k, 2.0 * k, -k]).unwrap())];
         ClosedJaxpr { jaxpr: Arc::new(parse_jaxpr(&text, "branch").unwrap()), consts }
     };
-    top.eqns[0].primitive = remat_ir::Primitive::Cond { branches: vec![branch("mul", 3.0), branch("add", 0.5)] };
+    top.eqns[0].primitive =
+        remat_ir::Primitive::Cond { branches: vec![branch("mul", 3.0), branch("add", 0.5)], branches_platforms: None };
     remat_ir::verify(&top).unwrap();
     let batched = batch_jaxpr(&ClosedJaxpr::new(Arc::new(top.clone())), 4, &[Some(0), Some(0)], &[Some(0)]).unwrap();
     assert_eq!(batched.consts.len(), 2, "both branches' constants: {}", batched.jaxpr);
@@ -195,4 +196,22 @@ fn small_primitives_batch_example_by_example() {
     let outs = [Some(0); 7];
     let batched = batch_jaxpr(&closed, 5, &[Some(1)], &outs).unwrap().jaxpr;
     check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 4), 1, &[]);
+}
+
+/// `stack` (batched with itself, and with an unbatched operand: JAX's moveaxis and
+/// broadcast), `unstack` and `tile` under `vmap`, the batch axis in the middle.
+#[test]
+fn stack_unstack_and_tile_batch_example_by_example() {
+    let text = "{ lambda ; a:f32[3,4] h:f32[3,4]. let
+    b:f32[3,2,4] = stack[axis=1] a a
+    c:f32[4] d:f32[4] e:f32[4] = unstack[axis=0] a
+    f:f32[6,4] = tile[reps=(2, 1)] a
+    g:f32[4,2] = stack[axis=1] c e
+    i:f32[2,3,4] = stack[axis=0] h a
+    j:f32[6] k:f32[6] l:f32[6] m:f32[6] = unstack[axis=1] f
+  in (b, d, f, g, i, m) }";
+    let jaxpr = parse_jaxpr(text, "stack_unstack_tile").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let batched = batch_jaxpr(&closed, 5, &[Some(1), None], &[Some(0); 6]).unwrap().jaxpr;
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 5), 1, &[Array::F32(f32s(&[3, 4], 6))]);
 }

@@ -23,9 +23,9 @@ use std::sync::Arc;
 
 use crate::array::Array;
 use crate::param_types::{
-    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryOp,
-    Window, WindowOp,
+    BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers,
+    FillValue, GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
+    UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
 use crate::types::{Aval, DType, MemorySpace};
@@ -547,6 +547,18 @@ pub enum Primitive {
         axis: usize,
         sizes: Vec<usize>,
     },
+    /// `stack[axis=k] x0 x1 ...`: the operands (of one shape) along a new axis `k`.
+    Stack {
+        axis: usize,
+    },
+    /// `unstack[axis=k] x`: one result per index of axis `k`, without that axis.
+    Unstack {
+        axis: usize,
+    },
+    /// `tile[reps=(...)] x`: `x` repeated `reps[k]` times along each axis `k`.
+    Tile {
+        reps: Vec<usize>,
+    },
     /// `gather operand indices`: XLA's gather, the index vector the indices' last axis.
     Gather {
         dimension_numbers: GatherDimensionNumbers,
@@ -595,6 +607,14 @@ pub enum Primitive {
     /// `cond index ops...`: runs `branches[clamp(index, 0, n - 1)]` on `ops`.
     Cond {
         branches: Vec<ClosedJaxpr>,
+        /// `branches_platforms`, printed when present: the cond a `platform_index` selects
+        /// in (`jnp.diagonal`'s); remat runs the branch for `cpu` through the index.
+        branches_platforms: Option<BranchesPlatforms>,
+    },
+    /// `platform_index[platforms=(('mosaic',), None)]`: the `i32[]` index of the entry for
+    /// the platform the program runs on (`cpu`, see [`crate::platform_index`]).
+    PlatformIndex {
+        platforms: BranchesPlatforms,
     },
     /// Operands: `cond_nconsts` cond consts, `body_nconsts` body consts, then the carries.
     While {
@@ -698,7 +718,7 @@ impl Primitive {
                 vec![&call_jaxpr.jaxpr]
             }
             Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
-            Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
+            Primitive::Cond { branches, .. } => branches.iter().map(|b| &b.jaxpr).collect(),
             Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
             Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Unary(_)
@@ -730,6 +750,10 @@ impl Primitive {
             | Primitive::DevicePut { .. }
             | Primitive::Empty2 { .. }
             | Primitive::Split { .. }
+            | Primitive::PlatformIndex { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
             | Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
@@ -785,7 +809,7 @@ impl Primitive {
                 call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?
             }
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
-            Primitive::Cond { branches } => {
+            Primitive::Cond { branches, .. } => {
                 for b in branches {
                     b.jaxpr = f(&b.jaxpr)?;
                 }
@@ -824,6 +848,10 @@ impl Primitive {
             | Primitive::DevicePut { .. }
             | Primitive::Empty2 { .. }
             | Primitive::Split { .. }
+            | Primitive::PlatformIndex { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
             | Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }

@@ -27,9 +27,9 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    cond_branch, random_bits_dtype, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Primitive, PrimitiveKind, ReduceOp,
-    RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
+    cond_branch, platform_index, random_bits_dtype, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
+    CumulativeOp, DotDimensionNumbers, FillValue, GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions,
+    Primitive, PrimitiveKind, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
     dilated, reduce_window_name, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers, ConvParams,

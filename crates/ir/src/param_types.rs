@@ -339,6 +339,25 @@ named_enum! {
     }
 }
 
+// Control flow (`primitive/control.rs`).
+
+/// `platform_index`'s `platforms` and `cond`'s `branches_platforms`: for each branch, the
+/// platforms it is for, or `None` for the default branch (JAX's `BranchesPlatforms`).
+pub type BranchesPlatforms = Vec<Option<Vec<String>>>;
+
+/// The platform remat compiles for: JAX's name of the CPU backend.
+pub const PLATFORM: &str = "cpu";
+
+/// The index [`PLATFORM`] selects in `platforms`, as JAX's `_platform_index_lowering`
+/// picks it: the first entry that names it, else the default (`None`) entry; `None` if
+/// neither exists.
+pub fn platform_index(platforms: &BranchesPlatforms) -> Option<usize> {
+    platforms
+        .iter()
+        .position(|p| p.as_ref().is_some_and(|ps| ps.iter().any(|s| s == PLATFORM)))
+        .or_else(|| platforms.iter().position(Option::is_none))
+}
+
 // Names and memory (`primitive/memory.rs`).
 
 /// `device_put`'s `copy_semantics` entries.

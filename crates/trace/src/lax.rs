@@ -718,7 +718,7 @@ fn cond_at_order<A: TensorTree, R: TensorTree>(
     let mut ops: Vec<Operand> = vec![index.into()];
     ops.extend(joined.consts.into_iter().map(Operand::Tensor));
     ops.extend(leaves.into_iter().map(Operand::Tensor));
-    bind_results(Primitive::Cond { branches }, &ops, &outs[0], loc)
+    bind_results(Primitive::Cond { branches, branches_platforms: None }, &ops, &outs[0], loc)
 }
 
 /// `lax.while_loop(cond_fn, body_fn, init)`: applies `body_fn` while `cond_fn` (a `bool`

@@ -293,5 +293,25 @@ def scatter_sub(table, w):
     t = t.at[order % 2].subtract(jnp.cos(w))                # rows 0 and 1, one twice
     return jnp.sum(jnp.tanh(t) * table)
 
+@g.case("stack_unstack_tile", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "stack (a new middle axis; its transpose unstack), unstack (one slice unused: a zero "
+        "cotangent stacked in), tile (fewer reps than axes, and more: a broadcast_in_dim first; "
+        "its transpose a reshape and a reduce_sum over the repetitions)")
+def stack_unstack_tile(x, w):
+    s = jnp.stack([jnp.sin(x), w, x * w], axis=1)           # f32[3,3,4]
+    a, b, c, d = jnp.unstack(w, axis=1)                     # four f32[3]
+    t = jnp.tile(x, (2,))[:, 2:6] + jnp.tile(w, (2, 1))[1:4]  # f32[3,4]
+    u = jnp.tile(jnp.cos(x), (2, 1, 1))                     # f32[2,3,4]
+    return (jnp.sum(s * s[:, ::-1]) + jnp.sum(a * jnp.sin(b) + d) + jnp.sum(jnp.tanh(t))
+            + jnp.sum(u[0] * u[1] * w))
+
+@g.case("diagonal_platform_index", "primitives", lambda: (g.rnd(4, 4), g.rnd(4)),
+        "platform_index and cond's branches_platforms: jnp.diagonal of a square matrix selects "
+        "between a Mosaic branch and the default one by platform (remat is `cpu`: the default); "
+        "jnp.trace beside it")
+def diagonal_platform_index(x, w):
+    d = jnp.diagonal(jnp.sin(x))
+    return jnp.sum(d * w) + jnp.trace(x * x) + jnp.sum(jnp.diagonal(x, offset=1) ** 2)
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -36,6 +36,7 @@ pub(crate) fn jvp_rule(
         | Primitive::Argmax { .. }
         | Primitive::Argmin { .. }
         | Primitive::Iota { .. }
+        | Primitive::PlatformIndex { .. }
         | Primitive::Empty2 { .. } => zero(b, old, eqn, primals),
         Primitive::Round { .. } | Primitive::BitcastConvertType { .. } => zero(b, old, eqn, primals),
         // JAX's `defjvp_zero`: keys and bits have float0 tangents.
@@ -134,7 +135,10 @@ pub(crate) fn jvp_rule(
         | Primitive::Pad { .. }
         | Primitive::Concatenate { .. }
         | Primitive::DevicePut { .. }
-        | Primitive::Split { .. } => linear(b, old, eqn, primals, tangents),
+        | Primitive::Split { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. } => linear(b, old, eqn, primals, tangents),
         Primitive::DynamicSlice { .. } => {
             // Linear in the operand; the start indices are integers.
             let out = emit_primal(b, old, eqn, primals);

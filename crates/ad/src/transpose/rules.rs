@@ -148,6 +148,7 @@ pub(crate) fn transpose_rule(
         | Primitive::IntegerPow { .. }
         | Primitive::Clamp
         | Primitive::Iota { .. }
+        | Primitive::PlatformIndex { .. }
         | Primitive::Empty2 { .. }
         | Primitive::Argmax { .. }
         | Primitive::Argmin { .. }
@@ -429,6 +430,43 @@ pub(crate) fn transpose_rule(
             return transpose_call(b, eqn, ins, ct_outs)
         }
         Primitive::Scan { .. } => return scan_transpose(b, eqn, ins, ct_outs),
+        Primitive::Stack { axis } => {
+            // `_stack_transpose_rule`: the cotangent unstacked.
+            if let Some(ct) = single() {
+                let pieces = b.bind(Primitive::Unstack { axis: *axis }, vec![ct])?;
+                for (i, (slot, piece)) in out.iter_mut().zip(pieces).enumerate() {
+                    if lin(i) {
+                        *slot = Some(Atom::Var(piece));
+                    }
+                }
+            }
+        }
+        Primitive::Unstack { axis } => {
+            // `_unstack_transpose_rule`: the cotangents stacked, zeros instantiated.
+            if lin(0) && ct_outs.iter().any(Option::is_some) {
+                let mut piece = aval(0, b);
+                piece.shape.remove(*axis);
+                let mut cts = Vec::with_capacity(ct_outs.len());
+                for ct in ct_outs {
+                    cts.push(match ct {
+                        Some(ct) => *ct,
+                        None => b.zeros(&piece)?,
+                    });
+                }
+                out[0] = Some(b.bind1(Primitive::Stack { axis: *axis }, cts)?);
+            }
+        }
+        Primitive::Tile { reps } => {
+            // `_tile_transpose_rule`: the cotangent reshaped to `(reps[0], n0, reps[1], n1,
+            // ...)` and summed over the repetitions.
+            if let (Some(ct), true) = (single(), lin(0)) {
+                let operand = aval(0, b);
+                let shape: Vec<usize> = reps.iter().zip(&operand.shape).flat_map(|(&r, &n)| [r, n]).collect();
+                let r = b.reshape(ct, &shape)?;
+                let axes: Vec<usize> = (0..operand.rank()).map(|k| 2 * k).collect();
+                out[0] = Some(b.reduce_sum(r, &axes)?);
+            }
+        }
         Primitive::Split { axis, sizes } => {
             // `_split_transpose_rule`: the cotangents concatenated, zeros instantiated.
             if lin(0) && ct_outs.iter().any(Option::is_some) {

@@ -42,9 +42,9 @@ pub(crate) mod window;
 
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
-    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
-    UnaryDomain, UnaryOp, Window, WindowOp,
+    platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
+    DotDimensionNumbers, FillValue, GatherDimensionNumbers, GatherScatterMode, ReduceOp, RoundingMethod,
+    ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -145,6 +145,10 @@ primitive_kinds! {
         Remat2 = "remat2",
         Scan = "scan",
         Split = "split",
+        Stack = "stack",
+        Unstack = "unstack",
+        Tile = "tile",
+        PlatformIndex = "platform_index",
         Gather = "gather",
         Sort = "sort",
         TopK = "top_k",
@@ -227,6 +231,10 @@ impl PrimitiveKind {
             | PrimitiveKind::DevicePut
             | PrimitiveKind::Empty2
             | PrimitiveKind::Split
+            | PrimitiveKind::Stack
+            | PrimitiveKind::Unstack
+            | PrimitiveKind::Tile
+            | PrimitiveKind::PlatformIndex
             | PrimitiveKind::Gather
             | PrimitiveKind::Scatter(_)
             | PrimitiveKind::Sort
@@ -293,6 +301,10 @@ impl Primitive {
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
             Primitive::Split { .. } => PrimitiveKind::Split,
+            Primitive::Stack { .. } => PrimitiveKind::Stack,
+            Primitive::Unstack { .. } => PrimitiveKind::Unstack,
+            Primitive::Tile { .. } => PrimitiveKind::Tile,
+            Primitive::PlatformIndex { .. } => PrimitiveKind::PlatformIndex,
             Primitive::Gather { .. } => PrimitiveKind::Gather,
             Primitive::Scatter { op, .. } => PrimitiveKind::Scatter(*op),
             Primitive::Sort { .. } => PrimitiveKind::Sort,
@@ -371,6 +383,10 @@ impl Primitive {
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
             | Primitive::Split { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
+            | Primitive::PlatformIndex { .. }
             | Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
@@ -446,6 +462,8 @@ impl Primitive {
                 scan_params(jaxpr, *length, *reverse, *num_consts, *num_carry, *unroll)
             }
             Primitive::Split { axis, sizes } => split_params(*axis, sizes),
+            Primitive::Stack { axis } | Primitive::Unstack { axis } => axis_params(*axis),
+            Primitive::Tile { reps } => tile_params(reps),
             Primitive::Gather {
                 dimension_numbers,
                 fill_value,
@@ -471,7 +489,8 @@ impl Primitive {
             Primitive::SelectAndGatherAdd { select_prim, window } => {
                 window::select_and_gather_add_params(*select_prim, window)
             }
-            Primitive::Cond { branches } => cond_params(branches),
+            Primitive::Cond { branches, branches_platforms } => cond_params(branches, branches_platforms.as_ref()),
+            Primitive::PlatformIndex { platforms } => vec![("platforms", platforms_param(platforms))],
             Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
                 while_params(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)
             }
@@ -532,6 +551,10 @@ impl Primitive {
             PrimitiveKind::Remat2 => parse_remat2(p)?,
             PrimitiveKind::Scan => parse_scan(p)?,
             PrimitiveKind::Split => parse_split(p)?,
+            PrimitiveKind::Stack => Primitive::Stack { axis: p.usize("axis")? },
+            PrimitiveKind::Unstack => Primitive::Unstack { axis: p.usize("axis")? },
+            PrimitiveKind::Tile => parse_tile(p)?,
+            PrimitiveKind::PlatformIndex => Primitive::PlatformIndex { platforms: parse_platforms(p, "platforms")? },
             PrimitiveKind::Gather => parse_gather(p)?,
             PrimitiveKind::Scatter(op) => parse_scatter(op, p)?,
             PrimitiveKind::Sort => parse_sort(p)?,
@@ -617,6 +640,9 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
         }
         Primitive::Split { axis, sizes } => split_shape(*axis, sizes, ins),
+        Primitive::Stack { axis } => stack_shape(*axis, ins),
+        Primitive::Unstack { axis } => unstack_shape(*axis, ins),
+        Primitive::Tile { reps } => tile_shape(reps, ins),
         Primitive::Gather { dimension_numbers, slice_sizes, .. } => gather_shape(dimension_numbers, slice_sizes, ins),
         Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
         Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
@@ -629,7 +655,8 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
         }
         Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
-        Primitive::Cond { branches } => cond_shape(branches, ins),
+        Primitive::Cond { branches, branches_platforms } => cond_shape(branches, branches_platforms.as_ref(), ins),
+        Primitive::PlatformIndex { platforms } => platform_index_shape(platforms, ins),
         Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
             while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
         }

@@ -112,6 +112,10 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
             | Primitive::Split { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
+            | Primitive::PlatformIndex { .. }
             | Primitive::Gather { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
@@ -187,6 +191,10 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Remat2 { .. }
         | Primitive::Scan { .. }
         | Primitive::Split { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. }
+        | Primitive::PlatformIndex { .. }
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }

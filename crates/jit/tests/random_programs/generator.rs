@@ -568,11 +568,24 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let ops = [UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin];
             let branches: Vec<ClosedJaxpr> =
                 (0..2 + g.below(2)).map(|_| ClosedJaxpr::new(inner_unary(&aval, g.pick(&ops)))).collect();
+            if g.chance(20) {
+                // `jnp.diagonal`'s selection by platform: a `platform_index` over entries
+                // for other platforms, `cpu` and the default, in some order.
+                let n = branches.len();
+                let mut platforms: Vec<Option<Vec<String>>> = (0..n)
+                    .map(|i| Some(vec![g.pick(&["mosaic", "cuda", "rocm"]).to_string(), format!("p{i}")]))
+                    .collect();
+                platforms[g.below(n)] = if g.chance(50) { Some(vec!["cpu".to_string()]) } else { None };
+                let index = b.eqn(Primitive::PlatformIndex { platforms: platforms.clone() }, vec![])?[0];
+                let prim = Primitive::Cond { branches, branches_platforms: Some(platforms) };
+                b.eqn(prim, vec![index.into(), x.into()])?;
+                return Some(());
+            }
             let index = match b.of(g, |a| a.dtype == DType::I32 && a.rank() == 0) {
                 Some(v) if g.chance(70) => v.into(),
                 _ => lit(DType::I32, g.pick(&[-1.0, 0.0, 1.0, 2.0, 9.0])),
             };
-            b.eqn(Primitive::Cond { branches }, vec![index, x.into()])?;
+            b.eqn(Primitive::Cond { branches, branches_platforms: None }, vec![index, x.into()])?;
             b.eqn(Primitive::Empty2 { dtype: aval.dtype, memory_space: MemorySpace::Device }, vec![])?;
         }
         34 | 35 => {
@@ -845,10 +858,24 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let others: Vec<usize> = (0..r).filter(|&d| d != axis).collect();
     let mode = g.pick(&[GatherScatterMode::Clip, GatherScatterMode::FillOrDrop, GatherScatterMode::PromiseInBounds]);
     match g.below(7) {
-        0 => {
-            let first = g.below(n + 1);
-            b.eqn(Primitive::Split { axis, sizes: vec![first, n - first] }, vec![x.into()])?;
-        }
+        0 => match g.below(4) {
+            // `stack` with a value of the same type (or itself) at any of the r + 1 places.
+            1 => {
+                let y = b.of(g, |a| a.same_type(&xa)).unwrap_or(x);
+                b.eqn(Primitive::Stack { axis: g.below(r + 1) }, vec![x.into(), y.into(), x.into()])?;
+            }
+            2 if (1..=4).contains(&n) => {
+                b.eqn(Primitive::Unstack { axis }, vec![x.into()])?;
+            }
+            3 => {
+                let reps: Vec<usize> = (0..r).map(|_| g.below(3) + 1).collect();
+                b.eqn(Primitive::Tile { reps }, vec![x.into()])?;
+            }
+            _ => {
+                let first = g.below(n + 1);
+                b.eqn(Primitive::Split { axis, sizes: vec![first, n - first] }, vec![x.into()])?;
+            }
+        },
         1 | 2 => {
             // `take` along `axis` (offset dims the others), or `take_along_axis` (the
             // others batching dims).

@@ -106,6 +106,12 @@ c("prod_all", lambda x: jnp.prod(x), f32(2, 3))
 c("prod_bool", lambda b: jnp.prod(b, axis=0), np.array([[True, False], [True, True]]), grad=False)
 c("all_any", lambda x: (jnp.all(x > 0, axis=1), jnp.any(x, axis=0, keepdims=True), jnp.all(x)), f32(3, 4),
   grad=False)
+# jnp.stack (dtypes promoted, a negative axis), jnp.unstack, jnp.tile (fewer and more reps
+# than axes): the stack, unstack and tile primitives (issue 45).
+c("stack_promoted", lambda x, i: jnp.stack([x, i, x * 2.0], axis=-1), f32(3, 4), i32(*range(12)).reshape(3, 4))
+c("unstack_axis1", lambda x: jnp.unstack(x, axis=1), f32(3, 4))
+c("tile_fewer_reps", lambda x: jnp.tile(x, (2,)), f32(3, 4))
+c("tile_more_reps", lambda x: jnp.tile(x, (2, 1, 3)), f32(3, 4))
 
 def arr(a):
     a = np.asarray(a)
