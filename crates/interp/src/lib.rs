@@ -466,6 +466,7 @@ pub(crate) fn eval_primitive_refs(
             one(window::select_and_gather_add(*select_prim, window, args))?
         }
         Primitive::Cond { branches, .. } => control::cond(branches, args)?,
+        Primitive::OptimizationBarrier => args.iter().map(|&a| a.clone()).collect(),
         Primitive::PlatformIndex { platforms } => {
             let i = remat_ir::platform_index(platforms)
                 .ok_or_else(|| invalid(format!("no entry of {platforms:?} is for cpu and none is the default")))?;

@@ -611,6 +611,9 @@ pub enum Primitive {
         /// in (`jnp.diagonal`'s); remat runs the branch for `cpu` through the index.
         branches_platforms: Option<BranchesPlatforms>,
     },
+    /// `optimization_barrier x y ...`: the operands unchanged (XLA may not move
+    /// computations across it).
+    OptimizationBarrier,
     /// `platform_index[platforms=(('mosaic',), None)]`: the `i32[]` index of the entry for
     /// the platform the program runs on (`cpu`, see [`crate::platform_index`]).
     PlatformIndex {
@@ -751,6 +754,7 @@ impl Primitive {
             | Primitive::Empty2 { .. }
             | Primitive::Split { .. }
             | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
             | Primitive::Stack { .. }
             | Primitive::Unstack { .. }
             | Primitive::Tile { .. }
@@ -849,6 +853,7 @@ impl Primitive {
             | Primitive::Empty2 { .. }
             | Primitive::Split { .. }
             | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
             | Primitive::Stack { .. }
             | Primitive::Unstack { .. }
             | Primitive::Tile { .. }

@@ -93,6 +93,7 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::DynamicUpdateSlice
         | Primitive::Iota { .. }
         | Primitive::PlatformIndex { .. }
+        | Primitive::OptimizationBarrier
         | Primitive::Argmax { .. }
         | Primitive::Argmin { .. }
         | Primitive::Name { .. }

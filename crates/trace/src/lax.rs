@@ -506,6 +506,14 @@ pub fn stop_gradient(x: &Tensor) -> Tensor {
     x.apply_at(Primitive::Unary(remat_ir::UnaryOp::StopGradient), Location::caller())
 }
 
+/// `lax.optimization_barrier(xs)`: the operands unchanged, as one
+/// `optimization_barrier` (XLA moves no computation across it).
+#[track_caller]
+pub fn optimization_barrier(xs: &[&Tensor]) -> Vec<Tensor> {
+    let ops: Vec<Operand> = xs.iter().map(|&x| x.into()).collect();
+    bind(Primitive::OptimizationBarrier, &ops, xs.iter().all(|x| x.is_weak()), Location::caller())
+}
+
 /// `lax.population_count(x)`: the number of set bits of each integer (`population_count`).
 #[track_caller]
 pub fn population_count(x: &Tensor) -> Tensor {

@@ -272,6 +272,7 @@ fn programs() -> BTreeMap<&'static str, Program> {
     );
     add("population_count_clz", p(|a| lax::population_count(&a[0]) + lax::clz(&a[0])));
     add("mulhi", p(|a| lax::mulhi(&a[0], &a[1])));
+    add("optimization_barrier", Box::new(|a| lax::optimization_barrier(&[&a[0].sin(), &a[1]])));
     m
 }
 

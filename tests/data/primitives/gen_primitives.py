@@ -313,5 +313,30 @@ def diagonal_platform_index(x, w):
     d = jnp.diagonal(jnp.sin(x))
     return jnp.sum(d * w) + jnp.trace(x * x) + jnp.sum(jnp.diagonal(x, offset=1) ** 2)
 
+@g.case("optimization_barrier", "primitives", lambda: (g.rnd(3, 4), g.rnd(4)),
+        "optimization_barrier of several operands: an identity whose jvp is a barrier of the "
+        "primals and one of the tangents, and whose transpose a barrier of the cotangents. "
+        "(Floats only: JAX's jvp passes an integer operand's float0 zero tangent through the "
+        "barrier, and remat has no float0 dtype.)")
+def optimization_barrier(x, w):
+    a, b = lax.optimization_barrier((jnp.sin(x), jnp.cos(w)))
+    return jnp.sum(a * b * x)
+
+@g.case("integer_control", "primitives", lambda: (g.rnd(3, 4), g.rnd(4)),
+        "integers and booleans computed from differentiated floats drive control and indexing "
+        "without tangents: lax.cond on x.sum() > 0, lax.switch on an argmax, a take at a float "
+        "cast to int, jnp.where on a comparison, a take at searchsorted positions")
+def integer_control(x, w):
+    h = jnp.tanh(x @ w)                                                     # f32[3]
+    h = lax.cond(h.sum() > 0, lambda h: jnp.sin(h) * 2.0, lambda h: jnp.cos(h) - h, h)
+    h = lax.switch(jnp.argmax(w), [lambda h: h ** 2, lambda h: jnp.exp(-h), lambda h: h * w[0],
+                                   lambda h: h + w[1]], h)
+    start = jnp.clip(jnp.floor(jnp.abs(w[0]) * 2.0).astype(jnp.int32), 0, 2)
+    row = jnp.take(x, start, axis=0)                                        # f32[4]
+    gated = jnp.where(row > w, row * w, -row)
+    edges = jnp.cumsum(jnp.exp(w))
+    pos = jnp.clip(jnp.searchsorted(edges, jnp.abs(x[0]) * 3.0), 0, 3)
+    return jnp.sum(h) + jnp.sum(gated) + jnp.sum(jnp.take(w, pos) * x[1])
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

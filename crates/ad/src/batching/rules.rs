@@ -44,7 +44,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
         }
         // JAX's `_device_put_batcher`: every operand keeps its batch axis.
-        Primitive::DevicePut { .. } => {
+        Primitive::DevicePut { .. } | Primitive::OptimizationBarrier => {
             let outs = b.bind(prim.clone(), ins.iter().map(|x| x.0).collect())?;
             Ok(outs.into_iter().map(Atom::Var).zip(ins.iter().map(|x| x.1)).collect())
         }

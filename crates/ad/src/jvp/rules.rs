@@ -139,6 +139,25 @@ pub(crate) fn jvp_rule(
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
         | Primitive::Tile { .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::OptimizationBarrier => {
+            // `_opt_barrier_jvp`: a barrier of the primals, and one of the tangents, zeros
+            // instantiated (for the float operands: integers have no tangent).
+            let out = emit_primal(b, old, eqn, primals);
+            let floats: Vec<usize> = (0..primals.len()).filter(|&i| b.aval(&primals[i]).dtype.is_float()).collect();
+            let mut ts = Vec::with_capacity(floats.len());
+            for &i in &floats {
+                let aval = b.aval(&primals[i]);
+                ts.push(instantiate(b, tangents[i], &aval)?);
+            }
+            let mut t_out = vec![Tangent::Zero; primals.len()];
+            if !ts.is_empty() {
+                let vs = b.bind(Primitive::OptimizationBarrier, ts)?;
+                for (&i, v) in floats.iter().zip(vs) {
+                    t_out[i] = Tangent::Nz(Atom::Var(v));
+                }
+            }
+            Ok((out, t_out))
+        }
         Primitive::DynamicSlice { .. } => {
             // Linear in the operand; the start indices are integers.
             let out = emit_primal(b, old, eqn, primals);

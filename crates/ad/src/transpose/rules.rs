@@ -376,6 +376,27 @@ pub(crate) fn transpose_rule(
                 _ => return Err(not_linear()),
             }
         }
+        Primitive::OptimizationBarrier => {
+            // `_opt_barrier_transpose`: a barrier of the cotangents, zeros instantiated.
+            if ct_outs.iter().any(Option::is_some) {
+                let mut cts = Vec::with_capacity(ct_outs.len());
+                for (i, ct) in ct_outs.iter().enumerate() {
+                    cts.push(match ct {
+                        Some(ct) => *ct,
+                        None => {
+                            let a = aval(i, b);
+                            b.zeros(&a)?
+                        }
+                    });
+                }
+                let outs = b.bind(Primitive::OptimizationBarrier, cts)?;
+                for (i, v) in outs.into_iter().enumerate() {
+                    if lin(i) {
+                        out[i] = Some(Atom::Var(v));
+                    }
+                }
+            }
+        }
         Primitive::DevicePut { .. } => {
             for i in 0..ins.len() {
                 if let (true, Some(ct)) = (lin(i), ct_outs[i]) {

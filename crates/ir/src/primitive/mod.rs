@@ -149,6 +149,7 @@ primitive_kinds! {
         Unstack = "unstack",
         Tile = "tile",
         PlatformIndex = "platform_index",
+        OptimizationBarrier = "optimization_barrier",
         Gather = "gather",
         Sort = "sort",
         TopK = "top_k",
@@ -235,6 +236,7 @@ impl PrimitiveKind {
             | PrimitiveKind::Unstack
             | PrimitiveKind::Tile
             | PrimitiveKind::PlatformIndex
+            | PrimitiveKind::OptimizationBarrier
             | PrimitiveKind::Gather
             | PrimitiveKind::Scatter(_)
             | PrimitiveKind::Sort
@@ -305,6 +307,7 @@ impl Primitive {
             Primitive::Unstack { .. } => PrimitiveKind::Unstack,
             Primitive::Tile { .. } => PrimitiveKind::Tile,
             Primitive::PlatformIndex { .. } => PrimitiveKind::PlatformIndex,
+            Primitive::OptimizationBarrier => PrimitiveKind::OptimizationBarrier,
             Primitive::Gather { .. } => PrimitiveKind::Gather,
             Primitive::Scatter { op, .. } => PrimitiveKind::Scatter(*op),
             Primitive::Sort { .. } => PrimitiveKind::Sort,
@@ -387,6 +390,7 @@ impl Primitive {
             | Primitive::Unstack { .. }
             | Primitive::Tile { .. }
             | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
             | Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
@@ -491,6 +495,7 @@ impl Primitive {
             }
             Primitive::Cond { branches, branches_platforms } => cond_params(branches, branches_platforms.as_ref()),
             Primitive::PlatformIndex { platforms } => vec![("platforms", platforms_param(platforms))],
+            Primitive::OptimizationBarrier => Vec::new(),
             Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
                 while_params(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)
             }
@@ -555,6 +560,7 @@ impl Primitive {
             PrimitiveKind::Unstack => Primitive::Unstack { axis: p.usize("axis")? },
             PrimitiveKind::Tile => parse_tile(p)?,
             PrimitiveKind::PlatformIndex => Primitive::PlatformIndex { platforms: parse_platforms(p, "platforms")? },
+            PrimitiveKind::OptimizationBarrier => Primitive::OptimizationBarrier,
             PrimitiveKind::Gather => parse_gather(p)?,
             PrimitiveKind::Scatter(op) => parse_scatter(op, p)?,
             PrimitiveKind::Sort => parse_sort(p)?,
@@ -657,6 +663,8 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
         Primitive::Cond { branches, branches_platforms } => cond_shape(branches, branches_platforms.as_ref(), ins),
         Primitive::PlatformIndex { platforms } => platform_index_shape(platforms, ins),
+        // The operands' types, each in its own memory space.
+        Primitive::OptimizationBarrier => Ok(ins.to_vec()),
         Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
             while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
         }

@@ -281,6 +281,8 @@ impl Lowering {
             }
             Primitive::Cond { branches, .. } => self.cond(branches, ins, out_avals, targets),
             // The index of the `cpu` entry, a constant (the shape rule checked one exists).
+            // An identity: the operands are the results.
+            Primitive::OptimizationBarrier => Ok(ins),
             Primitive::PlatformIndex { platforms } => {
                 let i = remat_ir::platform_index(platforms).ok_or_else(|| unsupported(prim, "no entry for cpu"))?;
                 node(Expr::Lit(LitValue::I32(i as i32)))

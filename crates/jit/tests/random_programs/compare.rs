@@ -116,6 +116,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Unstack { .. }
             | Primitive::Tile { .. }
             | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
             | Primitive::Gather { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
@@ -195,6 +196,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Unstack { .. }
         | Primitive::Tile { .. }
         | Primitive::PlatformIndex { .. }
+        | Primitive::OptimizationBarrier
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }

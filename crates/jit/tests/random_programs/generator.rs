@@ -858,7 +858,12 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let others: Vec<usize> = (0..r).filter(|&d| d != axis).collect();
     let mode = g.pick(&[GatherScatterMode::Clip, GatherScatterMode::FillOrDrop, GatherScatterMode::PromiseInBounds]);
     match g.below(7) {
-        0 => match g.below(4) {
+        0 => match g.below(5) {
+            // `optimization_barrier` of the operand and any other value.
+            4 => {
+                let y = b.of(g, |_| true).unwrap_or(x);
+                b.eqn(Primitive::OptimizationBarrier, vec![x.into(), y.into()])?;
+            }
             // `stack` with a value of the same type (or itself) at any of the r + 1 places.
             1 => {
                 let y = b.of(g, |a| a.same_type(&xa)).unwrap_or(x);

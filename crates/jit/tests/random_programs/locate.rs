@@ -332,6 +332,7 @@ fn inside(
         | Primitive::Unstack { .. }
         | Primitive::Tile { .. }
         | Primitive::PlatformIndex { .. }
+        | Primitive::OptimizationBarrier
         | Primitive::Gather { .. }
         | Primitive::Scatter { .. }
         | Primitive::Sort { .. }

@@ -132,6 +132,7 @@ c("population_count_clz", lambda i: lax.population_count(i) + lax.clz(i),
   np.array([0, 1, -1, 255, 1 << 20, -(1 << 30)], np.int32), grad=False)
 c("mulhi", lambda a, b: lax.mulhi(a, b), np.array([-7, 1 << 30, -(1 << 31), 123456789], np.int32),
   np.array([3, 8, -(1 << 31), 987654321], np.int32), grad=False)
+c("optimization_barrier", lambda x, y: lax.optimization_barrier((jnp.sin(x), y)), f32(3), f32(2, 2), grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
