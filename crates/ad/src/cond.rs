@@ -18,7 +18,7 @@ use crate::AdError;
 
 /// The branches of a `cond` equation, which must have no consts.
 pub(crate) fn branches_of(eqn: &Eqn) -> Result<Vec<Arc<Jaxpr>>, AdError> {
-    let Primitive::Cond { branches } = &eqn.primitive else {
+    let Primitive::Cond { branches, .. } = &eqn.primitive else {
         return Err(AdError::Internal(format!("a cond rule on {}", eqn.primitive)));
     };
     no_consts("cond", branches.iter())?;
@@ -38,9 +38,15 @@ pub(crate) fn no_consts<'a>(primitive: &'static str, js: impl Iterator<Item = &'
     Ok(())
 }
 
-/// A cond of `branches` (each without consts).
-pub(crate) fn cond_of(branches: Vec<Jaxpr>) -> Primitive {
-    Primitive::Cond { branches: branches.into_iter().map(|j| ClosedJaxpr::new(Arc::new(j))).collect() }
+/// A cond of `branches` (each without consts) with the other parameters of `eqn`'s
+/// (`branches_platforms`, which JAX's rules pass on with `**params`).
+pub(crate) fn cond_of(eqn: &Eqn, branches: Vec<Jaxpr>) -> Primitive {
+    let branches_platforms =
+        if let Primitive::Cond { branches_platforms, .. } = &eqn.primitive { branches_platforms.clone() } else { None };
+    Primitive::Cond {
+        branches: branches.into_iter().map(|j| ClosedJaxpr::new(Arc::new(j))).collect(),
+        branches_platforms,
+    }
 }
 
 /// Zeros of `aval` inside `j`: a literal for a scalar, else a `broadcast_in_dim` of one

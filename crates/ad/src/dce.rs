@@ -150,7 +150,7 @@ pub(crate) fn cond_dce(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>)
         branches.iter().map(|br| dce_jaxpr_inst(br, used_outs, &used_ops).map(|(j, _)| j)).collect::<Result<_, _>>()?;
     let mut used_ins = vec![true];
     used_ins.extend(used_ops);
-    Ok((pruned(eqn, cond_of(pruned_branches), &used_ins, used_outs), used_ins))
+    Ok((pruned(eqn, cond_of(eqn, pruned_branches), &used_ins, used_outs), used_ins))
 }
 
 /// `eqn` with primitive `prim`, only the used operands and the used binders.

@@ -134,7 +134,8 @@ fn cond_with_a_batched_index_keeps_its_branches_constants() {
         let consts = vec![Array::F32(ArrayD::from_shape_vec(vec![3], vec![k, 2.0 * k, -k]).unwrap())];
         ClosedJaxpr { jaxpr: Arc::new(parse_jaxpr(&text, "branch").unwrap()), consts }
     };
-    top.eqns[0].primitive = remat_ir::Primitive::Cond { branches: vec![branch("mul", 3.0), branch("add", 0.5)] };
+    top.eqns[0].primitive =
+        remat_ir::Primitive::Cond { branches: vec![branch("mul", 3.0), branch("add", 0.5)], branches_platforms: None };
     remat_ir::verify(&top).unwrap();
     let batched = batch_jaxpr(&ClosedJaxpr::new(Arc::new(top.clone())), 4, &[Some(0), Some(0)], &[Some(0)]).unwrap();
     assert_eq!(batched.consts.len(), 2, "both branches' constants: {}", batched.jaxpr);
@@ -332,4 +333,69 @@ fn linear_algebra_batches_as_jax_does() {
         assert_eq!(batched.to_string(), want, "{in_dims:?}");
         check_examples(&jaxpr, &batched, &args, &in_dims);
     }
+}
+
+/// The small primitives of issue 45 under `vmap` (JAX's `defreducer` and
+/// `defvectorized`/`defbroadcasting` rules: the batch axis stays where it is): the
+/// reductions `reduce_prod`, `reduce_and`, `reduce_or`, `reduce_xor` (on `i32` and
+/// `bool`), the bit counts, `mulhi` and the total-order compares, with the batch axis in
+/// the middle of the operand.
+#[test]
+fn small_primitives_batch_example_by_example() {
+    let text = "{ lambda ; a:f32[3,4]. let
+    b:f32[4] = reduce_prod[axes=(0,)] a
+    c:f32[3,4] = mul a 1000.0:f32[]
+    d:i32[3,4] = convert_element_type[new_dtype=int32 weak_type=False] c
+    e:i32[3] = reduce_and[axes=(1,)] d
+    f:i32[4] = reduce_or[axes=(0,)] d
+    g:i32[] = reduce_xor[axes=(0, 1)] d
+    h:i32[3,4] = population_count d
+    i:i32[3,4] = clz d
+    j:i32[3,4] = mulhi d c2
+    k:bool[3,4] = lt_to a 0.0:f32[]
+    l:bool[3,4] = le_to d i
+    m:bool[3,4] = eq_to a b2
+    n:bool[3] = reduce_and[axes=(1,)] k
+    o:bool[4] = reduce_xor[axes=(0,)] l
+    p:f32[3] = convert_element_type[new_dtype=float32 weak_type=False] e
+    q:f32[4] = convert_element_type[new_dtype=float32 weak_type=False] f
+    r:f32[] = convert_element_type[new_dtype=float32 weak_type=False] g
+    s:i32[3,4] = add h i
+    t:i32[3,4] = add s j
+    u:f32[3,4] = convert_element_type[new_dtype=float32 weak_type=False] t
+    v:f32[3,4] = select_n m a u
+    w:f32[3] = convert_element_type[new_dtype=float32 weak_type=False] n
+    x:f32[4] = convert_element_type[new_dtype=float32 weak_type=False] o
+  in (b, p, q, r, v, w, x) }";
+    // `c2`: `d` scaled past 2^16, so that the high half of the product is not all sign;
+    // `b2`: `a` times 0.0 negated, zeros of the other sign (eq_to tells -0.0 from 0.0).
+    let text = text
+        .replace("    j:i32[3,4] = mulhi d c2\n", "    c2:i32[3,4] = mul d 70001:i32[]\n    j:i32[3,4] = mulhi d c2\n")
+        .replace(
+            "    m:bool[3,4] = eq_to a b2\n",
+            "    z:f32[3,4] = mul a 0.0:f32[]\n    b2:f32[3,4] = neg z\n    m:bool[3,4] = eq_to z b2\n",
+        );
+    let jaxpr = parse_jaxpr(&text, "small_primitives").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let outs = [Some(0); 7];
+    let batched = batch_jaxpr(&closed, 5, &[Some(1)], &outs).unwrap().jaxpr;
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 4), 1, &[]);
+}
+
+/// `stack` (batched with itself, and with an unbatched operand: JAX's moveaxis and
+/// broadcast), `unstack` and `tile` under `vmap`, the batch axis in the middle.
+#[test]
+fn stack_unstack_and_tile_batch_example_by_example() {
+    let text = "{ lambda ; a:f32[3,4] h:f32[3,4]. let
+    b:f32[3,2,4] = stack[axis=1] a a
+    c:f32[4] d:f32[4] e:f32[4] = unstack[axis=0] a
+    f:f32[6,4] = tile[reps=(2, 1)] a
+    g:f32[4,2] = stack[axis=1] c e
+    i:f32[2,3,4] = stack[axis=0] h a
+    j:f32[6] k:f32[6] l:f32[6] m:f32[6] = unstack[axis=1] f
+  in (b, d, f, g, i, m) }";
+    let jaxpr = parse_jaxpr(text, "stack_unstack_tile").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let batched = batch_jaxpr(&closed, 5, &[Some(1), None], &[Some(0); 6]).unwrap().jaxpr;
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 5), 1, &[Array::F32(f32s(&[3, 4], 6))]);
 }

@@ -11,7 +11,7 @@ use remat_interp::eval_jaxpr;
 use remat_ir::{
     Array, Atom, Aval, BinaryOp, ClosedJaxpr, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers,
     FillValue, GatherDimensionNumbers, GatherScatterMode, Jaxpr, LitValue, Literal, MemorySpace, Policy, Primitive,
-    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryOp,
+    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, UnaryDomain, UnaryOp,
 };
 use remat_testkit::within;
 
@@ -95,8 +95,8 @@ fn sub_jaxpr(inputs: &[Aval], body: impl FnOnce(&mut Builder, &[Atom]) -> Vec<At
 fn programs() -> Vec<Program> {
     let mut ps = windows::programs();
     let s = [2, 3];
-    // Every unary op on floats (`not` on integers is below).
-    for op in UnaryOp::ALL.into_iter().filter(|&op| op != UnaryOp::Not) {
+    // Every unary op on floats (`not`, `population_count` and `clz` on integers are below).
+    for op in UnaryOp::ALL.into_iter().filter(|&op| !matches!(op.domain(), UnaryDomain::IntOrBool | UnaryDomain::Int)) {
         let dist = match op {
             UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sqrt | UnaryOp::Rsqrt => Dist::Positive,
             UnaryOp::Lgamma | UnaryOp::Digamma => Dist::Positive,
@@ -119,6 +119,7 @@ fn programs() -> Vec<Program> {
                 | BinaryOp::ShiftLeft
                 | BinaryOp::ShiftRightLogical
                 | BinaryOp::ShiftRightArithmetic
+                | BinaryOp::Mulhi
         )
     });
     for op in float_binary {
@@ -167,8 +168,25 @@ fn programs() -> Vec<Program> {
                 BinaryOp::ShiftRightLogical,
                 BinaryOp::ShiftRightArithmetic,
                 BinaryOp::Rem,
+                BinaryOp::Mulhi,
             ] {
                 let r = b.binary(op, i, x[1]).unwrap();
+                acc = b.add(acc, r).unwrap();
+            }
+            for op in [UnaryOp::PopulationCount, UnaryOp::Clz] {
+                let r = b.unary(op, i).unwrap();
+                acc = b.add(acc, r).unwrap();
+            }
+            // The total-order compares and the bitwise reductions: integer and boolean
+            // results without tangents.
+            for op in [CompareOp::EqTo, CompareOp::LeTo, CompareOp::LtTo] {
+                let c = b.compare(op, x[0], lit(0.25)).unwrap();
+                let c = b.convert(c, DType::I32).unwrap();
+                acc = b.add(acc, c).unwrap();
+            }
+            for op in [ReduceOp::And, ReduceOp::Or, ReduceOp::Xor] {
+                let r = bind1(b, Primitive::Reduce { op, axes: vec![1] }, vec![i]);
+                let r = b.broadcast_in_dim(r, &s, &[0]).unwrap();
                 acc = b.add(acc, r).unwrap();
             }
             let f = b.convert(acc, DType::F64).unwrap();
@@ -253,13 +271,24 @@ fn programs() -> Vec<Program> {
     ps.push(program("dynamic_update_slice", &[n(&[5, 4]), n(&[2, 3]), int(3), int(2)], |b, x| {
         vec![bind1(b, Primitive::DynamicUpdateSlice, x.to_vec())]
     }));
-    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod] {
         ps.push(program(op.name(), &[n(&[3, 4, 2])], |b, x| {
             let r1 = bind1(b, Primitive::Reduce { op, axes: vec![0, 2] }, vec![x[0]]);
             let r2 = bind1(b, Primitive::Reduce { op, axes: vec![0, 1, 2] }, vec![x[0]]);
             vec![r1, r2]
         }));
     }
+    // `reduce_prod`'s tree: odd lengths (a pad of 1.0), axes out of order (a permuting
+    // reshape), an empty axis (ones) and a zero among the factors.
+    ps.push(program("reduce_prod_trees", &[n(&[3, 5, 2]), n(&[0, 3])], |b, x| {
+        let r1 = bind1(b, Primitive::Reduce { op: ReduceOp::Prod, axes: vec![1] }, vec![x[0]]);
+        let r2 = bind1(b, Primitive::Reduce { op: ReduceOp::Prod, axes: vec![2, 0] }, vec![x[0]]);
+        let zero = b.mul(x[0], lit(0.0)).unwrap();
+        let with_zero = bind1(b, Primitive::Concatenate { dimension: 1 }, vec![x[0], zero]);
+        let r3 = bind1(b, Primitive::Reduce { op: ReduceOp::Prod, axes: vec![1] }, vec![with_zero]);
+        let r4 = bind1(b, Primitive::Reduce { op: ReduceOp::Prod, axes: vec![0] }, vec![x[1]]);
+        vec![r1, r2, r3, r4]
+    }));
     ps.push(program("argmax_iota", &[n(&[3, 4])], |b, x| {
         let a = bind1(b, Primitive::Argmax { axes: vec![1], index_dtype: DType::I32 }, vec![x[0]]);
         let af = b.convert(a, DType::F64).unwrap();
@@ -420,11 +449,14 @@ fn indexing_programs() -> Vec<Program> {
     ps.push(program("gather_take_along_axis", &[n(&[3, 5]), ints(&[3, 4, 1], 5)], |b, x| {
         vec![bind1(b, along, x.to_vec())]
     }));
-    for (name, mode) in
-        [("scatter_add_drop", GatherScatterMode::FillOrDrop), ("scatter_add_clip", GatherScatterMode::Clip)]
-    {
+    for (name, op, mode) in [
+        ("scatter_add_drop", ScatterOp::Add, GatherScatterMode::FillOrDrop),
+        ("scatter_add_clip", ScatterOp::Add, GatherScatterMode::Clip),
+        ("scatter_sub_drop", ScatterOp::Sub, GatherScatterMode::FillOrDrop),
+        ("scatter_sub_clip", ScatterOp::Sub, GatherScatterMode::Clip),
+    ] {
         let prim = Primitive::Scatter {
-            op: ScatterOp::Add,
+            op,
             dimension_numbers: ScatterDimensionNumbers {
                 update_window_dims: vec![1],
                 inserted_window_dims: vec![0],

@@ -1,5 +1,5 @@
 //! The integer side of the elementwise ops and the bit-level ones: `not`, `and`, `or`,
-//! `xor`, the three shifts and `rem` on integers (with XLA's out-of-range rules), and
+//! `xor`, the three shifts, `rem`, `population_count`, `clz` and `mulhi` on integers (with XLA's out-of-range rules), and
 //! `bitcast_convert_type` between dtypes of any widths.
 //!
 //! XLA's rules, which no operation here panics on: a shift amount at or above the bit
@@ -24,6 +24,12 @@ pub(crate) trait Int:
     fn shift_right_arithmetic(self, y: Self) -> Self;
     /// Truncated remainder (the dividend's sign); `x rem 0 = x`, `MIN rem -1 = 0`.
     fn rem(self, y: Self) -> Self;
+    /// `population_count`: the number of set bits.
+    fn population_count(self) -> Self;
+    /// `clz`: the number of leading zero bits (the width for 0).
+    fn clz(self) -> Self;
+    /// `mulhi`: the high half of the double-width product (signed for signed dtypes).
+    fn mulhi(self, y: Self) -> Self;
 }
 
 /// `int_impls!(T: S, U)` implements [`Int`] for `T`, whose signed and unsigned twins of the
@@ -43,6 +49,16 @@ macro_rules! int_impls {
             }
             fn rem(self, y: $t) -> $t {
                 if y == 0 { self } else { self.wrapping_rem(y) }
+            }
+            fn population_count(self) -> $t {
+                self.count_ones() as $t
+            }
+            fn clz(self) -> $t {
+                self.leading_zeros() as $t
+            }
+            fn mulhi(self, y: $t) -> $t {
+                // `as i128` sign-extends a signed dtype and zero-extends an unsigned one.
+                ((self as i128 * y as i128) >> <$t>::BITS) as $t
             }
         }
     )+};
@@ -68,6 +84,7 @@ pub(crate) fn int_bit_op<T: Int>(op: remat_ir::BinaryOp) -> Option<fn(T, T) -> T
         B::ShiftRightLogical => Some(T::shift_right_logical),
         B::ShiftRightArithmetic => Some(T::shift_right_arithmetic),
         B::Rem => Some(T::rem),
+        B::Mulhi => Some(T::mulhi),
         B::Add
         | B::AddAny
         | B::Sub

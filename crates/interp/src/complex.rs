@@ -90,6 +90,8 @@ fn unary_fn<P: Float>(op: UnaryOp) -> Option<fn(Complex<P>) -> Complex<P>> {
         | UnaryOp::Floor
         | UnaryOp::Ceil
         | UnaryOp::IsFinite
+        | UnaryOp::PopulationCount
+        | UnaryOp::Clz
         | UnaryOp::Cbrt
         | UnaryOp::Exp2
         | UnaryOp::Asin
@@ -166,7 +168,8 @@ fn binary_fn<P: Float>(op: BinaryOp) -> Option<Binary<P>> {
         | BinaryOp::Xor
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => return None,
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => return None,
     })
 }
 

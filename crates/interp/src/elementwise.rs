@@ -76,7 +76,7 @@ fn float_unary<T: Float>(op: UnaryOp) -> Option<fn(T) -> T> {
         UnaryOp::Rsqrt => T::rsqrt,
         UnaryOp::Square => T::square,
         UnaryOp::StopGradient | UnaryOp::Copy => |x| x,
-        UnaryOp::Not | UnaryOp::IsFinite => return None,
+        UnaryOp::Not | UnaryOp::IsFinite | UnaryOp::PopulationCount | UnaryOp::Clz => return None,
         // The special functions: one definition shared with the JIT (`remat-math`).
         UnaryOp::Floor
         | UnaryOp::Ceil
@@ -115,6 +115,8 @@ fn int_unary<T: Int + Ord>(op: UnaryOp) -> Option<fn(T) -> T> {
         UnaryOp::Square => Some(|x| x.mul(x)),
         UnaryOp::StopGradient | UnaryOp::Copy => Some(|x| x),
         UnaryOp::Not => Some(|x| !x),
+        UnaryOp::PopulationCount => Some(T::population_count),
+        UnaryOp::Clz => Some(T::clz),
         UnaryOp::Exp
         | UnaryOp::Log
         | UnaryOp::Log1p
@@ -191,7 +193,8 @@ fn float_binary<T: Float>(op: BinaryOp) -> Option<fn(T, T) -> T> {
         | BinaryOp::Xor
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => return None,
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => return None,
     })
 }
 
@@ -210,7 +213,8 @@ fn int_binary<T: Int>(op: BinaryOp) -> Option<fn(T, T) -> T> {
         | BinaryOp::Xor
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => int_bit_op(op),
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => int_bit_op(op),
     }
 }
 
@@ -231,7 +235,8 @@ fn bool_binary(op: BinaryOp) -> Option<fn(bool, bool) -> bool> {
         | BinaryOp::Polygamma
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => None,
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => None,
     }
 }
 
@@ -243,20 +248,24 @@ pub(crate) fn compare(op: CompareOp, args: &[&Array]) -> Result<Array, String> {
     let shape = broadcast_shapes(x, y)?;
     with_dtype!(x.dtype(), T => {
         let f = comparison::<T>(op);
-        Ok(Array::Bool(zip_with(typed::<T>(x)?, typed::<T>(y)?, &shape, |x, y| f(x.daz(), y.daz()))?))
+        Ok(Array::Bool(zip_with(typed::<T>(x)?, typed::<T>(y)?, &shape, f)?))
     })
 }
 
-/// IEEE comparisons: every comparison with NaN is false except `ne`. (A compare reads
-/// subnormal operands as zeros: callers DAZ them, `Elem::daz`.)
-pub(crate) fn comparison<T: PartialOrd>(op: CompareOp) -> fn(T, T) -> bool {
+/// IEEE comparisons: every comparison with NaN is false except `ne`, and a subnormal
+/// operand reads as a zero (`Elem::daz`). The `*_to` comparisons are XLA's `TOTALORDER`
+/// ones, on the bits ([`Element::total_order_key`]): no DAZ, `-0.0 < +0.0`, NaN by sign.
+pub(crate) fn comparison<T: Element>(op: CompareOp) -> fn(T, T) -> bool {
     match op {
-        CompareOp::Eq => |x, y| x == y,
-        CompareOp::Ne => |x, y| x != y,
-        CompareOp::Lt => |x, y| x < y,
-        CompareOp::Le => |x, y| x <= y,
-        CompareOp::Gt => |x, y| x > y,
-        CompareOp::Ge => |x, y| x >= y,
+        CompareOp::Eq => |x, y| x.daz() == y.daz(),
+        CompareOp::Ne => |x, y| x.daz() != y.daz(),
+        CompareOp::Lt => |x, y| x.daz() < y.daz(),
+        CompareOp::Le => |x, y| x.daz() <= y.daz(),
+        CompareOp::Gt => |x, y| x.daz() > y.daz(),
+        CompareOp::Ge => |x, y| x.daz() >= y.daz(),
+        CompareOp::EqTo => |x, y| x.total_order_key() == y.total_order_key(),
+        CompareOp::LeTo => |x, y| x.total_order_key() <= y.total_order_key(),
+        CompareOp::LtTo => |x, y| x.total_order_key() < y.total_order_key(),
     }
 }
 

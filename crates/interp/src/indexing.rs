@@ -37,6 +37,35 @@ pub(crate) fn split(axis: usize, sizes: &[usize], args: &[&Array]) -> Result<Vec
     Ok(out)
 }
 
+/// `stack[axis=k]`: each operand with a new axis `k`, concatenated along it.
+pub(crate) fn stack(axis: usize, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::Stack { axis }, args)?;
+    let expanded =
+        args.iter().map(|x| crate::structural::expand_dims(&[axis], &[*x])).collect::<Result<Vec<Array>, String>>()?;
+    let refs: Vec<&Array> = expanded.iter().collect();
+    crate::structural::concatenate(axis, &refs)
+}
+
+/// `unstack[axis=k]`: the operand's slices along axis `k`, that axis removed.
+pub(crate) fn unstack(axis: usize, args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Unstack { axis }, args)?;
+    let n = args[0].shape()[axis];
+    split(axis, &vec![1; n], args)?.iter().map(|piece| crate::structural::squeeze(&[axis], &[piece])).collect()
+}
+
+/// `tile[reps=...]`: the operand repeated `reps[k]` times along each axis `k`.
+pub(crate) fn tile(reps: &[usize], args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::Tile { reps: reps.to_vec() }, args)?;
+    let mut out = args[0].clone();
+    for (axis, &r) in reps.iter().enumerate() {
+        if r != 1 {
+            let copies = vec![&out; r];
+            out = crate::structural::concatenate(axis, &copies)?;
+        }
+    }
+    Ok(out)
+}
+
 /// JAX's default `fill_value`: NaN for floats, the lowest value of a signed integer, the
 /// highest of an unsigned one, `true` for `bool`.
 fn default_fill<T: Elem>() -> T {
@@ -126,7 +155,7 @@ pub(crate) fn scatter(
         let (a, u) = (typed::<remat_ir::PrngKey>(x)?, typed::<remat_ir::PrngKey>(upd)?);
         return match op {
             ScatterOp::Set => Ok(Array::Key(run.apply(a, u, |_, u| u))),
-            ScatterOp::Add | ScatterOp::Mul | ScatterOp::Min | ScatterOp::Max => Err(undefined()),
+            ScatterOp::Add | ScatterOp::Sub | ScatterOp::Mul | ScatterOp::Min | ScatterOp::Max => Err(undefined()),
         };
     }
     num_dtype!(x.dtype(), T => {
@@ -134,6 +163,7 @@ pub(crate) fn scatter(
         let combine: fn(T, T) -> T = match op {
             ScatterOp::Set => |_, u| u,
             ScatterOp::Add => <T as Num>::add,
+            ScatterOp::Sub => <T as Num>::sub,
             ScatterOp::Mul => <T as Num>::mul,
             ScatterOp::Min => T::min_nan,
             ScatterOp::Max => T::max_nan,
@@ -145,7 +175,7 @@ pub(crate) fn scatter(
             ScatterOp::Set => |_, u| u,
             ScatterOp::Min => |a, u| a & u,
             ScatterOp::Max => |a, u| a | u,
-            ScatterOp::Add | ScatterOp::Mul => return Err(undefined()),
+            ScatterOp::Add | ScatterOp::Sub | ScatterOp::Mul => return Err(undefined()),
         };
         Ok(Array::Bool(run.apply(a, u, combine)))
     })

@@ -452,6 +452,9 @@ pub(crate) fn eval_primitive_refs(
             args,
         )?,
         Primitive::Split { axis, sizes } => indexing::split(*axis, sizes, args).map_err(invalid)?,
+        Primitive::Stack { axis } => one(indexing::stack(*axis, args))?,
+        Primitive::Unstack { axis } => indexing::unstack(*axis, args).map_err(invalid)?,
+        Primitive::Tile { reps } => one(indexing::tile(reps, args))?,
         Primitive::Gather { dimension_numbers, fill_value, mode, slice_sizes, .. } => {
             one(indexing::gather(dimension_numbers, *fill_value, *mode, slice_sizes, prim, args))?
         }
@@ -475,7 +478,13 @@ pub(crate) fn eval_primitive_refs(
         Primitive::SelectAndGatherAdd { select_prim, window } => {
             one(window::select_and_gather_add(*select_prim, window, args))?
         }
-        Primitive::Cond { branches } => control::cond(branches, args)?,
+        Primitive::Cond { branches, .. } => control::cond(branches, args)?,
+        Primitive::OptimizationBarrier => args.iter().map(|&a| a.clone()).collect(),
+        Primitive::PlatformIndex { platforms } => {
+            let i = remat_ir::platform_index(platforms)
+                .ok_or_else(|| invalid(format!("no entry of {platforms:?} is for cpu and none is the default")))?;
+            vec![Array::I32(ndarray::arr0(i as i32).into_dyn())]
+        }
         Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => control::while_loop(
             &control::While {
                 cond: cond_jaxpr,

@@ -1,9 +1,13 @@
-//! Reductions: `reduce_sum`, `reduce_max`, `reduce_min` over a set of axes, and `argmax`.
+//! Reductions: `reduce_sum`, `reduce_max`, `reduce_min`, `reduce_prod` and the bitwise
+//! (logical on `bool`) `reduce_and`, `reduce_or`, `reduce_xor` over a set of axes, and
+//! `argmax`.
 //!
-//! An empty reduction gives the operation's identity: 0, `-inf`/`+inf` for floats,
-//! `i32::MIN`/`i32::MAX` for integers, `false`/`true` for `bool`. `reduce_max`/`reduce_min`
+//! An empty reduction gives the operation's identity: 0, 1, `-inf`/`+inf` for floats,
+//! `i32::MIN`/`i32::MAX` for integers, `false`/`true` for `bool`, all ones for `and`. `reduce_max`/`reduce_min`
 //! propagate NaN. Sums accumulate sequentially in the dtype's own precision, except that
 //! 16-bit floats accumulate in `f32` and round once, as XLA's CPU backend does.
+
+use std::ops::{BitAnd, BitOr, BitXor};
 
 use ndarray::{ArrayD, ArrayView1, Axis};
 use remat_ir::{Array, DType, ReduceOp};
@@ -39,6 +43,53 @@ pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Ar
         ReduceOp::Min => {
             with_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::HIGHEST, T::min_nan))))
         }
+        ReduceOp::Prod if x.dtype().is_narrow_float() => {
+            // As `reduce_sum`: the f32 product rounded once.
+            let wide = convert_element_type(DType::F32, &[x])?;
+            let prod = fold_axes(typed::<f32>(&wide)?, &sorted, 1.0, |a, b| a * b);
+            convert_element_type(x.dtype(), &[&Array::F32(prod)])
+        }
+        ReduceOp::Prod => {
+            num_dtype!(x.dtype(), T => Ok(T::wrap(fold_axes(typed::<T>(x)?, &sorted, T::ONE, <T as Num>::mul))),
+            bool => Err("reduce_prod is not defined on bool".to_string()))
+        }
+        ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+            let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
+            macro_rules! bitwise_arrays {
+                ($($variant:ident),+) => {
+                    match x {
+                        $(Array::$variant(a) => {
+                            let (init, f) = bitwise(op, !0, 0).ok_or_else(undefined)?;
+                            Ok(Array::$variant(fold_axes(a, &sorted, init, f)))
+                        })+
+                        Array::Bool(a) => {
+                            let (init, f) = bitwise(op, true, false).ok_or_else(undefined)?;
+                            Ok(Array::Bool(fold_axes(a, &sorted, init, f)))
+                        }
+                        _ => Err(undefined()),
+                    }
+                };
+            }
+            bitwise_arrays!(I8, I16, I32, I64, U8, U32)
+        }
+    }
+}
+
+/// A reduction's identity and combining function.
+type Fold<T> = (T, fn(T, T) -> T);
+
+/// The identity and the combining function of a bitwise (on `bool`, logical) reduction,
+/// given the dtype's all-ones and zero; `None` for the other reductions.
+fn bitwise<T: Copy + BitAnd<Output = T> + BitOr<Output = T> + BitXor<Output = T>>(
+    op: ReduceOp,
+    ones: T,
+    zero: T,
+) -> Option<Fold<T>> {
+    match op {
+        ReduceOp::And => Some((ones, |p, q| p & q)),
+        ReduceOp::Or => Some((zero, |p, q| p | q)),
+        ReduceOp::Xor => Some((zero, |p, q| p ^ q)),
+        ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => None,
     }
 }
 

@@ -21,7 +21,7 @@
 //! the JIT adds in, so both round alike).
 
 use ndarray::{ArrayD, IxDyn};
-use remat_ir::{window_out_extent, Array, CompareOp, ConvParams, DType, ReduceOp, Window};
+use remat_ir::{window_out_extent, Array, CompareOp, ConvParams, DType, Window, WindowOp};
 use remat_math::element::Element;
 
 use crate::elem::{checked_size, num_dtype, operands, typed, Elem, Num};
@@ -126,7 +126,7 @@ fn for_each_window(w: &Window, shape: &[usize], out: &[usize], mut f: impl FnMut
     }
 }
 
-pub(crate) fn reduce_window(op: ReduceOp, w: &Window, args: &[&Array]) -> Result<Array, String> {
+pub(crate) fn reduce_window(op: WindowOp, w: &Window, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
     let out = check_window(w, x.shape())?;
     fn run<T: Elem>(x: &Array, w: &Window, out: &[usize], init: T, f: fn(T, T) -> T) -> Result<Array, String> {
@@ -137,16 +137,16 @@ pub(crate) fn reduce_window(op: ReduceOp, w: &Window, args: &[&Array]) -> Result
         Ok(T::wrap(ArrayD::from_shape_vec(IxDyn(out), acc).map_err(|e| e.to_string())?))
     }
     match op {
-        ReduceOp::Sum if x.dtype().is_narrow_float() => {
+        WindowOp::Sum if x.dtype().is_narrow_float() => {
             // A 16-bit float sum accumulates in f32 and rounds once, as `reduce_sum`.
             let wide = convert_element_type(DType::F32, &[x])?;
             let sum = run::<f32>(&wide, w, &out, 0.0, <f32 as Num>::add)?;
             convert_element_type(x.dtype(), &[&sum])
         }
-        ReduceOp::Sum => num_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::ZERO, <T as Num>::add),
+        WindowOp::Sum => num_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::ZERO, <T as Num>::add),
             bool => Err("reduce_window_sum is not defined on bool".to_string())),
-        ReduceOp::Max => remat_math::with_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::LOWEST, T::max_nan)),
-        ReduceOp::Min => remat_math::with_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::HIGHEST, T::min_nan)),
+        WindowOp::Max => remat_math::with_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::LOWEST, T::max_nan)),
+        WindowOp::Min => remat_math::with_dtype!(x.dtype(), T => run::<T>(x, w, &out, T::HIGHEST, T::min_nan)),
     }
 }
 
@@ -154,7 +154,13 @@ pub(crate) fn reduce_window(op: ReduceOp, w: &Window, args: &[&Array]) -> Result
 fn select_init<T: Elem>(select_prim: CompareOp) -> T {
     match select_prim {
         CompareOp::Ge | CompareOp::Gt => T::LOWEST,
-        CompareOp::Le | CompareOp::Lt | CompareOp::Eq | CompareOp::Ne => T::HIGHEST,
+        CompareOp::Le
+        | CompareOp::Lt
+        | CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::EqTo
+        | CompareOp::LeTo
+        | CompareOp::LtTo => T::HIGHEST,
     }
 }
 

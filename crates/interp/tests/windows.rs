@@ -4,7 +4,7 @@
 
 use ndarray::ArrayD;
 use remat_interp::eval_primitive;
-use remat_ir::{Array, Aval, CompareOp, ConvDimensionNumbers, ConvParams, DType, Param, Primitive, ReduceOp, Window};
+use remat_ir::{Array, Aval, CompareOp, ConvDimensionNumbers, ConvParams, DType, Param, Primitive, Window, WindowOp};
 
 fn f32s(shape: &[usize], data: &[f32]) -> Array {
     Array::F32(ArrayD::from_shape_vec(shape.to_vec(), data.to_vec()).unwrap())
@@ -29,10 +29,10 @@ fn run(prim: Primitive, args: &[Array], out: &[usize]) -> Vec<f32> {
 #[test]
 fn padding_and_holes_hold_the_identity() {
     // reduce_window(-ones(5), -inf, max, (3,), (2,), 'SAME') is [-1, -1, -1]: padding is not 0.
-    let max = Primitive::ReduceWindow { op: ReduceOp::Max, window: window(&[3], &[2], &[(1, 1)], &[1]) };
+    let max = Primitive::ReduceWindow { op: WindowOp::Max, window: window(&[3], &[2], &[(1, 1)], &[1]) };
     assert_eq!(run(max, &[f32s(&[5], &[-1.0; 5])], &[3]), [-1.0, -1.0, -1.0]);
     // A sum over [1, 2, 3, 4] with base_dilation 2 and window 2: [1, 2, 2, 3, 3, 4].
-    let sum = Primitive::ReduceWindow { op: ReduceOp::Sum, window: window(&[2], &[1], &[(0, 0)], &[2]) };
+    let sum = Primitive::ReduceWindow { op: WindowOp::Sum, window: window(&[2], &[1], &[(0, 0)], &[2]) };
     assert_eq!(run(sum, &[f32s(&[4], &[1.0, 2.0, 3.0, 4.0])], &[6]), [1.0, 2.0, 2.0, 3.0, 3.0, 4.0]);
 }
 
@@ -94,14 +94,14 @@ fn malformed_windows_and_convolutions_are_errors() {
         (conv(1, vec![1]), vec![x.clone(), f32s(&[3, 3, 2], &[0.0; 18])], f(&[1, 3, 3]), "rhs input feature"),
         (conv(1, vec![1]), vec![x.clone()], f(&[1, 3, 3]), "expected 2 operands"),
         (
-            Primitive::ReduceWindow { op: ReduceOp::Sum, window: bad_window.clone() },
+            Primitive::ReduceWindow { op: WindowOp::Sum, window: bad_window.clone() },
             vec![x.clone()],
             f(&[1, 2, 3]),
             "must have 3 entries each",
         ),
         (
             Primitive::ReduceWindow {
-                op: ReduceOp::Max,
+                op: WindowOp::Max,
                 window: window(&[1, 1, 2], &[1, 0, 1], &[(0, 0); 3], &[1; 3]),
             },
             vec![x.clone()],
@@ -110,7 +110,7 @@ fn malformed_windows_and_convolutions_are_errors() {
         ),
         (
             Primitive::ReduceWindow {
-                op: ReduceOp::Sum,
+                op: WindowOp::Sum,
                 window: window(&[1, 1, usize::MAX], &[1; 3], &[(0, 0); 3], &[1; 3]),
             },
             vec![x.clone()],

@@ -174,7 +174,8 @@ fn binary_identity(op: BinaryOp, x: Option<Special>, y: Option<Special>) -> Opti
         | BinaryOp::Xor
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => None,
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => None,
     }
 }
 

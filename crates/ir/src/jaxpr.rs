@@ -23,9 +23,9 @@ use std::sync::Arc;
 
 use crate::array::Array;
 use crate::param_types::{
-    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
-    TriangularSolve, UnaryOp, Window,
+    BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers,
+    FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers,
+    ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
 use crate::types::{Aval, DType, MemorySpace};
@@ -517,7 +517,7 @@ pub enum Primitive {
     ConvGeneralDilated(Box<ConvParams>),
     /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
     ReduceWindow {
-        op: ReduceOp,
+        op: WindowOp,
         window: Window,
     },
     /// `select_and_scatter_add source operand`: each window's `source` value added at the
@@ -595,6 +595,18 @@ pub enum Primitive {
         axis: usize,
         sizes: Vec<usize>,
     },
+    /// `stack[axis=k] x0 x1 ...`: the operands (of one shape) along a new axis `k`.
+    Stack {
+        axis: usize,
+    },
+    /// `unstack[axis=k] x`: one result per index of axis `k`, without that axis.
+    Unstack {
+        axis: usize,
+    },
+    /// `tile[reps=(...)] x`: `x` repeated `reps[k]` times along each axis `k`.
+    Tile {
+        reps: Vec<usize>,
+    },
     /// `gather operand indices`: XLA's gather, the index vector the indices' last axis.
     Gather {
         dimension_numbers: GatherDimensionNumbers,
@@ -647,6 +659,17 @@ pub enum Primitive {
     /// `cond index ops...`: runs `branches[clamp(index, 0, n - 1)]` on `ops`.
     Cond {
         branches: Vec<ClosedJaxpr>,
+        /// `branches_platforms`, printed when present: the cond a `platform_index` selects
+        /// in (`jnp.diagonal`'s); remat runs the branch for `cpu` through the index.
+        branches_platforms: Option<BranchesPlatforms>,
+    },
+    /// `optimization_barrier x y ...`: the operands unchanged (XLA may not move
+    /// computations across it).
+    OptimizationBarrier,
+    /// `platform_index[platforms=(('mosaic',), None)]`: the `i32[]` index of the entry for
+    /// the platform the program runs on (`cpu`, see [`crate::platform_index`]).
+    PlatformIndex {
+        platforms: BranchesPlatforms,
     },
     /// Operands: `cond_nconsts` cond consts, `body_nconsts` body consts, then the carries.
     While {
@@ -750,7 +773,7 @@ impl Primitive {
                 vec![&call_jaxpr.jaxpr]
             }
             Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
-            Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
+            Primitive::Cond { branches, .. } => branches.iter().map(|b| &b.jaxpr).collect(),
             Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
             Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Unary(_)
@@ -787,6 +810,11 @@ impl Primitive {
             | Primitive::DevicePut { .. }
             | Primitive::Empty2 { .. }
             | Primitive::Split { .. }
+            | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
             | Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
@@ -844,7 +872,7 @@ impl Primitive {
                 call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?
             }
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
-            Primitive::Cond { branches } => {
+            Primitive::Cond { branches, .. } => {
                 for b in branches {
                     b.jaxpr = f(&b.jaxpr)?;
                 }
@@ -888,6 +916,11 @@ impl Primitive {
             | Primitive::DevicePut { .. }
             | Primitive::Empty2 { .. }
             | Primitive::Split { .. }
+            | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
             | Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }

@@ -28,13 +28,14 @@ pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
 pub use primitive::{
-    cond_branch, random_bits_dtype, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DotDimensionNumbers, FftType,
-    FillValue, GatherDimensionNumbers, GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind,
-    ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
+    cond_branch, platform_index, random_bits_dtype, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
+    CumulativeOp, DotDimensionNumbers, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, HigherOrder,
+    JitOptions, Precision, Primitive, PrimitiveKind, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
+    TriangularSolve, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
     dilated, reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers,
-    ConvParams, Refusal, Window,
+    ConvParams, Refusal, Window, WindowOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::ShapeError;

@@ -112,6 +112,9 @@ named_enum! {
         ErfInv = "erf_inv",
         Lgamma = "lgamma",
         Digamma = "digamma",
+        // Bits of integers (issue 45).
+        PopulationCount = "population_count",
+        Clz = "clz",
     }
 }
 
@@ -124,6 +127,8 @@ pub enum UnaryDomain {
     Number,
     /// Integers and `bool` (`not`: bitwise, or logical on `bool`).
     IntOrBool,
+    /// Integers only (`population_count`, `clz`).
+    Int,
     /// Real floats only.
     Float,
     /// Real floats and complex numbers (JAX's `_float | _complex`).
@@ -142,6 +147,7 @@ impl UnaryOp {
             UnaryOp::StopGradient | UnaryOp::Copy => UnaryDomain::Any,
             UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Abs | UnaryOp::Square => UnaryDomain::Number,
             UnaryOp::Not => UnaryDomain::IntOrBool,
+            UnaryOp::PopulationCount | UnaryOp::Clz => UnaryDomain::Int,
             // The complex forms remat computes (`remat-interp`'s `complex.rs`).
             UnaryOp::Exp
             | UnaryOp::Log
@@ -198,6 +204,8 @@ named_enum! {
         ShiftLeft = "shift_left",
         ShiftRightLogical = "shift_right_logical",
         ShiftRightArithmetic = "shift_right_arithmetic",
+        /// The high half of the double-width product of two integers (issue 45).
+        Mulhi = "mulhi",
     }
 }
 
@@ -210,6 +218,12 @@ named_enum! {
         Le = "le",
         Gt = "gt",
         Ge = "ge",
+        /// The total-order comparisons of JAX's sort comparators (`searchsorted`): on
+        /// floats `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN`, as XLA's
+        /// `TOTALORDER` compares.
+        EqTo = "eq_to",
+        LeTo = "le_to",
+        LtTo = "lt_to",
     }
 }
 
@@ -268,6 +282,8 @@ named_enum! {
         /// `.at[].set`: the update replaces the element.
         Set = "scatter",
         Add = "scatter-add",
+        /// `.at[].subtract`: the update subtracted from the element.
+        Sub = "scatter-sub",
         Mul = "scatter-mul",
         Min = "scatter-min",
         Max = "scatter-max",
@@ -329,6 +345,31 @@ named_enum! {
         Sum = "reduce_sum",
         Max = "reduce_max",
         Min = "reduce_min",
+        Prod = "reduce_prod",
+        /// Bitwise on integers, logical on `bool`.
+        And = "reduce_and",
+        Or = "reduce_or",
+        Xor = "reduce_xor",
+    }
+}
+
+named_enum! {
+    /// The reductions over windows that have their own primitive (`primitive/window.rs`).
+    pub enum WindowOp {
+        Sum = "reduce_window_sum",
+        Max = "reduce_window_max",
+        Min = "reduce_window_min",
+    }
+}
+
+impl WindowOp {
+    /// The reduction each window folds with.
+    pub fn reduce_op(self) -> ReduceOp {
+        match self {
+            WindowOp::Sum => ReduceOp::Sum,
+            WindowOp::Max => ReduceOp::Max,
+            WindowOp::Min => ReduceOp::Min,
+        }
     }
 }
 
@@ -352,6 +393,25 @@ named_enum! {
         Min = "cummin",
         LogSumExp = "cumlogsumexp",
     }
+}
+
+// Control flow (`primitive/control.rs`).
+
+/// `platform_index`'s `platforms` and `cond`'s `branches_platforms`: for each branch, the
+/// platforms it is for, or `None` for the default branch (JAX's `BranchesPlatforms`).
+pub type BranchesPlatforms = Vec<Option<Vec<String>>>;
+
+/// The platform remat compiles for: JAX's name of the CPU backend.
+pub const PLATFORM: &str = "cpu";
+
+/// The index [`PLATFORM`] selects in `platforms`, as JAX's `_platform_index_lowering`
+/// picks it: the first entry that names it, else the default (`None`) entry; `None` if
+/// neither exists.
+pub fn platform_index(platforms: &BranchesPlatforms) -> Option<usize> {
+    platforms
+        .iter()
+        .position(|p| p.as_ref().is_some_and(|ps| ps.iter().any(|s| s == PLATFORM)))
+        .or_else(|| platforms.iter().position(Option::is_none))
 }
 
 // Names and memory (`primitive/memory.rs`).

@@ -147,7 +147,10 @@ impl Expr {
                 Expr::Unary(op, d, _) => *d == DType::F32 && op.vectorizable(),
                 Expr::IntegerPow(_, d, _) | Expr::Clamp(d, ..) => *d == DType::F32,
                 Expr::Binary(op, d, _, y) => *d == DType::F32 && y.dtype() == DType::F32 && op.vectorizable(),
-                Expr::Compare(_, d, _, _) => *d == DType::F32,
+                // The total-order compares work on the bits, in scalar code.
+                Expr::Compare(op, d, _, _) => {
+                    *d == DType::F32 && !matches!(op, CompareOp::EqTo | CompareOp::LeTo | CompareOp::LtTo)
+                }
                 Expr::Select(d, p, cases) => *d == DType::F32 && p.dtype() == DType::Bool && cases.len() == 2,
                 Expr::Shared(..) => true,
             };

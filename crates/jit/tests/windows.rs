@@ -8,7 +8,7 @@ mod common;
 use common::check_bits;
 use remat_ir::{
     bf16, f16, shape_rule, Array, Atom, Aval, ClosedJaxpr, CompareOp, ConvDimensionNumbers, ConvParams, DType, Eqn,
-    Jaxpr, Param, Primitive, ReduceOp, SourceInfo, UnaryOp, Window,
+    Jaxpr, Param, Primitive, SourceInfo, UnaryOp, Window, WindowOp,
 };
 
 /// A jaxpr of one equation `prim` on fresh inputs of `in_avals`.
@@ -141,7 +141,7 @@ fn holes_meet_no_infinity() {
 fn narrow_windowed_reductions_agree() {
     for dtype in [DType::BF16, DType::F16] {
         let x = array(dtype, &[5, 7], &SPECIALS);
-        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+        for op in [WindowOp::Sum, WindowOp::Max, WindowOp::Min] {
             for (pad, base, wdil) in [((0, 0), 1, 1), ((1, 2), 2, 1), ((-1, 1), 1, 2)] {
                 let w = Window {
                     window_dimensions: vec![2, 3],
@@ -163,7 +163,7 @@ fn narrow_windowed_reductions_agree() {
             base_dilation: vec![1],
             window_dilation: vec![1],
         };
-        let j = one_eqn(Primitive::ReduceWindow { op: ReduceOp::Sum, window: w }, &[ones.aval()]);
+        let j = one_eqn(Primitive::ReduceWindow { op: WindowOp::Sum, window: w }, &[ones.aval()]);
         let (got, _) = run_both(&j, std::slice::from_ref(&ones));
         assert_eq!(got[0].to_f64_vec(), vec![if dtype == DType::BF16 { 3008.0 } else { 3000.0 }]);
         same(&format!("{dtype} window of ones"), &j, &[ones]);
@@ -222,7 +222,8 @@ fn narrow_cond_and_while_agree() {
         let x = array(dtype, &[3, 4], &SPECIALS);
         let aval = x.aval();
         let branches = vec![unary_body(&aval, UnaryOp::Neg), unary_body(&aval, UnaryOp::Sqrt)];
-        let mut j = one_eqn(Primitive::Cond { branches }, &[Aval::scalar(DType::I32), aval.clone()]);
+        let mut j =
+            one_eqn(Primitive::Cond { branches, branches_platforms: None }, &[Aval::scalar(DType::I32), aval.clone()]);
         for k in [0, 1, 7] {
             let args = [Array::I32(ndarray::arr0(k).into_dyn()), x.clone()];
             let (got, want) = run_both(&j, &args);

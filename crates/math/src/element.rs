@@ -43,6 +43,11 @@ pub trait Element: Copy + PartialOrd + Debug + Send + Sync + 'static {
         self
     }
 
+    /// The value's place in XLA's `TOTALORDER` comparisons (`eq_to`, `le_to`, `lt_to`):
+    /// integers and `bool` by value; a float by its bits read as sign and magnitude, so that
+    /// `-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN` and subnormals are not zeros.
+    fn total_order_key(self) -> i64;
+
     /// XLA's `max`: NaN if either operand is NaN (the first NaN); floats override it with
     /// XLA's rule for zeros and subnormals ([`flush::maximum`]).
     fn max_nan(self, other: Self) -> Self {
@@ -63,8 +68,17 @@ pub trait Element: Copy + PartialOrd + Debug + Send + Sync + 'static {
     }
 }
 
+/// [`Element::total_order_key`] of a float's bits `b` of width `$s`'s: a negative value's
+/// magnitude bits flipped, so that the signed integers order as the floats do.
+macro_rules! sign_magnitude_key {
+    ($bits:expr, $s:ty) => {{
+        let i = $bits as $s;
+        (i ^ ((i >> (<$s>::BITS - 1)) & <$s>::MAX)) as i64
+    }};
+}
+
 macro_rules! float_element {
-    ($t:ty, $variant:ident, $to_f64:expr, $from_f64:expr) => {
+    ($t:ty, $variant:ident, $s:ty, $to_f64:expr, $from_f64:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
             const LOWEST: $t = <$t>::NEG_INFINITY;
@@ -81,6 +95,9 @@ macro_rules! float_element {
             fn daz(self) -> $t {
                 Flush::daz(self)
             }
+            fn total_order_key(self) -> i64 {
+                sign_magnitude_key!(self.to_bits(), $s)
+            }
             fn max_nan(self, other: $t) -> $t {
                 flush::maximum(self, other)
             }
@@ -91,8 +108,8 @@ macro_rules! float_element {
     };
 }
 
-float_element!(f32, F32, flush::f32_to_f64, flush::f64_to_f32);
-float_element!(f64, F64, |x| x, |x| x);
+float_element!(f32, F32, i32, flush::f32_to_f64, flush::f64_to_f32);
+float_element!(f64, F64, i64, |x| x, |x| x);
 
 /// The 16-bit floats' link to `f32`, in which they compute: XLA's conversions, which keep
 /// subnormals (integer rounding of the bits for `bf16`, F16C for `f16`).
@@ -142,6 +159,9 @@ macro_rules! narrow_element {
             fn daz(self) -> $t {
                 Narrow::from_f32(Flush::daz(Narrow::to_f32(self)))
             }
+            fn total_order_key(self) -> i64 {
+                sign_magnitude_key!(self.to_bits(), i16)
+            }
             fn max_nan(self, other: $t) -> $t {
                 Narrow::from_f32(flush::maximum(Narrow::to_f32(self), Narrow::to_f32(other)))
             }
@@ -170,6 +190,9 @@ macro_rules! int_element {
             fn from_f64(x: f64) -> $t {
                 x as $t
             }
+            fn total_order_key(self) -> i64 {
+                self as i64
+            }
         }
     };
 }
@@ -194,6 +217,9 @@ impl Element for bool {
     fn from_f64(x: f64) -> bool {
         x != 0.0
     }
+    fn total_order_key(self) -> i64 {
+        i64::from(self)
+    }
 }
 
 /// Keys only move (reshape, slice, select, gather, scatter's set, sort's payload): the
@@ -211,6 +237,9 @@ impl Element for PrngKey {
     }
     fn from_f64(_: f64) -> PrngKey {
         PrngKey::default()
+    }
+    fn total_order_key(self) -> i64 {
+        0
     }
 }
 
@@ -232,6 +261,12 @@ macro_rules! complex_element {
             }
             fn from_f64(x: f64) -> $t {
                 <$t>::new(x as $part, 0.0)
+            }
+            /// The real part's place: the shape rules admit no total-order compare on
+            /// complex operands (`eq_to`, `le_to`, `lt_to` are for real numbers), so no
+            /// result depends on it.
+            fn total_order_key(self) -> i64 {
+                self.re.total_order_key()
             }
         }
     };

@@ -105,9 +105,14 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::Slice { .. }
         | Primitive::Pad { .. }
         | Primitive::Concatenate { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. }
         | Primitive::DynamicSlice { .. }
         | Primitive::DynamicUpdateSlice
         | Primitive::Iota { .. }
+        | Primitive::PlatformIndex { .. }
+        | Primitive::OptimizationBarrier
         | Primitive::Argmax { .. }
         | Primitive::Argmin { .. }
         | Primitive::Name { .. }

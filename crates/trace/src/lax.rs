@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use remat_ir::{
     Aval, BinaryOp, ClosedJaxpr, CompareOp, ConvDimensionNumbers, ConvParams, DType, Jaxpr, LitValue, Param, Primitive,
-    ReduceOp, Var, Window,
+    Var, Window, WindowOp,
 };
 
 mod indexing;
@@ -363,7 +363,7 @@ pub fn conv(lhs: &Tensor, rhs: &Tensor, window_strides: &[usize], padding: Paddi
 }
 
 fn reduce_window_at(
-    op: ReduceOp,
+    op: WindowOp,
     x: &Tensor,
     window_dimensions: &[usize],
     window_strides: &[usize],
@@ -401,7 +401,7 @@ pub fn reduce_window_max(
     window_strides: &[usize],
     padding: Padding,
 ) -> Tensor {
-    reduce_window_at(ReduceOp::Max, x, window_dimensions, window_strides, &padding, Location::caller())
+    reduce_window_at(WindowOp::Max, x, window_dimensions, window_strides, &padding, Location::caller())
 }
 
 /// `lax.reduce_window(x, 0., lax.add, window_dimensions, window_strides, padding)`:
@@ -413,7 +413,7 @@ pub fn reduce_window_sum(
     window_strides: &[usize],
     padding: Padding,
 ) -> Tensor {
-    reduce_window_at(ReduceOp::Sum, x, window_dimensions, window_strides, &padding, Location::caller())
+    reduce_window_at(WindowOp::Sum, x, window_dimensions, window_strides, &padding, Location::caller())
 }
 
 /// `lax.reduce_window(x, inf, lax.min, ...)`: `reduce_window_min`.
@@ -424,7 +424,7 @@ pub fn reduce_window_min(
     window_strides: &[usize],
     padding: Padding,
 ) -> Tensor {
-    reduce_window_at(ReduceOp::Min, x, window_dimensions, window_strides, &padding, Location::caller())
+    reduce_window_at(WindowOp::Min, x, window_dimensions, window_strides, &padding, Location::caller())
 }
 
 /// A pooling window over the spatial axes of an `N...C` input: `(1, *window, 1)`.
@@ -438,14 +438,14 @@ fn pool_window(window: &[usize], strides: Option<&[usize]>) -> (Vec<usize>, Vec<
 #[track_caller]
 pub fn max_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding: Padding) -> Tensor {
     let (w, s) = pool_window(window, strides);
-    reduce_window_at(ReduceOp::Max, x, &w, &s, &padding, Location::caller())
+    reduce_window_at(WindowOp::Max, x, &w, &s, &padding, Location::caller())
 }
 
 /// `flax.linen.sum_pool`: `reduce_window_sum` over `(1, *window, 1)`.
 #[track_caller]
 pub fn sum_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding: Padding) -> Tensor {
     let (w, s) = pool_window(window, strides);
-    reduce_window_at(ReduceOp::Sum, x, &w, &s, &padding, Location::caller())
+    reduce_window_at(WindowOp::Sum, x, &w, &s, &padding, Location::caller())
 }
 
 /// `flax.linen.avg_pool` (padding counted in the window, flax's default):
@@ -454,7 +454,7 @@ pub fn sum_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding
 pub fn avg_pool(x: &Tensor, window: &[usize], strides: Option<&[usize]>, padding: Padding) -> Tensor {
     let loc = Location::caller();
     let (w, s) = pool_window(window, strides);
-    let sum = reduce_window_at(ReduceOp::Sum, x, &w, &s, &padding, loc);
+    let sum = reduce_window_at(WindowOp::Sum, x, &w, &s, &padding, loc);
     let size: usize = window.iter().product();
     binary_at(BinaryOp::Div, sum.into(), (size as f64).into(), loc)
 }
@@ -504,6 +504,56 @@ pub fn select_n(which: &Tensor, cases: &[&Tensor]) -> Tensor {
 #[track_caller]
 pub fn stop_gradient(x: &Tensor) -> Tensor {
     x.apply_at(Primitive::Unary(remat_ir::UnaryOp::StopGradient), Location::caller())
+}
+
+/// `lax.optimization_barrier(xs)`: the operands unchanged, as one
+/// `optimization_barrier` (XLA moves no computation across it).
+#[track_caller]
+pub fn optimization_barrier(xs: &[&Tensor]) -> Vec<Tensor> {
+    let ops: Vec<Operand> = xs.iter().map(|&x| x.into()).collect();
+    bind(Primitive::OptimizationBarrier, &ops, xs.iter().all(|x| x.is_weak()), Location::caller())
+}
+
+/// `lax.population_count(x)`: the number of set bits of each integer (`population_count`).
+#[track_caller]
+pub fn population_count(x: &Tensor) -> Tensor {
+    x.apply_at(Primitive::Unary(remat_ir::UnaryOp::PopulationCount), Location::caller())
+}
+
+/// `lax.clz(x)`: the number of leading zero bits of each integer (`clz`).
+#[track_caller]
+pub fn clz(x: &Tensor) -> Tensor {
+    x.apply_at(Primitive::Unary(remat_ir::UnaryOp::Clz), Location::caller())
+}
+
+/// `lax.mulhi(x, y)`: the high half of each double-width integer product (`mulhi`).
+#[track_caller]
+pub fn mulhi(x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
+    binary_at(BinaryOp::Mulhi, x.into(), y.into(), Location::caller())
+}
+
+/// `lax.reduce_prod(x, axes)`: the product over `axes` (`reduce_prod`).
+#[track_caller]
+pub fn reduce_prod(x: &Tensor, axes: &[usize]) -> Tensor {
+    x.apply_at(Primitive::Reduce { op: remat_ir::ReduceOp::Prod, axes: axes.to_vec() }, Location::caller())
+}
+
+/// `lax.reduce_and(x, axes)`: bitwise (on `bool`, logical) and over `axes` (`reduce_and`).
+#[track_caller]
+pub fn reduce_and(x: &Tensor, axes: &[usize]) -> Tensor {
+    x.apply_at(Primitive::Reduce { op: remat_ir::ReduceOp::And, axes: axes.to_vec() }, Location::caller())
+}
+
+/// `lax.reduce_or(x, axes)`: bitwise (on `bool`, logical) or over `axes` (`reduce_or`).
+#[track_caller]
+pub fn reduce_or(x: &Tensor, axes: &[usize]) -> Tensor {
+    x.apply_at(Primitive::Reduce { op: remat_ir::ReduceOp::Or, axes: axes.to_vec() }, Location::caller())
+}
+
+/// `lax.reduce_xor(x, axes)`: bitwise (on `bool`, logical) xor over `axes` (`reduce_xor`).
+#[track_caller]
+pub fn reduce_xor(x: &Tensor, axes: &[usize]) -> Tensor {
+    x.apply_at(Primitive::Reduce { op: remat_ir::ReduceOp::Xor, axes: axes.to_vec() }, Location::caller())
 }
 
 /// `lax.rem(x, y)`: the remainder of `x / y` with the sign of `x` (C's `fmod`), `rem`. A
@@ -676,7 +726,7 @@ fn cond_at_order<A: TensorTree, R: TensorTree>(
     let mut ops: Vec<Operand> = vec![index.into()];
     ops.extend(joined.consts.into_iter().map(Operand::Tensor));
     ops.extend(leaves.into_iter().map(Operand::Tensor));
-    bind_results(Primitive::Cond { branches }, &ops, &outs[0], loc)
+    bind_results(Primitive::Cond { branches, branches_platforms: None }, &ops, &outs[0], loc)
 }
 
 /// `lax.while_loop(cond_fn, body_fn, init)`: applies `body_fn` while `cond_fn` (a `bool`

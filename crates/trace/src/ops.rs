@@ -55,7 +55,8 @@ fn identity(op: ScatterOp, dtype: DType) -> Option<LitValue> {
         ScatterOp::Min if float => f64::INFINITY,
         ScatterOp::Max => lowest,
         ScatterOp::Min => highest,
-        ScatterOp::Set => return None,
+        // No segment reduction subtracts; `segment_update` is given the others only.
+        ScatterOp::Set | ScatterOp::Sub => return None,
     };
     Some(LitValue::from_f64(dtype, value))
 }

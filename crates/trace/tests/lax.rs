@@ -265,6 +265,14 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("sort_one", p(|a| lax::sort(&[&a[0]], 0, true, 1).remove(0)));
     add("select_n_bool", p(|a| lax::select_n(&a[0], &[&a[1], &a[2]])));
     add("select_n_three", p(|a| lax::select_n(&a[0], &[&a[1], &a[2], &a[3]])));
+    add("reduce_prod_axis", p(|a| lax::reduce_prod(&a[0], &[1])));
+    add(
+        "reduce_and_or_xor",
+        Box::new(|a| vec![lax::reduce_and(&a[0], &[0]), lax::reduce_or(&a[0], &[1]), lax::reduce_xor(&a[0], &[0, 1])]),
+    );
+    add("population_count_clz", p(|a| lax::population_count(&a[0]) + lax::clz(&a[0])));
+    add("mulhi", p(|a| lax::mulhi(&a[0], &a[1])));
+    add("optimization_barrier", Box::new(|a| lax::optimization_barrier(&[&a[0].sin(), &a[1]])));
     m
 }
 

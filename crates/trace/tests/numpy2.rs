@@ -108,6 +108,8 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("index_reversed_array", p(|a| a[0].index_with(ix![Idx::slice(Some(3), Some(0), -1), &a[1]])));
     add("at_add_reversed", p(|a| a[0].at_with(ix![Idx::slice(Some(4), None, -2), &a[1]]).add(&a[2])));
     add("remainder_int_scalar", p(|a| numpy::remainder(&a[0], 3)));
+    add("at_subtract", p(|a| a[0].at(&a[1]).subtract(&a[2])));
+    add("at_subtract_separated", p(|a| a[0].at_with(ix![&a[1], .., &a[2]]).subtract(&a[3])));
     m
 }
 

@@ -95,6 +95,14 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("uint8_scalar", p(|a| &a[0] + numpy::uint8(7)));
     add("uint32_scalar", p(|a| &a[0] * numpy::uint32(3)));
     add("bool_scalar", p(|a| &a[0] & numpy::bool_(true)));
+    add("prod_axes_keepdims", p(|a| a[0].prod_axes(&[1, 0], true)));
+    add("prod_all", p(|a| a[0].prod()));
+    add("prod_bool", p(|a| a[0].prod_axes(&[0], false)));
+    add("stack_promoted", p(|a| numpy::stack(&[&a[0], &a[1], &(&a[0] * 2.0)], -1)));
+    add("unstack_axis1", Box::new(|a| numpy::unstack(&a[0], 1)));
+    add("tile_fewer_reps", p(|a| numpy::tile(&a[0], &[2])));
+    add("tile_more_reps", p(|a| numpy::tile(&a[0], &[2, 1, 3])));
+    add("all_any", Box::new(|a| vec![a[0].gt(0.0).all_axes(&[1], false), a[0].any_axes(&[0], true), a[0].all()]));
     m
 }
 

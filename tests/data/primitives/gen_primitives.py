@@ -441,6 +441,123 @@ def fourier_layer(x, w, p):
     y = jnp.fft.irfft(spec * w, n=16)                        # f32[4,16]
     h = jnp.tanh(y + x @ p)
     return jnp.sum(h ** 2)
+# The small primitives of issue 45 (wt-small).
+
+@g.case("reduce_logical", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "reduce_and, reduce_or, reduce_xor: jnp.all/jnp.any on bool (one axis, all axes), "
+        "lax.reduce_and/or/xor on i32 (bitwise): no tangents, so only w is differentiated")
+def reduce_logical(x, w):
+    p = x > 0
+    i = lax.convert_element_type(x * 1000.0, jnp.int32)
+    rows = jnp.all(p, axis=1)                                  # bool[3]
+    cols = jnp.any(p, axis=0)                                  # bool[4]
+    some = jnp.any(w > 1.5)                                    # bool[] over both axes
+    bits = (lax.reduce_and(i, (1,))[:, None] + lax.reduce_or(i, (0,))[None, :]
+            + lax.reduce_xor(i, (0, 1)) + lax.reduce_xor_p.bind(p, axes=(0,))[None, :].astype(jnp.int32))
+    f = lax.convert_element_type(bits, jnp.float32) * 1e-4
+    mask = jnp.logical_xor(rows[:, None], cols[None, :]) | some
+    return jnp.sum(jnp.where(mask, jnp.sin(f) * w, w * w))
+
+@g.case("reduce_prod", "primitives", lambda: (g.rnd(3, 4), g.rnd(2, 4, 2)),
+        "reduce_prod: jnp.prod over a kept-last axis (the jvp's reshape permutes), over a "
+        "middle axis, over all axes, and of i32; the jvp is JAX's tree of products "
+        "(`_reduce_prod_jvp_rule`), on power-of-two lengths (an odd length pads with a "
+        "literal 1.0 whose tangent pad's 0.0 JAX saves as a literal residual, as for cumprod)")
+def reduce_prod(x, y):
+    a = jnp.prod(x, axis=1)                                   # f32[3], length 4
+    b = jnp.prod(y, axis=1)                                   # f32[2,2], length 4
+    c = jnp.prod(jnp.tanh(y))                                 # f32[], length 16
+    k = jnp.prod(lax.convert_element_type(x * 3.0, jnp.int32)[:2], axis=0)  # i32[4]
+    return jnp.sum(jnp.sin(a)) + jnp.sum(b * b) + c + jnp.sum(k.astype(jnp.float32) * x[2])
+
+@g.case("bits_count_mulhi", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "population_count, clz (i32 and u8, 0 and negatives too), mulhi (i32 and u32, "
+        "overflowing products): integer results, no tangents, so only w is differentiated")
+def bits_count_mulhi(x, w):
+    i = lax.convert_element_type(x * 1e6, jnp.int32)
+    j = lax.convert_element_type(w * 1e9, jnp.int32)
+    u = lax.convert_element_type(i, jnp.uint32)
+    b = lax.convert_element_type(i, jnp.uint8)
+    ints = (lax.population_count(i) + lax.clz(i) * 3 + lax.clz(j)
+            + lax.convert_element_type(lax.clz(b) + lax.population_count(b), jnp.int32)
+            + lax.mulhi(i, j) + lax.convert_element_type(lax.mulhi(u, u) >> 16, jnp.int32))
+    f = lax.convert_element_type(ints, jnp.float32) * 1e-3
+    return jnp.sum(jnp.sin(f) * w)
+
+from jax._src.lax import lax as _lax
+
+@g.case("total_order_compares", "primitives", lambda: (g.rnd(3, 4), g.rnd(5), g.rnd(3, 4)),
+        "eq_to, le_to, lt_to (XLA's TOTALORDER: -0.0 < 0.0, NaNs ordered by sign) on f32 "
+        "with zeros and NaNs, i32 and bool, and jnp.searchsorted (left and right, whose scan "
+        "binds le_to and lt_to); boolean and integer results have no tangents")
+def total_order_compares(x, s, w):
+    z = jnp.where(x > 0.5, 0.0, x) * jnp.where(w > 0, -1.0, 1.0)     # +0.0 and -0.0
+    n = jnp.where(x < -1.0, jnp.nan, z)
+    m = jnp.where(w < -1.0, -jnp.nan, w)
+    i = lax.convert_element_type(x * 3.0, jnp.int32)
+    masks = (_lax.lt_to_p.bind(n, m), _lax.le_to_p.bind(m, n), _lax.eq_to_p.bind(n, z),
+             _lax.lt_to_p.bind(i, i.T.reshape(3, 4)), _lax.le_to_p.bind(x > 0, w > 0),
+             _lax.eq_to_p.bind(i, 0 * i))
+    total = sum(jnp.where(c, 1.0, 0.0) * (k + 1.0) for k, c in enumerate(masks))
+    sorted_s = jnp.cumsum(jnp.exp(s)) - 2.0                          # increasing
+    left = jnp.searchsorted(sorted_s, x.reshape(-1))
+    right = jnp.searchsorted(sorted_s, jnp.round(w.reshape(-1)), side="right")
+    pos = lax.convert_element_type(left + 2 * right, jnp.float32).reshape(3, 4)
+    return jnp.sum(jnp.sin(total + pos) * w * x)
+
+@g.case("scatter_sub", "primitives", lambda: (g.rnd(6, 5), g.rnd(3, 5)),
+        "scatter-sub: .at[].subtract with repeated and out-of-bounds (dropped) rows; linear in "
+        "both operand and updates, the updates' transpose a negated gather")
+def scatter_sub(table, w):
+    order = jnp.argsort(lax.stop_gradient(w[:, 0]))       # i32[3]: 0, 1, 2 in some order
+    t = table.at[order * 3].subtract(jnp.sin(w))            # rows 0, 3, 6 (6 is dropped)
+    t = t.at[order % 2].subtract(jnp.cos(w))                # rows 0 and 1, one twice
+    return jnp.sum(jnp.tanh(t) * table)
+
+@g.case("stack_unstack_tile", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4)),
+        "stack (a new middle axis; its transpose unstack), unstack (one slice unused: a zero "
+        "cotangent stacked in), tile (fewer reps than axes, and more: a broadcast_in_dim first; "
+        "its transpose a reshape and a reduce_sum over the repetitions)")
+def stack_unstack_tile(x, w):
+    s = jnp.stack([jnp.sin(x), w, x * w], axis=1)           # f32[3,3,4]
+    a, b, c, d = jnp.unstack(w, axis=1)                     # four f32[3]
+    t = jnp.tile(x, (2,))[:, 2:6] + jnp.tile(w, (2, 1))[1:4]  # f32[3,4]
+    u = jnp.tile(jnp.cos(x), (2, 1, 1))                     # f32[2,3,4]
+    return (jnp.sum(s * s[:, ::-1]) + jnp.sum(a * jnp.sin(b) + d) + jnp.sum(jnp.tanh(t))
+            + jnp.sum(u[0] * u[1] * w))
+
+@g.case("diagonal_platform_index", "primitives", lambda: (g.rnd(4, 4), g.rnd(4)),
+        "platform_index and cond's branches_platforms: jnp.diagonal of a square matrix selects "
+        "between a Mosaic branch and the default one by platform (remat is `cpu`: the default); "
+        "jnp.trace beside it")
+def diagonal_platform_index(x, w):
+    d = jnp.diagonal(jnp.sin(x))
+    return jnp.sum(d * w) + jnp.trace(x * x) + jnp.sum(jnp.diagonal(x, offset=1) ** 2)
+
+@g.case("optimization_barrier", "primitives", lambda: (g.rnd(3, 4), g.rnd(4)),
+        "optimization_barrier of several operands: an identity whose jvp is a barrier of the "
+        "primals and one of the tangents, and whose transpose a barrier of the cotangents. "
+        "(Floats only: JAX's jvp passes an integer operand's float0 zero tangent through the "
+        "barrier, and remat has no float0 dtype.)")
+def optimization_barrier(x, w):
+    a, b = lax.optimization_barrier((jnp.sin(x), jnp.cos(w)))
+    return jnp.sum(a * b * x)
+
+@g.case("integer_control", "primitives", lambda: (g.rnd(3, 4), g.rnd(4)),
+        "integers and booleans computed from differentiated floats drive control and indexing "
+        "without tangents: lax.cond on x.sum() > 0, lax.switch on an argmax, a take at a float "
+        "cast to int, jnp.where on a comparison, a take at searchsorted positions")
+def integer_control(x, w):
+    h = jnp.tanh(x @ w)                                                     # f32[3]
+    h = lax.cond(h.sum() > 0, lambda h: jnp.sin(h) * 2.0, lambda h: jnp.cos(h) - h, h)
+    h = lax.switch(jnp.argmax(w), [lambda h: h ** 2, lambda h: jnp.exp(-h), lambda h: h * w[0],
+                                   lambda h: h + w[1]], h)
+    start = jnp.clip(jnp.floor(jnp.abs(w[0]) * 2.0).astype(jnp.int32), 0, 2)
+    row = jnp.take(x, start, axis=0)                                        # f32[4]
+    gated = jnp.where(row > w, row * w, -row)
+    edges = jnp.cumsum(jnp.exp(w))
+    pos = jnp.clip(jnp.searchsorted(edges, jnp.abs(x[0]) * 3.0), 0, 3)
+    return jnp.sum(h) + jnp.sum(gated) + jnp.sum(jnp.take(w, pos) * x[1])
 
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

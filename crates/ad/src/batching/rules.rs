@@ -53,12 +53,12 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
         }
         // JAX's `_device_put_batcher`: every operand keeps its batch axis.
-        Primitive::DevicePut { .. } => {
+        Primitive::DevicePut { .. } | Primitive::OptimizationBarrier => {
             let outs = b.bind(prim.clone(), ins.iter().map(|x| x.0).collect())?;
             Ok(outs.into_iter().map(Atom::Var).zip(ins.iter().map(|x| x.1)).collect())
         }
         // No operands, so never batched: the pass copies them.
-        Primitive::Iota { .. } | Primitive::Empty2 { .. } => {
+        Primitive::Iota { .. } | Primitive::Empty2 { .. } | Primitive::PlatformIndex { .. } => {
             Err(AdError::Internal(format!("vmap: {} has no operands to batch", prim.name())))
         }
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
@@ -218,6 +218,46 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
         }
         Primitive::Clamp => one(clamp(b, ins, size)),
+        Primitive::Stack { axis } => {
+            // `_stack_batch_rule`: one batch axis shared by all operands stays; otherwise
+            // each operand's moves to the front (an unbatched one broadcast there).
+            let bdim = ins[0].1;
+            if let Some(bd) = bdim.filter(|_| ins.iter().all(|x| x.1 == bdim)) {
+                let (out_axis, out_bdim) = if *axis <= bd { (*axis, bd + 1) } else { (axis + 1, bd) };
+                let x = b.bind1(Primitive::Stack { axis: out_axis }, ins.iter().map(|x| x.0).collect())?;
+                return Ok(vec![(x, Some(out_bdim))]);
+            }
+            let mut operands = Vec::with_capacity(ins.len());
+            for &(x, d) in ins {
+                operands.push(match d {
+                    Some(d) => moveaxis(b, x, d, 0)?,
+                    None => {
+                        let aval = b.aval(&x);
+                        let mut shape = vec![size];
+                        shape.extend(&aval.shape);
+                        let dims: Vec<usize> = (1..=aval.rank()).collect();
+                        b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x])?
+                    }
+                });
+            }
+            Ok(vec![(b.bind1(Primitive::Stack { axis: axis + 1 }, operands)?, Some(0))])
+        }
+        Primitive::Unstack { axis } => {
+            // `_unstack_batch_rule`: the batch axis stays, the unstacked axis shifts past it.
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let (out_axis, out_bdim) = if *axis < bd { (*axis, bd - 1) } else { (axis + 1, bd) };
+            let outs = b.bind(Primitive::Unstack { axis: out_axis }, vec![x])?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), Some(out_bdim))).collect())
+        }
+        Primitive::Tile { reps } => {
+            // `_tile_batch_rule`: one repetition along the batch axis.
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let mut reps = reps.clone();
+            reps.insert(bd, 1);
+            Ok(vec![(b.bind1(Primitive::Tile { reps }, vec![x])?, Some(bd))])
+        }
         Primitive::Split { axis, sizes } => {
             let (x, d) = ins[0];
             let bd = d.expect("batched");
@@ -295,7 +335,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let outs = b.bind(prim, ins.iter().map(|x| x.0).collect())?;
             Ok(outs.into_iter().map(Atom::Var).zip(out_dims).collect())
         }
-        Primitive::Cond { branches } => {
+        Primitive::Cond { branches, branches_platforms } => {
             let ((index, index_d), ops) = (ins[0], &ins[1..]);
             if index_d.is_some() {
                 return control::cond_batched_index(b, branches, ins, size);
@@ -318,7 +358,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
                     None => x,
                 });
             }
-            let outs = b.bind(Primitive::Cond { branches: new_branches }, args)?;
+            let prim = Primitive::Cond { branches: new_branches, branches_platforms: branches_platforms.clone() };
+            let outs = b.bind(prim, args)?;
             Ok(outs.into_iter().map(Atom::Var).zip(out_bat.iter().map(|&o| o.then_some(0))).collect())
         }
         Primitive::Scan { jaxpr, length, reverse, num_consts, num_carry, unroll } => {

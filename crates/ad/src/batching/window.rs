@@ -5,7 +5,7 @@
 //! derivatives (`jax/_src/lax/windowed_reductions.py`), which get a window of 1 over the
 //! batch axis.
 
-use remat_ir::{CompareOp, ConvParams, Eqn, Primitive, ReduceOp, Window};
+use remat_ir::{CompareOp, ConvParams, Eqn, Primitive, Window, WindowOp};
 
 use super::{bdim_at_front, Batched};
 use crate::builder::Builder;
@@ -127,7 +127,7 @@ fn window_with_axis(window: &Window, at: usize) -> Window {
 }
 
 /// JAX's `_reduce_window_batch_rule`: a window of 1 over the batch axis, which stays.
-pub(super) fn reduce_window(b: &mut Builder, op: ReduceOp, window: &Window, x: Batched) -> Result<Batched, AdError> {
+pub(super) fn reduce_window(b: &mut Builder, op: WindowOp, window: &Window, x: Batched) -> Result<Batched, AdError> {
     let d = x.1.ok_or_else(|| AdError::Internal("vmap: reduce_window without a batched operand".into()))?;
     let prim = Primitive::ReduceWindow { op, window: window_with_axis(window, d) };
     Ok((b.bind1(prim, vec![x.0])?, Some(d)))

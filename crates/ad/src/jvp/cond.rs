@@ -38,7 +38,7 @@ pub(crate) fn cond_jvp(
     // The index is an integer: it has no tangent.
     let mut tangents = tangents.to_vec();
     tangents[0] = Tangent::Zero;
-    call_with_tangents(b, cond_of(jvps), primals, &tangents, &out_nz)
+    call_with_tangents(b, cond_of(eqn, jvps), primals, &tangents, &out_nz)
 }
 
 /// `_while_loop_jvp`: a fixpoint makes a carry's tangent nonzero when the body makes it

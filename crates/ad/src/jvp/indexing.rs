@@ -62,7 +62,8 @@ pub(super) fn scatter(
         return Err(unsupported(&eqn.primitive, "is not a scatter"));
     };
     match op {
-        ScatterOp::Add => {}
+        // `_scatter_addsub_jvp`: the same scatter of the tangents.
+        ScatterOp::Add | ScatterOp::Sub => {}
         ScatterOp::Set if !*unique_indices => return scatter_set(b, eqn, primals, tangents),
         ScatterOp::Set => {}
         ScatterOp::Mul => return scatter_mul(b, old, eqn, primals, tangents),
@@ -402,6 +403,76 @@ pub(super) fn cumulative(
         Atom::Lit(_) => Tangent::Zero,
     };
     Ok((vec![out], vec![t]))
+}
+
+/// `reduce_prod`: `_reduce_prod_jvp_rule`, the jvp of JAX's `_reduce_jvp` tree (the
+/// reduced axes moved to the front and flattened, then halves multiplied until one row is
+/// left, an odd second half padded with 1), inlined; its primal is the tree's product.
+pub(super) fn reduce_prod(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::Reduce { axes, .. } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a reduction"));
+    };
+    let aval = b.aval(&primals[0]);
+    let inner = reduce_prod_tree(&aval, axes, eqn)?;
+    let mut primal = VarMap::new(&inner);
+    primal.set(inner.invars[0], primals[0]);
+    let mut ts = vec![Tangent::Zero; inner.vars.len()];
+    ts[inner.invars[0].index()] = tangents[0];
+    jvp_eqns(b, &inner, &mut primal, &mut ts)?;
+    let out = primal.get(&inner.outvars[0]);
+    let t = match inner.outvars[0] {
+        Atom::Var(v) => ts[v.index()],
+        Atom::Lit(_) => Tangent::Zero,
+    };
+    Ok((vec![out], vec![t]))
+}
+
+/// JAX's `_reduce_jvp(mul, [1], ...)` before its `api.jvp`, as a jaxpr `x -> product`.
+fn reduce_prod_tree(aval: &Aval, axes: &[usize], eqn: &Eqn) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    b.set_source(Some(eqn.source.clone()));
+    let x = Atom::Var(b.invar(aval.clone()));
+    let non_axes: Vec<usize> = (0..aval.rank()).filter(|d| !axes.contains(d)).collect();
+    let kept: Vec<usize> = non_axes.iter().map(|&d| aval.shape[d]).collect();
+    let n: usize = axes.iter().map(|&d| aval.shape[d]).product();
+    let permutation: Vec<usize> = axes.iter().chain(&non_axes).copied().collect();
+    let mut new_shape = vec![n];
+    new_shape.extend(&kept);
+    // `lax.reshape` binds nothing for the same shape in the same order, and prints
+    // `dimensions` only when it permutes.
+    let same_order = permutation.iter().enumerate().all(|(i, &p)| i == p);
+    let mut x = if same_order && new_shape == aval.shape {
+        x
+    } else {
+        let dimensions = (!same_order).then_some(permutation);
+        b.bind1(Primitive::Reshape { new_sizes: new_shape, dimensions }, vec![x])?
+    };
+    if n == 0 {
+        let out = b.full(&Aval::new(aval.dtype, kept), 1.0)?;
+        return Ok(b.finish(vec![out]));
+    }
+    loop {
+        let m = b.aval(&x).shape[0];
+        if m <= 1 {
+            break;
+        }
+        let m1 = m.div_ceil(2);
+        let first = slice_in_dim(&mut b, x, 0, m1, 1, 0)?;
+        let mut second = slice_in_dim(&mut b, x, m1, m, 1, 0)?;
+        if m - m1 != m1 {
+            let mut padding_config = vec![(0, 0, 0); kept.len() + 1];
+            padding_config[0] = (0, 1, 0);
+            second = b.bind1(Primitive::Pad { padding_config }, vec![second, lit(aval.dtype, 1.0)])?;
+        }
+        x = b.mul(first, second)?;
+    }
+    let out = b.bind1(Primitive::Squeeze { dimensions: vec![0] }, vec![x])?;
+    Ok(b.finish(vec![out]))
 }
 
 /// `associative_scan`'s combining function: a binary op, or JAX's `logaddexp` (a

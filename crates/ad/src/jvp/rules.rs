@@ -12,7 +12,7 @@
 //! equation otherwise), emits the primal equation first, and returns the primal outputs
 //! and one tangent per output.
 
-use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp};
+use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp, WindowOp};
 
 use super::{
     cond, emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
@@ -36,6 +36,7 @@ pub(crate) fn jvp_rule(
         | Primitive::Argmax { .. }
         | Primitive::Argmin { .. }
         | Primitive::Iota { .. }
+        | Primitive::PlatformIndex { .. }
         | Primitive::Empty2 { .. } => zero(b, old, eqn, primals),
         Primitive::Round { .. } | Primitive::BitcastConvertType { .. } => zero(b, old, eqn, primals),
         // JAX's `defjvp_zero`: keys and bits have float0 tangents.
@@ -140,7 +141,29 @@ pub(crate) fn jvp_rule(
         | Primitive::Real
         | Primitive::Imag
         | Primitive::Conj { .. }
-        | Primitive::Fft { .. } => linear(b, old, eqn, primals, tangents),
+        | Primitive::Fft { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::OptimizationBarrier => {
+            // `_opt_barrier_jvp`: a barrier of the primals, and one of the tangents, zeros
+            // instantiated (for the float operands: integers have no tangent).
+            let out = emit_primal(b, old, eqn, primals);
+            let floats: Vec<usize> = (0..primals.len()).filter(|&i| b.aval(&primals[i]).dtype.is_inexact()).collect();
+            let mut ts = Vec::with_capacity(floats.len());
+            for &i in &floats {
+                let aval = b.aval(&primals[i]);
+                ts.push(instantiate(b, tangents[i], &aval)?);
+            }
+            let mut t_out = vec![Tangent::Zero; primals.len()];
+            if !ts.is_empty() {
+                let vs = b.bind(Primitive::OptimizationBarrier, ts)?;
+                for (&i, v) in floats.iter().zip(vs) {
+                    t_out[i] = Tangent::Nz(Atom::Var(v));
+                }
+            }
+            Ok((out, t_out))
+        }
         Primitive::DynamicSlice { .. } => {
             // Linear in the operand; the start indices are integers.
             let out = emit_primal(b, old, eqn, primals);
@@ -181,6 +204,10 @@ pub(crate) fn jvp_rule(
                     b.div(s, counts)
                 })
             }
+            // `_reduce_prod_jvp_rule`: the jvp of JAX's tree of products.
+            ReduceOp::Prod => indexing::reduce_prod(b, eqn, primals, tangents),
+            // Integers and booleans: no tangent.
+            ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => zero(b, old, eqn, primals),
         },
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) => {
             // Bilinear: dot(xdot, y) + dot(x, ydot) (likewise conv).
@@ -191,10 +218,10 @@ pub(crate) fn jvp_rule(
                 b.bind1(prim.clone(), ins)
             })
         }
-        Primitive::ReduceWindow { op: ReduceOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
-        Primitive::ReduceWindow { op: op @ (ReduceOp::Max | ReduceOp::Min), window } => {
+        Primitive::ReduceWindow { op: WindowOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::ReduceWindow { op: op @ (WindowOp::Max | WindowOp::Min), window } => {
             // `_reduce_window_chooser_jvp_rule`: the tangent at the position `ge` (`le`) picks.
-            let select_prim = if *op == ReduceOp::Max { CompareOp::Ge } else { CompareOp::Le };
+            let select_prim = if *op == WindowOp::Max { CompareOp::Ge } else { CompareOp::Le };
             let (operand, window) = (primals[0], window.clone());
             standard(b, old, eqn, primals, tangents, |b, _, g, _| {
                 let prim = Primitive::SelectAndGatherAdd { select_prim, window: window.clone() };
@@ -351,7 +378,9 @@ fn unary(
         | UnaryOp::Erfc
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
-        | UnaryOp::Digamma => super::special::unary(b, old, eqn, op, primals, tangents),
+        | UnaryOp::Digamma
+        | UnaryOp::PopulationCount
+        | UnaryOp::Clz => super::special::unary(b, old, eqn, op, primals, tangents),
     }
 }
 
@@ -418,7 +447,8 @@ fn binary(
         | BinaryOp::Xor
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => super::special::binary(b, old, eqn, op, primals, tangents),
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => super::special::binary(b, old, eqn, op, primals, tangents),
     }
 }
 

@@ -28,7 +28,9 @@ pub(super) fn unary(
     let dt = b.aval(&x).dtype;
     let one = lit(dt, 1.0);
     match op {
-        UnaryOp::Not | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::IsFinite => zero(b, old, eqn, primals),
+        UnaryOp::Not | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::IsFinite | UnaryOp::PopulationCount | UnaryOp::Clz => {
+            zero(b, old, eqn, primals)
+        }
         UnaryOp::Copy => linear(b, old, eqn, primals, tangents),
         UnaryOp::Cbrt => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
             // g * (1/3 * ans**-2)
@@ -134,7 +136,8 @@ pub(super) fn binary(
         | BinaryOp::Xor
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
-        | BinaryOp::ShiftRightArithmetic => zero(b, old, eqn, primals),
+        | BinaryOp::ShiftRightArithmetic
+        | BinaryOp::Mulhi => zero(b, old, eqn, primals),
         BinaryOp::Rem => standard(b, old, eqn, primals, tangents, |b, i, g, ans| {
             if i == 0 {
                 // g, broadcast to the output's shape

@@ -80,7 +80,7 @@ pub(super) fn cond_partial_eval(pe: &mut Pe, eqn: &Eqn) -> Result<(), AdError> {
     let index = pe.known_value(&eqn.invars[0])?;
     let mut known_ins = vec![index];
     known_ins.extend(pe.known_values(ops, &unks)?);
-    let known_outs = pe.emit_known(cond_of(known_branches), known_ins, eqn.source.clone())?;
+    let known_outs = pe.emit_known(cond_of(eqn, known_branches), known_ins, eqn.source.clone())?;
     let num_known = out_unk.iter().filter(|&&u| !u).count();
     let (primal_known, res) = known_outs.split_at(num_known);
 
@@ -105,7 +105,7 @@ pub(super) fn cond_partial_eval(pe: &mut Pe, eqn: &Eqn) -> Result<(), AdError> {
         staged_ins.extend(res.iter().map(|&r| pe.residual(r)));
         staged_ins.extend(ops_s);
     }
-    let staged_outs = pe.emit_staged(cond_of(staged_branches), staged_ins, eqn.source.clone())?;
+    let staged_outs = pe.emit_staged(cond_of(eqn, staged_branches), staged_ins, eqn.source.clone())?;
     let mut primal_known = primal_known.iter();
     let mut staged_outs = staged_outs.into_iter();
     for (i, &v) in eqn.outvars.iter().enumerate() {

@@ -66,7 +66,7 @@ pub(crate) fn cond_transpose(
         Operand::Linear(_) => None,
     }));
     args.extend(ct_outs.iter().flatten().copied());
-    let outs = b.bind(cond_of(joined), args)?;
+    let outs = b.bind(cond_of(eqn, joined), args)?;
     let mut outs = outs.into_iter();
     let mut nz = any_nz.into_iter();
     let mut cts = vec![None];

@@ -6,7 +6,7 @@
 
 use remat_ir::{
     Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, FftType, MemorySpace,
-    Precision, Primitive, ReduceOp, ScatterOp, UnaryOp,
+    Precision, Primitive, ReduceOp, ScatterOp, UnaryOp, WindowOp,
 };
 
 use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
@@ -71,6 +71,8 @@ pub(crate) fn transpose_rule(
             | UnaryOp::Floor
             | UnaryOp::Ceil
             | UnaryOp::IsFinite
+            | UnaryOp::PopulationCount
+            | UnaryOp::Clz
             | UnaryOp::Cbrt
             | UnaryOp::Exp2
             | UnaryOp::Asin
@@ -136,7 +138,8 @@ pub(crate) fn transpose_rule(
                 | BinaryOp::Xor
                 | BinaryOp::ShiftLeft
                 | BinaryOp::ShiftRightLogical
-                | BinaryOp::ShiftRightArithmetic => return Err(not_linear()),
+                | BinaryOp::ShiftRightArithmetic
+                | BinaryOp::Mulhi => return Err(not_linear()),
             }
         }
         Primitive::Compare(_)
@@ -145,6 +148,7 @@ pub(crate) fn transpose_rule(
         | Primitive::IntegerPow { .. }
         | Primitive::Clamp
         | Primitive::Iota { .. }
+        | Primitive::PlatformIndex { .. }
         | Primitive::Empty2 { .. }
         | Primitive::Argmax { .. }
         | Primitive::Argmin { .. }
@@ -390,7 +394,9 @@ pub(crate) fn transpose_rule(
                     out[0] = Some(b.broadcast_in_dim(ct, &shape, &kept)?);
                 }
             }
-            ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
+            ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                return Err(not_linear())
+            }
         },
         Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision } => {
             let Some(ct) = single() else { return Ok(out) };
@@ -429,6 +435,27 @@ pub(crate) fn transpose_rule(
                 _ => return Err(not_linear()),
             }
         }
+        Primitive::OptimizationBarrier => {
+            // `_opt_barrier_transpose`: a barrier of the cotangents, zeros instantiated.
+            if ct_outs.iter().any(Option::is_some) {
+                let mut cts = Vec::with_capacity(ct_outs.len());
+                for (i, ct) in ct_outs.iter().enumerate() {
+                    cts.push(match ct {
+                        Some(ct) => *ct,
+                        None => {
+                            let a = aval(i, b);
+                            b.zeros(&a)?
+                        }
+                    });
+                }
+                let outs = b.bind(Primitive::OptimizationBarrier, cts)?;
+                for (i, v) in outs.into_iter().enumerate() {
+                    if lin(i) {
+                        out[i] = Some(Atom::Var(v));
+                    }
+                }
+            }
+        }
         Primitive::DevicePut { devices, copy_semantics: _ } => {
             for i in 0..ins.len() {
                 if let (true, Some(ct)) = (lin(i), ct_outs[i]) {
@@ -454,12 +481,12 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::ReduceWindow { op, window } => match op {
-            ReduceOp::Sum => {
+            WindowOp::Sum => {
                 if let Some(ct) = single() {
                     out[0] = Some(window::reduce_window_sum_transpose(b, window, ct, &aval(0, b))?);
                 }
             }
-            ReduceOp::Max | ReduceOp::Min => return Err(not_linear()),
+            WindowOp::Max | WindowOp::Min => return Err(not_linear()),
         },
         Primitive::SelectAndGatherAdd { select_prim, window } => {
             if !lin(0) || lin(1) {
@@ -489,6 +516,43 @@ pub(crate) fn transpose_rule(
             return transpose_call(b, eqn, ins, ct_outs)
         }
         Primitive::Scan { .. } => return scan_transpose(b, eqn, ins, ct_outs),
+        Primitive::Stack { axis } => {
+            // `_stack_transpose_rule`: the cotangent unstacked.
+            if let Some(ct) = single() {
+                let pieces = b.bind(Primitive::Unstack { axis: *axis }, vec![ct])?;
+                for (i, (slot, piece)) in out.iter_mut().zip(pieces).enumerate() {
+                    if lin(i) {
+                        *slot = Some(Atom::Var(piece));
+                    }
+                }
+            }
+        }
+        Primitive::Unstack { axis } => {
+            // `_unstack_transpose_rule`: the cotangents stacked, zeros instantiated.
+            if lin(0) && ct_outs.iter().any(Option::is_some) {
+                let mut piece = aval(0, b);
+                piece.shape.remove(*axis);
+                let mut cts = Vec::with_capacity(ct_outs.len());
+                for ct in ct_outs {
+                    cts.push(match ct {
+                        Some(ct) => *ct,
+                        None => b.zeros(&piece)?,
+                    });
+                }
+                out[0] = Some(b.bind1(Primitive::Stack { axis: *axis }, cts)?);
+            }
+        }
+        Primitive::Tile { reps } => {
+            // `_tile_transpose_rule`: the cotangent reshaped to `(reps[0], n0, reps[1], n1,
+            // ...)` and summed over the repetitions.
+            if let (Some(ct), true) = (single(), lin(0)) {
+                let operand = aval(0, b);
+                let shape: Vec<usize> = reps.iter().zip(&operand.shape).flat_map(|(&r, &n)| [r, n]).collect();
+                let r = b.reshape(ct, &shape)?;
+                let axes: Vec<usize> = (0..operand.rank()).map(|k| 2 * k).collect();
+                out[0] = Some(b.reduce_sum(r, &axes)?);
+            }
+        }
         Primitive::Split { axis, sizes } => {
             // `_split_transpose_rule`: the cotangents concatenated, zeros instantiated.
             if lin(0) && ct_outs.iter().any(Option::is_some) {
@@ -513,14 +577,17 @@ pub(crate) fn transpose_rule(
                 out[0] = Some(indexing::gather_transpose(b, prim, ct, &operand, value(1)?)?);
             }
         }
-        Primitive::Scatter { op: ScatterOp::Add, .. } => {
+        Primitive::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Sub), .. } => {
+            // `_scatter_addsub_transpose_rule`: the cotangent for the operand, its gather
+            // for the updates (negated for `scatter-sub`).
             if let Some(ct) = single() {
                 if lin(0) {
                     out[0] = Some(ct);
                 }
                 if lin(2) {
                     let updates = aval(2, b);
-                    out[2] = Some(indexing::scatter_add_transpose_updates(b, prim, ct, &updates, value(1)?)?);
+                    let g = indexing::scatter_add_transpose_updates(b, prim, ct, &updates, value(1)?)?;
+                    out[2] = Some(if *op == ScatterOp::Sub { b.neg(g)? } else { g });
                 }
             }
         }

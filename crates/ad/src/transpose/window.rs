@@ -5,7 +5,7 @@
 //! `reduce_window_sum`; `select_and_gather_add` (the tangent of `reduce_window_max`) and
 //! `select_and_scatter_add` transpose to each other.
 
-use remat_ir::{dilated, Atom, Aval, CompareOp, ConvDimensionNumbers, ConvParams, Primitive, ReduceOp, Window};
+use remat_ir::{dilated, Atom, Aval, CompareOp, ConvDimensionNumbers, ConvParams, Primitive, Window, WindowOp};
 
 use crate::builder::{lit, Builder};
 use crate::AdError;
@@ -221,7 +221,7 @@ pub(crate) fn reduce_window_sum_transpose(
         base_dilation: vec![1; rank],
         window_dilation: w.window_dilation.clone(),
     };
-    b.bind1(Primitive::ReduceWindow { op: ReduceOp::Sum, window }, vec![padded])
+    b.bind1(Primitive::ReduceWindow { op: WindowOp::Sum, window }, vec![padded])
 }
 
 /// `_select_and_gather_add_transpose`: the tangent's cotangent, a `select_and_scatter_add`
@@ -248,7 +248,13 @@ pub(crate) fn select_and_gather_add_transpose(
     if has_base_dilation {
         let identity = match select_prim {
             CompareOp::Ge | CompareOp::Gt => f64::NEG_INFINITY,
-            CompareOp::Le | CompareOp::Lt | CompareOp::Eq | CompareOp::Ne => f64::INFINITY,
+            CompareOp::Le
+            | CompareOp::Lt
+            | CompareOp::Eq
+            | CompareOp::Ne
+            | CompareOp::EqTo
+            | CompareOp::LeTo
+            | CompareOp::LtTo => f64::INFINITY,
         };
         let padding_config = w.base_dilation.iter().map(|&d| (0, 0, d as i64 - 1)).collect();
         operand = b.bind1(Primitive::Pad { padding_config }, vec![operand, lit(op_aval.dtype, identity)])?;

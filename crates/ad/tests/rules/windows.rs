@@ -3,7 +3,7 @@
 //! `reduce_window_*` (sum linear, max and min through `select_and_gather_add`, whose
 //! transpose is `select_and_scatter_add`, base-dilated too); and the two selections.
 
-use remat_ir::{CompareOp, ConvDimensionNumbers, ConvParams, Param, Primitive, ReduceOp, Window};
+use remat_ir::{CompareOp, ConvDimensionNumbers, ConvParams, Param, Primitive, Window, WindowOp};
 
 use super::{bind1, n, program, Program};
 use remat_ad::linearize;
@@ -105,9 +105,9 @@ pub(super) fn programs() -> Vec<Program> {
         let prim = conv(c);
         ps.push(program(name, &[n(&l), n(&r)], |b, x| vec![bind1(b, prim, vec![x[0], x[1]])]));
     }
-    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+    for op in [WindowOp::Sum, WindowOp::Max, WindowOp::Min] {
         // JAX's max/min vjp rejects window dilation (`window_dilation_has_no_vjp` below).
-        let wdil: &[usize] = if op == ReduceOp::Sum { &[1, 2] } else { &[1, 1] };
+        let wdil: &[usize] = if op == WindowOp::Sum { &[1, 2] } else { &[1, 1] };
         let w = window(&[2, 3], &[1, 2], &[(1, 0), (2, 1)], &[1, 2], wdil);
         let prim = Primitive::ReduceWindow { op, window: w };
         ps.push(program(&format!("{}_dilated", remat_ir::reduce_window_name(op)), &[n(&[3, 7])], |b, x| {
@@ -120,7 +120,7 @@ pub(super) fn programs() -> Vec<Program> {
         ("max_pool_overlapping", window(&[1, 3, 3], &[1, 2, 2], &[(0, 0), (1, 1), (1, 1)], &[1, 1, 1], &[1, 1, 1])),
         ("max_pool_base_dilated", window(&[2, 2], &[1, 2], &[(0, 1), (1, 0)], &[2, 1], &[1, 1])),
     ] {
-        let prim = Primitive::ReduceWindow { op: ReduceOp::Max, window: w };
+        let prim = Primitive::ReduceWindow { op: WindowOp::Max, window: w };
         let shape = if name.contains("overlapping") { vec![2, 5, 5] } else { vec![3, 5] };
         ps.push(program(name, &[n(&shape)], |b, x| vec![bind1(b, prim, vec![x[0]])]));
     }
@@ -146,7 +146,7 @@ pub(super) fn programs() -> Vec<Program> {
 #[test]
 fn window_dilation_has_no_vjp() {
     let w = window(&[2, 2], &[1, 1], &[(0, 0), (0, 0)], &[1, 1], &[1, 2]);
-    let prim = Primitive::ReduceWindow { op: ReduceOp::Max, window: w };
+    let prim = Primitive::ReduceWindow { op: WindowOp::Max, window: w };
     let p = program("max_pool_window_dilated", &[n(&[3, 5])], |b, x| vec![bind1(b, prim, vec![x[0]])]);
     let lin = linearize(&p.jaxpr).expect("the jvp exists");
     let mut linear = vec![false; lin.num_res];

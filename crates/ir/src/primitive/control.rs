@@ -11,13 +11,65 @@ use super::params::{ParamReader, Params};
 use super::Primitive;
 use crate::jaxpr::ClosedJaxpr;
 use crate::param::Param;
+use crate::param_types::BranchesPlatforms;
 use crate::shape::{bail, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
-// `cond[branches=(...)] index op0 op1 ...`: the branches only.
+// `cond[branches=(...)] index op0 op1 ...`: the branches, and `branches_platforms` when
+// the cond selects by platform (`branches_platforms=(('mosaic',), None)`).
 
-pub(super) fn cond_params(branches: &[ClosedJaxpr]) -> Params {
-    vec![("branches", Param::Tuple(branches.iter().map(|b| Param::Jaxpr(b.jaxpr.clone())).collect()))]
+pub(super) fn cond_params(branches: &[ClosedJaxpr], branches_platforms: Option<&BranchesPlatforms>) -> Params {
+    let mut ps = vec![("branches", Param::Tuple(branches.iter().map(|b| Param::Jaxpr(b.jaxpr.clone())).collect()))];
+    if let Some(platforms) = branches_platforms {
+        ps.push(("branches_platforms", platforms_param(platforms)));
+    }
+    ps
+}
+
+/// `(('mosaic',), None)`: a tuple of tuples of platform names or `None`.
+pub(super) fn platforms_param(platforms: &BranchesPlatforms) -> Param {
+    Param::Tuple(
+        platforms
+            .iter()
+            .map(|p| match p {
+                None => Param::None,
+                Some(names) => Param::Tuple(names.iter().map(|s| Param::Str(s.clone())).collect()),
+            })
+            .collect(),
+    )
+}
+
+pub(super) fn parse_platforms(p: &mut ParamReader, key: &str) -> Result<BranchesPlatforms, String> {
+    let v = p.take(key)?;
+    let wrong =
+        || format!("{}: `{key}` must be a tuple of tuples of platform names or None, found {}", p.prim(), v.repr());
+    let Param::Tuple(items) = &v else { return Err(wrong()) };
+    items
+        .iter()
+        .map(|item| match item {
+            Param::None => Ok(None),
+            Param::Tuple(names) => names
+                .iter()
+                .map(|n| if let Param::Str(s) = n { Ok(s.clone()) } else { Err(wrong()) })
+                .collect::<Result<Vec<String>, String>>()
+                .map(Some),
+            _ => Err(wrong()),
+        })
+        .collect()
+}
+
+/// `platform_index`: no operands, an `i32[]` result; some entry must be for `cpu` or the
+/// default, or the program has no branch to run here.
+pub(crate) fn platform_index_shape(platforms: &BranchesPlatforms, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "platform_index";
+    ensure!(in_avals.is_empty(), name, "takes no operands, found {}", in_avals.len());
+    ensure!(
+        crate::param_types::platform_index(platforms).is_some(),
+        name,
+        "none of the platforms {platforms:?} is `{}` and none is the default (None)",
+        crate::param_types::PLATFORM
+    );
+    Ok(vec![Aval::scalar(DType::I32)])
 }
 
 pub(super) fn parse_cond(p: &mut ParamReader) -> Result<Primitive, String> {
@@ -34,14 +86,29 @@ pub(super) fn parse_cond(p: &mut ParamReader) -> Result<Primitive, String> {
             .collect::<Result<_, _>>()?,
         other => return Err(format!("cond: `branches` must be a tuple of jaxprs, got {}", other.repr())),
     };
-    Ok(Primitive::Cond { branches })
+    let branches_platforms =
+        if p.has("branches_platforms") { Some(parse_platforms(p, "branches_platforms")?) } else { None };
+    Ok(Primitive::Cond { branches, branches_platforms })
 }
 
 /// `cond`: an `i32[]` index (as JAX's `_cond_typecheck` requires), then the operands every branch takes;
 /// every branch returns the same types, which are the results.
-pub(crate) fn cond_shape(branches: &[ClosedJaxpr], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+pub(crate) fn cond_shape(
+    branches: &[ClosedJaxpr],
+    branches_platforms: Option<&BranchesPlatforms>,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
     let name = "cond";
     ensure!(!branches.is_empty(), name, "a cond needs at least one branch");
+    if let Some(platforms) = branches_platforms {
+        ensure!(
+            platforms.len() == branches.len(),
+            name,
+            "branches_platforms has {} entries for {} branches",
+            platforms.len(),
+            branches.len()
+        );
+    }
     let Some((index, ops)) = in_avals.split_first() else { bail!(name, "a cond needs an index operand") };
     ensure!(
         index.shape.is_empty() && index.dtype == DType::I32,

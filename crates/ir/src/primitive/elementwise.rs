@@ -34,6 +34,7 @@ pub(crate) fn unary_shape(op: UnaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>, S
                 "operand must be an integer or bool, found {x}"
             )
         }
+        UnaryDomain::Int => ensure!(x.dtype.is_integer(), name, "operand must be an integer, found {x}"),
         UnaryDomain::Float => ensure!(x.dtype.is_float(), name, "operand must be a float, found {x}"),
         UnaryDomain::FloatOrComplex => {
             ensure!(x.dtype.is_inexact(), name, "operand must be a float or complex, found {x}")
@@ -99,7 +100,7 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
                 "operands must be integers or bool, found {x} and {y}"
             );
         }
-        BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic => {
+        BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic | BinaryOp::Mulhi => {
             same_dtype(name, x, y)?;
             ensure!(x.dtype.is_integer(), name, "operands must be integers, found {x} and {y}");
         }

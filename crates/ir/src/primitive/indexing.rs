@@ -53,6 +53,56 @@ pub(crate) fn split_shape(axis: usize, sizes: &[usize], in_avals: &[Aval]) -> Re
         .collect())
 }
 
+// `stack[axis=0] x y`, `unstack[axis=0] x` and `tile[reps=(2, 1)] x` (JAX's `stack_p`,
+// `unstack_p`, `tile_p` in `lax.py`).
+
+pub(super) fn axis_params(axis: usize) -> Params {
+    vec![("axis", Param::Int(axis as i64))]
+}
+
+pub(super) fn tile_params(reps: &[usize]) -> Params {
+    vec![("reps", Param::ints(reps.iter().copied()))]
+}
+
+pub(super) fn parse_tile(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Tile { reps: p.usizes("reps")? })
+}
+
+pub(crate) fn stack_shape(axis: usize, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "stack";
+    let Some(first) = in_avals.first() else { bail!(name, "expects at least one operand, got 0") };
+    for x in &in_avals[1..] {
+        ensure!(x.same_type(first), name, "all operands must have one type, found {first} and {x}");
+    }
+    ensure!(axis <= first.rank(), name, "axis {axis} is out of range for stacking {first}");
+    let mut shape = first.shape.clone();
+    shape.insert(axis, in_avals.len());
+    Ok(device(first.dtype, shape))
+}
+
+pub(crate) fn unstack_shape(axis: usize, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "unstack";
+    let [x] = arity(name, in_avals)?;
+    ensure!(axis < x.rank(), name, "axis {axis} is out of range for {x}");
+    let mut shape = x.shape.clone();
+    let n = shape.remove(axis);
+    Ok(vec![Aval::new(x.dtype, shape); n])
+}
+
+pub(crate) fn tile_shape(reps: &[usize], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "tile";
+    let [x] = arity(name, in_avals)?;
+    ensure!(
+        reps.len() == x.rank(),
+        name,
+        "reps length must be equal to the ndim of x, got {} reps for {x}",
+        reps.len()
+    );
+    let shape = x.shape.iter().zip(reps).map(|(&n, &r)| n.checked_mul(r)).collect::<Option<Vec<usize>>>();
+    let Some(shape) = shape else { bail!(name, "{x} tiled {reps:?} times overflows") };
+    Ok(device(x.dtype, shape))
+}
+
 /// A `Name(key=(...), ...)` call of tuples of integers, read in `keys` order.
 fn dims_call(p: &mut ParamReader, key: &str, func: &str, keys: &[&str]) -> Result<Vec<Vec<usize>>, String> {
     let v = p.take(key)?;
@@ -298,7 +348,7 @@ pub(crate) fn scatter_shape(
     let name = op.name();
     let [x, indices, updates] = arity(name, in_avals)?;
     ensure!(updates.dtype == x.dtype, name, "updates {updates} and operand {x} have different dtypes");
-    if matches!(op, ScatterOp::Add | ScatterOp::Mul) {
+    if matches!(op, ScatterOp::Add | ScatterOp::Sub | ScatterOp::Mul) {
         ensure!(x.dtype.is_numeric(), name, "operand {x} is not numeric");
     }
     if op != ScatterOp::Set {

@@ -44,9 +44,9 @@ pub(crate) mod window;
 
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
-    BinaryOp, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers, FftType, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
-    TriangularSolve, UnaryDomain, UnaryOp, Window,
+    platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
+    DotDimensionNumbers, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp,
+    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -162,6 +162,11 @@ primitive_kinds! {
         Remat2 = "remat2",
         Scan = "scan",
         Split = "split",
+        Stack = "stack",
+        Unstack = "unstack",
+        Tile = "tile",
+        PlatformIndex = "platform_index",
+        OptimizationBarrier = "optimization_barrier",
         Gather = "gather",
         Sort = "sort",
         TopK = "top_k",
@@ -251,6 +256,11 @@ impl PrimitiveKind {
             | PrimitiveKind::DevicePut
             | PrimitiveKind::Empty2
             | PrimitiveKind::Split
+            | PrimitiveKind::Stack
+            | PrimitiveKind::Unstack
+            | PrimitiveKind::Tile
+            | PrimitiveKind::PlatformIndex
+            | PrimitiveKind::OptimizationBarrier
             | PrimitiveKind::Gather
             | PrimitiveKind::Scatter(_)
             | PrimitiveKind::Sort
@@ -324,6 +334,11 @@ impl Primitive {
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
             Primitive::Split { .. } => PrimitiveKind::Split,
+            Primitive::Stack { .. } => PrimitiveKind::Stack,
+            Primitive::Unstack { .. } => PrimitiveKind::Unstack,
+            Primitive::Tile { .. } => PrimitiveKind::Tile,
+            Primitive::PlatformIndex { .. } => PrimitiveKind::PlatformIndex,
+            Primitive::OptimizationBarrier => PrimitiveKind::OptimizationBarrier,
             Primitive::Gather { .. } => PrimitiveKind::Gather,
             Primitive::Scatter { op, .. } => PrimitiveKind::Scatter(*op),
             Primitive::Sort { .. } => PrimitiveKind::Sort,
@@ -333,9 +348,9 @@ impl Primitive {
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
-            Primitive::ReduceWindow { op: ReduceOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
-            Primitive::ReduceWindow { op: ReduceOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
-            Primitive::ReduceWindow { op: ReduceOp::Min, .. } => PrimitiveKind::ReduceWindowMin,
+            Primitive::ReduceWindow { op: WindowOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
+            Primitive::ReduceWindow { op: WindowOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
+            Primitive::ReduceWindow { op: WindowOp::Min, .. } => PrimitiveKind::ReduceWindowMin,
             Primitive::SelectAndScatterAdd { .. } => PrimitiveKind::SelectAndScatterAdd,
             Primitive::SelectAndGatherAdd { .. } => PrimitiveKind::SelectAndGatherAdd,
             Primitive::Cond { .. } => PrimitiveKind::Cond,
@@ -409,6 +424,11 @@ impl Primitive {
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
             | Primitive::Split { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
+            | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
             | Primitive::Gather { .. }
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
@@ -491,6 +511,8 @@ impl Primitive {
                 scan_params(jaxpr, *length, *reverse, *num_consts, *num_carry, *unroll)
             }
             Primitive::Split { axis, sizes } => split_params(*axis, sizes),
+            Primitive::Stack { axis } | Primitive::Unstack { axis } => axis_params(*axis),
+            Primitive::Tile { reps } => tile_params(reps),
             Primitive::Gather {
                 dimension_numbers,
                 fill_value,
@@ -518,7 +540,9 @@ impl Primitive {
             Primitive::SelectAndGatherAdd { select_prim, window } => {
                 window::select_and_gather_add_params(*select_prim, window)
             }
-            Primitive::Cond { branches } => cond_params(branches),
+            Primitive::Cond { branches, branches_platforms } => cond_params(branches, branches_platforms.as_ref()),
+            Primitive::PlatformIndex { platforms } => vec![("platforms", platforms_param(platforms))],
+            Primitive::OptimizationBarrier => Vec::new(),
             Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
                 while_params(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)
             }
@@ -584,6 +608,11 @@ impl Primitive {
             PrimitiveKind::Remat2 => parse_remat2(p)?,
             PrimitiveKind::Scan => parse_scan(p)?,
             PrimitiveKind::Split => parse_split(p)?,
+            PrimitiveKind::Stack => Primitive::Stack { axis: p.usize("axis")? },
+            PrimitiveKind::Unstack => Primitive::Unstack { axis: p.usize("axis")? },
+            PrimitiveKind::Tile => parse_tile(p)?,
+            PrimitiveKind::PlatformIndex => Primitive::PlatformIndex { platforms: parse_platforms(p, "platforms")? },
+            PrimitiveKind::OptimizationBarrier => Primitive::OptimizationBarrier,
             PrimitiveKind::Gather => parse_gather(p)?,
             PrimitiveKind::Scatter(op) => parse_scatter(op, p)?,
             PrimitiveKind::Sort => parse_sort(p)?,
@@ -593,9 +622,9 @@ impl Primitive {
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
-            PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(ReduceOp::Sum, p)?,
-            PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(ReduceOp::Max, p)?,
-            PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(ReduceOp::Min, p)?,
+            PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(WindowOp::Sum, p)?,
+            PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(WindowOp::Max, p)?,
+            PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(WindowOp::Min, p)?,
             PrimitiveKind::SelectAndScatterAdd => window::parse_select_and_scatter_add(p)?,
             PrimitiveKind::SelectAndGatherAdd => window::parse_select_and_gather_add(p)?,
             PrimitiveKind::Cond => parse_cond(p)?,
@@ -676,6 +705,9 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             scan_shape(jaxpr, *length, *num_consts, *num_carry, ins)
         }
         Primitive::Split { axis, sizes } => split_shape(*axis, sizes, ins),
+        Primitive::Stack { axis } => stack_shape(*axis, ins),
+        Primitive::Unstack { axis } => unstack_shape(*axis, ins),
+        Primitive::Tile { reps } => tile_shape(reps, ins),
         Primitive::Gather { dimension_numbers, slice_sizes, .. } => gather_shape(dimension_numbers, slice_sizes, ins),
         Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
         Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
@@ -690,7 +722,10 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
         }
         Primitive::SelectAndGatherAdd { select_prim: _, window } => window::select_and_gather_add_shape(window, ins),
-        Primitive::Cond { branches } => cond_shape(branches, ins),
+        Primitive::Cond { branches, branches_platforms } => cond_shape(branches, branches_platforms.as_ref(), ins),
+        Primitive::PlatformIndex { platforms } => platform_index_shape(platforms, ins),
+        // The operands' types, each in its own memory space.
+        Primitive::OptimizationBarrier => Ok(ins.to_vec()),
         Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
             while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
         }
@@ -877,6 +912,9 @@ mod tests {
         assert_eq!(PrimitiveKind::from_name("sinc"), None);
         assert_eq!(PrimitiveKind::from_name("sinh"), Some(PrimitiveKind::Unary(UnaryOp::Sinh)));
         assert_eq!(UnaryOp::from_name("stop_gradient"), Some(UnaryOp::StopGradient));
-        assert_eq!(ReduceOp::ALL.map(ReduceOp::name), ["reduce_sum", "reduce_max", "reduce_min"]);
+        assert_eq!(
+            ReduceOp::ALL.map(ReduceOp::name),
+            ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"]
+        );
     }
 }

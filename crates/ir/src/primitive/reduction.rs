@@ -1,5 +1,5 @@
-//! Reductions and contractions: `reduce_sum`, `reduce_max`, `reduce_min`, `argmax` and
-//! `dot_general`.
+//! Reductions and contractions: `reduce_sum`, `reduce_max`, `reduce_min`, `reduce_prod`,
+//! `reduce_and`, `reduce_or`, `reduce_xor`, `argmax` and `dot_general`.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`, the
 //! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
@@ -25,7 +25,7 @@ pub(super) fn reduce_params(op: ReduceOp, axes: &[usize]) -> Params {
     let mut ps = vec![("axes", Param::ints(axes.iter().copied()))];
     match op {
         ReduceOp::Sum => ps.push(("out_sharding", Param::None)),
-        ReduceOp::Max | ReduceOp::Min => {}
+        ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {}
     }
     ps
 }
@@ -39,10 +39,17 @@ pub(crate) fn reduce_shape(op: ReduceOp, axes: &[usize], in_avals: &[Aval]) -> R
     let name = op.name();
     let [x] = arity(name, in_avals)?;
     match op {
-        ReduceOp::Sum => ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}"),
+        ReduceOp::Sum | ReduceOp::Prod => {
+            ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}")
+        }
         ReduceOp::Max | ReduceOp::Min => {
             ensure!(x.dtype != DType::Key, name, "operand must be a number or boolean, found {x}")
         }
+        ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => ensure!(
+            x.dtype.is_integer() || x.dtype == DType::Bool,
+            name,
+            "operand must be an integer or boolean, found {x}"
+        ),
     }
     distinct_axes(name, "axes", axes, x)?;
     Ok(device(x.dtype, remove_axes(&x.shape, axes)))

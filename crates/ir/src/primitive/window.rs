@@ -12,7 +12,7 @@ use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
 use crate::jaxpr::ConvParams;
 use crate::param::Param;
-use crate::param_types::{CompareOp, ConvDimensionNumbers, ReduceOp, Window};
+use crate::param_types::{CompareOp, ConvDimensionNumbers, Window, WindowOp};
 use crate::shape::{arity, bail, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -240,15 +240,11 @@ fn parse_window(p: &mut ParamReader, name: &str) -> Result<Window, String> {
 }
 
 /// The primitive's name: `reduce_window_sum`, `reduce_window_max` or `reduce_window_min`.
-pub fn reduce_window_name(op: ReduceOp) -> &'static str {
-    match op {
-        ReduceOp::Sum => "reduce_window_sum",
-        ReduceOp::Max => "reduce_window_max",
-        ReduceOp::Min => "reduce_window_min",
-    }
+pub fn reduce_window_name(op: WindowOp) -> &'static str {
+    op.name()
 }
 
-pub(super) fn parse_reduce_window(op: ReduceOp, p: &mut ParamReader) -> Result<Primitive, String> {
+pub(super) fn parse_reduce_window(op: WindowOp, p: &mut ParamReader) -> Result<Primitive, String> {
     Ok(Primitive::ReduceWindow { op, window: parse_window(p, reduce_window_name(op))? })
 }
 
@@ -282,10 +278,10 @@ fn windowed_shape(name: &str, w: &Window, x: &Aval) -> Result<Vec<usize>, ShapeE
         .collect())
 }
 
-pub(crate) fn reduce_window_shape(op: ReduceOp, w: &Window, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+pub(crate) fn reduce_window_shape(op: WindowOp, w: &Window, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     let name = reduce_window_name(op);
     let [x] = arity(name, in_avals)?;
-    if op == ReduceOp::Sum {
+    if op == WindowOp::Sum {
         ensure!(x.dtype.is_numeric(), name, "operand must be a number, found {x}");
     }
     ensure!(x.dtype != DType::Key, name, "operand must be a number or boolean, found {x}");

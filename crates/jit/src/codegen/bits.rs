@@ -93,7 +93,8 @@ impl Fx<'_, '_> {
             | BinaryOp::Min
             | BinaryOp::Atan2
             | BinaryOp::Nextafter
-            | BinaryOp::Polygamma => x,
+            | BinaryOp::Polygamma
+            | BinaryOp::Mulhi => x,
         }
     }
 

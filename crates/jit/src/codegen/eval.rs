@@ -285,6 +285,8 @@ impl Fx<'_, '_> {
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
             | UnaryOp::Digamma => self.unary_more(op, d, x),
+            // Integer-only ops (the verifier's rule).
+            UnaryOp::PopulationCount | UnaryOp::Clz => x,
         }
     }
 
@@ -332,6 +334,7 @@ impl Fx<'_, '_> {
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
             | UnaryOp::Digamma => return self.unary_more(op, DType::F64, x),
+            UnaryOp::PopulationCount | UnaryOp::Clz => return x,
         };
         self.call(imp, &[x]).expect("libm functions return")
     }
@@ -353,7 +356,8 @@ impl Fx<'_, '_> {
                 | BinaryOp::Xor
                 | BinaryOp::ShiftLeft
                 | BinaryOp::ShiftRightLogical
-                | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
+                | BinaryOp::ShiftRightArithmetic
+                | BinaryOp::Mulhi => self.binary_more(op, d, x, y),
             },
             DType::F32 | DType::F64 | DType::BF16 | DType::F16 => match op {
                 BinaryOp::Add | BinaryOp::AddAny => self.b.ins().fadd(x, y),
@@ -377,7 +381,8 @@ impl Fx<'_, '_> {
                 | BinaryOp::Xor
                 | BinaryOp::ShiftLeft
                 | BinaryOp::ShiftRightLogical
-                | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
+                | BinaryOp::ShiftRightArithmetic
+                | BinaryOp::Mulhi => self.binary_more(op, d, x, y),
             },
         }
     }
@@ -456,6 +461,9 @@ impl Fx<'_, '_> {
     }
 
     fn compare(&mut self, op: CompareOp, d: DType, x: Value, y: Value) -> Value {
+        if matches!(op, CompareOp::EqTo | CompareOp::LeTo | CompareOp::LtTo) {
+            return self.total_order_compare(op, d, x, y);
+        }
         match d {
             DType::F32 | DType::F64 | DType::BF16 | DType::F16 => {
                 let cc = match op {
@@ -465,6 +473,7 @@ impl Fx<'_, '_> {
                     CompareOp::Le => FloatCC::LessThanOrEqual,
                     CompareOp::Gt => FloatCC::GreaterThan,
                     CompareOp::Ge => FloatCC::GreaterThanOrEqual,
+                    CompareOp::EqTo | CompareOp::LeTo | CompareOp::LtTo => FloatCC::Equal,
                 };
                 self.b.ins().fcmp(cc, x, y)
             }
@@ -496,10 +505,47 @@ impl Fx<'_, '_> {
                     (CompareOp::Le, false) => IntCC::UnsignedLessThanOrEqual,
                     (CompareOp::Gt, false) => IntCC::UnsignedGreaterThan,
                     (CompareOp::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
+                    (CompareOp::EqTo | CompareOp::LeTo | CompareOp::LtTo, _) => IntCC::Equal,
                 };
                 self.b.ins().icmp(cc, x, y)
             }
         }
+    }
+
+    /// `eq_to`, `le_to`, `lt_to`: XLA's `TOTALORDER` compares (scalar code). Integers and
+    /// `bool` compare by value; a float (a 16-bit one widened exactly to `f32`) by its bits
+    /// read as sign and magnitude: a negative value's magnitude bits flipped, then a signed
+    /// compare (`remat_math`'s `Element::total_order_key`).
+    fn total_order_compare(&mut self, op: CompareOp, d: DType, x: Value, y: Value) -> Value {
+        let (x, y, signed) = if d.is_float() {
+            let ity = if d == DType::F64 { types::I64 } else { types::I32 };
+            let key = |fx: &mut Self, v: Value| {
+                let bits = fx.b.ins().bitcast(ity, little(), v);
+                let sign = fx.b.ins().sshr_imm_s(bits, i64::from(ity.bits() - 1));
+                let mag = fx.b.ins().ushr_imm_s(sign, 1);
+                fx.b.ins().bxor(bits, mag)
+            };
+            (key(self, x), key(self, y), true)
+        } else {
+            (x, y, super::convert::is_signed(d))
+        };
+        let cc = match (op, signed) {
+            (CompareOp::LtTo, true) => IntCC::SignedLessThan,
+            (CompareOp::LeTo, true) => IntCC::SignedLessThanOrEqual,
+            (CompareOp::LtTo, false) => IntCC::UnsignedLessThan,
+            (CompareOp::LeTo, false) => IntCC::UnsignedLessThanOrEqual,
+            (
+                CompareOp::EqTo
+                | CompareOp::Eq
+                | CompareOp::Ne
+                | CompareOp::Lt
+                | CompareOp::Le
+                | CompareOp::Gt
+                | CompareOp::Ge,
+                _,
+            ) => IntCC::Equal,
+        };
+        self.b.ins().icmp(cc, x, y)
     }
 
     /// Repeated squaring in JAX's multiplication order; `1 / x^-y` for negative `y`.
@@ -606,8 +652,9 @@ impl Fx<'_, '_> {
         let bop = crate::lower::reduce_binary(op);
         if d == DType::Bool {
             return match op {
-                ReduceOp::Max => self.b.ins().bor(acc, x),
-                ReduceOp::Min | ReduceOp::Sum => self.b.ins().band(acc, x),
+                ReduceOp::Max | ReduceOp::Or => self.b.ins().bor(acc, x),
+                ReduceOp::Min | ReduceOp::Sum | ReduceOp::Prod | ReduceOp::And => self.b.ins().band(acc, x),
+                ReduceOp::Xor => self.b.ins().bxor(acc, x),
             };
         }
         self.binary(bop, d, acc, x)

@@ -50,6 +50,24 @@ impl Fx<'_, '_> {
             | UnaryOp::Sqrt
             | UnaryOp::Rsqrt => x,
             UnaryOp::Not | UnaryOp::Copy => self.unary_more(op, d, x),
+            UnaryOp::PopulationCount | UnaryOp::Clz => {
+                // On at least 32 bits (a narrower integer zero-extended, `clz` less the
+                // extension's zeros), the count then narrowed to the operand's width.
+                let bits = ty.bits();
+                let wide_ty = if bits < 32 { cranelift_codegen::ir::types::I32 } else { ty };
+                let wide = if bits < 32 { self.b.ins().uextend(wide_ty, x) } else { x };
+                let r = if op == UnaryOp::PopulationCount {
+                    self.b.ins().popcnt(wide)
+                } else {
+                    let c = self.b.ins().clz(wide);
+                    self.b.ins().iadd_imm_s(c, -i64::from(wide_ty.bits() - bits))
+                };
+                if bits < 32 {
+                    self.b.ins().ireduce(ty, r)
+                } else {
+                    r
+                }
+            }
             // Float-only ops (the verifier's rule).
             UnaryOp::Floor
             | UnaryOp::Ceil
@@ -90,6 +108,24 @@ impl Fx<'_, '_> {
             | BinaryOp::ShiftLeft
             | BinaryOp::ShiftRightLogical
             | BinaryOp::ShiftRightArithmetic => self.binary_more(op, d, x, y),
+            BinaryOp::Mulhi => {
+                // The double-width product: narrower integers in 64 bits, 64-bit ones by
+                // the high-half instructions.
+                let ty = clif_type(d);
+                let bits = ty.bits();
+                if bits == 64 {
+                    return if signed { self.b.ins().smulhi(x, y) } else { self.b.ins().umulhi(x, y) };
+                }
+                let i64t = cranelift_codegen::ir::types::I64;
+                let (wx, wy) = if signed {
+                    (self.b.ins().sextend(i64t, x), self.b.ins().sextend(i64t, y))
+                } else {
+                    (self.b.ins().uextend(i64t, x), self.b.ins().uextend(i64t, y))
+                };
+                let p = self.b.ins().imul(wx, wy);
+                let h = self.b.ins().sshr_imm_s(p, i64::from(bits));
+                self.b.ins().ireduce(ty, h)
+            }
             // Float-only ops (the verifier's rule).
             BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => x,
         }

@@ -383,7 +383,9 @@ impl Fx<'_, '_> {
             | UnaryOp::Erfc
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
-            | UnaryOp::Digamma => x,
+            | UnaryOp::Digamma
+            | UnaryOp::PopulationCount
+            | UnaryOp::Clz => x,
         };
         match op {
             // Odd functions with f(±0) = ±0 keep the zero's sign.

@@ -21,7 +21,7 @@ impl Lowering {
         target: Option<BufId>,
     ) -> Val {
         let d = x.aval.dtype;
-        if op != ReduceOp::Sum || !d.is_narrow_float() {
+        if !matches!(op, ReduceOp::Sum | ReduceOp::Prod) || !d.is_narrow_float() {
             return self.reduce(op, axes, x, out, target);
         }
         let wide = Val {
@@ -70,11 +70,16 @@ pub(crate) fn reduce_binary(op: ReduceOp) -> BinaryOp {
         ReduceOp::Sum => BinaryOp::Add,
         ReduceOp::Max => BinaryOp::Max,
         ReduceOp::Min => BinaryOp::Min,
+        ReduceOp::Prod => BinaryOp::Mul,
+        ReduceOp::And => BinaryOp::And,
+        ReduceOp::Or => BinaryOp::Or,
+        ReduceOp::Xor => BinaryOp::Xor,
     }
 }
 
-/// The identity of a reduction, for filling: 0, the lowest value for `max` (`-inf`, `MIN`,
-/// 0 unsigned, `false`) and the highest for `min`. (Keys have no reductions; they get 0.)
+/// The identity of a reduction, for filling: 0 (`sum`, `or`, `xor`), 1 (`prod`), all ones
+/// (`and`: -1, the maximum unsigned, `true`), the lowest value for `max` (`-inf`, `MIN`, 0
+/// unsigned, `false`) and the highest for `min`. (Keys have no reductions; they get 0.)
 pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
     let max = op == ReduceOp::Max;
     match (op, dtype) {
@@ -82,7 +87,18 @@ pub(crate) fn reduce_identity(op: ReduceOp, dtype: DType) -> LitValue {
         (_, DType::Key) => LitValue::I64(0),
         // Complex reductions are native steps, and `reduce_max` takes no complex.
         (_, DType::C64 | DType::C128) => LitValue::from_f64(dtype, 0.0),
-        (ReduceOp::Sum, _) => LitValue::from_f64(dtype, 0.0),
+        (ReduceOp::Sum | ReduceOp::Or | ReduceOp::Xor, _) => LitValue::from_f64(dtype, 0.0),
+        (ReduceOp::Prod, _) => LitValue::from_f64(dtype, 1.0),
+        (ReduceOp::And, DType::I8) => LitValue::I8(-1),
+        (ReduceOp::And, DType::I16) => LitValue::I16(-1),
+        (ReduceOp::And, DType::I32) => LitValue::I32(-1),
+        (ReduceOp::And, DType::I64) => LitValue::I64(-1),
+        (ReduceOp::And, DType::U8) => LitValue::U8(u8::MAX),
+        (ReduceOp::And, DType::U32) => LitValue::U32(u32::MAX),
+        // Floats have no `and` (the shape rule's).
+        (ReduceOp::And, DType::Bool | DType::F32 | DType::F64 | DType::BF16 | DType::F16) => {
+            LitValue::from_f64(dtype, 1.0)
+        }
         (_, DType::F32 | DType::F64 | DType::BF16 | DType::F16) => {
             LitValue::from_f64(dtype, if max { f64::NEG_INFINITY } else { f64::INFINITY })
         }

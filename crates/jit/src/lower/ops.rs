@@ -226,6 +226,45 @@ impl Lowering {
                 };
                 self.scan(&s, ins, out_avals, targets)
             }
+            Primitive::Stack { axis } => {
+                // Each operand with the new axis (a view), then their concatenation.
+                let mut expanded = Vec::with_capacity(ins.len());
+                for x in &ins {
+                    let mut shape = x.shape().to_vec();
+                    shape.insert(*axis, 1);
+                    let kept_out: Vec<bool> = (0..shape.len()).map(|j| j != *axis).collect();
+                    let map = IndexMap::regroup(&vec![true; x.aval.rank()], &kept_out);
+                    expanded.push(self.remap(x.clone(), &map, shape));
+                }
+                Ok(vec![self.concatenate(&expanded, *axis, out, target)])
+            }
+            Primitive::Unstack { axis } => {
+                // Slice `i` of the axis, then the axis squeezed out: two views.
+                let x = &ins[0];
+                let rank = x.aval.rank();
+                let ones = vec![1; rank];
+                let kept: Vec<bool> = (0..rank).map(|k| k != *axis).collect();
+                let mut outs = Vec::with_capacity(out_avals.len());
+                for (i, aval) in out_avals.iter().enumerate() {
+                    let mut start = vec![0; rank];
+                    start[*axis] = i;
+                    let mut piece = x.shape().to_vec();
+                    piece[*axis] = 1;
+                    let sliced = self.remap(x.clone(), &IndexMap::slice(&start, &ones), piece);
+                    let map = IndexMap::regroup(&kept, &vec![true; aval.rank()]);
+                    outs.push(self.remap(sliced, &map, aval.shape.clone()));
+                }
+                Ok(outs)
+            }
+            Primitive::Tile { reps } => {
+                // A broadcast to `(reps[0], n0, reps[1], n1, ...)`, reshaped to the result.
+                let x = &ins[0];
+                let shape: Vec<usize> = reps.iter().zip(x.shape()).flat_map(|(&r, &n)| [r, n]).collect();
+                let dims: Vec<usize> = (0..x.aval.rank()).map(|k| 2 * k + 1).collect();
+                let map = IndexMap::broadcast(x.shape(), shape.len(), &dims);
+                let wide = self.remap(x.clone(), &map, shape);
+                Ok(vec![self.reshape(wide, out)])
+            }
             Primitive::Split { axis, sizes } => {
                 let x = &ins[0];
                 let mut start = vec![0; x.aval.rank()];
@@ -247,7 +286,9 @@ impl Lowering {
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_) => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
-            Primitive::ReduceWindow { op, window } => Ok(vec![self.reduce_window(*op, window, &ins[0], out)]),
+            Primitive::ReduceWindow { op, window } => {
+                Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
+            }
             Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
                 let w = remat_ir::scatter_window(window_dimensions, window_strides, padding);
                 Ok(vec![self.select_and_scatter_add(prim, *select_prim, &w, &ins[0], &ins[1], out)?])
@@ -255,7 +296,14 @@ impl Lowering {
             Primitive::SelectAndGatherAdd { select_prim, window } => {
                 Ok(vec![self.select_and_gather_add(prim, *select_prim, window, &ins[0], &ins[1], out)?])
             }
-            Primitive::Cond { branches } => self.cond(branches, ins, out_avals, targets),
+            Primitive::Cond { branches, .. } => self.cond(branches, ins, out_avals, targets),
+            // The index of the `cpu` entry, a constant (the shape rule checked one exists).
+            // An identity: the operands are the results.
+            Primitive::OptimizationBarrier => Ok(ins),
+            Primitive::PlatformIndex { platforms } => {
+                let i = remat_ir::platform_index(platforms).ok_or_else(|| unsupported(prim, "no entry for cpu"))?;
+                node(Expr::Lit(LitValue::I32(i as i32)))
+            }
             Primitive::While { cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts } => {
                 let w = super::control::WhileParams {
                     cond: cond_jaxpr,
@@ -729,6 +777,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat2 { .. }
         | Primitive::Name { .. }
+        | Primitive::OptimizationBarrier
         | Primitive::DevicePut { .. } => ComplexRoute::Inline,
         Primitive::Scan { .. } | Primitive::Cond { .. } | Primitive::While { .. } => ComplexRoute::Refuse,
         Primitive::Unary(_)
@@ -777,6 +826,10 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Cumulative { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. }
+        | Primitive::PlatformIndex { .. }
         | Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }

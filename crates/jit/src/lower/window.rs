@@ -318,7 +318,13 @@ impl Lowering {
         let dtype = x.aval.dtype;
         let init = match select_prim {
             CompareOp::Ge | CompareOp::Gt => reduce_identity(ReduceOp::Max, dtype),
-            CompareOp::Le | CompareOp::Lt | CompareOp::Eq | CompareOp::Ne => reduce_identity(ReduceOp::Min, dtype),
+            CompareOp::Le
+            | CompareOp::Lt
+            | CompareOp::Eq
+            | CompareOp::Ne
+            | CompareOp::EqTo
+            | CompareOp::LeTo
+            | CompareOp::LtTo => reduce_identity(ReduceOp::Min, dtype),
         };
         let config: Vec<(i64, i64, i64)> =
             w.padding.iter().zip(&w.base_dilation).map(|(&(lo, hi), &d)| (lo, hi, d as i64 - 1)).collect();

@@ -29,6 +29,7 @@ use crate::program::NativeDesc;
 /// of the cumulative reductions.
 trait El: Element {
     fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     /// `logaddexp` for floats (the shape rule admits `cumlogsumexp` on floats only).
     fn logaddexp(self, o: Self) -> Self;
@@ -39,6 +40,9 @@ macro_rules! float_el {
         impl El for $t {
             fn add(self, o: $t) -> $t {
                 self + o
+            }
+            fn sub(self, o: $t) -> $t {
+                self - o
             }
             fn mul(self, o: $t) -> $t {
                 self * o
@@ -65,6 +69,9 @@ macro_rules! narrow_el {
         impl El for $t {
             fn add(self, o: $t) -> $t {
                 Narrow::from_f32(Narrow::to_f32(self) + Narrow::to_f32(o))
+            }
+            fn sub(self, o: $t) -> $t {
+                Narrow::from_f32(Narrow::to_f32(self) - Narrow::to_f32(o))
             }
             fn mul(self, o: $t) -> $t {
                 Narrow::from_f32(Narrow::to_f32(self) * Narrow::to_f32(o))
@@ -96,6 +103,9 @@ macro_rules! int_el {
             fn add(self, o: $t) -> $t {
                 self.wrapping_add(o)
             }
+            fn sub(self, o: $t) -> $t {
+                self.wrapping_sub(o)
+            }
             fn mul(self, o: $t) -> $t {
                 self.wrapping_mul(o)
             }
@@ -116,6 +126,10 @@ impl El for bool {
     fn add(self, o: bool) -> bool {
         self | o
     }
+    /// Never reached: the shape rule keeps `scatter-sub` to numbers.
+    fn sub(self, o: bool) -> bool {
+        self ^ o
+    }
     fn mul(self, o: bool) -> bool {
         self & o
     }
@@ -128,6 +142,9 @@ impl El for bool {
 /// arithmetic, so the numeric methods are never reached.
 impl El for remat_ir::PrngKey {
     fn add(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
+        self
+    }
+    fn sub(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
         self
     }
     fn mul(self, _: remat_ir::PrngKey) -> remat_ir::PrngKey {
@@ -144,6 +161,9 @@ macro_rules! complex_el {
         impl El for $t {
             fn add(self, o: $t) -> $t {
                 <$t>::from_num(self.num() + o.num())
+            }
+            fn sub(self, o: $t) -> $t {
+                <$t>::from_num(self.num() - o.num())
             }
             fn mul(self, o: $t) -> $t {
                 <$t>::from_num(self.num() * o.num())
@@ -361,6 +381,7 @@ fn scatter<T: El>(
     let combine: fn(T, T) -> T = match op {
         ScatterOp::Set => |_, u| u,
         ScatterOp::Add => T::add,
+        ScatterOp::Sub => T::sub,
         ScatterOp::Mul => T::mul,
         ScatterOp::Min => T::min_nan,
         ScatterOp::Max => T::max_nan,

@@ -27,6 +27,7 @@
 
 use remat_ir::{
     Array, Atom, BinaryOp, CumulativeOp, DType, Eqn, Jaxpr, Primitive, ReduceOp, ScatterOp, SourceInfo, UnaryOp,
+    WindowOp,
 };
 
 use crate::common::{check_bits, value_bits};
@@ -62,10 +63,10 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             // result may round from a 1-ulp different f32 one; compared within tolerance.
             Primitive::Binary(op) if remat_math::BINARY_OPS.contains(op) && float_in() => false,
             // Float accumulations: the backends may sum in different orders.
-            Primitive::Reduce { op: ReduceOp::Sum, .. }
+            Primitive::Reduce { op: ReduceOp::Sum | ReduceOp::Prod, .. }
             | Primitive::DotGeneral { .. }
             | Primitive::ConvGeneralDilated(_)
-            | Primitive::ReduceWindow { op: ReduceOp::Sum, .. }
+            | Primitive::ReduceWindow { op: WindowOp::Sum, .. }
             | Primitive::SelectAndScatterAdd { .. }
             | Primitive::Cumulative { .. }
             | Primitive::Scatter { .. } => !float_in(),
@@ -116,6 +117,11 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
             | Primitive::Split { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
+            | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
             | Primitive::Gather { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
@@ -149,8 +155,9 @@ pub(crate) fn close(what: &str, got: &[Array], want: &[Array]) -> Result<(), Str
 /// Whether `prim` on float operands sums terms whose order the backends may choose.
 fn accumulates(prim: &Primitive) -> bool {
     match prim {
-        Primitive::Reduce { op, .. } | Primitive::ReduceWindow { op, .. } => *op == ReduceOp::Sum,
-        Primitive::Scatter { op, .. } => *op == ScatterOp::Add,
+        Primitive::Reduce { op, .. } => matches!(op, ReduceOp::Sum | ReduceOp::Prod),
+        Primitive::ReduceWindow { op, .. } => *op == WindowOp::Sum,
+        Primitive::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Sub),
         Primitive::Cumulative { op, .. } => *op == CumulativeOp::Sum,
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) | Primitive::SelectAndScatterAdd { .. } => true,
         Primitive::Unary(_)
@@ -197,6 +204,11 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Remat2 { .. }
         | Primitive::Scan { .. }
         | Primitive::Split { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. }
+        | Primitive::PlatformIndex { .. }
+        | Primitive::OptimizationBarrier
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }

@@ -262,6 +262,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 UnaryDomain::Any => true,
                 UnaryDomain::Number => is_num(a),
                 UnaryDomain::IntOrBool => !a.dtype.is_float(),
+                UnaryDomain::Int => a.dtype.is_integer(),
                 UnaryDomain::Float | UnaryDomain::FloatOrComplex => a.dtype.is_float(),
             })?;
             if matches!(op, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tan) {
@@ -282,6 +283,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic => {
                     b.of(g, |a| a.dtype == DType::I32)?
                 }
+                BinaryOp::Mulhi => b.of(g, |a| a.dtype.is_integer())?,
                 _ => b.of(g, is_num)?,
             };
             let xa = b.aval(x);
@@ -459,8 +461,15 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(Primitive::Iota { dtype, shape, dimension }, vec![])?;
         }
         21 => {
-            let op = g.pick(&[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min]);
-            let x = b.of(g, |a| a.rank() > 0 && (op != ReduceOp::Sum || a.dtype != DType::Bool))?;
+            let op = g.pick(&ReduceOp::ALL);
+            let x = b.of(g, |a| {
+                a.rank() > 0
+                    && match op {
+                        ReduceOp::Sum | ReduceOp::Prod => a.dtype != DType::Bool,
+                        ReduceOp::Max | ReduceOp::Min => true,
+                        ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => !a.dtype.is_float(),
+                    }
+            })?;
             let r = b.aval(x).rank();
             let axes: Vec<usize> = (0..r).filter(|_| g.chance(50)).collect();
             if g.chance(15) {
@@ -591,11 +600,24 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let ops = [UnaryOp::Exp, UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin];
             let branches: Vec<ClosedJaxpr> =
                 (0..2 + g.below(2)).map(|_| ClosedJaxpr::new(inner_unary(&aval, g.pick(&ops)))).collect();
+            if g.chance(20) {
+                // `jnp.diagonal`'s selection by platform: a `platform_index` over entries
+                // for other platforms, `cpu` and the default, in some order.
+                let n = branches.len();
+                let mut platforms: Vec<Option<Vec<String>>> = (0..n)
+                    .map(|i| Some(vec![g.pick(&["mosaic", "cuda", "rocm"]).to_string(), format!("p{i}")]))
+                    .collect();
+                platforms[g.below(n)] = if g.chance(50) { Some(vec!["cpu".to_string()]) } else { None };
+                let index = b.eqn(Primitive::PlatformIndex { platforms: platforms.clone() }, vec![])?[0];
+                let prim = Primitive::Cond { branches, branches_platforms: Some(platforms) };
+                b.eqn(prim, vec![index.into(), x.into()])?;
+                return Some(());
+            }
             let index = match b.of(g, |a| a.dtype == DType::I32 && a.rank() == 0) {
                 Some(v) if g.chance(70) => v.into(),
                 _ => lit(DType::I32, g.pick(&[-1.0, 0.0, 1.0, 2.0, 9.0])),
             };
-            b.eqn(Primitive::Cond { branches }, vec![index, x.into()])?;
+            b.eqn(Primitive::Cond { branches, branches_platforms: None }, vec![index, x.into()])?;
             b.eqn(Primitive::Empty2 { dtype: aval.dtype, memory_space: MemorySpace::Device }, vec![])?;
         }
         34 | 35 => {
@@ -958,10 +980,29 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let others: Vec<usize> = (0..r).filter(|&d| d != axis).collect();
     let mode = g.pick(&[GatherScatterMode::Clip, GatherScatterMode::FillOrDrop, GatherScatterMode::PromiseInBounds]);
     match g.below(7) {
-        0 => {
-            let first = g.below(n + 1);
-            b.eqn(Primitive::Split { axis, sizes: vec![first, n - first] }, vec![x.into()])?;
-        }
+        0 => match g.below(5) {
+            // `optimization_barrier` of the operand and any other value.
+            4 => {
+                let y = b.of(g, |_| true).unwrap_or(x);
+                b.eqn(Primitive::OptimizationBarrier, vec![x.into(), y.into()])?;
+            }
+            // `stack` with a value of the same type (or itself) at any of the r + 1 places.
+            1 => {
+                let y = b.of(g, |a| a.same_type(&xa)).unwrap_or(x);
+                b.eqn(Primitive::Stack { axis: g.below(r + 1) }, vec![x.into(), y.into(), x.into()])?;
+            }
+            2 if (1..=4).contains(&n) => {
+                b.eqn(Primitive::Unstack { axis }, vec![x.into()])?;
+            }
+            3 => {
+                let reps: Vec<usize> = (0..r).map(|_| g.below(3) + 1).collect();
+                b.eqn(Primitive::Tile { reps }, vec![x.into()])?;
+            }
+            _ => {
+                let first = g.below(n + 1);
+                b.eqn(Primitive::Split { axis, sizes: vec![first, n - first] }, vec![x.into()])?;
+            }
+        },
         1 | 2 => {
             // `take` along `axis` (offset dims the others), or `take_along_axis` (the
             // others batching dims).

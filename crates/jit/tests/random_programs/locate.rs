@@ -256,7 +256,7 @@ fn inside(
             }
             Err(format!("{at}not located: more than 1000 trips"))
         }
-        Primitive::Cond { branches } => {
+        Primitive::Cond { branches, .. } => {
             let index = match operands.first() {
                 Some(Array::I32(i)) => i.iter().next().map_or(0, |&i| i64::from(i)),
                 _ => return Err(format!("{at}the index is not an i32[]")),
@@ -333,6 +333,11 @@ fn inside(
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
         | Primitive::Split { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. }
+        | Primitive::PlatformIndex { .. }
+        | Primitive::OptimizationBarrier
         | Primitive::Gather { .. }
         | Primitive::Scatter { .. }
         | Primitive::Sort { .. }

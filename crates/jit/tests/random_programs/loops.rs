@@ -435,7 +435,7 @@ pub(super) fn cond(b: &mut Builder, g: &mut Gen) -> Option<()> {
         }
     }
     let branches: Vec<ClosedJaxpr> = branches.into_iter().map(|(j, _)| ClosedJaxpr::new(Arc::new(j))).collect();
-    let outs = b.eqn(Primitive::Cond { branches }, operands)?;
+    let outs = b.eqn(Primitive::Cond { branches, branches_platforms: None }, operands)?;
     after(b, g, &outs);
     Some(())
 }

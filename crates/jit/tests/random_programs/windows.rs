@@ -4,7 +4,7 @@
 //! selections over padded windows.
 
 use remat_ir::{
-    shape_rule, Atom, Aval, CompareOp, ConvDimensionNumbers, ConvParams, DType, Param, Primitive, ReduceOp, Window,
+    shape_rule, Atom, Aval, CompareOp, ConvDimensionNumbers, ConvParams, DType, Param, Primitive, Window, WindowOp,
 };
 
 use super::{Builder, Gen};
@@ -105,7 +105,7 @@ pub(super) fn window(b: &mut Builder, g: &mut Gen) -> Option<()> {
     };
     match select {
         0 | 1 => {
-            let op = g.pick(&[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min]);
+            let op = g.pick(&[WindowOp::Sum, WindowOp::Max, WindowOp::Min]);
             b.eqn(Primitive::ReduceWindow { op, window: w }, vec![x.into()])?;
         }
         2 => {

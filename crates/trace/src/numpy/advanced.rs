@@ -479,6 +479,12 @@ impl AtIndices<'_> {
         self.scatter(ScatterOp::Add, v.into(), Location::caller())
     }
 
+    /// `x.at[...].subtract(v)`: `scatter-sub`.
+    #[track_caller]
+    pub fn subtract(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Sub, v.into(), Location::caller())
+    }
+
     /// `x.at[...].mul(v)`: `scatter-mul`.
     #[track_caller]
     pub fn mul(&self, v: impl Into<Arg>) -> Tensor {

@@ -37,7 +37,7 @@ pub use linspace::{linspace, linspace_dtype};
 pub use pad::{pad, PadMode};
 pub use repeat::Repeats;
 pub use round::round_decimals;
-pub use shape::{concatenate, stack, Sections};
+pub use shape::{concatenate, stack, tile, unstack, Sections};
 pub(crate) use take::{scatter_rows, update_jaxpr};
 pub use take::{AtIndex, TakeMode};
 

@@ -1,7 +1,8 @@
-//! Reductions: `sum`, `mean`, `max`, `min` over all axes or some (negative axes count
-//! from the end), with `keepdims`, and `argmax`; recorded as `jnp`'s (`reduce_sum[axes=...]`
-//! with the axes in the order given, `keepdims` as a `broadcast_in_dim`, `mean` as a sum
-//! divided by the count).
+//! Reductions: `sum`, `mean`, `max`, `min`, `prod`, `all`, `any` over all axes or some
+//! (negative axes count from the end), with `keepdims`, and `argmax`; recorded as `jnp`'s
+//! (`reduce_sum[axes=...]` with the axes in the order given, `keepdims` as a
+//! `broadcast_in_dim`, `mean` as a sum divided by the count, `all`/`any` as `reduce_and`/
+//! `reduce_or` of the operand converted to `bool`).
 
 use std::panic::Location;
 
@@ -24,15 +25,20 @@ impl Tensor {
             ReduceOp::Sum => "sum",
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
+            ReduceOp::Prod => "prod",
+            ReduceOp::And => "all",
+            ReduceOp::Or => "any",
+            ReduceOp::Xor => "reduce_xor",
         };
         let Some(axes) = self.axes_or_all(what, axes, loc) else {
             return Tensor::placeholder(self.aval().clone());
         };
-        // `jnp.sum` adds booleans as integers.
-        let x = if op == ReduceOp::Sum && self.dtype() == DType::Bool {
-            self.to_type(DType::I32, false, loc)
-        } else {
-            self.clone()
+        // `jnp.sum` and `jnp.prod` take booleans as integers; `jnp.all` and `jnp.any` take
+        // anything as booleans.
+        let x = match op {
+            ReduceOp::Sum | ReduceOp::Prod if self.dtype() == DType::Bool => self.to_type(DType::I32, false, loc),
+            ReduceOp::And | ReduceOp::Or if self.dtype() != DType::Bool => self.to_type(DType::Bool, false, loc),
+            _ => self.clone(),
         };
         let r = x.apply_at(Primitive::Reduce { op, axes: axes.clone() }, loc);
         if keepdims {
@@ -94,6 +100,42 @@ impl Tensor {
     #[track_caller]
     pub fn min_axes(&self, axes: &[isize], keepdims: bool) -> Tensor {
         self.reduce_at(ReduceOp::Min, Some(axes), keepdims, Location::caller())
+    }
+
+    /// `jnp.prod(x)`: the product of all elements (`reduce_prod`; booleans as `i32`).
+    #[track_caller]
+    pub fn prod(&self) -> Tensor {
+        self.reduce_at(ReduceOp::Prod, None, false, Location::caller())
+    }
+
+    /// `jnp.prod(x, axis=axes, keepdims=keepdims)`.
+    #[track_caller]
+    pub fn prod_axes(&self, axes: &[isize], keepdims: bool) -> Tensor {
+        self.reduce_at(ReduceOp::Prod, Some(axes), keepdims, Location::caller())
+    }
+
+    /// `jnp.all(x)`: whether every element is true (nonzero): `reduce_and` of `bool`s.
+    #[track_caller]
+    pub fn all(&self) -> Tensor {
+        self.reduce_at(ReduceOp::And, None, false, Location::caller())
+    }
+
+    /// `jnp.all(x, axis=axes, keepdims=keepdims)`.
+    #[track_caller]
+    pub fn all_axes(&self, axes: &[isize], keepdims: bool) -> Tensor {
+        self.reduce_at(ReduceOp::And, Some(axes), keepdims, Location::caller())
+    }
+
+    /// `jnp.any(x)`: whether some element is true (nonzero): `reduce_or` of `bool`s.
+    #[track_caller]
+    pub fn any(&self) -> Tensor {
+        self.reduce_at(ReduceOp::Or, None, false, Location::caller())
+    }
+
+    /// `jnp.any(x, axis=axes, keepdims=keepdims)`.
+    #[track_caller]
+    pub fn any_axes(&self, axes: &[isize], keepdims: bool) -> Tensor {
+        self.reduce_at(ReduceOp::Or, Some(axes), keepdims, Location::caller())
     }
 
     /// `jnp.mean(x)`: the mean of all elements (integers are averaged as `f32`).

@@ -292,9 +292,8 @@ fn concatenate_at(xs: &[&Tensor], axis: isize, loc: &'static Location<'static>) 
     bind(Primitive::Concatenate { dimension: axes[0] }, &operands, weak, loc).remove(0)
 }
 
-/// `jnp.stack(xs, axis)`: joins tensors of one shape along a new axis. Records
-/// `broadcast_in_dim` of each then `concatenate` (JAX 0.10 has a `stack` primitive, which
-/// the IR does not).
+/// `jnp.stack(xs, axis)`: joins tensors of one shape along a new axis (negative counts
+/// from the end of the result's axes); dtypes are promoted first, then one `stack`.
 #[track_caller]
 pub fn stack(xs: &[&Tensor], axis: isize) -> Tensor {
     let loc = Location::caller();
@@ -308,9 +307,33 @@ pub fn stack(xs: &[&Tensor], axis: isize) -> Tensor {
         record_error(loc, format!("stack: axis {axis} is out of range for rank {rank}"));
         return Tensor::placeholder(first.aval().clone());
     }
-    let expanded: Vec<Tensor> = xs.iter().map(|x| x.expand_dims_at(&[a as usize], loc)).collect();
-    let refs: Vec<&Tensor> = expanded.iter().collect();
-    concatenate_at(&refs, a, loc)
+    let types: Vec<(DType, bool)> = xs.iter().map(|x| (x.dtype(), x.is_weak())).collect();
+    let (dtype, weak) = result_type(&types);
+    let operands: Vec<Operand> = xs.iter().map(|x| Operand::Tensor(x.to_type(dtype, weak, loc))).collect();
+    bind(Primitive::Stack { axis: a as usize }, &operands, weak, loc).remove(0)
+}
+
+/// `jnp.unstack(x, axis)`: the slices of `x` along `axis` (negative counts from the end),
+/// that axis removed: one `unstack`.
+#[track_caller]
+pub fn unstack(x: &Tensor, axis: isize) -> Vec<Tensor> {
+    let loc = Location::caller();
+    let Some(axes) = normalize_axes("unstack", x, &[axis], loc) else {
+        return vec![Tensor::placeholder(x.aval().clone())];
+    };
+    bind(Primitive::Unstack { axis: axes[0] }, &[x.into()], x.is_weak(), loc)
+}
+
+/// `jnp.tile(x, reps)`: `x` repeated `reps[k]` times along each axis; fewer reps than
+/// axes repeat the last axes, more give `x` leading axes of 1 first (a `broadcast_in_dim`).
+#[track_caller]
+pub fn tile(x: &Tensor, reps: &[usize]) -> Tensor {
+    let loc = Location::caller();
+    let extra = reps.len().saturating_sub(x.ndim());
+    let x = if extra > 0 { x.expand_dims_at(&(0..extra).collect::<Vec<usize>>(), loc) } else { x.clone() };
+    let mut all = vec![1; x.ndim() - reps.len().min(x.ndim())];
+    all.extend(reps);
+    x.apply_at(Primitive::Tile { reps: all }, loc)
 }
 
 /// How [`Tensor::split`] cuts an axis: into equal pieces, or before each index.

@@ -369,6 +369,7 @@ pub(crate) fn update_jaxpr(op: ScatterOp, dtype: DType) -> Option<Arc<Jaxpr>> {
     let name = match op {
         ScatterOp::Set => return None,
         ScatterOp::Add => "add",
+        ScatterOp::Sub => "sub",
         ScatterOp::Mul => "mul",
         ScatterOp::Min => "min",
         ScatterOp::Max => "max",
@@ -410,6 +411,13 @@ impl AtIndex<'_> {
     #[track_caller]
     pub fn add(&self, v: impl Into<Arg>) -> Tensor {
         self.scatter(ScatterOp::Add, v.into(), Location::caller())
+    }
+
+    /// `x.at[idx].subtract(v)`: `x` with `v` subtracted from the rows at `idx` (repeated
+    /// indices subtract each); `scatter-sub`.
+    #[track_caller]
+    pub fn subtract(&self, v: impl Into<Arg>) -> Tensor {
+        self.scatter(ScatterOp::Sub, v.into(), Location::caller())
     }
 
     /// `x.at[idx].mul(v)`: `x` with the rows at `idx` multiplied by `v`; `scatter-mul`.

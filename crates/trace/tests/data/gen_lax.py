@@ -123,6 +123,17 @@ c("select_n_bool", lambda p, a, b: lax.select_n(p, a, b), np.array([True, False,
 c("select_n_three", lambda w, a, b, d: lax.select_n(w, a, b, d), np.array([0, 1, 2, 1], np.int32), f32(4), f32(4),
   f32(4))
 
+# The small primitives of issue 45: reduce_prod (differentiated), the bitwise reductions,
+# the bit counts and mulhi (integers, not differentiated).
+c("reduce_prod_axis", lambda x: lax.reduce_prod(x, (1,)), f32(3, 4))
+c("reduce_and_or_xor", lambda i: (lax.reduce_and(i, (0,)), lax.reduce_or(i, (1,)), lax.reduce_xor(i, (0, 1))),
+  np.array([[5, -3, 12, 7], [6, 1, -1, 9], [4, 0, 2, 15]], np.int32), grad=False)
+c("population_count_clz", lambda i: lax.population_count(i) + lax.clz(i),
+  np.array([0, 1, -1, 255, 1 << 20, -(1 << 30)], np.int32), grad=False)
+c("mulhi", lambda a, b: lax.mulhi(a, b), np.array([-7, 1 << 30, -(1 << 31), 123456789], np.int32),
+  np.array([3, 8, -(1 << 31), 987654321], np.int32), grad=False)
+c("optimization_barrier", lambda x, y: lax.optimization_barrier((jnp.sin(x), y)), f32(3), f32(2, 2), grad=False)
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 

@@ -117,6 +117,10 @@ c("remainder_int_scalar", lambda x: jnp.mod(x, 3), i32(-4, -3, 0, 2, 7), grad=Fa
 c("index_strided_array", lambda x, i: x[::2, i], f32(5, 4), i32(0, -2))
 c("index_reversed_array", lambda x, i: x[3:0:-1, i], f32(5, 4), i32(3, 1))
 c("at_add_reversed", lambda x, i, v: x.at[4::-2, i].add(v), f32(5, 4), i32(0, -1), f32(3, 2))
+# `.at[].subtract`: scatter-sub (issue 45), a repeated and a negative index.
+c("at_subtract", lambda x, i, v: x.at[i].subtract(v), f32(3, 4), i32(2, 0, 2, -1), f32(4, 4))
+c("at_subtract_separated", lambda x, i, j, v: x.at[i, :, j].subtract(v), X3(), i32(3, 0, 1),
+  i32(5, -6).reshape(2, 1), f32(5))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool'}[np.dtype(a.dtype).type]

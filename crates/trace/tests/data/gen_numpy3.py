@@ -99,6 +99,20 @@ def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.uint8: 'u8', np.bool_: 'bool',
             jnp.bfloat16: 'bf16', np.float16: 'f16', np.int8: 'i8', np.int16: 'i16'}[np.dtype(a.dtype).type]
 
+# jnp.prod, jnp.all, jnp.any (issue 45): reduce_prod (booleans as i32), and reduce_and /
+# reduce_or of the operand converted to bool.
+c("prod_axes_keepdims", lambda x: jnp.prod(x, axis=(1, 0), keepdims=True), f32(3, 4))
+c("prod_all", lambda x: jnp.prod(x), f32(2, 3))
+c("prod_bool", lambda b: jnp.prod(b, axis=0), np.array([[True, False], [True, True]]), grad=False)
+c("all_any", lambda x: (jnp.all(x > 0, axis=1), jnp.any(x, axis=0, keepdims=True), jnp.all(x)), f32(3, 4),
+  grad=False)
+# jnp.stack (dtypes promoted, a negative axis), jnp.unstack, jnp.tile (fewer and more reps
+# than axes): the stack, unstack and tile primitives (issue 45).
+c("stack_promoted", lambda x, i: jnp.stack([x, i, x * 2.0], axis=-1), f32(3, 4), i32(*range(12)).reshape(3, 4))
+c("unstack_axis1", lambda x: jnp.unstack(x, axis=1), f32(3, 4))
+c("tile_fewer_reps", lambda x: jnp.tile(x, (2,)), f32(3, 4))
+c("tile_more_reps", lambda x: jnp.tile(x, (2, 1, 3)), f32(3, 4))
+
 def arr(a):
     a = np.asarray(a)
     data = [x if np.isfinite(x) else str(x) for x in a.reshape(-1).tolist()]
