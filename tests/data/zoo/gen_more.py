@@ -166,5 +166,50 @@ def tcn(params, x, y):
 case("causal_conv1d", "zoo", lambda: [[rnd(3, 2, 6, scale=.4), rnd(3, 6, 6, scale=.3), rnd(6, 1, scale=.3)], rnd(2, 10, 2), rnd(2, 10, 1)],
      "temporal conv net: causal 1-D convolutions (left padding, rhs_dilation 2), residual connection")(tcn)
 
+# ---- Gaussian-process regression: negative log marginal likelihood with a Cholesky (issue 45) ------------------------
+def gp_nll(params, x, y):
+    log_ls, log_amp, log_noise = params
+    d2 = jnp.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=-1)
+    k = jnp.exp(2 * log_amp) * jnp.exp(-0.5 * d2 / jnp.exp(2 * log_ls)) + (jnp.exp(2 * log_noise) + 1e-3) * jnp.eye(x.shape[0])
+    chol = jnp.linalg.cholesky(k)
+    alpha = jax.scipy.linalg.cho_solve((chol, True), y)
+    return 0.5 * jnp.dot(y, alpha) + jnp.sum(jnp.log(jnp.diagonal(chol))) + 0.5 * x.shape[0] * jnp.log(2 * jnp.pi)
+case("gp_cholesky", "zoo", lambda: [[jnp.float32(-0.3), jnp.float32(0.1), jnp.float32(-1.0)], rnd(6, 2), rnd(6)],
+     "Gaussian-process regression's negative log marginal likelihood: RBF kernel, jnp.linalg.cholesky, "
+     "cho_solve (two triangular solves), the log-determinant from jnp.diagonal")(gp_nll)
+
+# ---- Fourier neural operator layer with complex weights (issue 45) --------------------------------------------------
+def fourier_layer(params, u, target, modes=3):
+    w_re, w_im, w_lin, w_out = params
+    w = lax.complex(w_re, w_im)                                        # c64[modes, C, C]
+    uh = jnp.fft.rfft(u, axis=1)                                       # c64[B, N//2+1, C]
+    low = jnp.einsum("bmi,mio->bmo", uh[:, :modes], w)
+    spec = jnp.zeros_like(uh).at[:, :modes].set(low)
+    v = jnp.fft.irfft(spec, n=u.shape[1], axis=1) + u @ w_lin
+    y = jax.nn.gelu(v) @ w_out
+    return jnp.mean((y - target) ** 2)
+case("fourier_layer", "zoo", lambda: [[rnd(3, 4, 4, scale=.3), rnd(3, 4, 4, scale=.3), rnd(4, 4, scale=.3), rnd(4, 1, scale=.3)],
+                                     rnd(2, 8, 4), rnd(2, 8, 1)],
+     "a Fourier neural operator layer: rfft along space, the low modes times complex weights (lax.complex of two real "
+     "parameters), irfft, a pointwise linear path, gelu")(fourier_layer)
+
+# ---- feature hashing and a pairwise ranking loss (issue 45) -------------------------------------------------------------
+def hash_rank(params, ids, x, scores):
+    table, w = params
+    h = ids.astype(jnp.uint32) * jnp.uint32(2654435761)
+    h = h ^ (h >> 15)
+    bucket = (lax.population_count(h) + (h & jnp.uint32(7)).astype(jnp.int32)) % table.shape[0]
+    feats = jnp.sum(table[bucket], axis=1)                             # [B, D]
+    edges = jnp.linspace(-1.0, 1.0, 5)
+    level = jnp.searchsorted(edges, lax.stop_gradient(x[:, 0]))        # bucketised first feature
+    pred = jnp.sum(jnp.tanh(feats + x @ w), axis=1) + 0.1 * level
+    diff = pred[:, None] - pred[None, :]
+    better = scores[:, None] > scores[None, :]
+    valid = jnp.any(better, axis=1, keepdims=True) & jnp.all(jnp.isfinite(x), axis=1, keepdims=True)
+    return jnp.sum(jnp.where(better & valid, jax.nn.softplus(-diff), 0.0)) / jnp.maximum(jnp.sum(better), 1)
+case("hash_rank", "zoo", lambda: [[rnd(11, 4, scale=.3), rnd(3, 4, scale=.3)], ints(0, 1000, 5, 3), rnd(5, 3), rnd(5)],
+     "feature hashing (multiply, xor-shift, population_count into buckets) for an embedding table, searchsorted "
+     "bucketising, a pairwise ranking loss masked with jnp.any/jnp.all")(hash_rank)
+
 if __name__ == "__main__":
     z.run("zoo", sys.argv[1])
