@@ -102,6 +102,19 @@ def test_integer_and_bool_outputs_exactly():
     assert_tree_close(got, jax.jit(f)(x), loose=False)
 
 
+def test_complex_arrays_in_and_out_and_a_real_loss_through_an_fft():
+    z = np.array([1 + 2j, 3 - 1j, -0.5j], np.complex64)
+    got = remat.jit(lambda a: a * 2 + jnp.conj(a))(z)
+    assert got.dtype == np.complex64
+    np.testing.assert_array_equal(got, np.asarray(jax.jit(lambda a: a * 2 + jnp.conj(a))(z)))
+    f = lambda x: jnp.sum(jnp.abs(jnp.fft.rfft(x)) ** 2)
+    x = np.linspace(0, 1, 8).astype(np.float32)
+    value, grad = remat.value_and_grad(f)(x)
+    want_value, want_grad = jax.value_and_grad(f)(x)
+    np.testing.assert_allclose(value, want_value, rtol=1e-5)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-5, atol=1e-6)
+
+
 def test_scalar_arguments_and_results():
     def f(a, n):
         return a * n, n + 1
