@@ -101,17 +101,25 @@ pub(super) extern "C" fn remat_pair(
     if n >= TRIAL_CALLS {
         return run(site.parallel.load(Ordering::Relaxed));
     }
-    if n == 0 {
-        site.fastest.iter().for_each(|f| f.store(u64::MAX, Ordering::Relaxed));
-    }
     let two = n.is_multiple_of(2);
     let start = std::time::Instant::now();
     run(two);
-    let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    site.fastest[two as usize].fetch_min(ns, Ordering::Relaxed);
-    if n == TRIAL_CALLS - 1 {
-        let [one, two] = [0, 1].map(|i| site.fastest[i].load(Ordering::Relaxed));
-        site.parallel.store(two < one, Ordering::Relaxed);
+    site.record(n, two, u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+}
+
+impl PairSite {
+    /// Records trial call `n` (`< TRIAL_CALLS`), run on two threads or one, which took `ns`:
+    /// the first call of a trial forgets the last trial's times, and the last one decides
+    /// by each way's fastest call.
+    fn record(&self, n: u64, two: bool, ns: u64) {
+        if n == 0 {
+            self.fastest.iter().for_each(|f| f.store(u64::MAX, Ordering::Relaxed));
+        }
+        self.fastest[two as usize].fetch_min(ns, Ordering::Relaxed);
+        if n == TRIAL_CALLS - 1 {
+            let [one, two] = [0, 1].map(|i| self.fastest[i].load(Ordering::Relaxed));
+            self.parallel.store(two < one, Ordering::Relaxed);
+        }
     }
 }
 
@@ -131,22 +139,53 @@ mod pair_tests {
         RUNS.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Runs a pair `calls` times and returns what its site chose.
-    fn choice(f: StepFn, calls: u64) -> bool {
+    /// Runs a pair `calls` times; every call runs both steps, whichever way it runs them.
+    fn run_pairs(f: StepFn, calls: u64) {
         let site = PairSite::default();
         let before = RUNS.load(Ordering::Relaxed);
         for _ in 0..calls {
             remat_pair(&site, f, std::ptr::null(), f, std::ptr::null());
         }
         assert!(RUNS.load(Ordering::Relaxed) - before >= 2 * calls as usize, "both steps ran on every call");
-        site.parallel.load(Ordering::Relaxed)
     }
 
     #[test]
-    fn a_pair_runs_on_two_threads_only_where_that_measured_faster() {
-        // Two 3 ms steps take 3 ms on two threads and 6 ms on one (with a second core).
-        assert_eq!(choice(slow, TRIAL_CALLS), threads() > 1);
-        // Two steps that do nothing: a fork costs more than running both here.
-        assert!(!choice(quick, TRIAL_CALLS + 100));
+    fn a_pair_runs_both_steps_on_every_call_through_trials_and_verdicts() {
+        run_pairs(slow, TRIAL_CALLS);
+        run_pairs(quick, 2 * TRIAL_EVERY + TRIAL_CALLS);
+    }
+
+    /// The verdict from a trial's times (given here, not measured: a timed test would
+    /// depend on what else the machine runs): the way whose fastest call was faster, so one
+    /// slow call (a preemption) does not decide; a new trial forgets the last one's times.
+    #[test]
+    fn a_trial_chooses_the_way_whose_fastest_call_was_faster() {
+        let verdict = |times: &dyn Fn(u64, bool) -> u64| {
+            let site = PairSite::default();
+            for n in 0..TRIAL_CALLS {
+                let two = n.is_multiple_of(2);
+                site.record(n, two, times(n, two));
+            }
+            site.parallel.load(Ordering::Relaxed)
+        };
+        assert!(verdict(&|_, two| if two { 3_000 } else { 6_000 }));
+        assert!(!verdict(&|_, two| if two { 9_000 } else { 6_000 }));
+        // One preempted call each way does not decide.
+        assert!(verdict(&|n, two| match (n, two) {
+            (0, true) => 90_000,
+            (1, false) => 1_000_000,
+            (_, true) => 3_000,
+            _ => 6_000,
+        }));
+        // A second trial on one site decides afresh.
+        let site = PairSite::default();
+        for n in 0..TRIAL_CALLS {
+            site.record(n, n.is_multiple_of(2), if n.is_multiple_of(2) { 1_000 } else { 6_000 });
+        }
+        assert!(site.parallel.load(Ordering::Relaxed));
+        for n in 0..TRIAL_CALLS {
+            site.record(n, n.is_multiple_of(2), if n.is_multiple_of(2) { 9_000 } else { 6_000 });
+        }
+        assert!(!site.parallel.load(Ordering::Relaxed));
     }
 }
