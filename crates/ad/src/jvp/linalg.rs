@@ -12,12 +12,18 @@ use super::{emit_primal, JvpOut, Tangent};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
-/// `lax._tri(bool, (n, m), k)`: `iota(0) + k >= iota(1)`.
-fn tri(b: &mut Builder, n: usize, m: usize, k: i64) -> Result<Atom, AdError> {
+/// `iota(0) + k OP iota(1)` over `(n, m)`: `lax._tri(bool, (n, m), k)` with `ge`, the mask
+/// of `lax._eye` with `eq`.
+fn diagonal_mask(b: &mut Builder, n: usize, m: usize, k: i64, op: CompareOp) -> Result<Atom, AdError> {
     let i = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n, m], dimension: 0 }, vec![])?;
     let i = b.add(i, lit(DType::I32, k as f64))?;
     let j = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n, m], dimension: 1 }, vec![])?;
-    b.compare(CompareOp::Ge, i, j)
+    b.compare(op, i, j)
+}
+
+/// `lax._tri(bool, (n, m), k)`: `iota(0) + k >= iota(1)`.
+fn tri(b: &mut Builder, n: usize, m: usize, k: i64) -> Result<Atom, AdError> {
+    diagonal_mask(b, n, m, k, CompareOp::Ge)
 }
 
 /// The mask of `tri` broadcast over `x`'s batch axes (`lax.broadcast`).
@@ -61,7 +67,7 @@ fn matmul_highest(b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
 
 /// `lax.linalg.triangular_solve`, whose wrapper keeps `conjugate_a` only for complex `a`.
 pub(crate) fn solve(b: &mut Builder, t: TriangularSolve, a: Atom, rhs: Atom) -> Result<Atom, AdError> {
-    let t = TriangularSolve { conjugate_a: false, ..t };
+    let t = TriangularSolve { conjugate_a: t.conjugate_a && b.aval(&a).dtype.is_complex(), ..t };
     b.bind1(Primitive::TriangularSolve(t), vec![a, rhs])
 }
 
@@ -87,10 +93,7 @@ pub(super) fn cholesky(
     let inner = solve(b, left, l, tmp)?;
     // phi(X) = tril(X) / (1 + eye), the divisor expanded over the batch axes.
     let lower = tril(b, inner, 0)?;
-    let i = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n, n], dimension: 0 }, vec![])?;
-    let i = b.add(i, lit(DType::I32, 0.0))?;
-    let j = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n, n], dimension: 1 }, vec![])?;
-    let eye = b.compare(CompareOp::Eq, i, j)?;
+    let eye = diagonal_mask(b, n, n, 0, CompareOp::Eq)?;
     let eye = b.bind1(Primitive::ConvertElementType { new_dtype: aval.dtype, weak_type: false }, vec![eye])?;
     let divisor = b.add(lit(aval.dtype, 1.0), eye)?;
     // `lax.expand_dims` over the batch axes: `[1, ..., n, n]`, which `div` broadcasts.

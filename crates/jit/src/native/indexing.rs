@@ -16,7 +16,7 @@
 use std::cmp::Ordering;
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn};
-use remat_ir::{CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp};
+use remat_ir::{CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp, TriangularSolve};
 use remat_math::element::{self, Element, Narrow};
 use remat_math::{elementary, linalg, with_dtype};
 
@@ -238,27 +238,13 @@ fn run(b: &Bases) {
         Primitive::Cumulative { op, axis, reverse } => {
             with_dtype!(d.in_avals[0].dtype, T => cumulative::<T>(*op, &b.view(0), *axis, *reverse, &mut b.view_mut(0)))
         }
-        // The result is computed whole before it is written: the output may share the
-        // operand's buffer.
         Primitive::Cholesky => match d.in_avals[0].dtype {
-            DType::F64 => {
-                let l = linalg::cholesky(&b.view::<f64>(0));
-                b.view_mut::<f64>(0).assign(&l);
-            }
-            _ => {
-                let l = linalg::cholesky(&b.view::<f32>(0));
-                b.view_mut::<f32>(0).assign(&l);
-            }
+            DType::F64 => linear_algebra::<f64>(b, None),
+            _ => linear_algebra::<f32>(b, None),
         },
         Primitive::TriangularSolve(t) => match d.in_avals[0].dtype {
-            DType::F64 => {
-                let x = linalg::triangular_solve(t, &b.view::<f64>(0), &b.view::<f64>(1));
-                b.view_mut::<f64>(0).assign(&x);
-            }
-            _ => {
-                let x = linalg::triangular_solve(t, &b.view::<f32>(0), &b.view::<f32>(1));
-                b.view_mut::<f32>(0).assign(&x);
-            }
+            DType::F64 => linear_algebra::<f64>(b, Some(t)),
+            _ => linear_algebra::<f32>(b, Some(t)),
         },
         Primitive::RandomSeed => random::seed(b),
         Primitive::RandomWrap => random::wrap(b),
@@ -270,6 +256,17 @@ fn run(b: &Bases) {
         // `complex_route`): the interpreter's rule over copies of the buffers.
         other => super::complex::run(other, b),
     }
+}
+
+/// `cholesky` (`solve` is `None`) or `triangular_solve` on `T` (f32 or f64, as the shape
+/// rules admit): the result is computed whole before it is written, since the output may
+/// share operand 0's buffer.
+fn linear_algebra<T: linalg::LinalgFloat + 'static>(b: &Bases, solve: Option<&TriangularSolve>) {
+    let out = match solve {
+        Some(t) => linalg::triangular_solve(t, &b.view::<T>(0), &b.view::<T>(1)),
+        None => linalg::cholesky(&b.view::<T>(0)),
+    };
+    b.view_mut::<T>(0).assign(&out);
 }
 
 /// JAX's default `fill_value`: NaN for floats, the lowest signed integer, `true`.
