@@ -210,6 +210,17 @@ fn spd(shape: &[usize], seed: usize) -> ArrayD<f32> {
     a
 }
 
+/// `lax.linalg.triangular_solve(a, b, left_side=True, lower=True)`, batched two ways below.
+const LEFT_LOWER_SOLVE: &str = "{ lambda ; a:f32[3,3] b:f32[3,2]. let
+    c:f32[3,2] = triangular_solve[
+      conjugate_a=False
+      left_side=True
+      lower=True
+      transpose_a=False
+      unit_diagonal=False
+    ] a b
+  in (c,) }";
+
 /// A program, its `in_axes`, JAX's batched text and the batched arguments.
 type LinalgCase = (&'static str, Vec<Option<usize>>, &'static str, Vec<ArrayD<f32>>);
 
@@ -249,15 +260,7 @@ fn linear_algebra_batches_as_jax_does() {
             vec![spd(&[4, 3, 3], 1).permuted_axes(vec![1, 0, 2]).as_standard_layout().to_owned()],
         ),
         (
-            "{ lambda ; a:f32[3,3] b:f32[3,2]. let
-    c:f32[3,2] = triangular_solve[
-      conjugate_a=False
-      left_side=True
-      lower=True
-      transpose_a=False
-      unit_diagonal=False
-    ] a b
-  in (c,) }",
+            LEFT_LOWER_SOLVE,
             vec![None, Some(2)],
             "{ lambda ; a:f32[3,3] b:f32[3,2,4]. let
     c:f32[3,8] = reshape[dimensions=None new_sizes=(3, 8) sharding=None] b
@@ -300,15 +303,7 @@ fn linear_algebra_batches_as_jax_does() {
             vec![spd(&[3, 3], 4), f32s(&[4, 2, 3], 5)],
         ),
         (
-            "{ lambda ; a:f32[3,3] b:f32[3,2]. let
-    c:f32[3,2] = triangular_solve[
-      conjugate_a=False
-      left_side=True
-      lower=True
-      transpose_a=False
-      unit_diagonal=False
-    ] a b
-  in (c,) }",
+            LEFT_LOWER_SOLVE,
             vec![Some(2), None],
             "{ lambda ; a:f32[3,3,4] b:f32[3,2]. let
     c:f32[4,3,3] = transpose[permutation=(2, 0, 1)] a
