@@ -13,7 +13,8 @@ use std::ops::{BitAnd, BitOr, BitXor, Not};
 use ndarray::{ArrayD, IxDyn};
 use remat_ir::{bf16, c128, c64, f16, Array, DType};
 
-use crate::elem::{num_dtype, operands, typed, Elem, Num};
+use crate::elem::{num_dtype, operands, typed, Num};
+use remat_math::element::Element;
 
 /// The integer dtypes: bitwise operations, shifts and XLA's remainder.
 pub(crate) trait Int:

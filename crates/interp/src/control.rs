@@ -11,6 +11,7 @@ use remat_ir::{cond_branch, Array, Aval, ClosedJaxpr, Jaxpr};
 
 use crate::elem::{map_array, typed, Elem};
 use crate::{eval_jaxpr_refs, EvalError};
+use remat_math::element::Element;
 use remat_math::with_dtype;
 
 /// `name` and `device_put`: each operand is its own result.

@@ -15,8 +15,10 @@
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use ndarray::{ArrayD, IxDyn, Zip};
+use ndarray::{ArrayD, IxDyn};
 use remat_ir::{bf16, c128, c64, f16, Array, PrngKey};
+pub(crate) use remat_math::arrays::{broadcast_shapes, zip_with};
+use remat_math::complex::ComplexElement;
 use remat_math::element::Element;
 use remat_math::elementary;
 
@@ -24,8 +26,6 @@ use remat_math::elementary;
 /// ([`Element`]: identities, XLA's `max`/`min`, compares and conversions through `f64`)
 /// and the interpreter's own link to [`Array`] and exact integer conversions.
 pub(crate) trait Elem: Element {
-    fn get(a: &Array) -> Option<&ArrayD<Self>>;
-    fn wrap(a: ArrayD<Self>) -> Array;
     /// Integers and `bool` as an exact `i128` (`None` for floats and keys), so that
     /// integer-to-integer conversions are exact and wrap as XLA's do.
     fn to_i128(self) -> Option<i128> {
@@ -77,18 +77,7 @@ pub(crate) trait Float:
 
 macro_rules! float_impls {
     ($t:ident, $variant:ident) => {
-        impl Elem for $t {
-            fn get(a: &Array) -> Option<&ArrayD<$t>> {
-                if let Array::$variant(a) = a {
-                    Some(a)
-                } else {
-                    None
-                }
-            }
-            fn wrap(a: ArrayD<$t>) -> Array {
-                Array::$variant(a)
-            }
-        }
+        impl Elem for $t {}
 
         impl Num for $t {
             const ZERO: $t = 0.0;
@@ -165,18 +154,7 @@ float_impls!(f64, F64);
 /// with the `f32` interpreter before rounding) and rounds once to the storage width.
 macro_rules! narrow_float_impls {
     ($t:ident, $variant:ident) => {
-        impl Elem for $t {
-            fn get(a: &Array) -> Option<&ArrayD<$t>> {
-                if let Array::$variant(a) = a {
-                    Some(a)
-                } else {
-                    None
-                }
-            }
-            fn wrap(a: ArrayD<$t>) -> Array {
-                Array::$variant(a)
-            }
-        }
+        impl Elem for $t {}
 
         impl Num for $t {
             const ZERO: $t = $t::ZERO;
@@ -215,16 +193,6 @@ narrow_float_impls!(f16, F16);
 macro_rules! int_impls {
     ($t:ident, $variant:ident) => {
         impl Elem for $t {
-            fn get(a: &Array) -> Option<&ArrayD<$t>> {
-                if let Array::$variant(a) = a {
-                    Some(a)
-                } else {
-                    None
-                }
-            }
-            fn wrap(a: ArrayD<$t>) -> Array {
-                Array::$variant(a)
-            }
             fn to_i128(self) -> Option<i128> {
                 Some(self as i128)
             }
@@ -266,16 +234,6 @@ int_impls!(u8, U8);
 int_impls!(u32, U32);
 
 impl Elem for bool {
-    fn get(a: &Array) -> Option<&ArrayD<bool>> {
-        if let Array::Bool(a) = a {
-            Some(a)
-        } else {
-            None
-        }
-    }
-    fn wrap(a: ArrayD<bool>) -> Array {
-        Array::Bool(a)
-    }
     fn to_i128(self) -> Option<i128> {
         Some(self as i128)
     }
@@ -286,67 +244,37 @@ impl Elem for bool {
 
 /// Keys only move: the shape rules reject every numeric use of them, so the numeric
 /// methods below are never reached on a verified program; they give the all-zero key.
-impl Elem for PrngKey {
-    fn get(a: &Array) -> Option<&ArrayD<PrngKey>> {
-        if let Array::Key(a) = a {
-            Some(a)
-        } else {
-            None
-        }
-    }
-    fn wrap(a: ArrayD<PrngKey>) -> Array {
-        Array::Key(a)
-    }
-}
+impl Elem for PrngKey {}
 
-macro_rules! complex_elem {
-    ($t:ident, $variant:ident) => {
-        /// Complex elements move through the generic rules (reshape, slice, select, gather,
-        /// scatter, sort's payload); their arithmetic is `remat_math::complex`'s.
-        impl Elem for $t {
-            fn get(a: &Array) -> Option<&ArrayD<$t>> {
-                if let Array::$variant(a) = a {
-                    Some(a)
-                } else {
-                    None
-                }
-            }
-            fn wrap(a: ArrayD<$t>) -> Array {
-                Array::$variant(a)
-            }
-        }
-    };
-}
-
-complex_elem!(c64, C64);
-complex_elem!(c128, C128);
+/// Complex elements move through the generic rules (reshape, slice, select, gather,
+/// scatter, sort's payload); what they compute is `remat_math::complex`'s.
+impl Elem for c64 {}
+impl Elem for c128 {}
 
 macro_rules! complex_num {
-    ($t:ident, $part:ty) => {
-        /// Complex arithmetic as `num_complex` computes it (XLA's CPU code has the same
-        /// formulas for `+`, `-` and `*`; its `/` scales by the larger part first, which
-        /// differs in the last bits only where `c² + d²` over- or underflows).
+    ($t:ident) => {
+        /// `remat_math::complex`'s arithmetic, which the JIT's native steps run too.
         impl Num for $t {
-            const ZERO: $t = <$t>::new(0.0, 0.0);
-            const ONE: $t = <$t>::new(1.0, 0.0);
+            const ZERO: $t = <$t as ComplexElement>::ZERO;
+            const ONE: $t = <$t as ComplexElement>::ONE;
             fn add(self, o: $t) -> $t {
-                <$t>::from_num(self.num() + o.num())
+                ComplexElement::add(self, o)
             }
             fn sub(self, o: $t) -> $t {
-                <$t>::from_num(self.num() - o.num())
+                ComplexElement::sub(self, o)
             }
             fn mul(self, o: $t) -> $t {
-                <$t>::from_num(self.num() * o.num())
+                ComplexElement::mul(self, o)
             }
             fn div(self, o: $t) -> $t {
-                <$t>::from_num(self.num() / o.num())
+                ComplexElement::div(self, o)
             }
         }
     };
 }
 
-complex_num!(c64, f32);
-complex_num!(c128, f64);
+complex_num!(c64);
+complex_num!(c128);
 
 /// Runs `$body` with `$T` naming the Rust type of a numeric `$dtype` (complex included);
 /// `$other` for `bool` and keys.
@@ -481,43 +409,4 @@ pub(crate) fn checked_size(shape: &[usize]) -> Result<usize, String> {
 pub(crate) fn fmt_shape(shape: &[usize]) -> String {
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
     format!("[{}]", dims.join(","))
-}
-
-/// The shape two operands of a binary op broadcast to: equal shapes, or one a rank-0
-/// scalar, or equal ranks differing only where one has extent 1 (`elementwise.rs`).
-pub(crate) fn broadcast_shapes(x: &Array, y: &Array) -> Result<Vec<usize>, String> {
-    let (a, b) = (x.shape(), y.shape());
-    let incompatible = || format!("operand shapes {} and {} are incompatible", x.aval(), y.aval());
-    if a == b || b.is_empty() {
-        return Ok(a.to_vec());
-    }
-    if a.is_empty() {
-        return Ok(b.to_vec());
-    }
-    if a.len() != b.len() {
-        return Err(incompatible());
-    }
-    a.iter()
-        .zip(b)
-        .map(|(&m, &n)| match (m, n) {
-            _ if m == n => Some(m),
-            (1, n) => Some(n),
-            (m, 1) => Some(m),
-            _ => None,
-        })
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(incompatible)
-}
-
-/// `f` applied elementwise to `a` and `b` broadcast to `shape`.
-pub(crate) fn zip_with<A: Copy, B: Copy, C>(
-    a: &ArrayD<A>,
-    b: &ArrayD<B>,
-    shape: &[usize],
-    f: impl Fn(A, B) -> C,
-) -> Result<ArrayD<C>, String> {
-    let view = |s: &[usize]| format!("cannot broadcast shape {s:?} to {shape:?}");
-    let a = a.broadcast(IxDyn(shape)).ok_or_else(|| view(a.shape()))?;
-    let b = b.broadcast(IxDyn(shape)).ok_or_else(|| view(b.shape()))?;
-    Ok(Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y)))
 }

@@ -37,7 +37,7 @@ pub(crate) fn unary(op: UnaryOp, args: &[&Array]) -> Result<Array, String> {
         Array::Bool(_) | Array::Key(_) if matches!(op, UnaryOp::StopGradient | UnaryOp::Copy) => x.clone(),
         Array::Bool(a) if op == UnaryOp::Not => Array::Bool(a.mapv(|b| !b)),
         Array::Bool(_) | Array::Key(_) => return Err(undefined()),
-        Array::C64(_) | Array::C128(_) => return crate::complex::unary(op, x),
+        Array::C64(_) | Array::C128(_) => return remat_math::complex::unary(op, x),
     })
 }
 
@@ -168,7 +168,7 @@ pub(crate) fn binary(op: BinaryOp, args: &[&Array]) -> Result<Array, String> {
         (Array::Bool(a), Array::Bool(b)) => {
             Array::Bool(zip_with(a, b, &shape, bool_binary(op).ok_or_else(undefined)?)?)
         }
-        (Array::C64(_), _) | (Array::C128(_), _) => return crate::complex::binary(op, x, y),
+        (Array::C64(_), _) | (Array::C128(_), _) => return remat_math::complex::binary(op, x, y),
         // lax.pow also takes an integer exponent, which it converts to the base's dtype.
         (_, _) if op == BinaryOp::Pow && x.dtype().is_float() && y.dtype().is_integer() => {
             let exponent = convert_element_type(x.dtype(), &[y])?;
@@ -245,6 +245,9 @@ pub(crate) fn compare(op: CompareOp, args: &[&Array]) -> Result<Array, String> {
     if x.dtype() != y.dtype() {
         return Err(format!("operands have different dtypes: {} and {}", x.aval(), y.aval()));
     }
+    if x.dtype().is_complex() {
+        return remat_math::complex::compare(op, x, y);
+    }
     let shape = broadcast_shapes(x, y)?;
     with_dtype!(x.dtype(), T => {
         let f = comparison::<T>(op);
@@ -296,29 +299,11 @@ pub(crate) fn identity(identity: Identity, args: &[&Array], out: &Aval) -> Resul
 /// a negative `y` gives `1 / x ** -y` (integer division for `i32`).
 pub(crate) fn integer_pow(y: i32, args: &[&Array]) -> Result<Array, String> {
     let [x] = operands(args)?;
-    num_dtype!(x.dtype(), T => Ok(T::wrap(typed::<T>(x)?.mapv(|v| ipow(v, y)))),
+    if x.dtype().is_complex() {
+        return remat_math::complex::integer_pow(y, x);
+    }
+    num_dtype!(x.dtype(), T => Ok(T::wrap(typed::<T>(x)?.mapv(|v| remat_math::arrays::integer_pow(v, y, T::ONE, T::mul, T::div)))),
         bool => Err("integer_pow is not defined on bool".to_string()))
-}
-
-fn ipow<T: Num>(x: T, y: i32) -> T {
-    let mut n = y.unsigned_abs();
-    let mut base = x;
-    let mut acc: Option<T> = None;
-    while n > 0 {
-        if n & 1 == 1 {
-            acc = Some(acc.map_or(base, |a| a.mul(base)));
-        }
-        n >>= 1;
-        if n > 0 {
-            base = base.mul(base);
-        }
-    }
-    let acc = acc.unwrap_or(T::ONE);
-    if y < 0 {
-        T::ONE.div(acc)
-    } else {
-        acc
-    }
 }
 
 /// `select_n pred case0 case1 ...`: `cases[pred]` elementwise. A `bool` predicate picks
@@ -397,7 +382,7 @@ pub(crate) fn convert_element_type(new_dtype: DType, args: &[&Array]) -> Result<
         return Err(format!("keys cannot be converted, found {} to {}", x.aval(), new_dtype.numpy_name()));
     }
     if x.dtype().is_complex() || new_dtype.is_complex() {
-        return crate::complex::convert(new_dtype, x);
+        return remat_math::complex::convert(new_dtype, x);
     }
     // Between f32 and the 16-bit floats XLA converts without arithmetic (integer rounding
     // of the bits, a shift, F16C), so subnormals survive; through f64 they would not.
@@ -492,9 +477,9 @@ pub(crate) fn reduce_precision(exponent_bits: u32, mantissa_bits: u32, args: &[&
         | Array::Key(_) => return Err(format!("reduce_precision needs a float operand, got {}", x.aval())),
         // Each part, as XLA's `ReducePrecision` of a complex value.
         Array::C64(_) | Array::C128(_) => {
-            let re = reduce_precision(exponent_bits, mantissa_bits, &[&crate::complex::part(false, x)?])?;
-            let im = reduce_precision(exponent_bits, mantissa_bits, &[&crate::complex::part(true, x)?])?;
-            crate::complex::complex(&re, &im)?
+            let re = reduce_precision(exponent_bits, mantissa_bits, &[&remat_math::complex::part(false, x)?])?;
+            let im = reduce_precision(exponent_bits, mantissa_bits, &[&remat_math::complex::part(true, x)?])?;
+            remat_math::complex::complex(&re, &im)?
         }
     })
 }
@@ -543,16 +528,6 @@ fn reduce_bits(mut bits: u64, width: u32, src_exp: u32, src_man: u32, exp_bits: 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ipow_multiplies_in_jaxs_order_and_wraps_integers() {
-        // x^5 = x * (x^2)^2, as JAX's repeated squaring computes it.
-        let x = 1.1f32;
-        assert_eq!(ipow(x, 5).to_bits(), (x * ((x * x) * (x * x))).to_bits());
-        assert_eq!(ipow(3i32, 21), 3i32.wrapping_pow(21));
-        assert_eq!(ipow(0.5f64, -2), 4.0);
-        assert_eq!(ipow(7i32, 0), 1);
-    }
 
     #[test]
     fn reduce_bits_matches_known_roundings() {

@@ -18,7 +18,6 @@
 //! evaluation loop and the one `match` over [`Primitive`].
 
 mod bits;
-mod complex;
 mod control;
 mod dot;
 mod elem;
@@ -378,12 +377,12 @@ pub(crate) fn eval_primitive_refs(
         Primitive::IntegerPow { y } => one(elementwise::integer_pow(*y, args))?,
         Primitive::SelectN => one(elementwise::select_n(args))?,
         Primitive::Clamp => one(elementwise::clamp(args))?,
-        Primitive::Complex => one(elem::operands(args).and_then(|[x, y]| complex::complex(x, y)))?,
-        Primitive::Real => one(elem::operands(args).and_then(|[z]| complex::part(false, z)))?,
-        Primitive::Imag => one(elem::operands(args).and_then(|[z]| complex::part(true, z)))?,
-        Primitive::Conj { input_dtype: _ } => one(elem::operands(args).and_then(|[z]| complex::conj(z)))?,
+        Primitive::Complex => one(elem::operands(args).and_then(|[x, y]| remat_math::complex::complex(x, y)))?,
+        Primitive::Real => one(elem::operands(args).and_then(|[z]| remat_math::complex::part(false, z)))?,
+        Primitive::Imag => one(elem::operands(args).and_then(|[z]| remat_math::complex::part(true, z)))?,
+        Primitive::Conj { input_dtype: _ } => one(elem::operands(args).and_then(|[z]| remat_math::complex::conj(z)))?,
         Primitive::Fft { fft_type, fft_lengths } => {
-            one(elem::operands(args).and_then(|[x]| complex::fft(*fft_type, fft_lengths, x)))?
+            one(elem::operands(args).and_then(|[x]| remat_math::complex::fft(*fft_type, fft_lengths, x)))?
         }
         Primitive::ConvertElementType { new_dtype, weak_type: _ } => {
             one(elementwise::convert_element_type(*new_dtype, args))?

@@ -9,11 +9,12 @@
 
 use std::ops::{BitAnd, BitOr, BitXor};
 
-use ndarray::{ArrayD, ArrayView1, Axis};
+use ndarray::{ArrayView1, Axis};
 use remat_ir::{Array, DType, ReduceOp};
 
 use crate::elem::{num_dtype, operands, typed, Elem, Num};
 use crate::elementwise::convert_element_type;
+use remat_math::arrays::fold_axes;
 use remat_math::element::Element;
 use remat_math::with_dtype;
 
@@ -27,6 +28,7 @@ pub(crate) fn reduce(op: ReduceOp, axes: &[usize], args: &[&Array]) -> Result<Ar
         return Err(format!("axes {axes:?} must be distinct axes of {}", x.aval()));
     }
     match op {
+        _ if x.dtype().is_complex() => remat_math::complex::reduce(op, &sorted, x),
         ReduceOp::Sum if x.dtype().is_narrow_float() => {
             // XLA's CPU backend sums 16-bit floats in an f32 accumulator and rounds once.
             let wide = convert_element_type(DType::F32, &[x])?;
@@ -91,16 +93,6 @@ fn bitwise<T: Copy + BitAnd<Output = T> + BitOr<Output = T> + BitXor<Output = T>
         ReduceOp::Xor => Some((zero, |p, q| p ^ q)),
         ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => None,
     }
-}
-
-/// Folds `a` over the ascending, distinct, in-range `axes` with `f`, starting from `init`.
-fn fold_axes<T: Elem>(a: &ArrayD<T>, axes: &[usize], init: T, f: fn(T, T) -> T) -> ArrayD<T> {
-    let mut out = a.clone();
-    // The highest axis first, so the lower axis numbers stay valid.
-    for &ax in axes.iter().rev() {
-        out = out.fold_axis(Axis(ax), init, |&acc, &x| f(acc, x));
-    }
-    out
 }
 
 /// `argmax[axes=(k,)]`: the index of the first maximum along axis `k`, where NaN counts as

@@ -440,19 +440,14 @@ fn dot_general_of_every_dtype_agrees() {
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
-/// Keys are 8-byte elements that every structural primitive moves unchanged: through
-/// views, written pieces, selections, dynamic slices, a scan's carry, arguments and outputs.
-#[test]
-fn keys_move_through_every_structural_primitive() {
-    let k = |n: usize| {
-        let keys: Vec<PrngKey> = (0..n as u32).map(|i| PrngKey([i.wrapping_mul(0x9e37_79b9), !i])).collect();
-        Array::Key(v(keys))
-    };
+/// One equation of each structural primitive over the elements `k(n)` makes (`n` of them, all
+/// distinct): views, written pieces, selections, dynamic slices, comparisons for equality.
+fn structural_programs(k: impl Fn(usize) -> Array) -> Vec<(Primitive, Vec<Array>)> {
     let keys = remat_ir::map_array!(k(12), x => x.into_shape_with_order(ndarray::IxDyn(&[3, 4])).expect("3x4"));
     let other = remat_ir::map_array!(k(13), x => x.slice_move(ndarray::s![1..]).into_shape_with_order(ndarray::IxDyn(&[3, 4])).expect("3x4"));
     let pred = Array::Bool(ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[3, 4]), |ix| (ix[0] + ix[1]) % 2 == 0));
     let idx = |i: i32| Array::I32(ndarray::arr0(i).into_dyn());
-    let programs: Vec<(Primitive, Vec<Array>)> = vec![
+    vec![
         (Primitive::Transpose { permutation: vec![1, 0] }, vec![keys.clone()]),
         (Primitive::Reshape { new_sizes: vec![2, 6], dimensions: None }, vec![keys.clone()]),
         (Primitive::BroadcastInDim { shape: vec![2, 3, 4], broadcast_dimensions: vec![1, 2] }, vec![keys.clone()]),
@@ -481,7 +476,18 @@ fn keys_move_through_every_structural_primitive() {
         ),
         (Primitive::Compare(CompareOp::Eq), vec![keys.clone(), other.clone()]),
         (Primitive::Compare(CompareOp::Ne), vec![keys.clone(), keys.clone()]),
-    ];
+    ]
+}
+
+/// Keys are 8-byte elements that every structural primitive moves unchanged: through
+/// views, written pieces, selections, dynamic slices, a scan's carry, arguments and outputs.
+#[test]
+fn keys_move_through_every_structural_primitive() {
+    let k = |n: usize| {
+        let keys: Vec<PrngKey> = (0..n as u32).map(|i| PrngKey([i.wrapping_mul(0x9e37_79b9), !i])).collect();
+        Array::Key(v(keys))
+    };
+    let programs = structural_programs(k);
     let mut errors = Vec::new();
     for (prim, args) in programs {
         let avals: Vec<Aval> = args.iter().map(Array::aval).collect();
@@ -520,4 +526,53 @@ fn keys_move_through_every_structural_primitive() {
         None => errors.push("the key scan is rejected by the shape rules".to_string()),
     }
     assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// Complex elements (8 and 16 bytes) move through every structural primitive as the bits of
+/// their parts, as keys do: the JIT lowers these equations itself (`complex_route`'s
+/// `Inline`), and they must give the interpreter's bits, a complex padding value included.
+#[test]
+fn complex_values_move_through_every_structural_primitive() {
+    fn parts(i: usize) -> (f64, f64) {
+        (i as f64 * 1.25 - 3.0, -(i as f64) * 0.5 + 1e-3)
+    }
+    type Maker = fn(usize) -> Array;
+    let makers: [(&str, Maker); 2] = [
+        ("c64", |n| Array::C64(v((0..n).map(|i| c64::new(parts(i).0 as f32, parts(i).1 as f32)).collect()))),
+        ("c128", |n| Array::C128(v((0..n).map(|i| c128::new(parts(i).0, parts(i).1)).collect()))),
+    ];
+    let mut errors = Vec::new();
+    for (dtype, k) in &makers {
+        let x = remat_ir::map_array!(k(12), x => x.into_shape_with_order(ndarray::IxDyn(&[3, 4])).expect("3x4"));
+        let pad_value = remat_ir::map_array!(k(1), x => x.into_shape_with_order(ndarray::IxDyn(&[])).expect("scalar"));
+        let mut programs = structural_programs(*k);
+        programs.push((Primitive::Pad { padding_config: vec![(1, 2, 0), (0, -1, 1)] }, vec![x.clone(), pad_value]));
+        programs.push((
+            Primitive::Squeeze { dimensions: vec![0] },
+            vec![remat_ir::map_array!(k(4), x => x.into_shape_with_order(ndarray::IxDyn(&[1, 4])).expect("1x4"))],
+        ));
+        for (prim, args) in programs {
+            let avals: Vec<Aval> = args.iter().map(Array::aval).collect();
+            let name = prim.name();
+            match one_eqn(prim, &avals) {
+                Some(j) => {
+                    if let Err(e) = same(&format!("{name} of {dtype}"), &j, &args) {
+                        errors.push(e);
+                    }
+                }
+                None => errors.push(format!("{name} of {avals:?} rejected by the shape rules")),
+            }
+        }
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// A complex equation the JIT has no native step for is refused by name, not run wrongly.
+#[test]
+fn complex_equations_without_a_native_step_are_refused_by_name() {
+    let z = Aval::new(DType::C64, vec![4]);
+    let j = one_eqn(Primitive::ReducePrecision { exponent_bits: 5, mantissa_bits: 10 }, &[z]).expect("verified");
+    let Err(err) = remat_jit::compile(&j) else { panic!("a complex reduce_precision compiled") };
+    let err = err.to_string();
+    assert!(err.contains("reduce_precision") && err.contains("complex form is not compiled"), "{err}");
 }

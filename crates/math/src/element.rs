@@ -14,14 +14,18 @@
 use std::cmp::Ordering;
 use std::fmt::Debug;
 
-use ndarray::{ArrayView1, ArrayViewMutD, Axis};
-use remat_ir::{bf16, c128, c64, f16, DType, PrngKey};
+use ndarray::{ArrayD, ArrayView1, ArrayViewMutD, Axis};
+use remat_ir::{bf16, c128, c64, f16, Array, DType, PrngKey};
 
 use crate::flush::{self, Flush};
 
 /// An element of one of remat's dtypes, as XLA's CPU code treats it.
 pub trait Element: Copy + PartialOrd + Debug + Send + Sync + 'static {
     const DTYPE: DType;
+    /// The elements of `a`, if it holds this type.
+    fn get(a: &Array) -> Option<&ArrayD<Self>>;
+    /// `a` as an [`Array`] of this type.
+    fn wrap(a: ArrayD<Self>) -> Array;
     /// The identity of `max`: `-inf`, `i32::MIN`, `false`.
     const LOWEST: Self;
     /// The identity of `min`: `+inf`, `i32::MAX`, `true`.
@@ -70,6 +74,20 @@ pub trait Element: Copy + PartialOrd + Debug + Send + Sync + 'static {
 
 /// [`Element::total_order_key`] of a float's bits `b` of width `$s`'s: a negative value's
 /// magnitude bits flipped, so that the signed integers order as the floats do.
+macro_rules! array_link {
+    ($variant:ident) => {
+        fn get(a: &Array) -> Option<&ArrayD<Self>> {
+            match a {
+                Array::$variant(a) => Some(a),
+                _ => None,
+            }
+        }
+        fn wrap(a: ArrayD<Self>) -> Array {
+            Array::$variant(a)
+        }
+    };
+}
+
 macro_rules! sign_magnitude_key {
     ($bits:expr, $s:ty) => {{
         let i = $bits as $s;
@@ -81,6 +99,7 @@ macro_rules! float_element {
     ($t:ty, $variant:ident, $s:ty, $to_f64:expr, $from_f64:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
+            array_link!($variant);
             const LOWEST: $t = <$t>::NEG_INFINITY;
             const HIGHEST: $t = <$t>::INFINITY;
             fn is_nan(self) -> bool {
@@ -140,6 +159,7 @@ macro_rules! narrow_element {
     ($t:ident, $variant:ident) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
+            array_link!($variant);
             const LOWEST: $t = $t::NEG_INFINITY;
             const HIGHEST: $t = $t::INFINITY;
             fn is_nan(self) -> bool {
@@ -179,6 +199,7 @@ macro_rules! int_element {
     ($t:ident, $variant:ident) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
+            array_link!($variant);
             const LOWEST: $t = $t::MIN;
             const HIGHEST: $t = $t::MAX;
             fn is_nan(self) -> bool {
@@ -206,6 +227,7 @@ int_element!(u32, U32);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
+    array_link!(Bool);
     const LOWEST: bool = false;
     const HIGHEST: bool = true;
     fn is_nan(self) -> bool {
@@ -227,6 +249,7 @@ impl Element for bool {
 /// on a verified program; they give the all-zero key.
 impl Element for PrngKey {
     const DTYPE: DType = DType::Key;
+    array_link!(Key);
     const LOWEST: PrngKey = PrngKey([0, 0]);
     const HIGHEST: PrngKey = PrngKey([u32::MAX, u32::MAX]);
     fn is_nan(self) -> bool {
@@ -251,6 +274,7 @@ macro_rules! complex_element {
     ($t:ty, $variant:ident, $part:ty) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
+            array_link!($variant);
             const LOWEST: $t = <$t>::new(<$part>::NEG_INFINITY, <$part>::NEG_INFINITY);
             const HIGHEST: $t = <$t>::new(<$part>::INFINITY, <$part>::INFINITY);
             fn is_nan(self) -> bool {

@@ -16,6 +16,8 @@
 
 use remat_ir::{BinaryOp, UnaryOp};
 
+pub mod arrays;
+pub mod complex;
 pub mod element;
 pub mod elementary;
 pub mod fenv;

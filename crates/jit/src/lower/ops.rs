@@ -34,7 +34,7 @@ impl Lowering {
                 ComplexRoute::Inline => {}
                 ComplexRoute::Native => return Ok(self.native(prim, ins, out_avals, targets)),
                 ComplexRoute::Refuse => {
-                    return Err(unsupported(prim, "complex values in loops and conditionals are not compiled yet"))
+                    return Err(unsupported(prim, "its complex form is not compiled (the interpreter runs it)"))
                 }
             }
         }
@@ -759,13 +759,17 @@ pub(crate) const SMALL_DOT_MACS: usize = 256;
 
 /// How an equation that reads or makes a complex value (`c64`, `c128`) is lowered.
 enum ComplexRoute {
-    /// As any other: calls and names, whose bodies are lowered equation by equation.
+    /// As any other: calls and names, whose bodies are lowered equation by equation, and
+    /// the structural equations, which only move elements (a complex element is moved as
+    /// the bits of its parts: `codegen::clif_type`).
     Inline,
-    /// A native step that runs the interpreter's rule over whole buffers
-    /// (`native::indexing::remat_native`), so that the JIT's complex results are the
-    /// interpreter's bit for bit.
+    /// A native step over whole buffers: `native::complex` (`remat_math::complex`, the
+    /// interpreter's functions, so that the JIT's complex results are the interpreter's bit
+    /// for bit), or the step's own arm for gathers, scatters, sorts and cumulative sums,
+    /// which are generic over the element type.
     Native,
-    /// Not compiled yet: loops and conditionals carrying complex values.
+    /// Not compiled: loops and conditionals carrying complex values, and the equations whose
+    /// complex forms have no native step (convolutions, windows, `reduce_precision`, ...).
     Refuse,
 }
 
@@ -778,23 +782,8 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Remat2 { .. }
         | Primitive::Name { .. }
         | Primitive::OptimizationBarrier
-        | Primitive::DevicePut { .. } => ComplexRoute::Inline,
-        Primitive::Scan { .. } | Primitive::Cond { .. } | Primitive::While { .. } => ComplexRoute::Refuse,
-        Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::Compare(_)
-        | Primitive::IntegerPow { .. }
+        | Primitive::DevicePut { .. }
         | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::Complex
-        | Primitive::Real
-        | Primitive::Imag
-        | Primitive::Conj { .. }
-        | Primitive::Fft { .. }
-        | Primitive::ConvertElementType { .. }
-        | Primitive::ReducePrecision { .. }
-        | Primitive::Round { .. }
-        | Primitive::BitcastConvertType { .. }
         | Primitive::BroadcastInDim { .. }
         | Primitive::Reshape { .. }
         | Primitive::Transpose { .. }
@@ -806,33 +795,50 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Concatenate { .. }
         | Primitive::DynamicSlice { .. }
         | Primitive::DynamicUpdateSlice
-        | Primitive::Iota { .. }
-        | Primitive::Empty2 { .. }
+        | Primitive::Split { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Unstack { .. }
+        | Primitive::Tile { .. }
+        | Primitive::Empty2 { .. } => ComplexRoute::Inline,
+        Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::Compare(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::Complex
+        | Primitive::Real
+        | Primitive::Imag
+        | Primitive::Conj { .. }
+        | Primitive::Fft { .. }
+        | Primitive::ConvertElementType { .. }
         | Primitive::Reduce { .. }
-        | Primitive::Argmax { .. }
         | Primitive::DotGeneral { .. }
+        | Primitive::Gather { .. }
+        | Primitive::Scatter { .. }
+        | Primitive::Sort { .. }
+        | Primitive::Cumulative { .. } => ComplexRoute::Native,
+        Primitive::Scan { .. }
+        | Primitive::Cond { .. }
+        | Primitive::While { .. }
+        | Primitive::Clamp
+        | Primitive::ReducePrecision { .. }
+        | Primitive::Round { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::Iota { .. }
+        | Primitive::Argmax { .. }
+        | Primitive::Argmin { .. }
+        | Primitive::TopK { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap
         | Primitive::RandomUnwrap
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
-        | Primitive::Split { .. }
-        | Primitive::Gather { .. }
-        | Primitive::Scatter { .. }
-        | Primitive::Sort { .. }
-        | Primitive::TopK { .. }
-        | Primitive::Argmin { .. }
-        | Primitive::Cumulative { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
-        | Primitive::Stack { .. }
-        | Primitive::Unstack { .. }
-        | Primitive::Tile { .. }
         | Primitive::PlatformIndex { .. }
         | Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
-        | Primitive::SelectAndGatherAdd { .. } => ComplexRoute::Native,
+        | Primitive::SelectAndGatherAdd { .. } => ComplexRoute::Refuse,
     }
 }

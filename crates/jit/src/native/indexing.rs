@@ -17,6 +17,7 @@ use std::cmp::Ordering;
 
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, Axis, IxDyn};
 use remat_ir::{CumulativeOp, DType, GatherScatterMode, Primitive, ScatterOp, TriangularSolve};
+use remat_math::complex::ComplexElement;
 use remat_math::element::{self, Element, Narrow};
 use remat_math::{elementary, linalg, with_dtype};
 
@@ -157,16 +158,17 @@ impl El for remat_ir::PrngKey {
 
 macro_rules! complex_el {
     ($t:ty) => {
-        /// Complex gathers, scatters, sorts and cumulative sums run here too.
+        /// Complex gathers, scatters, sorts and cumulative sums run here too, in
+        /// `remat_math::complex`'s arithmetic.
         impl El for $t {
             fn add(self, o: $t) -> $t {
-                <$t>::from_num(self.num() + o.num())
+                ComplexElement::add(self, o)
             }
             fn sub(self, o: $t) -> $t {
-                <$t>::from_num(self.num() - o.num())
+                ComplexElement::sub(self, o)
             }
             fn mul(self, o: $t) -> $t {
-                <$t>::from_num(self.num() * o.num())
+                ComplexElement::mul(self, o)
             }
             fn logaddexp(self, _: $t) -> $t {
                 self
@@ -252,8 +254,8 @@ fn run(b: &Bases) {
         Primitive::RandomSplit { shape } => random::split(b, shape),
         Primitive::RandomFoldIn => random::fold_in(b),
         Primitive::RandomBits { shape, .. } => random::bits(b, shape),
-        // Every other native step reads or makes complex values (`lower::ops`'s
-        // `complex_route`): the interpreter's rule over copies of the buffers.
+        // Every other native step computes on complex values (`lower::ops`'s
+        // `complex_route`): `remat_math::complex` over copies of the buffers.
         other => super::complex::run(other, b),
     }
 }

@@ -1,33 +1,52 @@
-//! Complex numbers (`c64`, `c128`): the elementwise functions JAX defines on them, the
-//! parts (`complex`, `real`, `imag`, `conj`) and conversions to and from real dtypes. The
-//! generic rules (moves, sums, products, scatters, and `eq`/`ne`, which compare both parts)
-//! run on complex elements through `elem.rs`'s `Num` for `c64`/`c128`; this file holds what
-//! has no real counterpart.
+//! Complex numbers (`c64`, `c128`): what JAX's operations mean on them, for both backends.
+//! The interpreter evaluates its complex equations here, and the JIT runs each equation
+//! that computes on complex values as a native step calling the same functions on its
+//! buffers (its generated code only moves complex elements, as the bits of their parts), so
+//! the two agree bit for bit.
 //!
 //! Values compute in `num_complex` at the parts' precision (`c64` in `f32`), with its
-//! formulas; XLA's CPU code uses the same ones for arithmetic and close ones for the
-//! transcendentals, within the conformance tests' tolerance.
+//! formulas; XLA's CPU code uses the same ones for `+`, `-` and `*`, scales by the larger
+//! part first in `/` (which differs in the last bits only where `c² + d²` over- or
+//! underflows) and close formulas for the transcendentals, within the conformance tests'
+//! tolerance. Sums fold in [`arrays::fold_axes`]' order, products with
+//! [`arrays::matmul_loop`], integer powers in [`arrays::integer_pow`]'s order.
 
 use ndarray::ArrayD;
 use num_complex::Complex;
 use num_traits::Float;
-use remat_ir::{c128, c64, Array, BinaryOp, DType, FftType, UnaryOp};
-use remat_math::fft::{transform, Kind};
+use remat_ir::{c128, c64, Array, BinaryOp, CompareOp, DType, FftType, ReduceOp, UnaryOp};
 
-use remat_math::element::Element;
-use remat_math::with_dtype;
+use crate::arrays::{self, broadcast_shapes, zip_with, ProductLayout};
+use crate::element::Element;
+use crate::fft::{transform, Kind};
+use crate::with_dtype;
 
-use crate::elem::{broadcast_shapes, typed, zip_with, Elem};
-
-/// A complex element type and its `num_complex` form.
-trait Cx: Copy {
-    type P: Float;
-    fn num(self) -> Complex<Self::P>;
-    fn from_num(z: Complex<Self::P>) -> Self;
+/// A complex element type: its `num_complex` form and its arithmetic.
+pub trait ComplexElement: Element {
+    /// The parts' type.
+    type Part: Float;
+    const ZERO: Self;
+    const ONE: Self;
+    fn num(self) -> Complex<Self::Part>;
+    fn from_num(z: Complex<Self::Part>) -> Self;
+    fn add(self, o: Self) -> Self {
+        Self::from_num(self.num() + o.num())
+    }
+    fn sub(self, o: Self) -> Self {
+        Self::from_num(self.num() - o.num())
+    }
+    fn mul(self, o: Self) -> Self {
+        Self::from_num(self.num() * o.num())
+    }
+    fn div(self, o: Self) -> Self {
+        Self::from_num(self.num() / o.num())
+    }
 }
 
-impl Cx for c64 {
-    type P = f32;
+impl ComplexElement for c64 {
+    type Part = f32;
+    const ZERO: c64 = c64::new(0.0, 0.0);
+    const ONE: c64 = c64::new(1.0, 0.0);
     fn num(self) -> Complex<f32> {
         c64::num(self)
     }
@@ -36,8 +55,10 @@ impl Cx for c64 {
     }
 }
 
-impl Cx for c128 {
-    type P = f64;
+impl ComplexElement for c128 {
+    type Part = f64;
+    const ZERO: c128 = c128::new(0.0, 0.0);
+    const ONE: c128 = c128::new(1.0, 0.0);
     fn num(self) -> Complex<f64> {
         c128::num(self)
     }
@@ -46,11 +67,29 @@ impl Cx for c128 {
     }
 }
 
+/// Runs `$body` with `$a` bound to the `ArrayD` of a complex `$x` and `$T` its element
+/// type; `$other` for any other array.
+macro_rules! with_complex {
+    ($x:expr, $a:ident: $T:ident => $body:expr, _ => $other:expr) => {
+        match $x {
+            Array::C64($a) => {
+                type $T = c64;
+                $body
+            }
+            Array::C128($a) => {
+                type $T = c128;
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
+
 fn not_complex(what: &str, x: &Array) -> String {
     format!("{what} needs a complex operand, found {}", x.aval())
 }
 
-/// The complex forms of the unary ops (`abs` is real-valued: [`abs`]).
+/// The complex forms of the unary ops (`abs` is real-valued: [`unary`] handles it).
 fn unary_fn<P: Float>(op: UnaryOp) -> Option<fn(Complex<P>) -> Complex<P>> {
     Some(match op {
         UnaryOp::Neg => |z| -z,
@@ -111,27 +150,16 @@ fn unary_fn<P: Float>(op: UnaryOp) -> Option<fn(Complex<P>) -> Complex<P>> {
     })
 }
 
-fn map<T: Cx>(a: &ArrayD<T>, f: fn(Complex<T::P>) -> Complex<T::P>) -> ArrayD<T> {
-    a.mapv(|z| T::from_num(f(z.num())))
-}
-
-/// A unary op on a complex operand.
-pub(crate) fn unary(op: UnaryOp, x: &Array) -> Result<Array, String> {
+/// A unary op on a complex operand; `abs` is the magnitude `hypot(re, im)`, a real number.
+pub fn unary(op: UnaryOp, x: &Array) -> Result<Array, String> {
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
     Ok(match x {
-        _ if op == UnaryOp::Abs => return abs(x),
-        Array::C64(a) => Array::C64(map(a, unary_fn(op).ok_or_else(undefined)?)),
-        Array::C128(a) => Array::C128(map(a, unary_fn(op).ok_or_else(undefined)?)),
-        _ => return Err(not_complex(op.name(), x)),
-    })
-}
-
-/// `abs z`: the magnitude `hypot(re, im)`, a real number.
-fn abs(x: &Array) -> Result<Array, String> {
-    Ok(match x {
-        Array::C64(a) => Array::F32(a.mapv(|z| z.re.hypot(z.im))),
-        Array::C128(a) => Array::F64(a.mapv(|z| z.re.hypot(z.im))),
-        _ => return Err(not_complex("abs", x)),
+        Array::C64(a) if op == UnaryOp::Abs => Array::F32(a.mapv(|z| z.re.hypot(z.im))),
+        Array::C128(a) if op == UnaryOp::Abs => Array::F64(a.mapv(|z| z.re.hypot(z.im))),
+        _ => with_complex!(x, a: T => {
+            let f = unary_fn(op).ok_or_else(undefined)?;
+            Element::wrap(a.mapv(|z: T| T::from_num(f(z.num()))))
+        }, _ => return Err(not_complex(op.name(), x))),
     })
 }
 
@@ -173,17 +201,20 @@ fn binary_fn<P: Float>(op: BinaryOp) -> Option<Binary<P>> {
     })
 }
 
-fn zip<T: Cx>(a: &ArrayD<T>, b: &ArrayD<T>, shape: &[usize], f: Binary<T::P>) -> Result<ArrayD<T>, String> {
-    zip_with(a, b, shape, |x: T, y: T| T::from_num(f(x.num(), y.num())))
-}
-
-/// A binary op on complex operands (`pow` also with an integer exponent).
-pub(crate) fn binary(op: BinaryOp, x: &Array, y: &Array) -> Result<Array, String> {
+/// A binary op on complex operands (`pow` also with an integer exponent), broadcasting a
+/// rank-0 operand.
+pub fn binary(op: BinaryOp, x: &Array, y: &Array) -> Result<Array, String> {
     let shape = broadcast_shapes(x, y)?;
     let undefined = || format!("{} is not defined on {}", op.name(), x.dtype());
     Ok(match (x, y) {
-        (Array::C64(a), Array::C64(b)) => Array::C64(zip(a, b, &shape, binary_fn(op).ok_or_else(undefined)?)?),
-        (Array::C128(a), Array::C128(b)) => Array::C128(zip(a, b, &shape, binary_fn(op).ok_or_else(undefined)?)?),
+        (Array::C64(a), Array::C64(b)) => {
+            let f = binary_fn::<f32>(op).ok_or_else(undefined)?;
+            Array::C64(zip_with(a, b, &shape, |p: c64, q: c64| c64::from_num(f(p.num(), q.num())))?)
+        }
+        (Array::C128(a), Array::C128(b)) => {
+            let f = binary_fn::<f64>(op).ok_or_else(undefined)?;
+            Array::C128(zip_with(a, b, &shape, |p: c128, q: c128| c128::from_num(f(p.num(), q.num())))?)
+        }
         _ if op == BinaryOp::Pow && x.dtype().is_complex() && y.dtype().is_integer() => {
             let exponent = convert(x.dtype(), y)?;
             return binary(op, x, &exponent);
@@ -192,8 +223,68 @@ pub(crate) fn binary(op: BinaryOp, x: &Array, y: &Array) -> Result<Array, String
     })
 }
 
+/// `eq` or `ne` of complex operands: both parts compared as IEEE numbers.
+pub fn compare(op: CompareOp, x: &Array, y: &Array) -> Result<Array, String> {
+    let shape = broadcast_shapes(x, y)?;
+    let equal = match op {
+        CompareOp::Eq => true,
+        CompareOp::Ne => false,
+        CompareOp::Lt
+        | CompareOp::Le
+        | CompareOp::Gt
+        | CompareOp::Ge
+        | CompareOp::EqTo
+        | CompareOp::LeTo
+        | CompareOp::LtTo => return Err(format!("{} is not defined on {}", op.name(), x.dtype())),
+    };
+    Ok(Array::Bool(match (x, y) {
+        (Array::C64(a), Array::C64(b)) => zip_with(a, b, &shape, |p, q| (p == q) == equal)?,
+        (Array::C128(a), Array::C128(b)) => zip_with(a, b, &shape, |p, q| (p == q) == equal)?,
+        _ => return Err(format!("operands have different dtypes: {} and {}", x.aval(), y.aval())),
+    }))
+}
+
+/// `integer_pow[y]` of a complex operand: [`arrays::integer_pow`]'s multiplications.
+pub fn integer_pow(y: i32, x: &Array) -> Result<Array, String> {
+    with_complex!(x, a: T => Ok(Element::wrap(a.mapv(|z: T| arrays::integer_pow(z, y, T::ONE, T::mul, T::div)))),
+        _ => Err(not_complex("integer_pow", x)))
+}
+
+/// `reduce_sum` or `reduce_prod` of a complex operand over the ascending, distinct axes.
+pub fn reduce(op: ReduceOp, axes: &[usize], x: &Array) -> Result<Array, String> {
+    let sum = match op {
+        ReduceOp::Sum => true,
+        ReduceOp::Prod => false,
+        ReduceOp::Max | ReduceOp::Min | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+            return Err(format!("{} is not defined on {}", op.name(), x.dtype()))
+        }
+    };
+    with_complex!(x, a: T => Ok(Element::wrap(match sum {
+        true => arrays::fold_axes(a, axes, T::ZERO, T::add),
+        false => arrays::fold_axes(a, axes, T::ONE, T::mul),
+    })), _ => Err(not_complex(op.name(), x)))
+}
+
+/// `dot_general` of complex operands of one dtype, laid out by `layout`: each result
+/// element a multiply-add loop over the contracted extent ([`arrays::matmul_loop`]).
+pub fn dot_general(layout: &ProductLayout, lhs: &Array, rhs: &Array) -> Result<Array, String> {
+    match (lhs, rhs) {
+        (Array::C64(l), Array::C64(r)) => Ok(Array::C64(
+            layout.product(l, r, |l, r| arrays::matmul_loop(l, r, c64::ZERO, |acc, x, y| acc.add(x.mul(y))))?,
+        )),
+        (Array::C128(l), Array::C128(r)) => Ok(Array::C128(
+            layout.product(l, r, |l, r| arrays::matmul_loop(l, r, c128::ZERO, |acc, x, y| acc.add(x.mul(y))))?,
+        )),
+        _ => Err(format!(
+            "dot_general of complex numbers needs two operands of one complex dtype, found {} and {}",
+            lhs.aval(),
+            rhs.aval()
+        )),
+    }
+}
+
 /// `complex x y`: `x + i y`.
-pub(crate) fn complex(x: &Array, y: &Array) -> Result<Array, String> {
+pub fn complex(x: &Array, y: &Array) -> Result<Array, String> {
     let shape = broadcast_shapes(x, y)?;
     Ok(match (x, y) {
         (Array::F32(a), Array::F32(b)) => Array::C64(zip_with(a, b, &shape, c64::new)?),
@@ -203,7 +294,7 @@ pub(crate) fn complex(x: &Array, y: &Array) -> Result<Array, String> {
 }
 
 /// `real z` (`imag = false`) or `imag z`.
-pub(crate) fn part(imag: bool, z: &Array) -> Result<Array, String> {
+pub fn part(imag: bool, z: &Array) -> Result<Array, String> {
     Ok(match z {
         Array::C64(a) => Array::F32(a.mapv(|z| if imag { z.im } else { z.re })),
         Array::C128(a) => Array::F64(a.mapv(|z| if imag { z.im } else { z.re })),
@@ -212,7 +303,7 @@ pub(crate) fn part(imag: bool, z: &Array) -> Result<Array, String> {
 }
 
 /// `conj z`: the conjugate; a real operand becomes complex with imaginary part 0.
-pub(crate) fn conj(z: &Array) -> Result<Array, String> {
+pub fn conj(z: &Array) -> Result<Array, String> {
     Ok(match z {
         Array::C64(a) => Array::C64(a.mapv(|z| c64::new(z.re, -z.im))),
         Array::C128(a) => Array::C128(a.mapv(|z| c128::new(z.re, -z.im))),
@@ -226,10 +317,10 @@ pub(crate) fn conj(z: &Array) -> Result<Array, String> {
 /// part; complex to real keeps the real part converted (as NumPy and JAX do); real to
 /// complex has the value as its real part (rounded to the parts' dtype through `f64`, as the
 /// real conversions are) and imaginary part 0.
-pub(crate) fn convert(new_dtype: DType, x: &Array) -> Result<Array, String> {
+pub fn convert(new_dtype: DType, x: &Array) -> Result<Array, String> {
     let real_of = |to: DType, a: &Array| -> Result<Array, String> {
         with_dtype!(a.dtype(), S => {
-            let xs = typed::<S>(a)?;
+            let xs = S::get(a).ok_or_else(|| format!("expected {}, found {}", S::DTYPE.numpy_name(), a.aval()))?;
             with_dtype!(to, D => Ok(D::wrap(xs.mapv(|v| <D as Element>::from_f64(<S as Element>::to_f64(v))))))
         })
     };
@@ -248,9 +339,9 @@ pub(crate) fn convert(new_dtype: DType, x: &Array) -> Result<Array, String> {
     }
 }
 
-/// `fft[fft_type fft_lengths] x`: `remat_math::fft` in `f64`, rounded once to the result's
-/// dtype (the JIT's native step is this function too).
-pub(crate) fn fft(fft_type: FftType, fft_lengths: &[usize], x: &Array) -> Result<Array, String> {
+/// `fft[fft_type fft_lengths] x`: [`crate::fft::transform`] in `f64`, rounded once to the
+/// result's dtype.
+pub fn fft(fft_type: FftType, fft_lengths: &[usize], x: &Array) -> Result<Array, String> {
     let kind = match fft_type {
         FftType::Fft => Kind::Fft,
         FftType::Ifft => Kind::Ifft,
