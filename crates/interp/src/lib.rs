@@ -428,6 +428,9 @@ pub(crate) fn eval_primitive_refs(
         Primitive::RandomSplit { shape } => one(random::random_split(shape, args))?,
         Primitive::RandomFoldIn => one(random::random_fold_in(args))?,
         Primitive::RandomBits { bit_width, shape } => one(random::random_bits(*bit_width, shape, args))?,
+        Primitive::RandomClone => control::identity(args, 1).map_err(invalid)?,
+        Primitive::Threefry2x32 => random::threefry2x32_eqn(args).map_err(invalid)?,
+        Primitive::Iota2x32Shape { shape } => remat_math::iota_2x32(shape).into_iter().map(Array::U32).collect(),
         Primitive::Jit { name, jaxpr, options: _ } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }

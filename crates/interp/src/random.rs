@@ -86,6 +86,22 @@ pub(crate) fn random_fold_in(args: &[&Array]) -> Result<Array, String> {
     from_vec(&shape, out)
 }
 
+/// `threefry2x32 k1 k2 x1 x2`: the hash of the counters `(x1, x2)` under the keys
+/// `(k1, k2)` at each element of the operands' broadcast shape (`remat_math`'s, which the
+/// JIT runs too).
+pub(crate) fn threefry2x32_eqn(args: &[&Array]) -> Result<Vec<Array>, String> {
+    let ops: [&Array; 4] = operands(args)?;
+    let mut shape: Vec<usize> = Vec::new();
+    for a in ops {
+        shape = broadcast(&shape, a.shape())
+            .ok_or_else(|| format!("threefry2x32: operand shapes {:?} do not broadcast", ops.map(|a| a.aval())))?;
+    }
+    let words = ops.map(|a| typed::<u32>(a).map(|a| a.view()));
+    let [k1, k2, x1, x2] = words;
+    let [y0, y1] = remat_math::threefry2x32_arrays(&shape, [k1?, k2?, x1?, x2?])?;
+    Ok(vec![Array::U32(y0), Array::U32(y1)])
+}
+
 /// JAX's `broadcasting_shape_rule`: a scalar broadcasts against anything; otherwise equal
 /// ranks whose sizes are equal or 1.
 fn broadcast(x: &[usize], y: &[usize]) -> Option<Vec<usize>> {

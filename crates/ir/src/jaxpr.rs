@@ -553,6 +553,17 @@ pub enum Primitive {
         bit_width: u32,
         shape: Vec<usize>,
     },
+    /// `random_clone x`: the same keys (or a legacy key's words: any value), a copy JAX's
+    /// optimizations cannot elide.
+    RandomClone,
+    /// `threefry2x32 k1 k2 x1 x2`: the threefry-2x32 hash of the counters `(x1, x2)` under
+    /// the keys `(k1, k2)`, elementwise over `u32` operands (broadcasting); two `u32` results.
+    Threefry2x32,
+    /// `iota_2x32_shape[shape=S]`: the row-major index of each element of `S` as a 64-bit
+    /// count, in two `u32[S]` results (high word, low word).
+    Iota2x32Shape {
+        shape: Vec<usize>,
+    },
 
     // Calls and loops: `primitive/call.rs`.
     Jit {
@@ -832,7 +843,10 @@ impl Primitive {
             | Primitive::RandomUnwrap
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
-            | Primitive::RandomBits { .. } => Vec::new(),
+            | Primitive::RandomBits { .. }
+            | Primitive::RandomClone
+            | Primitive::Threefry2x32
+            | Primitive::Iota2x32Shape { .. } => Vec::new(),
         }
     }
 
@@ -938,7 +952,10 @@ impl Primitive {
             | Primitive::RandomUnwrap
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
-            | Primitive::RandomBits { .. } => {}
+            | Primitive::RandomBits { .. }
+            | Primitive::RandomClone
+            | Primitive::Threefry2x32
+            | Primitive::Iota2x32Shape { .. } => {}
         }
         Ok(prim)
     }

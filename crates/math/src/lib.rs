@@ -30,7 +30,7 @@ mod threefry;
 pub use fenv::XlaFloatEnv;
 pub use flush::{maximum, minimum, Flush};
 pub use special::{digamma, erf_inv, polygamma};
-pub use threefry::{threefry2x32, threefry_bits, threefry_counter, threefry_seed};
+pub use threefry::{iota_2x32, threefry2x32, threefry2x32_arrays, threefry_bits, threefry_counter, threefry_seed};
 
 /// A float dtype's library functions.
 pub trait MathFloat: Copy {

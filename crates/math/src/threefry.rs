@@ -1,6 +1,8 @@
 //! Threefry-2x32, the block cipher behind JAX's default PRNG (`impl=fry`), shared by the
 //! interpreter and the JIT's runtime so both compute the same bits.
 
+use ndarray::{ArrayD, ArrayViewD, IxDyn, Zip};
+
 /// The Threefry-2x32 block cipher with 20 rounds (Random123's `threefry2x32-20`, JAX's
 /// `_threefry2x32_lowering`): the counter pair `x` encrypted under `key`, mod 2^32.
 pub fn threefry2x32(key: [u32; 2], x: [u32; 2]) -> [u32; 2] {
@@ -36,4 +38,32 @@ pub fn threefry_seed(seed: i128, bits: usize) -> [u32; 2] {
 pub fn threefry_bits(key: [u32; 2], i: usize) -> u32 {
     let [y0, y1] = threefry2x32(key, threefry_counter(i));
     y0 ^ y1
+}
+
+/// `threefry2x32 k1 k2 x1 x2` with its operands broadcast to `shape` (rank-0 operands and
+/// extents of 1 stretch): the two words of `threefry2x32([k1, k2], [x1, x2])` at each element.
+pub fn threefry2x32_arrays(shape: &[usize], operands: [ArrayViewD<'_, u32>; 4]) -> Result<[ArrayD<u32>; 2], String> {
+    let stretch = |a: &ArrayViewD<'_, u32>| -> Result<ArrayD<u32>, String> {
+        let b = a.broadcast(IxDyn(shape));
+        b.map(|b| b.to_owned())
+            .ok_or_else(|| format!("threefry2x32: an operand of shape {:?} does not broadcast to {shape:?}", a.shape()))
+    };
+    let [k1, k2, x1, x2] = &operands;
+    let (k1, k2, x1, x2) = (stretch(k1)?, stretch(k2)?, stretch(x1)?, stretch(x2)?);
+    let mut y0 = ArrayD::zeros(IxDyn(shape));
+    let mut y1 = ArrayD::zeros(IxDyn(shape));
+    Zip::from(&mut y0).and(&mut y1).and(&k1).and(&k2).and(&x1).and(&x2).for_each(|y0, y1, &k1, &k2, &x1, &x2| {
+        [*y0, *y1] = threefry2x32([k1, k2], [x1, x2]);
+    });
+    Ok([y0, y1])
+}
+
+/// `iota_2x32_shape[shape]`: the row-major index of each element as a 64-bit count, in two
+/// arrays (the high words, the low words).
+pub fn iota_2x32(shape: &[usize]) -> [ArrayD<u32>; 2] {
+    let n: usize = shape.iter().product();
+    let words: Vec<[u32; 2]> = (0..n).map(threefry_counter).collect();
+    let part =
+        |w: usize| ArrayD::from_shape_vec(IxDyn(shape), words.iter().map(|c| c[w]).collect()).expect("n elements");
+    [part(0), part(1)]
 }

@@ -123,6 +123,9 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
+        | Primitive::RandomClone
+        | Primitive::Threefry2x32
+        | Primitive::Iota2x32Shape { .. }
         | Primitive::Split { .. }
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }

@@ -159,6 +159,26 @@ pub fn fold_in(key: &Tensor, data: impl Into<Arg>) -> Tensor {
     k.out(keys, loc)
 }
 
+/// `jax.random.clone(key)`: the same key, as a copy JAX's optimizations keep
+/// (`random_clone`, on a typed key array or on a legacy key's words).
+#[track_caller]
+pub fn clone(key: &Tensor) -> Tensor {
+    let loc = Location::caller();
+    // JAX binds it on the value as it is: a typed key array, or a legacy key's `u32[2]` words.
+    let legacy = key.dtype() == DType::U32 && key.shape().last() == Some(&2);
+    if key.dtype() != DType::Key && !legacy {
+        record_error(
+            loc,
+            format!(
+                "clone: expected a PRNG key (a legacy u32[2] key from prng_key, or a key<fry>[] from key), found {}",
+                key.aval()
+            ),
+        );
+        return placeholder_keys(key, &[]);
+    }
+    bind(Primitive::RandomClone, &[key.clone().into()], false, loc).remove(0)
+}
+
 fn placeholder_keys(key: &Tensor, shape: &[usize]) -> Tensor {
     if key.dtype() == DType::Key {
         Tensor::placeholder(Aval::new(DType::Key, shape.to_vec()))

@@ -33,6 +33,7 @@ fn programs() -> BTreeMap<String, Program> {
         add(format!("split {kn}"), p(|a| random::split(&a[0], 2)));
         add(format!("split3 {kn}"), p(|a| random::split(&a[0], 3)));
         add(format!("fold_in {kn}"), p(|a| random::fold_in(&a[0], 7)));
+        add(format!("clone {kn}"), p(|a| random::clone(&a[0])));
         add(format!("bits {kn}"), p(|a| random::bits(&a[0], &[2, 3])));
         add(format!("uniform {kn}"), p(|a| random::uniform(&a[0], &[3], DType::F32, 0.0, 1.0)));
         add(format!("uniform_scalar {kn}"), p(|a| random::uniform(&a[0], &[], DType::F32, 0.0, 1.0)));

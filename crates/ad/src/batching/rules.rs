@@ -33,7 +33,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         | Primitive::RandomSeed
         | Primitive::RandomSplit { .. }
         | Primitive::RandomBits { .. }
-        | Primitive::RandomUnwrap => {
+        | Primitive::RandomUnwrap
+        | Primitive::RandomClone => {
             let (x, d) = ins[0];
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
         }
@@ -41,6 +42,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         Primitive::Binary(_) | Primitive::Compare(_) | Primitive::Complex => one(broadcast_batcher(b, prim, ins)),
         Primitive::SelectN => one(select_n(b, ins, size)),
         Primitive::RandomFoldIn => one(broadcast_batcher(b, prim, ins)),
+        // JAX's `defbroadcasting`: both results batched as the operands.
+        Primitive::Threefry2x32 => broadcast_batcher_all(b, prim, ins),
         // JAX's `_fft_batching_rule`: the batch axis first, the transformed axes last.
         Primitive::Fft { .. } => {
             let (x, d) = ins[0];
@@ -58,7 +61,10 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(outs.into_iter().map(Atom::Var).zip(ins.iter().map(|x| x.1)).collect())
         }
         // No operands, so never batched: the pass copies them.
-        Primitive::Iota { .. } | Primitive::Empty2 { .. } | Primitive::PlatformIndex { .. } => {
+        Primitive::Iota { .. }
+        | Primitive::Empty2 { .. }
+        | Primitive::PlatformIndex { .. }
+        | Primitive::Iota2x32Shape { .. } => {
             Err(AdError::Internal(format!("vmap: {} has no operands to batch", prim.name())))
         }
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
@@ -456,6 +462,11 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
 
 /// JAX's `broadcast_batcher`, for the n-ary elementwise primitives.
 fn broadcast_batcher(b: &mut Builder, prim: &Primitive, ins: &[Batched]) -> Result<Batched, AdError> {
+    Ok(broadcast_batcher_all(b, prim, ins)?.remove(0))
+}
+
+/// `broadcast_batcher` of a primitive with several results, each batched alike.
+fn broadcast_batcher_all(b: &mut Builder, prim: &Primitive, ins: &[Batched]) -> Result<Vec<Batched>, AdError> {
     let (shape, dim) = ins
         .iter()
         .find_map(|(x, d)| d.map(|d| (b.aval(x).shape, d)))
@@ -465,7 +476,8 @@ fn broadcast_batcher(b: &mut Builder, prim: &Primitive, ins: &[Batched]) -> Resu
         aval.rank() == 0 || (aval.shape == shape && *d == Some(dim))
     });
     if agree {
-        return Ok((b.bind1(prim.clone(), ins.iter().map(|x| x.0).collect())?, Some(dim)));
+        let outs = b.bind(prim.clone(), ins.iter().map(|x| x.0).collect())?;
+        return Ok(outs.into_iter().map(|v| (v.into(), Some(dim))).collect());
     }
     let mut args = Vec::with_capacity(ins.len());
     for &(x, d) in ins {
@@ -479,7 +491,7 @@ fn broadcast_batcher(b: &mut Builder, prim: &Primitive, ins: &[Batched]) -> Resu
             *x = b.expand_dims(*x, &dims)?;
         }
     }
-    Ok((b.bind1(prim.clone(), args)?, Some(0)))
+    Ok(b.bind(prim.clone(), args)?.into_iter().map(|v| (v.into(), Some(0))).collect())
 }
 
 /// JAX's `add_batched`, the rule of `add_any`.

@@ -45,7 +45,10 @@ pub(crate) fn jvp_rule(
         | Primitive::RandomUnwrap
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
-        | Primitive::RandomBits { .. } => zero(b, old, eqn, primals),
+        | Primitive::RandomBits { .. }
+        | Primitive::RandomClone
+        | Primitive::Threefry2x32
+        | Primitive::Iota2x32Shape { .. } => zero(b, old, eqn, primals),
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];

@@ -161,6 +161,9 @@ pub(crate) fn transpose_rule(
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
+        | Primitive::RandomClone
+        | Primitive::Threefry2x32
+        | Primitive::Iota2x32Shape { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
         // JAX's `_triangular_solve_transpose_rule`: linear in `b` only; the cotangent is
         // solved against `a` transposed.

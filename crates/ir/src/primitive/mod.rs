@@ -156,6 +156,9 @@ primitive_kinds! {
         RandomSplit = "random_split",
         RandomFoldIn = "random_fold_in",
         RandomBits = "random_bits",
+        RandomClone = "random_clone",
+        Threefry2x32 = "threefry2x32",
+        Iota2x32Shape = "iota_2x32_shape",
         Jit = "jit",
         ClosedCall = "closed_call",
         CustomJvpCall = "custom_jvp_call",
@@ -280,7 +283,10 @@ impl PrimitiveKind {
             | PrimitiveKind::RandomUnwrap
             | PrimitiveKind::RandomSplit
             | PrimitiveKind::RandomFoldIn
-            | PrimitiveKind::RandomBits => None,
+            | PrimitiveKind::RandomBits
+            | PrimitiveKind::RandomClone
+            | PrimitiveKind::Threefry2x32
+            | PrimitiveKind::Iota2x32Shape => None,
         }
     }
 }
@@ -327,6 +333,9 @@ impl Primitive {
             Primitive::RandomUnwrap => PrimitiveKind::RandomUnwrap,
             Primitive::RandomSplit { .. } => PrimitiveKind::RandomSplit,
             Primitive::RandomFoldIn => PrimitiveKind::RandomFoldIn,
+            Primitive::RandomClone => PrimitiveKind::RandomClone,
+            Primitive::Threefry2x32 => PrimitiveKind::Threefry2x32,
+            Primitive::Iota2x32Shape { .. } => PrimitiveKind::Iota2x32Shape,
             Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::ClosedCall { .. } => PrimitiveKind::ClosedCall,
@@ -419,6 +428,9 @@ impl Primitive {
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
             | Primitive::RandomBits { .. }
+            | Primitive::RandomClone
+            | Primitive::Threefry2x32
+            | Primitive::Iota2x32Shape { .. }
             | Primitive::ClosedCall { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
@@ -498,7 +510,10 @@ impl Primitive {
             Primitive::Jit { name, jaxpr, options } => jit_params(name, jaxpr, options),
             Primitive::ClosedCall { call_jaxpr } => closed_call_params(call_jaxpr),
             Primitive::RandomSeed | Primitive::RandomWrap => random::impl_params(),
-            Primitive::RandomUnwrap | Primitive::RandomFoldIn => Vec::new(),
+            Primitive::RandomUnwrap | Primitive::RandomFoldIn | Primitive::RandomClone | Primitive::Threefry2x32 => {
+                Vec::new()
+            }
+            Primitive::Iota2x32Shape { shape } => random::shape_params(shape),
             Primitive::RandomSplit { shape } => random::shape_params(shape),
             Primitive::RandomBits { bit_width, shape } => random::random_bits_params(*bit_width, shape),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
@@ -601,6 +616,9 @@ impl Primitive {
             PrimitiveKind::RandomUnwrap => Primitive::RandomUnwrap,
             PrimitiveKind::RandomSplit => random::parse_random_split(p)?,
             PrimitiveKind::RandomFoldIn => Primitive::RandomFoldIn,
+            PrimitiveKind::RandomClone => Primitive::RandomClone,
+            PrimitiveKind::Threefry2x32 => Primitive::Threefry2x32,
+            PrimitiveKind::Iota2x32Shape => Primitive::Iota2x32Shape { shape: p.usizes("shape")? },
             PrimitiveKind::RandomBits => random::parse_random_bits(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::ClosedCall => parse_closed_call(p)?,
@@ -695,6 +713,9 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::RandomUnwrap => random_unwrap_shape(ins),
         Primitive::RandomSplit { shape } => random_split_shape(shape, ins),
         Primitive::RandomFoldIn => random_fold_in_shape(ins),
+        Primitive::RandomClone => random_clone_shape(ins),
+        Primitive::Threefry2x32 => threefry2x32_shape(ins),
+        Primitive::Iota2x32Shape { shape } => iota_2x32_shape_shape(shape, ins),
         Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
         Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
         Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),

@@ -1,5 +1,6 @@
 //! PRNG primitives on threefry keys (`key<fry>`): `random_seed`, `random_wrap`,
-//! `random_unwrap`, `random_split`, `random_fold_in` and `random_bits`.
+//! `random_unwrap`, `random_split`, `random_fold_in`, `random_bits` and `random_clone`; and
+//! threefry's parts on `u32` words: `threefry2x32` and `iota_2x32_shape`.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`, `parse_*`) and
 //! its shape rule (`*_shape`, JAX 0.10.2's abstract evaluation rules in
@@ -138,6 +139,40 @@ pub(crate) fn random_bits_shape(bit_width: u32, shape: &[usize], in_avals: &[Ava
     let [keys] = arity(name, in_avals)?;
     key_operand(name, keys)?;
     Ok(device(random_bits_dtype(bit_width)?, [&keys.shape[..], shape].concat()))
+}
+
+// `random_clone x`: the same value, of any type (JAX's `random.clone` binds it on a typed
+// key array, and on a legacy `u32[2]` key's words as they are).
+
+pub(crate) fn random_clone_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let [x] = arity("random_clone", in_avals)?;
+    Ok(device(x.dtype, x.shape.clone()))
+}
+
+// `threefry2x32 k1 k2 x1 x2`: `u32` operands broadcasting as `add`'s do (rank-0 operands
+// broadcast to the others' shape); two `u32` results of the broadcast shape.
+
+pub(crate) fn threefry2x32_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "threefry2x32";
+    let [k1, k2, x1, x2] = arity(name, in_avals)?;
+    for a in [k1, k2, x1, x2] {
+        ensure!(a.dtype == DType::U32, name, "operands must be u32, found {a}");
+    }
+    let shape = broadcast_shapes(name, k1, k2)?;
+    let shape = broadcast_shapes(name, &Aval::new(DType::U32, shape), x1)?;
+    let shape = broadcast_shapes(name, &Aval::new(DType::U32, shape), x2)?;
+    let out = device(DType::U32, shape);
+    Ok([out.clone(), out].concat())
+}
+
+// `iota_2x32_shape[shape=(3, 4)]`: no operands; two `u32[3,4]` results.
+
+pub(crate) fn iota_2x32_shape_shape(shape: &[usize], in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "iota_2x32_shape";
+    let [] = arity(name, in_avals)?;
+    ensure!(!shape.is_empty(), name, "shape must have at least one dimension (JAX makes zeros for shape=())");
+    let out = device(DType::U32, shape.to_vec());
+    Ok([out.clone(), out].concat())
 }
 
 fn key_operand(name: &str, keys: &Aval) -> Result<(), ShapeError> {

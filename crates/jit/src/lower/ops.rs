@@ -206,7 +206,11 @@ impl Lowering {
             | Primitive::RandomUnwrap
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
-            | Primitive::RandomBits { .. } => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::RandomBits { .. }
+            | Primitive::Threefry2x32
+            | Primitive::Iota2x32Shape { .. } => Ok(self.native(prim, ins, out_avals, targets)),
+            // A copy of keys: the same values (the JIT's buffers are never aliased by a caller).
+            Primitive::RandomClone => Ok(ins),
             Primitive::Jit { name: _, jaxpr, options: _ } | Primitive::ClosedCall { call_jaxpr: jaxpr } => {
                 self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets)
             }
@@ -833,6 +837,9 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
+        | Primitive::RandomClone
+        | Primitive::Threefry2x32
+        | Primitive::Iota2x32Shape { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::PlatformIndex { .. }

@@ -120,3 +120,20 @@ fn integers(b: &Bases, i: usize) -> ndarray::ArrayD<i128> {
         | DType::C128 => of(b.view::<i32>(i)),
     }
 }
+
+/// `threefry2x32 k1 k2 x1 x2`: `remat_math`'s, computed whole before either result is
+/// written (a result may share a buffer with an operand).
+pub(super) fn threefry(b: &Bases) {
+    let shape = b.desc.out_avals[0].shape.clone();
+    let [y0, y1] = remat_math::threefry2x32_arrays(&shape, [b.view(0), b.view(1), b.view(2), b.view(3)])
+        .unwrap_or_else(|e| panic!("a verified threefry2x32: {e}"));
+    b.view_mut::<u32>(0).assign(&y0);
+    b.view_mut::<u32>(1).assign(&y1);
+}
+
+/// `iota_2x32_shape[shape=S]`.
+pub(super) fn iota_2x32(b: &Bases, shape: &[usize]) {
+    let [hi, lo] = remat_math::iota_2x32(shape);
+    b.view_mut::<u32>(0).assign(&hi);
+    b.view_mut::<u32>(1).assign(&lo);
+}

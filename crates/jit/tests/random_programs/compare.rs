@@ -111,6 +111,9 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::RandomSplit { .. }
             | Primitive::RandomFoldIn
             | Primitive::RandomBits { .. }
+            | Primitive::RandomClone
+            | Primitive::Threefry2x32
+            | Primitive::Iota2x32Shape { .. }
             | Primitive::Jit { .. }
             | Primitive::ClosedCall { .. }
             | Primitive::CustomJvpCall { .. }
@@ -198,6 +201,9 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
+        | Primitive::RandomClone
+        | Primitive::Threefry2x32
+        | Primitive::Iota2x32Shape { .. }
         | Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
         | Primitive::CustomJvpCall { .. }

@@ -332,6 +332,9 @@ fn inside(
         | Primitive::RandomSplit { .. }
         | Primitive::RandomFoldIn
         | Primitive::RandomBits { .. }
+        | Primitive::RandomClone
+        | Primitive::Threefry2x32
+        | Primitive::Iota2x32Shape { .. }
         | Primitive::Split { .. }
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }

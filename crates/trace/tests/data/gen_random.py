@@ -25,6 +25,7 @@ for kn, k in (("k0", K0), ("k42", K42)):
     c(f"split {kn}", lambda k: random.split(k), k)
     c(f"split3 {kn}", lambda k: random.split(k, 3), k)
     c(f"fold_in {kn}", lambda k: random.fold_in(k, 7), k)
+    c(f"clone {kn}", lambda k: random.clone(k), k)
     c(f"bits {kn}", lambda k: random.bits(k, (2, 3)), k)
     c(f"uniform {kn}", lambda k: random.uniform(k, (3,)), k)
     c(f"uniform_scalar {kn}", lambda k: random.uniform(k), k)
