@@ -113,6 +113,8 @@ fn programs() -> Vec<Program> {
             op,
             BinaryOp::Polygamma
                 | BinaryOp::Nextafter
+                | BinaryOp::IgammaGradA
+                | BinaryOp::Zeta
                 | BinaryOp::And
                 | BinaryOp::Or
                 | BinaryOp::Xor
@@ -126,6 +128,7 @@ fn programs() -> Vec<Program> {
         let (dx, dy) = match op {
             BinaryOp::Div | BinaryOp::Rem => (Dist::Normal, Dist::Positive),
             BinaryOp::Pow => (Dist::Positive, Dist::Normal),
+            BinaryOp::Igamma | BinaryOp::Igammac => (Dist::Positive, Dist::Positive),
             _ => (Dist::Normal, Dist::Normal),
         };
         ps.push(program(op.name(), &[(f64a(&s), dx), (f64a(&s), dy)], |b, x| vec![b.binary(op, x[0], x[1]).unwrap()]));
@@ -680,6 +683,14 @@ fn derivatives_jax_does_not_define_are_errors() {
     assert!(err.contains("polygamma gradient with respect to m is not supported"), "{err}");
     // Without a tangent for m, the order is only an operand.
     assert!(jvp_jaxpr(&pg.jaxpr, &[false, true], &[true]).is_ok());
+    // Neither igamma_grad_a nor zeta has a derivative in JAX 0.10.2, in either operand.
+    for op in [BinaryOp::IgammaGradA, BinaryOp::Zeta] {
+        let p = program(op.name(), &[pos(&s), pos(&s)], |b, x| vec![b.binary(op, x[0], x[1]).unwrap()]);
+        for wrt in [[true, false], [false, true]] {
+            let err = jvp_jaxpr(&p.jaxpr, &wrt, &[true]).unwrap_err().to_string();
+            assert!(err.contains(&format!("Differentiation rule for '{}' not implemented", op.name())), "{err}");
+        }
+    }
 }
 
 #[test]

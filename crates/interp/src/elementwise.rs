@@ -94,7 +94,9 @@ fn float_unary<T: Float>(op: UnaryOp) -> Option<fn(T) -> T> {
         | UnaryOp::Erfc
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
-        | UnaryOp::Digamma => return T::unary(op),
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e => return T::unary(op),
     })
 }
 
@@ -145,7 +147,9 @@ fn int_unary<T: Int + Ord>(op: UnaryOp) -> Option<fn(T) -> T> {
         | UnaryOp::Erfc
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
-        | UnaryOp::Digamma => None,
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e => None,
     }
 }
 
@@ -187,7 +191,14 @@ fn float_binary<T: Float>(op: BinaryOp) -> Option<fn(T, T) -> T> {
         BinaryOp::Pow => T::powf,
         BinaryOp::Max => T::max_nan,
         BinaryOp::Min => T::min_nan,
-        BinaryOp::Rem | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => return T::binary(op),
+        BinaryOp::Rem
+        | BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta => return T::binary(op),
         BinaryOp::And
         | BinaryOp::Or
         | BinaryOp::Xor
@@ -206,7 +217,14 @@ fn int_binary<T: Int>(op: BinaryOp) -> Option<fn(T, T) -> T> {
         BinaryOp::Div => Some(Num::div),
         BinaryOp::Max => Some(Element::max_nan),
         BinaryOp::Min => Some(Element::min_nan),
-        BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => None,
+        BinaryOp::Pow
+        | BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta => None,
         BinaryOp::Rem
         | BinaryOp::And
         | BinaryOp::Or
@@ -233,6 +251,10 @@ fn bool_binary(op: BinaryOp) -> Option<fn(bool, bool) -> bool> {
         | BinaryOp::Atan2
         | BinaryOp::Nextafter
         | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
         | BinaryOp::ShiftRightArithmetic

@@ -379,6 +379,8 @@ fn unary(
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
         | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e
         | UnaryOp::PopulationCount
         | UnaryOp::Clz => super::special::unary(b, old, eqn, op, primals, tangents),
     }
@@ -442,6 +444,10 @@ fn binary(
         | BinaryOp::Atan2
         | BinaryOp::Nextafter
         | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta
         | BinaryOp::And
         | BinaryOp::Or
         | BinaryOp::Xor

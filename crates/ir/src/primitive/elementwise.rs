@@ -88,7 +88,13 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
             ensure!(x.dtype.is_numeric(), name, "operands must be numbers, found {x} and {y}");
             ensure!(!x.dtype.is_complex(), name, "operands must be real numbers, found {x} and {y}");
         }
-        BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => {
+        BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta => {
             same_dtype(name, x, y)?;
             ensure!(x.dtype.is_float(), name, "operands must be floats, found {x} and {y}");
         }

@@ -178,8 +178,6 @@ impl Refusal {
             ],
             Refusal::NotYet => &[
                 "approx_top_k",
-                "bessel_i0e",
-                "bessel_i1e",
                 "call",
                 "cholesky_update",
                 "composite",
@@ -192,9 +190,6 @@ impl Refusal {
                 "geqrf",
                 "hessenberg",
                 "householder_product",
-                "igamma",
-                "igamma_grad_a",
-                "igammac",
                 "iota_2x32_shape",
                 "linear_call",
                 "lu",
@@ -221,7 +216,6 @@ impl Refusal {
                 "threefry4x32",
                 "tridiagonal",
                 "tridiagonal_solve",
-                "zeta",
             ],
         }
     }

@@ -278,7 +278,14 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         2 | 3 => {
             let op = g.pick(&BinaryOp::ALL);
             let x = match op {
-                BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => b.of(g, is_float)?,
+                BinaryOp::Pow
+                | BinaryOp::Atan2
+                | BinaryOp::Nextafter
+                | BinaryOp::Polygamma
+                | BinaryOp::Igamma
+                | BinaryOp::Igammac
+                | BinaryOp::IgammaGradA
+                | BinaryOp::Zeta => b.of(g, is_float)?,
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => b.of(g, |a| !a.dtype.is_float())?,
                 BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic => {
                     b.of(g, |a| a.dtype == DType::I32)?
