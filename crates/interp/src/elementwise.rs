@@ -407,6 +407,29 @@ pub(crate) fn clamp(args: &[&Array]) -> Result<Array, String> {
     })
 }
 
+/// `regularized_incomplete_beta a b x` on floats of one dtype, a scalar operand broadcast
+/// (`remat_math::betainc`, the JIT's definition too).
+pub(crate) fn regularized_incomplete_beta(args: &[&Array]) -> Result<Array, String> {
+    let [a, b, x] = operands(args)?;
+    let shape = [a, b, x].iter().map(|v| v.shape().to_vec()).max_by_key(Vec::len).unwrap_or_default();
+    for v in [a, b, x] {
+        if v.dtype() != a.dtype() || !v.dtype().is_float() || (!v.shape().is_empty() && v.shape() != shape.as_slice()) {
+            return Err(format!(
+                "operands must be floats of one dtype, each a scalar or of one shape, found {}, {} and {}",
+                a.aval(),
+                b.aval(),
+                x.aval()
+            ));
+        }
+    }
+    with_dtype!(a.dtype(), T => {
+        let av = broadcast_to(typed::<T>(a)?, &shape)?;
+        let bv = broadcast_to(typed::<T>(b)?, &shape)?;
+        let xv = broadcast_to(typed::<T>(x)?, &shape)?;
+        Ok(T::wrap(Zip::from(&av).and(&bv).and(&xv).map_collect(|&a, &b, &x| remat_math::betainc(a, b, x))))
+    })
+}
+
 /// Floats to integers truncate toward zero and saturate, NaN gives 0; numbers to `bool`
 /// are `x != 0`; `bool` to numbers is 0 or 1; integers to integers wrap to the new width
 /// (two's complement, as XLA's convert); floats to floats round to nearest even. (Rust's

@@ -155,15 +155,17 @@ fn f32_of(f: fn(f64, f64, Limits) -> f64, a: f32, x: f32) -> f32 {
     (f(f64::from(a.daz()), f64::from(x.daz()), Limits::F32) as f32).ftz()
 }
 
-/// `regularized_incomplete_beta` on `f64` operands, as XLA's: DAZ'd operands, FTZ'd result.
-pub fn betainc_f64(a: f64, b: f64, x: f64) -> f64 {
-    regularized_incomplete_beta(a.daz(), b.daz(), x.daz(), Limits::F64).ftz()
-}
-
-/// `regularized_incomplete_beta` on `f32` operands (and the 16-bit floats', widened): in
-/// `f64` with `f32`'s limits, rounded once.
-pub fn betainc_f32(a: f32, b: f32, x: f32) -> f32 {
-    (regularized_incomplete_beta(f64::from(a.daz()), f64::from(b.daz()), f64::from(x.daz()), Limits::F32) as f32).ftz()
+/// `regularized_incomplete_beta` of one element of a float dtype, as XLA computes it: on
+/// DAZ'd operands (`Element::to_f64`), in `f64` with `f64`'s limits for `f64` and `f32`'s for
+/// the others (XLA computes the 16-bit floats in `f32`), rounded once (FTZ'd).
+pub fn betainc<T: element::Element>(a: T, b: T, x: T) -> T {
+    let lim = if T::DTYPE == remat_ir::DType::F64 { Limits::F64 } else { Limits::F32 };
+    let r = regularized_incomplete_beta(a.to_f64(), b.to_f64(), x.to_f64(), lim);
+    if T::DTYPE == remat_ir::DType::F64 {
+        T::from_f64(r.ftz())
+    } else {
+        T::from_f64(f64::from(r as f32))
+    }
 }
 
 /// `f` as XLA's code computes it: a subnormal operand read as a zero of its sign, a

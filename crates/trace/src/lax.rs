@@ -572,6 +572,15 @@ pub fn zeta(s: impl Into<Arg>, q: impl Into<Arg>) -> Tensor {
     binary_at(BinaryOp::Zeta, s.into(), q.into(), Location::caller())
 }
 
+/// `lax.betainc(a, b, x)`: the regularized incomplete beta function I_x(a, b)
+/// (`regularized_incomplete_beta`; `jax.scipy.special.betainc`). Operands of one float dtype,
+/// each a scalar or of one shape; JAX differentiates it in `x` only.
+#[track_caller]
+pub fn betainc(a: &Tensor, b: &Tensor, x: &Tensor) -> Tensor {
+    let weak = a.is_weak() && b.is_weak() && x.is_weak();
+    bind(Primitive::RegularizedIncompleteBeta, &[a.into(), b.into(), x.into()], weak, Location::caller()).remove(0)
+}
+
 /// `lax.reduce_prod(x, axes)`: the product over `axes` (`reduce_prod`).
 #[track_caller]
 pub fn reduce_prod(x: &Tensor, axes: &[usize]) -> Tensor {

@@ -2,7 +2,8 @@
 in the format of ../conformance (see gen_primitives.py): bessel_i0e, bessel_i1e, igamma,
 igammac (differentiated: igamma's derivative in a is igamma_grad_a), igamma_grad_a and zeta
 (JAX 0.10.2 defines no derivative of either: they see stop_gradient operands and scale a
-differentiated weight). float32 only: no primitive case is recorded with x64.
+differentiated weight), regularized_incomplete_beta (differentiated in x, the one operand
+JAX differentiates). float32 only: no primitive case is recorded with x64.
 
     pip install jax==0.10.2
     python3 tests/data/primitives/gen_special.py tests/data/primitives
@@ -47,6 +48,17 @@ def igamma_grad_a_zeta(u, v, w):
     x = lax.stop_gradient(jnp.exp(F(1.5) * v))
     s = a + F(1.25)
     return jnp.sum(jnp.sin(w) * (lax.igamma_grad_a(a, x) + lax.zeta(s, x)))
+
+
+@g.case("regularized_incomplete_beta", "primitives", lambda: (g.rnd(3, 4), g.rnd(3, 4), g.rnd(3, 4)),
+        "regularized_incomplete_beta (lax.betainc) under grad in x (JAX defines its jvp in x "
+        "only; a and b are stop_gradient): a from ~0.1 to ~20, b from ~0.5 to ~10, x = "
+        "logistic(v) in (0, 1) on both sides of (a + 1) / (a + b + 2)")
+def regularized_incomplete_beta(u, v, w):
+    a = lax.stop_gradient(jnp.exp(F(1.3) * u))
+    b = lax.stop_gradient(jnp.exp(F(0.8) * w) + F(0.25))
+    x = lax.logistic(F(2.0) * v)
+    return jnp.sum(lax.betainc(a, b, x) * jnp.cos(v))
 
 
 if __name__ == "__main__":

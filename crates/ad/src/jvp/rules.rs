@@ -91,6 +91,7 @@ pub(crate) fn jvp_rule(
             let t = b.select_n(primals[0], cases)?;
             Ok((out, vec![Tangent::Nz(t)]))
         }
+        Primitive::RegularizedIncompleteBeta => super::special::betainc(b, old, eqn, primals, tangents),
         Primitive::Clamp => {
             let (lo, x, hi) = (primals[0], primals[1], primals[2]);
             standard(b, old, eqn, primals, tangents, |b, i, g, _| {

@@ -252,6 +252,45 @@ pub(super) fn binary(
     }
 }
 
+/// The jvp of `regularized_incomplete_beta a b x`: JAX defines it in `x` only
+/// (`betainc_gradx`: `exp((b - 1) log1p(-x) + (a - 1) log(x) - lbeta(a, b)) * g`) and raises
+/// for a tangent of `a` or `b`.
+pub(super) fn betainc(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    if tangents[..2].iter().any(|t| matches!(t, Tangent::Nz(_))) {
+        return Err(AdError::Unsupported {
+            primitive: "regularized_incomplete_beta",
+            message: "Betainc gradient with respect to a and b not supported.".to_string(),
+        });
+    }
+    let (a, bb, x) = (primals[0], primals[1], primals[2]);
+    standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+        let dt = b.aval(&x).dtype;
+        let la = b.unary(UnaryOp::Lgamma, a)?;
+        let lb = b.unary(UnaryOp::Lgamma, bb)?;
+        let s = b.add(la, lb)?;
+        let ab = b.add(a, bb)?;
+        let lab = b.unary(UnaryOp::Lgamma, ab)?;
+        let lbeta = b.sub(s, lab)?;
+        let bm1 = b.sub(bb, lit(dt, 1.0))?;
+        let nx = b.neg(x)?;
+        let l1 = b.unary(UnaryOp::Log1p, nx)?;
+        let t1 = b.mul(bm1, l1)?;
+        let am1 = b.sub(a, lit(dt, 1.0))?;
+        let lx = b.unary(UnaryOp::Log, x)?;
+        let t2 = b.mul(am1, lx)?;
+        let e = b.add(t1, t2)?;
+        let e = b.sub(e, lbeta)?;
+        let partial_x = b.unary(UnaryOp::Exp, e)?;
+        b.mul(partial_x, g)
+    })
+}
+
 /// `finfo(dtype).eps` of a float dtype (`_bessel_i1e_jvp`'s threshold).
 fn dtype_eps(dt: DType) -> f64 {
     match dt {

@@ -153,6 +153,7 @@ pub(crate) fn transpose_rule(
         | Primitive::BitcastConvertType { .. }
         | Primitive::IntegerPow { .. }
         | Primitive::Clamp
+        | Primitive::RegularizedIncompleteBeta
         | Primitive::Iota { .. }
         | Primitive::PlatformIndex { .. }
         | Primitive::Empty2 { .. }

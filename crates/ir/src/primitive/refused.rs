@@ -203,7 +203,6 @@ impl Refusal {
                 "random_gamma",
                 "reduce",
                 "reduce_window",
-                "regularized_incomplete_beta",
                 "remat_opt",
                 "rng_bit_generator",
                 "rng_uniform",

@@ -141,6 +141,9 @@ c("igamma_igammac", lambda a, x: lax.igamma(a, x) + lax.igammac(x, a), np.abs(f3
 c("igamma_grad_a_zeta", lambda a, x: lax.igamma_grad_a(a, x) + lax.zeta(a + 1.5, x), np.abs(f32(4)) + 0.5,
   np.abs(f32(4)) + 0.25, grad=False)
 
+c("betainc", lambda a, b, x: lax.betainc(a, b, x), np.abs(f32(5)) + 0.25, np.abs(f32(5)) * 4 + 0.5,
+  1 / (1 + np.exp(-f32(5))), grad=False)
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
