@@ -394,3 +394,44 @@ fn stack_unstack_and_tile_batch_example_by_example() {
     let batched = batch_jaxpr(&closed, 5, &[Some(1), None], &[Some(0); 6]).unwrap().jaxpr;
     check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 5), 1, &[Array::F32(f32s(&[3, 4], 6))]);
 }
+
+/// The special functions under `vmap` (JAX's `broadcast_batcher` for the naryops): with
+/// the batch axes at 1 and 0 both operands go to the front, the unbatched scalar `b` of
+/// `regularized_incomplete_beta` stays as it is. JAX 0.10.2's `make_jaxpr(vmap(f,
+/// in_axes=(1, None, 0)))` text, and each example computes what the unbatched program does.
+#[test]
+fn special_functions_batch_as_jax_does() {
+    let text = "{ lambda ; a:f32[3] b:f32[] c:f32[3]. let
+    d:f32[3] = regularized_incomplete_beta a b c
+    e:f32[3] = igamma a c
+    f:f32[3] = bessel_i1e c
+    g:f32[3] = mul e f
+    h:f32[3] = add d g
+    i:f32[3] = add a 1.5:f32[]
+    j:f32[3] = zeta i c
+    k:f32[3] = add h j
+  in (k,) }";
+    let want = "{ lambda ; a:f32[3,4] b:f32[] c:f32[4,3]. let
+    d:f32[4,3] = transpose[permutation=(1, 0)] a
+    e:f32[4,3] = regularized_incomplete_beta d b c
+    f:f32[4,3] = transpose[permutation=(1, 0)] a
+    g:f32[4,3] = igamma f c
+    h:f32[4,3] = bessel_i1e c
+    i:f32[4,3] = mul g h
+    j:f32[4,3] = add e i
+    k:f32[3,4] = add a 1.5:f32[]
+    l:f32[4,3] = transpose[permutation=(1, 0)] k
+    m:f32[4,3] = zeta l c
+    n:f32[4,3] = add j m
+  in (n,) }";
+    let jaxpr = parse_jaxpr(text, "special").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let in_dims = [Some(1), None, Some(0)];
+    let batched = batch_jaxpr(&closed, 4, &in_dims, &[Some(0)]).unwrap().jaxpr;
+    assert_eq!(batched.to_string(), want);
+    // a in (0.5, 2.5), b = 2, x in (0, 1).
+    let a = f32s(&[3, 4], 8).mapv(|v| v.abs() + 0.5);
+    let x = f32s(&[4, 3], 9).mapv(|v| 1.0 / (1.0 + (-v).exp()));
+    let b = ndarray::arr0(2.0f32).into_dyn();
+    check_examples(&jaxpr, &batched, &[a, b, x], &in_dims);
+}

@@ -113,6 +113,8 @@ fn programs() -> Vec<Program> {
             op,
             BinaryOp::Polygamma
                 | BinaryOp::Nextafter
+                | BinaryOp::IgammaGradA
+                | BinaryOp::Zeta
                 | BinaryOp::And
                 | BinaryOp::Or
                 | BinaryOp::Xor
@@ -126,6 +128,7 @@ fn programs() -> Vec<Program> {
         let (dx, dy) = match op {
             BinaryOp::Div | BinaryOp::Rem => (Dist::Normal, Dist::Positive),
             BinaryOp::Pow => (Dist::Positive, Dist::Normal),
+            BinaryOp::Igamma | BinaryOp::Igammac => (Dist::Positive, Dist::Positive),
             _ => (Dist::Normal, Dist::Normal),
         };
         ps.push(program(op.name(), &[(f64a(&s), dx), (f64a(&s), dy)], |b, x| vec![b.binary(op, x[0], x[1]).unwrap()]));
@@ -137,6 +140,11 @@ fn programs() -> Vec<Program> {
             vec![b.binary(op, x[0], x[1]).unwrap()]
         }));
     }
+    // regularized_incomplete_beta in x (JAX's only differentiable operand), at x in (0, 1).
+    ps.push(program("regularized_incomplete_beta_x", &[n(&s)], |b, x| {
+        let u = b.unary(UnaryOp::Logistic, x[0]).unwrap();
+        vec![bind1(b, Primitive::RegularizedIncompleteBeta, vec![lit(2.5), lit(0.7), u])]
+    }));
     for m in [1.0, 2.0] {
         ps.push(program(&format!("polygamma_{m}"), &[pos(&s)], |b, x| {
             vec![b.binary(BinaryOp::Polygamma, lit(m), x[0]).unwrap()]
@@ -680,6 +688,23 @@ fn derivatives_jax_does_not_define_are_errors() {
     assert!(err.contains("polygamma gradient with respect to m is not supported"), "{err}");
     // Without a tangent for m, the order is only an operand.
     assert!(jvp_jaxpr(&pg.jaxpr, &[false, true], &[true]).is_ok());
+    // regularized_incomplete_beta: in x only.
+    let beta = program("betainc", &[pos(&s), pos(&s), pos(&s)], |b, x| {
+        vec![bind1(b, Primitive::RegularizedIncompleteBeta, vec![x[0], x[1], x[2]])]
+    });
+    for wrt in [[true, false, false], [false, true, false]] {
+        let err = jvp_jaxpr(&beta.jaxpr, &wrt, &[true]).unwrap_err().to_string();
+        assert!(err.contains("Betainc gradient with respect to a and b not supported."), "{err}");
+    }
+    assert!(jvp_jaxpr(&beta.jaxpr, &[false, false, true], &[true]).is_ok());
+    // Neither igamma_grad_a nor zeta has a derivative in JAX 0.10.2, in either operand.
+    for op in [BinaryOp::IgammaGradA, BinaryOp::Zeta] {
+        let p = program(op.name(), &[pos(&s), pos(&s)], |b, x| vec![b.binary(op, x[0], x[1]).unwrap()]);
+        for wrt in [[true, false], [false, true]] {
+            let err = jvp_jaxpr(&p.jaxpr, &wrt, &[true]).unwrap_err().to_string();
+            assert!(err.contains(&format!("Differentiation rule for '{}' not implemented", op.name())), "{err}");
+        }
+    }
 }
 
 #[test]

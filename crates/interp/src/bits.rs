@@ -96,7 +96,11 @@ pub(crate) fn int_bit_op<T: Int>(op: remat_ir::BinaryOp) -> Option<fn(T, T) -> T
         | B::Min
         | B::Atan2
         | B::Nextafter
-        | B::Polygamma => None,
+        | B::Polygamma
+        | B::Igamma
+        | B::Igammac
+        | B::IgammaGradA
+        | B::Zeta => None,
     }
 }
 

@@ -94,7 +94,9 @@ fn float_unary<T: Float>(op: UnaryOp) -> Option<fn(T) -> T> {
         | UnaryOp::Erfc
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
-        | UnaryOp::Digamma => return T::unary(op),
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e => return T::unary(op),
     })
 }
 
@@ -145,7 +147,9 @@ fn int_unary<T: Int + Ord>(op: UnaryOp) -> Option<fn(T) -> T> {
         | UnaryOp::Erfc
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
-        | UnaryOp::Digamma => None,
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e => None,
     }
 }
 
@@ -187,7 +191,14 @@ fn float_binary<T: Float>(op: BinaryOp) -> Option<fn(T, T) -> T> {
         BinaryOp::Pow => T::powf,
         BinaryOp::Max => T::max_nan,
         BinaryOp::Min => T::min_nan,
-        BinaryOp::Rem | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => return T::binary(op),
+        BinaryOp::Rem
+        | BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta => return T::binary(op),
         BinaryOp::And
         | BinaryOp::Or
         | BinaryOp::Xor
@@ -206,7 +217,14 @@ fn int_binary<T: Int>(op: BinaryOp) -> Option<fn(T, T) -> T> {
         BinaryOp::Div => Some(Num::div),
         BinaryOp::Max => Some(Element::max_nan),
         BinaryOp::Min => Some(Element::min_nan),
-        BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => None,
+        BinaryOp::Pow
+        | BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta => None,
         BinaryOp::Rem
         | BinaryOp::And
         | BinaryOp::Or
@@ -233,6 +251,10 @@ fn bool_binary(op: BinaryOp) -> Option<fn(bool, bool) -> bool> {
         | BinaryOp::Atan2
         | BinaryOp::Nextafter
         | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta
         | BinaryOp::ShiftLeft
         | BinaryOp::ShiftRightLogical
         | BinaryOp::ShiftRightArithmetic
@@ -367,6 +389,29 @@ pub(crate) fn clamp(args: &[&Array]) -> Result<Array, String> {
         let lo = broadcast_to(typed::<T>(lo)?, xs.shape())?;
         let hi = broadcast_to(typed::<T>(hi)?, xs.shape())?;
         Ok(T::wrap(Zip::from(xs).and(&lo).and(&hi).map_collect(|&x, &l, &h| x.max_nan(l).min_nan(h))))
+    })
+}
+
+/// `regularized_incomplete_beta a b x` on floats of one dtype, a scalar operand broadcast
+/// (`remat_math::betainc`, the JIT's definition too).
+pub(crate) fn regularized_incomplete_beta(args: &[&Array]) -> Result<Array, String> {
+    let [a, b, x] = operands(args)?;
+    let shape = [a, b, x].iter().map(|v| v.shape().to_vec()).max_by_key(Vec::len).unwrap_or_default();
+    for v in [a, b, x] {
+        if v.dtype() != a.dtype() || !v.dtype().is_float() || (!v.shape().is_empty() && v.shape() != shape.as_slice()) {
+            return Err(format!(
+                "operands must be floats of one dtype, each a scalar or of one shape, found {}, {} and {}",
+                a.aval(),
+                b.aval(),
+                x.aval()
+            ));
+        }
+    }
+    with_dtype!(a.dtype(), T => {
+        let av = broadcast_to(typed::<T>(a)?, &shape)?;
+        let bv = broadcast_to(typed::<T>(b)?, &shape)?;
+        let xv = broadcast_to(typed::<T>(x)?, &shape)?;
+        Ok(T::wrap(Zip::from(&av).and(&bv).and(&xv).map_collect(|&a, &b, &x| remat_math::betainc(a, b, x))))
     })
 }
 

@@ -377,6 +377,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::IntegerPow { y } => one(elementwise::integer_pow(*y, args))?,
         Primitive::SelectN => one(elementwise::select_n(args))?,
         Primitive::Clamp => one(elementwise::clamp(args))?,
+        Primitive::RegularizedIncompleteBeta => one(elementwise::regularized_incomplete_beta(args))?,
         Primitive::Complex => one(elem::operands(args).and_then(|[x, y]| remat_math::complex::complex(x, y)))?,
         Primitive::Real => one(elem::operands(args).and_then(|[z]| remat_math::complex::part(false, z)))?,
         Primitive::Imag => one(elem::operands(args).and_then(|[z]| remat_math::complex::part(true, z)))?,

@@ -169,6 +169,10 @@ fn binary_identity(op: BinaryOp, x: Option<Special>, y: Option<Special>) -> Opti
         | BinaryOp::Atan2
         | BinaryOp::Nextafter
         | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta
         | BinaryOp::And
         | BinaryOp::Or
         | BinaryOp::Xor

@@ -394,6 +394,9 @@ pub enum Primitive {
     SelectN,
     /// `clamp lo x hi`.
     Clamp,
+    /// `regularized_incomplete_beta a b x`: I_x(a, b) elementwise over three floats of one
+    /// dtype (a scalar broadcasts).
+    RegularizedIncompleteBeta,
     /// `complex x y`: `x + i y` from two floats of one dtype (a scalar broadcasts).
     Complex,
     /// `real z`, `imag z`: a complex number's parts.
@@ -793,6 +796,7 @@ impl Primitive {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::RegularizedIncompleteBeta
             | Primitive::Complex
             | Primitive::Real
             | Primitive::Imag
@@ -902,6 +906,7 @@ impl Primitive {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::RegularizedIncompleteBeta
             | Primitive::Complex
             | Primitive::Real
             | Primitive::Imag

@@ -112,6 +112,9 @@ named_enum! {
         ErfInv = "erf_inv",
         Lgamma = "lgamma",
         Digamma = "digamma",
+        // Special functions (issue 45): exponentially scaled modified Bessel functions.
+        BesselI0e = "bessel_i0e",
+        BesselI1e = "bessel_i1e",
         // Bits of integers (issue 45).
         PopulationCount = "population_count",
         Clz = "clz",
@@ -177,6 +180,8 @@ impl UnaryOp {
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
             | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e
             | UnaryOp::Logistic => UnaryDomain::Float,
         }
     }
@@ -206,6 +211,12 @@ named_enum! {
         ShiftRightArithmetic = "shift_right_arithmetic",
         /// The high half of the double-width product of two integers (issue 45).
         Mulhi = "mulhi",
+        // Special functions of two floats (issue 45): the regularized incomplete gamma
+        // functions P(a, x) and Q(a, x), P's derivative in `a`, and the Hurwitz zeta ζ(s, q).
+        Igamma = "igamma",
+        Igammac = "igammac",
+        IgammaGradA = "igamma_grad_a",
+        Zeta = "zeta",
     }
 }
 

@@ -146,7 +146,9 @@ fn unary_fn<P: Float>(op: UnaryOp) -> Option<fn(Complex<P>) -> Complex<P>> {
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
         | UnaryOp::Logistic
-        | UnaryOp::Digamma => return None,
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e => return None,
     })
 }
 
@@ -191,6 +193,10 @@ fn binary_fn<P: Float>(op: BinaryOp) -> Option<Binary<P>> {
         | BinaryOp::Atan2
         | BinaryOp::Nextafter
         | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta
         | BinaryOp::And
         | BinaryOp::Or
         | BinaryOp::Xor

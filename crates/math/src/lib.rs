@@ -29,7 +29,10 @@ mod threefry;
 
 pub use fenv::XlaFloatEnv;
 pub use flush::{maximum, minimum, Flush};
-pub use special::{digamma, erf_inv, polygamma};
+pub use special::{
+    bessel_i0e, bessel_i1e, digamma, erf_inv, igamma, igamma_grad_a, igammac, polygamma, random_gamma_grad,
+    regularized_incomplete_beta, zeta, Limits,
+};
 pub use threefry::{iota_2x32, threefry2x32, threefry2x32_arrays, threefry_bits, threefry_counter, threefry_seed};
 
 /// A float dtype's library functions.
@@ -132,6 +135,8 @@ library! {
         ErfInv => |x| daz_ftz(erf_inv, x), |x| daz_ftz(|x| erf_inv(f64::from(x)) as f32, x);
         Lgamma => |x| daz_ftz(libm::lgamma, x), |x| daz_ftz(|x| libm::lgamma(f64::from(x)) as f32, x);
         Digamma => |x| daz_ftz(digamma, x), |x| daz_ftz(|x| digamma(f64::from(x)) as f32, x);
+        BesselI0e => |x| daz_ftz(bessel_i0e, x), |x| daz_ftz(|x| bessel_i0e(f64::from(x)) as f32, x);
+        BesselI1e => |x| daz_ftz(bessel_i1e, x), |x| daz_ftz(|x| bessel_i1e(f64::from(x)) as f32, x);
     }
     binary {
         Rem => |x, y| libm::fmod(x, y.daz()), |x, y| libm::fmodf(x, y.daz());
@@ -139,6 +144,29 @@ library! {
         Nextafter => nextafter, nextafter;
         Polygamma => |m, x| polygamma(m.daz(), x.daz()).ftz(),
             |m, x| (polygamma(f64::from(m.daz()), f64::from(x.daz())) as f32).ftz();
+        Igamma => |a, x| igamma(a.daz(), x.daz(), Limits::F64).ftz(), |a, x| f32_of(igamma, a, x);
+        Igammac => |a, x| igammac(a.daz(), x.daz(), Limits::F64).ftz(), |a, x| f32_of(igammac, a, x);
+        IgammaGradA => |a, x| igamma_grad_a(a.daz(), x.daz(), Limits::F64).ftz(), |a, x| f32_of(igamma_grad_a, a, x);
+        Zeta => |s, q| zeta(s.daz(), q.daz()).ftz(), |s, q| (zeta(f64::from(s.daz()), f64::from(q.daz())) as f32).ftz();
+    }
+}
+
+/// A function of two floats and a dtype's [`Limits`] on `f32` operands: computed in `f64`
+/// with `f32`'s limits, rounded once, on DAZ'd operands and FTZ'd.
+fn f32_of(f: fn(f64, f64, Limits) -> f64, a: f32, x: f32) -> f32 {
+    (f(f64::from(a.daz()), f64::from(x.daz()), Limits::F32) as f32).ftz()
+}
+
+/// `regularized_incomplete_beta` of one element of a float dtype, as XLA computes it: on
+/// DAZ'd operands (`Element::to_f64`), in `f64` with `f64`'s limits for `f64` and `f32`'s for
+/// the others (XLA computes the 16-bit floats in `f32`), rounded once (FTZ'd).
+pub fn betainc<T: element::Element>(a: T, b: T, x: T) -> T {
+    let lim = if T::DTYPE == remat_ir::DType::F64 { Limits::F64 } else { Limits::F32 };
+    let r = regularized_incomplete_beta(a.to_f64(), b.to_f64(), x.to_f64(), lim);
+    if T::DTYPE == remat_ir::DType::F64 {
+        T::from_f64(r.ftz())
+    } else {
+        T::from_f64(f64::from(r as f32))
     }
 }
 

@@ -532,6 +532,55 @@ pub fn mulhi(x: impl Into<Arg>, y: impl Into<Arg>) -> Tensor {
     binary_at(BinaryOp::Mulhi, x.into(), y.into(), Location::caller())
 }
 
+/// `lax.bessel_i0e(x)`: `exp(-|x|) I0(x)`, the exponentially scaled modified Bessel function
+/// of order 0 (`bessel_i0e`; `jax.scipy.special.i0e`).
+#[track_caller]
+pub fn bessel_i0e(x: impl Into<Arg>) -> Tensor {
+    crate::elementwise::unary_at(remat_ir::UnaryOp::BesselI0e, x.into(), Location::caller())
+}
+
+/// `lax.bessel_i1e(x)`: `exp(-|x|) I1(x)` (`bessel_i1e`; `jax.scipy.special.i1e`).
+#[track_caller]
+pub fn bessel_i1e(x: impl Into<Arg>) -> Tensor {
+    crate::elementwise::unary_at(remat_ir::UnaryOp::BesselI1e, x.into(), Location::caller())
+}
+
+/// `lax.igamma(a, x)`: the regularized lower incomplete gamma function P(a, x) (`igamma`;
+/// `jax.scipy.special.gammainc`). Its derivative in `a` is `igamma_grad_a`.
+#[track_caller]
+pub fn igamma(a: impl Into<Arg>, x: impl Into<Arg>) -> Tensor {
+    binary_at(BinaryOp::Igamma, a.into(), x.into(), Location::caller())
+}
+
+/// `lax.igammac(a, x)`: the regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)
+/// (`igammac`; `jax.scipy.special.gammaincc`).
+#[track_caller]
+pub fn igammac(a: impl Into<Arg>, x: impl Into<Arg>) -> Tensor {
+    binary_at(BinaryOp::Igammac, a.into(), x.into(), Location::caller())
+}
+
+/// `lax.igamma_grad_a(a, x)`: ∂P(a, x)/∂a (`igamma_grad_a`; JAX defines no derivative of it).
+#[track_caller]
+pub fn igamma_grad_a(a: impl Into<Arg>, x: impl Into<Arg>) -> Tensor {
+    binary_at(BinaryOp::IgammaGradA, a.into(), x.into(), Location::caller())
+}
+
+/// `lax.zeta(s, q)`: the Hurwitz zeta function ζ(s, q) (`zeta`; `jax.scipy.special.zeta`
+/// with `q`). JAX's `zeta` primitive has no derivative.
+#[track_caller]
+pub fn zeta(s: impl Into<Arg>, q: impl Into<Arg>) -> Tensor {
+    binary_at(BinaryOp::Zeta, s.into(), q.into(), Location::caller())
+}
+
+/// `lax.betainc(a, b, x)`: the regularized incomplete beta function I_x(a, b)
+/// (`regularized_incomplete_beta`; `jax.scipy.special.betainc`). Operands of one float dtype,
+/// each a scalar or of one shape; JAX differentiates it in `x` only.
+#[track_caller]
+pub fn betainc(a: &Tensor, b: &Tensor, x: &Tensor) -> Tensor {
+    let weak = a.is_weak() && b.is_weak() && x.is_weak();
+    bind(Primitive::RegularizedIncompleteBeta, &[a.into(), b.into(), x.into()], weak, Location::caller()).remove(0)
+}
+
 /// `lax.reduce_prod(x, axes)`: the product over `axes` (`reduce_prod`).
 #[track_caller]
 pub fn reduce_prod(x: &Tensor, axes: &[usize]) -> Tensor {

@@ -273,6 +273,10 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("population_count_clz", p(|a| lax::population_count(&a[0]) + lax::clz(&a[0])));
     add("mulhi", p(|a| lax::mulhi(&a[0], &a[1])));
     add("optimization_barrier", Box::new(|a| lax::optimization_barrier(&[&a[0].sin(), &a[1]])));
+    add("bessel_i0e_i1e", p(|a| lax::bessel_i0e(&a[0]) * lax::bessel_i1e(&a[0])));
+    add("igamma_igammac", p(|a| lax::igamma(&a[0], &a[1]) + lax::igammac(&a[1], &a[0])));
+    add("betainc", p(|a| lax::betainc(&a[0], &a[1], &a[2])));
+    add("igamma_grad_a_zeta", p(|a| lax::igamma_grad_a(&a[0], &a[1]) + lax::zeta(&a[0] + 1.5, &a[1])));
     m
 }
 

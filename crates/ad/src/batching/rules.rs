@@ -39,7 +39,9 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
         }
         Primitive::Binary(remat_ir::BinaryOp::AddAny) => one(add_batched(b, prim, ins, size)),
-        Primitive::Binary(_) | Primitive::Compare(_) | Primitive::Complex => one(broadcast_batcher(b, prim, ins)),
+        Primitive::Binary(_) | Primitive::Compare(_) | Primitive::Complex | Primitive::RegularizedIncompleteBeta => {
+            one(broadcast_batcher(b, prim, ins))
+        }
         Primitive::SelectN => one(select_n(b, ins, size)),
         Primitive::RandomFoldIn => one(broadcast_batcher(b, prim, ins)),
         // JAX's `defbroadcasting`: both results batched as the operands.

@@ -94,6 +94,7 @@ pub(crate) fn jvp_rule(
             let t = b.select_n(primals[0], cases)?;
             Ok((out, vec![Tangent::Nz(t)]))
         }
+        Primitive::RegularizedIncompleteBeta => super::special::betainc(b, old, eqn, primals, tangents),
         Primitive::Clamp => {
             let (lo, x, hi) = (primals[0], primals[1], primals[2]);
             standard(b, old, eqn, primals, tangents, |b, i, g, _| {
@@ -382,6 +383,8 @@ fn unary(
         | UnaryOp::ErfInv
         | UnaryOp::Lgamma
         | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e
         | UnaryOp::PopulationCount
         | UnaryOp::Clz => super::special::unary(b, old, eqn, op, primals, tangents),
     }
@@ -445,6 +448,10 @@ fn binary(
         | BinaryOp::Atan2
         | BinaryOp::Nextafter
         | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta
         | BinaryOp::And
         | BinaryOp::Or
         | BinaryOp::Xor

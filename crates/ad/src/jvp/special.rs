@@ -1,12 +1,13 @@
 //! The jvp rules of real programs' other elementwise ops: bit operations and rounding
 //! (zero tangents), `copy` (linear), the inverse and hyperbolic trigonometric functions,
-//! `erf`/`erfc`/`erf_inv`, `lgamma`/`digamma`/`polygamma`, `cbrt`, `exp2`, `rem` and
+//! `erf`/`erfc`/`erf_inv`, `lgamma`/`digamma`/`polygamma`, `bessel_i0e`/`bessel_i1e`,
+//! `igamma`/`igammac` (whose derivative in `a` is `igamma_grad_a`), `cbrt`, `exp2`, `rem` and
 //! `atan2`, each emitting the equations of JAX 0.10.2's rule (`lax.py`, `special.py`) in
 //! its order: `digamma`'s tangent is `mul g (polygamma 1.0 x)` with the order a float
 //! literal, `exp2`'s multiplies by `log 2.0` (an equation, as JAX leaves it), `rem`
 //! divides `x / y` twice.
 
-use remat_ir::{Atom, BinaryOp, Eqn, Jaxpr, UnaryOp};
+use remat_ir::{Atom, BinaryOp, CompareOp, DType, Eqn, Jaxpr, UnaryOp};
 
 use super::{linear, standard, zero, JvpOut, Tangent};
 use crate::builder::{lit, Builder};
@@ -101,6 +102,33 @@ pub(super) fn unary(
             let p = b.binary(BinaryOp::Polygamma, one, x)?;
             b.mul(g, p)
         }),
+        UnaryOp::BesselI0e => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // g * (bessel_i1e(x) - sign(x) * ans)
+            let i1 = b.unary(UnaryOp::BesselI1e, x)?;
+            let s = b.unary(UnaryOp::Sign, x)?;
+            let m = b.mul(s, ans)?;
+            let d = b.sub(i1, m)?;
+            b.mul(g, d)
+        }),
+        UnaryOp::BesselI1e => standard(b, old, eqn, primals, tangents, |b, _, g, ans| {
+            // `_bessel_i1e_jvp`: at x = safe_x (|x| > eps, else eps) the derivative
+            // bessel_i0e(safe_x) - ans * (sign(safe_x) + 1 / safe_x), and 0.5 where |x| <= eps.
+            let aval = b.aval(&x);
+            let eps = lit(dt, dtype_eps(dt));
+            let a = b.unary(UnaryOp::Abs, x)?;
+            let not_tiny = b.compare(CompareOp::Gt, a, eps)?;
+            let eps_full = b.full(&aval, dtype_eps(dt))?;
+            let safe = b.select_n(not_tiny, vec![eps_full, x])?;
+            let i0 = b.unary(UnaryOp::BesselI0e, safe)?;
+            let s = b.unary(UnaryOp::Sign, safe)?;
+            let r = b.integer_pow(safe, -1)?;
+            let t = b.add(s, r)?;
+            let p = b.mul(ans, t)?;
+            let d = b.sub(i0, p)?;
+            let half = b.full(&aval, 0.5)?;
+            let d = b.select_n(not_tiny, vec![half, d])?;
+            b.mul(g, d)
+        }),
         UnaryOp::Neg
         | UnaryOp::Sign
         | UnaryOp::Abs
@@ -179,6 +207,36 @@ pub(super) fn binary(
                 b.mul(g, p)
             })
         }
+        BinaryOp::Igamma | BinaryOp::Igammac => standard(b, old, eqn, primals, tangents, |b, i, g, _| {
+            let d = if i == 0 {
+                // igamma_grada: g * igamma_grad_a(a, x)
+                let ga = b.binary(BinaryOp::IgammaGradA, x, y)?;
+                b.mul(g, ga)?
+            } else {
+                // igamma_gradx: g * exp(-x + (a - 1) * log(x) - lgamma(a))
+                let a_aval = b.aval(&x);
+                let nx = b.neg(y)?;
+                let ones = b.full(&a_aval, 1.0)?;
+                let am1 = b.sub(x, ones)?;
+                let lx = b.unary(UnaryOp::Log, y)?;
+                let m = b.mul(am1, lx)?;
+                let s = b.add(nx, m)?;
+                let lg = b.unary(UnaryOp::Lgamma, x)?;
+                let e = b.sub(s, lg)?;
+                let e = b.unary(UnaryOp::Exp, e)?;
+                b.mul(g, e)?
+            };
+            // igammac's rules are igamma's negated.
+            if op == BinaryOp::Igammac {
+                b.neg(d)
+            } else {
+                Ok(d)
+            }
+        }),
+        BinaryOp::IgammaGradA | BinaryOp::Zeta => Err(AdError::Unsupported {
+            primitive: op.name(),
+            message: format!("Differentiation rule for '{}' not implemented (JAX 0.10.2 defines none)", op.name()),
+        }),
         BinaryOp::Nextafter => Err(AdError::Unsupported {
             primitive: "nextafter",
             message: "JAX defines no derivative of nextafter".to_string(),
@@ -191,6 +249,55 @@ pub(super) fn binary(
         | BinaryOp::Pow
         | BinaryOp::Max
         | BinaryOp::Min => Err(not_here(op.name())),
+    }
+}
+
+/// The jvp of `regularized_incomplete_beta a b x`: JAX defines it in `x` only
+/// (`betainc_gradx`: `exp((b - 1) log1p(-x) + (a - 1) log(x) - lbeta(a, b)) * g`) and raises
+/// for a tangent of `a` or `b`.
+pub(super) fn betainc(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    if tangents[..2].iter().any(|t| matches!(t, Tangent::Nz(_))) {
+        return Err(AdError::Unsupported {
+            primitive: "regularized_incomplete_beta",
+            message: "Betainc gradient with respect to a and b not supported.".to_string(),
+        });
+    }
+    let (a, bb, x) = (primals[0], primals[1], primals[2]);
+    standard(b, old, eqn, primals, tangents, |b, _, g, _| {
+        let dt = b.aval(&x).dtype;
+        let la = b.unary(UnaryOp::Lgamma, a)?;
+        let lb = b.unary(UnaryOp::Lgamma, bb)?;
+        let s = b.add(la, lb)?;
+        let ab = b.add(a, bb)?;
+        let lab = b.unary(UnaryOp::Lgamma, ab)?;
+        let lbeta = b.sub(s, lab)?;
+        let bm1 = b.sub(bb, lit(dt, 1.0))?;
+        let nx = b.neg(x)?;
+        let l1 = b.unary(UnaryOp::Log1p, nx)?;
+        let t1 = b.mul(bm1, l1)?;
+        let am1 = b.sub(a, lit(dt, 1.0))?;
+        let lx = b.unary(UnaryOp::Log, x)?;
+        let t2 = b.mul(am1, lx)?;
+        let e = b.add(t1, t2)?;
+        let e = b.sub(e, lbeta)?;
+        let partial_x = b.unary(UnaryOp::Exp, e)?;
+        b.mul(partial_x, g)
+    })
+}
+
+/// `finfo(dtype).eps` of a float dtype (`_bessel_i1e_jvp`'s threshold).
+fn dtype_eps(dt: DType) -> f64 {
+    match dt {
+        DType::F64 => f64::EPSILON,
+        DType::BF16 => 0.0078125,
+        DType::F16 => 0.0009765625,
+        _ => f64::from(f32::EPSILON),
     }
 }
 

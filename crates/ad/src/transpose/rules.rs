@@ -87,7 +87,9 @@ pub(crate) fn transpose_rule(
             | UnaryOp::Erfc
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
-            | UnaryOp::Digamma => return Err(not_linear()),
+            | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e => return Err(not_linear()),
         },
         Primitive::Binary(op) => {
             let Some(ct) = single() else { return Ok(out) };
@@ -133,6 +135,10 @@ pub(crate) fn transpose_rule(
                 | BinaryOp::Atan2
                 | BinaryOp::Nextafter
                 | BinaryOp::Polygamma
+                | BinaryOp::Igamma
+                | BinaryOp::Igammac
+                | BinaryOp::IgammaGradA
+                | BinaryOp::Zeta
                 | BinaryOp::And
                 | BinaryOp::Or
                 | BinaryOp::Xor
@@ -147,6 +153,7 @@ pub(crate) fn transpose_rule(
         | Primitive::BitcastConvertType { .. }
         | Primitive::IntegerPow { .. }
         | Primitive::Clamp
+        | Primitive::RegularizedIncompleteBeta
         | Primitive::Iota { .. }
         | Primitive::PlatformIndex { .. }
         | Primitive::Empty2 { .. }

@@ -88,7 +88,13 @@ pub(crate) fn binary_shape(op: BinaryOp, in_avals: &[Aval]) -> Result<Vec<Aval>,
             ensure!(x.dtype.is_numeric(), name, "operands must be numbers, found {x} and {y}");
             ensure!(!x.dtype.is_complex(), name, "operands must be real numbers, found {x} and {y}");
         }
-        BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => {
+        BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Polygamma
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::Zeta => {
             same_dtype(name, x, y)?;
             ensure!(x.dtype.is_float(), name, "operands must be floats, found {x} and {y}");
         }
@@ -265,6 +271,20 @@ pub(crate) fn clamp_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
         );
     }
     Ok(device(x.dtype, x.shape.clone()))
+}
+
+/// `regularized_incomplete_beta a b x`: three real floats of one dtype; each operand is a
+/// scalar or has the result's shape (JAX's naryop over `_float` operands).
+pub(crate) fn regularized_incomplete_beta_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "regularized_incomplete_beta";
+    let [a, b, x] = arity(name, in_avals)?;
+    let shape = [a, b, x].iter().map(|v| &v.shape).max_by_key(|s| s.len()).cloned().unwrap_or_default();
+    for v in [a, b, x] {
+        ensure!(v.dtype == a.dtype, name, "operands must have one dtype, found {a}, {b} and {x}");
+        ensure!(v.rank() == 0 || v.shape == shape, name, "operand {v} must be a scalar or have the shape {shape:?}");
+    }
+    ensure!(a.dtype.is_float(), name, "operands must be real floats, found {a}, {b} and {x}");
+    Ok(device(a.dtype, shape))
 }
 
 // `convert_element_type[new_dtype=float32 weak_type=False] x`; `sharding=None` is accepted.

@@ -124,6 +124,7 @@ primitive_kinds! {
         IntegerPow = "integer_pow",
         SelectN = "select_n",
         Clamp = "clamp",
+        RegularizedIncompleteBeta = "regularized_incomplete_beta",
         Complex = "complex",
         Real = "real",
         Imag = "imag",
@@ -232,6 +233,7 @@ impl PrimitiveKind {
             | PrimitiveKind::IntegerPow
             | PrimitiveKind::SelectN
             | PrimitiveKind::Clamp
+            | PrimitiveKind::RegularizedIncompleteBeta
             | PrimitiveKind::Complex
             | PrimitiveKind::Real
             | PrimitiveKind::Imag
@@ -301,6 +303,7 @@ impl Primitive {
             Primitive::IntegerPow { .. } => PrimitiveKind::IntegerPow,
             Primitive::SelectN => PrimitiveKind::SelectN,
             Primitive::Clamp => PrimitiveKind::Clamp,
+            Primitive::RegularizedIncompleteBeta => PrimitiveKind::RegularizedIncompleteBeta,
             Primitive::Complex => PrimitiveKind::Complex,
             Primitive::Real => PrimitiveKind::Real,
             Primitive::Imag => PrimitiveKind::Imag,
@@ -395,6 +398,7 @@ impl Primitive {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::RegularizedIncompleteBeta
             | Primitive::Complex
             | Primitive::Real
             | Primitive::Imag
@@ -470,6 +474,7 @@ impl Primitive {
             | Primitive::Compare(_)
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::RegularizedIncompleteBeta
             | Primitive::Complex
             | Primitive::Real
             | Primitive::Imag
@@ -584,6 +589,7 @@ impl Primitive {
             PrimitiveKind::IntegerPow => parse_integer_pow(p)?,
             PrimitiveKind::SelectN => Primitive::SelectN,
             PrimitiveKind::Clamp => Primitive::Clamp,
+            PrimitiveKind::RegularizedIncompleteBeta => Primitive::RegularizedIncompleteBeta,
             PrimitiveKind::Complex => Primitive::Complex,
             PrimitiveKind::Real => Primitive::Real,
             PrimitiveKind::Imag => Primitive::Imag,
@@ -676,6 +682,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::IntegerPow { y } => integer_pow_shape(*y, ins),
         Primitive::SelectN => select_n_shape(ins),
         Primitive::Clamp => clamp_shape(ins),
+        Primitive::RegularizedIncompleteBeta => regularized_incomplete_beta_shape(ins),
         Primitive::Complex => complex_shape(ins),
         Primitive::Real => real_imag_shape("real", ins),
         Primitive::Imag => real_imag_shape("imag", ins),

@@ -187,8 +187,6 @@ impl Refusal {
             Refusal::HiddenState => &["rng_uniform"],
             Refusal::NotYet => &[
                 "approx_top_k",
-                "bessel_i0e",
-                "bessel_i1e",
                 "call",
                 "cholesky_update",
                 "composite",
@@ -201,9 +199,6 @@ impl Refusal {
                 "geqrf",
                 "hessenberg",
                 "householder_product",
-                "igamma",
-                "igamma_grad_a",
-                "igammac",
                 "linear_call",
                 "lu",
                 "lu_pivots_to_permutation",
@@ -215,7 +210,6 @@ impl Refusal {
                 "random_gamma",
                 "reduce",
                 "reduce_window",
-                "regularized_incomplete_beta",
                 "remat_opt",
                 "rng_bit_generator",
                 "scaled_dot",
@@ -226,7 +220,6 @@ impl Refusal {
                 "threefry4x32",
                 "tridiagonal",
                 "tridiagonal_solve",
-                "zeta",
             ],
         }
     }

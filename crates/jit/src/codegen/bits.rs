@@ -94,6 +94,10 @@ impl Fx<'_, '_> {
             | BinaryOp::Atan2
             | BinaryOp::Nextafter
             | BinaryOp::Polygamma
+            | BinaryOp::Igamma
+            | BinaryOp::Igammac
+            | BinaryOp::IgammaGradA
+            | BinaryOp::Zeta
             | BinaryOp::Mulhi => x,
         }
     }

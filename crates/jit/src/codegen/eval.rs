@@ -284,7 +284,9 @@ impl Fx<'_, '_> {
             | UnaryOp::Erfc
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
-            | UnaryOp::Digamma => self.unary_more(op, d, x),
+            | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e => self.unary_more(op, d, x),
             // Integer-only ops (the verifier's rule).
             UnaryOp::PopulationCount | UnaryOp::Clz => x,
         }
@@ -333,7 +335,9 @@ impl Fx<'_, '_> {
             | UnaryOp::Erfc
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
-            | UnaryOp::Digamma => return self.unary_more(op, DType::F64, x),
+            | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e => return self.unary_more(op, DType::F64, x),
             UnaryOp::PopulationCount | UnaryOp::Clz => return x,
         };
         self.call(imp, &[x]).expect("libm functions return")
@@ -351,6 +355,10 @@ impl Fx<'_, '_> {
                 | BinaryOp::Atan2
                 | BinaryOp::Nextafter
                 | BinaryOp::Polygamma
+                | BinaryOp::Igamma
+                | BinaryOp::Igammac
+                | BinaryOp::IgammaGradA
+                | BinaryOp::Zeta
                 | BinaryOp::And
                 | BinaryOp::Or
                 | BinaryOp::Xor
@@ -376,6 +384,10 @@ impl Fx<'_, '_> {
                 | BinaryOp::Atan2
                 | BinaryOp::Nextafter
                 | BinaryOp::Polygamma
+                | BinaryOp::Igamma
+                | BinaryOp::Igammac
+                | BinaryOp::IgammaGradA
+                | BinaryOp::Zeta
                 | BinaryOp::And
                 | BinaryOp::Or
                 | BinaryOp::Xor

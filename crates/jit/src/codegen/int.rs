@@ -86,7 +86,9 @@ impl Fx<'_, '_> {
             | UnaryOp::Erfc
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
-            | UnaryOp::Digamma => x,
+            | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e => x,
         }
     }
 
@@ -127,7 +129,13 @@ impl Fx<'_, '_> {
                 self.b.ins().ireduce(ty, h)
             }
             // Float-only ops (the verifier's rule).
-            BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => x,
+            BinaryOp::Atan2
+            | BinaryOp::Nextafter
+            | BinaryOp::Polygamma
+            | BinaryOp::Igamma
+            | BinaryOp::Igammac
+            | BinaryOp::IgammaGradA
+            | BinaryOp::Zeta => x,
         }
     }
 

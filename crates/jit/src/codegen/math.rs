@@ -384,6 +384,8 @@ impl Fx<'_, '_> {
             | UnaryOp::ErfInv
             | UnaryOp::Lgamma
             | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e
             | UnaryOp::PopulationCount
             | UnaryOp::Clz => x,
         };

@@ -288,7 +288,8 @@ impl Lowering {
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::Cholesky
-            | Primitive::TriangularSolve(_) => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::TriangularSolve(_)
+            | Primitive::RegularizedIncompleteBeta => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => {
                 Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
@@ -842,6 +843,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Iota2x32Shape { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
+        | Primitive::RegularizedIncompleteBeta
         | Primitive::PlatformIndex { .. }
         | Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }

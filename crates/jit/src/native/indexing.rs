@@ -248,6 +248,7 @@ fn run(b: &Bases) {
             DType::F64 => linear_algebra::<f64>(b, Some(t)),
             _ => linear_algebra::<f32>(b, Some(t)),
         },
+        Primitive::RegularizedIncompleteBeta => with_dtype!(d.in_avals[0].dtype, T => betainc::<T>(b)),
         Primitive::RandomSeed => random::seed(b),
         Primitive::RandomWrap => random::wrap(b),
         Primitive::RandomUnwrap => random::unwrap(b),
@@ -260,6 +261,19 @@ fn run(b: &Bases) {
         // `complex_route`): `remat_math::complex` over copies of the buffers.
         other => super::complex::run(other, b),
     }
+}
+
+/// `regularized_incomplete_beta a b x` (`remat_math::betainc`, the interpreter's definition
+/// too), a scalar operand broadcast to the result's shape.
+fn betainc<T: Element>(b: &Bases) {
+    let shape = IxDyn(&b.desc.out_avals[0].shape);
+    let (a, bb, x) = (b.view::<T>(0), b.view::<T>(1), b.view::<T>(2));
+    let wide = |v: &ArrayViewD<'_, T>| v.broadcast(shape.clone()).map(|w| w.to_owned());
+    let (Some(a), Some(bb), Some(x)) = (wide(&a), wide(&bb), wide(&x)) else {
+        return; // the shape rule admits only scalars and the result's shape
+    };
+    let out = ndarray::Zip::from(&a).and(&bb).and(&x).map_collect(|&a, &b, &x| remat_math::betainc(a, b, x));
+    b.view_mut::<T>(0).assign(&out);
 }
 
 /// `cholesky` (`solve` is `None`) or `triangular_solve` on `T` (f32 or f64, as the shape

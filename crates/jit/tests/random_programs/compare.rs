@@ -79,6 +79,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::IntegerPow { .. }
             | Primitive::SelectN
             | Primitive::Clamp
+            | Primitive::RegularizedIncompleteBeta
             | Primitive::Complex
             | Primitive::Real
             | Primitive::Imag
@@ -169,6 +170,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::RegularizedIncompleteBeta
         | Primitive::Complex
         | Primitive::Real
         | Primitive::Imag

@@ -278,7 +278,14 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         2 | 3 => {
             let op = g.pick(&BinaryOp::ALL);
             let x = match op {
-                BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Nextafter | BinaryOp::Polygamma => b.of(g, is_float)?,
+                BinaryOp::Pow
+                | BinaryOp::Atan2
+                | BinaryOp::Nextafter
+                | BinaryOp::Polygamma
+                | BinaryOp::Igamma
+                | BinaryOp::Igammac
+                | BinaryOp::IgammaGradA
+                | BinaryOp::Zeta => b.of(g, is_float)?,
                 BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => b.of(g, |a| !a.dtype.is_float())?,
                 BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical | BinaryOp::ShiftRightArithmetic => {
                     b.of(g, |a| a.dtype == DType::I32)?
@@ -325,7 +332,14 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
         7 => {
             let x = b.of(g, is_num)?;
             let d = b.aval(x).dtype;
-            b.eqn(Primitive::Clamp, vec![lit(d, -0.5), x.into(), lit(d, 0.75)])?;
+            if d.is_float() && g.chance(25) {
+                // regularized_incomplete_beta of scalar a and b at x clamped into [0, 1].
+                let u = b.eqn(Primitive::Clamp, vec![lit(d, 0.0), x.into(), lit(d, 1.0)])?[0];
+                let (a, bb) = (lit(d, g.pick(&[0.5, 2.0, 30.0])), lit(d, g.pick(&[1.0, 3.5])));
+                b.eqn(Primitive::RegularizedIncompleteBeta, vec![a, bb, u.into()])?;
+            } else {
+                b.eqn(Primitive::Clamp, vec![lit(d, -0.5), x.into(), lit(d, 0.75)])?;
+            }
         }
         8 => {
             let x = match b.complex.is_empty() || g.chance(60) {

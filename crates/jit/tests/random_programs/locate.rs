@@ -295,6 +295,7 @@ fn inside(
         | Primitive::IntegerPow { .. }
         | Primitive::SelectN
         | Primitive::Clamp
+        | Primitive::RegularizedIncompleteBeta
         | Primitive::Complex
         | Primitive::Real
         | Primitive::Imag

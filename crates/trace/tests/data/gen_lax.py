@@ -134,6 +134,16 @@ c("mulhi", lambda a, b: lax.mulhi(a, b), np.array([-7, 1 << 30, -(1 << 31), 1234
   np.array([3, 8, -(1 << 31), 987654321], np.int32), grad=False)
 c("optimization_barrier", lambda x, y: lax.optimization_barrier((jnp.sin(x), y)), f32(3), f32(2, 2), grad=False)
 
+# The special functions of issue 45: the scaled Bessel functions and igamma/igammac under
+# grad (igamma's derivative in a is igamma_grad_a), igamma_grad_a and zeta (no derivative).
+c("bessel_i0e_i1e", lambda x: lax.bessel_i0e(x) * lax.bessel_i1e(x), f32(6) * 4)
+c("igamma_igammac", lambda a, x: lax.igamma(a, x) + lax.igammac(x, a), np.abs(f32(5)) + 0.5, np.abs(f32(5)) * 3)
+c("igamma_grad_a_zeta", lambda a, x: lax.igamma_grad_a(a, x) + lax.zeta(a + 1.5, x), np.abs(f32(4)) + 0.5,
+  np.abs(f32(4)) + 0.25, grad=False)
+
+c("betainc", lambda a, b, x: lax.betainc(a, b, x), np.abs(f32(5)) + 0.25, np.abs(f32(5)) * 4 + 0.5,
+  1 / (1 + np.exp(-f32(5))), grad=False)
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
