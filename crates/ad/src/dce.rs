@@ -102,10 +102,10 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
         Some(HigherOrder::Scan) => scan_dce(eqn, used_outs),
         Some(HigherOrder::Cond) => cond_dce(eqn, used_outs),
         // A custom call (whose rule may read every input), a while loop (whose carries
-        // feed each other) and every first-order primitive live or die whole.
-        Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall | HigherOrder::While) | None => {
-            Ok((eqn.clone(), vec![true; eqn.invars.len()]))
-        }
+        // feed each other), a composite (JAX has no dce rule for it) and every
+        // first-order primitive live or die whole.
+        Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall | HigherOrder::While | HigherOrder::Composite)
+        | None => Ok((eqn.clone(), vec![true; eqn.invars.len()])),
     }
 }
 

@@ -480,7 +480,8 @@ fn pe_rule(prim: &Primitive) -> PeRule {
         // `custom_jvp_call` and `custom_vjp_call` are differentiated through their bodies
         // (or by a known rule), so only their primal form (all inputs known) reaches
         // partial evaluation.
-        Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall) | None => PeRule::None,
+        // A composite is not differentiated either: it is known or unknown whole.
+        Some(HigherOrder::CustomJvpCall | HigherOrder::CustomVjpCall | HigherOrder::Composite) | None => PeRule::None,
     }
 }
 

@@ -705,6 +705,16 @@ fn derivatives_jax_does_not_define_are_errors() {
             assert!(err.contains(&format!("Differentiation rule for '{}' not implemented", op.name())), "{err}");
         }
     }
+    // composite: no jvp (JAX's `composite_jvp`) and no batching rule; without a tangent it
+    // is only evaluated.
+    let text = "{ lambda ; a:f32[4]. let\n    b:f32[4] = composite[\n      attributes=()\n      jaxpr={ lambda ; c:f32[4]. let d:f32[4] = sin c in (d,) }\n      name=my.sin\n      version=0\n    ] a\n  in (b,) }";
+    let comp = remat_ir::parse_jaxpr(text, "composite.jaxpr").expect("parses");
+    let err = jvp_jaxpr(&comp, &[true], &[true]).unwrap_err().to_string();
+    assert!(err.contains("JVP rule for composite not implemented"), "{err}");
+    assert!(jvp_jaxpr(&comp, &[false], &[false]).is_ok());
+    let closed = remat_ir::ClosedJaxpr::new(Arc::new(comp.clone()));
+    let err = remat_ad::batch_jaxpr(&closed, 3, &[Some(0)], &[Some(0)]).unwrap_err().to_string();
+    assert!(err.contains("Batching rule for 'composite' not implemented"), "{err}");
 }
 
 #[test]

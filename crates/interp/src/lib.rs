@@ -435,6 +435,9 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Jit { name, jaxpr, options: _ } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }
+        Primitive::Composite { name, jaxpr, .. } => {
+            control::call(primitive, format!("composite `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
+        }
         Primitive::ClosedCall { call_jaxpr } => {
             control::call(primitive, "closed_call".to_string(), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
         }

@@ -580,6 +580,15 @@ pub enum Primitive {
     ClosedCall {
         call_jaxpr: ClosedJaxpr,
     },
+    /// `composite[attributes=(...) jaxpr={...} name=my.op version=0] args`: a named call
+    /// whose body is its meaning (`lax.composite`); `attributes` are the keyword arguments
+    /// as JAX prints them, kept as written.
+    Composite {
+        name: String,
+        attributes: Param,
+        version: i64,
+        jaxpr: ClosedJaxpr,
+    },
     CustomJvpCall {
         name: String,
         call_jaxpr: ClosedJaxpr,
@@ -783,9 +792,9 @@ impl Primitive {
     pub fn subjaxprs(&self) -> Vec<&Arc<Jaxpr>> {
         match self {
             Primitive::Jit { jaxpr, .. } | Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
-            Primitive::CustomJvpCall { call_jaxpr, .. } | Primitive::ClosedCall { call_jaxpr } => {
-                vec![&call_jaxpr.jaxpr]
-            }
+            Primitive::CustomJvpCall { call_jaxpr, .. }
+            | Primitive::ClosedCall { call_jaxpr }
+            | Primitive::Composite { jaxpr: call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
             Primitive::Cond { branches, .. } => branches.iter().map(|b| &b.jaxpr).collect(),
             Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
@@ -886,9 +895,9 @@ impl Primitive {
                 }
             }
             Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
-            Primitive::CustomJvpCall { call_jaxpr, .. } | Primitive::ClosedCall { call_jaxpr } => {
-                call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?
-            }
+            Primitive::CustomJvpCall { call_jaxpr, .. }
+            | Primitive::ClosedCall { call_jaxpr }
+            | Primitive::Composite { jaxpr: call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
             Primitive::Cond { branches, .. } => {
                 for b in branches {

@@ -144,6 +144,11 @@ struct Parser<'s> {
 
 /// The parameter keys whose values are jaxprs (or tuples of jaxprs, `branches`): JAX's
 /// `jaxprs_in_params` finds them by type; a word in their place names a hoisted jaxpr.
+/// Python reprs that JAX prints inside parameters whose insides are not parameter syntax
+/// (`composite`'s attributes: a pytree's structure, a NumPy array): read and printed back
+/// as written.
+const OPAQUE_CALLS: [&str; 2] = ["PyTreeDef", "HashableArray"];
+
 const JAXPR_KEYS: [&str; 6] = ["jaxpr", "call_jaxpr", "branches", "cond_jaxpr", "body_jaxpr", "update_jaxpr"];
 
 /// A hoisted jaxpr: where its text starts, and the jaxpr once parsed.
@@ -840,6 +845,9 @@ impl<'s> Parser<'s> {
                     "False" => return Ok(Param::Bool(false)),
                     _ => {}
                 }
+                if self.src[self.pos..].starts_with('(') && OPAQUE_CALLS.contains(&word.as_str()) {
+                    return self.opaque_call(start);
+                }
                 if self.src[self.pos..].starts_with('(') {
                     self.pos += 1;
                     if word == "frozenset" {
@@ -870,6 +878,34 @@ impl<'s> Parser<'s> {
             }
             _ => Err(self.expected("a parameter value")),
         }
+    }
+
+    /// A Python repr `Name(...)` from `start`, kept as written up to its balanced closing
+    /// parenthesis on the same line (quoted strings skipped), for the reprs whose insides
+    /// are not parameter syntax (`OPAQUE_CALLS`).
+    fn opaque_call(&mut self, start: usize) -> Result<Param, ParseError> {
+        let mut depth = 0usize;
+        let mut quote: Option<char> = None;
+        for (i, c) in self.src[self.pos..].char_indices() {
+            match (quote, c) {
+                (_, '\n') => break,
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '(' | '[' | '{') => depth += 1,
+                (None, ')' | ']' | '}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let end = self.pos + i + 1;
+                        let text = self.src[start..end].to_string();
+                        self.pos = end;
+                        return Ok(Param::Opaque(text));
+                    }
+                }
+                (None, _) => {}
+            }
+        }
+        Err(self.err_at(start, "unclosed `(` on this line"))
     }
 
     /// After `frozenset(`: `{'a', 'b'})` or `)`.

@@ -215,7 +215,8 @@ impl Pass {
             | HigherOrder::Scan
             | HigherOrder::Cond
             | HigherOrder::While
-            | HigherOrder::CustomVjpCall => false,
+            | HigherOrder::CustomVjpCall
+            | HigherOrder::Composite => false,
         };
         inline.then(|| &**prim.subjaxprs()[0])
     }

@@ -78,6 +78,7 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         // Its bodies once (a `while` one trip: its trip count is known only at run time).
         Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
+        | Primitive::Composite { .. }
         | Primitive::Remat2 { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }

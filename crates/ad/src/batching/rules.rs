@@ -19,6 +19,11 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
     let prim = &eqn.primitive;
     let one = |r: Result<Batched, AdError>| r.map(|x| vec![x]);
     match prim {
+        // JAX 0.10.2 registers no batching rule for `composite`.
+        Primitive::Composite { .. } => Err(AdError::Unsupported {
+            primitive: "composite",
+            message: "Batching rule for 'composite' not implemented (JAX 0.10.2 registers none)".to_string(),
+        }),
         // Vectorized: the batch axis stays where it is.
         Primitive::Unary(_)
         | Primitive::Real

@@ -30,6 +30,13 @@ pub(crate) fn jvp_rule(
     tangents: &[Tangent],
 ) -> Result<JvpOut, AdError> {
     match &eqn.primitive {
+        // JAX's `composite_jvp`: a composite is not differentiated (wrap it in a custom_jvp).
+        Primitive::Composite { .. } => Err(AdError::Unsupported {
+            primitive: "composite",
+            message: "JVP rule for composite not implemented. You can use `jax.custom_jvp` to add support \
+                      (JAX 0.10.2's `composite_jvp`)"
+                .to_string(),
+        }),
         Primitive::Unary(op) => unary(b, old, eqn, *op, primals, tangents),
         Primitive::Binary(op) => binary(b, old, eqn, *op, primals, tangents),
         Primitive::Compare(_)

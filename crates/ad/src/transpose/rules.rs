@@ -40,6 +40,14 @@ pub(crate) fn transpose_rule(
     let single = || ct_outs[0];
     let mut out: Cts = vec![None; ins.len()];
     match prim {
+        // JAX's `composite_transpose`.
+        Primitive::Composite { .. } => {
+            return Err(AdError::Unsupported {
+                primitive: "composite",
+                message: "Transpose rule for composite not implemented (JAX 0.10.2's `composite_transpose`)"
+                    .to_string(),
+            })
+        }
         Primitive::Unary(op) => match op {
             UnaryOp::Neg => {
                 if let Some(ct) = single() {

@@ -1,5 +1,5 @@
-//! Calls and loops, the primitives that hold a nested jaxpr: `jit`, `closed_call`, `custom_jvp_call`,
-//! `remat2` (`checkpoint`) and `scan`.
+//! Calls and loops, the primitives that hold a nested jaxpr: `jit`, `closed_call`,
+//! `composite`, `custom_jvp_call`, `remat2` (`checkpoint`) and `scan`.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`, the
 //! `key=value` pairs in printing order; `parse_*`, the same read back) and its shape rule
@@ -81,6 +81,27 @@ pub(super) fn closed_call_params(call_jaxpr: &ClosedJaxpr) -> Params {
 
 pub(super) fn parse_closed_call(p: &mut ParamReader) -> Result<Primitive, String> {
     Ok(Primitive::ClosedCall { call_jaxpr: ClosedJaxpr::new(p.jaxpr("call_jaxpr")?) })
+}
+
+// `composite[attributes=(('axis', (0,), PyTreeDef(*)),) jaxpr={...} name=my.softmax
+// version=0]`: sorted; every parameter printed.
+
+pub(super) fn composite_params(name: &str, attributes: &Param, version: i64, jaxpr: &ClosedJaxpr) -> Params {
+    vec![
+        ("attributes", attributes.clone()),
+        ("jaxpr", Param::Jaxpr(jaxpr.jaxpr.clone())),
+        ("name", Param::Word(name.to_string())),
+        ("version", Param::Int(version)),
+    ]
+}
+
+pub(super) fn parse_composite(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::Composite {
+        attributes: p.take("attributes")?,
+        jaxpr: ClosedJaxpr::new(p.jaxpr("jaxpr")?),
+        name: p.word("name")?,
+        version: p.int("version")?,
+    })
 }
 
 // `custom_jvp_call[name=relu call_jaxpr={...} jvp=jvp num_consts=1 symbolic_zeros=False]`:

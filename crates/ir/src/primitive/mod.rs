@@ -162,6 +162,7 @@ primitive_kinds! {
         Iota2x32Shape = "iota_2x32_shape",
         Jit = "jit",
         ClosedCall = "closed_call",
+        Composite = "composite",
         CustomJvpCall = "custom_jvp_call",
         Remat2 = "remat2",
         Scan = "scan",
@@ -212,6 +213,9 @@ pub enum HigherOrder {
     While,
     /// `custom_vjp_call`: a call whose derivative JAX takes from its fwd/bwd rules.
     CustomVjpCall,
+    /// `composite`: a named call that JAX neither differentiates nor batches; every pass
+    /// keeps it whole.
+    Composite,
 }
 
 impl PrimitiveKind {
@@ -226,6 +230,7 @@ impl PrimitiveKind {
             PrimitiveKind::Cond => Some(HigherOrder::Cond),
             PrimitiveKind::While => Some(HigherOrder::While),
             PrimitiveKind::CustomVjpCall => Some(HigherOrder::CustomVjpCall),
+            PrimitiveKind::Composite => Some(HigherOrder::Composite),
             PrimitiveKind::Unary(_)
             | PrimitiveKind::Binary(_)
             | PrimitiveKind::Compare(_)
@@ -342,6 +347,7 @@ impl Primitive {
             Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::ClosedCall { .. } => PrimitiveKind::ClosedCall,
+            Primitive::Composite { .. } => PrimitiveKind::Composite,
             Primitive::CustomJvpCall { .. } => PrimitiveKind::CustomJvpCall,
             Primitive::Remat2 { .. } => PrimitiveKind::Remat2,
             Primitive::Scan { .. } => PrimitiveKind::Scan,
@@ -391,7 +397,7 @@ impl Primitive {
     /// added by their printers, so their hoisted jaxprs are named `jaxpr`).
     pub fn hoist_name(&self) -> Option<&str> {
         match self {
-            Primitive::Jit { name, .. } => Some(name),
+            Primitive::Jit { name, .. } | Primitive::Composite { name, .. } => Some(name),
             Primitive::Unary(_)
             | Primitive::Binary(_)
             | Primitive::Compare(_)
@@ -514,6 +520,9 @@ impl Primitive {
             Primitive::Empty2 { dtype, memory_space } => empty2_params(*dtype, *memory_space),
             Primitive::Jit { name, jaxpr, options } => jit_params(name, jaxpr, options),
             Primitive::ClosedCall { call_jaxpr } => closed_call_params(call_jaxpr),
+            Primitive::Composite { name, attributes, version, jaxpr } => {
+                composite_params(name, attributes, *version, jaxpr)
+            }
             Primitive::RandomSeed | Primitive::RandomWrap => random::impl_params(),
             Primitive::RandomUnwrap | Primitive::RandomFoldIn | Primitive::RandomClone | Primitive::Threefry2x32 => {
                 Vec::new()
@@ -628,6 +637,7 @@ impl Primitive {
             PrimitiveKind::RandomBits => random::parse_random_bits(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::ClosedCall => parse_closed_call(p)?,
+            PrimitiveKind::Composite => parse_composite(p)?,
             PrimitiveKind::CustomJvpCall => parse_custom_jvp_call(p)?,
             PrimitiveKind::Remat2 => parse_remat2(p)?,
             PrimitiveKind::Scan => parse_scan(p)?,
@@ -727,6 +737,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
         Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
         Primitive::ClosedCall { call_jaxpr } => call("closed_call", ins, call_jaxpr),
+        Primitive::Composite { jaxpr, .. } => call("composite", ins, jaxpr),
         Primitive::CustomJvpCall { call_jaxpr, num_consts, .. } => custom_jvp_call_shape(call_jaxpr, *num_consts, ins),
         Primitive::Remat2 { jaxpr, .. } => remat2_shape(jaxpr, ins),
         Primitive::Scan { jaxpr, length, num_consts, num_carry, .. } => {

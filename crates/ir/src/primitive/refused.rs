@@ -189,7 +189,6 @@ impl Refusal {
                 "approx_top_k",
                 "call",
                 "cholesky_update",
-                "composite",
                 "compute_on",
                 "custom_linear_solve",
                 "custom_vmap_call",

@@ -211,9 +211,9 @@ impl Lowering {
             | Primitive::Iota2x32Shape { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             // A copy of keys: the same values (the JIT's buffers are never aliased by a caller).
             Primitive::RandomClone => Ok(ins),
-            Primitive::Jit { name: _, jaxpr, options: _ } | Primitive::ClosedCall { call_jaxpr: jaxpr } => {
-                self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets)
-            }
+            Primitive::Jit { name: _, jaxpr, options: _ }
+            | Primitive::ClosedCall { call_jaxpr: jaxpr }
+            | Primitive::Composite { jaxpr, .. } => self.call(&jaxpr.jaxpr, &jaxpr.consts, ins, targets),
             Primitive::CustomJvpCall { name: _, call_jaxpr, jvp: _, num_consts: _, symbolic_zeros: _ } => {
                 self.call(&call_jaxpr.jaxpr, &call_jaxpr.consts, ins, targets)
             }
@@ -782,6 +782,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
     match prim {
         Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
+        | Primitive::Composite { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat2 { .. }

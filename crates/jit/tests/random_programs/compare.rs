@@ -117,6 +117,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Iota2x32Shape { .. }
             | Primitive::Jit { .. }
             | Primitive::ClosedCall { .. }
+            | Primitive::Composite { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
             | Primitive::Scan { .. }
@@ -208,6 +209,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Iota2x32Shape { .. }
         | Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
+        | Primitive::Composite { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::Remat2 { .. }
         | Primitive::Scan { .. }

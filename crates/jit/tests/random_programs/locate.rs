@@ -287,6 +287,7 @@ fn inside(
         | Primitive::While { .. }
         | Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
+        | Primitive::Composite { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Unary(_)
