@@ -712,7 +712,7 @@ fn derivatives_jax_does_not_define_are_errors() {
     let err = jvp_jaxpr(&comp, &[true], &[true]).unwrap_err().to_string();
     assert!(err.contains("JVP rule for composite not implemented"), "{err}");
     assert!(jvp_jaxpr(&comp, &[false], &[false]).is_ok());
-    let closed = remat_ir::ClosedJaxpr::new(Arc::new(comp.clone()));
+    let closed = ClosedJaxpr::new(Arc::new(comp.clone()));
     let err = remat_ad::batch_jaxpr(&closed, 3, &[Some(0)], &[Some(0)]).unwrap_err().to_string();
     assert!(err.contains("Batching rule for 'composite' not implemented"), "{err}");
 }
