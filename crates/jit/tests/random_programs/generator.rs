@@ -549,6 +549,13 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 0 if matches!(op, UnaryOp::Neg | UnaryOp::Sin) => {
                     Primitive::ClosedCall { call_jaxpr: ClosedJaxpr::new(inner) }
                 }
+                // A `composite` where the body takes a tanh.
+                0 if op == UnaryOp::Tanh => Primitive::Composite {
+                    name: "my.tanh".into(),
+                    attributes: remat_ir::Param::Tuple(vec![]),
+                    version: 0,
+                    jaxpr: ClosedJaxpr::new(inner),
+                },
                 0 => Primitive::Jit { name: "f".into(), jaxpr: ClosedJaxpr::new(inner), options: Default::default() },
                 3 => Primitive::CustomVjpCall {
                     name: "h".into(),
@@ -677,9 +684,14 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let split = b.eqn(Primitive::RandomSplit { shape: vec![g.pick(&[1usize, 2, 4])] }, vec![keys.into()])?[0];
             let folded =
                 b.eqn(Primitive::RandomFoldIn, vec![split.into(), lit(DType::I32, g.pick(&[0.0, 7.0, -1.0]))])?[0];
+            let folded = b.eqn(Primitive::RandomClone, vec![folded.into()])?[0];
             let bits = Primitive::RandomBits { bit_width: g.pick(&[8, 32]), shape: vec![g.pick(&[1usize, 3, 5])] };
             b.eqn(bits, vec![folded.into()])?;
-            b.eqn(Primitive::RandomUnwrap, vec![keys.into()])?;
+            let words = b.eqn(Primitive::RandomUnwrap, vec![keys.into()])?[0];
+            // Threefry's parts on the words (no draw, so the rest of the program is as before):
+            // the row-major counters of `u32[n,2]` hashed under the words.
+            let counts = b.eqn(Primitive::Iota2x32Shape { shape: vec![n, 2] }, vec![])?;
+            b.eqn(Primitive::Threefry2x32, vec![words.into(), counts[1].into(), counts[0].into(), words.into()])?;
         }
         37 => {
             // Linear algebra: a Cholesky factor of a batch of square matrices, and a
