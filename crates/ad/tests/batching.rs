@@ -330,6 +330,58 @@ fn linear_algebra_batches_as_jax_does() {
     }
 }
 
+/// `lu` and `lu_pivots_to_permutation` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's texts
+/// (`expand_dims_batcher`: the batch axis to the front, every result batched there), and
+/// each example's results (factors, pivots, permutation) equal to the unbatched program's.
+#[test]
+fn lu_batches_as_jax_does() {
+    let cases: [(&str, &str, Array); 2] = [
+        (
+            "{ lambda ; a:f32[3,3]. let b:f32[3,3] c:i32[3] d:i32[3] = lu a in (b, c, d) }",
+            "{ lambda ; a:f32[3,4,3]. let
+    b:f32[4,3,3] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,3] d:i32[4,3] e:i32[4,3] = lu b
+  in (c, d, e) }",
+            Array::F32(f32s(&[3, 4, 3], 11)),
+        ),
+        (
+            "{ lambda ; a:i32[2]. let
+    b:i32[3] = lu_pivots_to_permutation[permutation_size=3] a
+  in (b,) }",
+            "{ lambda ; a:i32[2,4]. let
+    b:i32[4,2] = transpose[permutation=(1, 0)] a
+    c:i32[4,3] = lu_pivots_to_permutation[permutation_size=3] b
+  in (c,) }",
+            Array::I32(ArrayD::from_shape_vec(vec![2, 4], vec![0, 2, 1, 2, 1, 2, 2, 2]).unwrap()),
+        ),
+    ];
+    for (text, want, arg) in cases {
+        let jaxpr = parse_jaxpr(text, "lu").unwrap();
+        let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+        let out_axes = vec![Some(0); jaxpr.outvars.len()];
+        let batched = batch_jaxpr(&closed, 4, &[Some(1)], &out_axes).unwrap().jaxpr;
+        assert_eq!(batched.to_string(), want);
+        let outs = eval_jaxpr(&batched, &[], std::slice::from_ref(&arg)).unwrap();
+        for j in 0..4 {
+            let example = match &arg {
+                Array::F32(a) => Array::F32(a.index_axis(Axis(1), j).to_owned()),
+                Array::I32(a) => Array::I32(a.index_axis(Axis(1), j).to_owned()),
+                other => panic!("an f32 or i32 argument, found {:?}", other.aval()),
+            };
+            let want = eval_jaxpr(&jaxpr, &[], &[example]).unwrap();
+            for (k, (o, w)) in outs.iter().zip(&want).enumerate() {
+                let got = match o {
+                    Array::F32(x) => Array::F32(x.index_axis(Axis(0), j).to_owned()),
+                    Array::I32(x) => Array::I32(x.index_axis(Axis(0), j).to_owned()),
+                    other => panic!("an f32 or i32 result, found {:?}", other.aval()),
+                };
+                assert_eq!(got.aval(), w.aval(), "output {k}, example {j}");
+                assert_eq!(got.to_f64_vec(), w.to_f64_vec(), "output {k}, example {j}");
+            }
+        }
+    }
+}
+
 /// The small primitives of issue 45 under `vmap` (JAX's `defreducer` and
 /// `defvectorized`/`defbroadcasting` rules: the batch axis stays where it is): the
 /// reductions `reduce_prod`, `reduce_and`, `reduce_or`, `reduce_xor` (on `i32` and

@@ -1,4 +1,4 @@
-//! `cholesky` and `triangular_solve`: the shared kernels of `remat_math::linalg` over the
+//! `cholesky`, `triangular_solve`, `lu` and `lu_pivots_to_permutation`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
 
 use remat_ir::{Array, Primitive, TriangularSolve};
@@ -21,5 +21,29 @@ pub(crate) fn triangular_solve(t: &TriangularSolve, args: &[&Array]) -> Result<A
         (Array::F32(a), Array::F32(b)) => Ok(Array::F32(linalg::triangular_solve(t, &a.view(), &b.view()))),
         (Array::F64(a), Array::F64(b)) => Ok(Array::F64(linalg::triangular_solve(t, &a.view(), &b.view()))),
         (a, b) => Err(format!("triangular_solve: {} and {} operands are not supported", a.dtype(), b.dtype())),
+    }
+}
+
+pub(crate) fn lu(args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Lu, args)?;
+    let (lu, pivots, perm) = match args[0] {
+        Array::F32(a) => {
+            let (lu, p, q) = linalg::lu(&a.view());
+            (Array::F32(lu), p, q)
+        }
+        Array::F64(a) => {
+            let (lu, p, q) = linalg::lu(&a.view());
+            (Array::F64(lu), p, q)
+        }
+        other => return Err(format!("lu: {} operands are not supported", other.dtype())),
+    };
+    Ok(vec![lu, Array::I32(pivots), Array::I32(perm)])
+}
+
+pub(crate) fn lu_pivots_to_permutation(permutation_size: usize, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::LuPivotsToPermutation { permutation_size }, args)?;
+    match args[0] {
+        Array::I32(p) => Ok(Array::I32(linalg::lu_pivots_to_permutation(&p.view(), permutation_size))),
+        other => Err(format!("lu_pivots_to_permutation: {} pivots are not supported", other.dtype())),
     }
 }

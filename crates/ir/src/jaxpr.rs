@@ -638,6 +638,13 @@ pub enum Primitive {
     Cholesky,
     /// `x` with `op(a) x = b` or `x op(a) = b` for triangular `a` (`primitive/linalg.rs`).
     TriangularSolve(TriangularSolve),
+    /// The LU decomposition with partial pivoting of each matrix: the factors, the pivots and
+    /// the permutation (`primitive/linalg.rs`).
+    Lu,
+    /// The permutation that a sequence of row swaps makes (`primitive/linalg.rs`).
+    LuPivotsToPermutation {
+        permutation_size: usize,
+    },
     /// The `k` largest elements along `axis` and their i32 indices.
     TopK {
         axis: usize,
@@ -821,6 +828,8 @@ impl Primitive {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -927,6 +936,8 @@ impl Primitive {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)

@@ -1,9 +1,13 @@
-//! The kernels of `cholesky` and `triangular_solve` over batches of row-major matrices, one
-//! definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
+//! The kernels of `cholesky`, `triangular_solve`, `lu` and `lu_pivots_to_permutation` over
+//! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
 //! positive definite factors to NaN in every element (JAX's `_replace_not_ok_with_nan`), and
-//! the factor's strictly upper part is the operand's, which `potrf` leaves untouched.
+//! the factor's strictly upper part is the operand's, which `potrf` leaves untouched. `lu` is
+//! `getrf`'s partial pivoting: in column `k` the row of the largest `|value|` at or below the
+//! diagonal, the first on ties (`idamax`), whole rows swapped, the column below the pivot
+//! divided by it unless it is zero (a singular matrix factors without NaN, as `getrf`
+//! reports it through `info > 0`, which JAX accepts).
 
 use ndarray::{ArrayD, ArrayViewD};
 use remat_ir::TriangularSolve;
@@ -21,6 +25,7 @@ pub trait LinalgFloat:
     const ONE: Self;
     const NAN: Self;
     fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
 }
 
 impl LinalgFloat for f32 {
@@ -30,6 +35,9 @@ impl LinalgFloat for f32 {
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
     }
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
 }
 
 impl LinalgFloat for f64 {
@@ -38,6 +46,9 @@ impl LinalgFloat for f64 {
     const NAN: f64 = f64::NAN;
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
+    }
+    fn abs(self) -> f64 {
+        f64::abs(self)
     }
 }
 
@@ -134,6 +145,100 @@ pub fn triangular_solve<T: LinalgFloat>(t: &TriangularSolve, a: &ArrayViewD<T>, 
     ArrayD::from_shape_vec(b.raw_dim(), x).expect("b's shape")
 }
 
+/// `(lu, pivots, permutation)` of each matrix of `a` (`[..., m, n]`): the unit-lower factor
+/// below the diagonal and the upper factor on and above it, the `min(m, n)` row swaps and
+/// the permutation of `0..m` they make.
+pub fn lu<T: LinalgFloat>(a: &ArrayViewD<T>) -> (ArrayD<T>, ArrayD<i32>, ArrayD<i32>) {
+    let (mut data, count, m, n) = matrices(a);
+    let k = m.min(n);
+    let batch = &a.shape()[..a.ndim() - 2];
+    let mut pivots = Vec::with_capacity(count * k);
+    let mut perms = Vec::with_capacity(count * m);
+    for b in 0..count {
+        let x = &mut data[b * m * n..(b + 1) * m * n];
+        let start = pivots.len();
+        for c in 0..k {
+            // The first row of the largest magnitude at or below the diagonal (`idamax`: a
+            // NaN is never larger, and a NaN on the diagonal keeps its row).
+            let mut p = c;
+            let mut best = x[c * n + c].abs();
+            for r in c + 1..m {
+                let v = x[r * n + c].abs();
+                if v > best {
+                    p = r;
+                    best = v;
+                }
+            }
+            pivots.push(p as i32);
+            if p != c {
+                for j in 0..n {
+                    x.swap(c * n + j, p * n + j);
+                }
+            }
+            let d = x[c * n + c];
+            if d != T::ZERO {
+                for r in c + 1..m {
+                    x[r * n + c] = x[r * n + c] / d;
+                }
+            }
+            for r in c + 1..m {
+                let l = x[r * n + c];
+                for j in c + 1..n {
+                    x[r * n + j] = x[r * n + j] - l * x[c * n + j];
+                }
+            }
+        }
+        perms.extend(swaps_to_permutation(&pivots[start..], m));
+    }
+    let mut piv_shape = batch.to_vec();
+    piv_shape.push(k);
+    let mut perm_shape = batch.to_vec();
+    perm_shape.push(m);
+    (
+        ArrayD::from_shape_vec(a.raw_dim(), data).expect("the operand's shape"),
+        ArrayD::from_shape_vec(piv_shape, pivots).expect("the pivots' shape"),
+        ArrayD::from_shape_vec(perm_shape, perms).expect("the permutation's shape"),
+    )
+}
+
+/// The permutation of `0..size` that swapping entry `i` with entry `swaps[i]` makes, in
+/// order. A swap index is read as JAX's generic rule indexes (`permutation[j]` and
+/// `.at[j].set`): a negative one from the end, and one still out of range reads the nearest
+/// entry and writes nothing.
+fn swaps_to_permutation(swaps: &[i32], size: usize) -> Vec<i32> {
+    let mut perm: Vec<i32> = (0..size as i32).collect();
+    if size == 0 {
+        return perm;
+    }
+    for (i, &j) in swaps.iter().enumerate() {
+        let j = i64::from(j);
+        let j = if j < 0 { j + size as i64 } else { j };
+        let read = j.clamp(0, size as i64 - 1) as usize;
+        let (x, y) = (perm[i], perm[read]);
+        perm[i] = y;
+        if (0..size as i64).contains(&j) {
+            perm[j as usize] = x;
+        }
+    }
+    perm
+}
+
+/// `lu_pivots_to_permutation[permutation_size]` of each row of swaps of `pivots`
+/// (`[..., k]`, `k <= permutation_size`, as the shape rule checked).
+pub fn lu_pivots_to_permutation(pivots: &ArrayViewD<i32>, permutation_size: usize) -> ArrayD<i32> {
+    let rank = pivots.ndim();
+    let k = pivots.shape()[rank - 1];
+    let data: Vec<i32> = pivots.iter().copied().collect();
+    let count: usize = pivots.shape()[..rank - 1].iter().product();
+    let mut out = Vec::with_capacity(count * permutation_size);
+    for b in 0..count {
+        out.extend(swaps_to_permutation(&data[b * k..(b + 1) * k], permutation_size));
+    }
+    let mut shape = pivots.shape().to_vec();
+    shape[rank - 1] = permutation_size;
+    ArrayD::from_shape_vec(shape, out).expect("the permutation's shape")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +284,46 @@ mod tests {
         let x =
             triangular_solve(&t, &a.view(), &ArrayD::from_shape_vec(IxDyn(&[2, 1]), vec![1.0, 3.0]).unwrap().view());
         assert_eq!(x.iter().copied().collect::<Vec<_>>(), vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn lu_pivots_as_getrf_and_reconstructs() {
+        // Column 0's largest magnitude is in row 2 (and again in row 3: the first wins).
+        let a = dyn2(arr2(&[[1.0, 2.0, 3.0], [-2.0, 1.0, 0.5], [4.0, 1.0, 2.0], [-4.0, 3.0, 1.0]]));
+        let (lu_, piv, perm) = lu(&a.view());
+        assert_eq!(piv.iter().copied().collect::<Vec<_>>()[0], 2);
+        let (m, n) = (4, 3);
+        let lu2 = lu_.into_dimensionality::<ndarray::Ix2>().unwrap();
+        let mut l = ndarray::Array2::<f64>::zeros((m, n));
+        let mut u = ndarray::Array2::<f64>::zeros((n, n));
+        for i in 0..m {
+            for j in 0..n {
+                if i > j {
+                    l[[i, j]] = lu2[[i, j]];
+                } else {
+                    u[[i, j]] = lu2[[i, j]];
+                }
+                if i == j {
+                    l[[i, j]] = 1.0;
+                }
+            }
+        }
+        let a2 = a.into_dimensionality::<ndarray::Ix2>().unwrap();
+        let back = l.dot(&u);
+        for (i, &p) in perm.iter().enumerate() {
+            for j in 0..n {
+                assert!((back[[i, j]] - a2[[p as usize, j]]).abs() < 1e-12);
+            }
+        }
+        // The permutation is the one the pivots make.
+        let again = lu_pivots_to_permutation(&piv.view(), m);
+        assert_eq!(again, perm);
+    }
+
+    #[test]
+    fn pivots_to_permutation_swaps_in_order() {
+        let p = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![2, 2, 1, 1]).unwrap();
+        let perm = lu_pivots_to_permutation(&p.view(), 3);
+        assert_eq!(perm.iter().copied().collect::<Vec<_>>(), vec![2, 0, 1, 1, 0, 2]);
     }
 }

@@ -43,6 +43,15 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let n = *ins[0].shape.last().unwrap_or(&1) as u64;
             (ins[1].size() as u64) * n
         }
+        // n³/3 multiply-adds per n x n matrix of the batch; elements × min(m, n) / 3 for an
+        // m x n one (a lower bound when it is not square).
+        Primitive::Lu => {
+            let r = ins[0].rank();
+            let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
+            (ins[0].size() as u64) * k / 3
+        }
+        // A swap per pivot.
+        Primitive::LuPivotsToPermutation { .. } => per_element(),
         // About 5 n log2 n per transformed element (n the transformed extent).
         Primitive::Fft { fft_lengths, .. } => {
             let n: usize = fft_lengths.iter().product();

@@ -15,6 +15,7 @@ use remat_trace::lax::{
     self, ConvOptions, FillValue, GatherDimensionNumbers, GatherOptions, GatherScatterMode, Padding,
     ScatterDimensionNumbers, ScatterOptions,
 };
+use remat_trace::linalg::{self, TriangularSolve};
 use remat_trace::{make_jaxpr, numpy, Arg, Tensor};
 
 type Branch = dyn Fn(Tensor) -> Tensor;
@@ -273,6 +274,26 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("population_count_clz", p(|a| lax::population_count(&a[0]) + lax::clz(&a[0])));
     add("mulhi", p(|a| lax::mulhi(&a[0], &a[1])));
     add("optimization_barrier", Box::new(|a| lax::optimization_barrier(&[&a[0].sin(), &a[1]])));
+    add("linalg_cholesky", p(|a| linalg::cholesky(&(a[0].matmul(&a[0].t()) + 3.0), true)));
+    add(
+        "linalg_cholesky_batched",
+        p(|a| {
+            let s = numpy::einsum("bij,bkj->bik", &[&a[0], &a[0]]) + 3.0;
+            linalg::cholesky(&s, false)
+        }),
+    );
+    let lower_t =
+        TriangularSolve { left_side: false, lower: true, transpose_a: true, conjugate_a: false, unit_diagonal: false };
+    add("linalg_triangular_solve", p(move |a| linalg::triangular_solve(&(&a[0] + 4.0), &a[1], lower_t)));
+    add("linalg_lu_factors", p(|a| linalg::lu(&a[0]).0));
+    add(
+        "linalg_lu_all",
+        Box::new(|a| {
+            let (lu, pivots, perm) = linalg::lu(&a[0]);
+            let again = linalg::lu_pivots_to_permutation(&pivots, 4);
+            vec![lu, pivots, perm, again]
+        }),
+    );
     m
 }
 

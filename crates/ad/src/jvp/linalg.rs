@@ -4,9 +4,15 @@
 //! tangent `L · phi(L⁻¹ Σ̇ L⁻ᵀ)` (two triangular solves, `phi` halving the diagonal by
 //! dividing by `1 + eye`, a `dot_general` at `Precision.HIGHEST`); `triangular_solve` is
 //! linear in `b` and takes `a`'s tangent through `_triangular_solve_jvp_rule_a`, ordering
-//! the product and the solve by the cheaper side.
+//! the product and the solve by the cheaper side. `lu`'s tangent is JAX's `_lu_jvp_inner`
+//! (De Hoog, Anderssen and Lukas) under `vmap` over the batch axes: the masks and identities
+//! are built per matrix and broadcast over the batch, one `vmap` level at a time, as
+//! JAX's batching rules emit them.
 
-use remat_ir::{Atom, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, Precision, Primitive, TriangularSolve};
+use remat_ir::{
+    Atom, CompareOp, DType, DotDimensionNumbers, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr, Precision,
+    Primitive, TriangularSolve,
+};
 
 use super::{emit_primal, JvpOut, Tangent};
 use crate::builder::{lit, Builder};
@@ -162,4 +168,160 @@ pub(super) fn triangular_solve(
         });
     }
     Ok((vec![ans], vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
+}
+
+/// `lax._eye(dtype, (n, n))`: the `eq` mask converted.
+fn eye(b: &mut Builder, dtype: DType, n: usize) -> Result<Atom, AdError> {
+    let mask = diagonal_mask(b, n, n, 0, CompareOp::Eq)?;
+    b.bind1(Primitive::ConvertElementType { new_dtype: dtype, weak_type: false }, vec![mask])
+}
+
+/// An operand of a per-matrix rule run under `vmap` over `batch` axes that is not batched
+/// (a mask, zeros, an identity), as JAX's batching rules broadcast it to meet a batched
+/// one: one leading axis per `vmap` level, innermost first, of the batch size (`full`:
+/// `select_n`'s rule) or of size 1 (an elementwise binary's rule).
+fn unbatched_to(b: &mut Builder, x: Atom, batch: &[usize], full: bool) -> Result<Atom, AdError> {
+    let mut x = x;
+    for &size in batch.iter().rev() {
+        let aval = b.aval(&x);
+        let mut shape = vec![if full { size } else { 1 }];
+        shape.extend(&aval.shape);
+        let dims: Vec<usize> = (1..=aval.rank()).collect();
+        x = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x])?;
+    }
+    Ok(x)
+}
+
+/// `_tril(x, k)` (`lower`) or `_triu(x, k)` of the matrices of `x` under `vmap` over its
+/// first `nb` axes: the mask and zeros per matrix, broadcast by `select_n`'s batching rule.
+fn vmapped_triangle(b: &mut Builder, x: Atom, nb: usize, k: i64, lower: bool) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let (rows, cols) = (aval.shape[nb], aval.shape[nb + 1]);
+    let mask = tri(b, rows, cols, if lower { k } else { k - 1 })?;
+    let zeros = b.zeros(&remat_ir::Aval::new(aval.dtype, vec![rows, cols]))?;
+    let (mut mask, mut zeros) = (mask, zeros);
+    for level in (0..nb).rev() {
+        let batch = &aval.shape[level..level + 1];
+        mask = unbatched_to(b, mask, batch, true)?;
+        zeros = unbatched_to(b, zeros, batch, true)?;
+    }
+    if lower {
+        b.select_n(mask, vec![zeros, x])
+    } else {
+        b.select_n(mask, vec![x, zeros])
+    }
+}
+
+/// `lax.pad(x, 0, config)` of the matrices of `x` (its first `nb` axes a batch, unpadded).
+fn pad_matrix(b: &mut Builder, x: Atom, nb: usize, rows: (i64, i64), cols: (i64, i64)) -> Result<Atom, AdError> {
+    let dtype = b.aval(&x).dtype;
+    let mut padding_config = vec![(0, 0, 0); nb];
+    padding_config.push((rows.0, rows.1, 0));
+    padding_config.push((cols.0, cols.1, 0));
+    b.bind1(Primitive::Pad { padding_config }, vec![x, lit(dtype, 0.0)])
+}
+
+/// `x[..., :rows, :cols]`, skipping the whole array as `jnp` indexing does.
+fn leading_block(b: &mut Builder, x: Atom, rows: usize, cols: usize) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    if aval.shape[r - 2] == rows && aval.shape[r - 1] == cols {
+        return Ok(x);
+    }
+    let mut limit_indices = aval.shape.clone();
+    limit_indices[r - 2] = rows;
+    limit_indices[r - 1] = cols;
+    b.bind1(Primitive::Slice { start_indices: vec![0; r], limit_indices, strides: None }, vec![x])
+}
+
+/// `x[permutation]` on each matrix of `x` (`[..., m, n]`, rows gathered by `perm`,
+/// `[..., m]`): `jnp` indexing's negative-index fix-up and a `gather`, with JAX's gather
+/// batching rule's batching axes over the leading ones.
+fn take_rows(b: &mut Builder, x: Atom, perm: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    let nb = r - 2;
+    let (m, n) = (aval.shape[r - 2], aval.shape[r - 1]);
+    let neg = b.compare(CompareOp::Lt, perm, lit(DType::I32, 0.0))?;
+    let wrapped = b.add(perm, lit(DType::I32, m as f64))?;
+    let idx = b.select_n(neg, vec![perm, wrapped])?;
+    let mut idx_shape = aval.shape[..nb].to_vec();
+    idx_shape.extend([m, 1]);
+    let dims: Vec<usize> = (0..=nb).collect();
+    let idx = b.bind1(Primitive::BroadcastInDim { shape: idx_shape, broadcast_dimensions: dims }, vec![idx])?;
+    let batch: Vec<usize> = (0..nb).collect();
+    let mut slice_sizes = vec![1; nb + 1];
+    slice_sizes.push(n);
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: vec![nb + 1],
+            collapsed_slice_dims: vec![nb],
+            start_index_map: vec![nb],
+            operand_batching_dims: batch.clone(),
+            start_indices_batching_dims: batch,
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes,
+        unique_indices: false,
+    };
+    b.bind1(prim, vec![x, idx])
+}
+
+/// JAX's `_lu_jvp_rule`: the primal `lu`, and `_lu_jvp_inner` on its factors, the tangent
+/// and the permutation (under `vmap` over the batch axes); the pivots and the permutation
+/// have no tangent.
+pub(super) fn lu(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let outs = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(a_dot) = tangents[0] else {
+        return Ok((outs, vec![Tangent::Zero; 3]));
+    };
+    let (lu, permutation) = (outs[0], outs[2]);
+    let aval = b.aval(&lu);
+    let r = aval.rank();
+    let nb = r - 2;
+    let batch = aval.shape[..nb].to_vec();
+    let (m, n) = (aval.shape[r - 2], aval.shape[r - 1]);
+    let k = m.min(n);
+    let dtype = aval.dtype;
+    // l = pad(_tril(lu[:, :k], -1), (0, m - k) columns) + eye(m).
+    let lk = leading_block(b, lu, m, k)?;
+    let l = vmapped_triangle(b, lk, nb, -1, true)?;
+    let l = pad_matrix(b, l, nb, (0, 0), (0, (m - k) as i64))?;
+    let eye_m = eye(b, dtype, m)?;
+    let eye_m = unbatched_to(b, eye_m, &batch, false)?;
+    let l = b.add(l, eye_m)?;
+    // u = pad(_triu(lu[:k, :]), (0, n - k) rows) + pad(eye(n - k), (k, 0) both).
+    let u_eye = eye(b, dtype, n - k)?;
+    let u_eye = pad_matrix(b, u_eye, 0, (k as i64, 0), (k as i64, 0))?;
+    let uk = leading_block(b, lu, k, n)?;
+    let u = vmapped_triangle(b, uk, nb, 0, false)?;
+    let u = pad_matrix(b, u, nb, (0, (n - k) as i64), (0, 0))?;
+    let u_eye = unbatched_to(b, u_eye, &batch, false)?;
+    let u = b.add(u, u_eye)?;
+    let taken = take_rows(b, a_dot, permutation)?;
+    let left =
+        TriangularSolve { left_side: true, lower: true, transpose_a: false, conjugate_a: false, unit_diagonal: true };
+    let la = solve(b, left, l, taken)?;
+    let right = TriangularSolve {
+        left_side: false,
+        lower: false,
+        transpose_a: false,
+        conjugate_a: false,
+        unit_diagonal: false,
+    };
+    let lau = solve(b, right, u, la)?;
+    let lower = vmapped_triangle(b, lau, nb, -1, true)?;
+    let l_dot = matmul_highest(b, l, lower)?;
+    let upper = vmapped_triangle(b, lau, nb, 0, false)?;
+    let u_dot = matmul_highest(b, upper, u)?;
+    let lu_dot = b.add(l_dot, u_dot)?;
+    Ok((outs, vec![Tangent::Nz(lu_dot), Tangent::Zero, Tangent::Zero]))
 }

@@ -255,6 +255,9 @@ pub(crate) fn jvp_rule(
         Primitive::Sort { .. } => indexing::sort(b, eqn, primals, tangents),
         Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
         Primitive::Cholesky => super::linalg::cholesky(b, old, eqn, primals, tangents),
+        Primitive::Lu => super::linalg::lu(b, old, eqn, primals, tangents),
+        // Integer pivots in, an integer permutation out: no tangent.
+        Primitive::LuPivotsToPermutation { .. } => zero(b, old, eqn, primals),
         Primitive::TriangularSolve(t) => super::linalg::triangular_solve(b, old, eqn, *t, primals, tangents),
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),

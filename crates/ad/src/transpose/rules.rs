@@ -155,6 +155,8 @@ pub(crate) fn transpose_rule(
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
         | Primitive::Cholesky
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap
         | Primitive::RandomUnwrap

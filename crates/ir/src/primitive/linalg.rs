@@ -1,5 +1,6 @@
-//! Linear algebra: `cholesky` and `triangular_solve` (JAX's `jax/_src/lax/linalg.py`), over
-//! the last two axes, the leading ones a batch.
+//! Linear algebra: `cholesky`, `triangular_solve`, `lu` and `lu_pivots_to_permutation`
+//! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
+//! the leading ones a batch.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`; `parse_*`)
 //! and its shape rule (`*_shape`, JAX's rule). Results land in device memory.
@@ -81,4 +82,45 @@ pub(crate) fn triangular_solve_shape(t: &TriangularSolve, in_avals: &[Aval]) -> 
         if t.left_side { "True" } else { "False" }
     );
     Ok(device(b.dtype, b.shape.clone()))
+}
+
+// `lu x`: no parameters; for each `m x n` matrix of `x`, `(lu, pivots, permutation)`: the
+// unit-lower factor below the diagonal and the upper factor on and above it, the
+// `min(m, n)` row swaps of partial pivoting (i32) and the permutation they make (i32, `m`).
+
+pub(crate) fn lu_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "lu";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    ensure!(x.rank() >= 2, name, "{x} must have at least two axes");
+    let r = x.rank();
+    let (m, n) = (x.shape[r - 2], x.shape[r - 1]);
+    let batch = &x.shape[..r - 2];
+    let mut pivots = batch.to_vec();
+    pivots.push(m.min(n));
+    let mut permutation = batch.to_vec();
+    permutation.push(m);
+    Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(DType::I32, pivots), Aval::new(DType::I32, permutation)])
+}
+
+// `lu_pivots_to_permutation[permutation_size=m] pivots`: the permutation of `0..m` that
+// swapping entry `i` with entry `pivots[i]`, in order, makes (batched over leading axes).
+
+pub(crate) fn lu_pivots_to_permutation_shape(
+    permutation_size: usize,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "lu_pivots_to_permutation";
+    let [p] = arity(name, in_avals)?;
+    ensure!(p.dtype == DType::I32, name, "pivots {p} must be i32");
+    ensure!(p.rank() >= 1, name, "pivots {p} must have at least one axis");
+    let k = p.shape[p.rank() - 1];
+    ensure!(
+        permutation_size >= k,
+        name,
+        "Output permutation size {permutation_size} has to exceed the trailing dimension of the pivots {p}"
+    );
+    let mut shape = p.shape.clone();
+    *shape.last_mut().expect("rank >= 1") = permutation_size;
+    Ok(device(DType::I32, shape))
 }

@@ -172,6 +172,8 @@ primitive_kinds! {
         TopK = "top_k",
         Cholesky = "cholesky",
         TriangularSolve = "triangular_solve",
+        Lu = "lu",
+        LuPivotsToPermutation = "lu_pivots_to_permutation",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
         ReduceWindowSum = "reduce_window_sum",
@@ -267,6 +269,8 @@ impl PrimitiveKind {
             | PrimitiveKind::TopK
             | PrimitiveKind::Cholesky
             | PrimitiveKind::TriangularSolve
+            | PrimitiveKind::Lu
+            | PrimitiveKind::LuPivotsToPermutation
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
             | PrimitiveKind::ConvGeneralDilated
@@ -345,6 +349,8 @@ impl Primitive {
             Primitive::TopK { .. } => PrimitiveKind::TopK,
             Primitive::Cholesky => PrimitiveKind::Cholesky,
             Primitive::TriangularSolve(_) => PrimitiveKind::TriangularSolve,
+            Primitive::Lu => PrimitiveKind::Lu,
+            Primitive::LuPivotsToPermutation { .. } => PrimitiveKind::LuPivotsToPermutation,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
@@ -435,6 +441,8 @@ impl Primitive {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -530,6 +538,10 @@ impl Primitive {
             Primitive::TopK { axis, k } => top_k_params(*axis, *k),
             Primitive::Cholesky => linalg::cholesky_params(),
             Primitive::TriangularSolve(t) => linalg::triangular_solve_params(t),
+            Primitive::Lu => Vec::new(),
+            Primitive::LuPivotsToPermutation { permutation_size } => {
+                vec![("permutation_size", Param::Int(*permutation_size as i64))]
+            }
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
@@ -619,6 +631,10 @@ impl Primitive {
             PrimitiveKind::TopK => parse_top_k(p)?,
             PrimitiveKind::Cholesky => Primitive::Cholesky,
             PrimitiveKind::TriangularSolve => linalg::parse_triangular_solve(p)?,
+            PrimitiveKind::Lu => Primitive::Lu,
+            PrimitiveKind::LuPivotsToPermutation => {
+                Primitive::LuPivotsToPermutation { permutation_size: p.usize("permutation_size")? }
+            }
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
@@ -714,6 +730,10 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
         Primitive::Cholesky => linalg::cholesky_shape(ins),
         Primitive::TriangularSolve(t) => linalg::triangular_solve_shape(t, ins),
+        Primitive::Lu => linalg::lu_shape(ins),
+        Primitive::LuPivotsToPermutation { permutation_size } => {
+            linalg::lu_pivots_to_permutation_shape(*permutation_size, ins)
+        }
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),

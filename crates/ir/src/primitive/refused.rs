@@ -197,8 +197,6 @@ impl Refusal {
                 "igammac",
                 "iota_2x32_shape",
                 "linear_call",
-                "lu",
-                "lu_pivots_to_permutation",
                 "ormqr",
                 "philox2x32",
                 "philox4x32",

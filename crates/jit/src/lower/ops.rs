@@ -284,7 +284,9 @@ impl Lowering {
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::Cholesky
-            | Primitive::TriangularSolve(_) => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => {
                 Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
@@ -826,6 +828,8 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Cumulative { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
         | Primitive::Tile { .. }

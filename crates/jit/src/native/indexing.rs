@@ -1,6 +1,6 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
-//! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky` and
-//! `triangular_solve` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky`,
+//! `triangular_solve`, `lu` and `lu_pivots_to_permutation` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
 //! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
@@ -246,6 +246,14 @@ fn run(b: &Bases) {
             DType::F64 => linear_algebra::<f64>(b, Some(t)),
             _ => linear_algebra::<f32>(b, Some(t)),
         },
+        Primitive::Lu => match d.in_avals[0].dtype {
+            DType::F64 => lu::<f64>(b),
+            _ => lu::<f32>(b),
+        },
+        Primitive::LuPivotsToPermutation { permutation_size } => {
+            let out = linalg::lu_pivots_to_permutation(&b.view::<i32>(0), *permutation_size);
+            b.view_mut::<i32>(0).assign(&out);
+        }
         Primitive::RandomSeed => random::seed(b),
         Primitive::RandomWrap => random::wrap(b),
         Primitive::RandomUnwrap => random::unwrap(b),
@@ -267,6 +275,14 @@ fn linear_algebra<T: linalg::LinalgFloat + 'static>(b: &Bases, solve: Option<&Tr
         None => linalg::cholesky(&b.view::<T>(0)),
     };
     b.view_mut::<T>(0).assign(&out);
+}
+
+/// `lu` on `T` (f32 or f64): the three results computed whole before any is written.
+fn lu<T: linalg::LinalgFloat + 'static>(b: &Bases) {
+    let (lu, pivots, perm) = linalg::lu(&b.view::<T>(0));
+    b.view_mut::<T>(0).assign(&lu);
+    b.view_mut::<i32>(1).assign(&pivots);
+    b.view_mut::<i32>(2).assign(&perm);
 }
 
 /// JAX's default `fill_value`: NaN for floats, the lowest signed integer, `true`.

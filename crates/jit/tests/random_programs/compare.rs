@@ -127,6 +127,8 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
@@ -214,6 +216,8 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::TopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }
         | Primitive::While { .. }

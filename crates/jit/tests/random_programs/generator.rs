@@ -668,8 +668,9 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(Primitive::RandomUnwrap, vec![keys.into()])?;
         }
         37 => {
-            // Linear algebra: a Cholesky factor of a batch of square matrices, and a
-            // triangular solve against it or against the matrices themselves.
+            // Linear algebra: a Cholesky factor of a batch of square matrices, a triangular
+            // solve against it or against the matrices themselves, an LU decomposition of a
+            // batch of (possibly rectangular) matrices and the permutation its pivots make.
             let dt = g.pick(&[DType::F32, DType::F64]);
             let n = g.pick(&[1usize, 2, 3]);
             let batch: Vec<usize> = if g.chance(30) { vec![2] } else { vec![] };
@@ -687,6 +688,12 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let rhs = b.input(Aval::new(dt, rhs));
             let tri = if g.chance(50) { l } else { a };
             b.eqn(Primitive::TriangularSolve(t), vec![tri.into(), rhs.into()])?;
+            let rows = g.pick(&[1usize, 2, 3, 4]);
+            let cols = g.pick(&[1usize, 2, 3, 4]);
+            let m = b.input(Aval::new(dt, [&batch[..], &[rows, cols]].concat()));
+            let pivots = b.eqn(Primitive::Lu, vec![m.into()])?[1];
+            let size = rows + g.pick(&[0usize, 2]);
+            b.eqn(Primitive::LuPivotsToPermutation { permutation_size: size }, vec![pivots.into()])?;
         }
         // Random bodies (`loops.rs`) and index arithmetic (`index.rs`).
         39 => loops::scan(b, g, false)?,

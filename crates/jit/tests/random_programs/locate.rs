@@ -344,6 +344,8 @@ fn inside(
         | Primitive::TopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),
     }

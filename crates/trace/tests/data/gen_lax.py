@@ -133,6 +133,18 @@ c("population_count_clz", lambda i: lax.population_count(i) + lax.clz(i),
 c("mulhi", lambda a, b: lax.mulhi(a, b), np.array([-7, 1 << 30, -(1 << 31), 123456789], np.int32),
   np.array([3, 8, -(1 << 31), 987654321], np.int32), grad=False)
 c("optimization_barrier", lambda x, y: lax.optimization_barrier((jnp.sin(x), y)), f32(3), f32(2, 2), grad=False)
+from jax.lax import linalg as lax_linalg
+c("linalg_cholesky", lambda x: lax_linalg.cholesky(x @ x.T + 3.0), f32(3, 3))
+c("linalg_cholesky_batched", lambda x: lax_linalg.cholesky(jnp.einsum("bij,bkj->bik", x, x) + 3.0,
+                                                           symmetrize_input=False), f32(2, 3, 3))
+c("linalg_triangular_solve", lambda a, b: lax_linalg.triangular_solve(a + 4.0, b, left_side=False, lower=True,
+                                                                      transpose_a=True),
+  f32(3, 3), f32(2, 3))
+c("linalg_lu_factors", lambda x: lax_linalg.lu(x)[0], f32(3, 4))
+def _lu_all(x):
+    lu, pivots, perm = lax_linalg.lu(x)
+    return lu, pivots, perm, lax_linalg.lu_pivots_to_permutation(pivots, 4)
+c("linalg_lu_all", _lu_all, f32(2, 3, 3), grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]

@@ -1,0 +1,50 @@
+"""Records the linear-algebra conformance cases beyond cholesky/triangular_solve (issue 45)
+from real JAX 0.10.2, in the format of ../conformance (gen_cases.py's `run`), with JAX's
+forward and backward jaxprs from one traced vjp (gen_primitives.fwd_bwd_traced). Running it
+writes only the cases registered here.
+
+    pip install jax==0.10.2
+    python3 tests/data/primitives/gen_linalg.py tests/data/primitives
+"""
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../../shared/conformance"))
+sys.path.insert(0, os.path.dirname(__file__))
+import gen_cases as g
+import gen_primitives as gp
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.lax import linalg as lax_linalg
+
+g.CASES.clear()
+g.fwd_bwd = gp.fwd_bwd_traced
+
+
+@g.case("lu_square_batched", "primitives", lambda: (g.rnd(4, 4), g.rnd(2, 3, 3)),
+        "lu of a square matrix and of a batch of two (partial pivoting as LAPACK's getrf), "
+        "under grad through the factors (JAX's _lu_jvp_rule: two triangular solves and two "
+        "Precision.HIGHEST products, vmapped over the batch); the permutation gathers rows "
+        "and lu_pivots_to_permutation rebuilds it from the pivots")
+def lu_square_batched(x, xs):
+    lu, piv, perm = lax_linalg.lu(x)
+    lus, pivs, perms = lax_linalg.lu(xs)
+    perm2 = lax_linalg.lu_pivots_to_permutation(piv, 4)
+    rows = x[perm2]
+    return (jnp.sum(jnp.sin(lu)) + jnp.sum(lus ** 2) + jnp.sum(rows * x)
+            + jnp.sum(perms.astype(jnp.float32)) + jnp.sum(jnp.cos(pivs.astype(jnp.float32) * xs[:, 0, :])))
+
+
+@g.case("lu_rectangular", "primitives", lambda: (g.rnd(3, 5), g.rnd(5, 3)),
+        "lu of a wide (3x5) and a tall (5x3) matrix under grad: the jvp's slices of the "
+        "factors and the padded identities; a permutation longer than the pivots")
+def lu_rectangular(w, t):
+    lw, pw, qw = lax_linalg.lu(w)
+    lt, pt, qt = lax_linalg.lu(t)
+    q = lax_linalg.lu_pivots_to_permutation(pt, 6)
+    return (jnp.sum(jnp.tanh(lw)) + jnp.sum(lt * t) + jnp.sum(q.astype(jnp.float32))
+            + jnp.sum(jnp.exp(lt[:, 0]) * qt.astype(jnp.float32)))
+
+
+if __name__ == "__main__":
+    g.run("primitives", sys.argv[1])
