@@ -330,12 +330,30 @@ fn linear_algebra_batches_as_jax_does() {
     }
 }
 
-/// `lu` and `lu_pivots_to_permutation` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's texts
-/// (`expand_dims_batcher`: the batch axis to the front, every result batched there), and
-/// each example's results (factors, pivots, permutation) equal to the unbatched program's.
+/// `lu`, `lu_pivots_to_permutation` and `qr` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
+/// texts (`expand_dims_batcher`: the batch axis to the front, every result batched there),
+/// and each example's results equal to the unbatched program's.
 #[test]
-fn lu_batches_as_jax_does() {
-    let cases: [(&str, &str, Array); 2] = [
+fn lu_and_qr_batch_as_jax_does() {
+    let cases: [(&str, &str, Array); 3] = [
+        (
+            "{ lambda ; a:f32[3,2]. let
+    b:f32[3,2] c:f32[2,2] = qr[
+      full_matrices=False
+      pivoting=False
+      use_magma=None
+    ] a
+  in (b, c) }",
+            "{ lambda ; a:f32[3,4,2]. let
+    b:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,2] d:f32[4,2,2] = qr[
+      full_matrices=False
+      pivoting=False
+      use_magma=None
+    ] b
+  in (c, d) }",
+            Array::F32(f32s(&[3, 4, 2], 12)),
+        ),
         (
             "{ lambda ; a:f32[3,3]. let b:f32[3,3] c:i32[3] d:i32[3] = lu a in (b, c, d) }",
             "{ lambda ; a:f32[3,4,3]. let

@@ -468,6 +468,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Cholesky => one(linalg::cholesky(args))?,
         Primitive::TriangularSolve(t) => one(linalg::triangular_solve(t, args))?,
         Primitive::Lu => linalg::lu(args).map_err(invalid)?,
+        Primitive::Qr(q) => linalg::qr(q, args).map_err(invalid)?,
         Primitive::LuPivotsToPermutation { permutation_size } => {
             one(linalg::lu_pivots_to_permutation(*permutation_size, args))?
         }

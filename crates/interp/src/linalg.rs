@@ -1,7 +1,7 @@
-//! `cholesky`, `triangular_solve`, `lu` and `lu_pivots_to_permutation`: the shared kernels of `remat_math::linalg` over the
+//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
 
-use remat_ir::{Array, Primitive, TriangularSolve};
+use remat_ir::{Array, Primitive, Qr, TriangularSolve};
 use remat_math::linalg;
 
 use crate::indexing::check;
@@ -46,4 +46,22 @@ pub(crate) fn lu_pivots_to_permutation(permutation_size: usize, args: &[&Array])
         Array::I32(p) => Ok(Array::I32(linalg::lu_pivots_to_permutation(&p.view(), permutation_size))),
         other => Err(format!("lu_pivots_to_permutation: {} pivots are not supported", other.dtype())),
     }
+}
+
+pub(crate) fn qr(params: &Qr, args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Qr(*params), args)?;
+    let (q, r, p) = match args[0] {
+        Array::F32(a) => {
+            let (q, r, p) = linalg::qr(&a.view(), params);
+            (Array::F32(q), Array::F32(r), p)
+        }
+        Array::F64(a) => {
+            let (q, r, p) = linalg::qr(&a.view(), params);
+            (Array::F64(q), Array::F64(r), p)
+        }
+        other => return Err(format!("qr: {} operands are not supported", other.dtype())),
+    };
+    let mut outs = vec![q, r];
+    outs.extend(p.map(Array::I32));
+    Ok(outs)
 }

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use crate::array::Array;
 use crate::param_types::{
     BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers,
-    FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers,
-    ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
+    FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod,
+    ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
 use crate::types::{Aval, DType, MemorySpace};
@@ -645,6 +645,9 @@ pub enum Primitive {
     LuPivotsToPermutation {
         permutation_size: usize,
     },
+    /// The Householder QR decomposition of each matrix: `q`, `r` and, with pivoting, the
+    /// column permutation (`primitive/linalg.rs`).
+    Qr(Qr),
     /// The `k` largest elements along `axis` and their i32 indices.
     TopK {
         axis: usize,
@@ -830,6 +833,7 @@ impl Primitive {
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -938,6 +942,7 @@ impl Primitive {
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)

@@ -30,7 +30,7 @@ pub use policy::Policy;
 pub use primitive::{
     cond_branch, platform_index, random_bits_dtype, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
     CumulativeOp, DotDimensionNumbers, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, HigherOrder,
-    JitOptions, Precision, Primitive, PrimitiveKind, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
+    JitOptions, Precision, Primitive, PrimitiveKind, Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp,
     TriangularSolve, UnaryDomain, UnaryOp,
 };
 pub use primitive::{

@@ -70,6 +70,17 @@ pub struct TriangularSolve {
     pub unit_diagonal: bool,
 }
 
+/// `qr`'s parameters, as JAX names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Qr {
+    /// `q` is `m x m` and `r` `m x n` (true), or `m x k` and `k x n` with `k = min(m, n)`.
+    pub full_matrices: bool,
+    /// Column pivoting (LAPACK's `geqp3`): a third result, the `i32` column permutation.
+    pub pivoting: bool,
+    /// JAX's GPU backend choice, printed and kept (`None`, `True` or `False`); CPU ignores it.
+    pub use_magma: Option<bool>,
+}
+
 // Elementwise (`primitive/elementwise.rs`).
 
 named_enum! {

@@ -1,4 +1,4 @@
-//! The kernels of `cholesky`, `triangular_solve`, `lu` and `lu_pivots_to_permutation` over
+//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr` over
 //! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
@@ -7,10 +7,14 @@
 //! `getrf`'s partial pivoting: in column `k` the row of the largest `|value|` at or below the
 //! diagonal, the first on ties (`idamax`), whole rows swapped, the column below the pivot
 //! divided by it unless it is zero (a singular matrix factors without NaN, as `getrf`
-//! reports it through `info > 0`, which JAX accepts).
+//! reports it through `info > 0`, which JAX accepts). `qr` is `geqrf`'s Householder QR
+//! (`dlarfg`'s reflectors: `r`'s diagonal `-sign(alpha) * norm`, so it may be negative exactly
+//! where LAPACK's is; a column already zero below the diagonal gets no reflection) and
+//! `orgqr`'s `q`; with pivoting, `geqp3`'s choice of the remaining column of largest norm,
+//! the first on ties.
 
 use ndarray::{ArrayD, ArrayViewD};
-use remat_ir::TriangularSolve;
+use remat_ir::{Qr, TriangularSolve};
 
 /// The float dtypes linear algebra runs on.
 pub trait LinalgFloat:
@@ -239,6 +243,100 @@ pub fn lu_pivots_to_permutation(pivots: &ArrayViewD<i32>, permutation_size: usiz
     ArrayD::from_shape_vec(shape, out).expect("the permutation's shape")
 }
 
+/// `(q, r, p)` of each matrix of `a` (`[..., m, n]`) as `qr[...]` gives them: `p`, the
+/// column permutation, only with `params.pivoting`.
+pub fn qr<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Qr) -> (ArrayD<T>, ArrayD<T>, Option<ArrayD<i32>>) {
+    let (mut data, count, m, n) = matrices(a);
+    let k = m.min(n);
+    let kq = if params.full_matrices { m } else { k };
+    let batch = &a.shape()[..a.ndim() - 2];
+    let (mut qs, mut rs, mut ps) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..count {
+        let x = &mut data[b * m * n..(b + 1) * m * n];
+        let mut jpvt: Vec<i32> = (0..n as i32).collect();
+        let mut taus = vec![T::ZERO; k];
+        for j in 0..k {
+            if params.pivoting {
+                let norm2 = |x: &[T], c: usize| (j..m).fold(T::ZERO, |s, i| s + x[i * n + c] * x[i * n + c]);
+                let (mut best, mut best_norm) = (j, norm2(x, j));
+                for c in j + 1..n {
+                    let v = norm2(x, c);
+                    if v > best_norm {
+                        best = c;
+                        best_norm = v;
+                    }
+                }
+                if best != j {
+                    for i in 0..m {
+                        x.swap(i * n + j, i * n + best);
+                    }
+                    jpvt.swap(j, best);
+                }
+            }
+            // `dlarfg`: the reflector that maps x[j.., j] to (beta, 0, ..., 0).
+            let alpha = x[j * n + j];
+            let xnorm = (j + 1..m).fold(T::ZERO, |s, i| s + x[i * n + j] * x[i * n + j]).sqrt();
+            if xnorm == T::ZERO {
+                continue;
+            }
+            let h = (alpha * alpha + xnorm * xnorm).sqrt();
+            let beta = if alpha >= T::ZERO { T::ZERO - h } else { h };
+            taus[j] = (beta - alpha) / beta;
+            let scale = T::ONE / (alpha - beta);
+            for i in j + 1..m {
+                x[i * n + j] = x[i * n + j] * scale;
+            }
+            x[j * n + j] = beta;
+            // H = I - tau v vᵀ (v[j] = 1) on the columns to the right.
+            for c in j + 1..n {
+                let mut w = x[j * n + c];
+                for i in j + 1..m {
+                    w = w + x[i * n + j] * x[i * n + c];
+                }
+                let tw = taus[j] * w;
+                x[j * n + c] = x[j * n + c] - tw;
+                for i in j + 1..m {
+                    x[i * n + c] = x[i * n + c] - tw * x[i * n + j];
+                }
+            }
+        }
+        // `orgqr`: q = H_0 H_1 ... H_{k-1} applied to the first `kq` columns of the identity.
+        let mut q = vec![T::ZERO; m * kq];
+        for i in 0..kq.min(m) {
+            q[i * kq + i] = T::ONE;
+        }
+        for j in (0..k).rev() {
+            let tau = taus[j];
+            if tau == T::ZERO {
+                continue;
+            }
+            for c in 0..kq {
+                let mut w = q[j * kq + c];
+                for i in j + 1..m {
+                    w = w + x[i * n + j] * q[i * kq + c];
+                }
+                let tw = tau * w;
+                q[j * kq + c] = q[j * kq + c] - tw;
+                for i in j + 1..m {
+                    q[i * kq + c] = q[i * kq + c] - tw * x[i * n + j];
+                }
+            }
+        }
+        qs.extend(q);
+        for i in 0..kq {
+            for c in 0..n {
+                rs.push(if c >= i { x[i * n + c] } else { T::ZERO });
+            }
+        }
+        ps.extend(jpvt);
+    }
+    let with = |last: &[usize]| [batch, last].concat();
+    let q = ArrayD::from_shape_vec(with(&[m, kq]), qs).expect("q's shape");
+    let r = ArrayD::from_shape_vec(with(&[kq, n]), rs).expect("r's shape");
+    let p = params.pivoting.then(|| ArrayD::from_shape_vec(with(&[n]), ps).expect("p's shape"));
+    (q, r, p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,5 +423,35 @@ mod tests {
         let p = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![2, 2, 1, 1]).unwrap();
         let perm = lu_pivots_to_permutation(&p.view(), 3);
         assert_eq!(perm.iter().copied().collect::<Vec<_>>(), vec![2, 0, 1, 1, 0, 2]);
+    }
+
+    #[test]
+    fn qr_reconstructs_with_lapack_signs() {
+        let a = dyn2(arr2(&[[1.0, 2.0, 0.5], [3.0, -1.0, 2.0], [0.0, 4.0, 1.0], [2.0, 1.0, -3.0]]));
+        for (full_matrices, pivoting) in [(false, false), (true, false), (false, true)] {
+            let params = Qr { full_matrices, pivoting, use_magma: None };
+            let (q, r, p) = qr(&a.view(), &params);
+            let q = q.into_dimensionality::<ndarray::Ix2>().unwrap();
+            let r = r.into_dimensionality::<ndarray::Ix2>().unwrap();
+            // Orthonormal columns, and q r equal to the (permuted) columns of a.
+            let qtq = q.t().dot(&q);
+            for i in 0..qtq.nrows() {
+                for j in 0..qtq.ncols() {
+                    assert!((qtq[[i, j]] - f64::from(u8::from(i == j))).abs() < 1e-12);
+                }
+            }
+            let back = q.dot(&r);
+            let a2 = a.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+            let cols: Vec<usize> = p.map_or((0..3).collect(), |p| p.iter().map(|&c| c as usize).collect());
+            for i in 0..4 {
+                for (j, &c) in cols.iter().enumerate() {
+                    assert!((back[[i, j]] - a2[[i, c]]).abs() < 1e-12);
+                }
+            }
+            // LAPACK's sign: the first column's alpha (1.0) is positive, so r[0][0] < 0.
+            if !pivoting {
+                assert!(r[[0, 0]] < 0.0);
+            }
+        }
     }
 }

@@ -50,6 +50,12 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
             (ins[0].size() as u64) * k / 3
         }
+        // Householder QR: about 2 m n k multiply-adds for the factor and as many for `q`.
+        Primitive::Qr(_) => {
+            let r = ins[0].rank();
+            let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
+            4 * (ins[0].size() as u64) * k
+        }
         // A swap per pivot.
         Primitive::LuPivotsToPermutation { .. } => per_element(),
         // About 5 n log2 n per transformed element (n the transformed extent).

@@ -1,4 +1,4 @@
-//! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu` and `lu_pivots_to_permutation`,
+//! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr`,
 //! recorded as JAX 0.10.2's wrappers record them (`cholesky` symmetrizes its input unless
 //! told not to and masks the factor's upper part with `_tril`; `triangular_solve` keeps
 //! `conjugate_a` only for complex `a`). Matrices are the last two axes, the leading ones a
@@ -7,7 +7,7 @@
 
 use std::panic::Location;
 
-use remat_ir::{Aval, BinaryOp, CompareOp, DType, LitValue, Primitive};
+use remat_ir::{Aval, BinaryOp, CompareOp, DType, LitValue, Primitive, Qr};
 
 pub use remat_ir::TriangularSolve;
 
@@ -96,4 +96,17 @@ pub fn lu(x: &Tensor) -> (Tensor, Tensor, Tensor) {
 #[track_caller]
 pub fn lu_pivots_to_permutation(pivots: &Tensor, permutation_size: usize) -> Tensor {
     bind(Primitive::LuPivotsToPermutation { permutation_size }, &[pivots.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.linalg.qr(x, full_matrices=...)`: `(q, r)` of each `m x n` matrix of `x`, by
+/// Householder reflections with LAPACK's signs (`r`'s diagonal may be negative): `q` is
+/// `m x m` and `r` `m x n` with `full_matrices`, else `m x k` and `k x n`, `k = min(m, n)`.
+#[track_caller]
+pub fn qr(x: &Tensor, full_matrices: bool) -> (Tensor, Tensor) {
+    let loc = Location::caller();
+    let prim = Primitive::Qr(Qr { full_matrices, pivoting: false, use_magma: None });
+    match bind_n(prim, &[x.into()], &[false, false], loc).as_deref() {
+        Some([q, r]) => (q.clone(), r.clone()),
+        _ => (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(x.aval().clone())),
+    }
 }

@@ -294,6 +294,13 @@ fn programs() -> BTreeMap<&'static str, Program> {
             vec![lu, pivots, perm, again]
         }),
     );
+    add(
+        "linalg_qr",
+        p(|a| {
+            let (q, r) = linalg::qr(&a[0], false);
+            q.sin().matmul(&r)
+        }),
+    );
     m
 }
 

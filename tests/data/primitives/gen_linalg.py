@@ -46,5 +46,18 @@ def lu_rectangular(w, t):
             + jnp.sum(jnp.exp(lt[:, 0]) * qt.astype(jnp.float32)))
 
 
+@g.case("qr_shapes", "primitives", lambda: (g.rnd(4, 3), g.rnd(3, 3), g.rnd(2, 3, 5)),
+        "Householder qr (LAPACK's signs: r's diagonal may be negative as geqrf leaves it) of a "
+        "tall matrix (jnp.linalg.qr, reduced), a square one with full_matrices=True and a batch "
+        "of two wide ones, under grad (JAX's qr_jvp_rule: _thin_qr_jvp, and the wide case's "
+        "split into a square block and the rest)")
+def qr_shapes(t, s, w):
+    q1, r1 = jnp.linalg.qr(t)
+    q2, r2 = lax_linalg.qr(s, full_matrices=True)
+    q3, r3 = lax_linalg.qr(w, full_matrices=False)
+    return (jnp.sum(jnp.sin(q1)) + jnp.sum(r1 ** 2) + jnp.sum(q2 * s) + jnp.sum(jnp.cos(r2))
+            + jnp.sum(q3 ** 3) + jnp.sum(jnp.tanh(r3)))
+
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -7,11 +7,13 @@
 //! the product and the solve by the cheaper side. `lu`'s tangent is JAX's `_lu_jvp_inner`
 //! (De Hoog, Anderssen and Lukas) under `vmap` over the batch axes: the masks and identities
 //! are built per matrix and broadcast over the batch, one `vmap` level at a time, as
-//! JAX's batching rules emit them.
+//! JAX's batching rules emit them. `qr`'s is JAX's `qr_jvp_rule` and `_thin_qr_jvp` for a
+//! tall or square matrix (`full_matrices` only when square) and for a wide one; the
+//! pivoted and the full tall cases are refused.
 
 use remat_ir::{
     Atom, CompareOp, DType, DotDimensionNumbers, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr, Precision,
-    Primitive, TriangularSolve,
+    Primitive, Qr, TriangularSolve,
 };
 
 use super::{emit_primal, JvpOut, Tangent};
@@ -324,4 +326,131 @@ pub(super) fn lu(
     let u_dot = matmul_highest(b, upper, u)?;
     let lu_dot = b.add(l_dot, u_dot)?;
     Ok((outs, vec![Tangent::Nz(lu_dot), Tangent::Zero, Tangent::Zero]))
+}
+
+/// `_H(x)` of a real `x`: its matrices transposed (`jnp.swapaxes(x, -1, -2)`).
+fn transpose_matrices(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
+    let r = b.aval(&x).rank();
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm.swap(r - 2, r - 1);
+    b.transpose(x, &perm)
+}
+
+/// `x @ y` (`jnp.matmul`) of two arrays of matrices with the same batch axes: one
+/// `dot_general` with the batch axes paired, in the operands' dtype.
+fn matmul(b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    let batch: Vec<usize> = (0..r - 2).collect();
+    let dn = DotDimensionNumbers {
+        lhs_contracting: vec![r - 1],
+        rhs_contracting: vec![r - 2],
+        lhs_batch: batch.clone(),
+        rhs_batch: batch,
+    };
+    b.dot_general(x, y, dn, Some(aval.dtype), None)
+}
+
+/// `x[..., rows, cols]` for static ranges of the last two axes (`slice`), skipping the
+/// whole array as `jnp` indexing does.
+fn block(
+    b: &mut Builder,
+    x: Atom,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    if rows == (0..aval.shape[r - 2]) && cols == (0..aval.shape[r - 1]) {
+        return Ok(x);
+    }
+    let mut start_indices = vec![0; r];
+    let mut limit_indices = aval.shape.clone();
+    (start_indices[r - 2], limit_indices[r - 2]) = (rows.start, rows.end);
+    (start_indices[r - 1], limit_indices[r - 1]) = (cols.start, cols.end);
+    b.bind1(Primitive::Slice { start_indices, limit_indices, strides: None }, vec![x])
+}
+
+/// JAX's `_thin_qr_jvp(q, r, dx)` for real matrices: `(dq, dr)`.
+fn thin_qr_jvp(b: &mut Builder, q: Atom, r: Atom, dx: Atom) -> Result<(Atom, Atom), AdError> {
+    let right = TriangularSolve {
+        left_side: false,
+        lower: false,
+        transpose_a: false,
+        conjugate_a: false,
+        unit_diagonal: false,
+    };
+    let dx_rinv = solve(b, right, r, dx)?;
+    let qt = transpose_matrices(b, q)?;
+    let qt_dx_rinv = matmul(b, qt, dx_rinv)?;
+    let lower = tril(b, qt_dx_rinv, -1)?;
+    let lower_t = transpose_matrices(b, lower)?;
+    let d_o = b.sub(lower, lower_t)?;
+    // The complex correction `I * (A - real(A))`, emitted for real `A` too.
+    let aval = b.aval(&r);
+    let rank = aval.rank();
+    let n = aval.shape[rank - 1];
+    let eye_n = eye(b, aval.dtype, n)?;
+    let eye_n = if rank > 2 {
+        let mut shape = vec![1; rank - 2];
+        shape.extend([n, n]);
+        b.broadcast_in_dim(eye_n, &shape, &[rank - 2, rank - 1])?
+    } else {
+        eye_n
+    };
+    let imag = b.sub(qt_dx_rinv, qt_dx_rinv)?;
+    let correction = b.mul(eye_n, imag)?;
+    let d_o = b.add(d_o, correction)?;
+    let inner = b.sub(d_o, qt_dx_rinv)?;
+    let dq = matmul(b, q, inner)?;
+    let dq = b.add(dq, dx_rinv)?;
+    let left = b.sub(qt_dx_rinv, d_o)?;
+    let dr = matmul(b, left, r)?;
+    Ok((dq, dr))
+}
+
+/// JAX's `qr_jvp_rule`.
+pub(super) fn qr(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    params: Qr,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let outs = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(dx) = tangents[0] else {
+        let n = outs.len();
+        return Ok((outs, vec![Tangent::Zero; n]));
+    };
+    if params.pivoting {
+        return Err(AdError::Invalid("qr: the jvp of a QR with pivoting=True is not supported yet".into()));
+    }
+    let (q, r) = (outs[0], outs[1]);
+    let x = primals[0];
+    let aval = b.aval(&x);
+    let rank = aval.rank();
+    let (m, n) = (aval.shape[rank - 2], aval.shape[rank - 1]);
+    let (dq, dr) = if m < n {
+        let x2 = block(b, x, 0..m, m..n)?;
+        let dx1 = block(b, dx, 0..m, 0..m)?;
+        let dx2 = block(b, dx, 0..m, m..n)?;
+        let r1 = block(b, r, 0..m, 0..m)?;
+        let (dq, dr1) = thin_qr_jvp(b, q, r1, dx1)?;
+        let dqt = transpose_matrices(b, dq)?;
+        let a = matmul(b, dqt, x2)?;
+        let qt = transpose_matrices(b, q)?;
+        let c = matmul(b, qt, dx2)?;
+        let dr2 = b.add(a, c)?;
+        let dr = b.bind1(Primitive::Concatenate { dimension: rank - 1 }, vec![dr1, dr2])?;
+        (dq, dr)
+    } else {
+        if params.full_matrices && m > n {
+            return Err(AdError::Invalid(
+                "qr: the jvp of a tall QR with full_matrices=True is not supported yet".into(),
+            ));
+        }
+        thin_qr_jvp(b, q, r, dx)?
+    };
+    Ok((outs, vec![Tangent::Nz(dq), Tangent::Nz(dr)]))
 }

@@ -256,6 +256,7 @@ pub(crate) fn jvp_rule(
         Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
         Primitive::Cholesky => super::linalg::cholesky(b, old, eqn, primals, tangents),
         Primitive::Lu => super::linalg::lu(b, old, eqn, primals, tangents),
+        Primitive::Qr(q) => super::linalg::qr(b, old, eqn, *q, primals, tangents),
         // Integer pivots in, an integer permutation out: no tangent.
         Primitive::LuPivotsToPermutation { .. } => zero(b, old, eqn, primals),
         Primitive::TriangularSolve(t) => super::linalg::triangular_solve(b, old, eqn, *t, primals, tangents),

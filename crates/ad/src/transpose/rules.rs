@@ -157,6 +157,7 @@ pub(crate) fn transpose_rule(
         | Primitive::Cholesky
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
         | Primitive::RandomSeed
         | Primitive::RandomWrap
         | Primitive::RandomUnwrap

@@ -1,4 +1,4 @@
-//! Linear algebra: `cholesky`, `triangular_solve`, `lu` and `lu_pivots_to_permutation`
+//! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr`
 //! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
 //! the leading ones a batch.
 //!
@@ -8,7 +8,7 @@
 use super::params::{ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::TriangularSolve;
+use crate::param_types::{Qr, TriangularSolve};
 use crate::shape::{arity, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -123,4 +123,45 @@ pub(crate) fn lu_pivots_to_permutation_shape(
     let mut shape = p.shape.clone();
     *shape.last_mut().expect("rank >= 1") = permutation_size;
     Ok(device(DType::I32, shape))
+}
+
+// `qr[full_matrices=True pivoting=False use_magma=None] x`: for each `m x n` matrix,
+// `q` (`m x k`) with orthonormal columns and upper-trapezoidal `r` (`k x n`), `k = m` with
+// `full_matrices`, else `min(m, n)`; with `pivoting`, the `i32` column permutation `p`
+// (`n`) with `x[:, p] = q r`.
+
+pub(super) fn qr_params(q: &Qr) -> Params {
+    vec![
+        ("full_matrices", Param::Bool(q.full_matrices)),
+        ("pivoting", Param::Bool(q.pivoting)),
+        ("use_magma", q.use_magma.map_or(Param::None, Param::Bool)),
+    ]
+}
+
+pub(super) fn parse_qr(p: &mut ParamReader) -> Result<Primitive, String> {
+    let full_matrices = p.bool("full_matrices")?;
+    let pivoting = p.bool("pivoting")?;
+    let use_magma = match p.take("use_magma")? {
+        Param::None => None,
+        Param::Bool(b) => Some(b),
+        other => return Err(format!("qr: parameter `use_magma` must be None, True or False, found {other}")),
+    };
+    Ok(Primitive::Qr(Qr { full_matrices, pivoting, use_magma }))
+}
+
+pub(crate) fn qr_shape(q: &Qr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "qr";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    ensure!(x.rank() >= 2, name, "{x} must have at least two axes");
+    let r = x.rank();
+    let (m, n) = (x.shape[r - 2], x.shape[r - 1]);
+    let k = if q.full_matrices { m } else { m.min(n) };
+    let batch = &x.shape[..r - 2];
+    let with = |last: &[usize]| [batch, last].concat();
+    let mut outs = vec![Aval::new(x.dtype, with(&[m, k])), Aval::new(x.dtype, with(&[k, n]))];
+    if q.pivoting {
+        outs.push(Aval::new(DType::I32, with(&[n])));
+    }
+    Ok(outs)
 }

@@ -45,7 +45,7 @@ pub(crate) mod window;
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
-    DotDimensionNumbers, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp,
+    DotDimensionNumbers, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp,
     RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
@@ -174,6 +174,7 @@ primitive_kinds! {
         TriangularSolve = "triangular_solve",
         Lu = "lu",
         LuPivotsToPermutation = "lu_pivots_to_permutation",
+        Qr = "qr",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
         ReduceWindowSum = "reduce_window_sum",
@@ -271,6 +272,7 @@ impl PrimitiveKind {
             | PrimitiveKind::TriangularSolve
             | PrimitiveKind::Lu
             | PrimitiveKind::LuPivotsToPermutation
+            | PrimitiveKind::Qr
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
             | PrimitiveKind::ConvGeneralDilated
@@ -351,6 +353,7 @@ impl Primitive {
             Primitive::TriangularSolve(_) => PrimitiveKind::TriangularSolve,
             Primitive::Lu => PrimitiveKind::Lu,
             Primitive::LuPivotsToPermutation { .. } => PrimitiveKind::LuPivotsToPermutation,
+            Primitive::Qr(_) => PrimitiveKind::Qr,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
@@ -443,6 +446,7 @@ impl Primitive {
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -542,6 +546,7 @@ impl Primitive {
             Primitive::LuPivotsToPermutation { permutation_size } => {
                 vec![("permutation_size", Param::Int(*permutation_size as i64))]
             }
+            Primitive::Qr(q) => linalg::qr_params(q),
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
@@ -635,6 +640,7 @@ impl Primitive {
             PrimitiveKind::LuPivotsToPermutation => {
                 Primitive::LuPivotsToPermutation { permutation_size: p.usize("permutation_size")? }
             }
+            PrimitiveKind::Qr => linalg::parse_qr(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
@@ -734,6 +740,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::LuPivotsToPermutation { permutation_size } => {
             linalg::lu_pivots_to_permutation_shape(*permutation_size, ins)
         }
+        Primitive::Qr(q) => linalg::qr_shape(q, ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),

@@ -200,7 +200,6 @@ impl Refusal {
                 "ormqr",
                 "philox2x32",
                 "philox4x32",
-                "qr",
                 "ragged_dot_general",
                 "random_clone",
                 "random_gamma",

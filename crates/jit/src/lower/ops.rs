@@ -286,7 +286,8 @@ impl Lowering {
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
-            | Primitive::LuPivotsToPermutation { .. } => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_) => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => {
                 Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
@@ -830,6 +831,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::TriangularSolve(_)
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
         | Primitive::Tile { .. }

@@ -1,6 +1,6 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
 //! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky`,
-//! `triangular_solve`, `lu` and `lu_pivots_to_permutation` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
 //! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
@@ -250,6 +250,10 @@ fn run(b: &Bases) {
             DType::F64 => lu::<f64>(b),
             _ => lu::<f32>(b),
         },
+        Primitive::Qr(params) => match d.in_avals[0].dtype {
+            DType::F64 => qr::<f64>(b, params),
+            _ => qr::<f32>(b, params),
+        },
         Primitive::LuPivotsToPermutation { permutation_size } => {
             let out = linalg::lu_pivots_to_permutation(&b.view::<i32>(0), *permutation_size);
             b.view_mut::<i32>(0).assign(&out);
@@ -283,6 +287,16 @@ fn lu<T: linalg::LinalgFloat + 'static>(b: &Bases) {
     b.view_mut::<T>(0).assign(&lu);
     b.view_mut::<i32>(1).assign(&pivots);
     b.view_mut::<i32>(2).assign(&perm);
+}
+
+/// `qr` on `T` (f32 or f64): every result computed before any is written.
+fn qr<T: linalg::LinalgFloat + 'static>(b: &Bases, params: &remat_ir::Qr) {
+    let (q, r, p) = linalg::qr(&b.view::<T>(0), params);
+    b.view_mut::<T>(0).assign(&q);
+    b.view_mut::<T>(1).assign(&r);
+    if let Some(p) = p {
+        b.view_mut::<i32>(2).assign(&p);
+    }
 }
 
 /// JAX's default `fill_value`: NaN for floats, the lowest signed integer, `true`.

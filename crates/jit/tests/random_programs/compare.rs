@@ -129,6 +129,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
@@ -218,6 +219,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::TriangularSolve(_)
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }
         | Primitive::While { .. }

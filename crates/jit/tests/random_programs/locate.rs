@@ -346,6 +346,7 @@ fn inside(
         | Primitive::TriangularSolve(_)
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),
     }

@@ -145,6 +145,10 @@ def _lu_all(x):
     lu, pivots, perm = lax_linalg.lu(x)
     return lu, pivots, perm, lax_linalg.lu_pivots_to_permutation(pivots, 4)
 c("linalg_lu_all", _lu_all, f32(2, 3, 3), grad=False)
+def _qr_product(x):
+    q, r = lax_linalg.qr(x, full_matrices=False)
+    return jnp.sin(q) @ r
+c("linalg_qr", _qr_product, f32(4, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
