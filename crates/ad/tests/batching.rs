@@ -330,12 +330,32 @@ fn linear_algebra_batches_as_jax_does() {
     }
 }
 
-/// `lu`, `lu_pivots_to_permutation` and `qr` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
+/// `lu`, `lu_pivots_to_permutation`, `qr` and `eigh` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
 /// texts (`expand_dims_batcher`: the batch axis to the front, every result batched there),
 /// and each example's results equal to the unbatched program's.
 #[test]
-fn lu_and_qr_batch_as_jax_does() {
-    let cases: [(&str, &str, Array); 3] = [
+fn lu_qr_and_eigh_batch_as_jax_does() {
+    let cases: [(&str, &str, Array); 4] = [
+        (
+            "{ lambda ; a:f32[3,3]. let
+    b:f32[3,3] c:f32[3] = eigh[
+      algorithm=None
+      lower=True
+      sort_eigenvalues=True
+      subset_by_index=None
+    ] a
+  in (b, c) }",
+            "{ lambda ; a:f32[3,4,3]. let
+    b:f32[4,3,3] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,3] d:f32[4,3] = eigh[
+      algorithm=None
+      lower=True
+      sort_eigenvalues=True
+      subset_by_index=None
+    ] b
+  in (c, d) }",
+            Array::F32(f32s(&[3, 4, 3], 13)),
+        ),
         (
             "{ lambda ; a:f32[3,2]. let
     b:f32[3,2] c:f32[2,2] = qr[

@@ -1,7 +1,7 @@
-//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr`: the shared kernels of `remat_math::linalg` over the
+//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and `eigh`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
 
-use remat_ir::{Array, Primitive, Qr, TriangularSolve};
+use remat_ir::{Array, Eigh, Primitive, Qr, TriangularSolve};
 use remat_math::linalg;
 
 use crate::indexing::check;
@@ -64,4 +64,19 @@ pub(crate) fn qr(params: &Qr, args: &[&Array]) -> Result<Vec<Array>, String> {
     let mut outs = vec![q, r];
     outs.extend(p.map(Array::I32));
     Ok(outs)
+}
+
+pub(crate) fn eigh(params: &Eigh, args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Eigh(*params), args)?;
+    match args[0] {
+        Array::F32(a) => {
+            let (v, w) = linalg::eigh(&a.view(), params.lower, f64::from, |x| x as f32);
+            Ok(vec![Array::F32(v), Array::F32(w)])
+        }
+        Array::F64(a) => {
+            let (v, w) = linalg::eigh(&a.view(), params.lower, |x| x, |x| x);
+            Ok(vec![Array::F64(v), Array::F64(w)])
+        }
+        other => Err(format!("eigh: {} operands are not supported", other.dtype())),
+    }
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use crate::array::Array;
 use crate::param_types::{
     BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers,
-    FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod,
+    Eigh, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod,
     ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
@@ -648,6 +648,9 @@ pub enum Primitive {
     /// The Householder QR decomposition of each matrix: `q`, `r` and, with pivoting, the
     /// column permutation (`primitive/linalg.rs`).
     Qr(Qr),
+    /// The eigenvectors and ascending eigenvalues of each symmetric matrix
+    /// (`primitive/linalg.rs`).
+    Eigh(Eigh),
     /// The `k` largest elements along `axis` and their i32 indices.
     TopK {
         axis: usize,
@@ -834,6 +837,7 @@ impl Primitive {
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
+            | Primitive::Eigh(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -943,6 +947,7 @@ impl Primitive {
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
+            | Primitive::Eigh(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)

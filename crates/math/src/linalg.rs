@@ -1,4 +1,4 @@
-//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr` over
+//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and `eigh` over
 //! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
@@ -11,7 +11,10 @@
 //! (`dlarfg`'s reflectors: `r`'s diagonal `-sign(alpha) * norm`, so it may be negative exactly
 //! where LAPACK's is; a column already zero below the diagonal gets no reflection) and
 //! `orgqr`'s `q`; with pivoting, `geqp3`'s choice of the remaining column of largest norm,
-//! the first on ties.
+//! the first on ties. `eigh` is cyclic Jacobi in f64 on the triangle `lower` names (LAPACK's
+//! `syevd` computes the same eigenpairs up to rounding): eigenvalues ascending, each
+//! eigenvector a unit column whose largest-magnitude component is positive (an eigenvector's
+//! sign is not defined; LAPACK's may differ).
 
 use ndarray::{ArrayD, ArrayViewD};
 use remat_ir::{Qr, TriangularSolve};
@@ -337,6 +340,103 @@ pub fn qr<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Qr) -> (ArrayD<T>, ArrayD<
     (q, r, p)
 }
 
+/// `(v, w)` of each symmetric matrix of `a` (`[..., n, n]`; only the `lower` triangle, or
+/// the upper one, is read): the eigenvectors as columns of `v`, the eigenvalues ascending.
+pub fn eigh<T: LinalgFloat>(
+    a: &ArrayViewD<T>,
+    lower: bool,
+    to_f64: fn(T) -> f64,
+    from_f64: fn(f64) -> T,
+) -> (ArrayD<T>, ArrayD<T>) {
+    let (data, count, n, _) = matrices(a);
+    let batch = &a.shape()[..a.ndim() - 2];
+    let (mut vs, mut ws) = (Vec::with_capacity(count * n * n), Vec::with_capacity(count * n));
+    for b in 0..count {
+        let m = &data[b * n * n..(b + 1) * n * n];
+        let mut s = vec![0.0f64; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let (r, c) = if (i >= j) == lower { (i, j) } else { (j, i) };
+                s[i * n + j] = to_f64(m[r * n + c]);
+            }
+        }
+        let (v, w) = jacobi_eigh(&mut s, n);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&x, &y| w[x].total_cmp(&w[y]));
+        for i in 0..n {
+            for &c in &order {
+                vs.push(from_f64(v[i * n + c]));
+            }
+        }
+        ws.extend(order.iter().map(|&c| from_f64(w[c])));
+    }
+    let v = ArrayD::from_shape_vec(a.raw_dim(), vs).expect("v's shape");
+    let w = ArrayD::from_shape_vec([batch, &[n]].concat(), ws).expect("w's shape");
+    (v, w)
+}
+
+/// Cyclic Jacobi on the symmetric `n x n` row-major `s` (destroyed): `(v, w)`, the
+/// eigenvectors as columns of `v` (each with its largest-magnitude component positive) and
+/// the eigenvalues, unsorted. A matrix holding NaN gives NaN.
+fn jacobi_eigh(s: &mut [f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut v = vec![0.0f64; n * n];
+    for i in 0..n {
+        v[i * n + i] = 1.0;
+    }
+    if s.iter().any(|x| x.is_nan()) {
+        return (vec![f64::NAN; n * n], vec![f64::NAN; n]);
+    }
+    for _sweep in 0..100 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| s[i * n + j] * s[i * n + j])
+            .sum();
+        let diag: f64 = (0..n).map(|i| s[i * n + i] * s[i * n + i]).sum();
+        if off <= f64::EPSILON * f64::EPSILON * diag.max(f64::MIN_POSITIVE) {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = s[p * n + q];
+                if apq == 0.0 {
+                    continue;
+                }
+                let (app, aqq) = (s[p * n + p], s[q * n + q]);
+                let theta = (aqq - app) / (2.0 * apq);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let sn = t * c;
+                for k in 0..n {
+                    let (skp, skq) = (s[k * n + p], s[k * n + q]);
+                    s[k * n + p] = c * skp - sn * skq;
+                    s[k * n + q] = sn * skp + c * skq;
+                }
+                for k in 0..n {
+                    let (spk, sqk) = (s[p * n + k], s[q * n + k]);
+                    s[p * n + k] = c * spk - sn * sqk;
+                    s[q * n + k] = sn * spk + c * sqk;
+                }
+                for k in 0..n {
+                    let (vkp, vkq) = (v[k * n + p], v[k * n + q]);
+                    v[k * n + p] = c * vkp - sn * vkq;
+                    v[k * n + q] = sn * vkp + c * vkq;
+                }
+            }
+        }
+    }
+    for c in 0..n {
+        let big = (0..n).map(|i| v[i * n + c]).fold(0.0f64, |m, x| if x.abs() > m.abs() { x } else { m });
+        if big < 0.0 {
+            for i in 0..n {
+                v[i * n + c] = -v[i * n + c];
+            }
+        }
+    }
+    let w = (0..n).map(|i| s[i * n + i]).collect();
+    (v, w)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,5 +553,19 @@ mod tests {
                 assert!(r[[0, 0]] < 0.0);
             }
         }
+    }
+
+    #[test]
+    fn eigh_diagonalizes_from_one_triangle() {
+        // The lower triangle of [[2, 1, 0], [1, 3, 1], [0, 1, 4]]; the upper part is junk.
+        let a = dyn2(arr2(&[[2.0, 9.0, 9.0], [1.0, 3.0, 9.0], [0.0, 1.0, 4.0]]));
+        let (v, w) = eigh(&a.view(), true, |x| x, |x| x);
+        let w: Vec<f64> = w.iter().copied().collect();
+        assert!(w.windows(2).all(|p| p[0] <= p[1]), "{w:?}");
+        let s = arr2(&[[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]);
+        let v = v.into_dimensionality::<ndarray::Ix2>().unwrap();
+        let back = v.dot(&ndarray::Array2::from_diag(&ndarray::arr1(&w))).dot(&v.t());
+        assert!((back - &s).iter().all(|e| e.abs() < 1e-12));
+        assert!((w.iter().sum::<f64>() - 9.0).abs() < 1e-12);
     }
 }

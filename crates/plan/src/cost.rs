@@ -56,6 +56,11 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
             4 * (ins[0].size() as u64) * k
         }
+        // Jacobi sweeps: about 9 n³ per n x n matrix.
+        Primitive::Eigh(_) => {
+            let n = *ins[0].shape.last().unwrap_or(&1) as u64;
+            9 * (ins[0].size() as u64) * n
+        }
         // A swap per pivot.
         Primitive::LuPivotsToPermutation { .. } => per_element(),
         // About 5 n log2 n per transformed element (n the transformed extent).

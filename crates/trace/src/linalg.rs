@@ -1,4 +1,5 @@
-//! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr`,
+//! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and
+//! `eigh`,
 //! recorded as JAX 0.10.2's wrappers record them (`cholesky` symmetrizes its input unless
 //! told not to and masks the factor's upper part with `_tril`; `triangular_solve` keeps
 //! `conjugate_a` only for complex `a`). Matrices are the last two axes, the leading ones a
@@ -7,7 +8,7 @@
 
 use std::panic::Location;
 
-use remat_ir::{Aval, BinaryOp, CompareOp, DType, LitValue, Primitive, Qr};
+use remat_ir::{Aval, BinaryOp, CompareOp, DType, Eigh, LitValue, Primitive, Qr};
 
 pub use remat_ir::TriangularSolve;
 
@@ -22,16 +23,7 @@ use crate::trace::{bind, bind_n};
 #[track_caller]
 pub fn cholesky(x: &Tensor, symmetrize_input: bool) -> Tensor {
     let loc = Location::caller();
-    let x = if symmetrize_input && x.ndim() >= 2 {
-        let r = x.ndim();
-        let mut permutation: Vec<usize> = (0..r).collect();
-        permutation.swap(r - 2, r - 1);
-        let xt = x.apply_at(Primitive::Transpose { permutation }, loc);
-        let sum = binary_at(BinaryOp::Add, x.into(), xt.into(), loc);
-        binary_at(BinaryOp::Div, sum.into(), 2.0.into(), loc)
-    } else {
-        x.clone()
-    };
+    let x = if symmetrize_input { symmetrize(x, loc) } else { x.clone() };
     let l = bind(Primitive::Cholesky, &[(&x).into()], false, loc).remove(0);
     if l.ndim() < 2 {
         return l;
@@ -108,5 +100,36 @@ pub fn qr(x: &Tensor, full_matrices: bool) -> (Tensor, Tensor) {
     match bind_n(prim, &[x.into()], &[false, false], loc).as_deref() {
         Some([q, r]) => (q.clone(), r.clone()),
         _ => (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(x.aval().clone())),
+    }
+}
+
+/// JAX's `symmetrize(x)`: `(x + xᵀ) / 2` over the last two axes (`transpose`, `add`, `div`).
+fn symmetrize(x: &Tensor, loc: &'static Location<'static>) -> Tensor {
+    if x.ndim() < 2 {
+        return x.clone();
+    }
+    let r = x.ndim();
+    let mut permutation: Vec<usize> = (0..r).collect();
+    permutation.swap(r - 2, r - 1);
+    let xt = x.apply_at(Primitive::Transpose { permutation }, loc);
+    let sum = binary_at(BinaryOp::Add, x.into(), xt.into(), loc);
+    binary_at(BinaryOp::Div, sum.into(), 2.0.into(), loc)
+}
+
+/// `lax.linalg.eigh(x, lower=..., symmetrize_input=...)`: `(v, w)` of each symmetric matrix
+/// of `x`: the unit eigenvectors as the columns of `v` (each defined up to sign) and the
+/// eigenvalues `w`, ascending. Only the `lower` (or upper) triangle is read; with
+/// `symmetrize_input`, `x` is first replaced by `(x + xᵀ) / 2`.
+#[track_caller]
+pub fn eigh(x: &Tensor, lower: bool, symmetrize_input: bool) -> (Tensor, Tensor) {
+    let loc = Location::caller();
+    let x = if symmetrize_input { symmetrize(x, loc) } else { x.clone() };
+    let prim = Primitive::Eigh(Eigh { lower, sort_eigenvalues: true, subset_by_index: None, algorithm: None });
+    match bind_n(prim, &[(&x).into()], &[false, false], loc).as_deref() {
+        Some([v, w]) => (v.clone(), w.clone()),
+        _ => {
+            let w_shape = x.shape()[..x.ndim().saturating_sub(1)].to_vec();
+            (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(Aval::new(x.dtype(), w_shape)))
+        }
     }
 }

@@ -301,6 +301,7 @@ fn programs() -> BTreeMap<&'static str, Program> {
             q.sin().matmul(&r)
         }),
     );
+    add("linalg_eigh_eigenvalues", p(|a| linalg::eigh(&a[0], true, true).1));
     m
 }
 

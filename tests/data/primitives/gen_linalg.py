@@ -59,5 +59,18 @@ def qr_shapes(t, s, w):
             + jnp.sum(q3 ** 3) + jnp.sum(jnp.tanh(r3)))
 
 
+@g.case("eigh_spectral", "primitives", lambda: (g.rnd(4, 4), g.rnd(2, 3, 3)),
+        "eigh of a symmetric matrix (jnp.linalg.eigh: symmetrized, eigenvalues ascending) and of "
+        "a batch of two symmetric ones read from the lower triangle only (symmetrize_input=False), under grad (JAX's _eigh_jvp_rule). "
+        "Eigenvectors are defined up to sign, so the loss uses only sign-independent values: "
+        "the eigenvalues and v @ diag(f(w)) @ v.T")
+def eigh_spectral(x, xs):
+    w, v = jnp.linalg.eigh(x + x.T)
+    vs, ws = lax_linalg.eigh(xs + jnp.swapaxes(xs, -1, -2), symmetrize_input=False)
+    f = (v * jnp.tanh(w)[None, :]) @ v.T
+    fs = jnp.einsum("bij,bj,bkj->bik", vs, jnp.exp(ws * np.float32(0.5)), vs)
+    return jnp.sum(w ** 2) + jnp.sum(jnp.sin(f)) + jnp.sum(fs * xs) + jnp.sum(jnp.cos(ws))
+
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -274,7 +274,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         }
         Primitive::TriangularSolve(t) => one(triangular_solve(b, *t, ins, size)),
         // `expand_dims_batcher`: every result batched at the front too.
-        Primitive::Lu | Primitive::LuPivotsToPermutation { .. } | Primitive::Qr(_) => {
+        Primitive::Lu | Primitive::LuPivotsToPermutation { .. } | Primitive::Qr(_) | Primitive::Eigh(_) => {
             let (x, d) = ins[0];
             let x = bdim_at_front(b, x, d, size)?;
             let outs = b.bind(prim.clone(), vec![x])?;

@@ -9,11 +9,13 @@
 //! are built per matrix and broadcast over the batch, one `vmap` level at a time, as
 //! JAX's batching rules emit them. `qr`'s is JAX's `qr_jvp_rule` and `_thin_qr_jvp` for a
 //! tall or square matrix (`full_matrices` only when square) and for a wide one; the
-//! pivoted and the full tall cases are refused.
+//! pivoted and the full tall cases are refused. `eigh`'s is `_eigh_jvp_rule`: the primal
+//! is a new `eigh` of the symmetrized operand, the tangent classic perturbation theory
+//! (`Fmat`, three `Precision.HIGHEST` products, the diagonal by a `gather`).
 
 use remat_ir::{
-    Atom, CompareOp, DType, DotDimensionNumbers, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr, Precision,
-    Primitive, Qr, TriangularSolve,
+    Atom, CompareOp, DType, DotDimensionNumbers, Eigh, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr,
+    Precision, Primitive, Qr, TriangularSolve,
 };
 
 use super::{emit_primal, JvpOut, Tangent};
@@ -453,4 +455,109 @@ pub(super) fn qr(
         thin_qr_jvp(b, q, r, dx)?
     };
     Ok((outs, vec![Tangent::Nz(dq), Tangent::Nz(dr)]))
+}
+
+/// `symmetrize(x)`: `(x + _H(x)) / 2`.
+fn symmetrize(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
+    let dtype = b.aval(&x).dtype;
+    let xt = transpose_matrices(b, x)?;
+    let sum = b.add(x, xt)?;
+    b.div(sum, lit(dtype, 2.0))
+}
+
+/// `lax.dot` (matrices) or `lax.batch_matmul` at `Precision.HIGHEST`, no preferred type.
+fn dot_highest_plain(b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
+    let r = b.aval(&x).rank();
+    let batch: Vec<usize> = (0..r - 2).collect();
+    let dn = DotDimensionNumbers {
+        lhs_contracting: vec![r - 1],
+        rhs_contracting: vec![r - 2],
+        lhs_batch: batch.clone(),
+        rhs_batch: batch,
+    };
+    b.dot_general(x, y, dn, None, Some((Precision::Highest, Precision::Highest)))
+}
+
+/// `_extract_diagonal(s)`: `s[..., i, i]` for `i = iota(n)`, as `jnp` indexing emits it.
+fn extract_diagonal(b: &mut Builder, s: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&s);
+    let r = aval.rank();
+    let nb = r - 2;
+    let n = aval.shape[r - 2].min(aval.shape[r - 1]);
+    let i = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n], dimension: 0 }, vec![])?;
+    let mut cols = Vec::with_capacity(2);
+    for axis in [r - 2, r - 1] {
+        let neg = b.compare(CompareOp::Lt, i, lit(DType::I32, 0.0))?;
+        let wrapped = b.add(i, lit(DType::I32, aval.shape[axis] as f64))?;
+        cols.push(b.select_n(neg, vec![i, wrapped])?);
+    }
+    let mut idx = Vec::with_capacity(2);
+    for c in cols {
+        idx.push(b.bind1(Primitive::BroadcastInDim { shape: vec![n, 1], broadcast_dimensions: vec![0] }, vec![c])?);
+    }
+    let idx = b.bind1(Primitive::Concatenate { dimension: 1 }, idx)?;
+    let mut slice_sizes = aval.shape[..nb].to_vec();
+    slice_sizes.extend([1, 1]);
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: (0..nb).collect(),
+            collapsed_slice_dims: vec![nb, nb + 1],
+            start_index_map: vec![nb, nb + 1],
+            operand_batching_dims: vec![],
+            start_indices_batching_dims: vec![],
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes,
+        unique_indices: false,
+    };
+    b.bind1(prim, vec![s, idx])
+}
+
+/// JAX's `_eigh_jvp_rule` (real matrices, the whole spectrum).
+pub(super) fn eigh(b: &mut Builder, params: Eigh, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let a = primals[0];
+    let sym = symmetrize(b, a)?;
+    let outs = b.bind(Primitive::Eigh(params), vec![sym])?;
+    let (v, w) = (Atom::Var(outs[0]), Atom::Var(outs[1]));
+    let Tangent::Nz(a_dot) = tangents[0] else {
+        return Ok((vec![v, w], vec![Tangent::Zero, Tangent::Zero]));
+    };
+    let aval = b.aval(&a);
+    let r = aval.rank();
+    let nb = r - 2;
+    let n = aval.shape[r - 1];
+    let batch = aval.shape[..nb].to_vec();
+    let eye_n = eye(b, aval.dtype, n)?;
+    // Fmat = (eye + w[..., None, :] - w[..., :, None]) ** -1 - eye, with rank promotion.
+    let row_dims: Vec<usize> = (0..nb).chain([nb + 1]).collect();
+    let w_row = b.bind1(
+        Primitive::BroadcastInDim { shape: [&batch[..], &[1, n]].concat(), broadcast_dimensions: row_dims },
+        vec![w],
+    )?;
+    let promote = |b: &mut Builder, x: Atom| -> Result<Atom, AdError> {
+        if nb == 0 {
+            return Ok(x);
+        }
+        let shape = [&vec![1; nb][..], &[n, n]].concat();
+        b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: vec![nb, nb + 1] }, vec![x])
+    };
+    let eye_b = promote(b, eye_n)?;
+    let sum = b.add(eye_b, w_row)?;
+    let w_col = b.bind1(
+        Primitive::BroadcastInDim { shape: [&batch[..], &[n, 1]].concat(), broadcast_dimensions: (0..=nb).collect() },
+        vec![w],
+    )?;
+    let diff = b.sub(sum, w_col)?;
+    let inv = b.integer_pow(diff, -1)?;
+    let eye_b = promote(b, eye_n)?;
+    let fmat = b.sub(inv, eye_b)?;
+    let vt = transpose_matrices(b, v)?;
+    let t = dot_highest_plain(b, vt, a_dot)?;
+    let vdag_adot_v = dot_highest_plain(b, t, v)?;
+    let scaled = b.mul(fmat, vdag_adot_v)?;
+    let dv = dot_highest_plain(b, v, scaled)?;
+    let dw = extract_diagonal(b, vdag_adot_v)?;
+    Ok((vec![v, w], vec![Tangent::Nz(dv), Tangent::Nz(dw)]))
 }

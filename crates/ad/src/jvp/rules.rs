@@ -257,6 +257,7 @@ pub(crate) fn jvp_rule(
         Primitive::Cholesky => super::linalg::cholesky(b, old, eqn, primals, tangents),
         Primitive::Lu => super::linalg::lu(b, old, eqn, primals, tangents),
         Primitive::Qr(q) => super::linalg::qr(b, old, eqn, *q, primals, tangents),
+        Primitive::Eigh(e) => super::linalg::eigh(b, *e, primals, tangents),
         // Integer pivots in, an integer permutation out: no tangent.
         Primitive::LuPivotsToPermutation { .. } => zero(b, old, eqn, primals),
         Primitive::TriangularSolve(t) => super::linalg::triangular_solve(b, old, eqn, *t, primals, tangents),

@@ -158,6 +158,7 @@ pub(crate) fn transpose_rule(
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
+        | Primitive::Eigh(_)
         | Primitive::RandomSeed
         | Primitive::RandomWrap
         | Primitive::RandomUnwrap

@@ -1,4 +1,5 @@
-//! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr`
+//! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and
+//! `eigh`
 //! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
 //! the leading ones a batch.
 //!
@@ -8,7 +9,7 @@
 use super::params::{ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::{Qr, TriangularSolve};
+use crate::param_types::{Eigh, EighAlgorithm, Qr, TriangularSolve};
 use crate::shape::{arity, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -164,4 +165,67 @@ pub(crate) fn qr_shape(q: &Qr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeErro
         outs.push(Aval::new(DType::I32, with(&[n])));
     }
     Ok(outs)
+}
+
+// `eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] x`: for each
+// symmetric `n x n` matrix (its `lower` triangle read), `v` (`n x n`, the unit eigenvectors
+// as columns) and `w` (`n`, the eigenvalues, ascending).
+
+pub(super) fn eigh_params(e: &Eigh) -> Params {
+    vec![
+        ("algorithm", e.algorithm.map_or(Param::None, |a| Param::Word(a.name().to_string()))),
+        ("lower", Param::Bool(e.lower)),
+        ("sort_eigenvalues", Param::Bool(e.sort_eigenvalues)),
+        (
+            "subset_by_index",
+            e.subset_by_index
+                .map_or(Param::None, |(a, b)| Param::Tuple(vec![Param::Int(a as i64), Param::Int(b as i64)])),
+        ),
+    ]
+}
+
+pub(super) fn parse_eigh(p: &mut ParamReader) -> Result<Primitive, String> {
+    let algorithm = match p.take("algorithm")? {
+        Param::None => None,
+        Param::Word(w) => Some(
+            EighAlgorithm::from_name(&w)
+                .ok_or_else(|| format!("eigh: unknown algorithm `{w}` (EighImplementation.QR, JACOBI or QDWH)"))?,
+        ),
+        other => {
+            return Err(format!("eigh: parameter `algorithm` must be None or an EighImplementation, found {other}"))
+        }
+    };
+    let lower = p.bool("lower")?;
+    let sort_eigenvalues = p.bool("sort_eigenvalues")?;
+    let subset_by_index = if p.is_none("subset_by_index") {
+        p.optional_none("subset_by_index")?;
+        None
+    } else {
+        match p.usizes("subset_by_index")?.as_slice() {
+            [a, b] => Some((*a, *b)),
+            other => return Err(format!("eigh: subset_by_index must be a pair (start, end), found {other:?}")),
+        }
+    };
+    Ok(Primitive::Eigh(Eigh { lower, sort_eigenvalues, subset_by_index, algorithm }))
+}
+
+pub(crate) fn eigh_shape(e: &Eigh, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "eigh";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    let n = square(name, x)?;
+    ensure!(
+        e.subset_by_index.is_none_or(|s| s == (0, n)),
+        name,
+        "subset_by_index {:?} is not supported on CPU (JAX's CPU lowering takes only the whole range (0, {n}))",
+        e.subset_by_index
+    );
+    ensure!(
+        matches!(e.algorithm, None | Some(EighAlgorithm::Qr)),
+        name,
+        "{} is not supported on CPU",
+        e.algorithm.map_or("", EighAlgorithm::name)
+    );
+    let r = x.rank();
+    Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(x.dtype, x.shape[..r - 1].to_vec())])
 }

@@ -45,8 +45,9 @@ pub(crate) mod window;
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
-    DotDimensionNumbers, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp,
-    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window, WindowOp,
+    DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision,
+    Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window,
+    WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -175,6 +176,7 @@ primitive_kinds! {
         Lu = "lu",
         LuPivotsToPermutation = "lu_pivots_to_permutation",
         Qr = "qr",
+        Eigh = "eigh",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
         ReduceWindowSum = "reduce_window_sum",
@@ -273,6 +275,7 @@ impl PrimitiveKind {
             | PrimitiveKind::Lu
             | PrimitiveKind::LuPivotsToPermutation
             | PrimitiveKind::Qr
+            | PrimitiveKind::Eigh
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
             | PrimitiveKind::ConvGeneralDilated
@@ -354,6 +357,7 @@ impl Primitive {
             Primitive::Lu => PrimitiveKind::Lu,
             Primitive::LuPivotsToPermutation { .. } => PrimitiveKind::LuPivotsToPermutation,
             Primitive::Qr(_) => PrimitiveKind::Qr,
+            Primitive::Eigh(_) => PrimitiveKind::Eigh,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
@@ -447,6 +451,7 @@ impl Primitive {
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
+            | Primitive::Eigh(_)
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -547,6 +552,7 @@ impl Primitive {
                 vec![("permutation_size", Param::Int(*permutation_size as i64))]
             }
             Primitive::Qr(q) => linalg::qr_params(q),
+            Primitive::Eigh(e) => linalg::eigh_params(e),
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
@@ -641,6 +647,7 @@ impl Primitive {
                 Primitive::LuPivotsToPermutation { permutation_size: p.usize("permutation_size")? }
             }
             PrimitiveKind::Qr => linalg::parse_qr(p)?,
+            PrimitiveKind::Eigh => linalg::parse_eigh(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
@@ -741,6 +748,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             linalg::lu_pivots_to_permutation_shape(*permutation_size, ins)
         }
         Primitive::Qr(q) => linalg::qr_shape(q, ins),
+        Primitive::Eigh(e) => linalg::eigh_shape(e, ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),

@@ -187,7 +187,6 @@ impl Refusal {
                 "custom_linear_solve",
                 "custom_vmap_call",
                 "eig",
-                "eigh",
                 "geqp3",
                 "geqrf",
                 "hessenberg",

@@ -287,7 +287,8 @@ impl Lowering {
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
-            | Primitive::Qr(_) => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::Qr(_)
+            | Primitive::Eigh(_) => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => {
                 Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
@@ -832,6 +833,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
+        | Primitive::Eigh(_)
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
         | Primitive::Tile { .. }

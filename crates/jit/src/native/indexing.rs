@@ -1,6 +1,6 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
 //! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky`,
-//! `triangular_solve`, `lu`, `lu_pivots_to_permutation` and `qr` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and `eigh` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
 //! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
@@ -250,6 +250,21 @@ fn run(b: &Bases) {
             DType::F64 => lu::<f64>(b),
             _ => lu::<f32>(b),
         },
+        Primitive::Eigh(params) => {
+            let lower = params.lower;
+            match d.in_avals[0].dtype {
+                DType::F64 => {
+                    let (v, w) = linalg::eigh(&b.view::<f64>(0), lower, |x| x, |x| x);
+                    b.view_mut::<f64>(0).assign(&v);
+                    b.view_mut::<f64>(1).assign(&w);
+                }
+                _ => {
+                    let (v, w) = linalg::eigh(&b.view::<f32>(0), lower, f64::from, |x| x as f32);
+                    b.view_mut::<f32>(0).assign(&v);
+                    b.view_mut::<f32>(1).assign(&w);
+                }
+            }
+        }
         Primitive::Qr(params) => match d.in_avals[0].dtype {
             DType::F64 => qr::<f64>(b, params),
             _ => qr::<f32>(b, params),

@@ -130,6 +130,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
+            | Primitive::Eigh(_)
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
@@ -220,6 +221,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
+        | Primitive::Eigh(_)
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }
         | Primitive::While { .. }

@@ -671,7 +671,8 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             // Linear algebra: a Cholesky factor of a batch of square matrices, a triangular
             // solve against it or against the matrices themselves, an LU decomposition of a
             // batch of (possibly rectangular) matrices and the permutation its pivots make,
-            // and a QR decomposition of the same matrices.
+            // a QR decomposition of the same matrices and an eigendecomposition of the
+            // square ones.
             let dt = g.pick(&[DType::F32, DType::F64]);
             let n = g.pick(&[1usize, 2, 3]);
             let batch: Vec<usize> = if g.chance(30) { vec![2] } else { vec![] };
@@ -697,6 +698,9 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(Primitive::LuPivotsToPermutation { permutation_size: size }, vec![pivots.into()])?;
             let params = remat_ir::Qr { full_matrices: g.chance(50), pivoting: g.chance(30), use_magma: None };
             b.eqn(Primitive::Qr(params), vec![m.into()])?;
+            let params =
+                remat_ir::Eigh { lower: g.chance(50), sort_eigenvalues: true, subset_by_index: None, algorithm: None };
+            b.eqn(Primitive::Eigh(params), vec![a.into()])?;
         }
         // Random bodies (`loops.rs`) and index arithmetic (`index.rs`).
         39 => loops::scan(b, g, false)?,

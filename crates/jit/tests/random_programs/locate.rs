@@ -347,6 +347,7 @@ fn inside(
         | Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
+        | Primitive::Eigh(_)
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),
     }

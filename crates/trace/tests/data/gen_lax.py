@@ -149,6 +149,7 @@ def _qr_product(x):
     q, r = lax_linalg.qr(x, full_matrices=False)
     return jnp.sin(q) @ r
 c("linalg_qr", _qr_product, f32(4, 3))
+c("linalg_eigh_eigenvalues", lambda x: lax_linalg.eigh(x)[1], f32(3, 3))
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
