@@ -224,12 +224,26 @@ const LEFT_LOWER_SOLVE: &str = "{ lambda ; a:f32[3,3] b:f32[3,2]. let
 /// A program, its `in_axes`, JAX's batched text and the batched arguments.
 type LinalgCase = (&'static str, Vec<Option<usize>>, &'static str, Vec<ArrayD<f32>>);
 
-/// `cholesky` and `triangular_solve` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
+/// `symmetric_product`, `cholesky` and `triangular_solve` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
 /// in_axes))` texts (`jax/_src/lax/linalg.py`'s batchers: the batch axis to the front, or
 /// folded into the columns or rows of one solve when only `b` is batched).
 #[test]
 fn linear_algebra_batches_as_jax_does() {
-    let cases: [LinalgCase; 4] = [
+    let cases: [LinalgCase; 5] = [
+        (
+            "{ lambda ; a:f32[3,2] b:f32[3,3]. let
+    c:f32[3,3] = symmetric_product[alpha=2.0 beta=0.5] a b
+  in (c,) }",
+            vec![Some(1), None],
+            "{ lambda ; a:f32[3,4,2] b:f32[3,3]. let
+    c:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    d:f32[4,3,3] = broadcast_in_dim[
+      broadcast_dimensions=(np.int64(1), np.int64(2))
+    ] b
+    e:f32[4,3,3] = symmetric_product[alpha=2.0 beta=0.5] c d
+  in (e,) }",
+            vec![f32s(&[3, 4, 2], 8), f32s(&[3, 3], 9)],
+        ),
         (
             "{ lambda ; a:f32[3,3]. let
     b:f32[3,3] = cholesky a

@@ -470,6 +470,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Lu => linalg::lu(args).map_err(invalid)?,
         Primitive::Qr(q) => linalg::qr(q, args).map_err(invalid)?,
         Primitive::Eigh(e) => linalg::eigh(e, args).map_err(invalid)?,
+        Primitive::SymmetricProduct { alpha, beta } => one(linalg::symmetric_product(*alpha, *beta, args))?,
         Primitive::LuPivotsToPermutation { permutation_size } => {
             one(linalg::lu_pivots_to_permutation(*permutation_size, args))?
         }

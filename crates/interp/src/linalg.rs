@@ -1,7 +1,8 @@
-//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and `eigh`: the shared kernels of `remat_math::linalg` over the
+//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and
+//! `symmetric_product`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
 
-use remat_ir::{Array, Eigh, Primitive, Qr, TriangularSolve};
+use remat_ir::{Array, Eigh, FillValue, Primitive, Qr, TriangularSolve};
 use remat_math::linalg;
 
 use crate::indexing::check;
@@ -78,5 +79,15 @@ pub(crate) fn eigh(params: &Eigh, args: &[&Array]) -> Result<Vec<Array>, String>
             Ok(vec![Array::F64(v), Array::F64(w)])
         }
         other => Err(format!("eigh: {} operands are not supported", other.dtype())),
+    }
+}
+
+pub(crate) fn symmetric_product(alpha: FillValue, beta: FillValue, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::SymmetricProduct { alpha, beta }, args)?;
+    let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+    match (args[0], args[1]) {
+        (Array::F32(a), Array::F32(c)) => Ok(Array::F32(linalg::symmetric_product(&a.view(), &c.view(), alpha, beta))),
+        (Array::F64(a), Array::F64(c)) => Ok(Array::F64(linalg::symmetric_product(&a.view(), &c.view(), alpha, beta))),
+        (a, c) => Err(format!("symmetric_product: {} and {} operands are not supported", a.dtype(), c.dtype())),
     }
 }

@@ -651,6 +651,12 @@ pub enum Primitive {
     /// The eigenvectors and ascending eigenvalues of each symmetric matrix
     /// (`primitive/linalg.rs`).
     Eigh(Eigh),
+    /// `alpha a aᵀ + beta c` for each matrix pair (`primitive/linalg.rs`); `alpha` and
+    /// `beta` are the Python numbers JAX prints.
+    SymmetricProduct {
+        alpha: FillValue,
+        beta: FillValue,
+    },
     /// The `k` largest elements along `axis` and their i32 indices.
     TopK {
         axis: usize,
@@ -838,6 +844,7 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -948,6 +955,7 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)

@@ -1,4 +1,5 @@
-//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and `eigh` over
+//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and
+//! `symmetric_product` over
 //! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
@@ -33,6 +34,7 @@ pub trait LinalgFloat:
     const NAN: Self;
     fn sqrt(self) -> Self;
     fn abs(self) -> Self;
+    fn from_f64(x: f64) -> Self;
 }
 
 impl LinalgFloat for f32 {
@@ -45,6 +47,9 @@ impl LinalgFloat for f32 {
     fn abs(self) -> f32 {
         f32::abs(self)
     }
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
 }
 
 impl LinalgFloat for f64 {
@@ -56,6 +61,9 @@ impl LinalgFloat for f64 {
     }
     fn abs(self) -> f64 {
         f64::abs(self)
+    }
+    fn from_f64(x: f64) -> f64 {
+        x
     }
 }
 
@@ -437,6 +445,29 @@ fn jacobi_eigh(s: &mut [f64], n: usize) -> (Vec<f64>, Vec<f64>) {
     (v, w)
 }
 
+/// `symmetric_product`: `alpha a aᵀ + beta c` for each matrix pair of `a` (`[..., m, n]`)
+/// and `c` (`[..., m, m]`), every element computed (JAX's lowering off GPU: a product,
+/// two scalings and a sum, in the dtype).
+pub fn symmetric_product<T: LinalgFloat>(a: &ArrayViewD<T>, c: &ArrayViewD<T>, alpha: f64, beta: f64) -> ArrayD<T> {
+    let (a_data, count, m, n) = matrices(a);
+    let (mut out, _, _, _) = matrices(c);
+    let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+    for b in 0..count {
+        let am = &a_data[b * m * n..(b + 1) * m * n];
+        let om = &mut out[b * m * m..(b + 1) * m * m];
+        for i in 0..m {
+            for j in 0..m {
+                let mut s = T::ZERO;
+                for k in 0..n {
+                    s = s + am[i * n + k] * am[j * n + k];
+                }
+                om[i * m + j] = alpha * s + beta * om[i * m + j];
+            }
+        }
+    }
+    ArrayD::from_shape_vec(c.raw_dim(), out).expect("c's shape")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,5 +598,13 @@ mod tests {
         let back = v.dot(&ndarray::Array2::from_diag(&ndarray::arr1(&w))).dot(&v.t());
         assert!((back - &s).iter().all(|e| e.abs() < 1e-12));
         assert!((w.iter().sum::<f64>() - 9.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn symmetric_product_scales_both_terms() {
+        let a = dyn2(arr2(&[[1.0, 2.0], [3.0, 4.0]]));
+        let c = dyn2(arr2(&[[1.0, 0.0], [0.0, 1.0]]));
+        let out = symmetric_product(&a.view(), &c.view(), 2.0, 0.5);
+        assert_eq!(out, dyn2(arr2(&[[10.5, 22.0], [22.0, 50.5]])));
     }
 }

@@ -61,6 +61,11 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let n = *ins[0].shape.last().unwrap_or(&1) as u64;
             9 * (ins[0].size() as u64) * n
         }
+        // m² n multiply-adds per pair.
+        Primitive::SymmetricProduct { .. } => {
+            let r = ins[0].rank();
+            2 * (outs[0].size() as u64) * ins[0].shape[r - 1] as u64
+        }
         // A swap per pivot.
         Primitive::LuPivotsToPermutation { .. } => per_element(),
         // About 5 n log2 n per transformed element (n the transformed extent).

@@ -1,5 +1,5 @@
-//! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and
-//! `eigh`,
+//! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
+//! `eigh` and `symmetric_product`,
 //! recorded as JAX 0.10.2's wrappers record them (`cholesky` symmetrizes its input unless
 //! told not to and masks the factor's upper part with `_tril`; `triangular_solve` keeps
 //! `conjugate_a` only for complex `a`). Matrices are the last two axes, the leading ones a
@@ -8,7 +8,7 @@
 
 use std::panic::Location;
 
-use remat_ir::{Aval, BinaryOp, CompareOp, DType, Eigh, LitValue, Primitive, Qr};
+use remat_ir::{Aval, BinaryOp, CompareOp, DType, Eigh, FillValue, LitValue, Primitive, Qr};
 
 pub use remat_ir::TriangularSolve;
 
@@ -132,4 +132,13 @@ pub fn eigh(x: &Tensor, lower: bool, symmetrize_input: bool) -> (Tensor, Tensor)
             (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(Aval::new(x.dtype(), w_shape)))
         }
     }
+}
+
+/// `lax.linalg.symmetric_product(a, c, alpha=..., beta=...)`: `alpha a aᵀ + beta c` for
+/// each `m x n` matrix of `a` and `m x m` matrix of `c`; `alpha` and `beta` are recorded as
+/// the Python numbers given (`FillValue::Int(2)` prints `2`, `FillValue::Float(2.0)` `2.0`).
+/// JAX defines no derivative for it.
+#[track_caller]
+pub fn symmetric_product(a: &Tensor, c: &Tensor, alpha: FillValue, beta: FillValue) -> Tensor {
+    bind(Primitive::SymmetricProduct { alpha, beta }, &[a.into(), c.into()], false, Location::caller()).remove(0)
 }

@@ -302,6 +302,10 @@ fn programs() -> BTreeMap<&'static str, Program> {
         }),
     );
     add("linalg_eigh_eigenvalues", p(|a| linalg::eigh(&a[0], true, true).1));
+    add(
+        "linalg_symmetric_product",
+        p(|a| linalg::symmetric_product(&a[0], &a[1], FillValue::Float(2.0), FillValue::Int(3))),
+    );
     m
 }
 
@@ -319,6 +323,21 @@ fn reverse_mode_through_a_while_loop_is_jax_error() {
     .unwrap();
     let e = remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("while is forward-only").to_string();
     assert!(e.contains("Reverse-mode differentiation does not work for lax.while_loop"), "{e}");
+}
+
+#[test]
+fn differentiating_symmetric_product_is_jax_error() {
+    let a = Aval::new(DType::F32, vec![3, 2]);
+    let c = Aval::new(DType::F32, vec![3, 3]);
+    let traced = make_jaxpr(
+        |(a, c): (Tensor, Tensor)| {
+            linalg::symmetric_product(&a, &c, FillValue::Float(1.0), FillValue::Float(0.0)).sum()
+        },
+        &(a, c),
+    )
+    .unwrap();
+    let e = remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("JAX defines no jvp").to_string();
+    assert!(e.contains("Differentiation rule for 'symmetric_product' not implemented"), "{e}");
 }
 
 fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> String {

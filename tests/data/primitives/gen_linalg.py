@@ -72,5 +72,18 @@ def eigh_spectral(x, xs):
     return jnp.sum(w ** 2) + jnp.sum(jnp.sin(f)) + jnp.sum(fs * xs) + jnp.sum(jnp.cos(ws))
 
 
+@g.case("symmetric_product_scaled", "primitives", lambda: (g.rnd(3, 2), g.rnd(3, 3), g.rnd(2, 3, 4)),
+        "symmetric_product (alpha a a^T + beta c, every element as JAX's CPU lowering computes "
+        "it) of one pair with float alpha and beta and of a batch with an integer beta; JAX "
+        "defines no jvp for it, so its operands are under stop_gradient and the gradient flows "
+        "through what multiplies its result")
+def symmetric_product_scaled(a, c, xs):
+    sg = lax.stop_gradient
+    p1 = lax_linalg.symmetric_product(sg(a), sg(c), alpha=2.0, beta=0.5)
+    cs = jnp.broadcast_to(c, (2, 3, 3))
+    p2 = lax_linalg.symmetric_product(sg(xs), sg(cs), alpha=1.5, beta=2)
+    return jnp.sum(p1 * jnp.sin(c)) + jnp.sum(p2 * jnp.tanh(a[:, 0]))
+
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -159,6 +159,7 @@ pub(crate) fn transpose_rule(
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap
         | Primitive::RandomUnwrap

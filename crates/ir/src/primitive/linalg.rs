@@ -1,5 +1,5 @@
-//! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and
-//! `eigh`
+//! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
+//! `eigh` and `symmetric_product`
 //! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
 //! the leading ones a batch.
 //!
@@ -9,7 +9,7 @@
 use super::params::{ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::{Eigh, EighAlgorithm, Qr, TriangularSolve};
+use crate::param_types::{Eigh, EighAlgorithm, FillValue, Qr, TriangularSolve};
 use crate::shape::{arity, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -228,4 +228,34 @@ pub(crate) fn eigh_shape(e: &Eigh, in_avals: &[Aval]) -> Result<Vec<Aval>, Shape
     );
     let r = x.rank();
     Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(x.dtype, x.shape[..r - 1].to_vec())])
+}
+
+// `symmetric_product[alpha=1.0 beta=0.0] a c`: `alpha a aᵀ + beta c` for each `m x n`
+// matrix of `a` and `m x m` matrix of `c` (JAX's lowering off GPU computes every element).
+
+fn number(p: &mut ParamReader, key: &str) -> Result<FillValue, String> {
+    match p.take(key)? {
+        Param::Float(x) => Ok(FillValue::Float(x)),
+        v => v
+            .as_int()
+            .map(FillValue::Int)
+            .ok_or_else(|| format!("symmetric_product: `{key}` must be a number, found {v}")),
+    }
+}
+
+pub(super) fn parse_symmetric_product(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::SymmetricProduct { alpha: number(p, "alpha")?, beta: number(p, "beta")? })
+}
+
+pub(crate) fn symmetric_product_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "symmetric_product";
+    let [a, c] = arity(name, in_avals)?;
+    linalg_float(name, a)?;
+    ensure!(a.dtype == c.dtype, name, "a {a} and c {c} must have one dtype");
+    ensure!(a.rank() >= 2 && a.rank() == c.rank(), name, "a {a} and c {c} must be matrices of one rank");
+    let m = square(name, c)?;
+    let r = a.rank();
+    ensure!(a.shape[..r - 2] == c.shape[..r - 2], name, "a {a} and c {c} must have the same batch axes");
+    ensure!(a.shape[r - 2] == m, name, "a {a} must have c {c}'s {m} rows");
+    Ok(device(c.dtype, c.shape.clone()))
 }

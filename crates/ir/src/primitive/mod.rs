@@ -177,6 +177,7 @@ primitive_kinds! {
         LuPivotsToPermutation = "lu_pivots_to_permutation",
         Qr = "qr",
         Eigh = "eigh",
+        SymmetricProduct = "symmetric_product",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
         ReduceWindowSum = "reduce_window_sum",
@@ -276,6 +277,7 @@ impl PrimitiveKind {
             | PrimitiveKind::LuPivotsToPermutation
             | PrimitiveKind::Qr
             | PrimitiveKind::Eigh
+            | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
             | PrimitiveKind::ConvGeneralDilated
@@ -358,6 +360,7 @@ impl Primitive {
             Primitive::LuPivotsToPermutation { .. } => PrimitiveKind::LuPivotsToPermutation,
             Primitive::Qr(_) => PrimitiveKind::Qr,
             Primitive::Eigh(_) => PrimitiveKind::Eigh,
+            Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
@@ -452,6 +455,7 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -553,6 +557,7 @@ impl Primitive {
             }
             Primitive::Qr(q) => linalg::qr_params(q),
             Primitive::Eigh(e) => linalg::eigh_params(e),
+            Primitive::SymmetricProduct { alpha, beta } => vec![("alpha", alpha.param()), ("beta", beta.param())],
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
@@ -648,6 +653,7 @@ impl Primitive {
             }
             PrimitiveKind::Qr => linalg::parse_qr(p)?,
             PrimitiveKind::Eigh => linalg::parse_eigh(p)?,
+            PrimitiveKind::SymmetricProduct => linalg::parse_symmetric_product(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
@@ -749,6 +755,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         }
         Primitive::Qr(q) => linalg::qr_shape(q, ins),
         Primitive::Eigh(e) => linalg::eigh_shape(e, ins),
+        Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),

@@ -212,7 +212,6 @@ impl Refusal {
                 "schur",
                 "select_and_scatter",
                 "svd",
-                "symmetric_product",
                 "threefry2x32",
                 "threefry4x32",
                 "tridiagonal",

@@ -288,7 +288,8 @@ impl Lowering {
             | Primitive::Lu
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
-            | Primitive::Eigh(_) => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => {
                 Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
@@ -834,6 +835,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
         | Primitive::Tile { .. }

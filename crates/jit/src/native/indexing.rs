@@ -1,6 +1,6 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
 //! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky`,
-//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr` and `eigh` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and `symmetric_product` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
 //! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
@@ -250,6 +250,19 @@ fn run(b: &Bases) {
             DType::F64 => lu::<f64>(b),
             _ => lu::<f32>(b),
         },
+        Primitive::SymmetricProduct { alpha, beta } => {
+            let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+            match d.in_avals[0].dtype {
+                DType::F64 => {
+                    let out = linalg::symmetric_product(&b.view::<f64>(0), &b.view::<f64>(1), alpha, beta);
+                    b.view_mut::<f64>(0).assign(&out);
+                }
+                _ => {
+                    let out = linalg::symmetric_product(&b.view::<f32>(0), &b.view::<f32>(1), alpha, beta);
+                    b.view_mut::<f32>(0).assign(&out);
+                }
+            }
+        }
         Primitive::Eigh(params) => {
             let lower = params.lower;
             match d.in_avals[0].dtype {

@@ -131,6 +131,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
@@ -222,6 +223,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }
         | Primitive::While { .. }

@@ -348,6 +348,7 @@ fn inside(
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),
     }

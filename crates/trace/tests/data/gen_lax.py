@@ -150,6 +150,8 @@ def _qr_product(x):
     return jnp.sin(q) @ r
 c("linalg_qr", _qr_product, f32(4, 3))
 c("linalg_eigh_eigenvalues", lambda x: lax_linalg.eigh(x)[1], f32(3, 3))
+c("linalg_symmetric_product", lambda a, c: lax_linalg.symmetric_product(a, c, alpha=2.0, beta=3), f32(3, 2), f32(3, 3),
+  grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
