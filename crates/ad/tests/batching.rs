@@ -224,12 +224,26 @@ const LEFT_LOWER_SOLVE: &str = "{ lambda ; a:f32[3,3] b:f32[3,2]. let
 /// A program, its `in_axes`, JAX's batched text and the batched arguments.
 type LinalgCase = (&'static str, Vec<Option<usize>>, &'static str, Vec<ArrayD<f32>>);
 
-/// `cholesky` and `triangular_solve` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
+/// `symmetric_product`, `cholesky` and `triangular_solve` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
 /// in_axes))` texts (`jax/_src/lax/linalg.py`'s batchers: the batch axis to the front, or
 /// folded into the columns or rows of one solve when only `b` is batched).
 #[test]
 fn linear_algebra_batches_as_jax_does() {
-    let cases: [LinalgCase; 4] = [
+    let cases: [LinalgCase; 5] = [
+        (
+            "{ lambda ; a:f32[3,2] b:f32[3,3]. let
+    c:f32[3,3] = symmetric_product[alpha=2.0 beta=0.5] a b
+  in (c,) }",
+            vec![Some(1), None],
+            "{ lambda ; a:f32[3,4,2] b:f32[3,3]. let
+    c:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    d:f32[4,3,3] = broadcast_in_dim[
+      broadcast_dimensions=(np.int64(1), np.int64(2))
+    ] b
+    e:f32[4,3,3] = symmetric_product[alpha=2.0 beta=0.5] c d
+  in (e,) }",
+            vec![f32s(&[3, 4, 2], 8), f32s(&[3, 3], 9)],
+        ),
         (
             "{ lambda ; a:f32[3,3]. let
     b:f32[3,3] = cholesky a
@@ -327,6 +341,96 @@ fn linear_algebra_batches_as_jax_does() {
         let batched = batch_jaxpr(&closed, 4, &in_dims, &[Some(0)]).unwrap().jaxpr;
         assert_eq!(batched.to_string(), want, "{in_dims:?}");
         check_examples(&jaxpr, &batched, &args, &in_dims);
+    }
+}
+
+/// `lu`, `lu_pivots_to_permutation`, `qr` and `eigh` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
+/// texts (`expand_dims_batcher`: the batch axis to the front, every result batched there),
+/// and each example's results equal to the unbatched program's.
+#[test]
+fn lu_qr_and_eigh_batch_as_jax_does() {
+    let cases: [(&str, &str, Array); 4] = [
+        (
+            "{ lambda ; a:f32[3,3]. let
+    b:f32[3,3] c:f32[3] = eigh[
+      algorithm=None
+      lower=True
+      sort_eigenvalues=True
+      subset_by_index=None
+    ] a
+  in (b, c) }",
+            "{ lambda ; a:f32[3,4,3]. let
+    b:f32[4,3,3] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,3] d:f32[4,3] = eigh[
+      algorithm=None
+      lower=True
+      sort_eigenvalues=True
+      subset_by_index=None
+    ] b
+  in (c, d) }",
+            Array::F32(f32s(&[3, 4, 3], 13)),
+        ),
+        (
+            "{ lambda ; a:f32[3,2]. let
+    b:f32[3,2] c:f32[2,2] = qr[
+      full_matrices=False
+      pivoting=False
+      use_magma=None
+    ] a
+  in (b, c) }",
+            "{ lambda ; a:f32[3,4,2]. let
+    b:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,2] d:f32[4,2,2] = qr[
+      full_matrices=False
+      pivoting=False
+      use_magma=None
+    ] b
+  in (c, d) }",
+            Array::F32(f32s(&[3, 4, 2], 12)),
+        ),
+        (
+            "{ lambda ; a:f32[3,3]. let b:f32[3,3] c:i32[3] d:i32[3] = lu a in (b, c, d) }",
+            "{ lambda ; a:f32[3,4,3]. let
+    b:f32[4,3,3] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,3] d:i32[4,3] e:i32[4,3] = lu b
+  in (c, d, e) }",
+            Array::F32(f32s(&[3, 4, 3], 11)),
+        ),
+        (
+            "{ lambda ; a:i32[2]. let
+    b:i32[3] = lu_pivots_to_permutation[permutation_size=3] a
+  in (b,) }",
+            "{ lambda ; a:i32[2,4]. let
+    b:i32[4,2] = transpose[permutation=(1, 0)] a
+    c:i32[4,3] = lu_pivots_to_permutation[permutation_size=3] b
+  in (c,) }",
+            Array::I32(ArrayD::from_shape_vec(vec![2, 4], vec![0, 2, 1, 2, 1, 2, 2, 2]).unwrap()),
+        ),
+    ];
+    for (text, want, arg) in cases {
+        let jaxpr = parse_jaxpr(text, "lu").unwrap();
+        let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+        let out_axes = vec![Some(0); jaxpr.outvars.len()];
+        let batched = batch_jaxpr(&closed, 4, &[Some(1)], &out_axes).unwrap().jaxpr;
+        assert_eq!(batched.to_string(), want);
+        let outs = eval_jaxpr(&batched, &[], std::slice::from_ref(&arg)).unwrap();
+        for j in 0..4 {
+            let example = match &arg {
+                Array::F32(a) => Array::F32(a.index_axis(Axis(1), j).to_owned()),
+                Array::I32(a) => Array::I32(a.index_axis(Axis(1), j).to_owned()),
+                other => panic!("an f32 or i32 argument, found {:?}", other.aval()),
+            };
+            let want = eval_jaxpr(&jaxpr, &[], &[example]).unwrap();
+            for (k, (o, w)) in outs.iter().zip(&want).enumerate() {
+                let got = match o {
+                    Array::F32(x) => Array::F32(x.index_axis(Axis(0), j).to_owned()),
+                    Array::I32(x) => Array::I32(x.index_axis(Axis(0), j).to_owned()),
+                    other => panic!("an f32 or i32 result, found {:?}", other.aval()),
+                };
+                assert_eq!(got.aval(), w.aval(), "output {k}, example {j}");
+                assert_eq!(got.to_f64_vec(), w.to_f64_vec(), "output {k}, example {j}");
+            }
+        }
     }
 }
 

@@ -473,6 +473,13 @@ pub(crate) fn eval_primitive_refs(
         Primitive::TopK { axis, k } => sorting::top_k(*axis, *k, args).map_err(invalid)?,
         Primitive::Cholesky => one(linalg::cholesky(args))?,
         Primitive::TriangularSolve(t) => one(linalg::triangular_solve(t, args))?,
+        Primitive::Lu => linalg::lu(args).map_err(invalid)?,
+        Primitive::Qr(q) => linalg::qr(q, args).map_err(invalid)?,
+        Primitive::Eigh(e) => linalg::eigh(e, args).map_err(invalid)?,
+        Primitive::SymmetricProduct { alpha, beta } => one(linalg::symmetric_product(*alpha, *beta, args))?,
+        Primitive::LuPivotsToPermutation { permutation_size } => {
+            one(linalg::lu_pivots_to_permutation(*permutation_size, args))?
+        }
         Primitive::Argmin { axes, index_dtype } => one(sorting::argmin(axes, *index_dtype, args))?,
         Primitive::Cumulative { op, axis, reverse } => one(sorting::cumulative(*op, *axis, *reverse, args))?,
         Primitive::ConvGeneralDilated(c) => one(window::conv(c, args))?,

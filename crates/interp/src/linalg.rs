@@ -1,7 +1,8 @@
-//! `cholesky` and `triangular_solve`: the shared kernels of `remat_math::linalg` over the
+//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and
+//! `symmetric_product`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
 
-use remat_ir::{Array, Primitive, TriangularSolve};
+use remat_ir::{Array, Eigh, FillValue, Primitive, Qr, TriangularSolve};
 use remat_math::linalg;
 
 use crate::indexing::check;
@@ -21,5 +22,72 @@ pub(crate) fn triangular_solve(t: &TriangularSolve, args: &[&Array]) -> Result<A
         (Array::F32(a), Array::F32(b)) => Ok(Array::F32(linalg::triangular_solve(t, &a.view(), &b.view()))),
         (Array::F64(a), Array::F64(b)) => Ok(Array::F64(linalg::triangular_solve(t, &a.view(), &b.view()))),
         (a, b) => Err(format!("triangular_solve: {} and {} operands are not supported", a.dtype(), b.dtype())),
+    }
+}
+
+pub(crate) fn lu(args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Lu, args)?;
+    let (lu, pivots, perm) = match args[0] {
+        Array::F32(a) => {
+            let (lu, p, q) = linalg::lu(&a.view());
+            (Array::F32(lu), p, q)
+        }
+        Array::F64(a) => {
+            let (lu, p, q) = linalg::lu(&a.view());
+            (Array::F64(lu), p, q)
+        }
+        other => return Err(format!("lu: {} operands are not supported", other.dtype())),
+    };
+    Ok(vec![lu, Array::I32(pivots), Array::I32(perm)])
+}
+
+pub(crate) fn lu_pivots_to_permutation(permutation_size: usize, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::LuPivotsToPermutation { permutation_size }, args)?;
+    match args[0] {
+        Array::I32(p) => Ok(Array::I32(linalg::lu_pivots_to_permutation(&p.view(), permutation_size))),
+        other => Err(format!("lu_pivots_to_permutation: {} pivots are not supported", other.dtype())),
+    }
+}
+
+pub(crate) fn qr(params: &Qr, args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Qr(*params), args)?;
+    let (q, r, p) = match args[0] {
+        Array::F32(a) => {
+            let (q, r, p) = linalg::qr(&a.view(), params);
+            (Array::F32(q), Array::F32(r), p)
+        }
+        Array::F64(a) => {
+            let (q, r, p) = linalg::qr(&a.view(), params);
+            (Array::F64(q), Array::F64(r), p)
+        }
+        other => return Err(format!("qr: {} operands are not supported", other.dtype())),
+    };
+    let mut outs = vec![q, r];
+    outs.extend(p.map(Array::I32));
+    Ok(outs)
+}
+
+pub(crate) fn eigh(params: &Eigh, args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Eigh(*params), args)?;
+    match args[0] {
+        Array::F32(a) => {
+            let (v, w) = linalg::eigh(&a.view(), params.lower, f64::from, |x| x as f32);
+            Ok(vec![Array::F32(v), Array::F32(w)])
+        }
+        Array::F64(a) => {
+            let (v, w) = linalg::eigh(&a.view(), params.lower, |x| x, |x| x);
+            Ok(vec![Array::F64(v), Array::F64(w)])
+        }
+        other => Err(format!("eigh: {} operands are not supported", other.dtype())),
+    }
+}
+
+pub(crate) fn symmetric_product(alpha: FillValue, beta: FillValue, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::SymmetricProduct { alpha, beta }, args)?;
+    let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+    match (args[0], args[1]) {
+        (Array::F32(a), Array::F32(c)) => Ok(Array::F32(linalg::symmetric_product(&a.view(), &c.view(), alpha, beta))),
+        (Array::F64(a), Array::F64(c)) => Ok(Array::F64(linalg::symmetric_product(&a.view(), &c.view(), alpha, beta))),
+        (a, c) => Err(format!("symmetric_product: {} and {} operands are not supported", a.dtype(), c.dtype())),
     }
 }

@@ -24,8 +24,8 @@ use std::sync::Arc;
 use crate::array::Array;
 use crate::param_types::{
     BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers,
-    FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp, RoundingMethod, ScatterDimensionNumbers,
-    ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
+    Eigh, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod,
+    ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
 use crate::types::{Aval, DType, MemorySpace};
@@ -661,6 +661,25 @@ pub enum Primitive {
     Cholesky,
     /// `x` with `op(a) x = b` or `x op(a) = b` for triangular `a` (`primitive/linalg.rs`).
     TriangularSolve(TriangularSolve),
+    /// The LU decomposition with partial pivoting of each matrix: the factors, the pivots and
+    /// the permutation (`primitive/linalg.rs`).
+    Lu,
+    /// The permutation that a sequence of row swaps makes (`primitive/linalg.rs`).
+    LuPivotsToPermutation {
+        permutation_size: usize,
+    },
+    /// The Householder QR decomposition of each matrix: `q`, `r` and, with pivoting, the
+    /// column permutation (`primitive/linalg.rs`).
+    Qr(Qr),
+    /// The eigenvectors and ascending eigenvalues of each symmetric matrix
+    /// (`primitive/linalg.rs`).
+    Eigh(Eigh),
+    /// `alpha a aᵀ + beta c` for each matrix pair (`primitive/linalg.rs`); `alpha` and
+    /// `beta` are the Python numbers JAX prints.
+    SymmetricProduct {
+        alpha: FillValue,
+        beta: FillValue,
+    },
     /// The `k` largest elements along `axis` and their i32 indices.
     TopK {
         axis: usize,
@@ -845,6 +864,11 @@ impl Primitive {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
+            | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -955,6 +979,11 @@ impl Primitive {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
+            | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)

@@ -70,6 +70,40 @@ pub struct TriangularSolve {
     pub unit_diagonal: bool,
 }
 
+/// `qr`'s parameters, as JAX names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Qr {
+    /// `q` is `m x m` and `r` `m x n` (true), or `m x k` and `k x n` with `k = min(m, n)`.
+    pub full_matrices: bool,
+    /// Column pivoting (LAPACK's `geqp3`): a third result, the `i32` column permutation.
+    pub pivoting: bool,
+    /// JAX's GPU backend choice, printed and kept (`None`, `True` or `False`); CPU ignores it.
+    pub use_magma: Option<bool>,
+}
+
+/// `eigh`'s parameters, as JAX names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Eigh {
+    /// The triangle read (true: lower).
+    pub lower: bool,
+    /// Eigenvalues ascending (CPU always sorts).
+    pub sort_eigenvalues: bool,
+    /// `(start, end)`: the eigenvalues of these indices only (CPU: the whole range only).
+    pub subset_by_index: Option<(usize, usize)>,
+    /// `EighImplementation.QR` or `None` (CPU runs LAPACK's `syevd` for both; JAX refuses
+    /// the others on CPU).
+    pub algorithm: Option<EighAlgorithm>,
+}
+
+named_enum! {
+    /// `jax.lax.linalg.EighImplementation`, as JAX prints it.
+    pub enum EighAlgorithm {
+        Qr = "EighImplementation.QR",
+        Jacobi = "EighImplementation.JACOBI",
+        Qdwh = "EighImplementation.QDWH",
+    }
+}
+
 // Elementwise (`primitive/elementwise.rs`).
 
 named_enum! {

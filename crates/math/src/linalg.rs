@@ -1,12 +1,24 @@
-//! The kernels of `cholesky` and `triangular_solve` over batches of row-major matrices, one
-//! definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
+//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and
+//! `symmetric_product` over
+//! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
 //! positive definite factors to NaN in every element (JAX's `_replace_not_ok_with_nan`), and
-//! the factor's strictly upper part is the operand's, which `potrf` leaves untouched.
+//! the factor's strictly upper part is the operand's, which `potrf` leaves untouched. `lu` is
+//! `getrf`'s partial pivoting: in column `k` the row of the largest `|value|` at or below the
+//! diagonal, the first on ties (`idamax`), whole rows swapped, the column below the pivot
+//! divided by it unless it is zero (a singular matrix factors without NaN, as `getrf`
+//! reports it through `info > 0`, which JAX accepts). `qr` is `geqrf`'s Householder QR
+//! (`dlarfg`'s reflectors: `r`'s diagonal `-sign(alpha) * norm`, so it may be negative exactly
+//! where LAPACK's is; a column already zero below the diagonal gets no reflection) and
+//! `orgqr`'s `q`; with pivoting, `geqp3`'s choice of the remaining column of largest norm,
+//! the first on ties. `eigh` is cyclic Jacobi in f64 on the triangle `lower` names (LAPACK's
+//! `syevd` computes the same eigenpairs up to rounding): eigenvalues ascending, each
+//! eigenvector a unit column whose largest-magnitude component is positive (an eigenvector's
+//! sign is not defined; LAPACK's may differ).
 
 use ndarray::{ArrayD, ArrayViewD};
-use remat_ir::TriangularSolve;
+use remat_ir::{Qr, TriangularSolve};
 
 /// The float dtypes linear algebra runs on.
 pub trait LinalgFloat:
@@ -21,6 +33,8 @@ pub trait LinalgFloat:
     const ONE: Self;
     const NAN: Self;
     fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
+    fn from_f64(x: f64) -> Self;
 }
 
 impl LinalgFloat for f32 {
@@ -30,6 +44,12 @@ impl LinalgFloat for f32 {
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
     }
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
 }
 
 impl LinalgFloat for f64 {
@@ -38,6 +58,12 @@ impl LinalgFloat for f64 {
     const NAN: f64 = f64::NAN;
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
+    }
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+    fn from_f64(x: f64) -> f64 {
+        x
     }
 }
 
@@ -134,6 +160,314 @@ pub fn triangular_solve<T: LinalgFloat>(t: &TriangularSolve, a: &ArrayViewD<T>, 
     ArrayD::from_shape_vec(b.raw_dim(), x).expect("b's shape")
 }
 
+/// `(lu, pivots, permutation)` of each matrix of `a` (`[..., m, n]`): the unit-lower factor
+/// below the diagonal and the upper factor on and above it, the `min(m, n)` row swaps and
+/// the permutation of `0..m` they make.
+pub fn lu<T: LinalgFloat>(a: &ArrayViewD<T>) -> (ArrayD<T>, ArrayD<i32>, ArrayD<i32>) {
+    let (mut data, count, m, n) = matrices(a);
+    let k = m.min(n);
+    let batch = &a.shape()[..a.ndim() - 2];
+    let mut pivots = Vec::with_capacity(count * k);
+    let mut perms = Vec::with_capacity(count * m);
+    for b in 0..count {
+        let x = &mut data[b * m * n..(b + 1) * m * n];
+        let start = pivots.len();
+        for c in 0..k {
+            // The first row of the largest magnitude at or below the diagonal (`idamax`: a
+            // NaN is never larger, and a NaN on the diagonal keeps its row).
+            let mut p = c;
+            let mut best = x[c * n + c].abs();
+            for r in c + 1..m {
+                let v = x[r * n + c].abs();
+                if v > best {
+                    p = r;
+                    best = v;
+                }
+            }
+            pivots.push(p as i32);
+            if p != c {
+                for j in 0..n {
+                    x.swap(c * n + j, p * n + j);
+                }
+            }
+            let d = x[c * n + c];
+            if d != T::ZERO {
+                for r in c + 1..m {
+                    x[r * n + c] = x[r * n + c] / d;
+                }
+            }
+            for r in c + 1..m {
+                let l = x[r * n + c];
+                for j in c + 1..n {
+                    x[r * n + j] = x[r * n + j] - l * x[c * n + j];
+                }
+            }
+        }
+        perms.extend(swaps_to_permutation(&pivots[start..], m));
+    }
+    let mut piv_shape = batch.to_vec();
+    piv_shape.push(k);
+    let mut perm_shape = batch.to_vec();
+    perm_shape.push(m);
+    (
+        ArrayD::from_shape_vec(a.raw_dim(), data).expect("the operand's shape"),
+        ArrayD::from_shape_vec(piv_shape, pivots).expect("the pivots' shape"),
+        ArrayD::from_shape_vec(perm_shape, perms).expect("the permutation's shape"),
+    )
+}
+
+/// The permutation of `0..size` that swapping entry `i` with entry `swaps[i]` makes, in
+/// order. A swap index is read as JAX's generic rule indexes (`permutation[j]` and
+/// `.at[j].set`): a negative one from the end, and one still out of range reads the nearest
+/// entry and writes nothing.
+fn swaps_to_permutation(swaps: &[i32], size: usize) -> Vec<i32> {
+    let mut perm: Vec<i32> = (0..size as i32).collect();
+    if size == 0 {
+        return perm;
+    }
+    for (i, &j) in swaps.iter().enumerate() {
+        let j = i64::from(j);
+        let j = if j < 0 { j + size as i64 } else { j };
+        let read = j.clamp(0, size as i64 - 1) as usize;
+        let (x, y) = (perm[i], perm[read]);
+        perm[i] = y;
+        if (0..size as i64).contains(&j) {
+            perm[j as usize] = x;
+        }
+    }
+    perm
+}
+
+/// `lu_pivots_to_permutation[permutation_size]` of each row of swaps of `pivots`
+/// (`[..., k]`, `k <= permutation_size`, as the shape rule checked).
+pub fn lu_pivots_to_permutation(pivots: &ArrayViewD<i32>, permutation_size: usize) -> ArrayD<i32> {
+    let rank = pivots.ndim();
+    let k = pivots.shape()[rank - 1];
+    let data: Vec<i32> = pivots.iter().copied().collect();
+    let count: usize = pivots.shape()[..rank - 1].iter().product();
+    let mut out = Vec::with_capacity(count * permutation_size);
+    for b in 0..count {
+        out.extend(swaps_to_permutation(&data[b * k..(b + 1) * k], permutation_size));
+    }
+    let mut shape = pivots.shape().to_vec();
+    shape[rank - 1] = permutation_size;
+    ArrayD::from_shape_vec(shape, out).expect("the permutation's shape")
+}
+
+/// `(q, r, p)` of each matrix of `a` (`[..., m, n]`) as `qr[...]` gives them: `p`, the
+/// column permutation, only with `params.pivoting`.
+pub fn qr<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Qr) -> (ArrayD<T>, ArrayD<T>, Option<ArrayD<i32>>) {
+    let (mut data, count, m, n) = matrices(a);
+    let k = m.min(n);
+    let kq = if params.full_matrices { m } else { k };
+    let batch = &a.shape()[..a.ndim() - 2];
+    let (mut qs, mut rs, mut ps) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..count {
+        let x = &mut data[b * m * n..(b + 1) * m * n];
+        let mut jpvt: Vec<i32> = (0..n as i32).collect();
+        let mut taus = vec![T::ZERO; k];
+        for j in 0..k {
+            if params.pivoting {
+                let norm2 = |x: &[T], c: usize| (j..m).fold(T::ZERO, |s, i| s + x[i * n + c] * x[i * n + c]);
+                let (mut best, mut best_norm) = (j, norm2(x, j));
+                for c in j + 1..n {
+                    let v = norm2(x, c);
+                    if v > best_norm {
+                        best = c;
+                        best_norm = v;
+                    }
+                }
+                if best != j {
+                    for i in 0..m {
+                        x.swap(i * n + j, i * n + best);
+                    }
+                    jpvt.swap(j, best);
+                }
+            }
+            // `dlarfg`: the reflector that maps x[j.., j] to (beta, 0, ..., 0).
+            let alpha = x[j * n + j];
+            let xnorm = (j + 1..m).fold(T::ZERO, |s, i| s + x[i * n + j] * x[i * n + j]).sqrt();
+            if xnorm == T::ZERO {
+                continue;
+            }
+            let h = (alpha * alpha + xnorm * xnorm).sqrt();
+            let beta = if alpha >= T::ZERO { T::ZERO - h } else { h };
+            taus[j] = (beta - alpha) / beta;
+            let scale = T::ONE / (alpha - beta);
+            for i in j + 1..m {
+                x[i * n + j] = x[i * n + j] * scale;
+            }
+            x[j * n + j] = beta;
+            // H = I - tau v vᵀ (v[j] = 1) on the columns to the right.
+            for c in j + 1..n {
+                let mut w = x[j * n + c];
+                for i in j + 1..m {
+                    w = w + x[i * n + j] * x[i * n + c];
+                }
+                let tw = taus[j] * w;
+                x[j * n + c] = x[j * n + c] - tw;
+                for i in j + 1..m {
+                    x[i * n + c] = x[i * n + c] - tw * x[i * n + j];
+                }
+            }
+        }
+        // `orgqr`: q = H_0 H_1 ... H_{k-1} applied to the first `kq` columns of the identity.
+        let mut q = vec![T::ZERO; m * kq];
+        for i in 0..kq.min(m) {
+            q[i * kq + i] = T::ONE;
+        }
+        for j in (0..k).rev() {
+            let tau = taus[j];
+            if tau == T::ZERO {
+                continue;
+            }
+            for c in 0..kq {
+                let mut w = q[j * kq + c];
+                for i in j + 1..m {
+                    w = w + x[i * n + j] * q[i * kq + c];
+                }
+                let tw = tau * w;
+                q[j * kq + c] = q[j * kq + c] - tw;
+                for i in j + 1..m {
+                    q[i * kq + c] = q[i * kq + c] - tw * x[i * n + j];
+                }
+            }
+        }
+        qs.extend(q);
+        for i in 0..kq {
+            for c in 0..n {
+                rs.push(if c >= i { x[i * n + c] } else { T::ZERO });
+            }
+        }
+        ps.extend(jpvt);
+    }
+    let with = |last: &[usize]| [batch, last].concat();
+    let q = ArrayD::from_shape_vec(with(&[m, kq]), qs).expect("q's shape");
+    let r = ArrayD::from_shape_vec(with(&[kq, n]), rs).expect("r's shape");
+    let p = params.pivoting.then(|| ArrayD::from_shape_vec(with(&[n]), ps).expect("p's shape"));
+    (q, r, p)
+}
+
+/// `(v, w)` of each symmetric matrix of `a` (`[..., n, n]`; only the `lower` triangle, or
+/// the upper one, is read): the eigenvectors as columns of `v`, the eigenvalues ascending.
+pub fn eigh<T: LinalgFloat>(
+    a: &ArrayViewD<T>,
+    lower: bool,
+    to_f64: fn(T) -> f64,
+    from_f64: fn(f64) -> T,
+) -> (ArrayD<T>, ArrayD<T>) {
+    let (data, count, n, _) = matrices(a);
+    let batch = &a.shape()[..a.ndim() - 2];
+    let (mut vs, mut ws) = (Vec::with_capacity(count * n * n), Vec::with_capacity(count * n));
+    for b in 0..count {
+        let m = &data[b * n * n..(b + 1) * n * n];
+        let mut s = vec![0.0f64; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let (r, c) = if (i >= j) == lower { (i, j) } else { (j, i) };
+                s[i * n + j] = to_f64(m[r * n + c]);
+            }
+        }
+        let (v, w) = jacobi_eigh(&mut s, n);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&x, &y| w[x].total_cmp(&w[y]));
+        for i in 0..n {
+            for &c in &order {
+                vs.push(from_f64(v[i * n + c]));
+            }
+        }
+        ws.extend(order.iter().map(|&c| from_f64(w[c])));
+    }
+    let v = ArrayD::from_shape_vec(a.raw_dim(), vs).expect("v's shape");
+    let w = ArrayD::from_shape_vec([batch, &[n]].concat(), ws).expect("w's shape");
+    (v, w)
+}
+
+/// Cyclic Jacobi on the symmetric `n x n` row-major `s` (destroyed): `(v, w)`, the
+/// eigenvectors as columns of `v` (each with its largest-magnitude component positive) and
+/// the eigenvalues, unsorted. A matrix holding NaN gives NaN.
+fn jacobi_eigh(s: &mut [f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut v = vec![0.0f64; n * n];
+    for i in 0..n {
+        v[i * n + i] = 1.0;
+    }
+    if s.iter().any(|x| x.is_nan()) {
+        return (vec![f64::NAN; n * n], vec![f64::NAN; n]);
+    }
+    for _sweep in 0..100 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| s[i * n + j] * s[i * n + j])
+            .sum();
+        let diag: f64 = (0..n).map(|i| s[i * n + i] * s[i * n + i]).sum();
+        if off <= f64::EPSILON * f64::EPSILON * diag.max(f64::MIN_POSITIVE) {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = s[p * n + q];
+                if apq == 0.0 {
+                    continue;
+                }
+                let (app, aqq) = (s[p * n + p], s[q * n + q]);
+                let theta = (aqq - app) / (2.0 * apq);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let sn = t * c;
+                for k in 0..n {
+                    let (skp, skq) = (s[k * n + p], s[k * n + q]);
+                    s[k * n + p] = c * skp - sn * skq;
+                    s[k * n + q] = sn * skp + c * skq;
+                }
+                for k in 0..n {
+                    let (spk, sqk) = (s[p * n + k], s[q * n + k]);
+                    s[p * n + k] = c * spk - sn * sqk;
+                    s[q * n + k] = sn * spk + c * sqk;
+                }
+                for k in 0..n {
+                    let (vkp, vkq) = (v[k * n + p], v[k * n + q]);
+                    v[k * n + p] = c * vkp - sn * vkq;
+                    v[k * n + q] = sn * vkp + c * vkq;
+                }
+            }
+        }
+    }
+    for c in 0..n {
+        let big = (0..n).map(|i| v[i * n + c]).fold(0.0f64, |m, x| if x.abs() > m.abs() { x } else { m });
+        if big < 0.0 {
+            for i in 0..n {
+                v[i * n + c] = -v[i * n + c];
+            }
+        }
+    }
+    let w = (0..n).map(|i| s[i * n + i]).collect();
+    (v, w)
+}
+
+/// `symmetric_product`: `alpha a aᵀ + beta c` for each matrix pair of `a` (`[..., m, n]`)
+/// and `c` (`[..., m, m]`), every element computed (JAX's lowering off GPU: a product,
+/// two scalings and a sum, in the dtype).
+pub fn symmetric_product<T: LinalgFloat>(a: &ArrayViewD<T>, c: &ArrayViewD<T>, alpha: f64, beta: f64) -> ArrayD<T> {
+    let (a_data, count, m, n) = matrices(a);
+    let (mut out, _, _, _) = matrices(c);
+    let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+    for b in 0..count {
+        let am = &a_data[b * m * n..(b + 1) * m * n];
+        let om = &mut out[b * m * m..(b + 1) * m * m];
+        for i in 0..m {
+            for j in 0..m {
+                let mut s = T::ZERO;
+                for k in 0..n {
+                    s = s + am[i * n + k] * am[j * n + k];
+                }
+                om[i * m + j] = alpha * s + beta * om[i * m + j];
+            }
+        }
+    }
+    ArrayD::from_shape_vec(c.raw_dim(), out).expect("c's shape")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +513,98 @@ mod tests {
         let x =
             triangular_solve(&t, &a.view(), &ArrayD::from_shape_vec(IxDyn(&[2, 1]), vec![1.0, 3.0]).unwrap().view());
         assert_eq!(x.iter().copied().collect::<Vec<_>>(), vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn lu_pivots_as_getrf_and_reconstructs() {
+        // Column 0's largest magnitude is in row 2 (and again in row 3: the first wins).
+        let a = dyn2(arr2(&[[1.0, 2.0, 3.0], [-2.0, 1.0, 0.5], [4.0, 1.0, 2.0], [-4.0, 3.0, 1.0]]));
+        let (lu_, piv, perm) = lu(&a.view());
+        assert_eq!(piv.iter().copied().collect::<Vec<_>>()[0], 2);
+        let (m, n) = (4, 3);
+        let lu2 = lu_.into_dimensionality::<ndarray::Ix2>().unwrap();
+        let mut l = ndarray::Array2::<f64>::zeros((m, n));
+        let mut u = ndarray::Array2::<f64>::zeros((n, n));
+        for i in 0..m {
+            for j in 0..n {
+                if i > j {
+                    l[[i, j]] = lu2[[i, j]];
+                } else {
+                    u[[i, j]] = lu2[[i, j]];
+                }
+                if i == j {
+                    l[[i, j]] = 1.0;
+                }
+            }
+        }
+        let a2 = a.into_dimensionality::<ndarray::Ix2>().unwrap();
+        let back = l.dot(&u);
+        for (i, &p) in perm.iter().enumerate() {
+            for j in 0..n {
+                assert!((back[[i, j]] - a2[[p as usize, j]]).abs() < 1e-12);
+            }
+        }
+        // The permutation is the one the pivots make.
+        let again = lu_pivots_to_permutation(&piv.view(), m);
+        assert_eq!(again, perm);
+    }
+
+    #[test]
+    fn pivots_to_permutation_swaps_in_order() {
+        let p = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![2, 2, 1, 1]).unwrap();
+        let perm = lu_pivots_to_permutation(&p.view(), 3);
+        assert_eq!(perm.iter().copied().collect::<Vec<_>>(), vec![2, 0, 1, 1, 0, 2]);
+    }
+
+    #[test]
+    fn qr_reconstructs_with_lapack_signs() {
+        let a = dyn2(arr2(&[[1.0, 2.0, 0.5], [3.0, -1.0, 2.0], [0.0, 4.0, 1.0], [2.0, 1.0, -3.0]]));
+        for (full_matrices, pivoting) in [(false, false), (true, false), (false, true)] {
+            let params = Qr { full_matrices, pivoting, use_magma: None };
+            let (q, r, p) = qr(&a.view(), &params);
+            let q = q.into_dimensionality::<ndarray::Ix2>().unwrap();
+            let r = r.into_dimensionality::<ndarray::Ix2>().unwrap();
+            // Orthonormal columns, and q r equal to the (permuted) columns of a.
+            let qtq = q.t().dot(&q);
+            for i in 0..qtq.nrows() {
+                for j in 0..qtq.ncols() {
+                    assert!((qtq[[i, j]] - f64::from(u8::from(i == j))).abs() < 1e-12);
+                }
+            }
+            let back = q.dot(&r);
+            let a2 = a.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+            let cols: Vec<usize> = p.map_or((0..3).collect(), |p| p.iter().map(|&c| c as usize).collect());
+            for i in 0..4 {
+                for (j, &c) in cols.iter().enumerate() {
+                    assert!((back[[i, j]] - a2[[i, c]]).abs() < 1e-12);
+                }
+            }
+            // LAPACK's sign: the first column's alpha (1.0) is positive, so r[0][0] < 0.
+            if !pivoting {
+                assert!(r[[0, 0]] < 0.0);
+            }
+        }
+    }
+
+    #[test]
+    fn eigh_diagonalizes_from_one_triangle() {
+        // The lower triangle of [[2, 1, 0], [1, 3, 1], [0, 1, 4]]; the upper part is junk.
+        let a = dyn2(arr2(&[[2.0, 9.0, 9.0], [1.0, 3.0, 9.0], [0.0, 1.0, 4.0]]));
+        let (v, w) = eigh(&a.view(), true, |x| x, |x| x);
+        let w: Vec<f64> = w.iter().copied().collect();
+        assert!(w.windows(2).all(|p| p[0] <= p[1]), "{w:?}");
+        let s = arr2(&[[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]);
+        let v = v.into_dimensionality::<ndarray::Ix2>().unwrap();
+        let back = v.dot(&ndarray::Array2::from_diag(&ndarray::arr1(&w))).dot(&v.t());
+        assert!((back - &s).iter().all(|e| e.abs() < 1e-12));
+        assert!((w.iter().sum::<f64>() - 9.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn symmetric_product_scales_both_terms() {
+        let a = dyn2(arr2(&[[1.0, 2.0], [3.0, 4.0]]));
+        let c = dyn2(arr2(&[[1.0, 0.0], [0.0, 1.0]]));
+        let out = symmetric_product(&a.view(), &c.view(), 2.0, 0.5);
+        assert_eq!(out, dyn2(arr2(&[[10.5, 22.0], [22.0, 50.5]])));
     }
 }

@@ -43,6 +43,31 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let n = *ins[0].shape.last().unwrap_or(&1) as u64;
             (ins[1].size() as u64) * n
         }
+        // n³/3 multiply-adds per n x n matrix of the batch; elements × min(m, n) / 3 for an
+        // m x n one (a lower bound when it is not square).
+        Primitive::Lu => {
+            let r = ins[0].rank();
+            let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
+            (ins[0].size() as u64) * k / 3
+        }
+        // Householder QR: about 2 m n k multiply-adds for the factor and as many for `q`.
+        Primitive::Qr(_) => {
+            let r = ins[0].rank();
+            let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
+            4 * (ins[0].size() as u64) * k
+        }
+        // Jacobi sweeps: about 9 n³ per n x n matrix.
+        Primitive::Eigh(_) => {
+            let n = *ins[0].shape.last().unwrap_or(&1) as u64;
+            9 * (ins[0].size() as u64) * n
+        }
+        // m² n multiply-adds per pair.
+        Primitive::SymmetricProduct { .. } => {
+            let r = ins[0].rank();
+            2 * (outs[0].size() as u64) * ins[0].shape[r - 1] as u64
+        }
+        // A swap per pivot.
+        Primitive::LuPivotsToPermutation { .. } => per_element(),
         // About 5 n log2 n per transformed element (n the transformed extent).
         Primitive::Fft { fft_lengths, .. } => {
             let n: usize = fft_lengths.iter().product();

@@ -82,7 +82,7 @@ pub use remat_json as json;
 pub use remat_plan as plan;
 pub use remat_plan::Budget;
 pub use remat_trace::{
-    self as trace, checkpoint, checkpoint_name, function_scope, lax, make_jaxpr, named, nn, numpy, ops, random,
+    self as trace, checkpoint, checkpoint_name, function_scope, lax, linalg, make_jaxpr, named, nn, numpy, ops, random,
     recursive_checkpoint, scan, scan_reverse, ArgTree, GradTree, Idx, Ix, Named, ScanBody, Tensor, TensorTree,
     TraceError, TraceFn, Traced, ELLIPSIS, NEW_AXIS,
 };

@@ -74,6 +74,7 @@ mod custom;
 mod elementwise;
 mod inline;
 pub mod lax;
+pub mod linalg;
 pub mod nn;
 pub mod numpy;
 pub mod ops;

@@ -15,6 +15,7 @@ use remat_trace::lax::{
     self, ConvOptions, FillValue, GatherDimensionNumbers, GatherOptions, GatherScatterMode, Padding,
     ScatterDimensionNumbers, ScatterOptions,
 };
+use remat_trace::linalg::{self, TriangularSolve};
 use remat_trace::{make_jaxpr, numpy, Arg, Tensor};
 
 type Branch = dyn Fn(Tensor) -> Tensor;
@@ -277,6 +278,38 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("igamma_igammac", p(|a| lax::igamma(&a[0], &a[1]) + lax::igammac(&a[1], &a[0])));
     add("betainc", p(|a| lax::betainc(&a[0], &a[1], &a[2])));
     add("igamma_grad_a_zeta", p(|a| lax::igamma_grad_a(&a[0], &a[1]) + lax::zeta(&a[0] + 1.5, &a[1])));
+    add("linalg_cholesky", p(|a| linalg::cholesky(&(a[0].matmul(&a[0].t()) + 3.0), true)));
+    add(
+        "linalg_cholesky_batched",
+        p(|a| {
+            let s = numpy::einsum("bij,bkj->bik", &[&a[0], &a[0]]) + 3.0;
+            linalg::cholesky(&s, false)
+        }),
+    );
+    let lower_t =
+        TriangularSolve { left_side: false, lower: true, transpose_a: true, conjugate_a: false, unit_diagonal: false };
+    add("linalg_triangular_solve", p(move |a| linalg::triangular_solve(&(&a[0] + 4.0), &a[1], lower_t)));
+    add("linalg_lu_factors", p(|a| linalg::lu(&a[0]).0));
+    add(
+        "linalg_lu_all",
+        Box::new(|a| {
+            let (lu, pivots, perm) = linalg::lu(&a[0]);
+            let again = linalg::lu_pivots_to_permutation(&pivots, 4);
+            vec![lu, pivots, perm, again]
+        }),
+    );
+    add(
+        "linalg_qr",
+        p(|a| {
+            let (q, r) = linalg::qr(&a[0], false);
+            q.sin().matmul(&r)
+        }),
+    );
+    add("linalg_eigh_eigenvalues", p(|a| linalg::eigh(&a[0], true, true).1));
+    add(
+        "linalg_symmetric_product",
+        p(|a| linalg::symmetric_product(&a[0], &a[1], FillValue::Float(2.0), FillValue::Int(3))),
+    );
     m
 }
 
@@ -294,6 +327,21 @@ fn reverse_mode_through_a_while_loop_is_jax_error() {
     .unwrap();
     let e = remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("while is forward-only").to_string();
     assert!(e.contains("Reverse-mode differentiation does not work for lax.while_loop"), "{e}");
+}
+
+#[test]
+fn differentiating_symmetric_product_is_jax_error() {
+    let a = Aval::new(DType::F32, vec![3, 2]);
+    let c = Aval::new(DType::F32, vec![3, 3]);
+    let traced = make_jaxpr(
+        |(a, c): (Tensor, Tensor)| {
+            linalg::symmetric_product(&a, &c, FillValue::Float(1.0), FillValue::Float(0.0)).sum()
+        },
+        &(a, c),
+    )
+    .unwrap();
+    let e = remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("JAX defines no jvp").to_string();
+    assert!(e.contains("Differentiation rule for 'symmetric_product' not implemented"), "{e}");
 }
 
 fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> String {

@@ -286,6 +286,19 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
         }
         Primitive::TriangularSolve(t) => one(triangular_solve(b, *t, ins, size)),
+        // `expand_dims_batcher`: every result batched at the front too.
+        Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
+        | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. } => {
+            let mut operands = Vec::with_capacity(ins.len());
+            for &(x, d) in ins {
+                operands.push(bdim_at_front(b, x, d, size)?);
+            }
+            let outs = b.bind(prim.clone(), operands)?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), Some(0))).collect())
+        }
         Primitive::TopK { axis, k } => {
             let (x, d) = ins[0];
             let bd = d.expect("batched");

@@ -4,9 +4,19 @@
 //! tangent `L · phi(L⁻¹ Σ̇ L⁻ᵀ)` (two triangular solves, `phi` halving the diagonal by
 //! dividing by `1 + eye`, a `dot_general` at `Precision.HIGHEST`); `triangular_solve` is
 //! linear in `b` and takes `a`'s tangent through `_triangular_solve_jvp_rule_a`, ordering
-//! the product and the solve by the cheaper side.
+//! the product and the solve by the cheaper side. `lu`'s tangent is JAX's `_lu_jvp_inner`
+//! (De Hoog, Anderssen and Lukas) under `vmap` over the batch axes: the masks and identities
+//! are built per matrix and broadcast over the batch, one `vmap` level at a time, as
+//! JAX's batching rules emit them. `qr`'s is JAX's `qr_jvp_rule` and `_thin_qr_jvp` for a
+//! tall or square matrix (`full_matrices` only when square) and for a wide one; the
+//! pivoted and the full tall cases are refused. `eigh`'s is `_eigh_jvp_rule`: the primal
+//! is a new `eigh` of the symmetrized operand, the tangent classic perturbation theory
+//! (`Fmat`, three `Precision.HIGHEST` products, the diagonal by a `gather`).
 
-use remat_ir::{Atom, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, Precision, Primitive, TriangularSolve};
+use remat_ir::{
+    Atom, CompareOp, DType, DotDimensionNumbers, Eigh, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr,
+    Precision, Primitive, Qr, TriangularSolve,
+};
 
 use super::{emit_primal, JvpOut, Tangent};
 use crate::builder::{lit, Builder};
@@ -162,4 +172,392 @@ pub(super) fn triangular_solve(
         });
     }
     Ok((vec![ans], vec![acc.map_or(Tangent::Zero, Tangent::Nz)]))
+}
+
+/// `lax._eye(dtype, (n, n))`: the `eq` mask converted.
+fn eye(b: &mut Builder, dtype: DType, n: usize) -> Result<Atom, AdError> {
+    let mask = diagonal_mask(b, n, n, 0, CompareOp::Eq)?;
+    b.bind1(Primitive::ConvertElementType { new_dtype: dtype, weak_type: false }, vec![mask])
+}
+
+/// An operand of a per-matrix rule run under `vmap` over `batch` axes that is not batched
+/// (a mask, zeros, an identity), as JAX's batching rules broadcast it to meet a batched
+/// one: one leading axis per `vmap` level, innermost first, of the batch size (`full`:
+/// `select_n`'s rule) or of size 1 (an elementwise binary's rule).
+fn unbatched_to(b: &mut Builder, x: Atom, batch: &[usize], full: bool) -> Result<Atom, AdError> {
+    let mut x = x;
+    for &size in batch.iter().rev() {
+        let aval = b.aval(&x);
+        let mut shape = vec![if full { size } else { 1 }];
+        shape.extend(&aval.shape);
+        let dims: Vec<usize> = (1..=aval.rank()).collect();
+        x = b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x])?;
+    }
+    Ok(x)
+}
+
+/// `_tril(x, k)` (`lower`) or `_triu(x, k)` of the matrices of `x` under `vmap` over its
+/// first `nb` axes: the mask and zeros per matrix, broadcast by `select_n`'s batching rule.
+fn vmapped_triangle(b: &mut Builder, x: Atom, nb: usize, k: i64, lower: bool) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let (rows, cols) = (aval.shape[nb], aval.shape[nb + 1]);
+    let mask = tri(b, rows, cols, if lower { k } else { k - 1 })?;
+    let zeros = b.zeros(&remat_ir::Aval::new(aval.dtype, vec![rows, cols]))?;
+    let (mut mask, mut zeros) = (mask, zeros);
+    for level in (0..nb).rev() {
+        let batch = &aval.shape[level..level + 1];
+        mask = unbatched_to(b, mask, batch, true)?;
+        zeros = unbatched_to(b, zeros, batch, true)?;
+    }
+    if lower {
+        b.select_n(mask, vec![zeros, x])
+    } else {
+        b.select_n(mask, vec![x, zeros])
+    }
+}
+
+/// `lax.pad(x, 0, config)` of the matrices of `x` (its first `nb` axes a batch, unpadded).
+fn pad_matrix(b: &mut Builder, x: Atom, nb: usize, rows: (i64, i64), cols: (i64, i64)) -> Result<Atom, AdError> {
+    let dtype = b.aval(&x).dtype;
+    let mut padding_config = vec![(0, 0, 0); nb];
+    padding_config.push((rows.0, rows.1, 0));
+    padding_config.push((cols.0, cols.1, 0));
+    b.bind1(Primitive::Pad { padding_config }, vec![x, lit(dtype, 0.0)])
+}
+
+/// `x[..., :rows, :cols]`, skipping the whole array as `jnp` indexing does.
+fn leading_block(b: &mut Builder, x: Atom, rows: usize, cols: usize) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    if aval.shape[r - 2] == rows && aval.shape[r - 1] == cols {
+        return Ok(x);
+    }
+    let mut limit_indices = aval.shape.clone();
+    limit_indices[r - 2] = rows;
+    limit_indices[r - 1] = cols;
+    b.bind1(Primitive::Slice { start_indices: vec![0; r], limit_indices, strides: None }, vec![x])
+}
+
+/// `x[permutation]` on each matrix of `x` (`[..., m, n]`, rows gathered by `perm`,
+/// `[..., m]`): `jnp` indexing's negative-index fix-up and a `gather`, with JAX's gather
+/// batching rule's batching axes over the leading ones.
+fn take_rows(b: &mut Builder, x: Atom, perm: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    let nb = r - 2;
+    let (m, n) = (aval.shape[r - 2], aval.shape[r - 1]);
+    let neg = b.compare(CompareOp::Lt, perm, lit(DType::I32, 0.0))?;
+    let wrapped = b.add(perm, lit(DType::I32, m as f64))?;
+    let idx = b.select_n(neg, vec![perm, wrapped])?;
+    let mut idx_shape = aval.shape[..nb].to_vec();
+    idx_shape.extend([m, 1]);
+    let dims: Vec<usize> = (0..=nb).collect();
+    let idx = b.bind1(Primitive::BroadcastInDim { shape: idx_shape, broadcast_dimensions: dims }, vec![idx])?;
+    let batch: Vec<usize> = (0..nb).collect();
+    let mut slice_sizes = vec![1; nb + 1];
+    slice_sizes.push(n);
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: vec![nb + 1],
+            collapsed_slice_dims: vec![nb],
+            start_index_map: vec![nb],
+            operand_batching_dims: batch.clone(),
+            start_indices_batching_dims: batch,
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes,
+        unique_indices: false,
+    };
+    b.bind1(prim, vec![x, idx])
+}
+
+/// JAX's `_lu_jvp_rule`: the primal `lu`, and `_lu_jvp_inner` on its factors, the tangent
+/// and the permutation (under `vmap` over the batch axes); the pivots and the permutation
+/// have no tangent.
+pub(super) fn lu(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let outs = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(a_dot) = tangents[0] else {
+        return Ok((outs, vec![Tangent::Zero; 3]));
+    };
+    let (lu, permutation) = (outs[0], outs[2]);
+    let aval = b.aval(&lu);
+    let r = aval.rank();
+    let nb = r - 2;
+    let batch = aval.shape[..nb].to_vec();
+    let (m, n) = (aval.shape[r - 2], aval.shape[r - 1]);
+    let k = m.min(n);
+    let dtype = aval.dtype;
+    // l = pad(_tril(lu[:, :k], -1), (0, m - k) columns) + eye(m).
+    let lk = leading_block(b, lu, m, k)?;
+    let l = vmapped_triangle(b, lk, nb, -1, true)?;
+    let l = pad_matrix(b, l, nb, (0, 0), (0, (m - k) as i64))?;
+    let eye_m = eye(b, dtype, m)?;
+    let eye_m = unbatched_to(b, eye_m, &batch, false)?;
+    let l = b.add(l, eye_m)?;
+    // u = pad(_triu(lu[:k, :]), (0, n - k) rows) + pad(eye(n - k), (k, 0) both).
+    let u_eye = eye(b, dtype, n - k)?;
+    let u_eye = pad_matrix(b, u_eye, 0, (k as i64, 0), (k as i64, 0))?;
+    let uk = leading_block(b, lu, k, n)?;
+    let u = vmapped_triangle(b, uk, nb, 0, false)?;
+    let u = pad_matrix(b, u, nb, (0, (n - k) as i64), (0, 0))?;
+    let u_eye = unbatched_to(b, u_eye, &batch, false)?;
+    let u = b.add(u, u_eye)?;
+    let taken = take_rows(b, a_dot, permutation)?;
+    let left =
+        TriangularSolve { left_side: true, lower: true, transpose_a: false, conjugate_a: false, unit_diagonal: true };
+    let la = solve(b, left, l, taken)?;
+    let right = TriangularSolve {
+        left_side: false,
+        lower: false,
+        transpose_a: false,
+        conjugate_a: false,
+        unit_diagonal: false,
+    };
+    let lau = solve(b, right, u, la)?;
+    let lower = vmapped_triangle(b, lau, nb, -1, true)?;
+    let l_dot = matmul_highest(b, l, lower)?;
+    let upper = vmapped_triangle(b, lau, nb, 0, false)?;
+    let u_dot = matmul_highest(b, upper, u)?;
+    let lu_dot = b.add(l_dot, u_dot)?;
+    Ok((outs, vec![Tangent::Nz(lu_dot), Tangent::Zero, Tangent::Zero]))
+}
+
+/// `_H(x)` of a real `x`: its matrices transposed (`jnp.swapaxes(x, -1, -2)`).
+fn transpose_matrices(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
+    let r = b.aval(&x).rank();
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm.swap(r - 2, r - 1);
+    b.transpose(x, &perm)
+}
+
+/// `x @ y` (`jnp.matmul`) of two arrays of matrices with the same batch axes: one
+/// `dot_general` with the batch axes paired, in the operands' dtype.
+fn matmul(b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    let batch: Vec<usize> = (0..r - 2).collect();
+    let dn = DotDimensionNumbers {
+        lhs_contracting: vec![r - 1],
+        rhs_contracting: vec![r - 2],
+        lhs_batch: batch.clone(),
+        rhs_batch: batch,
+    };
+    b.dot_general(x, y, dn, Some(aval.dtype), None)
+}
+
+/// `x[..., rows, cols]` for static ranges of the last two axes (`slice`), skipping the
+/// whole array as `jnp` indexing does.
+fn block(
+    b: &mut Builder,
+    x: Atom,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    if rows == (0..aval.shape[r - 2]) && cols == (0..aval.shape[r - 1]) {
+        return Ok(x);
+    }
+    let mut start_indices = vec![0; r];
+    let mut limit_indices = aval.shape.clone();
+    (start_indices[r - 2], limit_indices[r - 2]) = (rows.start, rows.end);
+    (start_indices[r - 1], limit_indices[r - 1]) = (cols.start, cols.end);
+    b.bind1(Primitive::Slice { start_indices, limit_indices, strides: None }, vec![x])
+}
+
+/// JAX's `_thin_qr_jvp(q, r, dx)` for real matrices: `(dq, dr)`.
+fn thin_qr_jvp(b: &mut Builder, q: Atom, r: Atom, dx: Atom) -> Result<(Atom, Atom), AdError> {
+    let right = TriangularSolve {
+        left_side: false,
+        lower: false,
+        transpose_a: false,
+        conjugate_a: false,
+        unit_diagonal: false,
+    };
+    let dx_rinv = solve(b, right, r, dx)?;
+    let qt = transpose_matrices(b, q)?;
+    let qt_dx_rinv = matmul(b, qt, dx_rinv)?;
+    let lower = tril(b, qt_dx_rinv, -1)?;
+    let lower_t = transpose_matrices(b, lower)?;
+    let d_o = b.sub(lower, lower_t)?;
+    // The complex correction `I * (A - real(A))`, emitted for real `A` too.
+    let aval = b.aval(&r);
+    let rank = aval.rank();
+    let n = aval.shape[rank - 1];
+    let eye_n = eye(b, aval.dtype, n)?;
+    let eye_n = if rank > 2 {
+        let mut shape = vec![1; rank - 2];
+        shape.extend([n, n]);
+        b.broadcast_in_dim(eye_n, &shape, &[rank - 2, rank - 1])?
+    } else {
+        eye_n
+    };
+    let imag = b.sub(qt_dx_rinv, qt_dx_rinv)?;
+    let correction = b.mul(eye_n, imag)?;
+    let d_o = b.add(d_o, correction)?;
+    let inner = b.sub(d_o, qt_dx_rinv)?;
+    let dq = matmul(b, q, inner)?;
+    let dq = b.add(dq, dx_rinv)?;
+    let left = b.sub(qt_dx_rinv, d_o)?;
+    let dr = matmul(b, left, r)?;
+    Ok((dq, dr))
+}
+
+/// JAX's `qr_jvp_rule`.
+pub(super) fn qr(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    params: Qr,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let outs = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(dx) = tangents[0] else {
+        let n = outs.len();
+        return Ok((outs, vec![Tangent::Zero; n]));
+    };
+    if params.pivoting {
+        return Err(AdError::Invalid("qr: the jvp of a QR with pivoting=True is not supported yet".into()));
+    }
+    let (q, r) = (outs[0], outs[1]);
+    let x = primals[0];
+    let aval = b.aval(&x);
+    let rank = aval.rank();
+    let (m, n) = (aval.shape[rank - 2], aval.shape[rank - 1]);
+    let (dq, dr) = if m < n {
+        let x2 = block(b, x, 0..m, m..n)?;
+        let dx1 = block(b, dx, 0..m, 0..m)?;
+        let dx2 = block(b, dx, 0..m, m..n)?;
+        let r1 = block(b, r, 0..m, 0..m)?;
+        let (dq, dr1) = thin_qr_jvp(b, q, r1, dx1)?;
+        let dqt = transpose_matrices(b, dq)?;
+        let a = matmul(b, dqt, x2)?;
+        let qt = transpose_matrices(b, q)?;
+        let c = matmul(b, qt, dx2)?;
+        let dr2 = b.add(a, c)?;
+        let dr = b.bind1(Primitive::Concatenate { dimension: rank - 1 }, vec![dr1, dr2])?;
+        (dq, dr)
+    } else {
+        if params.full_matrices && m > n {
+            return Err(AdError::Invalid(
+                "qr: the jvp of a tall QR with full_matrices=True is not supported yet".into(),
+            ));
+        }
+        thin_qr_jvp(b, q, r, dx)?
+    };
+    Ok((outs, vec![Tangent::Nz(dq), Tangent::Nz(dr)]))
+}
+
+/// `symmetrize(x)`: `(x + _H(x)) / 2`.
+fn symmetrize(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
+    let dtype = b.aval(&x).dtype;
+    let xt = transpose_matrices(b, x)?;
+    let sum = b.add(x, xt)?;
+    b.div(sum, lit(dtype, 2.0))
+}
+
+/// `lax.dot` (matrices) or `lax.batch_matmul` at `Precision.HIGHEST`, no preferred type.
+fn dot_highest_plain(b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
+    let r = b.aval(&x).rank();
+    let batch: Vec<usize> = (0..r - 2).collect();
+    let dn = DotDimensionNumbers {
+        lhs_contracting: vec![r - 1],
+        rhs_contracting: vec![r - 2],
+        lhs_batch: batch.clone(),
+        rhs_batch: batch,
+    };
+    b.dot_general(x, y, dn, None, Some((Precision::Highest, Precision::Highest)))
+}
+
+/// `_extract_diagonal(s)`: `s[..., i, i]` for `i = iota(n)`, as `jnp` indexing emits it.
+fn extract_diagonal(b: &mut Builder, s: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&s);
+    let r = aval.rank();
+    let nb = r - 2;
+    let n = aval.shape[r - 2].min(aval.shape[r - 1]);
+    let i = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n], dimension: 0 }, vec![])?;
+    let mut cols = Vec::with_capacity(2);
+    for axis in [r - 2, r - 1] {
+        let neg = b.compare(CompareOp::Lt, i, lit(DType::I32, 0.0))?;
+        let wrapped = b.add(i, lit(DType::I32, aval.shape[axis] as f64))?;
+        cols.push(b.select_n(neg, vec![i, wrapped])?);
+    }
+    let mut idx = Vec::with_capacity(2);
+    for c in cols {
+        idx.push(b.bind1(Primitive::BroadcastInDim { shape: vec![n, 1], broadcast_dimensions: vec![0] }, vec![c])?);
+    }
+    let idx = b.bind1(Primitive::Concatenate { dimension: 1 }, idx)?;
+    let mut slice_sizes = aval.shape[..nb].to_vec();
+    slice_sizes.extend([1, 1]);
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: (0..nb).collect(),
+            collapsed_slice_dims: vec![nb, nb + 1],
+            start_index_map: vec![nb, nb + 1],
+            operand_batching_dims: vec![],
+            start_indices_batching_dims: vec![],
+        },
+        fill_value: None,
+        indices_are_sorted: false,
+        mode: GatherScatterMode::PromiseInBounds,
+        slice_sizes,
+        unique_indices: false,
+    };
+    b.bind1(prim, vec![s, idx])
+}
+
+/// JAX's `_eigh_jvp_rule` (real matrices, the whole spectrum).
+pub(super) fn eigh(b: &mut Builder, params: Eigh, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let a = primals[0];
+    let sym = symmetrize(b, a)?;
+    let outs = b.bind(Primitive::Eigh(params), vec![sym])?;
+    let (v, w) = (Atom::Var(outs[0]), Atom::Var(outs[1]));
+    let Tangent::Nz(a_dot) = tangents[0] else {
+        return Ok((vec![v, w], vec![Tangent::Zero, Tangent::Zero]));
+    };
+    let aval = b.aval(&a);
+    let r = aval.rank();
+    let nb = r - 2;
+    let n = aval.shape[r - 1];
+    let batch = aval.shape[..nb].to_vec();
+    let eye_n = eye(b, aval.dtype, n)?;
+    // Fmat = (eye + w[..., None, :] - w[..., :, None]) ** -1 - eye, with rank promotion.
+    let row_dims: Vec<usize> = (0..nb).chain([nb + 1]).collect();
+    let w_row = b.bind1(
+        Primitive::BroadcastInDim { shape: [&batch[..], &[1, n]].concat(), broadcast_dimensions: row_dims },
+        vec![w],
+    )?;
+    let promote = |b: &mut Builder, x: Atom| -> Result<Atom, AdError> {
+        if nb == 0 {
+            return Ok(x);
+        }
+        let shape = [&vec![1; nb][..], &[n, n]].concat();
+        b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: vec![nb, nb + 1] }, vec![x])
+    };
+    let eye_b = promote(b, eye_n)?;
+    let sum = b.add(eye_b, w_row)?;
+    let w_col = b.bind1(
+        Primitive::BroadcastInDim { shape: [&batch[..], &[n, 1]].concat(), broadcast_dimensions: (0..=nb).collect() },
+        vec![w],
+    )?;
+    let diff = b.sub(sum, w_col)?;
+    let inv = b.integer_pow(diff, -1)?;
+    let eye_b = promote(b, eye_n)?;
+    let fmat = b.sub(inv, eye_b)?;
+    let vt = transpose_matrices(b, v)?;
+    let t = dot_highest_plain(b, vt, a_dot)?;
+    let vdag_adot_v = dot_highest_plain(b, t, v)?;
+    let scaled = b.mul(fmat, vdag_adot_v)?;
+    let dv = dot_highest_plain(b, v, scaled)?;
+    let dw = extract_diagonal(b, vdag_adot_v)?;
+    Ok((vec![v, w], vec![Tangent::Nz(dv), Tangent::Nz(dw)]))
 }

@@ -266,6 +266,15 @@ pub(crate) fn jvp_rule(
         Primitive::Sort { .. } => indexing::sort(b, eqn, primals, tangents),
         Primitive::TopK { .. } => indexing::top_k(b, old, eqn, primals, tangents),
         Primitive::Cholesky => super::linalg::cholesky(b, old, eqn, primals, tangents),
+        Primitive::Lu => super::linalg::lu(b, old, eqn, primals, tangents),
+        Primitive::Qr(q) => super::linalg::qr(b, old, eqn, *q, primals, tangents),
+        Primitive::Eigh(e) => super::linalg::eigh(b, *e, primals, tangents),
+        // JAX defines no jvp for it: differentiating through it is JAX's error.
+        Primitive::SymmetricProduct { .. } => {
+            Err(AdError::Invalid("Differentiation rule for 'symmetric_product' not implemented".into()))
+        }
+        // Integer pivots in, an integer permutation out: no tangent.
+        Primitive::LuPivotsToPermutation { .. } => zero(b, old, eqn, primals),
         Primitive::TriangularSolve(t) => super::linalg::triangular_solve(b, old, eqn, *t, primals, tangents),
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),

@@ -170,6 +170,11 @@ pub(crate) fn transpose_rule(
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
         | Primitive::Cholesky
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
+        | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap
         | Primitive::RandomUnwrap

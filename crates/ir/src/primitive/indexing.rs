@@ -18,8 +18,8 @@ use crate::shape::{arity, bail, device, distinct_axes, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
 impl FillValue {
-    /// `fill_value` as JAX prints it.
-    fn param(self) -> Param {
+    /// `fill_value` (or `symmetric_product`'s `alpha`/`beta`) as JAX prints it.
+    pub(super) fn param(self) -> Param {
         match self {
             FillValue::Int(x) => Param::Int(x),
             FillValue::Float(x) => Param::Float(x),

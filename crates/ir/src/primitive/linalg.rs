@@ -1,5 +1,7 @@
-//! Linear algebra: `cholesky` and `triangular_solve` (JAX's `jax/_src/lax/linalg.py`), over
-//! the last two axes, the leading ones a batch.
+//! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
+//! `eigh` and `symmetric_product`
+//! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
+//! the leading ones a batch.
 //!
 //! For each primitive, in this order: its parameters' text form (`*_params`; `parse_*`)
 //! and its shape rule (`*_shape`, JAX's rule). Results land in device memory.
@@ -7,7 +9,7 @@
 use super::params::{ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::TriangularSolve;
+use crate::param_types::{Eigh, EighAlgorithm, FillValue, Qr, TriangularSolve};
 use crate::shape::{arity, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -81,4 +83,179 @@ pub(crate) fn triangular_solve_shape(t: &TriangularSolve, in_avals: &[Aval]) -> 
         if t.left_side { "True" } else { "False" }
     );
     Ok(device(b.dtype, b.shape.clone()))
+}
+
+// `lu x`: no parameters; for each `m x n` matrix of `x`, `(lu, pivots, permutation)`: the
+// unit-lower factor below the diagonal and the upper factor on and above it, the
+// `min(m, n)` row swaps of partial pivoting (i32) and the permutation they make (i32, `m`).
+
+pub(crate) fn lu_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "lu";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    ensure!(x.rank() >= 2, name, "{x} must have at least two axes");
+    let r = x.rank();
+    let (m, n) = (x.shape[r - 2], x.shape[r - 1]);
+    let batch = &x.shape[..r - 2];
+    let mut pivots = batch.to_vec();
+    pivots.push(m.min(n));
+    let mut permutation = batch.to_vec();
+    permutation.push(m);
+    Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(DType::I32, pivots), Aval::new(DType::I32, permutation)])
+}
+
+// `lu_pivots_to_permutation[permutation_size=m] pivots`: the permutation of `0..m` that
+// swapping entry `i` with entry `pivots[i]`, in order, makes (batched over leading axes).
+
+pub(crate) fn lu_pivots_to_permutation_shape(
+    permutation_size: usize,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "lu_pivots_to_permutation";
+    let [p] = arity(name, in_avals)?;
+    ensure!(p.dtype == DType::I32, name, "pivots {p} must be i32");
+    ensure!(p.rank() >= 1, name, "pivots {p} must have at least one axis");
+    let k = p.shape[p.rank() - 1];
+    ensure!(
+        permutation_size >= k,
+        name,
+        "Output permutation size {permutation_size} has to exceed the trailing dimension of the pivots {p}"
+    );
+    let mut shape = p.shape.clone();
+    *shape.last_mut().expect("rank >= 1") = permutation_size;
+    Ok(device(DType::I32, shape))
+}
+
+// `qr[full_matrices=True pivoting=False use_magma=None] x`: for each `m x n` matrix,
+// `q` (`m x k`) with orthonormal columns and upper-trapezoidal `r` (`k x n`), `k = m` with
+// `full_matrices`, else `min(m, n)`; with `pivoting`, the `i32` column permutation `p`
+// (`n`) with `x[:, p] = q r`.
+
+pub(super) fn qr_params(q: &Qr) -> Params {
+    vec![
+        ("full_matrices", Param::Bool(q.full_matrices)),
+        ("pivoting", Param::Bool(q.pivoting)),
+        ("use_magma", q.use_magma.map_or(Param::None, Param::Bool)),
+    ]
+}
+
+pub(super) fn parse_qr(p: &mut ParamReader) -> Result<Primitive, String> {
+    let full_matrices = p.bool("full_matrices")?;
+    let pivoting = p.bool("pivoting")?;
+    let use_magma = match p.take("use_magma")? {
+        Param::None => None,
+        Param::Bool(b) => Some(b),
+        other => return Err(format!("qr: parameter `use_magma` must be None, True or False, found {other}")),
+    };
+    Ok(Primitive::Qr(Qr { full_matrices, pivoting, use_magma }))
+}
+
+pub(crate) fn qr_shape(q: &Qr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "qr";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    ensure!(x.rank() >= 2, name, "{x} must have at least two axes");
+    let r = x.rank();
+    let (m, n) = (x.shape[r - 2], x.shape[r - 1]);
+    let k = if q.full_matrices { m } else { m.min(n) };
+    let batch = &x.shape[..r - 2];
+    let with = |last: &[usize]| [batch, last].concat();
+    let mut outs = vec![Aval::new(x.dtype, with(&[m, k])), Aval::new(x.dtype, with(&[k, n]))];
+    if q.pivoting {
+        outs.push(Aval::new(DType::I32, with(&[n])));
+    }
+    Ok(outs)
+}
+
+// `eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] x`: for each
+// symmetric `n x n` matrix (its `lower` triangle read), `v` (`n x n`, the unit eigenvectors
+// as columns) and `w` (`n`, the eigenvalues, ascending).
+
+pub(super) fn eigh_params(e: &Eigh) -> Params {
+    vec![
+        ("algorithm", e.algorithm.map_or(Param::None, |a| Param::Word(a.name().to_string()))),
+        ("lower", Param::Bool(e.lower)),
+        ("sort_eigenvalues", Param::Bool(e.sort_eigenvalues)),
+        (
+            "subset_by_index",
+            e.subset_by_index
+                .map_or(Param::None, |(a, b)| Param::Tuple(vec![Param::Int(a as i64), Param::Int(b as i64)])),
+        ),
+    ]
+}
+
+pub(super) fn parse_eigh(p: &mut ParamReader) -> Result<Primitive, String> {
+    let algorithm = match p.take("algorithm")? {
+        Param::None => None,
+        Param::Word(w) => Some(
+            EighAlgorithm::from_name(&w)
+                .ok_or_else(|| format!("eigh: unknown algorithm `{w}` (EighImplementation.QR, JACOBI or QDWH)"))?,
+        ),
+        other => {
+            return Err(format!("eigh: parameter `algorithm` must be None or an EighImplementation, found {other}"))
+        }
+    };
+    let lower = p.bool("lower")?;
+    let sort_eigenvalues = p.bool("sort_eigenvalues")?;
+    let subset_by_index = if p.is_none("subset_by_index") {
+        p.optional_none("subset_by_index")?;
+        None
+    } else {
+        match p.usizes("subset_by_index")?.as_slice() {
+            [a, b] => Some((*a, *b)),
+            other => return Err(format!("eigh: subset_by_index must be a pair (start, end), found {other:?}")),
+        }
+    };
+    Ok(Primitive::Eigh(Eigh { lower, sort_eigenvalues, subset_by_index, algorithm }))
+}
+
+pub(crate) fn eigh_shape(e: &Eigh, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "eigh";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    let n = square(name, x)?;
+    ensure!(
+        e.subset_by_index.is_none_or(|s| s == (0, n)),
+        name,
+        "subset_by_index {:?} is not supported on CPU (JAX's CPU lowering takes only the whole range (0, {n}))",
+        e.subset_by_index
+    );
+    ensure!(
+        matches!(e.algorithm, None | Some(EighAlgorithm::Qr)),
+        name,
+        "{} is not supported on CPU",
+        e.algorithm.map_or("", EighAlgorithm::name)
+    );
+    let r = x.rank();
+    Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(x.dtype, x.shape[..r - 1].to_vec())])
+}
+
+// `symmetric_product[alpha=1.0 beta=0.0] a c`: `alpha a aᵀ + beta c` for each `m x n`
+// matrix of `a` and `m x m` matrix of `c` (JAX's lowering off GPU computes every element).
+
+fn number(p: &mut ParamReader, key: &str) -> Result<FillValue, String> {
+    match p.take(key)? {
+        Param::Float(x) => Ok(FillValue::Float(x)),
+        v => v
+            .as_int()
+            .map(FillValue::Int)
+            .ok_or_else(|| format!("symmetric_product: `{key}` must be a number, found {v}")),
+    }
+}
+
+pub(super) fn parse_symmetric_product(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::SymmetricProduct { alpha: number(p, "alpha")?, beta: number(p, "beta")? })
+}
+
+pub(crate) fn symmetric_product_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "symmetric_product";
+    let [a, c] = arity(name, in_avals)?;
+    linalg_float(name, a)?;
+    ensure!(a.dtype == c.dtype, name, "a {a} and c {c} must have one dtype");
+    ensure!(a.rank() >= 2 && a.rank() == c.rank(), name, "a {a} and c {c} must be matrices of one rank");
+    let m = square(name, c)?;
+    let r = a.rank();
+    ensure!(a.shape[..r - 2] == c.shape[..r - 2], name, "a {a} and c {c} must have the same batch axes");
+    ensure!(a.shape[r - 2] == m, name, "a {a} must have c {c}'s {m} rows");
+    Ok(device(c.dtype, c.shape.clone()))
 }

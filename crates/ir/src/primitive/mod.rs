@@ -45,8 +45,9 @@ pub(crate) mod window;
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
-    DotDimensionNumbers, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, ReduceOp,
-    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window, WindowOp,
+    DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision,
+    Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window,
+    WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -177,6 +178,11 @@ primitive_kinds! {
         TopK = "top_k",
         Cholesky = "cholesky",
         TriangularSolve = "triangular_solve",
+        Lu = "lu",
+        LuPivotsToPermutation = "lu_pivots_to_permutation",
+        Qr = "qr",
+        Eigh = "eigh",
+        SymmetricProduct = "symmetric_product",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
         ReduceWindowSum = "reduce_window_sum",
@@ -277,6 +283,11 @@ impl PrimitiveKind {
             | PrimitiveKind::TopK
             | PrimitiveKind::Cholesky
             | PrimitiveKind::TriangularSolve
+            | PrimitiveKind::Lu
+            | PrimitiveKind::LuPivotsToPermutation
+            | PrimitiveKind::Qr
+            | PrimitiveKind::Eigh
+            | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
             | PrimitiveKind::ConvGeneralDilated
@@ -363,6 +374,11 @@ impl Primitive {
             Primitive::TopK { .. } => PrimitiveKind::TopK,
             Primitive::Cholesky => PrimitiveKind::Cholesky,
             Primitive::TriangularSolve(_) => PrimitiveKind::TriangularSolve,
+            Primitive::Lu => PrimitiveKind::Lu,
+            Primitive::LuPivotsToPermutation { .. } => PrimitiveKind::LuPivotsToPermutation,
+            Primitive::Qr(_) => PrimitiveKind::Qr,
+            Primitive::Eigh(_) => PrimitiveKind::Eigh,
+            Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
@@ -457,6 +473,11 @@ impl Primitive {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
+            | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -559,6 +580,13 @@ impl Primitive {
             Primitive::TopK { axis, k } => top_k_params(*axis, *k),
             Primitive::Cholesky => linalg::cholesky_params(),
             Primitive::TriangularSolve(t) => linalg::triangular_solve_params(t),
+            Primitive::Lu => Vec::new(),
+            Primitive::LuPivotsToPermutation { permutation_size } => {
+                vec![("permutation_size", Param::Int(*permutation_size as i64))]
+            }
+            Primitive::Qr(q) => linalg::qr_params(q),
+            Primitive::Eigh(e) => linalg::eigh_params(e),
+            Primitive::SymmetricProduct { alpha, beta } => vec![("alpha", alpha.param()), ("beta", beta.param())],
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
@@ -653,6 +681,13 @@ impl Primitive {
             PrimitiveKind::TopK => parse_top_k(p)?,
             PrimitiveKind::Cholesky => Primitive::Cholesky,
             PrimitiveKind::TriangularSolve => linalg::parse_triangular_solve(p)?,
+            PrimitiveKind::Lu => Primitive::Lu,
+            PrimitiveKind::LuPivotsToPermutation => {
+                Primitive::LuPivotsToPermutation { permutation_size: p.usize("permutation_size")? }
+            }
+            PrimitiveKind::Qr => linalg::parse_qr(p)?,
+            PrimitiveKind::Eigh => linalg::parse_eigh(p)?,
+            PrimitiveKind::SymmetricProduct => linalg::parse_symmetric_product(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
@@ -753,6 +788,13 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
         Primitive::Cholesky => linalg::cholesky_shape(ins),
         Primitive::TriangularSolve(t) => linalg::triangular_solve_shape(t, ins),
+        Primitive::Lu => linalg::lu_shape(ins),
+        Primitive::LuPivotsToPermutation { permutation_size } => {
+            linalg::lu_pivots_to_permutation_shape(*permutation_size, ins)
+        }
+        Primitive::Qr(q) => linalg::qr_shape(q, ins),
+        Primitive::Eigh(e) => linalg::eigh_shape(e, ins),
+        Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),

@@ -289,7 +289,12 @@ impl Lowering {
             | Primitive::Cumulative { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
-            | Primitive::RegularizedIncompleteBeta => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::RegularizedIncompleteBeta
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
+            | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => {
                 Ok(vec![self.reduce_window(op.reduce_op(), window, &ins[0], out)])
@@ -845,6 +850,11 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::RegularizedIncompleteBeta
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
+        | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::PlatformIndex { .. }
         | Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }

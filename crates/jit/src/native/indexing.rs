@@ -1,6 +1,6 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
-//! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky` and
-//! `triangular_solve` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky`,
+//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and `symmetric_product` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
 //! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
@@ -249,6 +249,46 @@ fn run(b: &Bases) {
             _ => linear_algebra::<f32>(b, Some(t)),
         },
         Primitive::RegularizedIncompleteBeta => with_dtype!(d.in_avals[0].dtype, T => betainc::<T>(b)),
+        Primitive::Lu => match d.in_avals[0].dtype {
+            DType::F64 => lu::<f64>(b),
+            _ => lu::<f32>(b),
+        },
+        Primitive::SymmetricProduct { alpha, beta } => {
+            let (alpha, beta) = (alpha.to_f64(), beta.to_f64());
+            match d.in_avals[0].dtype {
+                DType::F64 => {
+                    let out = linalg::symmetric_product(&b.view::<f64>(0), &b.view::<f64>(1), alpha, beta);
+                    b.view_mut::<f64>(0).assign(&out);
+                }
+                _ => {
+                    let out = linalg::symmetric_product(&b.view::<f32>(0), &b.view::<f32>(1), alpha, beta);
+                    b.view_mut::<f32>(0).assign(&out);
+                }
+            }
+        }
+        Primitive::Eigh(params) => {
+            let lower = params.lower;
+            match d.in_avals[0].dtype {
+                DType::F64 => {
+                    let (v, w) = linalg::eigh(&b.view::<f64>(0), lower, |x| x, |x| x);
+                    b.view_mut::<f64>(0).assign(&v);
+                    b.view_mut::<f64>(1).assign(&w);
+                }
+                _ => {
+                    let (v, w) = linalg::eigh(&b.view::<f32>(0), lower, f64::from, |x| x as f32);
+                    b.view_mut::<f32>(0).assign(&v);
+                    b.view_mut::<f32>(1).assign(&w);
+                }
+            }
+        }
+        Primitive::Qr(params) => match d.in_avals[0].dtype {
+            DType::F64 => qr::<f64>(b, params),
+            _ => qr::<f32>(b, params),
+        },
+        Primitive::LuPivotsToPermutation { permutation_size } => {
+            let out = linalg::lu_pivots_to_permutation(&b.view::<i32>(0), *permutation_size);
+            b.view_mut::<i32>(0).assign(&out);
+        }
         Primitive::RandomSeed => random::seed(b),
         Primitive::RandomWrap => random::wrap(b),
         Primitive::RandomUnwrap => random::unwrap(b),
@@ -285,6 +325,24 @@ fn linear_algebra<T: linalg::LinalgFloat + 'static>(b: &Bases, solve: Option<&Tr
         None => linalg::cholesky(&b.view::<T>(0)),
     };
     b.view_mut::<T>(0).assign(&out);
+}
+
+/// `lu` on `T` (f32 or f64): the three results computed whole before any is written.
+fn lu<T: linalg::LinalgFloat + 'static>(b: &Bases) {
+    let (lu, pivots, perm) = linalg::lu(&b.view::<T>(0));
+    b.view_mut::<T>(0).assign(&lu);
+    b.view_mut::<i32>(1).assign(&pivots);
+    b.view_mut::<i32>(2).assign(&perm);
+}
+
+/// `qr` on `T` (f32 or f64): every result computed before any is written.
+fn qr<T: linalg::LinalgFloat + 'static>(b: &Bases, params: &remat_ir::Qr) {
+    let (q, r, p) = linalg::qr(&b.view::<T>(0), params);
+    b.view_mut::<T>(0).assign(&q);
+    b.view_mut::<T>(1).assign(&r);
+    if let Some(p) = p {
+        b.view_mut::<i32>(2).assign(&p);
+    }
 }
 
 /// JAX's default `fill_value`: NaN for floats, the lowest signed integer, `true`.

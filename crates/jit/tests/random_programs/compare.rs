@@ -132,6 +132,11 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::TopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
+            | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
@@ -224,6 +229,11 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::TopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
+        | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }
         | Primitive::While { .. }

@@ -694,8 +694,11 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             b.eqn(Primitive::Threefry2x32, vec![words.into(), counts[1].into(), counts[0].into(), words.into()])?;
         }
         37 => {
-            // Linear algebra: a Cholesky factor of a batch of square matrices, and a
-            // triangular solve against it or against the matrices themselves.
+            // Linear algebra: a Cholesky factor of a batch of square matrices, a triangular
+            // solve against it or against the matrices themselves, an LU decomposition of a
+            // batch of (possibly rectangular) matrices and the permutation its pivots make,
+            // a QR decomposition of the same matrices and an eigendecomposition of the
+            // square ones, and a symmetric product of the rectangular ones.
             let dt = g.pick(&[DType::F32, DType::F64]);
             let n = g.pick(&[1usize, 2, 3]);
             let batch: Vec<usize> = if g.chance(30) { vec![2] } else { vec![] };
@@ -713,6 +716,20 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let rhs = b.input(Aval::new(dt, rhs));
             let tri = if g.chance(50) { l } else { a };
             b.eqn(Primitive::TriangularSolve(t), vec![tri.into(), rhs.into()])?;
+            let rows = g.pick(&[1usize, 2, 3, 4]);
+            let cols = g.pick(&[1usize, 2, 3, 4]);
+            let m = b.input(Aval::new(dt, [&batch[..], &[rows, cols]].concat()));
+            let pivots = b.eqn(Primitive::Lu, vec![m.into()])?[1];
+            let size = rows + g.pick(&[0usize, 2]);
+            b.eqn(Primitive::LuPivotsToPermutation { permutation_size: size }, vec![pivots.into()])?;
+            let params = remat_ir::Qr { full_matrices: g.chance(50), pivoting: g.chance(30), use_magma: None };
+            b.eqn(Primitive::Qr(params), vec![m.into()])?;
+            let params =
+                remat_ir::Eigh { lower: g.chance(50), sort_eigenvalues: true, subset_by_index: None, algorithm: None };
+            b.eqn(Primitive::Eigh(params), vec![a.into()])?;
+            let c = b.input(Aval::new(dt, [&batch[..], &[rows, rows]].concat()));
+            let (alpha, beta) = (FillValue::Float(g.pick(&[1.0, 0.5])), FillValue::Int(g.pick(&[0, 2])));
+            b.eqn(Primitive::SymmetricProduct { alpha, beta }, vec![m.into(), c.into()])?;
         }
         // Random bodies (`loops.rs`) and index arithmetic (`index.rs`).
         39 => loops::scan(b, g, false)?,

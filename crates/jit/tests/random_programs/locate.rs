@@ -349,6 +349,11 @@ fn inside(
         | Primitive::TopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
+        | Primitive::Lu
+        | Primitive::LuPivotsToPermutation { .. }
+        | Primitive::Qr(_)
+        | Primitive::Eigh(_)
+        | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),
     }

@@ -133,6 +133,25 @@ c("population_count_clz", lambda i: lax.population_count(i) + lax.clz(i),
 c("mulhi", lambda a, b: lax.mulhi(a, b), np.array([-7, 1 << 30, -(1 << 31), 123456789], np.int32),
   np.array([3, 8, -(1 << 31), 987654321], np.int32), grad=False)
 c("optimization_barrier", lambda x, y: lax.optimization_barrier((jnp.sin(x), y)), f32(3), f32(2, 2), grad=False)
+from jax.lax import linalg as lax_linalg
+c("linalg_cholesky", lambda x: lax_linalg.cholesky(x @ x.T + 3.0), f32(3, 3))
+c("linalg_cholesky_batched", lambda x: lax_linalg.cholesky(jnp.einsum("bij,bkj->bik", x, x) + 3.0,
+                                                           symmetrize_input=False), f32(2, 3, 3))
+c("linalg_triangular_solve", lambda a, b: lax_linalg.triangular_solve(a + 4.0, b, left_side=False, lower=True,
+                                                                      transpose_a=True),
+  f32(3, 3), f32(2, 3))
+c("linalg_lu_factors", lambda x: lax_linalg.lu(x)[0], f32(3, 4))
+def _lu_all(x):
+    lu, pivots, perm = lax_linalg.lu(x)
+    return lu, pivots, perm, lax_linalg.lu_pivots_to_permutation(pivots, 4)
+c("linalg_lu_all", _lu_all, f32(2, 3, 3), grad=False)
+def _qr_product(x):
+    q, r = lax_linalg.qr(x, full_matrices=False)
+    return jnp.sin(q) @ r
+c("linalg_qr", _qr_product, f32(4, 3))
+c("linalg_eigh_eigenvalues", lambda x: lax_linalg.eigh(x)[1], f32(3, 3))
+c("linalg_symmetric_product", lambda a, c: lax_linalg.symmetric_product(a, c, alpha=2.0, beta=3), f32(3, 2), f32(3, 3),
+  grad=False)
 
 # The special functions of issue 45: the scaled Bessel functions and igamma/igammac under
 # grad (igamma's derivative in a is igamma_grad_a), igamma_grad_a and zeta (no derivative).
