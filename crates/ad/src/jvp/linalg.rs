@@ -62,6 +62,18 @@ fn triu(b: &mut Builder, x: Atom, k: i64) -> Result<Atom, AdError> {
     b.select_n(mask, vec![x, zeros])
 }
 
+/// An `n x n` matrix `m` as `lax.expand_dims` puts it over the batch axes of a rank-`rank`
+/// operand: `[1, ..., n, n]`, which elementwise ops then broadcast (`m` itself at rank 2).
+fn over_batch_axes(b: &mut Builder, m: Atom, rank: usize) -> Result<Atom, AdError> {
+    if rank <= 2 {
+        return Ok(m);
+    }
+    let n = b.aval(&m).shape[0];
+    let mut shape = vec![1; rank - 2];
+    shape.extend([n, n]);
+    b.broadcast_in_dim(m, &shape, &[rank - 2, rank - 1])
+}
+
 /// `lax.batch_matmul(x, y, precision=HIGHEST)` (`lax.dot` for matrices, the same equation).
 fn matmul_highest(b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
     let r = b.aval(&x).rank();
@@ -106,14 +118,7 @@ pub(super) fn cholesky(
     let eye = diagonal_mask(b, n, n, 0, CompareOp::Eq)?;
     let eye = b.bind1(Primitive::ConvertElementType { new_dtype: aval.dtype, weak_type: false }, vec![eye])?;
     let divisor = b.add(lit(aval.dtype, 1.0), eye)?;
-    // `lax.expand_dims` over the batch axes: `[1, ..., n, n]`, which `div` broadcasts.
-    let divisor = if r > 2 {
-        let mut shape = vec![1; r - 2];
-        shape.extend([n, n]);
-        b.broadcast_in_dim(divisor, &shape, &[r - 2, r - 1])?
-    } else {
-        divisor
-    };
+    let divisor = over_batch_axes(b, divisor, r)?;
     let phi = b.div(lower, divisor)?;
     let l_dot = matmul_highest(b, l, phi)?;
     Ok((vec![l], vec![Tangent::Nz(l_dot)]))
@@ -393,13 +398,7 @@ fn thin_qr_jvp(b: &mut Builder, q: Atom, r: Atom, dx: Atom) -> Result<(Atom, Ato
     let rank = aval.rank();
     let n = aval.shape[rank - 1];
     let eye_n = eye(b, aval.dtype, n)?;
-    let eye_n = if rank > 2 {
-        let mut shape = vec![1; rank - 2];
-        shape.extend([n, n]);
-        b.broadcast_in_dim(eye_n, &shape, &[rank - 2, rank - 1])?
-    } else {
-        eye_n
-    };
+    let eye_n = over_batch_axes(b, eye_n, rank)?;
     let imag = b.sub(qt_dx_rinv, qt_dx_rinv)?;
     let correction = b.mul(eye_n, imag)?;
     let d_o = b.add(d_o, correction)?;
@@ -463,19 +462,6 @@ fn symmetrize(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
     let xt = transpose_matrices(b, x)?;
     let sum = b.add(x, xt)?;
     b.div(sum, lit(dtype, 2.0))
-}
-
-/// `lax.dot` (matrices) or `lax.batch_matmul` at `Precision.HIGHEST`, no preferred type.
-fn dot_highest_plain(b: &mut Builder, x: Atom, y: Atom) -> Result<Atom, AdError> {
-    let r = b.aval(&x).rank();
-    let batch: Vec<usize> = (0..r - 2).collect();
-    let dn = DotDimensionNumbers {
-        lhs_contracting: vec![r - 1],
-        rhs_contracting: vec![r - 2],
-        lhs_batch: batch.clone(),
-        rhs_batch: batch,
-    };
-    b.dot_general(x, y, dn, None, Some((Precision::Highest, Precision::Highest)))
 }
 
 /// `_extract_diagonal(s)`: `s[..., i, i]` for `i = iota(n)`, as `jnp` indexing emits it.
@@ -554,10 +540,10 @@ pub(super) fn eigh(b: &mut Builder, params: Eigh, primals: &[Atom], tangents: &[
     let eye_b = promote(b, eye_n)?;
     let fmat = b.sub(inv, eye_b)?;
     let vt = transpose_matrices(b, v)?;
-    let t = dot_highest_plain(b, vt, a_dot)?;
-    let vdag_adot_v = dot_highest_plain(b, t, v)?;
+    let t = matmul_highest(b, vt, a_dot)?;
+    let vdag_adot_v = matmul_highest(b, t, v)?;
     let scaled = b.mul(fmat, vdag_adot_v)?;
-    let dv = dot_highest_plain(b, v, scaled)?;
+    let dv = matmul_highest(b, v, scaled)?;
     let dw = extract_diagonal(b, vdag_adot_v)?;
     Ok((vec![v, w], vec![Tangent::Nz(dv), Tangent::Nz(dw)]))
 }
