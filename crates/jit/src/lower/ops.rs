@@ -769,8 +769,8 @@ pub(crate) const SMALL_DOT_MACS: usize = 256;
 
 /// How an equation that reads or makes a complex value (`c64`, `c128`) is lowered.
 enum ComplexRoute {
-    /// As any other: calls and names, whose bodies are lowered equation by equation, and
-    /// the structural equations, which only move elements (a complex element is moved as
+    /// As any other: calls, loops, conditionals and names, whose bodies are lowered
+    /// equation by equation, and the structural equations, which only move elements (a complex element is moved as
     /// the bits of its parts: `codegen::clif_type`).
     Inline,
     /// A native step over whole buffers: `native::complex` (`remat_math::complex`, the
@@ -778,8 +778,8 @@ enum ComplexRoute {
     /// for bit), or the step's own arm for gathers, scatters, sorts and cumulative sums,
     /// which are generic over the element type.
     Native,
-    /// Not compiled: loops and conditionals carrying complex values, and the equations whose
-    /// complex forms have no native step (convolutions, windows, `reduce_precision`, ...).
+    /// Not compiled: the equations whose complex forms have no native step (convolutions,
+    /// windows, `reduce_precision`, ...).
     Refuse,
 }
 
@@ -794,6 +794,9 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Name { .. }
         | Primitive::OptimizationBarrier
         | Primitive::DevicePut { .. }
+        | Primitive::Scan { .. }
+        | Primitive::Cond { .. }
+        | Primitive::While { .. }
         | Primitive::SelectN
         | Primitive::BroadcastInDim { .. }
         | Primitive::Reshape { .. }
@@ -827,10 +830,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Scatter { .. }
         | Primitive::Sort { .. }
         | Primitive::Cumulative { .. } => ComplexRoute::Native,
-        Primitive::Scan { .. }
-        | Primitive::Cond { .. }
-        | Primitive::While { .. }
-        | Primitive::Clamp
+        Primitive::Clamp
         | Primitive::ReducePrecision { .. }
         | Primitive::Round { .. }
         | Primitive::BitcastConvertType { .. }
