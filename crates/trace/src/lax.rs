@@ -581,6 +581,31 @@ pub fn betainc(a: &Tensor, b: &Tensor, x: &Tensor) -> Tensor {
     bind(Primitive::RegularizedIncompleteBeta, &[a.into(), b.into(), x.into()], weak, Location::caller()).remove(0)
 }
 
+/// `lax.complex(x, y)`: `x + i y` (`complex`; two `f32` give `c64`, two `f64` `c128`).
+#[track_caller]
+pub fn complex(x: &Tensor, y: &Tensor) -> Tensor {
+    bind(Primitive::Complex, &[x.into(), y.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.real(z)`: the real part of a complex tensor (`real`).
+#[track_caller]
+pub fn real(z: &Tensor) -> Tensor {
+    z.apply_at(Primitive::Real, Location::caller())
+}
+
+/// `lax.imag(z)`: the imaginary part of a complex tensor (`imag`).
+#[track_caller]
+pub fn imag(z: &Tensor) -> Tensor {
+    z.apply_at(Primitive::Imag, Location::caller())
+}
+
+/// `lax.conj(z)`: the complex conjugate (`conj[input_dtype=...]`; a real tensor becomes
+/// complex with imaginary part 0, as in JAX).
+#[track_caller]
+pub fn conj(z: &Tensor) -> Tensor {
+    z.apply_at(Primitive::Conj { input_dtype: z.dtype() }, Location::caller())
+}
+
 /// `lax.reduce_prod(x, axes)`: the product over `axes` (`reduce_prod`).
 #[track_caller]
 pub fn reduce_prod(x: &Tensor, axes: &[usize]) -> Tensor {

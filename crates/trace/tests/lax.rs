@@ -278,6 +278,14 @@ fn programs() -> BTreeMap<&'static str, Program> {
     add("igamma_igammac", p(|a| lax::igamma(&a[0], &a[1]) + lax::igammac(&a[1], &a[0])));
     add("betainc", p(|a| lax::betainc(&a[0], &a[1], &a[2])));
     add("igamma_grad_a_zeta", p(|a| lax::igamma_grad_a(&a[0], &a[1]) + lax::zeta(&a[0] + 1.5, &a[1])));
+    add(
+        "complex_parts",
+        p(|a| {
+            let (x, y) = (&a[0], &a[1]);
+            lax::real(&(lax::complex(x, y) * lax::complex(y, x)))
+                + lax::imag(&(lax::conj(&lax::complex(x, y)) * lax::complex(x, x)))
+        }),
+    );
     add("linalg_cholesky", p(|a| linalg::cholesky(&(a[0].matmul(&a[0].t()) + 3.0), true)));
     add(
         "linalg_cholesky_batched",

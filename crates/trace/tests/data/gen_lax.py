@@ -163,6 +163,11 @@ c("igamma_grad_a_zeta", lambda a, x: lax.igamma_grad_a(a, x) + lax.zeta(a + 1.5,
 c("betainc", lambda a, b, x: lax.betainc(a, b, x), np.abs(f32(5)) + 0.25, np.abs(f32(5)) * 4 + 0.5,
   1 / (1 + np.exp(-f32(5))), grad=False)
 
+# Complex numbers between real arguments and results: lax.complex, real, imag, conj and
+# complex products (the oracle's arrays are real).
+c("complex_parts", lambda x, y: lax.real(lax.complex(x, y) * lax.complex(y, x))
+  + lax.imag(lax.conj(lax.complex(x, y)) * lax.complex(x, x)), f32(4), f32(4))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
