@@ -272,6 +272,15 @@ fn broadcast(b: &mut Builder, x: Atom, size: usize, axis: usize) -> Result<Atom,
     Ok(out)
 }
 
+/// `lax.broadcast(x, (size,))`: a new leading axis of `size`, its dimensions Python ints
+/// (where JAX's batching rules call `lax.broadcast` rather than `batching.broadcast`).
+fn lax_broadcast(b: &mut Builder, x: Atom, size: usize) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let shape: Vec<usize> = std::iter::once(size).chain(aval.shape.iter().copied()).collect();
+    let dims: Vec<usize> = (1..=aval.rank()).collect();
+    b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x])
+}
+
 /// JAX's `bdim_at_front(x, bdim, size)`.
 fn bdim_at_front(b: &mut Builder, x: Atom, d: Option<usize>, size: usize) -> Result<Atom, AdError> {
     match d {

@@ -8,6 +8,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 use remat_ir::{Array, DType, PrngKey};
+use remat_math::arrays::broadcast;
 pub use remat_math::threefry2x32;
 use remat_math::{threefry_counter, threefry_seed};
 
@@ -100,26 +101,6 @@ pub(crate) fn threefry2x32_eqn(args: &[&Array]) -> Result<Vec<Array>, String> {
     let [k1, k2, x1, x2] = words;
     let [y0, y1] = remat_math::threefry2x32_arrays(&shape, [k1?, k2?, x1?, x2?])?;
     Ok(vec![Array::U32(y0), Array::U32(y1)])
-}
-
-/// JAX's `broadcasting_shape_rule`: a scalar broadcasts against anything; otherwise equal
-/// ranks whose sizes are equal or 1.
-fn broadcast(x: &[usize], y: &[usize]) -> Option<Vec<usize>> {
-    match (x.len(), y.len()) {
-        (0, _) => Some(y.to_vec()),
-        (_, 0) => Some(x.to_vec()),
-        (a, b) if a != b => None,
-        _ => x
-            .iter()
-            .zip(y)
-            .map(|(&a, &b)| match (a, b) {
-                _ if a == b => Some(a),
-                (1, _) => Some(b),
-                (_, 1) => Some(a),
-                _ => None,
-            })
-            .collect(),
-    }
 }
 
 /// `random_bits[bit_width=W shape=S]`: element `i` of a key's block is `y0 ^ y1` of

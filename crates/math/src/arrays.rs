@@ -10,27 +10,28 @@ use remat_ir::{Array, DotDimensionNumbers};
 /// The shape two operands of a binary op broadcast to: equal shapes, or one a rank-0
 /// scalar, or equal ranks differing only where one has extent 1.
 pub fn broadcast_shapes(x: &Array, y: &Array) -> Result<Vec<usize>, String> {
-    let (a, b) = (x.shape(), y.shape());
-    let incompatible = || format!("operand shapes {} and {} are incompatible", x.aval(), y.aval());
-    if a == b || b.is_empty() {
-        return Ok(a.to_vec());
+    broadcast(x.shape(), y.shape())
+        .ok_or_else(|| format!("operand shapes {} and {} are incompatible", x.aval(), y.aval()))
+}
+
+/// JAX's `broadcasting_shape_rule` on two shapes: a scalar broadcasts against anything;
+/// otherwise equal ranks whose extents are equal or 1. `None` where they do not broadcast.
+pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    match (a.len(), b.len()) {
+        (0, _) => Some(b.to_vec()),
+        (_, 0) => Some(a.to_vec()),
+        (m, n) if m != n => None,
+        _ => a
+            .iter()
+            .zip(b)
+            .map(|(&m, &n)| match (m, n) {
+                _ if m == n => Some(m),
+                (1, n) => Some(n),
+                (m, 1) => Some(m),
+                _ => None,
+            })
+            .collect(),
     }
-    if a.is_empty() {
-        return Ok(b.to_vec());
-    }
-    if a.len() != b.len() {
-        return Err(incompatible());
-    }
-    a.iter()
-        .zip(b)
-        .map(|(&m, &n)| match (m, n) {
-            _ if m == n => Some(m),
-            (1, n) => Some(n),
-            (m, 1) => Some(m),
-            _ => None,
-        })
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(incompatible)
 }
 
 /// `f` applied elementwise to `a` and `b` broadcast to `shape`.

@@ -10,7 +10,9 @@ use remat_ir::{Atom, DType, DotDimensionNumbers, Eqn, Primitive};
 use super::control;
 use super::indexing::{self, GatherParams, ScatterParams};
 use super::window::{self, ScatterWindow};
-use super::{batch_jaxpr_axes, batch_jaxpr_bools, bdim_at_front, broadcast, moveaxis, np_tuple, Batched, OutAxes};
+use super::{
+    batch_jaxpr_axes, batch_jaxpr_bools, bdim_at_front, broadcast, lax_broadcast, moveaxis, np_tuple, Batched, OutAxes,
+};
 use crate::builder::{lit, Builder};
 use crate::AdError;
 
@@ -145,14 +147,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             for &(x, d) in ins {
                 operands.push(match d {
                     Some(d) => moveaxis(b, x, d, 0)?,
-                    None => {
-                        // `lax.broadcast(op, (size,))`: Python ints.
-                        let aval = b.aval(&x);
-                        let mut shape = vec![size];
-                        shape.extend(&aval.shape);
-                        let dims: Vec<usize> = (1..=aval.rank()).collect();
-                        b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x])?
-                    }
+                    None => lax_broadcast(b, x, size)?,
                 });
             }
             Ok(vec![(b.bind1(Primitive::Concatenate { dimension: dimension + 1 }, operands)?, Some(0))])
@@ -244,13 +239,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             for &(x, d) in ins {
                 operands.push(match d {
                     Some(d) => moveaxis(b, x, d, 0)?,
-                    None => {
-                        let aval = b.aval(&x);
-                        let mut shape = vec![size];
-                        shape.extend(&aval.shape);
-                        let dims: Vec<usize> = (1..=aval.rank()).collect();
-                        b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x])?
-                    }
+                    None => lax_broadcast(b, x, size)?,
                 });
             }
             Ok(vec![(b.bind1(Primitive::Stack { axis: axis + 1 }, operands)?, Some(0))])
@@ -544,13 +533,7 @@ fn pad_batched_value(
 ) -> Result<Batched, AdError> {
     let (x, bd) = match x.1 {
         Some(bd) => (x.0, bd),
-        None => {
-            // `lax.broadcast(operand, (size,))`: Python ints.
-            let aval = b.aval(&x.0);
-            let shape: Vec<usize> = std::iter::once(size).chain(aval.shape.iter().copied()).collect();
-            let dims: Vec<usize> = (1..=aval.rank()).collect();
-            (b.bind1(Primitive::BroadcastInDim { shape, broadcast_dimensions: dims }, vec![x.0])?, 0)
-        }
+        None => (lax_broadcast(b, x.0, size)?, 0),
     };
     if value.1 != 0 {
         return Err(AdError::Internal(format!("vmap: a batched padding value at axis {}", value.1)));

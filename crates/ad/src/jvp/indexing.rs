@@ -392,12 +392,18 @@ pub(super) fn cumulative(
     };
     let aval = b.aval(&primals[0]);
     let inner = associative_scan(&aval, combine, axis, reverse, eqn)?;
-    let mut primal = VarMap::new(&inner);
-    primal.set(inner.invars[0], primals[0]);
+    jvp_inlined(b, &inner, primals[0], tangents[0])
+}
+
+/// The jvp of the one-input, one-output jaxpr `inner` (a rule JAX writes as a traced
+/// function) at `primal` with `tangent`, its equations emitted inline.
+fn jvp_inlined(b: &mut Builder, inner: &Jaxpr, primal: Atom, tangent: Tangent) -> Result<JvpOut, AdError> {
+    let mut primals = VarMap::new(inner);
+    primals.set(inner.invars[0], primal);
     let mut ts = vec![Tangent::Zero; inner.vars.len()];
-    ts[inner.invars[0].index()] = tangents[0];
-    jvp_eqns(b, &inner, &mut primal, &mut ts)?;
-    let out = primal.get(&inner.outvars[0]);
+    ts[inner.invars[0].index()] = tangent;
+    jvp_eqns(b, inner, &mut primals, &mut ts)?;
+    let out = primals.get(&inner.outvars[0]);
     let t = match inner.outvars[0] {
         Atom::Var(v) => ts[v.index()],
         Atom::Lit(_) => Tangent::Zero,
@@ -419,17 +425,7 @@ pub(super) fn reduce_prod(
     };
     let aval = b.aval(&primals[0]);
     let inner = reduce_prod_tree(&aval, axes, eqn)?;
-    let mut primal = VarMap::new(&inner);
-    primal.set(inner.invars[0], primals[0]);
-    let mut ts = vec![Tangent::Zero; inner.vars.len()];
-    ts[inner.invars[0].index()] = tangents[0];
-    jvp_eqns(b, &inner, &mut primal, &mut ts)?;
-    let out = primal.get(&inner.outvars[0]);
-    let t = match inner.outvars[0] {
-        Atom::Var(v) => ts[v.index()],
-        Atom::Lit(_) => Tangent::Zero,
-    };
-    Ok((vec![out], vec![t]))
+    jvp_inlined(b, &inner, primals[0], tangents[0])
 }
 
 /// JAX's `_reduce_jvp(mul, [1], ...)` before its `api.jvp`, as a jaxpr `x -> product`.
