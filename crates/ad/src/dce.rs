@@ -100,6 +100,24 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }
         Some(HigherOrder::Scan) => scan_dce(eqn, used_outs),
+        // JAX's `_shard_map_dce`: the body pruned to the used outputs and the shard_map to
+        // the operands it reads, their specs with them.
+        Some(HigherOrder::ShardMap) => {
+            let Primitive::ShardMap(sm) = &eqn.primitive else {
+                return Err(AdError::Internal(format!("dce: {} is not a shard_map", eqn.primitive.name())));
+            };
+            let (inner, used_ins) = dce_jaxpr(&sm.jaxpr, used_outs, false)?;
+            let keep = |specs: &[remat_ir::PartitionSpec], used: &[bool]| -> Vec<remat_ir::PartitionSpec> {
+                specs.iter().zip(used).filter(|(_, &u)| u).map(|(s, _)| s.clone()).collect()
+            };
+            let new = remat_ir::ShardMap {
+                jaxpr: Arc::new(inner),
+                in_specs: keep(&sm.in_specs, &used_ins),
+                out_specs: keep(&sm.out_specs, used_outs),
+                ..(**sm).clone()
+            };
+            Ok((pruned(eqn, Primitive::ShardMap(Box::new(new)), &used_ins, used_outs), used_ins))
+        }
         Some(HigherOrder::Cond) => cond_dce(eqn, used_outs),
         // A custom call (whose rule may read every input), a while loop (whose carries
         // feed each other), a composite (JAX has no dce rule for it) and every

@@ -186,6 +186,24 @@ pub(crate) fn jvp_call(
     call_with_tangents(b, prim, primals, tangents, &out_nonzeros)
 }
 
+/// `shard_map` (JAX's `_shard_map_jvp`): the body's jvp, once per device as the primal
+/// body; each nonzero tangent goes in with its primal's spec and comes out with its primal
+/// output's.
+pub(crate) fn jvp_shard_map(
+    b: &mut Builder,
+    sm: &remat_ir::ShardMap,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
+    let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
+    let inner = jvp_jaxpr(&sm.jaxpr, &nonzeros, &vec![false; sm.jaxpr.outvars.len()])?;
+    let mut new = sm.clone();
+    new.jaxpr = Arc::new(inner.jaxpr);
+    new.in_specs.extend(sm.in_specs.iter().zip(&nonzeros).filter(|(_, &nz)| nz).map(|(s, _)| s.clone()));
+    new.out_specs.extend(sm.out_specs.iter().zip(&inner.out_nonzeros).filter(|(_, &nz)| nz).map(|(s, _)| s.clone()));
+    call_with_tangents(b, Primitive::ShardMap(Box::new(new)), primals, tangents, &inner.out_nonzeros)
+}
+
 /// `custom_jvp_call` whose rule is not known (and `custom_vjp_call`, whose fwd/bwd rules
 /// are opaque text too): the primal function is differentiated for the tangent and its
 /// jvp inlined (as JAX inlines the custom rule's trace). The primal is the call itself,

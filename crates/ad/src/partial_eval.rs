@@ -31,6 +31,7 @@
 
 mod cond;
 mod scan;
+mod shard_map;
 mod state;
 
 use std::sync::Arc;
@@ -160,13 +161,23 @@ impl Pe<'_> {
             PeRule::Remat | PeRule::Jit if any_unknown || !linearize => self.call_rule(eqn),
             PeRule::Scan if any_unknown || !linearize => scan::scan_partial_eval(self, eqn),
             PeRule::Cond if any_unknown || !linearize => cond::cond_partial_eval(self, eqn),
+            PeRule::ShardMap if any_unknown || !linearize => match &eqn.primitive {
+                Primitive::ShardMap(sm) => shard_map::shard_map_partial_eval(self, eqn, sm),
+                other => Err(AdError::Internal(format!("partial eval: {} is not a shard_map", other.name()))),
+            },
             // `_while_partial_eval` stages the whole loop again and the transpose then fails
             // (`_while_transpose_error`); here the split itself fails, naming the equation.
             PeRule::While if any_unknown => Err(AdError::Unsupported {
                 primitive: "while",
                 message: format!("at {}: {}", eqn.source, WHILE_REVERSE_MODE),
             }),
-            PeRule::Remat | PeRule::Jit | PeRule::Scan | PeRule::Cond | PeRule::While | PeRule::None => {
+            PeRule::Remat
+            | PeRule::Jit
+            | PeRule::Scan
+            | PeRule::Cond
+            | PeRule::While
+            | PeRule::ShardMap
+            | PeRule::None => {
                 if any_unknown {
                     let ins: Vec<Atom> =
                         eqn.invars.iter().map(|a| self.ensure_instantiated(a)).collect::<Result<_, _>>()?;
@@ -467,6 +478,7 @@ enum PeRule {
     Scan,
     Cond,
     While,
+    ShardMap,
     None,
 }
 
@@ -477,6 +489,7 @@ fn pe_rule(prim: &Primitive) -> PeRule {
         Some(HigherOrder::Scan) => PeRule::Scan,
         Some(HigherOrder::Cond) => PeRule::Cond,
         Some(HigherOrder::While) => PeRule::While,
+        Some(HigherOrder::ShardMap) => PeRule::ShardMap,
         // `custom_jvp_call` and `custom_vjp_call` are differentiated through their bodies
         // (or by a known rule), so only their primal form (all inputs known) reaches
         // partial evaluation.

@@ -21,7 +21,9 @@ mod indexing;
 mod rules;
 mod window;
 
-use remat_ir::{Atom, Aval, Eqn, Jaxpr};
+use std::sync::Arc;
+
+use remat_ir::{AllReduceOp, Atom, Aval, Eqn, Jaxpr, Primitive};
 
 use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::call::Call;
@@ -227,6 +229,97 @@ pub(crate) fn transpose_call(
                     None
                 }
             }
+        })
+        .collect())
+}
+
+/// `shard_map` (JAX's `_shard_map_transpose`): the body's transpose, once per device;
+/// each nonzero output cotangent goes in with its output's spec, each input cotangent comes
+/// out with its input's. Without `check_vma` the body's types do not say which values are
+/// the same on every device, so (as JAX does) a cotangent that enters replicated over mesh
+/// axes its spec does not name is divided by their size, and an input cotangent is summed
+/// (`psum`) over the axes its input's spec does not name.
+pub(crate) fn transpose_shard_map(
+    b: &mut Builder,
+    sm: &remat_ir::ShardMap,
+    ins: &[Operand],
+    ct_outs: &[Option<Atom>],
+) -> Result<Vec<Option<Atom>>, AdError> {
+    let linear: Vec<bool> = ins.iter().map(Operand::is_linear).collect();
+    let out_nz: Vec<bool> = ct_outs.iter().map(Option::is_some).collect();
+    let t = transpose_jaxpr_with(&sm.jaxpr, &linear, &out_nz, false)?;
+    let manual: Vec<String> =
+        sm.mesh.axes.iter().filter(|a| sm.manual_axes.contains(&a.name)).map(|a| a.name.clone()).collect();
+    let unmentioned = |spec: &remat_ir::PartitionSpec| -> Vec<String> {
+        let named = spec.all_axes();
+        manual.iter().filter(|n| !named.contains(n)).cloned().collect()
+    };
+    let lin_specs: Vec<&remat_ir::PartitionSpec> = sm
+        .in_specs
+        .iter()
+        .zip(&linear)
+        .filter(|(_, &l)| l)
+        .zip(&t.in_ct_nonzero)
+        .filter(|(_, &nz)| nz)
+        .map(|((s, _), _)| s)
+        .collect();
+    let body = if sm.check_vma {
+        t.jaxpr
+    } else {
+        // The input cotangents summed over the axes their specs do not name.
+        let mut tb = Builder::new();
+        let args: Vec<Atom> = t.jaxpr.invars.iter().map(|&v| Atom::Var(tb.invar(t.jaxpr.aval(v).clone()))).collect();
+        let outs = inline_jaxpr(&mut tb, &t.jaxpr, &[], &args);
+        let mut summed = Vec::with_capacity(outs.len());
+        for (o, spec) in outs.into_iter().zip(&lin_specs) {
+            let axes = unmentioned(spec);
+            summed.push(match axes.is_empty() {
+                true => o,
+                false => tb.bind1(Primitive::AllReduce { op: AllReduceOp::Psum, axes }, vec![o])?,
+            });
+        }
+        tb.finish(summed)
+    };
+    let mut args: Vec<Atom> = ins
+        .iter()
+        .filter_map(|o| match o {
+            Operand::Value(a) => Some(*a),
+            Operand::Linear(_) => None,
+        })
+        .collect();
+    let mut in_specs: Vec<remat_ir::PartitionSpec> =
+        sm.in_specs.iter().zip(&linear).filter(|(_, &l)| !l).map(|(s, _)| s.clone()).collect();
+    for (ct, spec) in ct_outs.iter().zip(&sm.out_specs) {
+        let Some(ct) = ct else { continue };
+        let k: usize = unmentioned(spec).iter().filter_map(|n| sm.mesh.axis(n)).map(|a| a.size).product();
+        let ct = if sm.check_vma || k == 1 {
+            *ct
+        } else {
+            let dtype = b.aval(ct).dtype;
+            b.div(*ct, crate::builder::lit(dtype, k as f64))?
+        };
+        args.push(ct);
+        in_specs.push(spec.clone());
+    }
+    let new = remat_ir::ShardMap {
+        jaxpr: Arc::new(body),
+        mesh: sm.mesh.clone(),
+        in_specs,
+        out_specs: lin_specs.into_iter().cloned().collect(),
+        check_vma: sm.check_vma,
+        manual_axes: sm.manual_axes.clone(),
+    };
+    let outs = b.bind(Primitive::ShardMap(Box::new(new)), args)?;
+    let mut outs = outs.into_iter();
+    let mut nz = t.in_ct_nonzero.into_iter();
+    Ok(ins
+        .iter()
+        .map(|o| match o {
+            Operand::Value(_) => None,
+            Operand::Linear(_) => match nz.next().unwrap_or(false) {
+                true => outs.next().map(Atom::Var),
+                false => None,
+            },
         })
         .collect())
 }

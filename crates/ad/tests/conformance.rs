@@ -5,7 +5,7 @@ mod common;
 
 use common::vjp_values;
 use remat_ad::vjp;
-use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_cases, primitive_cases};
+use remat_testkit::{arg_names, arrays, case_jaxpr, check_close, conformance_cases, primitive_cases, sharded_cases};
 
 fn check_residuals(case: &serde_json::Value) -> Result<(), String> {
     check_residuals_as(case, false)
@@ -90,4 +90,41 @@ fn primitive_cases_save_and_differentiate_as_jax_does() {
         assert!(n > 0, "no cases in tests/data/primitives");
         assert!(failures.is_empty(), "{}/{n} cases differ:\n{}", failures.len(), failures.join("\n"));
     }
+}
+
+/// The sharded cases (issue 46): JAX's saved residuals (a residual saved inside a
+/// `shard_map` listed with every device's block stacked) and gradients, for the program and
+/// for the program under each recorded checkpoint policy. Gradients are compared to twice
+/// JAX's own f32 error against f64 where that is larger than the usual tolerance
+/// (`f32_error`: XLA's eight devices sum in another order than one).
+#[test]
+fn sharded_cases_save_and_differentiate_as_jax_does() {
+    let cases = sharded_cases();
+    let mut failures = Vec::new();
+    for (name, case) in &cases {
+        if let Err(e) = check_residuals_as(case, true) {
+            failures.push(format!("{name}: {e}"));
+        }
+        let atol = case["f32_error"]["grads"].as_f64().map_or(1e-5, |e| (2.0 * e).max(1e-5));
+        let grads = (|| {
+            let v = vjp(&case_jaxpr(case), &arg_names(case)).map_err(|e| e.to_string())?;
+            let (outs, grads) = vjp_values(&v, &arrays(case, "args"), &arrays(case, "cotangents"))?;
+            let out_atol = case["f32_error"]["outputs"].as_f64().map_or(1e-5, |e| (2.0 * e).max(1e-5));
+            check_close("output", &outs, &arrays(case, "outputs"), 1e-4, out_atol)?;
+            check_close("grad", &grads, &arrays(case, "grads"), 1e-4, atol)
+        })();
+        if let Err(e) = grads {
+            failures.push(format!("{name}: {e}"));
+        }
+        for p in case["policies"].as_array().expect("policies") {
+            let mut with_policy = case.clone();
+            with_policy["jaxpr"] = p["jaxpr"].clone();
+            with_policy["saved_residuals"] = p["saved_residuals"].clone();
+            if let Err(e) = check_residuals_as(&with_policy, true) {
+                failures.push(format!("{name} under {}: {e}", p["policy"]));
+            }
+        }
+    }
+    assert_eq!(cases.len(), 7, "expected 7 sharded cases");
+    assert!(failures.is_empty(), "{}/{} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

@@ -26,6 +26,7 @@ mod indexing;
 mod linalg;
 mod random;
 mod reduce;
+mod sharded;
 mod sorting;
 mod structural;
 mod window;
@@ -310,21 +311,7 @@ fn declared(jaxpr: &Jaxpr, v: Var) -> Result<&Aval, EvalError> {
 /// The value of an operand: a bound variable, or a literal as a rank-0 array.
 fn read<'a>(jaxpr: &Jaxpr, env: &'a [Option<Cow<'a, Array>>], atom: &Atom) -> Result<Cow<'a, Array>, EvalError> {
     match atom {
-        Atom::Lit(lit) => Ok(Cow::Owned(match lit.value {
-            LitValue::F32(x) => elem::scalar(x),
-            LitValue::F64(x) => elem::scalar(x),
-            LitValue::BF16(x) => elem::scalar(x),
-            LitValue::F16(x) => elem::scalar(x),
-            LitValue::I8(x) => elem::scalar(x),
-            LitValue::I16(x) => elem::scalar(x),
-            LitValue::I32(x) => elem::scalar(x),
-            LitValue::I64(x) => elem::scalar(x),
-            LitValue::U8(x) => elem::scalar(x),
-            LitValue::U32(x) => elem::scalar(x),
-            LitValue::Bool(x) => elem::scalar(x),
-            LitValue::C64(x) => elem::scalar(x),
-            LitValue::C128(x) => elem::scalar(x),
-        })),
+        Atom::Lit(lit) => Ok(Cow::Owned(read_literal(lit))),
         Atom::Var(v) => {
             declared(jaxpr, *v)?;
             match env.get(v.index()) {
@@ -332,6 +319,25 @@ fn read<'a>(jaxpr: &Jaxpr, env: &'a [Option<Cow<'a, Array>>], atom: &Atom) -> Re
                 Some(None) | None => Err(EvalError::Malformed(format!("variable {v:?} is read before it has a value"))),
             }
         }
+    }
+}
+
+/// A literal as a rank-0 array.
+fn read_literal(lit: &remat_ir::Literal) -> Array {
+    match lit.value {
+        LitValue::F32(x) => elem::scalar(x),
+        LitValue::F64(x) => elem::scalar(x),
+        LitValue::BF16(x) => elem::scalar(x),
+        LitValue::F16(x) => elem::scalar(x),
+        LitValue::I8(x) => elem::scalar(x),
+        LitValue::I16(x) => elem::scalar(x),
+        LitValue::I32(x) => elem::scalar(x),
+        LitValue::I64(x) => elem::scalar(x),
+        LitValue::U8(x) => elem::scalar(x),
+        LitValue::U32(x) => elem::scalar(x),
+        LitValue::Bool(x) => elem::scalar(x),
+        LitValue::C64(x) => elem::scalar(x),
+        LitValue::C128(x) => elem::scalar(x),
     }
 }
 
@@ -509,6 +515,23 @@ pub(crate) fn eval_primitive_refs(
         )?,
         Primitive::CustomVjpCall { name, call_jaxpr, fwd: _, bwd: _, num_consts: _, symbolic_zeros: _ } => {
             control::call(primitive, format!("custom_vjp_call `{name}`"), &call_jaxpr.jaxpr, &call_jaxpr.consts, args)?
+        }
+        // Shardings say where blocks live; values are the same.
+        Primitive::ShardingConstraint(_) | Primitive::Reshard | Primitive::Pvary { .. } => {
+            control::identity(args, 1).map_err(invalid)?
+        }
+        Primitive::ShardMap(sm) => sharded::shard_map(sm, args)?,
+        // A collective exchanges blocks between the devices of a shard_map's mesh, which
+        // `sharded::shard_map` runs side by side; alone it has none.
+        Primitive::AllReduce { .. }
+        | Primitive::AllGather { .. }
+        | Primitive::ReduceScatter { .. }
+        | Primitive::Ppermute { .. }
+        | Primitive::AxisIndex { .. }
+        | Primitive::Pbroadcast { .. } => {
+            return Err(invalid(format!(
+                "{primitive} outside a shard_map body: there is no mesh axis to exchange over"
+            )))
         }
     };
     check_results(primitive, &results, out_avals)?;

@@ -23,11 +23,12 @@ use std::sync::Arc;
 
 use crate::array::Array;
 use crate::param_types::{
-    BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers,
-    Eigh, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod,
-    ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
+    AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
+    DotDimensionNumbers, Eigh, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp,
+    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
+use crate::sharding::{Mesh, PartitionSpec, Sharding, ShardingConstraint};
 use crate::types::{Aval, DType, MemorySpace};
 
 /// A variable of one jaxpr: an index into [`Jaxpr::vars`]. Prints as `%N` in debug output;
@@ -281,8 +282,10 @@ pub struct Eqn {
 /// the current value, so transformations may copy it freely.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spelling {
-    /// `(key, text)` of parameters that write integers as NumPy scalars: JAX prints
-    /// `np.int64(0)` for `0` where it computed a parameter with NumPy.
+    /// `(key, text)` of parameters written otherwise than their canonical form: integers as
+    /// NumPy scalars (JAX prints `np.int64(0)` for `0` where it computed a parameter with
+    /// NumPy), and a result's sharding where JAX's rules give one (`sharding=` and
+    /// `out_sharding=` inside `shard_map`'s transposes), which the primitive reads as `None`.
     pub params: Vec<(String, String)>,
     /// `(operand index, value text)` of literal operands whose text is not the repr of
     /// their value in their dtype: a weak-typed Python float JAX never rounded, such as
@@ -568,6 +571,62 @@ pub enum Primitive {
         shape: Vec<usize>,
     },
 
+    // Sharding and collectives: `primitive/sharded.rs`.
+    /// `sharding_constraint[context_mesh layout sharding unconstrained_dims] x`: the identity
+    /// on values; asks XLA's partitioner to lay `x` out as `sharding` says.
+    ShardingConstraint(Box<ShardingConstraint>),
+    /// `reshard x`: the identity on values; moves `x` to the sharding its type names (JAX
+    /// prints no parameters: on `Auto` meshes the type carries none).
+    Reshard,
+    /// `shard_map[...] args`: its body once per device of the mesh, on that device's block
+    /// of each operand; the results' blocks are assembled by `out_specs`.
+    ShardMap(Box<ShardMap>),
+    /// `psum[axes=('model',) axis_index_groups=None] x` and its kin: `x` reduced across the
+    /// devices that differ only along `axes`.
+    AllReduce {
+        op: AllReduceOp,
+        axes: Vec<String>,
+    },
+    /// `pvary[axes=('data',)] x`: the identity on values; from here on `x` is typed as varying
+    /// over `axes` too (JAX inserts it where an invariant value meets a varying one).
+    Pvary {
+        axes: Vec<String>,
+    },
+    /// `all_gather[all_gather_dimension axis_index_groups=None axis_name axis_size tiled] x`:
+    /// the blocks of the devices along `axis_name`, stacked at `all_gather_dimension` (or
+    /// concatenated along it when `tiled`).
+    AllGather {
+        axis_name: Vec<String>,
+        all_gather_dimension: usize,
+        axis_size: usize,
+        tiled: bool,
+    },
+    /// `reduce_scatter[axis_index_groups=None axis_name axis_size scatter_dimension tiled] x`
+    /// (`lax.psum_scatter`): the sum across `axis_name`, of which each device keeps its
+    /// slice of `scatter_dimension`.
+    ReduceScatter {
+        axis_name: Vec<String>,
+        scatter_dimension: usize,
+        axis_size: usize,
+        tiled: bool,
+    },
+    /// `ppermute[axis_name perm] x`: device `src` along `axis_name` sends its block to `dst`
+    /// for each `(src, dst)` of `perm`; a device no pair sends to gets zeros.
+    Ppermute {
+        axis_name: Vec<String>,
+        perm: Vec<(usize, usize)>,
+    },
+    /// `axis_index[axis_name=model]`: this device's index along the axis, as `i32[]`.
+    AxisIndex {
+        axis_name: String,
+    },
+    /// `pbroadcast[axis_name source] x`: the block of the device at index `source` along
+    /// `axis_name`, on every device along it.
+    Pbroadcast {
+        axis_name: Vec<String>,
+        source: usize,
+    },
+
     // Calls and loops: `primitive/call.rs`.
     Jit {
         name: String,
@@ -746,8 +805,22 @@ pub struct ConvParams {
     pub preferred_element_type: Option<DType>,
 }
 
+/// `shard_map`'s parameters: the body, the mesh, how each operand is split into blocks
+/// (`in_specs`) and each result assembled from them (`out_specs`), whether the body's types
+/// track varying axes (`check_vma`), and the mesh axes the body is manual over
+/// (`newly_manual_axes`, sorted as JAX prints them).
+#[derive(Clone, Debug)]
+pub struct ShardMap {
+    pub jaxpr: Arc<Jaxpr>,
+    pub mesh: Mesh,
+    pub in_specs: Vec<PartitionSpec>,
+    pub out_specs: Vec<PartitionSpec>,
+    pub check_vma: bool,
+    pub manual_axes: Vec<String>,
+}
+
 /// `jit`'s parameters that JAX's printer (`_pjit_pp_rule`) shows only when they are not
-/// their defaults. (`inline` is never printed; shardings and layouts are not kept.)
+/// their defaults. (`inline` is never printed; layouts are not kept.)
 #[derive(Clone, Debug, Default)]
 pub struct JitOptions {
     /// One flag per operand when some operand is donated (`donated_invars=(True,)`), else
@@ -759,6 +832,11 @@ pub struct JitOptions {
     /// the call computes).
     pub ctx_mesh: Option<Param>,
     pub compiler_options_kvs: Option<Param>,
+    /// One sharding per operand when some operand has one (`in_shardings=(...)`), else
+    /// empty; and one per result (`out_shardings`). They say where blocks live and change
+    /// no value; a pass that changes the call's operands or results drops them.
+    pub in_shardings: Vec<Sharding>,
+    pub out_shardings: Vec<Sharding>,
 }
 
 /// One parameter value, as JAX prints it (its text form is in `param.rs`).
@@ -776,8 +854,13 @@ pub enum Param {
     Word(String),
     Tuple(Vec<Param>),
     List(Vec<Param>),
-    /// `frozenset({'a', 'b'})`, elements in the order they were written.
-    FrozenSet(Vec<String>),
+    /// `frozenset({'a', 'b'})`, `frozenset({0})`: strings or integers, in the order they
+    /// were written. (As a parameter's whole value JAX prints it `frozenset({...})` even
+    /// when empty; inside a repr it is Python's `frozenset()`.)
+    FrozenSet(Vec<Param>),
+    /// `'data': 4`: a key and its value, as a mesh's repr lists its axes
+    /// (`Mesh('data': 4, 'model': 2, axis_types=(Auto, Auto))`).
+    Entry(Box<Param>, Box<Param>),
     /// `Name(arg, key=value, ...)`: policy reprs and `np.int64(3)`.
     Call {
         func: String,
@@ -815,6 +898,7 @@ impl Primitive {
             | Primitive::ClosedCall { call_jaxpr }
             | Primitive::Composite { jaxpr: call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
             Primitive::Remat2 { jaxpr, .. } => vec![jaxpr],
+            Primitive::ShardMap(sm) => vec![&sm.jaxpr],
             Primitive::Cond { branches, .. } => branches.iter().map(|b| &b.jaxpr).collect(),
             Primitive::While { cond_jaxpr, body_jaxpr, .. } => vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr],
             Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
@@ -883,7 +967,16 @@ impl Primitive {
             | Primitive::RandomBits { .. }
             | Primitive::RandomClone
             | Primitive::Threefry2x32
-            | Primitive::Iota2x32Shape { .. } => Vec::new(),
+            | Primitive::Iota2x32Shape { .. }
+            | Primitive::ShardingConstraint(_)
+            | Primitive::Reshard
+            | Primitive::AllReduce { .. }
+            | Primitive::Pvary { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::ReduceScatter { .. }
+            | Primitive::Ppermute { .. }
+            | Primitive::AxisIndex { .. }
+            | Primitive::Pbroadcast { .. } => Vec::new(),
         }
     }
 
@@ -917,12 +1010,20 @@ impl Primitive {
                 if options.donated_invars.len() != jaxpr.jaxpr.invars.len() {
                     options.donated_invars.clear();
                 }
+                // So are shardings: a body with other invars or outvars has none.
+                if options.in_shardings.len() != jaxpr.jaxpr.invars.len() {
+                    options.in_shardings.clear();
+                }
+                if options.out_shardings.len() != jaxpr.jaxpr.outvars.len() {
+                    options.out_shardings.clear();
+                }
             }
             Primitive::Scan { jaxpr, .. } => jaxpr.jaxpr = f(&jaxpr.jaxpr)?,
             Primitive::CustomJvpCall { call_jaxpr, .. }
             | Primitive::ClosedCall { call_jaxpr }
             | Primitive::Composite { jaxpr: call_jaxpr, .. } => call_jaxpr.jaxpr = f(&call_jaxpr.jaxpr)?,
             Primitive::Remat2 { jaxpr, .. } => *jaxpr = f(jaxpr)?,
+            Primitive::ShardMap(sm) => sm.jaxpr = f(&sm.jaxpr)?,
             Primitive::Cond { branches, .. } => {
                 for b in branches {
                     b.jaxpr = f(&b.jaxpr)?;
@@ -998,7 +1099,16 @@ impl Primitive {
             | Primitive::RandomBits { .. }
             | Primitive::RandomClone
             | Primitive::Threefry2x32
-            | Primitive::Iota2x32Shape { .. } => {}
+            | Primitive::Iota2x32Shape { .. }
+            | Primitive::ShardingConstraint(_)
+            | Primitive::Reshard
+            | Primitive::AllReduce { .. }
+            | Primitive::Pvary { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::ReduceScatter { .. }
+            | Primitive::Ppermute { .. }
+            | Primitive::AxisIndex { .. }
+            | Primitive::Pbroadcast { .. } => {}
         }
         Ok(prim)
     }

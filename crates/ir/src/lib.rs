@@ -15,6 +15,7 @@ pub mod pp;
 pub mod primitive;
 pub mod print;
 pub mod shape;
+pub mod sharding;
 mod syntax;
 pub mod types;
 pub mod verify;
@@ -22,13 +23,15 @@ pub mod verify;
 pub use array::{c128, c64, Array, PrngKey};
 pub use half::{bf16, f16};
 pub use identity::{identities, Identity};
+pub use jaxpr::ShardMap;
 pub use jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitOrigin, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 pub use num_complex::{Complex32, Complex64};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
+pub use primitive::{block_aval, global_aval, Collective};
 pub use primitive::{
-    cond_branch, platform_index, random_bits_dtype, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
+    cond_branch, platform_index, random_bits_dtype, AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
     CumulativeOp, DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers,
     GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, Qr, ReduceOp, RoundingMethod,
     ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
@@ -39,7 +42,8 @@ pub use primitive::{
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::ShapeError;
+pub use sharding::{AxisType, Mesh, MeshAxis, PartitionSpec, Sharding, ShardingConstraint, SpecEntry};
 pub use types::{
-    format_bytes, max_value_bytes, Aval, DType, MemorySpace, Shape, DEFAULT_MAX_VALUE_BYTES, MAX_VALUE_BYTES_VAR,
+    format_bytes, max_value_bytes, Aval, DType, MemorySpace, Shape, Vma, DEFAULT_MAX_VALUE_BYTES, MAX_VALUE_BYTES_VAR,
 };
 pub use verify::{check_split, verify, verify_closed, Problem, VerifyError};

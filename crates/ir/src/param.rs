@@ -34,6 +34,7 @@ impl Param {
             Param::Tuple(_) => "a tuple",
             Param::List(_) => "a list",
             Param::FrozenSet(_) => "a frozenset",
+            Param::Entry(..) => "a key: value entry",
             Param::Call { .. } => "a call",
             Param::Opaque(_) => "an opaque value",
             Param::Jaxpr(_) => "a jaxpr",
@@ -101,10 +102,15 @@ impl Param {
                         if i > 0 {
                             out.push_str(", ");
                         }
-                        write_py_str(x, out);
+                        x.write_repr(out);
                     }
                     out.push_str("})");
                 }
+            }
+            Param::Entry(k, v) => {
+                k.write_repr(out);
+                out.push_str(": ");
+                v.write_repr(out);
             }
             Param::Call { func, args, kwargs } => {
                 out.push_str(func);
@@ -251,7 +257,7 @@ impl Policy {
             args: Vec::new(),
             kwargs: kwargs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         };
-        let set = |names: &[String]| Param::FrozenSet(names.to_vec());
+        let set = |names: &[String]| Param::FrozenSet(names.iter().map(|n| Param::Str(n.clone())).collect());
         match self {
             Policy::EverythingSaveable => call("EverythingSaveable", vec![]),
             Policy::NothingSaveable => call("NothingSaveable", vec![]),
@@ -362,7 +368,13 @@ impl<'a> Kwargs<'a> {
 
     fn set(&mut self, key: &'a str) -> Result<Vec<String>, String> {
         match self.get(key)? {
-            Param::FrozenSet(xs) => Ok(xs.clone()),
+            Param::FrozenSet(xs) => xs
+                .iter()
+                .map(|x| match x {
+                    Param::Str(s) => Ok(s.clone()),
+                    other => Err(format!("{}: {key} must hold names, found {}", self.func, other.kind())),
+                })
+                .collect(),
             other => Err(format!("{}: {key} must be a frozenset, found {}", self.func, other.kind())),
         }
     }
@@ -425,6 +437,9 @@ mod tests {
         assert_eq!(Param::ints([]).repr(), "()");
         assert_eq!(Param::ints([0]).repr(), "(0,)");
         assert_eq!(Param::ints([0, 1]).repr(), "(0, 1)");
-        assert_eq!(Param::FrozenSet(vec!["c".into(), "a".into()]).repr(), "frozenset({'c', 'a'})");
+        assert_eq!(
+            Param::FrozenSet(vec![Param::Str("c".into()), Param::Str("a".into())]).repr(),
+            "frozenset({'c', 'a'})"
+        );
     }
 }

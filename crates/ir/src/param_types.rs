@@ -385,6 +385,18 @@ pub struct ScatterDimensionNumbers {
 // Reductions and contractions (`primitive/reduction.rs`).
 
 named_enum! {
+    /// Reductions across the devices of mesh axes inside `shard_map` (`axes=('model',)`):
+    /// JAX's `psum` (what `lax.psum` binds with `check_vma=False`), `psum_invariant` (with
+    /// `check_vma=True`: the result no longer varies over the axes), `pmax` and `pmin`.
+    pub enum AllReduceOp {
+        Psum = "psum",
+        PsumInvariant = "psum_invariant",
+        Pmax = "pmax",
+        Pmin = "pmin",
+    }
+}
+
+named_enum! {
     /// Reductions over a set of axes.
     pub enum ReduceOp {
         Sum = "reduce_sum",

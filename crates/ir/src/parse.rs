@@ -29,9 +29,9 @@ use std::sync::Arc;
 
 use crate::jaxpr::{Atom, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Spelling, Var, VarDecl};
 use crate::param::Param;
-use crate::primitive::{not_a_primitive, Primitive, PrimitiveKind};
+use crate::primitive::{is_result_sharding, not_a_primitive, sharding_of, Primitive, PrimitiveKind};
 use crate::syntax::{is_name_char, is_name_start, literal_value_text};
-use crate::types::{Aval, DType, MemorySpace};
+use crate::types::{Aval, DType, MemorySpace, Vma};
 
 /// A parse error at a position in the text (1-based line and column).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -540,11 +540,49 @@ impl<'s> Parser<'s> {
             let d: usize =
                 self.src[dstart..self.pos].parse().map_err(|_| self.err_at(dstart, "dimension size is too large"))?;
             shape.push(d);
+            if self.src[self.pos..].starts_with('@') {
+                return Err(self.err_at(
+                    self.pos,
+                    "a dimension sharded in its type (`8@data`: a mesh with explicit axes); remat reads \
+                     programs on meshes with `Auto` axes (`jax.make_mesh(..., axis_types=(AxisType.Auto, ...))`) \
+                     and `shard_map`, not explicit sharding in types yet",
+                ));
+            }
             if !self.eat(",") && !self.peek_str("]") {
                 return Err(self.expected("`,` or `]` in the shape"));
             }
         }
-        Ok(Aval { dtype, shape, memory_space })
+        let vma = if self.src[self.pos..].starts_with('{') { self.vma()? } else { Vma::default() };
+        Ok(Aval { dtype, shape, memory_space, vma })
+    }
+
+    /// After a shape, the varying manual axes: `{V:model}`, `{V:(data,model)}`.
+    fn vma(&mut self) -> Result<Vma, ParseError> {
+        let start = self.pos;
+        let end = self.src[self.pos..].find('}').map(|i| self.pos + i);
+        let Some(end) = end.filter(|&e| !self.src[start..e].contains('\n')) else {
+            return Err(self.err_at(start, "unclosed `{` after the shape"));
+        };
+        let body = &self.src[start + 1..end];
+        let Some(names) = body.strip_prefix("V:") else {
+            return Err(self.err_at(
+                start,
+                format!(
+                    "expected the varying manual axes `{{V:axis}}` or `{{V:(a,b)}}` after the shape, found `{{{body}}}` \
+                     (unreduced `U:` and reduced `R:` axes are not read yet)"
+                ),
+            ));
+        };
+        let names = names.strip_prefix('(').and_then(|n| n.strip_suffix(')')).unwrap_or(names);
+        let names: Vec<&str> = names.split(',').collect();
+        if names.iter().any(|n| n.is_empty() || !n.chars().all(is_name_char)) {
+            return Err(self.err_at(start, format!("expected axis names in `{{{body}}}`")));
+        }
+        if names.iter().enumerate().any(|(i, n)| names[..i].contains(n)) {
+            return Err(self.err_at(start, format!("an axis is named twice in `{{{body}}}`")));
+        }
+        self.pos = end + 1;
+        Ok(Vma::new(names))
     }
 
     fn eqn(&mut self, scope: &mut Scope) -> Result<Eqn, ParseError> {
@@ -582,8 +620,16 @@ impl<'s> Parser<'s> {
                 self.expect("=", "`=` after the parameter name")?;
                 self.skip_ws();
                 let vstart = self.pos;
-                let value = self.value(key)?;
+                let mut value = self.value(key)?;
                 let raw = &self.src[vstart..self.pos];
+                // A result's sharding (`sharding=NamedSharding(...)`, `out_sharding=...`) says
+                // where the result lives and changes no value: checked, kept as written, and
+                // read as `None` by the primitive.
+                if is_result_sharding(prim_name, key) && !matches!(value, Param::None) {
+                    sharding_of(&value).map_err(|m| self.err_at(prim_pos, format!("{prim_name}: {key}: {m}")))?;
+                    spelling.push((key.to_string(), raw.to_string()));
+                    value = Param::None;
+                }
                 // Nested jaxprs keep their own equations' spellings.
                 let holds_jaxpr = |v: &Param| matches!(v, Param::Jaxpr(_));
                 let is_jaxprs = holds_jaxpr(&value) || value.as_seq().is_some_and(|xs| xs.iter().any(holds_jaxpr));
@@ -862,7 +908,13 @@ impl<'s> Parser<'s> {
                             self.expect("=", "`=`")?;
                             kwargs.push((k, self.value(key)?));
                         } else {
-                            args.push(self.value(key)?);
+                            let arg = self.value(key)?;
+                            // `Mesh('data': 4, ...)` lists its axes as `key: value` entries.
+                            if self.eat(":") {
+                                args.push(Param::Entry(Box::new(arg), Box::new(self.value(key)?)));
+                            } else {
+                                args.push(arg);
+                            }
                         }
                         if !self.eat(",") && !self.peek_str(")") {
                             return Err(self.expected("`,` or `)`"));
@@ -916,10 +968,11 @@ impl<'s> Parser<'s> {
         }
         self.expect("{", "`{` in frozenset")?;
         while !self.eat("}") {
-            if !matches!(self.peek(), Some('\'' | '"')) {
-                return Err(self.expected("a quoted name in the frozenset"));
+            match self.peek() {
+                Some('\'' | '"') => items.push(Param::Str(self.py_string()?)),
+                Some(c) if c.is_ascii_digit() => items.push(self.value("frozenset")?),
+                _ => return Err(self.expected("a quoted name or an integer in the frozenset")),
             }
-            items.push(self.py_string()?);
             if !self.eat(",") && !self.peek_str("}") {
                 return Err(self.expected("`,` or `}` in the frozenset"));
             }

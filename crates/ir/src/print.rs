@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::jaxpr::{Atom, ClosedJaxpr, Eqn, Jaxpr, LitValue, Literal, Spelling, Var, VarDecl};
 use crate::param::{strip_numpy_ints, Param};
 use crate::pp::{self, brk, concat, group, join, nest, text, Doc};
-use crate::primitive::Primitive;
+use crate::primitive::{is_result_sharding, Primitive};
 use crate::syntax::{is_name_char, is_name_start, literal_value_text};
 
 /// The width JAX lays jaxprs out in.
@@ -368,10 +368,18 @@ fn kv_doc(ctx: &mut Ctx, eqn: &Eqn, key: &str, value: &Param) -> Doc {
             jaxprs_doc(ctx, &subs)
         }
         _ => {
-            let canonical = mask_addresses(&value.repr());
+            let canonical = match value {
+                // JAX's `pp_kv_pair` prints a frozenset parameter with braces even when empty.
+                Param::FrozenSet(xs) => {
+                    let items: Vec<String> = xs.iter().map(Param::repr).collect();
+                    format!("frozenset({{{}}})", items.join(", "))
+                }
+                _ => mask_addresses(&value.repr()),
+            };
             let spelled = eqn.spelling.params.iter().find(|(k, _)| k == key).map(|(_, raw)| raw);
             match spelled {
                 Some(raw) if strip_numpy_ints(raw) == canonical => text(raw.clone()),
+                Some(raw) if is_result_sharding(eqn.primitive.name(), key) && canonical == "None" => text(raw.clone()),
                 _ => text(canonical),
             }
         }

@@ -119,8 +119,8 @@ mod tests {
             Some(d) => (d, MemorySpace::Host),
             None => (head, MemorySpace::Device),
         };
-        let shape = dims.split(',').filter(|d| !d.is_empty()).map(|d| d.parse().unwrap()).collect();
-        Aval { dtype: DType::from_short_name(dtype).expect("a dtype"), shape, memory_space }
+        let shape: Vec<usize> = dims.split(',').filter(|d| !d.is_empty()).map(|d| d.parse().unwrap()).collect();
+        Aval::new(DType::from_short_name(dtype).expect("a dtype"), shape).with_memory_space(memory_space)
     }
 
     /// `prim` applied to operands `ins` gives `want`: `-> ` and the result avals, or an

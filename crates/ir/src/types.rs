@@ -276,17 +276,106 @@ pub fn format_bytes(bytes: u128) -> String {
 /// A static shape: one extent per dimension.
 pub type Shape = Vec<usize>;
 
-/// An abstract value: dtype, shape and memory space.
+/// The mesh axes a value varies over inside a `shard_map` body (JAX's varying manual axes,
+/// `aval.mat.varying`): printed after the shape as `{V:model}` or `{V:(data,model)}`.
+/// Empty outside `shard_map` and for values that are the same on every device of the mesh.
+///
+/// JAX keeps a set and prints it in the order of the mesh's axes; remat keeps the order it
+/// read or made (a body's avals are printed as JAX printed them) and compares as sets. (One
+/// pointer wide, so that an aval outside `shard_map` stays as small as it was.)
+#[derive(Clone, Debug, Default)]
+pub struct Vma(Option<std::sync::Arc<Vec<String>>>);
+
+impl Vma {
+    pub fn new<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Vma {
+        let mut v = Vma::default();
+        for n in names {
+            v.insert(n.into());
+        }
+        v
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names().is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names().iter().any(|n| n == name)
+    }
+
+    /// The axes, in the order read or made.
+    pub fn names(&self) -> &[String] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    fn insert(&mut self, name: String) {
+        if !self.contains(&name) {
+            std::sync::Arc::make_mut(self.0.get_or_insert_with(Default::default)).push(name);
+        }
+    }
+
+    /// These axes and `other`'s, in the order `order` gives (the mesh's axis names); names
+    /// not in `order` go last, in the order they come.
+    pub fn union_in(&self, other: &Vma, order: &[String]) -> Vma {
+        let mut all = self.clone();
+        for n in other.names() {
+            all.insert(n.clone());
+        }
+        all.ordered(order)
+    }
+
+    /// These axes without `names`.
+    pub fn without(&self, names: &[String]) -> Vma {
+        Vma::new(self.names().iter().filter(|n| !names.contains(n)).cloned())
+    }
+
+    /// The same axes in the order of `order` (the mesh's axis names), the others after.
+    pub fn ordered(&self, order: &[String]) -> Vma {
+        let first = order.iter().filter(|n| self.contains(n)).cloned();
+        Vma::new(first.chain(self.names().iter().filter(|n| !order.contains(n)).cloned()))
+    }
+}
+
+impl PartialEq for Vma {
+    fn eq(&self, other: &Vma) -> bool {
+        self.names().len() == other.names().len() && self.names().iter().all(|n| other.contains(n))
+    }
+}
+
+impl Eq for Vma {}
+
+impl std::hash::Hash for Vma {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut names: Vec<&String> = self.names().iter().collect();
+        names.sort();
+        names.hash(state);
+    }
+}
+
+impl fmt::Display for Vma {
+    /// `{V:model}`, `{V:(data,model)}`; nothing when empty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.names() {
+            [] => Ok(()),
+            [one] => write!(f, "{{V:{one}}}"),
+            many => write!(f, "{{V:({})}}", many.join(",")),
+        }
+    }
+}
+
+/// An abstract value: dtype, shape, memory space and, inside `shard_map`, the mesh axes it
+/// varies over.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Aval {
     pub dtype: DType,
     pub shape: Shape,
     pub memory_space: MemorySpace,
+    pub vma: Vma,
 }
 
 impl Aval {
     pub fn new(dtype: DType, shape: impl Into<Shape>) -> Aval {
-        Aval { dtype, shape: shape.into(), memory_space: MemorySpace::Device }
+        Aval { dtype, shape: shape.into(), memory_space: MemorySpace::Device, vma: Vma::default() }
     }
 
     pub fn scalar(dtype: DType) -> Aval {
@@ -295,6 +384,11 @@ impl Aval {
 
     pub fn with_memory_space(mut self, memory_space: MemorySpace) -> Aval {
         self.memory_space = memory_space;
+        self
+    }
+
+    pub fn with_vma(mut self, vma: Vma) -> Aval {
+        self.vma = vma;
         self
     }
 
@@ -376,6 +470,7 @@ impl fmt::Display for Aval {
             }
             write!(f, "{d}")?;
         }
-        f.write_str("]")
+        f.write_str("]")?;
+        write!(f, "{}", self.vma)
     }
 }

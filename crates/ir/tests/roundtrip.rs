@@ -44,6 +44,32 @@ fn primitive_case_jaxprs_round_trip() {
     check_all(texts, |n| n >= 75, "expected at least 25 primitive cases with 3 jaxprs each");
 }
 
+/// The sharded cases (`tests/data/sharded`, issue 46): each program (`jit` with shardings,
+/// `shard_map` with collectives and varying manual axes, `sharding_constraint`), JAX's forward
+/// and backward jaxprs, and the program under each recorded checkpoint policy.
+#[test]
+fn sharded_case_jaxprs_round_trip() {
+    let mut texts = Vec::new();
+    for (name, case) in remat_testkit::sharded_cases() {
+        for field in ["jaxpr", "jax_fwd_jaxpr", "jax_bwd_jaxpr"] {
+            texts.push((format!("{name}.{field}"), case[field].as_str().expect("a jaxpr").to_string()));
+        }
+        for p in case["policies"].as_array().expect("policies") {
+            let policy = p["policy"].as_str().expect("a policy name");
+            texts.push((format!("{name}.{policy}"), p["jaxpr"].as_str().expect("a jaxpr").to_string()));
+        }
+    }
+    let unverified: Vec<String> = texts
+        .iter()
+        .filter_map(|(name, text)| {
+            let j = parse_jaxpr(text, name).ok()?;
+            remat_ir::verify(&j).err().map(|e| format!("{name}: {e}"))
+        })
+        .collect();
+    assert!(unverified.is_empty(), "{}", unverified.join("\n"));
+    check_all(texts, |n| n == 35, "expected 7 sharded cases with 5 jaxprs each");
+}
+
 #[test]
 fn benchmark_programs_round_trip() {
     check_all(remat_testkit::jaxpr_files("bench"), |n| n == 25, "expected 25 benchmark programs");

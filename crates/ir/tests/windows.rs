@@ -76,7 +76,7 @@ fn malformed_parameters_are_located_errors() {
         ("precision=None", "precision=3", "precision must be None, a Precision or a pair"),
         ("lhs_spec=(0, 3, 1, 2), ", "", "dimension_numbers must be ConvDimensionNumbers"),
         ("preferred_element_type=None", "preferred_element_type=float7", "unsupported dtype `float7`"),
-        ("out_sharding=None", "out_sharding=1", "only out_sharding=None is supported"),
+        ("out_sharding=None", "out_sharding=1", "out_sharding: expected a sharding (NamedSharding"),
     ];
     for (from, to, want) in cases {
         let text = conv_text(&CONV_PARAMS.replace(from, to), "f32[4,8,8,3]", "f32[3,3,3,8]", "f32[4,8,8,8]");

@@ -216,7 +216,8 @@ impl Pass {
             | HigherOrder::Cond
             | HigherOrder::While
             | HigherOrder::CustomVjpCall
-            | HigherOrder::Composite => false,
+            | HigherOrder::Composite
+            | HigherOrder::ShardMap => false,
         };
         inline.then(|| &**prim.subjaxprs()[0])
     }

@@ -35,6 +35,22 @@ pub use cse::{cse, CseScope};
 pub use profile::{memory_profile, BufferHome, BufferProfile, MemoryProfile, Peak};
 pub use program::DotDesc;
 
+/// The primitives the JIT refuses whole (the interpreter runs them): `shard_map`, the
+/// collectives and `pvary`, which exist only inside a shard_map body (issue 46).
+pub const NOT_COMPILED: &[&str] = &[
+    "shard_map",
+    "psum",
+    "psum_invariant",
+    "pmax",
+    "pmin",
+    "pvary",
+    "all_gather",
+    "reduce_scatter",
+    "ppermute",
+    "axis_index",
+    "pbroadcast",
+];
+
 /// Why a jaxpr could not be compiled or run.
 #[derive(Debug, thiserror::Error)]
 pub enum JitError {

@@ -108,6 +108,9 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::While { .. } => bodies().sum(),
+        // Its body once: what one device computes (every device runs it at once on its own
+        // block).
+        Primitive::ShardMap(_) => bodies().sum(),
         // One operation per element of the largest operand or result: elementwise
         // arithmetic, reductions, layout moves, indexing, sorting, windows, random bits.
         Primitive::Unary { .. }
@@ -145,6 +148,15 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::Argmax { .. }
         | Primitive::Argmin { .. }
         | Primitive::Name { .. }
+        | Primitive::ShardingConstraint(_)
+        | Primitive::Reshard
+        | Primitive::Pvary { .. }
+        | Primitive::AllReduce { .. }
+        | Primitive::AllGather { .. }
+        | Primitive::ReduceScatter { .. }
+        | Primitive::Ppermute { .. }
+        | Primitive::AxisIndex { .. }
+        | Primitive::Pbroadcast { .. }
         | Primitive::Empty2 { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap

@@ -42,7 +42,7 @@ fn primitive_names(j: &Jaxpr, out: &mut BTreeSet<&'static str>) {
 /// over the case directories every backend's conformance tests run.
 fn first_cases() -> BTreeMap<&'static str, String> {
     let mut first = BTreeMap::new();
-    for dir in ["primitives", "conformance", "loops", "zoo"] {
+    for dir in ["primitives", "conformance", "loops", "zoo", "sharded"] {
         for path in data_files(dir, "json") {
             let case = read_json(&path);
             let text = case["jaxpr"].as_str().unwrap_or_else(|| panic!("{}: no jaxpr", path.display()));
@@ -66,7 +66,12 @@ fn expected_table() -> String {
         let (status, case) = match (PrimitiveKind::from_name(&name), refusal(&name)) {
             (Some(_), None) => {
                 let case = cases.get(name.as_str()).map_or("none yet".to_string(), |c| format!("`{c}`"));
-                ("works".to_string(), case)
+                // Inside a shard_map body only, which the JIT does not compile yet.
+                let status = match remat_jit::NOT_COMPILED.contains(&name.as_str()) {
+                    true => "works: parse, print, interpreter (JIT: not yet)",
+                    false => "works",
+                };
+                (status.to_string(), case)
             }
             (None, Some(r)) => (format!("refused: {}", r.label()), String::new()),
             (Some(_), Some(r)) => {
@@ -76,7 +81,7 @@ fn expected_table() -> String {
                 panic!("`{name}` is in JAX's registry but neither a PrimitiveKind nor refused: add it to one")
             }
         };
-        *counts.entry(if status == "works" { "works" } else { "refused" }).or_default() += 1;
+        *counts.entry(if status.starts_with("works") { "works" } else { "refused" }).or_default() += 1;
         rows.push_str(&format!("| `{name}` | `{module}` | {status} | {case} |\n"));
     }
     let mut legend = String::from("| refused | what the parser says |\n|---|---|\n");

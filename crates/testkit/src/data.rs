@@ -62,6 +62,18 @@ pub fn zoo_cases() -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Every sharded case (`tests/data/sharded/*.json`, recorded from JAX 0.10.2 on 8 simulated
+/// CPU devices by `gen_sharded.py`, issue 46): the conformance format plus `devices`,
+/// `xla_memory` (XLA's per-device memory analysis of the compiled value-and-grad) and
+/// `policies` (the program under two checkpoint policies, each with its jaxpr, JAX's saved
+/// residuals and XLA's memory analysis), as `(name, case)`, sorted by name.
+pub fn sharded_cases() -> Vec<(String, Value)> {
+    data_files("sharded", "json")
+        .into_iter()
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), read_json(&p)))
+        .collect()
+}
+
 /// Every loop case (`tests/data/loops/*.json`, recorded from JAX 0.10.2 by `gen_loops.py`:
 /// indices computed inside `fori_loop`/`scan` bodies, issue 40), as `(name, case)`, sorted
 /// by name.

@@ -18,7 +18,8 @@ mod zoo;
 pub use close::{check_close, within};
 pub use data::{
     arg_names, arrays, case_jaxpr, conformance_case, conformance_cases, conformance_texts, data_dir, data_files,
-    is_model_bench, jaxpr_files, loop_cases, primitive_cases, read_json, reduced_bench_cases, try_arrays, zoo_cases,
+    is_model_bench, jaxpr_files, loop_cases, primitive_cases, read_json, reduced_bench_cases, sharded_cases,
+    try_arrays, zoo_cases,
 };
 pub use rng::Rng;
 pub use zoo::{check_zoo_values, forward_only, jax_residual_lines, optional_arrays, reduced_precision, zoo_cotangents};

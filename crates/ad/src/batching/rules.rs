@@ -45,6 +45,38 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let (x, d) = ins[0];
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
         }
+        // JAX's `_reshard_batcher`: the batch axis stays where it is.
+        Primitive::Reshard => {
+            let (x, d) = ins[0];
+            Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
+        }
+        // JAX's `_sharding_constraint_batcher`: the batch axis is not split (a `None` entry
+        // at its place in the spec) and the unconstrained dimensions after it move by one.
+        Primitive::ShardingConstraint(c) => {
+            let (x, d) = ins[0];
+            let Some(d) = d else { return Ok(vec![(b.bind1(prim.clone(), vec![x])?, None)]) };
+            let mut c = (**c).clone();
+            if let remat_ir::Sharding::Named { spec, .. } = &mut c.sharding {
+                let rank = b.aval(&x).rank();
+                while spec.0.len() + 1 < rank {
+                    spec.0.push(remat_ir::SpecEntry::Replicated);
+                }
+                spec.0.insert(d.min(spec.0.len()), remat_ir::SpecEntry::Replicated);
+            }
+            c.unconstrained_dims = c.unconstrained_dims.iter().map(|&u| u + usize::from(d <= u)).collect();
+            Ok(vec![(b.bind1(Primitive::ShardingConstraint(Box::new(c)), vec![x])?, Some(d))])
+        }
+        Primitive::ShardMap(_)
+        | Primitive::AllReduce { .. }
+        | Primitive::Pvary { .. }
+        | Primitive::AllGather { .. }
+        | Primitive::ReduceScatter { .. }
+        | Primitive::Ppermute { .. }
+        | Primitive::AxisIndex { .. }
+        | Primitive::Pbroadcast { .. } => Err(AdError::Unsupported {
+            primitive: prim.name(),
+            message: "remat does not vmap sharded programs yet".to_string(),
+        }),
         Primitive::Binary(remat_ir::BinaryOp::AddAny) => one(add_batched(b, prim, ins, size)),
         Primitive::Binary(_) | Primitive::Compare(_) | Primitive::Complex | Primitive::RegularizedIncompleteBeta => {
             one(broadcast_batcher(b, prim, ins))

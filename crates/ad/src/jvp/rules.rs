@@ -12,7 +12,9 @@
 //! equation otherwise), emits the primal equation first, and returns the primal outputs
 //! and one tangent per output.
 
-use remat_ir::{Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp, WindowOp};
+use remat_ir::{
+    AllReduceOp, Atom, BinaryOp, CompareOp, CumulativeOp, Eqn, Jaxpr, Primitive, ReduceOp, UnaryOp, WindowOp,
+};
 
 use super::{
     cond, emit_primal, indexing, instantiate, jvp_call, jvp_custom_jvp_call, jvp_custom_jvp_rule, jvp_custom_vjp_call,
@@ -37,6 +39,23 @@ pub(crate) fn jvp_rule(
                       (JAX 0.10.2's `composite_jvp`)"
                 .to_string(),
         }),
+        // Sharding annotations and collectives are linear (JAX's `deflinear2` for psum,
+        // psum_invariant, pvary, all_gather, reduce_scatter, ppermute, pbroadcast; the
+        // identity's jvp for sharding_constraint and reshard).
+        Primitive::ShardingConstraint(_)
+        | Primitive::Reshard
+        | Primitive::Pvary { .. }
+        | Primitive::AllReduce { op: AllReduceOp::Psum | AllReduceOp::PsumInvariant, .. }
+        | Primitive::AllGather { .. }
+        | Primitive::ReduceScatter { .. }
+        | Primitive::Ppermute { .. }
+        | Primitive::Pbroadcast { .. } => linear(b, old, eqn, primals, tangents),
+        Primitive::AllReduce { op: op @ (AllReduceOp::Pmax | AllReduceOp::Pmin), .. } => Err(AdError::Unsupported {
+            primitive: op.name(),
+            message: format!("Differentiation rule for '{}' not implemented (JAX 0.10.2 registers none)", op.name()),
+        }),
+        Primitive::AxisIndex { .. } => zero(b, old, eqn, primals),
+        Primitive::ShardMap(sm) => super::jvp_shard_map(b, sm, primals, tangents),
         Primitive::Unary(op) => unary(b, old, eqn, *op, primals, tangents),
         Primitive::Binary(op) => binary(b, old, eqn, *op, primals, tangents),
         Primitive::Compare(_)

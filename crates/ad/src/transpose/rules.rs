@@ -5,8 +5,8 @@
 //! value or a zero). Primitives that are never linear in an operand are errors.
 
 use remat_ir::{
-    Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, FftType, MemorySpace,
-    Precision, Primitive, ReduceOp, ScatterOp, UnaryOp, WindowOp,
+    AllReduceOp, Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, FftType,
+    MemorySpace, Precision, Primitive, ReduceOp, ScatterOp, UnaryOp, WindowOp,
 };
 
 use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
@@ -266,6 +266,67 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::Name { .. } => out[0] = single(),
+        // Sharding annotations transpose to themselves.
+        Primitive::ShardingConstraint(_) | Primitive::Reshard => {
+            if let Some(ct) = single() {
+                out[0] = Some(b.bind1(prim.clone(), vec![ct])?);
+            }
+        }
+        // The collectives' transposes, as JAX 0.10.2's `lax/parallel.py` gives them: psum is
+        // psum then pbroadcast, so its own transpose; psum_invariant and pvary transpose to
+        // each other; all_gather and reduce_scatter too; ppermute to the inverse permutation.
+        Primitive::AllReduce { op, axes } => {
+            let t = match op {
+                AllReduceOp::Psum => Some(prim.clone()),
+                AllReduceOp::PsumInvariant => Some(Primitive::Pvary { axes: axes.clone() }),
+                AllReduceOp::Pmax | AllReduceOp::Pmin => return Err(not_linear()),
+            };
+            if let (Some(t), Some(ct)) = (t, single()) {
+                out[0] = Some(b.bind1(t, vec![ct])?);
+            }
+        }
+        Primitive::Pvary { axes } => {
+            if let Some(ct) = single() {
+                let t = Primitive::AllReduce { op: AllReduceOp::PsumInvariant, axes: axes.clone() };
+                out[0] = Some(b.bind1(t, vec![ct])?);
+            }
+        }
+        Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled } => {
+            if let Some(ct) = single() {
+                let t = Primitive::ReduceScatter {
+                    axis_name: axis_name.clone(),
+                    scatter_dimension: *all_gather_dimension,
+                    axis_size: *axis_size,
+                    tiled: *tiled,
+                };
+                out[0] = Some(b.bind1(t, vec![ct])?);
+            }
+        }
+        Primitive::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => {
+            if let Some(ct) = single() {
+                let t = Primitive::AllGather {
+                    axis_name: axis_name.clone(),
+                    all_gather_dimension: *scatter_dimension,
+                    axis_size: *axis_size,
+                    tiled: *tiled,
+                };
+                out[0] = Some(b.bind1(t, vec![ct])?);
+            }
+        }
+        Primitive::Ppermute { axis_name, perm } => {
+            if let Some(ct) = single() {
+                let inverse = perm.iter().map(|&(s, d)| (d, s)).collect();
+                out[0] = Some(b.bind1(Primitive::Ppermute { axis_name: axis_name.clone(), perm: inverse }, vec![ct])?);
+            }
+        }
+        Primitive::Pbroadcast { .. } => {
+            return Err(AdError::Unsupported {
+                primitive: "pbroadcast",
+                message: "remat does not transpose pbroadcast yet".to_string(),
+            })
+        }
+        Primitive::AxisIndex { .. } => return Err(not_linear()),
+        Primitive::ShardMap(sm) => return super::transpose_shard_map(b, sm, ins, ct_outs),
         Primitive::BroadcastInDim { shape, broadcast_dimensions } => {
             if let Some(ct) = single() {
                 // Sum over the broadcast axes, keeping the operand's unit axes.

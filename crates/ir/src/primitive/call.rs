@@ -16,6 +16,7 @@ use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, JitOptions, Var};
 use crate::param::Param;
 use crate::policy::Policy;
 use crate::shape::{bail, ensure, ShapeError};
+use crate::sharding::Sharding;
 use crate::types::Aval;
 
 // `jit[name=relu compiler_options_kvs=... ctx_mesh=... donated_invars=(True,) jaxpr={...}
@@ -32,9 +33,16 @@ pub(super) fn jit_params(name: &str, jaxpr: &ClosedJaxpr, options: &JitOptions) 
     if options.donated_invars.iter().any(|&d| d) {
         ps.push(("donated_invars", Param::Tuple(options.donated_invars.iter().map(|&d| Param::Bool(d)).collect())));
     }
+    let specified = |s: &[Sharding]| s.iter().any(|s| *s != Sharding::Unspecified);
+    if specified(&options.in_shardings) {
+        ps.push(("in_shardings", super::sharded::shardings_param(&options.in_shardings)));
+    }
     ps.push(("jaxpr", Param::Jaxpr(jaxpr.jaxpr.clone())));
     if options.keep_unused {
         ps.push(("keep_unused", Param::Bool(true)));
+    }
+    if specified(&options.out_shardings) {
+        ps.push(("out_shardings", super::sharded::shardings_param(&options.out_shardings)));
     }
     ps
 }
@@ -55,6 +63,16 @@ pub(super) fn parse_jit(p: &mut ParamReader) -> Result<Primitive, String> {
     };
     let keep_unused = if p.has("keep_unused") { p.bool("keep_unused")? } else { false };
     let ctx_mesh = if p.has("ctx_mesh") { Some(p.take("ctx_mesh")?) } else { None };
+    let in_shardings = if p.has("in_shardings") {
+        super::sharded::shardings_of(&p.take("in_shardings")?).map_err(|e| format!("jit: in_shardings: {e}"))?
+    } else {
+        Vec::new()
+    };
+    let out_shardings = if p.has("out_shardings") {
+        super::sharded::shardings_of(&p.take("out_shardings")?).map_err(|e| format!("jit: out_shardings: {e}"))?
+    } else {
+        Vec::new()
+    };
     let compiler_options_kvs = if p.has("compiler_options_kvs") { Some(p.take("compiler_options_kvs")?) } else { None };
     // `inline` is not printed by JAX; read and dropped if a text has it.
     if p.has("inline") {
@@ -63,13 +81,25 @@ pub(super) fn parse_jit(p: &mut ParamReader) -> Result<Primitive, String> {
     Ok(Primitive::Jit {
         name,
         jaxpr,
-        options: JitOptions { donated_invars, keep_unused, ctx_mesh, compiler_options_kvs },
+        options: JitOptions {
+            donated_invars,
+            keep_unused,
+            ctx_mesh,
+            compiler_options_kvs,
+            in_shardings,
+            out_shardings,
+        },
     })
 }
 
 pub(crate) fn jit_shape(jaxpr: &ClosedJaxpr, options: &JitOptions, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     let n = options.donated_invars.len();
     ensure!(n == 0 || n == in_avals.len(), "jit", "donated_invars has {n} flags for {} operands", in_avals.len());
+    let n = options.in_shardings.len();
+    ensure!(n == 0 || n == in_avals.len(), "jit", "in_shardings has {n} shardings for {} operands", in_avals.len());
+    let n = options.out_shardings.len();
+    let outs = jaxpr.jaxpr.outvars.len();
+    ensure!(n == 0 || n == outs, "jit", "out_shardings has {n} shardings for {outs} results");
     call("jit", in_avals, jaxpr)
 }
 
@@ -240,7 +270,12 @@ pub(crate) fn scan_shape(
             name,
             "xs operand {i} is {x}; its leading dimension must be length={length}"
         );
-        body_in.push(Aval { dtype: x.dtype, shape: x.shape[1..].to_vec(), memory_space: x.memory_space });
+        body_in.push(Aval {
+            dtype: x.dtype,
+            shape: x.shape[1..].to_vec(),
+            memory_space: x.memory_space,
+            vma: x.vma.clone(),
+        });
     }
     check_operands(name, &body_in, &inner_avals(name, &body.jaxpr, &body.jaxpr.invars)?)?;
     let body_out = inner_out_avals(name, &body.jaxpr)?;
@@ -253,7 +288,7 @@ pub(crate) fn scan_shape(
     out.extend(ys.iter().map(|y| {
         let mut shape = vec![length];
         shape.extend(&y.shape);
-        Aval { dtype: y.dtype, shape, memory_space: y.memory_space }
+        Aval { dtype: y.dtype, shape, memory_space: y.memory_space, vma: y.vma.clone() }
     }));
     Ok(out)
 }

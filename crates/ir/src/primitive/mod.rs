@@ -38,20 +38,22 @@ mod params;
 pub(crate) mod random;
 pub(crate) mod reduction;
 mod refused;
+pub(crate) mod sharded;
 pub(crate) mod sorting;
 pub(crate) mod structural;
 pub(crate) mod window;
 
 pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
-    platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
-    DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision,
-    Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window,
-    WindowOp,
+    platform_index, AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics,
+    CumulativeOp, DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers,
+    GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve,
+    UnaryDomain, UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
 pub use refused::{refusal, Refusal};
+pub use sharded::{block_aval, global_aval, is_result_sharding, sharding_of, Collective};
 pub use window::{dilated, reduce_window_name, scatter_window, window_out_extent};
 
 use params::ParamReader;
@@ -120,6 +122,8 @@ primitive_kinds! {
         Scatter(ScatterOp),
         /// `cumsum`, `cumprod`, ...: `sorting.rs`.
         Cumulative(CumulativeOp),
+        /// `psum`, `psum_invariant`, `pmax`, `pmin`: `sharded.rs`.
+        AllReduce(AllReduceOp),
     }
     singles {
         IntegerPow = "integer_pow",
@@ -193,6 +197,15 @@ primitive_kinds! {
         Cond = "cond",
         While = "while",
         CustomVjpCall = "custom_vjp_call",
+        ShardingConstraint = "sharding_constraint",
+        Reshard = "reshard",
+        ShardMap = "shard_map",
+        Pvary = "pvary",
+        AllGather = "all_gather",
+        ReduceScatter = "reduce_scatter",
+        Ppermute = "ppermute",
+        AxisIndex = "axis_index",
+        Pbroadcast = "pbroadcast",
     }
 }
 
@@ -222,6 +235,8 @@ pub enum HigherOrder {
     /// `composite`: a named call that JAX neither differentiates nor batches; every pass
     /// keeps it whole.
     Composite,
+    /// `shard_map`: its body once per device of a mesh, on per-device blocks.
+    ShardMap,
 }
 
 impl PrimitiveKind {
@@ -237,6 +252,7 @@ impl PrimitiveKind {
             PrimitiveKind::While => Some(HigherOrder::While),
             PrimitiveKind::CustomVjpCall => Some(HigherOrder::CustomVjpCall),
             PrimitiveKind::Composite => Some(HigherOrder::Composite),
+            PrimitiveKind::ShardMap => Some(HigherOrder::ShardMap),
             PrimitiveKind::Unary(_)
             | PrimitiveKind::Binary(_)
             | PrimitiveKind::Compare(_)
@@ -304,7 +320,16 @@ impl PrimitiveKind {
             | PrimitiveKind::RandomBits
             | PrimitiveKind::RandomClone
             | PrimitiveKind::Threefry2x32
-            | PrimitiveKind::Iota2x32Shape => None,
+            | PrimitiveKind::Iota2x32Shape
+            | PrimitiveKind::ShardingConstraint
+            | PrimitiveKind::Reshard
+            | PrimitiveKind::AllReduce(_)
+            | PrimitiveKind::Pvary
+            | PrimitiveKind::AllGather
+            | PrimitiveKind::ReduceScatter
+            | PrimitiveKind::Ppermute
+            | PrimitiveKind::AxisIndex
+            | PrimitiveKind::Pbroadcast => None,
         }
     }
 }
@@ -355,6 +380,16 @@ impl Primitive {
             Primitive::RandomClone => PrimitiveKind::RandomClone,
             Primitive::Threefry2x32 => PrimitiveKind::Threefry2x32,
             Primitive::Iota2x32Shape { .. } => PrimitiveKind::Iota2x32Shape,
+            Primitive::ShardingConstraint(_) => PrimitiveKind::ShardingConstraint,
+            Primitive::Reshard => PrimitiveKind::Reshard,
+            Primitive::ShardMap(_) => PrimitiveKind::ShardMap,
+            Primitive::AllReduce { op, .. } => PrimitiveKind::AllReduce(*op),
+            Primitive::Pvary { .. } => PrimitiveKind::Pvary,
+            Primitive::AllGather { .. } => PrimitiveKind::AllGather,
+            Primitive::ReduceScatter { .. } => PrimitiveKind::ReduceScatter,
+            Primitive::Ppermute { .. } => PrimitiveKind::Ppermute,
+            Primitive::AxisIndex { .. } => PrimitiveKind::AxisIndex,
+            Primitive::Pbroadcast { .. } => PrimitiveKind::Pbroadcast,
             Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::ClosedCall { .. } => PrimitiveKind::ClosedCall,
@@ -390,6 +425,111 @@ impl Primitive {
             Primitive::Cond { .. } => PrimitiveKind::Cond,
             Primitive::While { .. } => PrimitiveKind::While,
             Primitive::CustomVjpCall { .. } => PrimitiveKind::CustomVjpCall,
+        }
+    }
+
+    /// The collective this primitive is, if it is one (`psum`, `all_gather`, ...).
+    pub fn as_collective(&self) -> Option<Collective<'_>> {
+        match self {
+            Primitive::AllReduce { op, axes } => Some(Collective::AllReduce { op: *op, axes }),
+            Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled } => Some(Collective::AllGather {
+                axis_name,
+                all_gather_dimension: *all_gather_dimension,
+                axis_size: *axis_size,
+                tiled: *tiled,
+            }),
+            Primitive::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => {
+                Some(Collective::ReduceScatter {
+                    axis_name,
+                    scatter_dimension: *scatter_dimension,
+                    axis_size: *axis_size,
+                    tiled: *tiled,
+                })
+            }
+            Primitive::Ppermute { axis_name, perm } => Some(Collective::Ppermute { axis_name, perm }),
+            Primitive::AxisIndex { axis_name } => Some(Collective::AxisIndex { axis_name }),
+            Primitive::Pbroadcast { axis_name, source } => Some(Collective::Pbroadcast { axis_name, source: *source }),
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::Compare(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::RegularizedIncompleteBeta
+            | Primitive::Complex
+            | Primitive::Real
+            | Primitive::Imag
+            | Primitive::Conj { .. }
+            | Primitive::Fft { .. }
+            | Primitive::ConvertElementType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::Round { .. }
+            | Primitive::BitcastConvertType { .. }
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Rev { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::ExpandDims { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Iota { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::Argmax { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::Name { .. }
+            | Primitive::DevicePut { .. }
+            | Primitive::Empty2 { .. }
+            | Primitive::RandomSeed
+            | Primitive::RandomWrap
+            | Primitive::RandomUnwrap
+            | Primitive::RandomSplit { .. }
+            | Primitive::RandomFoldIn
+            | Primitive::RandomClone
+            | Primitive::Threefry2x32
+            | Primitive::Iota2x32Shape { .. }
+            | Primitive::ShardingConstraint(_)
+            | Primitive::Reshard
+            | Primitive::ShardMap(_)
+            | Primitive::Pvary { .. }
+            | Primitive::RandomBits { .. }
+            | Primitive::Jit { .. }
+            | Primitive::ClosedCall { .. }
+            | Primitive::Composite { .. }
+            | Primitive::CustomJvpCall { .. }
+            | Primitive::Remat2 { .. }
+            | Primitive::Scan { .. }
+            | Primitive::Split { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Unstack { .. }
+            | Primitive::Tile { .. }
+            | Primitive::PlatformIndex { .. }
+            | Primitive::OptimizationBarrier
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Cholesky
+            | Primitive::TriangularSolve(_)
+            | Primitive::Lu
+            | Primitive::LuPivotsToPermutation { .. }
+            | Primitive::Qr(_)
+            | Primitive::Eigh(_)
+            | Primitive::SymmetricProduct { .. }
+            | Primitive::Argmin { .. }
+            | Primitive::Cumulative { .. }
+            | Primitive::ConvGeneralDilated(_)
+            | Primitive::ReduceWindow { op: WindowOp::Sum, .. }
+            | Primitive::ReduceWindow { op: WindowOp::Max, .. }
+            | Primitive::ReduceWindow { op: WindowOp::Min, .. }
+            | Primitive::SelectAndScatterAdd { .. }
+            | Primitive::SelectAndGatherAdd { .. }
+            | Primitive::Cond { .. }
+            | Primitive::While { .. }
+            | Primitive::CustomVjpCall { .. } => None,
         }
     }
 
@@ -486,7 +626,17 @@ impl Primitive {
             | Primitive::SelectAndGatherAdd { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
-            | Primitive::CustomVjpCall { .. } => None,
+            | Primitive::CustomVjpCall { .. }
+            | Primitive::ShardingConstraint(_)
+            | Primitive::Reshard
+            | Primitive::ShardMap(_)
+            | Primitive::AllReduce { .. }
+            | Primitive::Pvary { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::ReduceScatter { .. }
+            | Primitive::Ppermute { .. }
+            | Primitive::AxisIndex { .. }
+            | Primitive::Pbroadcast { .. } => None,
         }
     }
 
@@ -606,6 +756,20 @@ impl Primitive {
             Primitive::CustomVjpCall { name, call_jaxpr, fwd, bwd, num_consts, symbolic_zeros } => {
                 custom_vjp_call_params(name, call_jaxpr, fwd, bwd, *num_consts, *symbolic_zeros)
             }
+            Primitive::ShardingConstraint(c) => sharded::sharding_constraint_params(c),
+            Primitive::Reshard => Vec::new(),
+            Primitive::ShardMap(sm) => sharded::shard_map_params(sm),
+            Primitive::AllReduce { op, axes } => sharded::all_reduce_params(*op, axes),
+            Primitive::Pvary { axes } => sharded::pvary_params(axes),
+            Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled } => {
+                sharded::all_gather_params(axis_name, *all_gather_dimension, *axis_size, *tiled)
+            }
+            Primitive::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => {
+                sharded::reduce_scatter_params(axis_name, *scatter_dimension, *axis_size, *tiled)
+            }
+            Primitive::Ppermute { axis_name, perm } => sharded::ppermute_params(axis_name, perm),
+            Primitive::AxisIndex { axis_name } => sharded::axis_index_params(axis_name),
+            Primitive::Pbroadcast { axis_name, source } => sharded::pbroadcast_params(axis_name, *source),
         }
     }
 
@@ -699,6 +863,16 @@ impl Primitive {
             PrimitiveKind::Cond => parse_cond(p)?,
             PrimitiveKind::While => parse_while(p)?,
             PrimitiveKind::CustomVjpCall => parse_custom_vjp_call(p)?,
+            PrimitiveKind::ShardingConstraint => sharded::parse_sharding_constraint(p)?,
+            PrimitiveKind::Reshard => Primitive::Reshard,
+            PrimitiveKind::ShardMap => sharded::parse_shard_map(p)?,
+            PrimitiveKind::AllReduce(op) => sharded::parse_all_reduce(op, p)?,
+            PrimitiveKind::Pvary => sharded::parse_pvary(p)?,
+            PrimitiveKind::AllGather => sharded::parse_all_gather(p)?,
+            PrimitiveKind::ReduceScatter => sharded::parse_reduce_scatter(p)?,
+            PrimitiveKind::Ppermute => sharded::parse_ppermute(p)?,
+            PrimitiveKind::AxisIndex => sharded::parse_axis_index(p)?,
+            PrimitiveKind::Pbroadcast => sharded::parse_pbroadcast(p)?,
         };
         reader.finish()?;
         Ok(prim)
@@ -716,6 +890,122 @@ impl Primitive {
 ///   it names, and a call's, which are its inner jaxpr's output avals. Whether an operand
 ///   may live in host memory is the verifier's question, not the shape rules'.
 pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let out = typed(prim, in_avals)?;
+    // How results vary over mesh axes inside `shard_map`.
+    match vma_rule(prim.kind()) {
+        VmaRule::Own | VmaRule::Body => Ok(out),
+        VmaRule::Standard => {
+            let vma = sharded::standard_vma(prim.name(), in_avals)?;
+            Ok(out.into_iter().map(|a| a.with_vma(vma.clone())).collect())
+        }
+    }
+}
+
+/// Where an equation's varying mesh axes come from (inside `shard_map`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum VmaRule {
+    /// From the operands: JAX's `standard_vma_rule`.
+    Standard,
+    /// From the primitive's own shape rule (collectives, sharding annotations).
+    Own,
+    /// From the called jaxpr's outputs.
+    Body,
+}
+
+fn vma_rule(kind: PrimitiveKind) -> VmaRule {
+    match kind {
+        PrimitiveKind::Unary(_)
+        | PrimitiveKind::Binary(_)
+        | PrimitiveKind::Compare(_)
+        | PrimitiveKind::Reduce(_)
+        | PrimitiveKind::Scatter(_)
+        | PrimitiveKind::Cumulative(_)
+        | PrimitiveKind::IntegerPow
+        | PrimitiveKind::SelectN
+        | PrimitiveKind::Clamp
+        | PrimitiveKind::RegularizedIncompleteBeta
+        | PrimitiveKind::Complex
+        | PrimitiveKind::Real
+        | PrimitiveKind::Imag
+        | PrimitiveKind::Conj
+        | PrimitiveKind::Fft
+        | PrimitiveKind::ConvertElementType
+        | PrimitiveKind::ReducePrecision
+        | PrimitiveKind::Round
+        | PrimitiveKind::BitcastConvertType
+        | PrimitiveKind::BroadcastInDim
+        | PrimitiveKind::Reshape
+        | PrimitiveKind::Transpose
+        | PrimitiveKind::Rev
+        | PrimitiveKind::Squeeze
+        | PrimitiveKind::ExpandDims
+        | PrimitiveKind::Slice
+        | PrimitiveKind::Pad
+        | PrimitiveKind::Concatenate
+        | PrimitiveKind::DynamicSlice
+        | PrimitiveKind::DynamicUpdateSlice
+        | PrimitiveKind::Iota
+        | PrimitiveKind::Argmax
+        | PrimitiveKind::DotGeneral
+        | PrimitiveKind::Name
+        | PrimitiveKind::DevicePut
+        | PrimitiveKind::Empty2
+        | PrimitiveKind::RandomSeed
+        | PrimitiveKind::RandomWrap
+        | PrimitiveKind::RandomUnwrap
+        | PrimitiveKind::RandomSplit
+        | PrimitiveKind::RandomFoldIn
+        | PrimitiveKind::RandomBits
+        | PrimitiveKind::RandomClone
+        | PrimitiveKind::Threefry2x32
+        | PrimitiveKind::Iota2x32Shape
+        | PrimitiveKind::Split
+        | PrimitiveKind::Stack
+        | PrimitiveKind::Unstack
+        | PrimitiveKind::Tile
+        | PrimitiveKind::PlatformIndex
+        | PrimitiveKind::OptimizationBarrier
+        | PrimitiveKind::Gather
+        | PrimitiveKind::Sort
+        | PrimitiveKind::TopK
+        | PrimitiveKind::Cholesky
+        | PrimitiveKind::TriangularSolve
+        | PrimitiveKind::Lu
+        | PrimitiveKind::LuPivotsToPermutation
+        | PrimitiveKind::Qr
+        | PrimitiveKind::Eigh
+        | PrimitiveKind::SymmetricProduct
+        | PrimitiveKind::Argmin
+        | PrimitiveKind::ConvGeneralDilated
+        | PrimitiveKind::ReduceWindowSum
+        | PrimitiveKind::ReduceWindowMax
+        | PrimitiveKind::ReduceWindowMin
+        | PrimitiveKind::SelectAndScatterAdd
+        | PrimitiveKind::SelectAndGatherAdd => VmaRule::Standard,
+        PrimitiveKind::AllReduce(_)
+        | PrimitiveKind::ShardingConstraint
+        | PrimitiveKind::Reshard
+        | PrimitiveKind::Pvary
+        | PrimitiveKind::AllGather
+        | PrimitiveKind::ReduceScatter
+        | PrimitiveKind::Ppermute
+        | PrimitiveKind::AxisIndex
+        | PrimitiveKind::Pbroadcast => VmaRule::Own,
+        PrimitiveKind::Jit
+        | PrimitiveKind::ClosedCall
+        | PrimitiveKind::Composite
+        | PrimitiveKind::CustomJvpCall
+        | PrimitiveKind::Remat2
+        | PrimitiveKind::Scan
+        | PrimitiveKind::Cond
+        | PrimitiveKind::While
+        | PrimitiveKind::CustomVjpCall
+        | PrimitiveKind::ShardMap => VmaRule::Body,
+    }
+}
+
+/// [`shape_rule`] without the varying axes of first-order primitives.
+fn typed(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     use self::{
         call::*, control::*, elementwise::*, indexing::*, memory::*, random::*, reduction::*, sorting::*, structural::*,
     };
@@ -811,6 +1101,20 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
             while_shape(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, ins)
         }
         Primitive::CustomVjpCall { call_jaxpr, num_consts, .. } => custom_vjp_call_shape(call_jaxpr, *num_consts, ins),
+        Primitive::ShardingConstraint(c) => sharded::sharding_constraint_shape(c, ins),
+        Primitive::Reshard => sharded::reshard_shape(ins),
+        Primitive::ShardMap(sm) => sharded::shard_map_shape(sm, ins),
+        Primitive::AllReduce { op, axes } => sharded::all_reduce_shape(*op, axes, ins),
+        Primitive::Pvary { axes } => sharded::pvary_shape(axes, ins),
+        Primitive::AllGather { axis_name: _, all_gather_dimension, axis_size, tiled } => {
+            sharded::all_gather_shape(*all_gather_dimension, *axis_size, *tiled, ins)
+        }
+        Primitive::ReduceScatter { axis_name: _, scatter_dimension, axis_size, tiled } => {
+            sharded::reduce_scatter_shape(*scatter_dimension, *axis_size, *tiled, ins)
+        }
+        Primitive::Ppermute { .. } => sharded::ppermute_shape(ins),
+        Primitive::AxisIndex { axis_name } => sharded::axis_index_shape(axis_name, ins),
+        Primitive::Pbroadcast { .. } => sharded::pbroadcast_shape(ins),
     }
 }
 

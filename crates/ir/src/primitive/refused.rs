@@ -33,7 +33,11 @@ impl Refusal {
     /// What the parser says after the name.
     pub fn reason(self) -> &'static str {
         match self {
-            Refusal::Sharded => "a sharding or collective primitive: remat does not run sharded programs yet",
+            Refusal::Sharded => {
+                "a sharding or collective primitive remat does not take yet (it reads jit with shardings, \
+                 sharding_constraint, reshard, shard_map and psum, pmax, pmin, pvary, all_gather, reduce_scatter, \
+                 ppermute, axis_index, pbroadcast)"
+            }
             Refusal::PythonCallback => "it calls back into Python, which remat cannot run",
             Refusal::ForeignCall => "it calls native code registered with XLA, which remat cannot call",
             Refusal::Accelerator => "an accelerator-only kernel (GPU or TPU): JAX's CPU backend does not run it either",
@@ -81,7 +85,6 @@ impl Refusal {
     pub fn names(self) -> &'static [&'static str] {
         match self {
             Refusal::Sharded => &[
-                "all_gather",
                 "all_gather_done",
                 "all_gather_invariant",
                 "all_gather_reduced",
@@ -90,36 +93,24 @@ impl Refusal {
                 "all_to_all",
                 "all_to_all_done",
                 "all_to_all_start",
-                "axis_index",
                 "custom_partitioning",
                 "inspect_sharding",
                 "layout_constraint",
-                "pbroadcast",
                 "pbroadcast_done",
                 "pbroadcast_start",
-                "pmax",
-                "pmin",
-                "ppermute",
                 "ppermute_done",
                 "ppermute_start",
                 "precv",
                 "preduced",
                 "psend",
-                "psum",
                 "psum_done",
-                "psum_invariant",
                 "psum_invariant_start",
                 "psum_start",
-                "pvary",
                 "ragged_all_to_all",
-                "reduce_scatter",
                 "reduce_scatter_done",
                 "reduce_scatter_start",
                 "reduced_vary_cast_p",
-                "reshard",
                 "shard_alike",
-                "shard_map",
-                "sharding_constraint",
                 "unreduced_psum",
                 "unreduced_psum_start",
                 "unreduced_reduce_scatter",

@@ -180,6 +180,19 @@ impl Lowering {
                 Ok(vec![self.dot_general(&ins[0], &ins[1], dimension_numbers, out, target)])
             }
             Primitive::Name { name: _ } => Ok(ins),
+            // Shardings say where blocks live; values are the operand's.
+            Primitive::ShardingConstraint(_) | Primitive::Reshard => Ok(ins),
+            Primitive::ShardMap(_)
+            | Primitive::Pvary { .. }
+            | Primitive::AllReduce { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::ReduceScatter { .. }
+            | Primitive::Ppermute { .. }
+            | Primitive::AxisIndex { .. }
+            | Primitive::Pbroadcast { .. } => Err(unsupported(
+                prim,
+                "the JIT does not compile shard_map bodies and their collectives yet (the interpreter runs them)",
+            )),
             Primitive::DevicePut { devices, copy_semantics: _ } => Ok(ins
                 .into_iter()
                 .zip(devices)
@@ -792,6 +805,8 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat2 { .. }
         | Primitive::Name { .. }
+        | Primitive::ShardingConstraint(_)
+        | Primitive::Reshard
         | Primitive::OptimizationBarrier
         | Primitive::DevicePut { .. }
         | Primitive::Scan { .. }
@@ -859,6 +874,14 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::ConvGeneralDilated(_)
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
-        | Primitive::SelectAndGatherAdd { .. } => ComplexRoute::Refuse,
+        | Primitive::SelectAndGatherAdd { .. }
+        | Primitive::ShardMap(_)
+        | Primitive::Pvary { .. }
+        | Primitive::AllReduce { .. }
+        | Primitive::AllGather { .. }
+        | Primitive::ReduceScatter { .. }
+        | Primitive::Ppermute { .. }
+        | Primitive::AxisIndex { .. }
+        | Primitive::Pbroadcast { .. } => ComplexRoute::Refuse,
     }
 }

@@ -59,6 +59,16 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
                 ) || (remat_math::UNARY_OPS.contains(op) && float_in()))
             }
             Primitive::Binary(BinaryOp::Pow) => false,
+            // Sums across devices, in the order of the devices.
+            Primitive::AllReduce { .. } | Primitive::ReduceScatter { .. } => !float_in(),
+            Primitive::ShardingConstraint(_)
+            | Primitive::Reshard
+            | Primitive::ShardMap(_)
+            | Primitive::Pvary { .. }
+            | Primitive::Ppermute { .. }
+            | Primitive::AxisIndex { .. }
+            | Primitive::Pbroadcast { .. }
+            | Primitive::AllGather { .. } => true,
             // The special functions are one library for both backends, but a 16-bit
             // result may round from a 1-ulp different f32 one; compared within tolerance.
             Primitive::Binary(op) if remat_math::BINARY_OPS.contains(op) && float_in() => false,
@@ -170,6 +180,8 @@ fn accumulates(prim: &Primitive) -> bool {
         Primitive::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Sub),
         Primitive::Cumulative { op, .. } => *op == CumulativeOp::Sum,
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) | Primitive::SelectAndScatterAdd { .. } => true,
+        // Sums across devices.
+        Primitive::AllReduce { .. } | Primitive::ReduceScatter { .. } => true,
         Primitive::Unary(_)
         | Primitive::Binary(_)
         | Primitive::Compare(_)
@@ -212,6 +224,14 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::ShardingConstraint(_)
+        | Primitive::Reshard
+        | Primitive::ShardMap(_)
+        | Primitive::Pvary { .. }
+        | Primitive::Ppermute { .. }
+        | Primitive::AxisIndex { .. }
+        | Primitive::Pbroadcast { .. }
+        | Primitive::AllGather { .. }
         | Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
         | Primitive::Composite { .. }

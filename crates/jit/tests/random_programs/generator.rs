@@ -1023,7 +1023,29 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let others: Vec<usize> = (0..r).filter(|&d| d != axis).collect();
     let mode = g.pick(&[GatherScatterMode::Clip, GatherScatterMode::FillOrDrop, GatherScatterMode::PromiseInBounds]);
     match g.below(7) {
-        0 => match g.below(5) {
+        0 => match g.below(7) {
+            // Sharding annotations: the identity on values (a replicated spec on a mesh of
+            // two devices, or the parameterless `reshard`).
+            5 => {
+                let mesh = remat_ir::Mesh {
+                    axes: vec![remat_ir::MeshAxis { name: "x".into(), size: 2, axis_type: remat_ir::AxisType::Auto }],
+                    abstract_devices: None,
+                };
+                let sharding = remat_ir::Sharding::Named {
+                    mesh,
+                    spec: remat_ir::PartitionSpec::default(),
+                    memory_kind: Some("device".into()),
+                };
+                let c = remat_ir::ShardingConstraint {
+                    sharding,
+                    context_mesh: remat_ir::Mesh::default(),
+                    unconstrained_dims: Vec::new(),
+                };
+                b.eqn(Primitive::ShardingConstraint(Box::new(c)), vec![x.into()])?;
+            }
+            6 => {
+                b.eqn(Primitive::Reshard, vec![x.into()])?;
+            }
             // `optimization_barrier` of the operand and any other value.
             4 => {
                 let y = b.of(g, |_| true).unwrap_or(x);

@@ -337,6 +337,16 @@ fn inside(
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::ShardingConstraint(_)
+        | Primitive::Reshard
+        | Primitive::ShardMap(_)
+        | Primitive::AllReduce { .. }
+        | Primitive::Pvary { .. }
+        | Primitive::AllGather { .. }
+        | Primitive::ReduceScatter { .. }
+        | Primitive::Ppermute { .. }
+        | Primitive::AxisIndex { .. }
+        | Primitive::Pbroadcast { .. }
         | Primitive::Split { .. }
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
