@@ -92,11 +92,25 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
         Some(HigherOrder::Jit | HigherOrder::ClosedCall | HigherOrder::Remat2) => {
             let keep_unused = matches!(&eqn.primitive, Primitive::Jit { options, .. } if options.keep_unused);
             let mut used_ins = Vec::new();
-            let prim = eqn.primitive.try_map_subjaxprs(|body| {
+            let mut prim = eqn.primitive.try_map_subjaxprs(|body| {
                 let (inner, used) = dce_jaxpr(body, used_outs, keep_unused)?;
                 used_ins = used;
                 Ok::<_, AdError>(Arc::new(inner))
             })?;
+            // A jit keeps the shardings of the operands and results it keeps (JAX's
+            // `dce_jaxpr_pjit_rule`).
+            if let (Primitive::Jit { options: old, .. }, Primitive::Jit { options: new, .. }) =
+                (&eqn.primitive, &mut prim)
+            {
+                let keep = |s: &[remat_ir::Sharding], used: &[bool]| -> Vec<remat_ir::Sharding> {
+                    match s.len() == used.len() {
+                        true => s.iter().zip(used).filter(|(_, &u)| u).map(|(x, _)| x.clone()).collect(),
+                        false => Vec::new(),
+                    }
+                };
+                new.in_shardings = keep(&old.in_shardings, &used_ins);
+                new.out_shardings = keep(&old.out_shardings, used_outs);
+            }
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }
         Some(HigherOrder::Scan) => scan_dce(eqn, used_outs),

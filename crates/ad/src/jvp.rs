@@ -178,11 +178,22 @@ pub(crate) fn jvp_call(
 ) -> Result<(Vec<Atom>, Vec<Tangent>), AdError> {
     let nonzeros: Vec<bool> = tangents.iter().map(|t| !t.is_zero()).collect();
     let mut out_nonzeros = Vec::new();
-    let prim = eqn.primitive.try_map_subjaxprs(|body| {
+    let mut prim = eqn.primitive.try_map_subjaxprs(|body| {
         let inner = jvp_jaxpr(body, &nonzeros, &vec![false; body.outvars.len()])?;
         out_nonzeros = inner.out_nonzeros;
         Ok::<_, AdError>(Arc::new(inner.jaxpr))
     })?;
+    // A jit's tangents are laid out as their primals (JAX's `_pjit_jvp`).
+    if let (Primitive::Jit { options: old, .. }, Primitive::Jit { options: new, .. }) = (&eqn.primitive, &mut prim) {
+        let with_tangents = |s: &[remat_ir::Sharding], nz: &[bool]| -> Vec<remat_ir::Sharding> {
+            match s.len() == nz.len() {
+                true => s.iter().cloned().chain(s.iter().zip(nz).filter(|(_, &n)| n).map(|(x, _)| x.clone())).collect(),
+                false => Vec::new(),
+            }
+        };
+        new.in_shardings = with_tangents(&old.in_shardings, &nonzeros);
+        new.out_shardings = with_tangents(&old.out_shardings, &out_nonzeros);
+    }
     call_with_tangents(b, prim, primals, tangents, &out_nonzeros)
 }
 

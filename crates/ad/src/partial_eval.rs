@@ -364,7 +364,28 @@ impl Pe<'_> {
         known_body.outvars = kept_outs;
         check("call partial eval (known)", &known_body)?;
 
-        let known_prim = call.with_body(known_body, None);
+        let n_kept = known_body.outvars.len() - num_known_outs;
+        let mut known_prim = call.with_body(known_body, None);
+        // The known jit keeps the shardings of its known operands and outputs (JAX's
+        // `_pjit_partial_eval` filters them the same way); its residuals' are unspecified.
+        if let (Primitive::Jit { options: old, .. }, Primitive::Jit { options: new, .. }) =
+            (&eqn.primitive, &mut known_prim)
+        {
+            if !old.in_shardings.is_empty() {
+                new.in_shardings =
+                    old.in_shardings.iter().zip(&unks).filter(|(_, &u)| !u).map(|(s, _)| s.clone()).collect();
+            }
+            if !old.out_shardings.is_empty() {
+                new.out_shardings = old
+                    .out_shardings
+                    .iter()
+                    .zip(&pe.out_unknowns)
+                    .filter(|(_, &u)| !u)
+                    .map(|(s, _)| s.clone())
+                    .chain(std::iter::repeat_n(remat_ir::Sharding::Unspecified, n_kept))
+                    .collect();
+            }
+        }
         let staged_prim = call.with_body(pe.staged.clone(), Some(true));
         let known_outs = self.emit_known(known_prim, known_ins.clone(), eqn.source.clone())?;
         let (primal_known, kept_res) = known_outs.split_at(num_known_outs);

@@ -92,8 +92,33 @@ fn primitive_cases_save_and_differentiate_as_jax_does() {
     }
 }
 
+/// What one device holds of each residual: JAX's residual arrays' largest shard
+/// (`residual_device_bytes`, recorded from the vjp on 8 simulated devices).
+fn check_device_bytes(case: &serde_json::Value) -> Result<(), String> {
+    let v = vjp(&case_jaxpr(case), &arg_names(case)).map_err(|e| e.to_string())?;
+    let got: Vec<(String, usize)> = v.residuals.iter().map(|r| (r.to_string(), r.device_bytes)).collect();
+    let want: Vec<u64> = case["residual_device_bytes"]
+        .as_array()
+        .ok_or("no residual_device_bytes")?
+        .iter()
+        .map(|b| b.as_u64().unwrap_or(0))
+        .collect();
+    let differ: Vec<String> = got
+        .iter()
+        .zip(&want)
+        .filter(|((_, g), w)| *g as u64 != **w)
+        .map(|((r, g), w)| format!("{r}: {g} bytes per device, JAX's {w}"))
+        .collect();
+    match (got.len() == want.len(), differ.is_empty()) {
+        (true, true) => Ok(()),
+        (false, _) => Err(format!("{} residuals, JAX's {}", got.len(), want.len())),
+        (true, false) => Err(format!("per-device bytes differ:\n  {}", differ.join("\n  "))),
+    }
+}
+
 /// The sharded cases (issue 46): JAX's saved residuals (a residual saved inside a
-/// `shard_map` listed with every device's block stacked) and gradients, for the program and
+/// `shard_map` listed with every device's block stacked), what one device holds of each,
+/// and gradients, for the program and
 /// for the program under each recorded checkpoint policy. Gradients are compared to twice
 /// JAX's own f32 error against f64 where that is larger than the usual tolerance
 /// (`f32_error`: XLA's eight devices sum in another order than one).
@@ -116,11 +141,15 @@ fn sharded_cases_save_and_differentiate_as_jax_does() {
         if let Err(e) = grads {
             failures.push(format!("{name}: {e}"));
         }
+        if let Err(e) = check_device_bytes(case) {
+            failures.push(format!("{name}: {e}"));
+        }
         for p in case["policies"].as_array().expect("policies") {
             let mut with_policy = case.clone();
             with_policy["jaxpr"] = p["jaxpr"].clone();
             with_policy["saved_residuals"] = p["saved_residuals"].clone();
-            if let Err(e) = check_residuals_as(&with_policy, true) {
+            with_policy["residual_device_bytes"] = p["residual_device_bytes"].clone();
+            if let Err(e) = check_residuals_as(&with_policy, true).and_then(|()| check_device_bytes(&with_policy)) {
                 failures.push(format!("{name} under {}: {e}", p["policy"]));
             }
         }

@@ -78,7 +78,7 @@ pub(crate) fn recomputed_lines(model: &Model, recompute: &[usize]) -> Vec<String
                 };
                 let aval = body.aval(v).clone();
                 let bytes = aval.size_in_bytes();
-                Residual { aval, kind, source: e.source.clone(), bytes }.to_string()
+                Residual { aval, kind, source: e.source.clone(), bytes, device_bytes: bytes }.to_string()
             })
         })
         .collect()

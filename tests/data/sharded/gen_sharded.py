@@ -3,7 +3,10 @@ devices (XLA_FLAGS=--xla_force_host_platform_device_count=8, set here before JAX
 format of ../conformance (gen_cases.py's `run`: the printed jaxpr, outputs, a cotangent and its
 vjp, JAX's saved residuals and forward/backward jaxprs), plus, per case, the program under two
 checkpoint policies with JAX's saved residuals and XLA's per-device memory analysis of the
-compiled value-and-grad (`jax.jit(...).lower(...).compile().memory_analysis()`), and JAX's own
+compiled value-and-grad (`jax.jit(...).lower(...).compile().memory_analysis()`), the bytes one
+device holds of each saved residual (`residual_device_bytes`, from the vjp's residual arrays:
+arguments as given, whole; values computed inside `jit` as XLA's partitioner laid them out;
+`shard_map` residuals one block per device), and JAX's own
 f32 error against the same program in f64 (`f32_error`: the largest absolute difference of the
 outputs and of the gradients), which bounds how far another exact evaluation order may land.
 
@@ -181,6 +184,23 @@ def collectives_unchecked(policy):
     return lambda a: jnp.sum(sm(a) ** 2)
 
 
+def device_bytes(f, args):
+    """The bytes one device holds of each residual `saved_residuals` lists for `f`, from the
+    residual arrays themselves (the leaves of the vjp function): the largest addressable
+    shard of each. The leaves hold the same residuals in an order of their own (a shard_map's
+    forwarded output may come later), so each listed residual takes the first unused leaf of
+    its shape."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    _, f_vjp = jax.vjp(lambda *l: f(*jax.tree_util.tree_unflatten(tree, l)), *leaves)
+    res = [(tuple(r.shape), max(s.data.nbytes for s in r.addressable_shards)) for r in jax.tree_util.tree_leaves(f_vjp)]
+    out = []
+    for aval, _ in saved_residuals(f, *args):
+        i = next(i for i, (shape, _) in enumerate(res) if shape == tuple(aval.shape))
+        out.append(res.pop(i)[1])
+    assert not res, res
+    return out
+
+
 def memory(f, args):
     leaves, tree = jax.tree_util.tree_flatten(args)
     def vg(*l):
@@ -201,6 +221,8 @@ def main(outdir):
         rec = json.load(open(path))
         rec["devices"] = jax.device_count()
         rec["xla_memory"] = memory(make(None), args)
+        rec["residual_device_bytes"] = device_bytes(make(None), args)
+        assert len(rec["residual_device_bytes"]) == len(rec["saved_residuals"]), name
         rec["policies"] = []
         for pol in policies:
             f = make(pol)
@@ -210,7 +232,9 @@ def main(outdir):
                 saved_residuals=[dict(aval=str(a.str_short(short_dtypes=True)), kind=g.parse_res(d)[0],
                                       what=g.parse_res(d)[1]) for a, d in res],
                 jax_saved_residuals_text=[f"{a.str_short(short_dtypes=True)} {g.strip_path(d)}" for a, d in res],
+                residual_device_bytes=device_bytes(f, args),
                 xla_memory=memory(f, args)))
+            assert len(rec["policies"][-1]["residual_device_bytes"]) == len(res), (name, pol)
         with open(path, "w") as fh:
             json.dump(rec, fh, indent=1)
     # JAX's own f32 error, against the same program in f64: how far two exact-in-f32
