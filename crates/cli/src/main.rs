@@ -52,6 +52,10 @@ enum Command {
         /// The arguments' names (`W1,W2,W3,x`); default: the file's binder names.
         #[arg(long)]
         arg_names: Option<String>,
+        /// Also say what one device holds of each residual (a sharded program: `jit` with
+        /// shardings, `shard_map`), and the total per device.
+        #[arg(long)]
+        per_device: bool,
     },
     /// Print the forward and backward jaxprs of the vjp side by side.
     FwdBwd {
@@ -360,8 +364,8 @@ fn run(command: Command) -> Result<(), io::CliError> {
                 host_budget: host_budget.as_deref(),
             })
         }
-        Command::Residuals { file, policy_names, arg_names } => {
-            commands::residuals::run(&file, policy_names.parse()?.as_ref(), arg_names.as_deref())
+        Command::Residuals { file, policy_names, arg_names, per_device } => {
+            commands::residuals::run(&file, policy_names.parse()?.as_ref(), arg_names.as_deref(), per_device)
         }
         Command::Explain { file, policy_names, policy, budget, no_split, json } => commands::explain::run(
             &file,

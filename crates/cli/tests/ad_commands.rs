@@ -58,6 +58,40 @@ fn residuals_prints_jaxs_lines_for_every_case() {
     }
 }
 
+/// `--per-device` on every sharded case (issue 46): JAX's lines, each with what one device
+/// holds of it, equal to JAX's residual arrays' shards (`residual_device_bytes`), and the
+/// total per device.
+#[test]
+fn residuals_per_device_are_jaxs_shards_on_every_sharded_case() {
+    let dir = tempdir("per-device");
+    let cases = remat_testkit::sharded_cases();
+    assert_eq!(cases.len(), 7);
+    for (name, case) in &cases {
+        let file = dir.path().join(format!("{name}.jaxpr"));
+        std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
+        let names: Vec<&str> = case["arg_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let out = remat(&["residuals", file.to_str().unwrap(), "--arg-names", &names.join(","), "--per-device"]);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let want: Vec<u64> =
+            case["residual_device_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+        assert_eq!(lines.len(), want.len() + 1, "{name}: {text}");
+        for ((line, jax), &bytes) in lines.iter().zip(case["jax_saved_residuals_text"].as_array().unwrap()).zip(&want) {
+            let (residual, share) = line.split_once("  [").unwrap_or_else(|| panic!("{name}: {line}"));
+            assert_eq!(without_source(residual), without_source(jax.as_str().unwrap()), "{name}");
+            let per_device = remat::ir::format_bytes(u128::from(bytes));
+            assert!(share.starts_with(&format!("{per_device} per device")), "{name}: {line}: JAX's {bytes} bytes");
+        }
+        let total: u64 = want.iter().sum();
+        let last = lines.last().unwrap();
+        assert!(
+            last.ends_with(&format!("{} on each device", remat::ir::format_bytes(u128::from(total)))),
+            "{name}: {last}"
+        );
+    }
+}
+
 #[test]
 fn residuals_names_arguments_by_the_files_binders_by_default() {
     let dir = tempdir("binders");
