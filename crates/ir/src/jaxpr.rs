@@ -25,7 +25,7 @@ use crate::array::Array;
 use crate::param_types::{
     BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp, DotDimensionNumbers,
     Eigh, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod,
-    ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
+    ScatterDimensionNumbers, ScatterOp, Svd, TriangularSolve, UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
 use crate::types::{Aval, DType, MemorySpace};
@@ -674,6 +674,13 @@ pub enum Primitive {
     /// The eigenvectors and ascending eigenvalues of each symmetric matrix
     /// (`primitive/linalg.rs`).
     Eigh(Eigh),
+    /// The singular values (descending) and, with `compute_uv`, the singular vectors of
+    /// each matrix (`primitive/linalg.rs`).
+    Svd(Svd),
+    /// `x` with `T x = b` for the tridiagonal `T` of each `(dl, d, du)` (`primitive/linalg.rs`).
+    TridiagonalSolve {
+        perturb_singular: bool,
+    },
     /// `alpha a aᵀ + beta c` for each matrix pair (`primitive/linalg.rs`); `alpha` and
     /// `beta` are the Python numbers JAX prints.
     SymmetricProduct {
@@ -868,6 +875,8 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
@@ -983,6 +992,8 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }

@@ -1,5 +1,5 @@
 //! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
-//! `eigh` and `symmetric_product`,
+//! `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`,
 //! recorded as JAX 0.10.2's wrappers record them (`cholesky` symmetrizes its input unless
 //! told not to and masks the factor's upper part with `_tril`; `triangular_solve` keeps
 //! `conjugate_a` only for complex `a`). Matrices are the last two axes, the leading ones a
@@ -8,7 +8,7 @@
 
 use std::panic::Location;
 
-use remat_ir::{Aval, BinaryOp, CompareOp, DType, Eigh, FillValue, LitValue, Primitive, Qr};
+use remat_ir::{Aval, BinaryOp, CompareOp, DType, Eigh, FillValue, LitValue, Primitive, Qr, Svd};
 
 pub use remat_ir::TriangularSolve;
 
@@ -132,6 +132,40 @@ pub fn eigh(x: &Tensor, lower: bool, symmetrize_input: bool) -> (Tensor, Tensor)
             (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(Aval::new(x.dtype(), w_shape)))
         }
     }
+}
+
+/// `lax.linalg.svd(x, full_matrices=..., compute_uv=True)`: `(u, s, vt)` of each `m x n`
+/// matrix of `x`, `x = u diag(s) vt`: the singular values `s` descending (`k = min(m, n)`),
+/// `u` `m x m` and `vt` `n x n` with `full_matrices`, else `m x k` and `k x n` (each pair
+/// of singular vectors defined up to a common sign).
+#[track_caller]
+pub fn svd(x: &Tensor, full_matrices: bool) -> (Tensor, Tensor, Tensor) {
+    let loc = Location::caller();
+    let prim = Primitive::Svd(Svd { full_matrices, compute_uv: true, subset_by_index: None, algorithm: None });
+    match bind_n(prim, &[x.into()], &[false, false, false], loc).as_deref() {
+        Some([s, u, vt]) => (u.clone(), s.clone(), vt.clone()),
+        _ => {
+            let p = Tensor::placeholder(x.aval().clone());
+            (p.clone(), p.clone(), p)
+        }
+    }
+}
+
+/// `lax.linalg.svd(x, compute_uv=False)`: the singular values of each matrix of `x`,
+/// descending.
+#[track_caller]
+pub fn singular_values(x: &Tensor) -> Tensor {
+    let prim = Primitive::Svd(Svd { full_matrices: true, compute_uv: false, subset_by_index: None, algorithm: None });
+    bind(prim, &[x.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.linalg.tridiagonal_solve(dl, d, du, b)`: `x` with `T x = b` for each tridiagonal
+/// `T` whose sub-, main and super-diagonals are `dl`, `d` and `du` (`[..., m]`; `dl[..., 0]`
+/// and `du[..., m - 1]` are not read) and `m x n` `b` (NaN for a singular `T`).
+#[track_caller]
+pub fn tridiagonal_solve(dl: &Tensor, d: &Tensor, du: &Tensor, b: &Tensor) -> Tensor {
+    let prim = Primitive::TridiagonalSolve { perturb_singular: false };
+    bind(prim, &[dl.into(), d.into(), du.into(), b.into()], false, Location::caller()).remove(0)
 }
 
 /// `lax.linalg.symmetric_product(a, c, alpha=..., beta=...)`: `alpha a aᵀ + beta c` for

@@ -314,6 +314,15 @@ fn programs() -> BTreeMap<&'static str, Program> {
         }),
     );
     add("linalg_eigh_eigenvalues", p(|a| linalg::eigh(&a[0], true, true).1));
+    add("linalg_svd_values", p(|a| linalg::singular_values(&a[0])));
+    add(
+        "linalg_svd_polar",
+        p(|a| {
+            let (u, s, vt) = linalg::svd(&a[0], false);
+            u.matmul(&vt).sin() * s.sum()
+        }),
+    );
+    add("linalg_tridiagonal_solve", p(|a| linalg::tridiagonal_solve(&a[0], &a[1], &a[2], &a[3])));
     add(
         "linalg_symmetric_product",
         p(|a| linalg::symmetric_product(&a[0], &a[1], FillValue::Float(2.0), FillValue::Int(3))),

@@ -46,8 +46,8 @@ pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
     DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision,
-    Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window,
-    WindowOp,
+    Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, Svd, SvdAlgorithm, TriangularSolve, UnaryDomain,
+    UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -182,6 +182,8 @@ primitive_kinds! {
         LuPivotsToPermutation = "lu_pivots_to_permutation",
         Qr = "qr",
         Eigh = "eigh",
+        Svd = "svd",
+        TridiagonalSolve = "tridiagonal_solve",
         SymmetricProduct = "symmetric_product",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
@@ -287,6 +289,8 @@ impl PrimitiveKind {
             | PrimitiveKind::LuPivotsToPermutation
             | PrimitiveKind::Qr
             | PrimitiveKind::Eigh
+            | PrimitiveKind::Svd
+            | PrimitiveKind::TridiagonalSolve
             | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
@@ -378,6 +382,8 @@ impl Primitive {
             Primitive::LuPivotsToPermutation { .. } => PrimitiveKind::LuPivotsToPermutation,
             Primitive::Qr(_) => PrimitiveKind::Qr,
             Primitive::Eigh(_) => PrimitiveKind::Eigh,
+            Primitive::Svd(_) => PrimitiveKind::Svd,
+            Primitive::TridiagonalSolve { .. } => PrimitiveKind::TridiagonalSolve,
             Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
@@ -477,6 +483,8 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
@@ -586,6 +594,10 @@ impl Primitive {
             }
             Primitive::Qr(q) => linalg::qr_params(q),
             Primitive::Eigh(e) => linalg::eigh_params(e),
+            Primitive::Svd(v) => linalg::svd_params(v),
+            Primitive::TridiagonalSolve { perturb_singular } => {
+                vec![("perturb_singular", Param::Bool(*perturb_singular))]
+            }
             Primitive::SymmetricProduct { alpha, beta } => vec![("alpha", alpha.param()), ("beta", beta.param())],
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
@@ -687,6 +699,10 @@ impl Primitive {
             }
             PrimitiveKind::Qr => linalg::parse_qr(p)?,
             PrimitiveKind::Eigh => linalg::parse_eigh(p)?,
+            PrimitiveKind::Svd => linalg::parse_svd(p)?,
+            PrimitiveKind::TridiagonalSolve => {
+                Primitive::TridiagonalSolve { perturb_singular: p.bool("perturb_singular")? }
+            }
             PrimitiveKind::SymmetricProduct => linalg::parse_symmetric_product(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
@@ -794,6 +810,8 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         }
         Primitive::Qr(q) => linalg::qr_shape(q, ins),
         Primitive::Eigh(e) => linalg::eigh_shape(e, ins),
+        Primitive::Svd(v) => linalg::svd_shape(v, ins),
+        Primitive::TridiagonalSolve { perturb_singular } => linalg::tridiagonal_solve_shape(*perturb_singular, ins),
         Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),

@@ -210,10 +210,8 @@ impl Refusal {
                 "scaled_dot",
                 "schur",
                 "select_and_scatter",
-                "svd",
                 "threefry4x32",
                 "tridiagonal",
-                "tridiagonal_solve",
             ],
         }
     }

@@ -136,6 +136,8 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
@@ -233,6 +235,8 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::Svd(_)
+        | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }

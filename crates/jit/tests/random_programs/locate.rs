@@ -353,6 +353,8 @@ fn inside(
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::Svd(_)
+        | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),
