@@ -229,12 +229,12 @@ const TRIDIAGONAL_SOLVE: &str = "{ lambda ; a:f32[3] b:f32[3] c:f32[3] d:f32[3,2
 /// A program, its `in_axes`, JAX's batched text and the batched arguments.
 type LinalgCase = (&'static str, Vec<Option<usize>>, &'static str, Vec<ArrayD<f32>>);
 
-/// `symmetric_product`, `cholesky`, `triangular_solve` and `tridiagonal_solve` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
+/// `symmetric_product`, `cholesky`, `triangular_solve`, `tridiagonal_solve` and `householder_product` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
 /// in_axes))` texts (`jax/_src/lax/linalg.py`'s batchers: the batch axis to the front, or
 /// folded into the columns or rows of one solve when only `b` is batched).
 #[test]
 fn linear_algebra_batches_as_jax_does() {
-    let cases: [LinalgCase; 7] = [
+    let cases: [LinalgCase; 8] = [
         (
             "{ lambda ; a:f32[3,2] b:f32[3,3]. let
     c:f32[3,3] = symmetric_product[alpha=2.0 beta=0.5] a b
@@ -364,6 +364,18 @@ fn linear_algebra_batches_as_jax_does() {
   in (h,) }",
             vec![f32s(&[4, 3], 18), f32s(&[3], 19).mapv(|x| x + 8.0), f32s(&[3, 4], 20), f32s(&[3, 2], 21)],
         ),
+        (
+            "{ lambda ; a:f32[3,2] b:f32[2]. let
+    c:f32[3,2] = householder_product a b
+  in (c,) }",
+            vec![Some(1), None],
+            "{ lambda ; a:f32[3,4,2] b:f32[2]. let
+    c:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    d:f32[4,2] = broadcast_in_dim[broadcast_dimensions=(np.int64(1),)] b
+    e:f32[4,3,2] = householder_product c d
+  in (e,) }",
+            vec![f32s(&[3, 4, 2], 23), f32s(&[2], 24).mapv(|x| x.abs() + 0.5)],
+        ),
     ];
     for (text, in_dims, want, args) in cases {
         let jaxpr = parse_jaxpr(text, "linalg").unwrap();
@@ -374,12 +386,20 @@ fn linear_algebra_batches_as_jax_does() {
     }
 }
 
-/// `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and `svd` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
+/// `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `eigh` and `svd` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
 /// texts (`expand_dims_batcher`: the batch axis to the front, every result batched there),
 /// and each example's results equal to the unbatched program's.
 #[test]
 fn lu_qr_and_eigh_batch_as_jax_does() {
-    let cases: [(&str, &str, Array); 5] = [
+    let cases: [(&str, &str, Array); 6] = [
+        (
+            "{ lambda ; a:f32[3,2]. let b:f32[3,2] c:f32[2] = geqrf a in (b, c) }",
+            "{ lambda ; a:f32[3,4,2]. let
+    b:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,2] d:f32[4,2] = geqrf b
+  in (c, d) }",
+            Array::F32(f32s(&[3, 4, 2], 25)),
+        ),
         (
             "{ lambda ; a:f32[3,2]. let
     b:f32[2] c:f32[3,2] d:f32[2,2] = svd[

@@ -1,4 +1,5 @@
-//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh`, `svd`, `tridiagonal_solve` and
+//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `householder_product`, `eigh`, `svd`,
+//! `tridiagonal_solve` and
 //! `symmetric_product`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
 
@@ -111,5 +112,29 @@ pub(crate) fn tridiagonal_solve(perturb_singular: bool, args: &[&Array]) -> Resu
             Ok(Array::F64(linalg::tridiagonal_solve(&dl.view(), &d.view(), &du.view(), &b.view(), |x| x)))
         }
         _ => Err("tridiagonal_solve: operands must be f32 or f64 of one dtype".into()),
+    }
+}
+
+pub(crate) fn geqrf(args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Geqrf, args)?;
+    match args[0] {
+        Array::F32(a) => {
+            let (f, taus) = linalg::geqrf(&a.view());
+            Ok(vec![Array::F32(f), Array::F32(taus)])
+        }
+        Array::F64(a) => {
+            let (f, taus) = linalg::geqrf(&a.view());
+            Ok(vec![Array::F64(f), Array::F64(taus)])
+        }
+        other => Err(format!("geqrf: {} operands are not supported", other.dtype())),
+    }
+}
+
+pub(crate) fn householder_product(args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::HouseholderProduct, args)?;
+    match args {
+        [Array::F32(a), Array::F32(t)] => Ok(Array::F32(linalg::householder_product(&a.view(), &t.view()))),
+        [Array::F64(a), Array::F64(t)] => Ok(Array::F64(linalg::householder_product(&a.view(), &t.view()))),
+        _ => Err("householder_product: operands must be f32 or f64 of one dtype".into()),
     }
 }

@@ -677,6 +677,12 @@ pub enum Primitive {
     /// The singular values (descending) and, with `compute_uv`, the singular vectors of
     /// each matrix (`primitive/linalg.rs`).
     Svd(Svd),
+    /// LAPACK's `geqrf` of each matrix: the factored matrix (`r` and the reflectors) and the
+    /// `tau`s (`primitive/linalg.rs`).
+    Geqrf,
+    /// LAPACK's `orgqr`: the product of the Householder reflectors `a` and `taus` describe
+    /// (`primitive/linalg.rs`).
+    HouseholderProduct,
     /// `x` with `T x = b` for the tridiagonal `T` of each `(dl, d, du)` (`primitive/linalg.rs`).
     TridiagonalSolve {
         perturb_singular: bool,
@@ -876,6 +882,8 @@ impl Primitive {
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
@@ -993,6 +1001,8 @@ impl Primitive {
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }

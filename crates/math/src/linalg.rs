@@ -1,5 +1,5 @@
-//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh`, `svd`,
-//! `tridiagonal_solve` and `symmetric_product` over
+//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`,
+//! `householder_product`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product` over
 //! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
@@ -272,75 +272,8 @@ pub fn qr<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Qr) -> (ArrayD<T>, ArrayD<
     for b in 0..count {
         let x = &mut data[b * m * n..(b + 1) * m * n];
         let mut jpvt: Vec<i32> = (0..n as i32).collect();
-        let mut taus = vec![T::ZERO; k];
-        for j in 0..k {
-            if params.pivoting {
-                let norm2 = |x: &[T], c: usize| (j..m).fold(T::ZERO, |s, i| s + x[i * n + c] * x[i * n + c]);
-                let (mut best, mut best_norm) = (j, norm2(x, j));
-                for c in j + 1..n {
-                    let v = norm2(x, c);
-                    if v > best_norm {
-                        best = c;
-                        best_norm = v;
-                    }
-                }
-                if best != j {
-                    for i in 0..m {
-                        x.swap(i * n + j, i * n + best);
-                    }
-                    jpvt.swap(j, best);
-                }
-            }
-            // `dlarfg`: the reflector that maps x[j.., j] to (beta, 0, ..., 0).
-            let alpha = x[j * n + j];
-            let xnorm = (j + 1..m).fold(T::ZERO, |s, i| s + x[i * n + j] * x[i * n + j]).sqrt();
-            if xnorm == T::ZERO {
-                continue;
-            }
-            let h = (alpha * alpha + xnorm * xnorm).sqrt();
-            let beta = if alpha >= T::ZERO { T::ZERO - h } else { h };
-            taus[j] = (beta - alpha) / beta;
-            let scale = T::ONE / (alpha - beta);
-            for i in j + 1..m {
-                x[i * n + j] = x[i * n + j] * scale;
-            }
-            x[j * n + j] = beta;
-            // H = I - tau v vᵀ (v[j] = 1) on the columns to the right.
-            for c in j + 1..n {
-                let mut w = x[j * n + c];
-                for i in j + 1..m {
-                    w = w + x[i * n + j] * x[i * n + c];
-                }
-                let tw = taus[j] * w;
-                x[j * n + c] = x[j * n + c] - tw;
-                for i in j + 1..m {
-                    x[i * n + c] = x[i * n + c] - tw * x[i * n + j];
-                }
-            }
-        }
-        // `orgqr`: q = H_0 H_1 ... H_{k-1} applied to the first `kq` columns of the identity.
-        let mut q = vec![T::ZERO; m * kq];
-        for i in 0..kq.min(m) {
-            q[i * kq + i] = T::ONE;
-        }
-        for j in (0..k).rev() {
-            let tau = taus[j];
-            if tau == T::ZERO {
-                continue;
-            }
-            for c in 0..kq {
-                let mut w = q[j * kq + c];
-                for i in j + 1..m {
-                    w = w + x[i * n + j] * q[i * kq + c];
-                }
-                let tw = tau * w;
-                q[j * kq + c] = q[j * kq + c] - tw;
-                for i in j + 1..m {
-                    q[i * kq + c] = q[i * kq + c] - tw * x[i * n + j];
-                }
-            }
-        }
-        qs.extend(q);
+        let taus = geqrf_in_place(x, m, n, params.pivoting.then_some(&mut jpvt[..]));
+        qs.extend(orgqr(x, m, n, &taus, kq));
         for i in 0..kq {
             for c in 0..n {
                 rs.push(if c >= i { x[i * n + c] } else { T::ZERO });
@@ -353,6 +286,114 @@ pub fn qr<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Qr) -> (ArrayD<T>, ArrayD<
     let r = ArrayD::from_shape_vec(with(&[kq, n]), rs).expect("r's shape");
     let p = params.pivoting.then(|| ArrayD::from_shape_vec(with(&[n]), ps).expect("p's shape"));
     (q, r, p)
+}
+
+/// `geqrf` of the row-major `m x n` `x` in place (`r` on and above the diagonal, each
+/// reflector's vector below it, its leading 1 implied): the `min(m, n)` `tau`s. With `jpvt`,
+/// `geqp3`'s column pivoting, the columns' permutation recorded there.
+fn geqrf_in_place<T: LinalgFloat>(x: &mut [T], m: usize, n: usize, mut jpvt: Option<&mut [i32]>) -> Vec<T> {
+    let k = m.min(n);
+    let mut taus = vec![T::ZERO; k];
+    for j in 0..k {
+        if let Some(jpvt) = jpvt.as_deref_mut() {
+            let norm2 = |x: &[T], c: usize| (j..m).fold(T::ZERO, |s, i| s + x[i * n + c] * x[i * n + c]);
+            let (mut best, mut best_norm) = (j, norm2(x, j));
+            for c in j + 1..n {
+                let v = norm2(x, c);
+                if v > best_norm {
+                    best = c;
+                    best_norm = v;
+                }
+            }
+            if best != j {
+                for i in 0..m {
+                    x.swap(i * n + j, i * n + best);
+                }
+                jpvt.swap(j, best);
+            }
+        }
+        // `dlarfg`: the reflector that maps x[j.., j] to (beta, 0, ..., 0).
+        let alpha = x[j * n + j];
+        let xnorm = (j + 1..m).fold(T::ZERO, |s, i| s + x[i * n + j] * x[i * n + j]).sqrt();
+        if xnorm == T::ZERO {
+            continue;
+        }
+        let h = (alpha * alpha + xnorm * xnorm).sqrt();
+        let beta = if alpha >= T::ZERO { T::ZERO - h } else { h };
+        taus[j] = (beta - alpha) / beta;
+        let scale = T::ONE / (alpha - beta);
+        for i in j + 1..m {
+            x[i * n + j] = x[i * n + j] * scale;
+        }
+        x[j * n + j] = beta;
+        // H = I - tau v vᵀ (v[j] = 1) on the columns to the right.
+        for c in j + 1..n {
+            let mut w = x[j * n + c];
+            for i in j + 1..m {
+                w = w + x[i * n + j] * x[i * n + c];
+            }
+            let tw = taus[j] * w;
+            x[j * n + c] = x[j * n + c] - tw;
+            for i in j + 1..m {
+                x[i * n + c] = x[i * n + c] - tw * x[i * n + j];
+            }
+        }
+    }
+    taus
+}
+
+/// `orgqr`: `q = H_0 H_1 ... H_{k-1}` (the reflectors below the diagonal of the row-major
+/// `m x n` `x`, `k` the number of `taus`) applied to the first `kq` columns of the identity.
+fn orgqr<T: LinalgFloat>(x: &[T], m: usize, n: usize, taus: &[T], kq: usize) -> Vec<T> {
+    let mut q = vec![T::ZERO; m * kq];
+    for i in 0..kq.min(m) {
+        q[i * kq + i] = T::ONE;
+    }
+    for j in (0..taus.len()).rev() {
+        let tau = taus[j];
+        if tau == T::ZERO {
+            continue;
+        }
+        for c in 0..kq {
+            let mut w = q[j * kq + c];
+            for i in j + 1..m {
+                w = w + x[i * n + j] * q[i * kq + c];
+            }
+            let tw = tau * w;
+            q[j * kq + c] = q[j * kq + c] - tw;
+            for i in j + 1..m {
+                q[i * kq + c] = q[i * kq + c] - tw * x[i * n + j];
+            }
+        }
+    }
+    q
+}
+
+/// `geqrf` of each matrix of `a` (`[..., m, n]`): the factored matrices (`r` on and above
+/// the diagonal, the reflectors' vectors below) and the `[..., min(m, n)]` `tau`s.
+pub fn geqrf<T: LinalgFloat>(a: &ArrayViewD<T>) -> (ArrayD<T>, ArrayD<T>) {
+    let (mut data, count, m, n) = matrices(a);
+    let k = m.min(n);
+    let mut taus = Vec::with_capacity(count * k);
+    for b in 0..count {
+        taus.extend(geqrf_in_place(&mut data[b * m * n..(b + 1) * m * n], m, n, None));
+    }
+    let batch = &a.shape()[..a.ndim() - 2];
+    let taus = ArrayD::from_shape_vec([batch, &[k]].concat(), taus).expect("taus' shape");
+    (ArrayD::from_shape_vec(a.raw_dim(), data).expect("a's shape"), taus)
+}
+
+/// `householder_product` (`orgqr`): for each `m x n` matrix of `a` (`m >= n`) and its `k`
+/// `taus`, the first `n` columns of `H_0 ... H_{k-1}`.
+pub fn householder_product<T: LinalgFloat>(a: &ArrayViewD<T>, taus: &ArrayViewD<T>) -> ArrayD<T> {
+    let (data, count, m, n) = matrices(a);
+    let k = taus.shape()[taus.ndim() - 1];
+    let taus: Vec<T> = taus.iter().copied().collect();
+    let mut out = Vec::with_capacity(data.len());
+    for b in 0..count {
+        out.extend(orgqr(&data[b * m * n..(b + 1) * m * n], m, n, &taus[b * k..(b + 1) * k], n));
+    }
+    ArrayD::from_shape_vec(a.raw_dim(), out).expect("q's shape")
 }
 
 /// `(v, w)` of each symmetric matrix of `a` (`[..., n, n]`; only the `lower` triangle, or

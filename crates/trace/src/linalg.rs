@@ -1,5 +1,5 @@
 //! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
-//! `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`,
+//! `geqrf`, `householder_product`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`,
 //! recorded as JAX 0.10.2's wrappers record them (`cholesky` symmetrizes its input unless
 //! told not to and masks the factor's upper part with `_tril`; `triangular_solve` keeps
 //! `conjugate_a` only for complex `a`). Matrices are the last two axes, the leading ones a
@@ -157,6 +157,25 @@ pub fn svd(x: &Tensor, full_matrices: bool) -> (Tensor, Tensor, Tensor) {
 pub fn singular_values(x: &Tensor) -> Tensor {
     let prim = Primitive::Svd(Svd { full_matrices: true, compute_uv: false, subset_by_index: None, algorithm: None });
     bind(prim, &[x.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.linalg.geqrf(x)` (JAX's `jax._src.lax.linalg.geqrf`): `(a, taus)`, LAPACK's `geqrf` of
+/// each `m x n` matrix: `r` on and above the diagonal of `a`, the Householder vectors below
+/// it (their leading ones implied) and the `min(m, n)` `taus`. JAX defines no derivative.
+#[track_caller]
+pub fn geqrf(x: &Tensor) -> (Tensor, Tensor) {
+    match bind_n(Primitive::Geqrf, &[x.into()], &[false, false], Location::caller()).as_deref() {
+        Some([a, taus]) => (a.clone(), taus.clone()),
+        _ => (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(x.aval().clone())),
+    }
+}
+
+/// `lax.linalg.householder_product(a, taus)`: for each `m x n` matrix of reflectors (as
+/// [`geqrf`] leaves them, `m >= n`) and its `taus`, the first `n` columns of their product
+/// (LAPACK's `orgqr`). JAX defines no derivative.
+#[track_caller]
+pub fn householder_product(a: &Tensor, taus: &Tensor) -> Tensor {
+    bind(Primitive::HouseholderProduct, &[a.into(), taus.into()], false, Location::caller()).remove(0)
 }
 
 /// `lax.linalg.tridiagonal_solve(dl, d, du, b)`: `x` with `T x = b` for each tridiagonal

@@ -322,6 +322,13 @@ fn programs() -> BTreeMap<&'static str, Program> {
             u.matmul(&vt).sin() * s.sum()
         }),
     );
+    add(
+        "linalg_geqrf_householder_product",
+        p(|a| {
+            let (f, taus) = linalg::geqrf(&a[0]);
+            linalg::householder_product(&f, &taus) + f
+        }),
+    );
     add("linalg_tridiagonal_solve", p(|a| linalg::tridiagonal_solve(&a[0], &a[1], &a[2], &a[3])));
     add(
         "linalg_symmetric_product",
@@ -359,6 +366,24 @@ fn differentiating_symmetric_product_is_jax_error() {
     .unwrap();
     let e = remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("JAX defines no jvp").to_string();
     assert!(e.contains("Differentiation rule for 'symmetric_product' not implemented"), "{e}");
+}
+
+#[test]
+fn differentiating_geqrf_householder_product_and_a_full_wide_svd_is_jax_error() {
+    let x = Aval::new(DType::F32, vec![4, 3]);
+    let grad_error = |f: fn(Tensor) -> Tensor| {
+        let traced = make_jaxpr(f, &x).unwrap();
+        remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("JAX refuses").to_string()
+    };
+    let e = grad_error(|x| linalg::geqrf(&x).0.sum());
+    assert!(e.contains("Differentiation rule for 'geqrf' not implemented"), "{e}");
+    let e = grad_error(|x| {
+        let (a, taus) = linalg::geqrf(&lax::stop_gradient(&x));
+        linalg::householder_product(&(a * x), &taus).sum()
+    });
+    assert!(e.contains("Differentiation rule for 'householder_product' not implemented"), "{e}");
+    let e = grad_error(|x| linalg::svd(&x, true).1.sum());
+    assert!(e.contains("Singular value decomposition JVP not implemented for full matrices"), "{e}");
 }
 
 fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> String {

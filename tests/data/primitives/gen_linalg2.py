@@ -59,5 +59,21 @@ def tridiagonal_solve_grad(dl, d, du, b, bs):
     xs = lax_linalg.tridiagonal_solve(dls, ds, dus, bs)
     return jnp.sum(jnp.sin(x)) + jnp.sum(x * b) + jnp.sum(xs ** 2)
 
+
+@g.case("geqrf_householder_product", "primitives", lambda: (g.rnd(4, 3), g.rnd(2, 3, 5)),
+        "geqrf (LAPACK's Householder QR storage: r on and above the diagonal, the reflectors' "
+        "vectors below, their taus) of a tall matrix and of a batch of two wide ones, and "
+        "householder_product (orgqr) rebuilding the tall one's q. JAX defines no jvp for either, "
+        "so their operands are under stop_gradient and the gradient flows through what "
+        "multiplies their results")
+def geqrf_householder_product(t, ws):
+    from jax._src.lax import linalg as lax_linalg_impl
+    sg = lax.stop_gradient
+    a, taus = lax_linalg_impl.geqrf(sg(t))
+    q = lax_linalg.householder_product(a, taus)
+    aw, tw = lax_linalg_impl.geqrf(sg(ws))
+    return (jnp.sum(q * jnp.sin(t)) + jnp.sum(a * t) + jnp.sum(taus * t[0])
+            + jnp.sum(aw * ws) + jnp.sum(jnp.tanh(tw) * ws[:, :, 0]))
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -282,6 +282,8 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
         | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
         | Primitive::SymmetricProduct { .. } => {
             let mut operands = Vec::with_capacity(ins.len());
             for &(x, d) in ins {

@@ -275,6 +275,10 @@ pub(crate) fn jvp_rule(
         Primitive::SymmetricProduct { .. } => {
             Err(AdError::Invalid("Differentiation rule for 'symmetric_product' not implemented".into()))
         }
+        Primitive::Geqrf => Err(AdError::Invalid("Differentiation rule for 'geqrf' not implemented".into())),
+        Primitive::HouseholderProduct => {
+            Err(AdError::Invalid("Differentiation rule for 'householder_product' not implemented".into()))
+        }
         // Integer pivots in, an integer permutation out: no tangent.
         Primitive::LuPivotsToPermutation { .. } => zero(b, old, eqn, primals),
         Primitive::TriangularSolve(t) => super::linalg::triangular_solve(b, old, eqn, *t, primals, tangents),

@@ -175,6 +175,8 @@ pub(crate) fn transpose_rule(
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
         | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
         | Primitive::SymmetricProduct { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap

@@ -1,5 +1,5 @@
 //! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
-//! `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`
+//! `geqrf`, `householder_product`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`
 //! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
 //! the leading ones a batch.
 //!
@@ -165,6 +165,46 @@ pub(crate) fn qr_shape(q: &Qr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeErro
         outs.push(Aval::new(DType::I32, with(&[n])));
     }
     Ok(outs)
+}
+
+// `geqrf x`: no parameters; for each `m x n` matrix, LAPACK's `geqrf`: the matrix with `r`
+// on and above the diagonal and the Householder vectors below it, and the `min(m, n)` `tau`s.
+
+pub(crate) fn geqrf_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "geqrf";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    ensure!(x.rank() >= 2, name, "{x} must have at least two axes");
+    let r = x.rank();
+    let k = x.shape[r - 2].min(x.shape[r - 1]);
+    let mut taus = x.shape[..r - 2].to_vec();
+    taus.push(k);
+    Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(x.dtype, taus)])
+}
+
+// `householder_product a taus`: no parameters; for each `m x n` matrix of reflectors (`m >=
+// n`) and its `k <= n` `taus`, the first `n` columns of their product (LAPACK's `orgqr`).
+
+pub(crate) fn householder_product_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "householder_product";
+    let [a, taus] = arity(name, in_avals)?;
+    linalg_float(name, a)?;
+    ensure!(a.dtype == taus.dtype, name, "a {a} and taus {taus} must have one dtype");
+    ensure!(a.rank() >= 2 && taus.rank() + 1 == a.rank(), name, "a {a} must be matrices and taus {taus} vectors");
+    let r = a.rank();
+    ensure!(a.shape[..r - 2] == taus.shape[..r - 2], name, "a {a} and taus {taus} must have the same batch axes");
+    let (m, n) = (a.shape[r - 2], a.shape[r - 1]);
+    ensure!(
+        m >= n,
+        name,
+        "The first argument to householder_product must have at least as many rows as columns, got shape ({m}, {n})"
+    );
+    ensure!(
+        taus.shape[r - 2] <= m.min(n),
+        name,
+        "The second argument to householder_product must not have more rows than the minimum of the first argument's rows and columns."
+    );
+    Ok(device(a.dtype, a.shape.clone()))
 }
 
 // `eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] x`: for each

@@ -183,6 +183,8 @@ primitive_kinds! {
         Qr = "qr",
         Eigh = "eigh",
         Svd = "svd",
+        Geqrf = "geqrf",
+        HouseholderProduct = "householder_product",
         TridiagonalSolve = "tridiagonal_solve",
         SymmetricProduct = "symmetric_product",
         Argmin = "argmin",
@@ -290,6 +292,8 @@ impl PrimitiveKind {
             | PrimitiveKind::Qr
             | PrimitiveKind::Eigh
             | PrimitiveKind::Svd
+            | PrimitiveKind::Geqrf
+            | PrimitiveKind::HouseholderProduct
             | PrimitiveKind::TridiagonalSolve
             | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
@@ -383,6 +387,8 @@ impl Primitive {
             Primitive::Qr(_) => PrimitiveKind::Qr,
             Primitive::Eigh(_) => PrimitiveKind::Eigh,
             Primitive::Svd(_) => PrimitiveKind::Svd,
+            Primitive::Geqrf => PrimitiveKind::Geqrf,
+            Primitive::HouseholderProduct => PrimitiveKind::HouseholderProduct,
             Primitive::TridiagonalSolve { .. } => PrimitiveKind::TridiagonalSolve,
             Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
@@ -484,6 +490,8 @@ impl Primitive {
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
@@ -595,6 +603,7 @@ impl Primitive {
             Primitive::Qr(q) => linalg::qr_params(q),
             Primitive::Eigh(e) => linalg::eigh_params(e),
             Primitive::Svd(v) => linalg::svd_params(v),
+            Primitive::Geqrf | Primitive::HouseholderProduct => Vec::new(),
             Primitive::TridiagonalSolve { perturb_singular } => {
                 vec![("perturb_singular", Param::Bool(*perturb_singular))]
             }
@@ -700,6 +709,8 @@ impl Primitive {
             PrimitiveKind::Qr => linalg::parse_qr(p)?,
             PrimitiveKind::Eigh => linalg::parse_eigh(p)?,
             PrimitiveKind::Svd => linalg::parse_svd(p)?,
+            PrimitiveKind::Geqrf => Primitive::Geqrf,
+            PrimitiveKind::HouseholderProduct => Primitive::HouseholderProduct,
             PrimitiveKind::TridiagonalSolve => {
                 Primitive::TridiagonalSolve { perturb_singular: p.bool("perturb_singular")? }
             }
@@ -811,6 +822,8 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Qr(q) => linalg::qr_shape(q, ins),
         Primitive::Eigh(e) => linalg::eigh_shape(e, ins),
         Primitive::Svd(v) => linalg::svd_shape(v, ins),
+        Primitive::Geqrf => linalg::geqrf_shape(ins),
+        Primitive::HouseholderProduct => linalg::householder_product_shape(ins),
         Primitive::TridiagonalSolve { perturb_singular } => linalg::tridiagonal_solve_shape(*perturb_singular, ins),
         Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),

@@ -295,6 +295,8 @@ impl Lowering {
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
@@ -857,6 +859,8 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
         | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
         | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::PlatformIndex { .. }

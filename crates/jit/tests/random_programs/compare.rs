@@ -137,6 +137,8 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
@@ -236,6 +238,8 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
         | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
         | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }

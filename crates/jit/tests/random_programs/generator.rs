@@ -699,7 +699,8 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             // batch of (possibly rectangular) matrices and the permutation its pivots make,
             // a QR decomposition of the same matrices and an eigendecomposition of the
             // square ones, a singular value decomposition and a symmetric product of the
-            // rectangular ones, and a tridiagonal solve.
+            // rectangular ones, their geqrf (and the product of its reflectors for the tall
+            // ones), and a tridiagonal solve.
             let dt = g.pick(&[DType::F32, DType::F64]);
             let n = g.pick(&[1usize, 2, 3]);
             let batch: Vec<usize> = if g.chance(30) { vec![2] } else { vec![] };
@@ -735,6 +736,10 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 algorithm: None,
             };
             b.eqn(Primitive::Svd(params), vec![m.into()])?;
+            let factored = b.eqn(Primitive::Geqrf, vec![m.into()])?;
+            if rows >= cols {
+                b.eqn(Primitive::HouseholderProduct, vec![factored[0].into(), factored[1].into()])?;
+            }
             let diag = Aval::new(dt, [&batch[..], &[n]].concat());
             let (dl, d, du) = (b.input(diag.clone()), b.input(diag.clone()), b.input(diag));
             let rhs = b.input(Aval::new(dt, [&batch[..], &[n, k]].concat()));

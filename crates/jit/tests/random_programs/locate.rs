@@ -354,6 +354,8 @@ fn inside(
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
         | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
         | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }

@@ -177,6 +177,11 @@ def _svd_polar(x):
 c("linalg_svd_polar", _svd_polar, f32(4, 3))
 c("linalg_tridiagonal_solve", lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d, du, b), f32(4), f32(4) + 4,
   f32(4), f32(4, 2))
+def _householder(x):
+    from jax._src.lax import linalg as lax_linalg_impl
+    a, taus = lax_linalg_impl.geqrf(x)
+    return lax_linalg.householder_product(a, taus) + a
+c("linalg_geqrf_householder_product", _householder, f32(4, 3), grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
