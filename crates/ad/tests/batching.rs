@@ -229,12 +229,12 @@ const TRIDIAGONAL_SOLVE: &str = "{ lambda ; a:f32[3] b:f32[3] c:f32[3] d:f32[3,2
 /// A program, its `in_axes`, JAX's batched text and the batched arguments.
 type LinalgCase = (&'static str, Vec<Option<usize>>, &'static str, Vec<ArrayD<f32>>);
 
-/// `symmetric_product`, `cholesky`, `triangular_solve`, `tridiagonal_solve` and `householder_product` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
+/// `symmetric_product`, `cholesky`, `triangular_solve`, `tridiagonal_solve`, `householder_product` and `ormqr` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
 /// in_axes))` texts (`jax/_src/lax/linalg.py`'s batchers: the batch axis to the front, or
 /// folded into the columns or rows of one solve when only `b` is batched).
 #[test]
 fn linear_algebra_batches_as_jax_does() {
-    let cases: [LinalgCase; 8] = [
+    let cases: [LinalgCase; 9] = [
         (
             "{ lambda ; a:f32[3,2] b:f32[3,3]. let
     c:f32[3,3] = symmetric_product[alpha=2.0 beta=0.5] a b
@@ -375,6 +375,20 @@ fn linear_algebra_batches_as_jax_does() {
     e:f32[4,3,2] = householder_product c d
   in (e,) }",
             vec![f32s(&[3, 4, 2], 23), f32s(&[2], 24).mapv(|x| x.abs() + 0.5)],
+        ),
+        (
+            "{ lambda ; a:f32[3,2] b:f32[2] c:f32[5,3]. let
+    d:f32[5,3] = ormqr[left=False transpose=False] a b c
+  in (d,) }",
+            vec![None, None, Some(0)],
+            "{ lambda ; a:f32[3,2] b:f32[2] c:f32[4,5,3]. let
+    d:f32[4,3,2] = broadcast_in_dim[
+      broadcast_dimensions=(np.int64(1), np.int64(2))
+    ] a
+    e:f32[4,2] = broadcast_in_dim[broadcast_dimensions=(np.int64(1),)] b
+    f:f32[4,5,3] = ormqr[left=False transpose=False] d e c
+  in (f,) }",
+            vec![f32s(&[3, 2], 26), f32s(&[2], 27).mapv(|x| x.abs() + 0.5), f32s(&[4, 5, 3], 28)],
         ),
     ];
     for (text, in_dims, want, args) in cases {

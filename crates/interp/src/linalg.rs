@@ -1,4 +1,4 @@
-//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `householder_product`, `eigh`, `svd`,
+//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`,
 //! `tridiagonal_solve` and
 //! `symmetric_product`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
@@ -136,5 +136,18 @@ pub(crate) fn householder_product(args: &[&Array]) -> Result<Array, String> {
         [Array::F32(a), Array::F32(t)] => Ok(Array::F32(linalg::householder_product(&a.view(), &t.view()))),
         [Array::F64(a), Array::F64(t)] => Ok(Array::F64(linalg::householder_product(&a.view(), &t.view()))),
         _ => Err("householder_product: operands must be f32 or f64 of one dtype".into()),
+    }
+}
+
+pub(crate) fn ormqr(left: bool, transpose: bool, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::Ormqr { left, transpose }, args)?;
+    match args {
+        [Array::F32(a), Array::F32(t), Array::F32(c)] => {
+            Ok(Array::F32(linalg::ormqr(&a.view(), &t.view(), &c.view(), left, transpose)))
+        }
+        [Array::F64(a), Array::F64(t), Array::F64(c)] => {
+            Ok(Array::F64(linalg::ormqr(&a.view(), &t.view(), &c.view(), left, transpose)))
+        }
+        _ => Err("ormqr: operands must be f32 or f64 of one dtype".into()),
     }
 }

@@ -683,6 +683,12 @@ pub enum Primitive {
     /// LAPACK's `orgqr`: the product of the Householder reflectors `a` and `taus` describe
     /// (`primitive/linalg.rs`).
     HouseholderProduct,
+    /// LAPACK's `ormqr`: `c` multiplied by the `q` (or `qᵀ`) of Householder reflectors, on
+    /// the left or the right (`primitive/linalg.rs`).
+    Ormqr {
+        left: bool,
+        transpose: bool,
+    },
     /// `x` with `T x = b` for the tridiagonal `T` of each `(dl, d, du)` (`primitive/linalg.rs`).
     TridiagonalSolve {
         perturb_singular: bool,
@@ -884,6 +890,7 @@ impl Primitive {
             | Primitive::Svd(_)
             | Primitive::Geqrf
             | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
@@ -1003,6 +1010,7 @@ impl Primitive {
             | Primitive::Svd(_)
             | Primitive::Geqrf
             | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }

@@ -1,5 +1,5 @@
 //! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`,
-//! `householder_product`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product` over
+//! `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product` over
 //! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
@@ -381,6 +381,48 @@ pub fn geqrf<T: LinalgFloat>(a: &ArrayViewD<T>) -> (ArrayD<T>, ArrayD<T>) {
     let batch = &a.shape()[..a.ndim() - 2];
     let taus = ArrayD::from_shape_vec([batch, &[k]].concat(), taus).expect("taus' shape");
     (ArrayD::from_shape_vec(a.raw_dim(), data).expect("a's shape"), taus)
+}
+
+/// `ormqr`: for each `m x n` matrix of reflectors of `a`, its `k` `taus` and its matrix of
+/// `c`, `q c` (`left`), `c q` (else), `q`'s transpose with `transpose`, `q = H_0 ... H_{k-1}`
+/// and `H_j = I - taus[j] v_j v_jᵀ` (each symmetric), applied one reflector at a time.
+pub fn ormqr<T: LinalgFloat>(
+    a: &ArrayViewD<T>,
+    taus: &ArrayViewD<T>,
+    c: &ArrayViewD<T>,
+    left: bool,
+    transpose: bool,
+) -> ArrayD<T> {
+    let (refl, count, m, n) = matrices(a);
+    let (mut out, _, rows, cols) = matrices(c);
+    let k = taus.shape()[taus.ndim() - 1];
+    let taus: Vec<T> = taus.iter().copied().collect();
+    for b in 0..count {
+        let x = &refl[b * m * n..(b + 1) * m * n];
+        let y = &mut out[b * rows * cols..(b + 1) * rows * cols];
+        // q c and c qᵀ apply H_{k-1} first; qᵀ c and c q apply H_0 first.
+        let order: Vec<usize> = if left != transpose { (0..k).rev().collect() } else { (0..k).collect() };
+        for j in order {
+            let tau = taus[b * k + j];
+            let v = |i: usize| if i == j { T::ONE } else { x[i * n + j] };
+            if left {
+                for col in 0..cols {
+                    let w = (j..m).fold(T::ZERO, |s, i| s + v(i) * y[i * cols + col]);
+                    for i in j..m {
+                        y[i * cols + col] = y[i * cols + col] - tau * w * v(i);
+                    }
+                }
+            } else {
+                for row in 0..rows {
+                    let w = (j..m).fold(T::ZERO, |s, i| s + y[row * cols + i] * v(i));
+                    for i in j..m {
+                        y[row * cols + i] = y[row * cols + i] - tau * w * v(i);
+                    }
+                }
+            }
+        }
+    }
+    ArrayD::from_shape_vec(c.raw_dim(), out).expect("c's shape")
 }
 
 /// `householder_product` (`orgqr`): for each `m x n` matrix of `a` (`m >= n`) and its `k`

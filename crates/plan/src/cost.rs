@@ -62,6 +62,11 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
             4 * (ins[0].size() as u64) * k
         }
+        // One reflector of `k` applied to each of c's rows or columns: about 4 m k per element.
+        Primitive::Ormqr { .. } => {
+            let k = *ins[1].shape.last().unwrap_or(&1) as u64;
+            4 * (ins[2].size() as u64) * k
+        }
         // Elimination and back substitution: about 8 flops per element of b.
         Primitive::TridiagonalSolve { .. } => 8 * ins[3].size() as u64,
         // One-sided Jacobi sweeps: about 6 sweeps of 3 m n² per m x n matrix (n the smaller side).

@@ -1,5 +1,5 @@
 //! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
-//! `geqrf`, `householder_product`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`,
+//! `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`,
 //! recorded as JAX 0.10.2's wrappers record them (`cholesky` symmetrizes its input unless
 //! told not to and masks the factor's upper part with `_tril`; `triangular_solve` keeps
 //! `conjugate_a` only for complex `a`). Matrices are the last two axes, the leading ones a
@@ -176,6 +176,14 @@ pub fn geqrf(x: &Tensor) -> (Tensor, Tensor) {
 #[track_caller]
 pub fn householder_product(a: &Tensor, taus: &Tensor) -> Tensor {
     bind(Primitive::HouseholderProduct, &[a.into(), taus.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.linalg.ormqr(a, taus, c, left=..., transpose=...)`: `q c` (`left`) or `c q`, `q`
+/// transposed with `transpose`, for the `q` of the Householder reflectors `a` and `taus` (as
+/// [`geqrf`] leaves them) of each matrix (LAPACK's `ormqr`). JAX defines no derivative.
+#[track_caller]
+pub fn ormqr(a: &Tensor, taus: &Tensor, c: &Tensor, left: bool, transpose: bool) -> Tensor {
+    bind(Primitive::Ormqr { left, transpose }, &[a.into(), taus.into(), c.into()], false, Location::caller()).remove(0)
 }
 
 /// `lax.linalg.tridiagonal_solve(dl, d, du, b)`: `x` with `T x = b` for each tridiagonal

@@ -329,6 +329,15 @@ fn programs() -> BTreeMap<&'static str, Program> {
             linalg::householder_product(&f, &taus) + f
         }),
     );
+    add(
+        "linalg_ormqr",
+        p(|a| {
+            let (f, taus) = linalg::geqrf(&a[0]);
+            let left = linalg::ormqr(&f, &taus, &a[1], true, true);
+            let right = linalg::ormqr(&f, &taus, &a[1].t(), false, false);
+            left + right.t()
+        }),
+    );
     add("linalg_tridiagonal_solve", p(|a| linalg::tridiagonal_solve(&a[0], &a[1], &a[2], &a[3])));
     add(
         "linalg_symmetric_product",

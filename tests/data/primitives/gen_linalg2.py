@@ -75,5 +75,25 @@ def geqrf_householder_product(t, ws):
     return (jnp.sum(q * jnp.sin(t)) + jnp.sum(a * t) + jnp.sum(taus * t[0])
             + jnp.sum(aw * ws) + jnp.sum(jnp.tanh(tw) * ws[:, :, 0]))
 
+
+@g.case("ormqr_sides", "primitives", lambda: (g.rnd(4, 3), g.rnd(4, 2), g.rnd(2, 3, 3)),
+        "ormqr (LAPACK's: q c, q^T c, c q and c q^T for the reflectors geqrf leaves) on each side, "
+        "transposed and not, of a tall matrix's reflectors and of a batch of two square ones. "
+        "JAX defines no jvp for it, so the reflectors and taus are under stop_gradient and c "
+        "too; the gradient flows through what multiplies the results")
+def ormqr_sides(t, c, xs):
+    from jax._src.lax import linalg as lax_linalg_impl
+    sg = lax.stop_gradient
+    a, taus = lax_linalg_impl.geqrf(sg(t))
+    y1 = lax_linalg.ormqr(a, taus, sg(c), left=True, transpose=False)
+    y2 = lax_linalg.ormqr(a, taus, sg(c), left=True, transpose=True)
+    y3 = lax_linalg.ormqr(a, taus, sg(c.T), left=False, transpose=False)
+    y4 = lax_linalg.ormqr(a, taus, sg(c.T), left=False, transpose=True)
+    ab, tb = lax_linalg_impl.geqrf(sg(xs))
+    y5 = lax_linalg.ormqr(ab, tb, sg(xs), left=True, transpose=True)
+    return (jnp.sum(y1 * c) + jnp.sum(jnp.sin(y2)) + jnp.sum(y3 * c.T) + jnp.sum(y4 ** 2)
+            + jnp.sum(y5 * xs) + jnp.sum(t * t))
+
+
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

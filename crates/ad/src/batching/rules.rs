@@ -284,6 +284,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         | Primitive::Svd(_)
         | Primitive::Geqrf
         | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
         | Primitive::SymmetricProduct { .. } => {
             let mut operands = Vec::with_capacity(ins.len());
             for &(x, d) in ins {

@@ -276,6 +276,7 @@ pub(crate) fn jvp_rule(
             Err(AdError::Invalid("Differentiation rule for 'symmetric_product' not implemented".into()))
         }
         Primitive::Geqrf => Err(AdError::Invalid("Differentiation rule for 'geqrf' not implemented".into())),
+        Primitive::Ormqr { .. } => Err(AdError::Invalid("Differentiation rule for 'ormqr' not implemented".into())),
         Primitive::HouseholderProduct => {
             Err(AdError::Invalid("Differentiation rule for 'householder_product' not implemented".into()))
         }

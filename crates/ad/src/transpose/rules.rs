@@ -177,6 +177,7 @@ pub(crate) fn transpose_rule(
         | Primitive::Svd(_)
         | Primitive::Geqrf
         | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap

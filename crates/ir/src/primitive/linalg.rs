@@ -1,5 +1,5 @@
 //! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
-//! `geqrf`, `householder_product`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`
+//! `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`
 //! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
 //! the leading ones a batch.
 //!
@@ -205,6 +205,43 @@ pub(crate) fn householder_product_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, 
         "The second argument to householder_product must not have more rows than the minimum of the first argument's rows and columns."
     );
     Ok(device(a.dtype, a.shape.clone()))
+}
+
+// `ormqr[left=True transpose=False] a taus c`: `q c`, `qᵀ c`, `c q` or `c qᵀ` for the `m x m`
+// `q = H_0 ... H_{k-1}` of the reflectors of each `m x n` `a` and its `k` `taus`.
+
+pub(crate) fn ormqr_shape(left: bool, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "ormqr";
+    let [a, taus, c] = arity(name, in_avals)?;
+    linalg_float(name, a)?;
+    ensure!(a.dtype == taus.dtype && a.dtype == c.dtype, name, "a {a}, taus {taus} and c {c} must have one dtype");
+    ensure!(
+        a.rank() >= 2 && taus.rank() + 1 == a.rank() && c.rank() == a.rank(),
+        name,
+        "a {a} and c {c} must be matrices of one rank and taus {taus} vectors"
+    );
+    let r = a.rank();
+    ensure!(
+        a.shape[..r - 2] == taus.shape[..r - 2] && a.shape[..r - 2] == c.shape[..r - 2],
+        name,
+        "a {a}, taus {taus} and c {c} must have the same batch axes"
+    );
+    let (m, n, k) = (a.shape[r - 2], a.shape[r - 1], taus.shape[r - 2]);
+    ensure!(k <= m.min(n), name, "taus {taus} must not have more entries than a {a} has rows or columns");
+    if left {
+        ensure!(
+            c.shape[r - 2] == m,
+            name,
+            "ormqr with left=True expects c to have the same number of rows as the Householder matrix a. Got a {a} and c {c}."
+        );
+    } else {
+        ensure!(
+            c.shape[r - 1] == m,
+            name,
+            "ormqr with left=False expects c to have the same number of columns as the Householder matrix a has rows. Got a {a} and c {c}."
+        );
+    }
+    Ok(device(c.dtype, c.shape.clone()))
 }
 
 // `eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] x`: for each

@@ -185,6 +185,7 @@ primitive_kinds! {
         Svd = "svd",
         Geqrf = "geqrf",
         HouseholderProduct = "householder_product",
+        Ormqr = "ormqr",
         TridiagonalSolve = "tridiagonal_solve",
         SymmetricProduct = "symmetric_product",
         Argmin = "argmin",
@@ -294,6 +295,7 @@ impl PrimitiveKind {
             | PrimitiveKind::Svd
             | PrimitiveKind::Geqrf
             | PrimitiveKind::HouseholderProduct
+            | PrimitiveKind::Ormqr
             | PrimitiveKind::TridiagonalSolve
             | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
@@ -389,6 +391,7 @@ impl Primitive {
             Primitive::Svd(_) => PrimitiveKind::Svd,
             Primitive::Geqrf => PrimitiveKind::Geqrf,
             Primitive::HouseholderProduct => PrimitiveKind::HouseholderProduct,
+            Primitive::Ormqr { .. } => PrimitiveKind::Ormqr,
             Primitive::TridiagonalSolve { .. } => PrimitiveKind::TridiagonalSolve,
             Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
@@ -492,6 +495,7 @@ impl Primitive {
             | Primitive::Svd(_)
             | Primitive::Geqrf
             | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
@@ -604,6 +608,9 @@ impl Primitive {
             Primitive::Eigh(e) => linalg::eigh_params(e),
             Primitive::Svd(v) => linalg::svd_params(v),
             Primitive::Geqrf | Primitive::HouseholderProduct => Vec::new(),
+            Primitive::Ormqr { left, transpose } => {
+                vec![("left", Param::Bool(*left)), ("transpose", Param::Bool(*transpose))]
+            }
             Primitive::TridiagonalSolve { perturb_singular } => {
                 vec![("perturb_singular", Param::Bool(*perturb_singular))]
             }
@@ -711,6 +718,7 @@ impl Primitive {
             PrimitiveKind::Svd => linalg::parse_svd(p)?,
             PrimitiveKind::Geqrf => Primitive::Geqrf,
             PrimitiveKind::HouseholderProduct => Primitive::HouseholderProduct,
+            PrimitiveKind::Ormqr => Primitive::Ormqr { left: p.bool("left")?, transpose: p.bool("transpose")? },
             PrimitiveKind::TridiagonalSolve => {
                 Primitive::TridiagonalSolve { perturb_singular: p.bool("perturb_singular")? }
             }
@@ -824,6 +832,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Svd(v) => linalg::svd_shape(v, ins),
         Primitive::Geqrf => linalg::geqrf_shape(ins),
         Primitive::HouseholderProduct => linalg::householder_product_shape(ins),
+        Primitive::Ormqr { left, .. } => linalg::ormqr_shape(*left, ins),
         Primitive::TridiagonalSolve { perturb_singular } => linalg::tridiagonal_solve_shape(*perturb_singular, ins),
         Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),

@@ -196,7 +196,6 @@ impl Refusal {
                 "geqp3",
                 "hessenberg",
                 "linear_call",
-                "ormqr",
                 "philox2x32",
                 "philox4x32",
                 "ragged_dot_general",

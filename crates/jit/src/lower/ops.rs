@@ -297,6 +297,7 @@ impl Lowering {
             | Primitive::Svd(_)
             | Primitive::Geqrf
             | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
@@ -861,6 +862,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Svd(_)
         | Primitive::Geqrf
         | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
         | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::PlatformIndex { .. }

@@ -1,6 +1,6 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
 //! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky`,
-//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `householder_product`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
 //! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
@@ -301,6 +301,16 @@ fn run(b: &Bases) {
             _ => {
                 let q = linalg::householder_product(&b.view::<f32>(0), &b.view(1));
                 b.view_mut::<f32>(0).assign(&q);
+            }
+        },
+        Primitive::Ormqr { left, transpose } => match d.in_avals[0].dtype {
+            DType::F64 => {
+                let out = linalg::ormqr(&b.view::<f64>(0), &b.view(1), &b.view(2), *left, *transpose);
+                b.view_mut::<f64>(0).assign(&out);
+            }
+            _ => {
+                let out = linalg::ormqr(&b.view::<f32>(0), &b.view(1), &b.view(2), *left, *transpose);
+                b.view_mut::<f32>(0).assign(&out);
             }
         },
         Primitive::TridiagonalSolve { .. } => match d.in_avals[3].dtype {

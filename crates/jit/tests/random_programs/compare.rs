@@ -139,6 +139,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Svd(_)
             | Primitive::Geqrf
             | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
             | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
@@ -240,6 +241,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Svd(_)
         | Primitive::Geqrf
         | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
         | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }

@@ -700,7 +700,7 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             // a QR decomposition of the same matrices and an eigendecomposition of the
             // square ones, a singular value decomposition and a symmetric product of the
             // rectangular ones, their geqrf (and the product of its reflectors for the tall
-            // ones), and a tridiagonal solve.
+            // ones, and their q applied to a matrix), and a tridiagonal solve.
             let dt = g.pick(&[DType::F32, DType::F64]);
             let n = g.pick(&[1usize, 2, 3]);
             let batch: Vec<usize> = if g.chance(30) { vec![2] } else { vec![] };
@@ -740,6 +740,11 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             if rows >= cols {
                 b.eqn(Primitive::HouseholderProduct, vec![factored[0].into(), factored[1].into()])?;
             }
+            let (left, transpose) = (g.chance(50), g.chance(50));
+            let side = if left { [&batch[..], &[rows, k]].concat() } else { [&batch[..], &[k, rows]].concat() };
+            let c = b.input(Aval::new(dt, side));
+            let prim = Primitive::Ormqr { left, transpose };
+            b.eqn(prim, vec![factored[0].into(), factored[1].into(), c.into()])?;
             let diag = Aval::new(dt, [&batch[..], &[n]].concat());
             let (dl, d, du) = (b.input(diag.clone()), b.input(diag.clone()), b.input(diag));
             let rhs = b.input(Aval::new(dt, [&batch[..], &[n, k]].concat()));

@@ -356,6 +356,7 @@ fn inside(
         | Primitive::Svd(_)
         | Primitive::Geqrf
         | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
         | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }

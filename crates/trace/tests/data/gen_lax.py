@@ -182,6 +182,12 @@ def _householder(x):
     a, taus = lax_linalg_impl.geqrf(x)
     return lax_linalg.householder_product(a, taus) + a
 c("linalg_geqrf_householder_product", _householder, f32(4, 3), grad=False)
+def _ormqr(x, c):
+    from jax._src.lax import linalg as lax_linalg_impl
+    a, taus = lax_linalg_impl.geqrf(x)
+    return lax_linalg.ormqr(a, taus, c, left=True, transpose=True) + lax_linalg.ormqr(a, taus, c.T, left=False,
+                                                                                      transpose=False).T
+c("linalg_ormqr", _ormqr, f32(4, 3), f32(4, 2), grad=False)
 
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
