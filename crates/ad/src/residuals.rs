@@ -505,6 +505,11 @@ fn forward(j: &Jaxpr, l: &mut [Layout], ins: &[Layout], sizes: &mut HashMap<Stri
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::SymmetricProduct { .. }
+            | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
@@ -599,6 +604,11 @@ fn back_of(prim: &Primitive) -> Back {
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
         | Primitive::SymmetricProduct { .. }
+        | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
+        | Primitive::TridiagonalSolve { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. }
         | Primitive::ConvGeneralDilated(_)

@@ -221,15 +221,20 @@ const LEFT_LOWER_SOLVE: &str = "{ lambda ; a:f32[3,3] b:f32[3,2]. let
     ] a b
   in (c,) }";
 
+/// `lax.linalg.tridiagonal_solve(dl, d, du, b)`, batched two ways below.
+const TRIDIAGONAL_SOLVE: &str = "{ lambda ; a:f32[3] b:f32[3] c:f32[3] d:f32[3,2]. let
+    e:f32[3,2] = tridiagonal_solve[perturb_singular=False] a b c d
+  in (e,) }";
+
 /// A program, its `in_axes`, JAX's batched text and the batched arguments.
 type LinalgCase = (&'static str, Vec<Option<usize>>, &'static str, Vec<ArrayD<f32>>);
 
-/// `symmetric_product`, `cholesky` and `triangular_solve` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
+/// `symmetric_product`, `cholesky`, `triangular_solve`, `tridiagonal_solve`, `householder_product` and `ormqr` under `jax.vmap`: JAX 0.10.2's `make_jaxpr(vmap(f,
 /// in_axes))` texts (`jax/_src/lax/linalg.py`'s batchers: the batch axis to the front, or
 /// folded into the columns or rows of one solve when only `b` is batched).
 #[test]
 fn linear_algebra_batches_as_jax_does() {
-    let cases: [LinalgCase; 5] = [
+    let cases: [LinalgCase; 9] = [
         (
             "{ lambda ; a:f32[3,2] b:f32[3,3]. let
     c:f32[3,3] = symmetric_product[alpha=2.0 beta=0.5] a b
@@ -334,6 +339,57 @@ fn linear_algebra_batches_as_jax_does() {
   in (e,) }",
             vec![spd(&[4, 3, 3], 6).permuted_axes(vec![1, 2, 0]).as_standard_layout().to_owned(), f32s(&[3, 2], 7)],
         ),
+        (
+            TRIDIAGONAL_SOLVE,
+            vec![None, None, None, Some(2)],
+            "{ lambda ; a:f32[3] b:f32[3] c:f32[3] d:f32[3,2,4]. let
+    e:f32[3,4,2] = transpose[permutation=(0, 2, 1)] d
+    f:f32[3,8] = reshape[dimensions=None new_sizes=(3, 8) sharding=None] e
+    g:f32[3,8] = tridiagonal_solve[perturb_singular=False] a b c f
+    h:f32[3,4,2] = reshape[dimensions=None new_sizes=(3, 4, 2) sharding=None] g
+    i:f32[4,3,2] = transpose[permutation=(1, 0, 2)] h
+  in (i,) }",
+            vec![f32s(&[3], 14), f32s(&[3], 15).mapv(|x| x + 8.0), f32s(&[3], 16), f32s(&[3, 2, 4], 17)],
+        ),
+        (
+            TRIDIAGONAL_SOLVE,
+            vec![Some(0), None, Some(1), None],
+            "{ lambda ; a:f32[4,3] b:f32[3] c:f32[3,4] d:f32[3,2]. let
+    e:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(np.int64(1),)] b
+    f:f32[4,3] = transpose[permutation=(1, 0)] c
+    g:f32[4,3,2] = broadcast_in_dim[
+      broadcast_dimensions=(np.int64(1), np.int64(2))
+    ] d
+    h:f32[4,3,2] = tridiagonal_solve[perturb_singular=False] a e f g
+  in (h,) }",
+            vec![f32s(&[4, 3], 18), f32s(&[3], 19).mapv(|x| x + 8.0), f32s(&[3, 4], 20), f32s(&[3, 2], 21)],
+        ),
+        (
+            "{ lambda ; a:f32[3,2] b:f32[2]. let
+    c:f32[3,2] = householder_product a b
+  in (c,) }",
+            vec![Some(1), None],
+            "{ lambda ; a:f32[3,4,2] b:f32[2]. let
+    c:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    d:f32[4,2] = broadcast_in_dim[broadcast_dimensions=(np.int64(1),)] b
+    e:f32[4,3,2] = householder_product c d
+  in (e,) }",
+            vec![f32s(&[3, 4, 2], 23), f32s(&[2], 24).mapv(|x| x.abs() + 0.5)],
+        ),
+        (
+            "{ lambda ; a:f32[3,2] b:f32[2] c:f32[5,3]. let
+    d:f32[5,3] = ormqr[left=False transpose=False] a b c
+  in (d,) }",
+            vec![None, None, Some(0)],
+            "{ lambda ; a:f32[3,2] b:f32[2] c:f32[4,5,3]. let
+    d:f32[4,3,2] = broadcast_in_dim[
+      broadcast_dimensions=(np.int64(1), np.int64(2))
+    ] a
+    e:f32[4,2] = broadcast_in_dim[broadcast_dimensions=(np.int64(1),)] b
+    f:f32[4,5,3] = ormqr[left=False transpose=False] d e c
+  in (f,) }",
+            vec![f32s(&[3, 2], 26), f32s(&[2], 27).mapv(|x| x.abs() + 0.5), f32s(&[4, 5, 3], 28)],
+        ),
     ];
     for (text, in_dims, want, args) in cases {
         let jaxpr = parse_jaxpr(text, "linalg").unwrap();
@@ -344,12 +400,40 @@ fn linear_algebra_batches_as_jax_does() {
     }
 }
 
-/// `lu`, `lu_pivots_to_permutation`, `qr` and `eigh` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
+/// `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `eigh` and `svd` under `jax.vmap(f, in_axes=1)`: JAX 0.10.2's
 /// texts (`expand_dims_batcher`: the batch axis to the front, every result batched there),
 /// and each example's results equal to the unbatched program's.
 #[test]
 fn lu_qr_and_eigh_batch_as_jax_does() {
-    let cases: [(&str, &str, Array); 4] = [
+    let cases: [(&str, &str, Array); 6] = [
+        (
+            "{ lambda ; a:f32[3,2]. let b:f32[3,2] c:f32[2] = geqrf a in (b, c) }",
+            "{ lambda ; a:f32[3,4,2]. let
+    b:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,3,2] d:f32[4,2] = geqrf b
+  in (c, d) }",
+            Array::F32(f32s(&[3, 4, 2], 25)),
+        ),
+        (
+            "{ lambda ; a:f32[3,2]. let
+    b:f32[2] c:f32[3,2] d:f32[2,2] = svd[
+      algorithm=None
+      compute_uv=True
+      full_matrices=False
+      subset_by_index=None
+    ] a
+  in (b, c, d) }",
+            "{ lambda ; a:f32[3,4,2]. let
+    b:f32[4,3,2] = transpose[permutation=(1, 0, 2)] a
+    c:f32[4,2] d:f32[4,3,2] e:f32[4,2,2] = svd[
+      algorithm=None
+      compute_uv=True
+      full_matrices=False
+      subset_by_index=None
+    ] b
+  in (c, d, e) }",
+            Array::F32(f32s(&[3, 4, 2], 22)),
+        ),
         (
             "{ lambda ; a:f32[3,3]. let
     b:f32[3,3] c:f32[3] = eigh[

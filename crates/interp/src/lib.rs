@@ -482,6 +482,11 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Lu => linalg::lu(args).map_err(invalid)?,
         Primitive::Qr(q) => linalg::qr(q, args).map_err(invalid)?,
         Primitive::Eigh(e) => linalg::eigh(e, args).map_err(invalid)?,
+        Primitive::Svd(v) => linalg::svd(v, args).map_err(invalid)?,
+        Primitive::Geqrf => linalg::geqrf(args).map_err(invalid)?,
+        Primitive::HouseholderProduct => one(linalg::householder_product(args))?,
+        Primitive::Ormqr { left, transpose } => one(linalg::ormqr(*left, *transpose, args))?,
+        Primitive::TridiagonalSolve { perturb_singular } => one(linalg::tridiagonal_solve(*perturb_singular, args))?,
         Primitive::SymmetricProduct { alpha, beta } => one(linalg::symmetric_product(*alpha, *beta, args))?,
         Primitive::LuPivotsToPermutation { permutation_size } => {
             one(linalg::lu_pivots_to_permutation(*permutation_size, args))?

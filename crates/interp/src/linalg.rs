@@ -1,8 +1,9 @@
-//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and
+//! `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`,
+//! `tridiagonal_solve` and
 //! `symmetric_product`: the shared kernels of `remat_math::linalg` over the
 //! operands' matrices (f32 or f64, as the shape rules admit).
 
-use remat_ir::{Array, Eigh, FillValue, Primitive, Qr, TriangularSolve};
+use remat_ir::{Array, Eigh, FillValue, Primitive, Qr, Svd, TriangularSolve};
 use remat_math::linalg;
 
 use crate::indexing::check;
@@ -89,5 +90,64 @@ pub(crate) fn symmetric_product(alpha: FillValue, beta: FillValue, args: &[&Arra
         (Array::F32(a), Array::F32(c)) => Ok(Array::F32(linalg::symmetric_product(&a.view(), &c.view(), alpha, beta))),
         (Array::F64(a), Array::F64(c)) => Ok(Array::F64(linalg::symmetric_product(&a.view(), &c.view(), alpha, beta))),
         (a, c) => Err(format!("symmetric_product: {} and {} operands are not supported", a.dtype(), c.dtype())),
+    }
+}
+
+pub(crate) fn svd(params: &Svd, args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Svd(*params), args)?;
+    match args[0] {
+        Array::F32(a) => Ok(linalg::svd(&a.view(), params, f64::from).into_iter().map(Array::F32).collect()),
+        Array::F64(a) => Ok(linalg::svd(&a.view(), params, |x| x).into_iter().map(Array::F64).collect()),
+        other => Err(format!("svd: {} operands are not supported", other.dtype())),
+    }
+}
+
+pub(crate) fn tridiagonal_solve(perturb_singular: bool, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::TridiagonalSolve { perturb_singular }, args)?;
+    match args {
+        [Array::F32(dl), Array::F32(d), Array::F32(du), Array::F32(b)] => {
+            Ok(Array::F32(linalg::tridiagonal_solve(&dl.view(), &d.view(), &du.view(), &b.view(), f64::from)))
+        }
+        [Array::F64(dl), Array::F64(d), Array::F64(du), Array::F64(b)] => {
+            Ok(Array::F64(linalg::tridiagonal_solve(&dl.view(), &d.view(), &du.view(), &b.view(), |x| x)))
+        }
+        _ => Err("tridiagonal_solve: operands must be f32 or f64 of one dtype".into()),
+    }
+}
+
+pub(crate) fn geqrf(args: &[&Array]) -> Result<Vec<Array>, String> {
+    check(&Primitive::Geqrf, args)?;
+    match args[0] {
+        Array::F32(a) => {
+            let (f, taus) = linalg::geqrf(&a.view());
+            Ok(vec![Array::F32(f), Array::F32(taus)])
+        }
+        Array::F64(a) => {
+            let (f, taus) = linalg::geqrf(&a.view());
+            Ok(vec![Array::F64(f), Array::F64(taus)])
+        }
+        other => Err(format!("geqrf: {} operands are not supported", other.dtype())),
+    }
+}
+
+pub(crate) fn householder_product(args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::HouseholderProduct, args)?;
+    match args {
+        [Array::F32(a), Array::F32(t)] => Ok(Array::F32(linalg::householder_product(&a.view(), &t.view()))),
+        [Array::F64(a), Array::F64(t)] => Ok(Array::F64(linalg::householder_product(&a.view(), &t.view()))),
+        _ => Err("householder_product: operands must be f32 or f64 of one dtype".into()),
+    }
+}
+
+pub(crate) fn ormqr(left: bool, transpose: bool, args: &[&Array]) -> Result<Array, String> {
+    check(&Primitive::Ormqr { left, transpose }, args)?;
+    match args {
+        [Array::F32(a), Array::F32(t), Array::F32(c)] => {
+            Ok(Array::F32(linalg::ormqr(&a.view(), &t.view(), &c.view(), left, transpose)))
+        }
+        [Array::F64(a), Array::F64(t), Array::F64(c)] => {
+            Ok(Array::F64(linalg::ormqr(&a.view(), &t.view(), &c.view(), left, transpose)))
+        }
+        _ => Err("ormqr: operands must be f32 or f64 of one dtype".into()),
     }
 }

@@ -25,7 +25,7 @@ use crate::array::Array;
 use crate::param_types::{
     AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
     DotDimensionNumbers, Eigh, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision, Qr, ReduceOp,
-    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryOp, Window, WindowOp,
+    RoundingMethod, ScatterDimensionNumbers, ScatterOp, Svd, TriangularSolve, UnaryOp, Window, WindowOp,
 };
 use crate::policy::Policy;
 use crate::sharding::{Mesh, PartitionSpec, Sharding, ShardingConstraint};
@@ -733,6 +733,25 @@ pub enum Primitive {
     /// The eigenvectors and ascending eigenvalues of each symmetric matrix
     /// (`primitive/linalg.rs`).
     Eigh(Eigh),
+    /// The singular values (descending) and, with `compute_uv`, the singular vectors of
+    /// each matrix (`primitive/linalg.rs`).
+    Svd(Svd),
+    /// LAPACK's `geqrf` of each matrix: the factored matrix (`r` and the reflectors) and the
+    /// `tau`s (`primitive/linalg.rs`).
+    Geqrf,
+    /// LAPACK's `orgqr`: the product of the Householder reflectors `a` and `taus` describe
+    /// (`primitive/linalg.rs`).
+    HouseholderProduct,
+    /// LAPACK's `ormqr`: `c` multiplied by the `q` (or `qᵀ`) of Householder reflectors, on
+    /// the left or the right (`primitive/linalg.rs`).
+    Ormqr {
+        left: bool,
+        transpose: bool,
+    },
+    /// `x` with `T x = b` for the tridiagonal `T` of each `(dl, d, du)` (`primitive/linalg.rs`).
+    TridiagonalSolve {
+        perturb_singular: bool,
+    },
     /// `alpha a aᵀ + beta c` for each matrix pair (`primitive/linalg.rs`); `alpha` and
     /// `beta` are the Python numbers JAX prints.
     SymmetricProduct {
@@ -952,6 +971,11 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
@@ -1084,6 +1108,11 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }

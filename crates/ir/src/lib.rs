@@ -34,7 +34,7 @@ pub use primitive::{
     cond_branch, platform_index, random_bits_dtype, AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
     CumulativeOp, DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers,
     GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, Qr, ReduceOp, RoundingMethod,
-    ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
+    ScatterDimensionNumbers, ScatterOp, Svd, SvdAlgorithm, TriangularSolve, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
     dilated, reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers,

@@ -104,6 +104,31 @@ named_enum! {
     }
 }
 
+/// `svd`'s parameters, as JAX names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Svd {
+    /// `u` is `m x m` and `vt` `n x n` (else `m x k` and `k x n`, `k = min(m, n)`).
+    pub full_matrices: bool,
+    /// `u` and `vt` are results (else only the singular values).
+    pub compute_uv: bool,
+    /// `(start, end)`: the singular values of these indices only (CPU: the whole range only).
+    pub subset_by_index: Option<(usize, usize)>,
+    /// `None` or a `SvdAlgorithm` (CPU runs `gesdd` or `gesvd`; JAX refuses Jacobi and
+    /// Polar on CPU).
+    pub algorithm: Option<SvdAlgorithm>,
+}
+
+named_enum! {
+    /// `jax.lax.linalg.SvdAlgorithm`, as JAX prints it.
+    pub enum SvdAlgorithm {
+        Default = "SvdAlgorithm.DEFAULT",
+        Qr = "SvdAlgorithm.QR",
+        Jacobi = "SvdAlgorithm.JACOBI",
+        Polar = "SvdAlgorithm.POLAR",
+        DivideAndConquer = "SvdAlgorithm.DIVIDE_AND_CONQUER",
+    }
+}
+
 // Elementwise (`primitive/elementwise.rs`).
 
 named_enum! {

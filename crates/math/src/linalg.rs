@@ -1,5 +1,5 @@
-//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and
-//! `symmetric_product` over
+//! The kernels of `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`,
+//! `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product` over
 //! batches of row-major matrices, one definition for the interpreter and the JIT's runtime. Arithmetic is in the dtype, in the
 //! order of the textbook algorithms (LAPACK's `potrf`/`trsm` compute the same values up to
 //! rounding), and XLA CPU's conventions hold at the edges: a batch member whose matrix is not
@@ -15,10 +15,17 @@
 //! the first on ties. `eigh` is cyclic Jacobi in f64 on the triangle `lower` names (LAPACK's
 //! `syevd` computes the same eigenpairs up to rounding): eigenvalues ascending, each
 //! eigenvector a unit column whose largest-magnitude component is positive (an eigenvector's
-//! sign is not defined; LAPACK's may differ).
+//! sign is not defined; LAPACK's may differ). `svd` is one-sided (Hestenes) Jacobi in f64 on
+//! the tall orientation (a wide matrix through its transpose): singular values descending,
+//! each right singular vector's largest-magnitude component positive and the left one to
+//! match (`gesdd`'s signs may differ), the columns `u` lacks for `full_matrices` or for a
+//! zero singular value completed by Gram-Schmidt against the unit vectors in order; a
+//! matrix holding NaN gives NaN everywhere (JAX's `_replace_not_ok_with_nan`).
+//! `tridiagonal_solve` is `gtsv`'s Gaussian elimination with partial pivoting between
+//! neighbouring rows, in f64; an exactly singular system solves to NaN (`info > 0`).
 
 use ndarray::{ArrayD, ArrayViewD};
-use remat_ir::{Qr, TriangularSolve};
+use remat_ir::{Qr, Svd, TriangularSolve};
 
 /// The float dtypes linear algebra runs on.
 pub trait LinalgFloat:
@@ -265,75 +272,8 @@ pub fn qr<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Qr) -> (ArrayD<T>, ArrayD<
     for b in 0..count {
         let x = &mut data[b * m * n..(b + 1) * m * n];
         let mut jpvt: Vec<i32> = (0..n as i32).collect();
-        let mut taus = vec![T::ZERO; k];
-        for j in 0..k {
-            if params.pivoting {
-                let norm2 = |x: &[T], c: usize| (j..m).fold(T::ZERO, |s, i| s + x[i * n + c] * x[i * n + c]);
-                let (mut best, mut best_norm) = (j, norm2(x, j));
-                for c in j + 1..n {
-                    let v = norm2(x, c);
-                    if v > best_norm {
-                        best = c;
-                        best_norm = v;
-                    }
-                }
-                if best != j {
-                    for i in 0..m {
-                        x.swap(i * n + j, i * n + best);
-                    }
-                    jpvt.swap(j, best);
-                }
-            }
-            // `dlarfg`: the reflector that maps x[j.., j] to (beta, 0, ..., 0).
-            let alpha = x[j * n + j];
-            let xnorm = (j + 1..m).fold(T::ZERO, |s, i| s + x[i * n + j] * x[i * n + j]).sqrt();
-            if xnorm == T::ZERO {
-                continue;
-            }
-            let h = (alpha * alpha + xnorm * xnorm).sqrt();
-            let beta = if alpha >= T::ZERO { T::ZERO - h } else { h };
-            taus[j] = (beta - alpha) / beta;
-            let scale = T::ONE / (alpha - beta);
-            for i in j + 1..m {
-                x[i * n + j] = x[i * n + j] * scale;
-            }
-            x[j * n + j] = beta;
-            // H = I - tau v vᵀ (v[j] = 1) on the columns to the right.
-            for c in j + 1..n {
-                let mut w = x[j * n + c];
-                for i in j + 1..m {
-                    w = w + x[i * n + j] * x[i * n + c];
-                }
-                let tw = taus[j] * w;
-                x[j * n + c] = x[j * n + c] - tw;
-                for i in j + 1..m {
-                    x[i * n + c] = x[i * n + c] - tw * x[i * n + j];
-                }
-            }
-        }
-        // `orgqr`: q = H_0 H_1 ... H_{k-1} applied to the first `kq` columns of the identity.
-        let mut q = vec![T::ZERO; m * kq];
-        for i in 0..kq.min(m) {
-            q[i * kq + i] = T::ONE;
-        }
-        for j in (0..k).rev() {
-            let tau = taus[j];
-            if tau == T::ZERO {
-                continue;
-            }
-            for c in 0..kq {
-                let mut w = q[j * kq + c];
-                for i in j + 1..m {
-                    w = w + x[i * n + j] * q[i * kq + c];
-                }
-                let tw = tau * w;
-                q[j * kq + c] = q[j * kq + c] - tw;
-                for i in j + 1..m {
-                    q[i * kq + c] = q[i * kq + c] - tw * x[i * n + j];
-                }
-            }
-        }
-        qs.extend(q);
+        let taus = geqrf_in_place(x, m, n, params.pivoting.then_some(&mut jpvt[..]));
+        qs.extend(orgqr(x, m, n, &taus, kq));
         for i in 0..kq {
             for c in 0..n {
                 rs.push(if c >= i { x[i * n + c] } else { T::ZERO });
@@ -346,6 +286,156 @@ pub fn qr<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Qr) -> (ArrayD<T>, ArrayD<
     let r = ArrayD::from_shape_vec(with(&[kq, n]), rs).expect("r's shape");
     let p = params.pivoting.then(|| ArrayD::from_shape_vec(with(&[n]), ps).expect("p's shape"));
     (q, r, p)
+}
+
+/// `geqrf` of the row-major `m x n` `x` in place (`r` on and above the diagonal, each
+/// reflector's vector below it, its leading 1 implied): the `min(m, n)` `tau`s. With `jpvt`,
+/// `geqp3`'s column pivoting, the columns' permutation recorded there.
+fn geqrf_in_place<T: LinalgFloat>(x: &mut [T], m: usize, n: usize, mut jpvt: Option<&mut [i32]>) -> Vec<T> {
+    let k = m.min(n);
+    let mut taus = vec![T::ZERO; k];
+    for j in 0..k {
+        if let Some(jpvt) = jpvt.as_deref_mut() {
+            let norm2 = |x: &[T], c: usize| (j..m).fold(T::ZERO, |s, i| s + x[i * n + c] * x[i * n + c]);
+            let (mut best, mut best_norm) = (j, norm2(x, j));
+            for c in j + 1..n {
+                let v = norm2(x, c);
+                if v > best_norm {
+                    best = c;
+                    best_norm = v;
+                }
+            }
+            if best != j {
+                for i in 0..m {
+                    x.swap(i * n + j, i * n + best);
+                }
+                jpvt.swap(j, best);
+            }
+        }
+        // `dlarfg`: the reflector that maps x[j.., j] to (beta, 0, ..., 0).
+        let alpha = x[j * n + j];
+        let xnorm = (j + 1..m).fold(T::ZERO, |s, i| s + x[i * n + j] * x[i * n + j]).sqrt();
+        if xnorm == T::ZERO {
+            continue;
+        }
+        let h = (alpha * alpha + xnorm * xnorm).sqrt();
+        let beta = if alpha >= T::ZERO { T::ZERO - h } else { h };
+        taus[j] = (beta - alpha) / beta;
+        let scale = T::ONE / (alpha - beta);
+        for i in j + 1..m {
+            x[i * n + j] = x[i * n + j] * scale;
+        }
+        x[j * n + j] = beta;
+        // H = I - tau v vᵀ (v[j] = 1) on the columns to the right.
+        for c in j + 1..n {
+            let mut w = x[j * n + c];
+            for i in j + 1..m {
+                w = w + x[i * n + j] * x[i * n + c];
+            }
+            let tw = taus[j] * w;
+            x[j * n + c] = x[j * n + c] - tw;
+            for i in j + 1..m {
+                x[i * n + c] = x[i * n + c] - tw * x[i * n + j];
+            }
+        }
+    }
+    taus
+}
+
+/// `orgqr`: `q = H_0 H_1 ... H_{k-1}` (the reflectors below the diagonal of the row-major
+/// `m x n` `x`, `k` the number of `taus`) applied to the first `kq` columns of the identity.
+fn orgqr<T: LinalgFloat>(x: &[T], m: usize, n: usize, taus: &[T], kq: usize) -> Vec<T> {
+    let mut q = vec![T::ZERO; m * kq];
+    for i in 0..kq.min(m) {
+        q[i * kq + i] = T::ONE;
+    }
+    for j in (0..taus.len()).rev() {
+        let tau = taus[j];
+        if tau == T::ZERO {
+            continue;
+        }
+        for c in 0..kq {
+            let mut w = q[j * kq + c];
+            for i in j + 1..m {
+                w = w + x[i * n + j] * q[i * kq + c];
+            }
+            let tw = tau * w;
+            q[j * kq + c] = q[j * kq + c] - tw;
+            for i in j + 1..m {
+                q[i * kq + c] = q[i * kq + c] - tw * x[i * n + j];
+            }
+        }
+    }
+    q
+}
+
+/// `geqrf` of each matrix of `a` (`[..., m, n]`): the factored matrices (`r` on and above
+/// the diagonal, the reflectors' vectors below) and the `[..., min(m, n)]` `tau`s.
+pub fn geqrf<T: LinalgFloat>(a: &ArrayViewD<T>) -> (ArrayD<T>, ArrayD<T>) {
+    let (mut data, count, m, n) = matrices(a);
+    let k = m.min(n);
+    let mut taus = Vec::with_capacity(count * k);
+    for b in 0..count {
+        taus.extend(geqrf_in_place(&mut data[b * m * n..(b + 1) * m * n], m, n, None));
+    }
+    let batch = &a.shape()[..a.ndim() - 2];
+    let taus = ArrayD::from_shape_vec([batch, &[k]].concat(), taus).expect("taus' shape");
+    (ArrayD::from_shape_vec(a.raw_dim(), data).expect("a's shape"), taus)
+}
+
+/// `ormqr`: for each `m x n` matrix of reflectors of `a`, its `k` `taus` and its matrix of
+/// `c`, `q c` (`left`), `c q` (else), `q`'s transpose with `transpose`, `q = H_0 ... H_{k-1}`
+/// and `H_j = I - taus[j] v_j v_jᵀ` (each symmetric), applied one reflector at a time.
+pub fn ormqr<T: LinalgFloat>(
+    a: &ArrayViewD<T>,
+    taus: &ArrayViewD<T>,
+    c: &ArrayViewD<T>,
+    left: bool,
+    transpose: bool,
+) -> ArrayD<T> {
+    let (refl, count, m, n) = matrices(a);
+    let (mut out, _, rows, cols) = matrices(c);
+    let k = taus.shape()[taus.ndim() - 1];
+    let taus: Vec<T> = taus.iter().copied().collect();
+    for b in 0..count {
+        let x = &refl[b * m * n..(b + 1) * m * n];
+        let y = &mut out[b * rows * cols..(b + 1) * rows * cols];
+        // q c and c qᵀ apply H_{k-1} first; qᵀ c and c q apply H_0 first.
+        let order: Vec<usize> = if left != transpose { (0..k).rev().collect() } else { (0..k).collect() };
+        for j in order {
+            let tau = taus[b * k + j];
+            let v = |i: usize| if i == j { T::ONE } else { x[i * n + j] };
+            if left {
+                for col in 0..cols {
+                    let w = (j..m).fold(T::ZERO, |s, i| s + v(i) * y[i * cols + col]);
+                    for i in j..m {
+                        y[i * cols + col] = y[i * cols + col] - tau * w * v(i);
+                    }
+                }
+            } else {
+                for row in 0..rows {
+                    let w = (j..m).fold(T::ZERO, |s, i| s + y[row * cols + i] * v(i));
+                    for i in j..m {
+                        y[row * cols + i] = y[row * cols + i] - tau * w * v(i);
+                    }
+                }
+            }
+        }
+    }
+    ArrayD::from_shape_vec(c.raw_dim(), out).expect("c's shape")
+}
+
+/// `householder_product` (`orgqr`): for each `m x n` matrix of `a` (`m >= n`) and its `k`
+/// `taus`, the first `n` columns of `H_0 ... H_{k-1}`.
+pub fn householder_product<T: LinalgFloat>(a: &ArrayViewD<T>, taus: &ArrayViewD<T>) -> ArrayD<T> {
+    let (data, count, m, n) = matrices(a);
+    let k = taus.shape()[taus.ndim() - 1];
+    let taus: Vec<T> = taus.iter().copied().collect();
+    let mut out = Vec::with_capacity(data.len());
+    for b in 0..count {
+        out.extend(orgqr(&data[b * m * n..(b + 1) * m * n], m, n, &taus[b * k..(b + 1) * k], n));
+    }
+    ArrayD::from_shape_vec(a.raw_dim(), out).expect("q's shape")
 }
 
 /// `(v, w)` of each symmetric matrix of `a` (`[..., n, n]`; only the `lower` triangle, or
@@ -445,6 +535,224 @@ fn jacobi_eigh(s: &mut [f64], n: usize) -> (Vec<f64>, Vec<f64>) {
     (v, w)
 }
 
+/// `svd` of each matrix of `a` (`[..., m, n]`): `[s]`, or `[s, u, vt]` with `compute_uv`.
+pub fn svd<T: LinalgFloat>(a: &ArrayViewD<T>, params: &Svd, to_f64: fn(T) -> f64) -> Vec<ArrayD<T>> {
+    let (data, count, m, n) = matrices(a);
+    let batch = &a.shape()[..a.ndim() - 2];
+    let k = m.min(n);
+    let (uc, vr) = if params.full_matrices { (m, n) } else { (k, k) };
+    let (mut ss, mut us, mut vts) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..count {
+        let x: Vec<f64> = data[b * m * n..(b + 1) * m * n].iter().map(|&v| to_f64(v)).collect();
+        let (s, u, vt) = if x.iter().any(|v| v.is_nan()) {
+            (vec![f64::NAN; k], vec![f64::NAN; m * uc], vec![f64::NAN; vr * n])
+        } else if m >= n {
+            let (s, u, v) = jacobi_svd(&x, m, n, uc);
+            // vt = vᵀ: v is n x n, vt k x n or n x n (k = n here).
+            let vt = (0..vr).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| v[j * n + i]).collect();
+            (s, u, vt)
+        } else {
+            // x = (xᵀ)ᵀ = (u' s v'ᵀ)ᵀ = v' s u'ᵀ: u = v' (m x m), vt = u'ᵀ.
+            let xt: Vec<f64> = (0..n).flat_map(|i| (0..m).map(move |j| (i, j))).map(|(i, j)| x[j * n + i]).collect();
+            let (s, ut, v) = jacobi_svd(&xt, n, m, vr);
+            let vt = (0..vr).flat_map(|i| (0..n).map(move |j| (i, j))).map(|(i, j)| ut[j * vr + i]).collect();
+            (s, v, vt)
+        };
+        ss.extend(s.into_iter().map(T::from_f64));
+        us.extend(u.into_iter().map(T::from_f64));
+        vts.extend(vt.into_iter().map(T::from_f64));
+    }
+    let with = |last: &[usize]| [batch, last].concat();
+    let mut outs = vec![ArrayD::from_shape_vec(with(&[k]), ss).expect("s's shape")];
+    if params.compute_uv {
+        outs.push(ArrayD::from_shape_vec(with(&[m, uc]), us).expect("u's shape"));
+        outs.push(ArrayD::from_shape_vec(with(&[vr, n]), vts).expect("vt's shape"));
+    }
+    outs
+}
+
+/// One-sided Jacobi on the tall row-major `m x n` matrix `x` (`m >= n`): `(s, u, v)`, the
+/// `n` singular values descending, `u` `m x cols` (`cols` of `n` or `m`) and `v` `n x n`,
+/// with `x = u[:, :n] diag(s) vᵀ`.
+fn jacobi_svd(x: &[f64], m: usize, n: usize, cols: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let mut w = x.to_vec();
+    let mut v = vec![0.0f64; n * n];
+    for i in 0..n {
+        v[i * n + i] = 1.0;
+    }
+    for _sweep in 0..100 {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let (mut alpha, mut beta, mut gamma) = (0.0f64, 0.0f64, 0.0f64);
+                for i in 0..m {
+                    let (wp, wq) = (w[i * n + p], w[i * n + q]);
+                    alpha += wp * wp;
+                    beta += wq * wq;
+                    gamma += wp * wq;
+                }
+                if gamma == 0.0 || gamma.abs() <= f64::EPSILON * (alpha * beta).sqrt() {
+                    continue;
+                }
+                rotated = true;
+                let zeta = (beta - alpha) / (2.0 * gamma);
+                let t = if zeta == 0.0 { 1.0 } else { zeta.signum() / (zeta.abs() + (zeta * zeta + 1.0).sqrt()) };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let sn = c * t;
+                for i in 0..m {
+                    let (wp, wq) = (w[i * n + p], w[i * n + q]);
+                    w[i * n + p] = c * wp - sn * wq;
+                    w[i * n + q] = sn * wp + c * wq;
+                }
+                for i in 0..n {
+                    let (vp, vq) = (v[i * n + p], v[i * n + q]);
+                    v[i * n + p] = c * vp - sn * vq;
+                    v[i * n + q] = sn * vp + c * vq;
+                }
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let norms: Vec<f64> = (0..n).map(|j| (0..m).map(|i| w[i * n + j] * w[i * n + j]).sum::<f64>().sqrt()).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| norms[b].total_cmp(&norms[a]));
+    let s: Vec<f64> = order.iter().map(|&j| norms[j]).collect();
+    let scale = s.first().copied().unwrap_or(0.0);
+    let mut u = vec![0.0f64; m * cols];
+    let mut vs = vec![0.0f64; n * n];
+    let mut have = vec![false; cols];
+    for (c, &j) in order.iter().enumerate() {
+        let big = (0..n).map(|i| v[i * n + j]).fold(0.0f64, |acc, x| if x.abs() > acc.abs() { x } else { acc });
+        let sign = if big < 0.0 { -1.0 } else { 1.0 };
+        for i in 0..n {
+            vs[i * n + c] = sign * v[i * n + j];
+        }
+        if norms[j] > scale * f64::EPSILON * (m as f64) && norms[j] > 0.0 {
+            for i in 0..m {
+                u[i * cols + c] = sign * w[i * n + j] / norms[j];
+            }
+            have[c] = true;
+        }
+    }
+    complete_columns(&mut u, m, cols, &mut have);
+    (s, u, vs)
+}
+
+/// Fills the columns of the row-major `m x cols` `u` not in `have` with unit vectors
+/// orthogonal to every column before: Gram-Schmidt (twice) of `e_0, e_1, ...` in order.
+fn complete_columns(u: &mut [f64], m: usize, cols: usize, have: &mut [bool]) {
+    let mut next = 0;
+    for c in 0..cols {
+        if have[c] {
+            continue;
+        }
+        while next < m {
+            let mut e = vec![0.0f64; m];
+            e[next] = 1.0;
+            next += 1;
+            for _ in 0..2 {
+                for d in (0..cols).filter(|&d| have[d]) {
+                    let dot: f64 = (0..m).map(|i| u[i * cols + d] * e[i]).sum();
+                    for (i, ei) in e.iter_mut().enumerate() {
+                        *ei -= dot * u[i * cols + d];
+                    }
+                }
+            }
+            let norm = e.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if norm > 0.5 {
+                for (i, ei) in e.iter().enumerate() {
+                    u[i * cols + c] = ei / norm;
+                }
+                have[c] = true;
+                break;
+            }
+        }
+    }
+}
+
+/// `tridiagonal_solve`: `x` with `T x = b` for each `[..., m]` triple of diagonals (`dl[i]`
+/// is `T[i, i - 1]`, `d[i]` `T[i, i]`, `du[i]` `T[i, i + 1]`) and `[..., m, n]` `b`.
+pub fn tridiagonal_solve<T: LinalgFloat>(
+    dl: &ArrayViewD<T>,
+    d: &ArrayViewD<T>,
+    du: &ArrayViewD<T>,
+    b: &ArrayViewD<T>,
+    to_f64: fn(T) -> f64,
+) -> ArrayD<T> {
+    let (rhs, count, m, n) = matrices(b);
+    let diag = |x: &ArrayViewD<T>| -> Vec<f64> { x.iter().map(|&v| to_f64(v)).collect() };
+    let (dl, d, du) = (diag(dl), diag(d), diag(du));
+    let mut out = Vec::with_capacity(rhs.len());
+    for k in 0..count {
+        let x: Vec<f64> = rhs[k * m * n..(k + 1) * m * n].iter().map(|&v| to_f64(v)).collect();
+        let range = k * m..(k + 1) * m;
+        let x = gtsv(&dl[range.clone()], &d[range.clone()], &du[range], x, m, n);
+        out.extend(x.into_iter().map(T::from_f64));
+    }
+    ArrayD::from_shape_vec(b.raw_dim(), out).expect("x's shape")
+}
+
+/// `gtsv` on one system: the `m x n` row-major right-hand sides `x` replaced by the
+/// solution (NaN everywhere for a singular system).
+fn gtsv(dl: &[f64], d: &[f64], du: &[f64], mut x: Vec<f64>, m: usize, n: usize) -> Vec<f64> {
+    if m == 0 {
+        return x;
+    }
+    // LAPACK's names: sub[i] = T[i + 1, i], diag, sup[i] = T[i, i + 1], sup2 the fill-in.
+    let mut sub: Vec<f64> = (0..m - 1).map(|i| dl[i + 1]).collect();
+    let mut diag = d.to_vec();
+    let mut sup: Vec<f64> = du[..m - 1].to_vec();
+    let singular = vec![f64::NAN; m * n];
+    for i in 0..m - 1 {
+        if diag[i].abs() >= sub[i].abs() {
+            if diag[i] == 0.0 {
+                return singular;
+            }
+            let fact = sub[i] / diag[i];
+            diag[i + 1] -= fact * sup[i];
+            for j in 0..n {
+                x[(i + 1) * n + j] -= fact * x[i * n + j];
+            }
+            sub[i] = 0.0;
+        } else {
+            let fact = diag[i] / sub[i];
+            diag[i] = sub[i];
+            let temp = diag[i + 1];
+            diag[i + 1] = sup[i] - fact * temp;
+            if i + 1 < m - 1 {
+                sub[i] = sup[i + 1];
+                sup[i + 1] = -fact * sub[i];
+            } else {
+                sub[i] = 0.0;
+            }
+            sup[i] = temp;
+            for j in 0..n {
+                let t = x[i * n + j];
+                x[i * n + j] = x[(i + 1) * n + j];
+                x[(i + 1) * n + j] = t - fact * x[(i + 1) * n + j];
+            }
+        }
+    }
+    if diag[m - 1] == 0.0 {
+        return singular;
+    }
+    for j in 0..n {
+        for i in (0..m).rev() {
+            let mut v = x[i * n + j];
+            if i + 1 < m {
+                v -= sup[i] * x[(i + 1) * n + j];
+            }
+            if i + 2 < m {
+                v -= sub[i] * x[(i + 2) * n + j];
+            }
+            x[i * n + j] = v / diag[i];
+        }
+    }
+    x
+}
+
 /// `symmetric_product`: `alpha a aᵀ + beta c` for each matrix pair of `a` (`[..., m, n]`)
 /// and `c` (`[..., m, m]`), every element computed (JAX's lowering off GPU: a product,
 /// two scalings and a sum, in the dtype).
@@ -475,6 +783,55 @@ mod tests {
 
     fn dyn2(a: ndarray::Array2<f64>) -> ArrayD<f64> {
         a.into_dyn()
+    }
+
+    #[test]
+    fn svd_reconstructs_each_shape_with_orthonormal_vectors() {
+        let x = [[3.0, 1.0, -2.0], [0.5, 4.0, 1.0], [2.0, -1.0, 0.0], [1.0, 1.0, 1.0]];
+        let tall = arr2(&x);
+        let rank_one = arr2(&[[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]);
+        for a in [tall.clone(), tall.t().to_owned(), rank_one.clone(), rank_one.t().to_owned()] {
+            let (m, n) = a.dim();
+            for full_matrices in [false, true] {
+                let p = Svd { full_matrices, compute_uv: true, subset_by_index: None, algorithm: None };
+                let outs = svd(&a.clone().into_dyn().view(), &p, |x| x);
+                let s = outs[0].clone().into_dimensionality::<ndarray::Ix1>().unwrap();
+                let u = outs[1].clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+                let vt = outs[2].clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+                let k = m.min(n);
+                assert!(s.windows(2).into_iter().all(|w| w[0] >= w[1]), "descending: {s}");
+                let mut us = u.slice(ndarray::s![.., ..k]).to_owned();
+                for j in 0..k {
+                    us.column_mut(j).mapv_inplace(|x| x * s[j]);
+                }
+                let back = us.dot(&vt.slice(ndarray::s![..k, ..]));
+                assert!((&back - &a).iter().all(|d| d.abs() < 1e-12), "{back} != {a}");
+                let eye_u = u.t().dot(&u);
+                let eye_v = vt.dot(&vt.t());
+                for (e, size) in [(eye_u, u.ncols()), (eye_v, vt.nrows())] {
+                    assert!((&e - &ndarray::Array2::<f64>::eye(size)).iter().all(|d| d.abs() < 1e-12), "{e}");
+                }
+            }
+        }
+        let nan = arr2(&[[f64::NAN, 1.0], [0.0, 1.0]]).into_dyn();
+        let p = Svd { full_matrices: false, compute_uv: false, subset_by_index: None, algorithm: None };
+        assert!(svd(&nan.view(), &p, |x| x)[0].iter().all(|x| x.is_nan()));
+    }
+
+    #[test]
+    fn tridiagonal_solve_pivots_and_refuses_a_singular_system() {
+        // T = [[1, 4, 0], [3, 2, 1], [0, 5, 6]]: the first column pivots on the row below.
+        let dl = ndarray::arr1(&[9.0, 3.0, 5.0]).into_dyn();
+        let d = ndarray::arr1(&[1.0, 2.0, 6.0]).into_dyn();
+        let du = ndarray::arr1(&[4.0, 1.0, 7.0]).into_dyn();
+        let t = arr2(&[[1.0, 4.0, 0.0], [3.0, 2.0, 1.0], [0.0, 5.0, 6.0]]);
+        let b = arr2(&[[1.0, 2.0], [0.5, -1.0], [3.0, 4.0]]);
+        let x = tridiagonal_solve(&dl.view(), &d.view(), &du.view(), &b.clone().into_dyn().view(), |x| x);
+        let x = x.into_dimensionality::<ndarray::Ix2>().unwrap();
+        assert!((t.dot(&x) - &b).iter().all(|e| e.abs() < 1e-12), "{x}");
+        let zero = ndarray::arr1(&[0.0, 0.0, 0.0]).into_dyn();
+        let x = tridiagonal_solve(&zero.view(), &zero.view(), &zero.view(), &b.into_dyn().view(), |x| x);
+        assert!(x.iter().all(|v| v.is_nan()));
     }
 
     #[test]

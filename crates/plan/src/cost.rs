@@ -56,6 +56,25 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
             4 * (ins[0].size() as u64) * k
         }
+        // Householder reflections: about 2 m n k per matrix (`geqrf`), 4 m n k (`orgqr`).
+        Primitive::Geqrf | Primitive::HouseholderProduct => {
+            let r = ins[0].rank();
+            let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
+            4 * (ins[0].size() as u64) * k
+        }
+        // One reflector of `k` applied to each of c's rows or columns: about 4 m k per element.
+        Primitive::Ormqr { .. } => {
+            let k = *ins[1].shape.last().unwrap_or(&1) as u64;
+            4 * (ins[2].size() as u64) * k
+        }
+        // Elimination and back substitution: about 8 flops per element of b.
+        Primitive::TridiagonalSolve { .. } => 8 * ins[3].size() as u64,
+        // One-sided Jacobi sweeps: about 6 sweeps of 3 m n² per m x n matrix (n the smaller side).
+        Primitive::Svd(_) => {
+            let r = ins[0].rank();
+            let k = ins[0].shape[r - 2].min(ins[0].shape[r - 1]) as u64;
+            18 * (ins[0].size() as u64) * k
+        }
         // Jacobi sweeps: about 9 n³ per n x n matrix.
         Primitive::Eigh(_) => {
             let n = *ins[0].shape.last().unwrap_or(&1) as u64;

@@ -1,5 +1,5 @@
 //! `jax.lax.linalg`: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
-//! `eigh` and `symmetric_product`,
+//! `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`,
 //! recorded as JAX 0.10.2's wrappers record them (`cholesky` symmetrizes its input unless
 //! told not to and masks the factor's upper part with `_tril`; `triangular_solve` keeps
 //! `conjugate_a` only for complex `a`). Matrices are the last two axes, the leading ones a
@@ -8,7 +8,7 @@
 
 use std::panic::Location;
 
-use remat_ir::{Aval, BinaryOp, CompareOp, DType, Eigh, FillValue, LitValue, Primitive, Qr};
+use remat_ir::{Aval, BinaryOp, CompareOp, DType, Eigh, FillValue, LitValue, Primitive, Qr, Svd};
 
 pub use remat_ir::TriangularSolve;
 
@@ -132,6 +132,67 @@ pub fn eigh(x: &Tensor, lower: bool, symmetrize_input: bool) -> (Tensor, Tensor)
             (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(Aval::new(x.dtype(), w_shape)))
         }
     }
+}
+
+/// `lax.linalg.svd(x, full_matrices=..., compute_uv=True)`: `(u, s, vt)` of each `m x n`
+/// matrix of `x`, `x = u diag(s) vt`: the singular values `s` descending (`k = min(m, n)`),
+/// `u` `m x m` and `vt` `n x n` with `full_matrices`, else `m x k` and `k x n` (each pair
+/// of singular vectors defined up to a common sign).
+#[track_caller]
+pub fn svd(x: &Tensor, full_matrices: bool) -> (Tensor, Tensor, Tensor) {
+    let loc = Location::caller();
+    let prim = Primitive::Svd(Svd { full_matrices, compute_uv: true, subset_by_index: None, algorithm: None });
+    match bind_n(prim, &[x.into()], &[false, false, false], loc).as_deref() {
+        Some([s, u, vt]) => (u.clone(), s.clone(), vt.clone()),
+        _ => {
+            let p = Tensor::placeholder(x.aval().clone());
+            (p.clone(), p.clone(), p)
+        }
+    }
+}
+
+/// `lax.linalg.svd(x, compute_uv=False)`: the singular values of each matrix of `x`,
+/// descending.
+#[track_caller]
+pub fn singular_values(x: &Tensor) -> Tensor {
+    let prim = Primitive::Svd(Svd { full_matrices: true, compute_uv: false, subset_by_index: None, algorithm: None });
+    bind(prim, &[x.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.linalg.geqrf(x)` (JAX's `jax._src.lax.linalg.geqrf`): `(a, taus)`, LAPACK's `geqrf` of
+/// each `m x n` matrix: `r` on and above the diagonal of `a`, the Householder vectors below
+/// it (their leading ones implied) and the `min(m, n)` `taus`. JAX defines no derivative.
+#[track_caller]
+pub fn geqrf(x: &Tensor) -> (Tensor, Tensor) {
+    match bind_n(Primitive::Geqrf, &[x.into()], &[false, false], Location::caller()).as_deref() {
+        Some([a, taus]) => (a.clone(), taus.clone()),
+        _ => (Tensor::placeholder(x.aval().clone()), Tensor::placeholder(x.aval().clone())),
+    }
+}
+
+/// `lax.linalg.householder_product(a, taus)`: for each `m x n` matrix of reflectors (as
+/// [`geqrf`] leaves them, `m >= n`) and its `taus`, the first `n` columns of their product
+/// (LAPACK's `orgqr`). JAX defines no derivative.
+#[track_caller]
+pub fn householder_product(a: &Tensor, taus: &Tensor) -> Tensor {
+    bind(Primitive::HouseholderProduct, &[a.into(), taus.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.linalg.ormqr(a, taus, c, left=..., transpose=...)`: `q c` (`left`) or `c q`, `q`
+/// transposed with `transpose`, for the `q` of the Householder reflectors `a` and `taus` (as
+/// [`geqrf`] leaves them) of each matrix (LAPACK's `ormqr`). JAX defines no derivative.
+#[track_caller]
+pub fn ormqr(a: &Tensor, taus: &Tensor, c: &Tensor, left: bool, transpose: bool) -> Tensor {
+    bind(Primitive::Ormqr { left, transpose }, &[a.into(), taus.into(), c.into()], false, Location::caller()).remove(0)
+}
+
+/// `lax.linalg.tridiagonal_solve(dl, d, du, b)`: `x` with `T x = b` for each tridiagonal
+/// `T` whose sub-, main and super-diagonals are `dl`, `d` and `du` (`[..., m]`; `dl[..., 0]`
+/// and `du[..., m - 1]` are not read) and `m x n` `b` (NaN for a singular `T`).
+#[track_caller]
+pub fn tridiagonal_solve(dl: &Tensor, d: &Tensor, du: &Tensor, b: &Tensor) -> Tensor {
+    let prim = Primitive::TridiagonalSolve { perturb_singular: false };
+    bind(prim, &[dl.into(), d.into(), du.into(), b.into()], false, Location::caller()).remove(0)
 }
 
 /// `lax.linalg.symmetric_product(a, c, alpha=..., beta=...)`: `alpha a aᵀ + beta c` for

@@ -314,6 +314,31 @@ fn programs() -> BTreeMap<&'static str, Program> {
         }),
     );
     add("linalg_eigh_eigenvalues", p(|a| linalg::eigh(&a[0], true, true).1));
+    add("linalg_svd_values", p(|a| linalg::singular_values(&a[0])));
+    add(
+        "linalg_svd_polar",
+        p(|a| {
+            let (u, s, vt) = linalg::svd(&a[0], false);
+            u.matmul(&vt).sin() * s.sum()
+        }),
+    );
+    add(
+        "linalg_geqrf_householder_product",
+        p(|a| {
+            let (f, taus) = linalg::geqrf(&a[0]);
+            linalg::householder_product(&f, &taus) + f
+        }),
+    );
+    add(
+        "linalg_ormqr",
+        p(|a| {
+            let (f, taus) = linalg::geqrf(&a[0]);
+            let left = linalg::ormqr(&f, &taus, &a[1], true, true);
+            let right = linalg::ormqr(&f, &taus, &a[1].t(), false, false);
+            left + right.t()
+        }),
+    );
+    add("linalg_tridiagonal_solve", p(|a| linalg::tridiagonal_solve(&a[0], &a[1], &a[2], &a[3])));
     add(
         "linalg_symmetric_product",
         p(|a| linalg::symmetric_product(&a[0], &a[1], FillValue::Float(2.0), FillValue::Int(3))),
@@ -350,6 +375,24 @@ fn differentiating_symmetric_product_is_jax_error() {
     .unwrap();
     let e = remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("JAX defines no jvp").to_string();
     assert!(e.contains("Differentiation rule for 'symmetric_product' not implemented"), "{e}");
+}
+
+#[test]
+fn differentiating_geqrf_householder_product_and_a_full_wide_svd_is_jax_error() {
+    let x = Aval::new(DType::F32, vec![4, 3]);
+    let grad_error = |f: fn(Tensor) -> Tensor| {
+        let traced = make_jaxpr(f, &x).unwrap();
+        remat_ad::grad(&traced.jaxpr.jaxpr, &[0]).expect_err("JAX refuses").to_string()
+    };
+    let e = grad_error(|x| linalg::geqrf(&x).0.sum());
+    assert!(e.contains("Differentiation rule for 'geqrf' not implemented"), "{e}");
+    let e = grad_error(|x| {
+        let (a, taus) = linalg::geqrf(&lax::stop_gradient(&x));
+        linalg::householder_product(&(a * x), &taus).sum()
+    });
+    assert!(e.contains("Differentiation rule for 'householder_product' not implemented"), "{e}");
+    let e = grad_error(|x| linalg::svd(&x, true).1.sum());
+    assert!(e.contains("Singular value decomposition JVP not implemented for full matrices"), "{e}");
 }
 
 fn trace_error(f: impl FnOnce(Vec<Tensor>) -> Tensor, avals: Vec<Aval>) -> String {

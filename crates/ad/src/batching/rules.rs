@@ -307,11 +307,16 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
         }
         Primitive::TriangularSolve(t) => one(triangular_solve(b, *t, ins, size)),
+        Primitive::TridiagonalSolve { .. } => one(tridiagonal_solve(b, prim, ins, size)),
         // `expand_dims_batcher`: every result batched at the front too.
         Primitive::Lu
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
         | Primitive::SymmetricProduct { .. } => {
             let mut operands = Vec::with_capacity(ins.len());
             for &(x, d) in ins {
@@ -729,6 +734,25 @@ fn dot_general_batch_dims(
 /// JAX's `_triangular_solve_batching_rule`: with only `b` batched, its batch axis folds into
 /// the columns (left side) or rows (right side) of one solve; otherwise both batch axes go
 /// to the front.
+/// JAX's `_tridiagonal_solve_batching_rule`: with only `b` batched, its batch axis moved
+/// next to the columns and merged with them; otherwise every operand batched at the front.
+fn tridiagonal_solve(b: &mut Builder, prim: &Primitive, ins: &[Batched], size: usize) -> Result<Batched, AdError> {
+    if let [(dl, None), (d, None), (du, None), (x, Some(bx))] = *ins {
+        let rank = b.aval(&x).rank();
+        let x = moveaxis(b, x, bx, rank - 2)?;
+        let shape = b.aval(&x).shape;
+        let flat = [&shape[..rank - 3], &[shape[rank - 3], shape[rank - 2] * shape[rank - 1]]].concat();
+        let x_flat = b.reshape(x, &flat)?;
+        let out = b.bind1(prim.clone(), vec![dl, d, du, x_flat])?;
+        return Ok((b.reshape(out, &shape)?, Some(rank - 2)));
+    }
+    let mut operands = Vec::with_capacity(4);
+    for &(x, bx) in ins {
+        operands.push(bdim_at_front(b, x, bx, size)?);
+    }
+    Ok((b.bind1(prim.clone(), operands)?, Some(0)))
+}
+
 fn triangular_solve(
     b: &mut Builder,
     t: remat_ir::TriangularSolve,

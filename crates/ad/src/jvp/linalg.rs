@@ -11,11 +11,17 @@
 //! tall or square matrix (`full_matrices` only when square) and for a wide one; the
 //! pivoted and the full tall cases are refused. `eigh`'s is `_eigh_jvp_rule`: the primal
 //! is a new `eigh` of the symmetrized operand, the tangent classic perturbation theory
-//! (`Fmat`, three `Precision.HIGHEST` products, the diagonal by a `gather`).
+//! (`Fmat`, three `Precision.HIGHEST` products, the diagonal by a `gather`). `svd`'s is
+//! `_svd_jvp_rule`: a thin `svd` with vectors, `dS = Uᵀ dA V`, the singular values' tangent
+//! its diagonal, the vectors' through `F` and the inverse singular values on a diagonal
+//! built by a `scatter`, with the projections a tall or wide matrix adds.
+//! `tridiagonal_solve`'s is `_tridiagonal_solve_jvp_rule`: the tangent of `b` less the
+//! diagonals' tangents times the answer (`_tridiagonal_product`'s two `scatter-add`s),
+//! solved by the primitive again.
 
 use remat_ir::{
-    Atom, CompareOp, DType, DotDimensionNumbers, Eigh, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr,
-    Precision, Primitive, Qr, TriangularSolve,
+    Atom, Aval, CompareOp, DType, DotDimensionNumbers, Eigh, Eqn, GatherDimensionNumbers, GatherScatterMode, Jaxpr,
+    Precision, Primitive, Qr, ScatterDimensionNumbers, ScatterOp, Svd, TriangularSolve,
 };
 
 use super::{emit_primal, JvpOut, Tangent};
@@ -207,7 +213,7 @@ fn vmapped_triangle(b: &mut Builder, x: Atom, nb: usize, k: i64, lower: bool) ->
     let aval = b.aval(&x);
     let (rows, cols) = (aval.shape[nb], aval.shape[nb + 1]);
     let mask = tri(b, rows, cols, if lower { k } else { k - 1 })?;
-    let zeros = b.zeros(&remat_ir::Aval::new(aval.dtype, vec![rows, cols]))?;
+    let zeros = b.zeros(&Aval::new(aval.dtype, vec![rows, cols]))?;
     let (mut mask, mut zeros) = (mask, zeros);
     for level in (0..nb).rev() {
         let batch = &aval.shape[level..level + 1];
@@ -464,6 +470,22 @@ fn symmetrize(b: &mut Builder, x: Atom) -> Result<Atom, AdError> {
     b.div(sum, lit(dtype, 2.0))
 }
 
+/// The `[n, 2]` indices `[i, i]` of `x[..., i, i]` (`i` an `n`-element iota) as `jnp`
+/// indexing emits them: each column's negative entries wrapped by its axis' size.
+fn diagonal_indices(b: &mut Builder, i: Atom, n: usize, sizes: [usize; 2]) -> Result<Atom, AdError> {
+    let mut cols = Vec::with_capacity(2);
+    for size in sizes {
+        let neg = b.compare(CompareOp::Lt, i, lit(DType::I32, 0.0))?;
+        let wrapped = b.add(i, lit(DType::I32, size as f64))?;
+        cols.push(b.select_n(neg, vec![i, wrapped])?);
+    }
+    let mut idx = Vec::with_capacity(2);
+    for c in cols {
+        idx.push(b.bind1(Primitive::BroadcastInDim { shape: vec![n, 1], broadcast_dimensions: vec![0] }, vec![c])?);
+    }
+    b.bind1(Primitive::Concatenate { dimension: 1 }, idx)
+}
+
 /// `_extract_diagonal(s)`: `s[..., i, i]` for `i = iota(n)`, as `jnp` indexing emits it.
 fn extract_diagonal(b: &mut Builder, s: Atom) -> Result<Atom, AdError> {
     let aval = b.aval(&s);
@@ -471,17 +493,7 @@ fn extract_diagonal(b: &mut Builder, s: Atom) -> Result<Atom, AdError> {
     let nb = r - 2;
     let n = aval.shape[r - 2].min(aval.shape[r - 1]);
     let i = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n], dimension: 0 }, vec![])?;
-    let mut cols = Vec::with_capacity(2);
-    for axis in [r - 2, r - 1] {
-        let neg = b.compare(CompareOp::Lt, i, lit(DType::I32, 0.0))?;
-        let wrapped = b.add(i, lit(DType::I32, aval.shape[axis] as f64))?;
-        cols.push(b.select_n(neg, vec![i, wrapped])?);
-    }
-    let mut idx = Vec::with_capacity(2);
-    for c in cols {
-        idx.push(b.bind1(Primitive::BroadcastInDim { shape: vec![n, 1], broadcast_dimensions: vec![0] }, vec![c])?);
-    }
-    let idx = b.bind1(Primitive::Concatenate { dimension: 1 }, idx)?;
+    let idx = diagonal_indices(b, i, n, [aval.shape[r - 2], aval.shape[r - 1]])?;
     let mut slice_sizes = aval.shape[..nb].to_vec();
     slice_sizes.extend([1, 1]);
     let prim = Primitive::Gather {
@@ -499,6 +511,32 @@ fn extract_diagonal(b: &mut Builder, s: Atom) -> Result<Atom, AdError> {
         unique_indices: false,
     };
     b.bind1(prim, vec![s, idx])
+}
+
+/// `_construct_diagonal(s)`: zeros `[..., n, n]` with `s` (`[..., n]`) set on each
+/// diagonal (`.at[..., i, i].set(s)`: a `scatter`).
+fn construct_diagonal(b: &mut Builder, s: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&s);
+    let nb = aval.rank() - 1;
+    let n = aval.shape[nb];
+    let i = b.bind1(Primitive::Iota { dtype: DType::I32, shape: vec![n], dimension: 0 }, vec![])?;
+    let zeros = b.zeros(&Aval::new(aval.dtype, [&aval.shape[..], &[n]].concat()))?;
+    let idx = diagonal_indices(b, i, n, [n, n])?;
+    let prim = Primitive::Scatter {
+        op: ScatterOp::Set,
+        dimension_numbers: ScatterDimensionNumbers {
+            update_window_dims: (0..nb).collect(),
+            inserted_window_dims: vec![nb, nb + 1],
+            scatter_dims_to_operand_dims: vec![nb, nb + 1],
+            operand_batching_dims: vec![],
+            scatter_indices_batching_dims: vec![],
+        },
+        indices_are_sorted: false,
+        mode: GatherScatterMode::FillOrDrop,
+        unique_indices: false,
+        update_jaxpr: None,
+    };
+    b.bind1(prim, vec![zeros, idx, s])
 }
 
 /// JAX's `_eigh_jvp_rule` (real matrices, the whole spectrum).
@@ -546,4 +584,205 @@ pub(super) fn eigh(b: &mut Builder, params: Eigh, primals: &[Atom], tangents: &[
     let dv = matmul_highest(b, v, scaled)?;
     let dw = extract_diagonal(b, vdag_adot_v)?;
     Ok((vec![v, w], vec![Tangent::Nz(dv), Tangent::Nz(dw)]))
+}
+
+/// JAX's `_svd_jvp_rule` (real matrices, the whole spectrum): the primal is a thin `svd`
+/// with vectors (its `s` alone without `compute_uv`); `full_matrices` with vectors of a
+/// matrix that is not square is JAX's `NotImplementedError`.
+pub(super) fn svd(b: &mut Builder, params: Svd, primals: &[Atom], tangents: &[Tangent]) -> Result<JvpOut, AdError> {
+    let a = primals[0];
+    let Tangent::Nz(da) = tangents[0] else {
+        let outs: Vec<Atom> = b.bind(Primitive::Svd(params), vec![a])?.into_iter().map(Atom::Var).collect();
+        let zeros = vec![Tangent::Zero; outs.len()];
+        return Ok((outs, zeros));
+    };
+    let aval = b.aval(&a);
+    let r = aval.rank();
+    let nb = r - 2;
+    let (m, n) = (aval.shape[r - 2], aval.shape[r - 1]);
+    let k = m.min(n);
+    let dtype = aval.dtype;
+    let thin = Svd { full_matrices: false, compute_uv: true, ..params };
+    let outs = b.bind(Primitive::Svd(thin), vec![a])?;
+    let (s, u, vt) = (Atom::Var(outs[0]), Atom::Var(outs[1]), Atom::Var(outs[2]));
+    if params.compute_uv && params.full_matrices && m != n {
+        return Err(AdError::Invalid("Singular value decomposition JVP not implemented for full matrices".into()));
+    }
+    let ut = transpose_matrices(b, u)?;
+    let v = transpose_matrices(b, vt)?;
+    let batch = aval.shape[..nb].to_vec();
+    let s_dim = b.bind1(
+        Primitive::BroadcastInDim {
+            shape: [&batch[..], &[1, k]].concat(),
+            broadcast_dimensions: (0..nb).chain([nb + 1]).collect(),
+        },
+        vec![s],
+    )?;
+    let t = matmul_highest(b, ut, da)?;
+    let ds_mat = matmul_highest(b, t, v)?;
+    let ds = extract_diagonal(b, ds_mat)?;
+    if !params.compute_uv {
+        return Ok((vec![s], vec![Tangent::Nz(ds)]));
+    }
+    // s_diffs = (s_dim + s_dimᵀ) * (s_dim - s_dimᵀ); F = 1 / (s_diffs + eye) - eye.
+    let st = transpose_matrices(b, s_dim)?;
+    let plus = b.add(s_dim, st)?;
+    let st = transpose_matrices(b, s_dim)?;
+    let minus = b.sub(s_dim, st)?;
+    let s_diffs = b.mul(plus, minus)?;
+    let eye_k = eye(b, dtype, k)?;
+    let eye_k = over_batch_axes(b, eye_k, r)?;
+    let shifted = b.add(s_diffs, eye_k)?;
+    let inv = b.div(lit(dtype, 1.0), shifted)?;
+    let f = b.sub(inv, eye_k)?;
+    let dss = b.mul(s_dim, ds_mat)?;
+    let st = transpose_matrices(b, s_dim)?;
+    let sds = b.mul(st, ds_mat)?;
+    // s_inv = 1 / (s + (s == 0)) - (s == 0), on a diagonal.
+    let s_zero = b.compare(CompareOp::Eq, s, lit(dtype, 0.0))?;
+    let s_zeros = b.convert(s_zero, dtype)?;
+    let shifted = b.add(s, s_zeros)?;
+    let inv = b.div(lit(dtype, 1.0), shifted)?;
+    let s_inv = b.sub(inv, s_zeros)?;
+    let s_inv_mat = construct_diagonal(b, s_inv)?;
+    let dst = transpose_matrices(b, ds_mat)?;
+    let skew = b.sub(ds_mat, dst)?;
+    // JAX stages the Python scalar `.5` (a residual where the tangent reads it).
+    let half_lit = b.staged_full(&Aval::new(dtype, vec![]), 0.5)?;
+    let half = b.mul(half_lit, skew)?;
+    let dudv_diag = b.mul(half, s_inv_mat)?;
+    let dsst = transpose_matrices(b, dss)?;
+    let sym = b.add(dss, dsst)?;
+    let scaled = b.mul(f, sym)?;
+    let inner = b.add(scaled, dudv_diag)?;
+    let mut du = matmul_highest(b, u, inner)?;
+    let sdst = transpose_matrices(b, sds)?;
+    let sym = b.add(sds, sdst)?;
+    let scaled = b.mul(f, sym)?;
+    let mut dv = matmul_highest(b, v, scaled)?;
+    if m > n {
+        let dav = matmul_highest(b, da, v)?;
+        let proj = matmul_highest(b, ut, dav)?;
+        let proj = matmul_highest(b, u, proj)?;
+        let rest = b.sub(dav, proj)?;
+        let rest = b.div(rest, s_dim)?;
+        du = b.add(du, rest)?;
+    }
+    if n > m {
+        let dat = transpose_matrices(b, da)?;
+        let dahu = matmul_highest(b, dat, u)?;
+        let proj = matmul_highest(b, vt, dahu)?;
+        let proj = matmul_highest(b, v, proj)?;
+        let rest = b.sub(dahu, proj)?;
+        let rest = b.div(rest, s_dim)?;
+        dv = b.add(dv, rest)?;
+    }
+    let dvt = transpose_matrices(b, dv)?;
+    Ok((vec![s, u, vt], vec![Tangent::Nz(ds), Tangent::Nz(du), Tangent::Nz(dvt)]))
+}
+
+/// A `[..., k]` slice of the last axis of `x`.
+fn last_axis_slice(b: &mut Builder, x: Atom, range: std::ops::Range<usize>) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    let mut start_indices = vec![0; r];
+    let mut limit_indices = aval.shape.clone();
+    (start_indices[r - 1], limit_indices[r - 1]) = (range.start, range.end);
+    b.bind1(Primitive::Slice { start_indices, limit_indices, strides: None }, vec![x])
+}
+
+/// `_tridiagonal_solve_transpose_rule`'s diagonals of `Tᵀ`: `dl_trans = [0, du[..., :-1]]`
+/// and `du_trans = [dl[..., 1:], 0]` (each zero `lax.full_like` of a one-element slice).
+pub(crate) fn transposed_diagonals(b: &mut Builder, dl: Atom, du: Atom) -> Result<(Atom, Atom), AdError> {
+    let aval = b.aval(&du);
+    let r = aval.rank();
+    let m = aval.shape[r - 1];
+    let last = last_axis_slice(b, du, m - 1..m)?;
+    let zero = b.zeros(&b.aval(&last))?;
+    let head = last_axis_slice(b, du, 0..m - 1)?;
+    let dl_t = b.bind1(Primitive::Concatenate { dimension: r - 1 }, vec![zero, head])?;
+    let tail = last_axis_slice(b, dl, 1..m)?;
+    let first = last_axis_slice(b, dl, 0..1)?;
+    let zero = b.zeros(&b.aval(&first))?;
+    let du_t = b.bind1(Primitive::Concatenate { dimension: r - 1 }, vec![tail, zero])?;
+    Ok((dl_t, du_t))
+}
+
+/// `y.at[..., rows, :].add(update)` for the static row range starting at `start` (a
+/// `scatter-add` of the whole update window at one index, as `jnp` emits a slice update).
+fn add_rows(b: &mut Builder, y: Atom, start: usize, update: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&y);
+    let r = aval.rank();
+    let idx = b.full(&Aval::new(DType::I32, vec![1]), start as f64)?;
+    let prim = Primitive::Scatter {
+        op: ScatterOp::Add,
+        dimension_numbers: ScatterDimensionNumbers {
+            update_window_dims: (0..r).collect(),
+            inserted_window_dims: vec![],
+            scatter_dims_to_operand_dims: vec![r - 2],
+            operand_batching_dims: vec![],
+            scatter_indices_batching_dims: vec![],
+        },
+        indices_are_sorted: true,
+        mode: GatherScatterMode::FillOrDrop,
+        unique_indices: true,
+        update_jaxpr: Some(super::indexing::add_jaxpr(aval.dtype)?),
+    };
+    b.bind1(prim, vec![y, idx, update])
+}
+
+/// `_tridiagonal_product(dl, d, du, x)`: `T x` for the diagonals' tangents.
+fn tridiagonal_product(b: &mut Builder, dl: Atom, d: Atom, du: Atom, x: Atom) -> Result<Atom, AdError> {
+    let aval = b.aval(&x);
+    let r = aval.rank();
+    let m = aval.shape[r - 2];
+    let d_col = b.reshape(d, &[&b.aval(&d).shape[..], &[1]].concat())?;
+    let y = b.mul(d_col, x)?;
+    let column = |b: &mut Builder, v: Atom| -> Result<Atom, AdError> {
+        let shape = [&b.aval(&v).shape[..], &[1]].concat();
+        b.broadcast_in_dim(v, &shape, &(0..r - 1).collect::<Vec<_>>())
+    };
+    let rows = |b: &mut Builder, v: Atom, range: std::ops::Range<usize>| -> Result<Atom, AdError> {
+        let cols = b.aval(&v).shape[r - 1];
+        block(b, v, range, 0..cols)
+    };
+    let lower = last_axis_slice(b, dl, 1..m)?;
+    let lower = column(b, lower)?;
+    let above = rows(b, x, 0..m - 1)?;
+    let lower = b.mul(lower, above)?;
+    let y = add_rows(b, y, 1, lower)?;
+    let upper = last_axis_slice(b, du, 0..m - 1)?;
+    let upper = column(b, upper)?;
+    let below = rows(b, x, 1..m)?;
+    let upper = b.mul(upper, below)?;
+    add_rows(b, y, 0, upper)
+}
+
+/// JAX's `_tridiagonal_solve_jvp_rule`.
+pub(super) fn tridiagonal_solve(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let ans = emit_primal(b, old, eqn, primals)[0];
+    let rhs = if tangents[..3].iter().all(Tangent::is_zero) {
+        tangents[3]
+    } else {
+        let mut diags = Vec::with_capacity(3);
+        for (t, p) in tangents[..3].iter().zip(primals) {
+            let aval = b.aval(p);
+            diags.push(super::instantiate(b, *t, &aval)?);
+        }
+        let matvec_dot = tridiagonal_product(b, diags[0], diags[1], diags[2], ans)?;
+        let neg = b.neg(matvec_dot)?;
+        match tangents[3] {
+            Tangent::Nz(b_dot) => Tangent::Nz(b.add_any(b_dot, neg)?),
+            Tangent::Zero => Tangent::Nz(neg),
+        }
+    };
+    let Tangent::Nz(rhs) = rhs else { return Ok((vec![ans], vec![Tangent::Zero])) };
+    let ans_dot = b.bind1(eqn.primitive.clone(), vec![primals[0], primals[1], primals[2], rhs])?;
+    Ok((vec![ans], vec![Tangent::Nz(ans_dot)]))
 }

@@ -288,9 +288,16 @@ pub(crate) fn jvp_rule(
         Primitive::Lu => super::linalg::lu(b, old, eqn, primals, tangents),
         Primitive::Qr(q) => super::linalg::qr(b, old, eqn, *q, primals, tangents),
         Primitive::Eigh(e) => super::linalg::eigh(b, *e, primals, tangents),
+        Primitive::Svd(v) => super::linalg::svd(b, *v, primals, tangents),
+        Primitive::TridiagonalSolve { .. } => super::linalg::tridiagonal_solve(b, old, eqn, primals, tangents),
         // JAX defines no jvp for it: differentiating through it is JAX's error.
         Primitive::SymmetricProduct { .. } => {
             Err(AdError::Invalid("Differentiation rule for 'symmetric_product' not implemented".into()))
+        }
+        Primitive::Geqrf => Err(AdError::Invalid("Differentiation rule for 'geqrf' not implemented".into())),
+        Primitive::Ormqr { .. } => Err(AdError::Invalid("Differentiation rule for 'ormqr' not implemented".into())),
+        Primitive::HouseholderProduct => {
+            Err(AdError::Invalid("Differentiation rule for 'householder_product' not implemented".into()))
         }
         // Integer pivots in, an integer permutation out: no tangent.
         Primitive::LuPivotsToPermutation { .. } => zero(b, old, eqn, primals),

@@ -174,6 +174,10 @@ pub(crate) fn transpose_rule(
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap
@@ -185,6 +189,17 @@ pub(crate) fn transpose_rule(
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
+        // JAX's `_tridiagonal_solve_transpose_rule`: linear in `b` only; the cotangent is
+        // solved against the transposed diagonals (`du` shifted down, `dl` up).
+        Primitive::TridiagonalSolve { .. } => {
+            if lin(0) || lin(1) || lin(2) || !lin(3) {
+                return Err(not_linear());
+            }
+            let Some(ct) = single() else { return Ok(out) };
+            let (dl, d, du) = (value(0)?, value(1)?, value(2)?);
+            let (dl_t, du_t) = crate::jvp::linalg::transposed_diagonals(b, dl, du)?;
+            out[3] = Some(b.bind1(prim.clone(), vec![dl_t, d, du_t, ct])?);
+        }
         // JAX's `_triangular_solve_transpose_rule`: linear in `b` only; the cotangent is
         // solved against `a` transposed.
         Primitive::TriangularSolve(t) => {

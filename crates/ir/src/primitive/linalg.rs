@@ -1,5 +1,5 @@
 //! Linear algebra: `cholesky`, `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`,
-//! `eigh` and `symmetric_product`
+//! `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product`
 //! (JAX's `jax/_src/lax/linalg.py`), over the last two axes (the last one for the pivots),
 //! the leading ones a batch.
 //!
@@ -9,7 +9,7 @@
 use super::params::{ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
-use crate::param_types::{Eigh, EighAlgorithm, FillValue, Qr, TriangularSolve};
+use crate::param_types::{Eigh, EighAlgorithm, FillValue, Qr, Svd, SvdAlgorithm, TriangularSolve};
 use crate::shape::{arity, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -167,6 +167,83 @@ pub(crate) fn qr_shape(q: &Qr, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeErro
     Ok(outs)
 }
 
+// `geqrf x`: no parameters; for each `m x n` matrix, LAPACK's `geqrf`: the matrix with `r`
+// on and above the diagonal and the Householder vectors below it, and the `min(m, n)` `tau`s.
+
+pub(crate) fn geqrf_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "geqrf";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    ensure!(x.rank() >= 2, name, "{x} must have at least two axes");
+    let r = x.rank();
+    let k = x.shape[r - 2].min(x.shape[r - 1]);
+    let mut taus = x.shape[..r - 2].to_vec();
+    taus.push(k);
+    Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(x.dtype, taus)])
+}
+
+// `householder_product a taus`: no parameters; for each `m x n` matrix of reflectors (`m >=
+// n`) and its `k <= n` `taus`, the first `n` columns of their product (LAPACK's `orgqr`).
+
+pub(crate) fn householder_product_shape(in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "householder_product";
+    let [a, taus] = arity(name, in_avals)?;
+    linalg_float(name, a)?;
+    ensure!(a.dtype == taus.dtype, name, "a {a} and taus {taus} must have one dtype");
+    ensure!(a.rank() >= 2 && taus.rank() + 1 == a.rank(), name, "a {a} must be matrices and taus {taus} vectors");
+    let r = a.rank();
+    ensure!(a.shape[..r - 2] == taus.shape[..r - 2], name, "a {a} and taus {taus} must have the same batch axes");
+    let (m, n) = (a.shape[r - 2], a.shape[r - 1]);
+    ensure!(
+        m >= n,
+        name,
+        "The first argument to householder_product must have at least as many rows as columns, got shape ({m}, {n})"
+    );
+    ensure!(
+        taus.shape[r - 2] <= m.min(n),
+        name,
+        "The second argument to householder_product must not have more rows than the minimum of the first argument's rows and columns."
+    );
+    Ok(device(a.dtype, a.shape.clone()))
+}
+
+// `ormqr[left=True transpose=False] a taus c`: `q c`, `qᵀ c`, `c q` or `c qᵀ` for the `m x m`
+// `q = H_0 ... H_{k-1}` of the reflectors of each `m x n` `a` and its `k` `taus`.
+
+pub(crate) fn ormqr_shape(left: bool, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "ormqr";
+    let [a, taus, c] = arity(name, in_avals)?;
+    linalg_float(name, a)?;
+    ensure!(a.dtype == taus.dtype && a.dtype == c.dtype, name, "a {a}, taus {taus} and c {c} must have one dtype");
+    ensure!(
+        a.rank() >= 2 && taus.rank() + 1 == a.rank() && c.rank() == a.rank(),
+        name,
+        "a {a} and c {c} must be matrices of one rank and taus {taus} vectors"
+    );
+    let r = a.rank();
+    ensure!(
+        a.shape[..r - 2] == taus.shape[..r - 2] && a.shape[..r - 2] == c.shape[..r - 2],
+        name,
+        "a {a}, taus {taus} and c {c} must have the same batch axes"
+    );
+    let (m, n, k) = (a.shape[r - 2], a.shape[r - 1], taus.shape[r - 2]);
+    ensure!(k <= m.min(n), name, "taus {taus} must not have more entries than a {a} has rows or columns");
+    if left {
+        ensure!(
+            c.shape[r - 2] == m,
+            name,
+            "ormqr with left=True expects c to have the same number of rows as the Householder matrix a. Got a {a} and c {c}."
+        );
+    } else {
+        ensure!(
+            c.shape[r - 1] == m,
+            name,
+            "ormqr with left=False expects c to have the same number of columns as the Householder matrix a has rows. Got a {a} and c {c}."
+        );
+    }
+    Ok(device(c.dtype, c.shape.clone()))
+}
+
 // `eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] x`: for each
 // symmetric `n x n` matrix (its `lower` triangle read), `v` (`n x n`, the unit eigenvectors
 // as columns) and `w` (`n`, the eigenvalues, ascending).
@@ -228,6 +305,104 @@ pub(crate) fn eigh_shape(e: &Eigh, in_avals: &[Aval]) -> Result<Vec<Aval>, Shape
     );
     let r = x.rank();
     Ok(vec![Aval::new(x.dtype, x.shape.clone()), Aval::new(x.dtype, x.shape[..r - 1].to_vec())])
+}
+
+// `svd[algorithm=None compute_uv=True full_matrices=True subset_by_index=None] x`: for each
+// `m x n` matrix, `s` (`k = min(m, n)` singular values, descending) and, with `compute_uv`,
+// `u` (`m x m`, or `m x k` without `full_matrices`) and `vt` (`n x n`, or `k x n`) with
+// `x = u diag(s) vt`.
+
+pub(super) fn svd_params(v: &Svd) -> Params {
+    vec![
+        ("algorithm", v.algorithm.map_or(Param::None, |a| Param::Word(a.name().to_string()))),
+        ("compute_uv", Param::Bool(v.compute_uv)),
+        ("full_matrices", Param::Bool(v.full_matrices)),
+        (
+            "subset_by_index",
+            v.subset_by_index
+                .map_or(Param::None, |(a, b)| Param::Tuple(vec![Param::Int(a as i64), Param::Int(b as i64)])),
+        ),
+    ]
+}
+
+pub(super) fn parse_svd(p: &mut ParamReader) -> Result<Primitive, String> {
+    let algorithm = match p.take("algorithm")? {
+        Param::None => None,
+        Param::Word(w) => Some(SvdAlgorithm::from_name(&w).ok_or_else(|| {
+            format!("svd: unknown algorithm `{w}` (SvdAlgorithm.DEFAULT, QR, JACOBI, POLAR or DIVIDE_AND_CONQUER)")
+        })?),
+        other => return Err(format!("svd: parameter `algorithm` must be None or an SvdAlgorithm, found {other}")),
+    };
+    let compute_uv = p.bool("compute_uv")?;
+    let full_matrices = p.bool("full_matrices")?;
+    let subset_by_index = if p.is_none("subset_by_index") {
+        p.optional_none("subset_by_index")?;
+        None
+    } else {
+        match p.usizes("subset_by_index")?.as_slice() {
+            [a, b] => Some((*a, *b)),
+            other => return Err(format!("svd: subset_by_index must be a pair (start, end), found {other:?}")),
+        }
+    };
+    Ok(Primitive::Svd(Svd { full_matrices, compute_uv, subset_by_index, algorithm }))
+}
+
+pub(crate) fn svd_shape(v: &Svd, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "svd";
+    let [x] = arity(name, in_avals)?;
+    linalg_float(name, x)?;
+    ensure!(x.rank() >= 2, name, "{x} must have at least two axes");
+    let r = x.rank();
+    let (m, n) = (x.shape[r - 2], x.shape[r - 1]);
+    let k = m.min(n);
+    if let Some(s) = v.subset_by_index {
+        ensure!(!v.full_matrices || s == (0, k), name, "full_matrices and subset_by_index cannot both be set");
+        ensure!(s == (0, k), name, "subset_by_index not implemented for CPU and GPU");
+    }
+    ensure!(
+        !matches!(v.algorithm, Some(SvdAlgorithm::Jacobi | SvdAlgorithm::Polar)),
+        name,
+        "The SVD Jacobi and Polar algorithms are not implemented on CPU."
+    );
+    let batch = &x.shape[..r - 2];
+    let with = |last: &[usize]| [batch, last].concat();
+    let mut outs = vec![Aval::new(x.dtype, with(&[k]))];
+    if v.compute_uv {
+        let (uk, vk) = if v.full_matrices { (m, n) } else { (k, k) };
+        outs.push(Aval::new(x.dtype, with(&[m, uk])));
+        outs.push(Aval::new(x.dtype, with(&[vk, n])));
+    }
+    Ok(outs)
+}
+
+// `tridiagonal_solve[perturb_singular=False] dl d du b`: `x` with `T x = b` for each
+// tridiagonal `T` (`[..., m]` diagonals: `dl[0]` and `du[m - 1]` unused) and `m x n` `b`.
+
+pub(crate) fn tridiagonal_solve_shape(perturb_singular: bool, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let name = "tridiagonal_solve";
+    ensure!(
+        !perturb_singular,
+        name,
+        "perturb_singular=True (LAPACK-style perturbation of singular pivots) is not supported yet"
+    );
+    let [dl, d, du, b] = arity(name, in_avals)?;
+    linalg_float(name, b)?;
+    ensure!(
+        [dl, d, du].iter().all(|x| x.dtype == b.dtype),
+        name,
+        "dl {dl}, d {d}, du {du} and b {b} must have one dtype"
+    );
+    ensure!(
+        dl.shape == d.shape && dl.shape == du.shape,
+        name,
+        "tridiagonal_solve requires that all diagonal arguments have the same shape."
+    );
+    ensure!(
+        b.rank() >= 2 && dl.shape[..] == b.shape[..b.rank() - 1],
+        name,
+        "tridiagonal_solve requires that the leading ndim-1 dimensions of b equal the dimensions of the diagonal arguments."
+    );
+    Ok(device(b.dtype, b.shape.clone()))
 }
 
 // `symmetric_product[alpha=1.0 beta=0.0] a c`: `alpha a aᵀ + beta c` for each `m x n`

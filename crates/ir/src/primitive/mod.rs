@@ -47,8 +47,8 @@ pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     platform_index, AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics,
     CumulativeOp, DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers,
-    GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve,
-    UnaryDomain, UnaryOp, Window, WindowOp,
+    GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, Svd, SvdAlgorithm,
+    TriangularSolve, UnaryDomain, UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
@@ -186,6 +186,11 @@ primitive_kinds! {
         LuPivotsToPermutation = "lu_pivots_to_permutation",
         Qr = "qr",
         Eigh = "eigh",
+        Svd = "svd",
+        Geqrf = "geqrf",
+        HouseholderProduct = "householder_product",
+        Ormqr = "ormqr",
+        TridiagonalSolve = "tridiagonal_solve",
         SymmetricProduct = "symmetric_product",
         Argmin = "argmin",
         ConvGeneralDilated = "conv_general_dilated",
@@ -303,6 +308,11 @@ impl PrimitiveKind {
             | PrimitiveKind::LuPivotsToPermutation
             | PrimitiveKind::Qr
             | PrimitiveKind::Eigh
+            | PrimitiveKind::Svd
+            | PrimitiveKind::Geqrf
+            | PrimitiveKind::HouseholderProduct
+            | PrimitiveKind::Ormqr
+            | PrimitiveKind::TridiagonalSolve
             | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
@@ -413,6 +423,11 @@ impl Primitive {
             Primitive::LuPivotsToPermutation { .. } => PrimitiveKind::LuPivotsToPermutation,
             Primitive::Qr(_) => PrimitiveKind::Qr,
             Primitive::Eigh(_) => PrimitiveKind::Eigh,
+            Primitive::Svd(_) => PrimitiveKind::Svd,
+            Primitive::Geqrf => PrimitiveKind::Geqrf,
+            Primitive::HouseholderProduct => PrimitiveKind::HouseholderProduct,
+            Primitive::Ormqr { .. } => PrimitiveKind::Ormqr,
+            Primitive::TridiagonalSolve { .. } => PrimitiveKind::TridiagonalSolve,
             Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
@@ -519,6 +534,11 @@ impl Primitive {
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::SymmetricProduct { .. }
+            | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
             | Primitive::ConvGeneralDilated(_)
@@ -617,6 +637,11 @@ impl Primitive {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
@@ -736,6 +761,14 @@ impl Primitive {
             }
             Primitive::Qr(q) => linalg::qr_params(q),
             Primitive::Eigh(e) => linalg::eigh_params(e),
+            Primitive::Svd(v) => linalg::svd_params(v),
+            Primitive::Geqrf | Primitive::HouseholderProduct => Vec::new(),
+            Primitive::Ormqr { left, transpose } => {
+                vec![("left", Param::Bool(*left)), ("transpose", Param::Bool(*transpose))]
+            }
+            Primitive::TridiagonalSolve { perturb_singular } => {
+                vec![("perturb_singular", Param::Bool(*perturb_singular))]
+            }
             Primitive::SymmetricProduct { alpha, beta } => vec![("alpha", alpha.param()), ("beta", beta.param())],
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
@@ -851,6 +884,13 @@ impl Primitive {
             }
             PrimitiveKind::Qr => linalg::parse_qr(p)?,
             PrimitiveKind::Eigh => linalg::parse_eigh(p)?,
+            PrimitiveKind::Svd => linalg::parse_svd(p)?,
+            PrimitiveKind::Geqrf => Primitive::Geqrf,
+            PrimitiveKind::HouseholderProduct => Primitive::HouseholderProduct,
+            PrimitiveKind::Ormqr => Primitive::Ormqr { left: p.bool("left")?, transpose: p.bool("transpose")? },
+            PrimitiveKind::TridiagonalSolve => {
+                Primitive::TridiagonalSolve { perturb_singular: p.bool("perturb_singular")? }
+            }
             PrimitiveKind::SymmetricProduct => linalg::parse_symmetric_product(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
@@ -975,6 +1015,11 @@ fn vma_rule(kind: PrimitiveKind) -> VmaRule {
         | PrimitiveKind::Qr
         | PrimitiveKind::Eigh
         | PrimitiveKind::SymmetricProduct
+        | PrimitiveKind::Svd
+        | PrimitiveKind::Geqrf
+        | PrimitiveKind::HouseholderProduct
+        | PrimitiveKind::Ormqr
+        | PrimitiveKind::TridiagonalSolve
         | PrimitiveKind::Argmin
         | PrimitiveKind::ConvGeneralDilated
         | PrimitiveKind::ReduceWindowSum
@@ -1084,6 +1129,11 @@ fn typed(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
         }
         Primitive::Qr(q) => linalg::qr_shape(q, ins),
         Primitive::Eigh(e) => linalg::eigh_shape(e, ins),
+        Primitive::Svd(v) => linalg::svd_shape(v, ins),
+        Primitive::Geqrf => linalg::geqrf_shape(ins),
+        Primitive::HouseholderProduct => linalg::householder_product_shape(ins),
+        Primitive::Ormqr { left, .. } => linalg::ormqr_shape(*left, ins),
+        Primitive::TridiagonalSolve { perturb_singular } => linalg::tridiagonal_solve_shape(*perturb_singular, ins),
         Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),

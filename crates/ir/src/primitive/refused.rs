@@ -185,11 +185,8 @@ impl Refusal {
                 "custom_vmap_call",
                 "eig",
                 "geqp3",
-                "geqrf",
                 "hessenberg",
-                "householder_product",
                 "linear_call",
-                "ormqr",
                 "philox2x32",
                 "philox4x32",
                 "ragged_dot_general",
@@ -201,10 +198,8 @@ impl Refusal {
                 "scaled_dot",
                 "schur",
                 "select_and_scatter",
-                "svd",
                 "threefry4x32",
                 "tridiagonal",
-                "tridiagonal_solve",
             ],
         }
     }

@@ -307,6 +307,11 @@ impl Lowering {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             Primitive::ConvGeneralDilated(c) => Ok(vec![self.conv(c, &ins[0], &ins[1], out)?]),
             Primitive::ReduceWindow { op, window } => {
@@ -869,6 +874,11 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
+        | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::PlatformIndex { .. }
         | Primitive::ConvGeneralDilated(_)

@@ -1,6 +1,6 @@
 //! The runtime of the primitives JIT code does not compute inline: `gather`, the scatters,
 //! `sort`, `top_k`, `argmin`, the cumulative reductions, and `cholesky`,
-//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `eigh` and `symmetric_product` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
+//! `triangular_solve`, `lu`, `lu_pivots_to_permutation`, `qr`, `geqrf`, `householder_product`, `ormqr`, `eigh`, `svd`, `tridiagonal_solve` and `symmetric_product` (`remat_math::linalg`'s kernels, the interpreter's), each over whole
 //! row-major buffers (`remat_native`, one call per equation).
 //!
 //! Semantics are the interpreter's (XLA's): gather clamps starts (or fills, under
@@ -281,6 +281,60 @@ fn run(b: &Bases) {
                 }
             }
         }
+        Primitive::Geqrf => match d.in_avals[0].dtype {
+            DType::F64 => {
+                let (f, taus) = linalg::geqrf(&b.view::<f64>(0));
+                b.view_mut::<f64>(0).assign(&f);
+                b.view_mut::<f64>(1).assign(&taus);
+            }
+            _ => {
+                let (f, taus) = linalg::geqrf(&b.view::<f32>(0));
+                b.view_mut::<f32>(0).assign(&f);
+                b.view_mut::<f32>(1).assign(&taus);
+            }
+        },
+        Primitive::HouseholderProduct => match d.in_avals[0].dtype {
+            DType::F64 => {
+                let q = linalg::householder_product(&b.view::<f64>(0), &b.view(1));
+                b.view_mut::<f64>(0).assign(&q);
+            }
+            _ => {
+                let q = linalg::householder_product(&b.view::<f32>(0), &b.view(1));
+                b.view_mut::<f32>(0).assign(&q);
+            }
+        },
+        Primitive::Ormqr { left, transpose } => match d.in_avals[0].dtype {
+            DType::F64 => {
+                let out = linalg::ormqr(&b.view::<f64>(0), &b.view(1), &b.view(2), *left, *transpose);
+                b.view_mut::<f64>(0).assign(&out);
+            }
+            _ => {
+                let out = linalg::ormqr(&b.view::<f32>(0), &b.view(1), &b.view(2), *left, *transpose);
+                b.view_mut::<f32>(0).assign(&out);
+            }
+        },
+        Primitive::TridiagonalSolve { .. } => match d.in_avals[3].dtype {
+            DType::F64 => {
+                let x = linalg::tridiagonal_solve(&b.view(0), &b.view(1), &b.view(2), &b.view::<f64>(3), |x| x);
+                b.view_mut::<f64>(0).assign(&x);
+            }
+            _ => {
+                let x = linalg::tridiagonal_solve(&b.view(0), &b.view(1), &b.view(2), &b.view::<f32>(3), f64::from);
+                b.view_mut::<f32>(0).assign(&x);
+            }
+        },
+        Primitive::Svd(params) => match d.in_avals[0].dtype {
+            DType::F64 => {
+                for (i, out) in linalg::svd(&b.view::<f64>(0), params, |x| x).iter().enumerate() {
+                    b.view_mut::<f64>(i).assign(out);
+                }
+            }
+            _ => {
+                for (i, out) in linalg::svd(&b.view::<f32>(0), params, f64::from).iter().enumerate() {
+                    b.view_mut::<f32>(i).assign(out);
+                }
+            }
+        },
         Primitive::Qr(params) => match d.in_avals[0].dtype {
             DType::F64 => qr::<f64>(b, params),
             _ => qr::<f32>(b, params),

@@ -146,6 +146,11 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::LuPivotsToPermutation { .. }
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
+            | Primitive::Svd(_)
+            | Primitive::Geqrf
+            | Primitive::HouseholderProduct
+            | Primitive::Ormqr { .. }
+            | Primitive::TridiagonalSolve { .. }
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cond { .. }
@@ -253,6 +258,11 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
+        | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cond { .. }

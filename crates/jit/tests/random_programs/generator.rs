@@ -698,7 +698,9 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             // solve against it or against the matrices themselves, an LU decomposition of a
             // batch of (possibly rectangular) matrices and the permutation its pivots make,
             // a QR decomposition of the same matrices and an eigendecomposition of the
-            // square ones, and a symmetric product of the rectangular ones.
+            // square ones, a singular value decomposition and a symmetric product of the
+            // rectangular ones, their geqrf (and the product of its reflectors for the tall
+            // ones, and their q applied to a matrix), and a tridiagonal solve.
             let dt = g.pick(&[DType::F32, DType::F64]);
             let n = g.pick(&[1usize, 2, 3]);
             let batch: Vec<usize> = if g.chance(30) { vec![2] } else { vec![] };
@@ -727,6 +729,27 @@ fn step(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let params =
                 remat_ir::Eigh { lower: g.chance(50), sort_eigenvalues: true, subset_by_index: None, algorithm: None };
             b.eqn(Primitive::Eigh(params), vec![a.into()])?;
+            let params = remat_ir::Svd {
+                full_matrices: g.chance(50),
+                compute_uv: g.chance(70),
+                subset_by_index: None,
+                algorithm: None,
+            };
+            b.eqn(Primitive::Svd(params), vec![m.into()])?;
+            let factored = b.eqn(Primitive::Geqrf, vec![m.into()])?;
+            if rows >= cols {
+                b.eqn(Primitive::HouseholderProduct, vec![factored[0].into(), factored[1].into()])?;
+            }
+            let (left, transpose) = (g.chance(50), g.chance(50));
+            let side = if left { [&batch[..], &[rows, k]].concat() } else { [&batch[..], &[k, rows]].concat() };
+            let c = b.input(Aval::new(dt, side));
+            let prim = Primitive::Ormqr { left, transpose };
+            b.eqn(prim, vec![factored[0].into(), factored[1].into(), c.into()])?;
+            let diag = Aval::new(dt, [&batch[..], &[n]].concat());
+            let (dl, d, du) = (b.input(diag.clone()), b.input(diag.clone()), b.input(diag));
+            let rhs = b.input(Aval::new(dt, [&batch[..], &[n, k]].concat()));
+            let prim = Primitive::TridiagonalSolve { perturb_singular: false };
+            b.eqn(prim, vec![dl.into(), d.into(), du.into(), rhs.into()])?;
             let c = b.input(Aval::new(dt, [&batch[..], &[rows, rows]].concat()));
             let (alpha, beta) = (FillValue::Float(g.pick(&[1.0, 0.5])), FillValue::Int(g.pick(&[0, 2])));
             b.eqn(Primitive::SymmetricProduct { alpha, beta }, vec![m.into(), c.into()])?;

@@ -363,6 +363,11 @@ fn inside(
         | Primitive::LuPivotsToPermutation { .. }
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
+        | Primitive::Svd(_)
+        | Primitive::Geqrf
+        | Primitive::HouseholderProduct
+        | Primitive::Ormqr { .. }
+        | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
         | Primitive::Cumulative { .. } => Ok(Inside::Whole),

@@ -168,6 +168,27 @@ c("betainc", lambda a, b, x: lax.betainc(a, b, x), np.abs(f32(5)) + 0.25, np.abs
 c("complex_parts", lambda x, y: lax.real(lax.complex(x, y) * lax.complex(y, x))
   + lax.imag(lax.conj(lax.complex(x, y)) * lax.complex(x, x)), f32(4), f32(4))
 
+# The rest of linear algebra (appended, so the cases above keep their arguments): singular
+# values, and u @ vt, which does not depend on the singular vectors' signs.
+c("linalg_svd_values", lambda x: lax_linalg.svd(x, compute_uv=False), f32(3, 4))
+def _svd_polar(x):
+    u, s, vt = lax_linalg.svd(x, full_matrices=False)
+    return jnp.sin(u @ vt) * jnp.sum(s)
+c("linalg_svd_polar", _svd_polar, f32(4, 3))
+c("linalg_tridiagonal_solve", lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d, du, b), f32(4), f32(4) + 4,
+  f32(4), f32(4, 2))
+def _householder(x):
+    from jax._src.lax import linalg as lax_linalg_impl
+    a, taus = lax_linalg_impl.geqrf(x)
+    return lax_linalg.householder_product(a, taus) + a
+c("linalg_geqrf_householder_product", _householder, f32(4, 3), grad=False)
+def _ormqr(x, c):
+    from jax._src.lax import linalg as lax_linalg_impl
+    a, taus = lax_linalg_impl.geqrf(x)
+    return lax_linalg.ormqr(a, taus, c, left=True, transpose=True) + lax_linalg.ormqr(a, taus, c.T, left=False,
+                                                                                      transpose=False).T
+c("linalg_ormqr", _ormqr, f32(4, 3), f32(4, 2), grad=False)
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
