@@ -489,6 +489,16 @@ pub enum Primitive {
         axes: Vec<usize>,
         index_dtype: DType,
     },
+    /// `reduce[computation=<function ...> dimensions=(1,) jaxpr={...}] xs... inits...`:
+    /// JAX's generic `lax.reduce`, the operands reduced over `dimensions` by the scalar
+    /// combiner `jaxpr` (`(accs..., xs...) -> accs...`) from the init values; `computation` is
+    /// the Python function's repr, kept for printing. The combiner is data (as `scatter`'s
+    /// `update_jaxpr`): passes do not walk into it.
+    GenericReduce {
+        computation: Param,
+        dimensions: Vec<usize>,
+        jaxpr: Arc<Jaxpr>,
+    },
     DotGeneral {
         dimension_numbers: DotDimensionNumbers,
         preferred_element_type: Option<DType>,
@@ -521,6 +531,15 @@ pub enum Primitive {
     /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
     ReduceWindow {
         op: WindowOp,
+        window: Window,
+    },
+    /// `reduce_window[base_dilation consts=() jaxpr={...} padding window_dilation
+    /// window_dimensions window_strides] xs... inits...`: JAX's generic `lax.reduce_window`,
+    /// each window of the operands reduced by the scalar combiner `jaxpr` (as the generic
+    /// `reduce`'s, data that passes do not walk into) from the init values; padding and
+    /// dilation holes are skipped, as XLA does.
+    GenericReduceWindow {
+        jaxpr: Arc<Jaxpr>,
         window: Window,
     },
     /// `select_and_scatter_add source operand`: each window's `source` value added at the
@@ -565,6 +584,14 @@ pub enum Primitive {
     /// `iota_2x32_shape[shape=S]`: the row-major index of each element of `S` as a 64-bit
     /// count, in two `u32[S]` results (high word, low word).
     Iota2x32Shape {
+        shape: Vec<usize>,
+    },
+    /// `rng_bit_generator[algorithm=RNG_DEFAULT dtype=uint32 out_sharding=None shape=(2, 3)]
+    /// key`: XLA's `RngBitGenerator` on a `u32[4]` key, the new key and `dtype` bits of
+    /// `shape` (`primitive/random.rs`).
+    RngBitGenerator {
+        algorithm: crate::param_types::RngAlgorithm,
+        dtype: DType,
         shape: Vec<usize>,
     },
 
@@ -797,7 +824,10 @@ impl Primitive {
     /// scatters share it.
     pub fn jaxprs_in_params(&self) -> Vec<&Arc<Jaxpr>> {
         let mut all = self.subjaxprs();
-        if let Primitive::Scatter { update_jaxpr: Some(j), .. } = self {
+        if let Primitive::Scatter { update_jaxpr: Some(j), .. }
+        | Primitive::GenericReduce { jaxpr: j, .. }
+        | Primitive::GenericReduceWindow { jaxpr: j, .. } = self
+        {
             all.push(j);
         }
         all
@@ -871,6 +901,8 @@ impl Primitive {
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
@@ -883,7 +915,8 @@ impl Primitive {
             | Primitive::RandomBits { .. }
             | Primitive::RandomClone
             | Primitive::Threefry2x32
-            | Primitive::Iota2x32Shape { .. } => Vec::new(),
+            | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. } => Vec::new(),
         }
     }
 
@@ -986,6 +1019,8 @@ impl Primitive {
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
@@ -998,7 +1033,8 @@ impl Primitive {
             | Primitive::RandomBits { .. }
             | Primitive::RandomClone
             | Primitive::Threefry2x32
-            | Primitive::Iota2x32Shape { .. } => {}
+            | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. } => {}
         }
         Ok(prim)
     }

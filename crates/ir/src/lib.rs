@@ -30,12 +30,12 @@ pub use policy::Policy;
 pub use primitive::{
     cond_branch, platform_index, random_bits_dtype, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
     CumulativeOp, DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers,
-    GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, Qr, ReduceOp, RoundingMethod,
-    ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
+    GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, Qr, ReduceOp, RngAlgorithm,
+    RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp,
 };
 pub use primitive::{
-    dilated, reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers,
-    ConvParams, Refusal, Window, WindowOp,
+    dilated, generic_reduce_as_scans, generic_reduce_window_as_reduce, reduce_window_name, refusal, scatter_window,
+    shape_rule, window_out_extent, ConvDimensionNumbers, ConvParams, Refusal, Window, WindowOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::ShapeError;

@@ -398,17 +398,168 @@ pub(super) fn cumulative(
 /// The jvp of the one-input, one-output jaxpr `inner` (a rule JAX writes as a traced
 /// function) at `primal` with `tangent`, its equations emitted inline.
 fn jvp_inlined(b: &mut Builder, inner: &Jaxpr, primal: Atom, tangent: Tangent) -> Result<JvpOut, AdError> {
+    jvp_inlined_many(b, inner, &[primal], &[tangent])
+}
+
+/// [`jvp_inlined`] of a jaxpr with any number of inputs and outputs.
+fn jvp_inlined_many(b: &mut Builder, inner: &Jaxpr, primal: &[Atom], tangent: &[Tangent]) -> Result<JvpOut, AdError> {
     let mut primals = VarMap::new(inner);
-    primals.set(inner.invars[0], primal);
     let mut ts = vec![Tangent::Zero; inner.vars.len()];
-    ts[inner.invars[0].index()] = tangent;
+    for ((&v, &p), &t) in inner.invars.iter().zip(primal).zip(tangent) {
+        primals.set(v, p);
+        ts[v.index()] = t;
+    }
     jvp_eqns(b, inner, &mut primals, &mut ts)?;
-    let out = primals.get(&inner.outvars[0]);
-    let t = match inner.outvars[0] {
-        Atom::Var(v) => ts[v.index()],
-        Atom::Lit(_) => Tangent::Zero,
+    let outs = primals.get_all(&inner.outvars);
+    let touts = inner
+        .outvars
+        .iter()
+        .map(|a| match a {
+            Atom::Var(v) => ts[v.index()],
+            Atom::Lit(_) => Tangent::Zero,
+        })
+        .collect();
+    Ok((outs, touts))
+}
+
+/// The generic `reduce`: `_reduce_jvp_rule`, the jvp of JAX's `_reduce_jvp` tree (as for
+/// `reduce_prod`, with the combiner vmapped over the kept axes and the halves for the
+/// operands together, an odd second half padded with the init values), inlined. As in JAX,
+/// an init value's tangent must be zero, and every operand must have a tangent (JAX's rule
+/// fails on a symbolic zero).
+pub(super) fn generic_reduce(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::GenericReduce { dimensions, jaxpr, .. } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a generic reduction"));
     };
-    Ok((vec![out], vec![t]))
+    let n = primals.len() / 2;
+    if tangents[n..].iter().any(|t| !t.is_zero()) {
+        return Err(unsupported(
+            &eqn.primitive,
+            "Gradient of general lax.reduce with non-zero tangents for initial values to reduction not implemented",
+        ));
+    }
+    if tangents[..n].iter().any(Tangent::is_zero) {
+        return Err(unsupported(
+            &eqn.primitive,
+            "an operand has no tangent beside operands that have one: JAX's `_reduce_jvp` fails on it (a symbolic zero passed to reshape)",
+        ));
+    }
+    let avals: Vec<Aval> = primals.iter().map(|p| b.aval(p)).collect();
+    let inner = generic_reduce_tree(&avals, dimensions, jaxpr, eqn)?;
+    let mut ts = tangents[..n].to_vec();
+    ts.extend(vec![Tangent::Zero; n]);
+    jvp_inlined_many(b, &inner, primals, &ts)
+}
+
+/// The generic `reduce_window`: JAX's `reduce_window_jvp`, one `reduce_window` over the
+/// operands and their tangents (an operand without one gets zeros) from the inits and zero
+/// tangent inits, whose combiner is the jvp of the combiner with its inputs ordered
+/// `(accs, acc tangents, xs, x tangents)` (JAX's `wrapper`). Primal and tangent results come
+/// from one equation, so reverse mode fails, as in JAX.
+pub(super) fn generic_reduce_window(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::GenericReduceWindow { jaxpr, window } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a generic window reduction"));
+    };
+    let n = primals.len() / 2;
+    if tangents[n..].iter().any(|t| !t.is_zero()) {
+        return Err(unsupported(&eqn.primitive, "reduce_window jvp does not support non-zero init_value_tangent."));
+    }
+    let avals: Vec<Aval> = primals.iter().map(|p| b.aval(p)).collect();
+    if let Some(a) = avals.iter().find(|a| !a.dtype.is_inexact()) {
+        return Err(unsupported(
+            &eqn.primitive,
+            &format!("an operand of {a} has no tangent to reduce: JAX's `reduce_window_jvp` fails on it"),
+        ));
+    }
+    let jvp = crate::jvp::jvp_jaxpr(jaxpr, &vec![true; 2 * n], &vec![true; n])?;
+    let mut combiner = jvp.jaxpr;
+    let ins = combiner.invars.clone();
+    // (accs, xs, acc tangents, x tangents) -> (accs, acc tangents, xs, x tangents).
+    combiner.invars = [&ins[..n], &ins[2 * n..3 * n], &ins[n..2 * n], &ins[3 * n..]].concat();
+    let mut operands = primals[..n].to_vec();
+    for (t, a) in tangents[..n].iter().zip(&avals) {
+        operands.push(instantiate(b, *t, a)?);
+    }
+    operands.extend_from_slice(&primals[n..]);
+    operands.extend(avals[n..].iter().map(|a| lit(a.dtype, 0.0)));
+    let prim = Primitive::GenericReduceWindow { jaxpr: Arc::new(combiner), window: window.clone() };
+    let outs: Vec<Atom> = b.bind(prim, operands)?.into_iter().map(Atom::Var).collect();
+    Ok((outs[..n].to_vec(), outs[n..].iter().map(|&t| Tangent::Nz(t)).collect()))
+}
+
+/// JAX's `_reduce_jvp(reducer, init_values, ...)` before its `api.jvp`, as a jaxpr
+/// `(xs..., inits...) -> results`.
+fn generic_reduce_tree(avals: &[Aval], axes: &[usize], combiner: &Arc<Jaxpr>, eqn: &Eqn) -> Result<Jaxpr, AdError> {
+    let n = avals.len() / 2;
+    let mut b = Builder::new();
+    b.set_source(Some(eqn.source.clone()));
+    let ins: Vec<Atom> = avals.iter().map(|a| Atom::Var(b.invar(a.clone()))).collect();
+    let (xs, inits) = ins.split_at(n);
+    let aval = &avals[0];
+    let non_axes: Vec<usize> = (0..aval.rank()).filter(|d| !axes.contains(d)).collect();
+    let kept: Vec<usize> = non_axes.iter().map(|&d| aval.shape[d]).collect();
+    let count: usize = axes.iter().map(|&d| aval.shape[d]).product();
+    let permutation: Vec<usize> = axes.iter().chain(&non_axes).copied().collect();
+    let mut new_shape = vec![count];
+    new_shape.extend(&kept);
+    let same_order = permutation.iter().enumerate().all(|(i, &p)| i == p);
+    let mut xs: Vec<Atom> = xs
+        .iter()
+        .map(|&x| {
+            if same_order && new_shape == aval.shape {
+                Ok(x)
+            } else {
+                let dimensions = (!same_order).then(|| permutation.clone());
+                b.bind1(Primitive::Reshape { new_sizes: new_shape.clone(), dimensions }, vec![x])
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    if count == 0 {
+        let outs = inits.iter().map(|&i| b.broadcast_in_dim(i, &kept, &[])).collect::<Result<_, _>>()?;
+        return Ok(b.finish(outs));
+    }
+    loop {
+        let m = b.aval(&xs[0]).shape[0];
+        if m <= 1 {
+            break;
+        }
+        let m1 = m.div_ceil(2);
+        let firsts: Vec<Atom> = xs.iter().map(|&x| slice_in_dim(&mut b, x, 0, m1, 1, 0)).collect::<Result<_, _>>()?;
+        let mut seconds: Vec<Atom> =
+            xs.iter().map(|&x| slice_in_dim(&mut b, x, m1, m, 1, 0)).collect::<Result<_, _>>()?;
+        if m - m1 != m1 {
+            let mut padding_config = vec![(0, 0, 0); kept.len() + 1];
+            padding_config[0] = (0, 1, 0);
+            for (x, &i) in seconds.iter_mut().zip(inits) {
+                *x = b.bind1(Primitive::Pad { padding_config: padding_config.clone() }, vec![*x, i])?;
+            }
+        }
+        // `api.vmap(reducer)` once per axis of the halves, the innermost over the last.
+        let mut shape = vec![m1];
+        shape.extend(&kept);
+        let mut body = ClosedJaxpr::new(combiner.clone());
+        for &size in shape.iter().rev() {
+            body = crate::batching::batch_jaxpr(&body, size, &vec![Some(0); 2 * n], &vec![Some(0); n])?;
+        }
+        let consts: Vec<Atom> = body.consts.iter().map(|c| b.const_array(c.clone())).collect();
+        let args: Vec<Atom> = firsts.into_iter().chain(seconds).collect();
+        xs = crate::builder::inline_jaxpr(&mut b, &body.jaxpr, &consts, &args);
+    }
+    let outs = xs
+        .into_iter()
+        .map(|x| b.bind1(Primitive::Squeeze { dimensions: vec![0] }, vec![x]))
+        .collect::<Result<_, _>>()?;
+    Ok(b.finish(outs))
 }
 
 /// `reduce_prod`: `_reduce_prod_jvp_rule`, the jvp of JAX's `_reduce_jvp` tree (the

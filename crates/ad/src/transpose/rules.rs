@@ -184,6 +184,7 @@ pub(crate) fn transpose_rule(
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
         // JAX's `_triangular_solve_transpose_rule`: linear in `b` only; the cotangent is
         // solved against `a` transposed.
@@ -639,6 +640,7 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::Cumulative { .. } => return Err(not_linear()),
+        Primitive::GenericReduce { .. } | Primitive::GenericReduceWindow { .. } => return Err(not_linear()),
         Primitive::Cond { .. } => return cond::cond_transpose(b, eqn, ins, ct_outs),
         Primitive::While { .. } => {
             return Err(AdError::Unsupported { primitive: "while", message: WHILE_REVERSE_MODE.into() })

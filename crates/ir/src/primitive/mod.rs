@@ -46,12 +46,14 @@ pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     platform_index, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics, CumulativeOp,
     DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers, GatherScatterMode, Precision,
-    Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain, UnaryOp, Window,
-    WindowOp,
+    Qr, ReduceOp, RngAlgorithm, RoundingMethod, ScatterDimensionNumbers, ScatterOp, TriangularSolve, UnaryDomain,
+    UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
+pub use reduction::generic_reduce_as_scans;
 pub use refused::{refusal, Refusal};
+pub use window::generic_reduce_window_as_reduce;
 pub use window::{dilated, reduce_window_name, scatter_window, window_out_extent};
 
 use params::ParamReader;
@@ -148,6 +150,7 @@ primitive_kinds! {
         DynamicUpdateSlice = "dynamic_update_slice",
         Iota = "iota",
         Argmax = "argmax",
+        GenericReduce = "reduce",
         DotGeneral = "dot_general",
         Name = "name",
         DevicePut = "device_put",
@@ -161,6 +164,7 @@ primitive_kinds! {
         RandomClone = "random_clone",
         Threefry2x32 = "threefry2x32",
         Iota2x32Shape = "iota_2x32_shape",
+        RngBitGenerator = "rng_bit_generator",
         Jit = "jit",
         ClosedCall = "closed_call",
         Composite = "composite",
@@ -188,6 +192,7 @@ primitive_kinds! {
         ReduceWindowSum = "reduce_window_sum",
         ReduceWindowMax = "reduce_window_max",
         ReduceWindowMin = "reduce_window_min",
+        GenericReduceWindow = "reduce_window",
         SelectAndScatterAdd = "select_and_scatter_add",
         SelectAndGatherAdd = "select_and_gather_add",
         Cond = "cond",
@@ -290,6 +295,8 @@ impl PrimitiveKind {
             | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
+            | PrimitiveKind::GenericReduce
+            | PrimitiveKind::GenericReduceWindow
             | PrimitiveKind::ConvGeneralDilated
             | PrimitiveKind::ReduceWindowSum
             | PrimitiveKind::ReduceWindowMax
@@ -304,7 +311,8 @@ impl PrimitiveKind {
             | PrimitiveKind::RandomBits
             | PrimitiveKind::RandomClone
             | PrimitiveKind::Threefry2x32
-            | PrimitiveKind::Iota2x32Shape => None,
+            | PrimitiveKind::Iota2x32Shape
+            | PrimitiveKind::RngBitGenerator => None,
         }
     }
 }
@@ -355,6 +363,7 @@ impl Primitive {
             Primitive::RandomClone => PrimitiveKind::RandomClone,
             Primitive::Threefry2x32 => PrimitiveKind::Threefry2x32,
             Primitive::Iota2x32Shape { .. } => PrimitiveKind::Iota2x32Shape,
+            Primitive::RngBitGenerator { .. } => PrimitiveKind::RngBitGenerator,
             Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::ClosedCall { .. } => PrimitiveKind::ClosedCall,
@@ -381,6 +390,8 @@ impl Primitive {
             Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
+            Primitive::GenericReduce { .. } => PrimitiveKind::GenericReduce,
+            Primitive::GenericReduceWindow { .. } => PrimitiveKind::GenericReduceWindow,
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
             Primitive::ReduceWindow { op: WindowOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
             Primitive::ReduceWindow { op: WindowOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
@@ -457,6 +468,7 @@ impl Primitive {
             | Primitive::RandomClone
             | Primitive::Threefry2x32
             | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. }
             | Primitive::ClosedCall { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
@@ -480,6 +492,8 @@ impl Primitive {
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
@@ -549,6 +563,9 @@ impl Primitive {
                 Vec::new()
             }
             Primitive::Iota2x32Shape { shape } => random::shape_params(shape),
+            Primitive::RngBitGenerator { algorithm, dtype, shape } => {
+                random::rng_bit_generator_params(*algorithm, *dtype, shape)
+            }
             Primitive::RandomSplit { shape } => random::shape_params(shape),
             Primitive::RandomBits { bit_width, shape } => random::random_bits_params(*bit_width, shape),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
@@ -589,8 +606,12 @@ impl Primitive {
             Primitive::SymmetricProduct { alpha, beta } => vec![("alpha", alpha.param()), ("beta", beta.param())],
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
+            Primitive::GenericReduce { computation, dimensions, jaxpr } => {
+                generic_reduce_params(computation, dimensions, jaxpr)
+            }
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
             Primitive::ReduceWindow { op: _, window } => window::window_params(window),
+            Primitive::GenericReduceWindow { jaxpr, window } => window::generic_reduce_window_params(jaxpr, window),
             Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
                 window::select_and_scatter_add_params(*select_prim, window_dimensions, window_strides, padding)
             }
@@ -662,6 +683,7 @@ impl Primitive {
             PrimitiveKind::RandomClone => Primitive::RandomClone,
             PrimitiveKind::Threefry2x32 => Primitive::Threefry2x32,
             PrimitiveKind::Iota2x32Shape => Primitive::Iota2x32Shape { shape: p.usizes("shape")? },
+            PrimitiveKind::RngBitGenerator => random::parse_rng_bit_generator(p)?,
             PrimitiveKind::RandomBits => random::parse_random_bits(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::ClosedCall => parse_closed_call(p)?,
@@ -690,10 +712,12 @@ impl Primitive {
             PrimitiveKind::SymmetricProduct => linalg::parse_symmetric_product(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
+            PrimitiveKind::GenericReduce => parse_generic_reduce(p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
             PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(WindowOp::Sum, p)?,
             PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(WindowOp::Max, p)?,
             PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(WindowOp::Min, p)?,
+            PrimitiveKind::GenericReduceWindow => window::parse_generic_reduce_window(p)?,
             PrimitiveKind::SelectAndScatterAdd => window::parse_select_and_scatter_add(p)?,
             PrimitiveKind::SelectAndGatherAdd => window::parse_select_and_gather_add(p)?,
             PrimitiveKind::Cond => parse_cond(p)?,
@@ -768,6 +792,7 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::RandomClone => random_clone_shape(ins),
         Primitive::Threefry2x32 => threefry2x32_shape(ins),
         Primitive::Iota2x32Shape { shape } => iota_2x32_shape_shape(shape, ins),
+        Primitive::RngBitGenerator { algorithm: _, dtype, shape } => rng_bit_generator_shape(*dtype, shape, ins),
         Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
         Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
         Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
@@ -797,8 +822,10 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
+        Primitive::GenericReduce { dimensions, jaxpr, .. } => generic_reduce_shape(dimensions, jaxpr, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),
         Primitive::ReduceWindow { op, window } => window::reduce_window_shape(*op, window, ins),
+        Primitive::GenericReduceWindow { jaxpr, window } => window::generic_reduce_window_shape(jaxpr, window, ins),
         Primitive::SelectAndScatterAdd { select_prim: _, window_dimensions, window_strides, padding } => {
             window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
         }

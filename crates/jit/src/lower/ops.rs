@@ -166,6 +166,20 @@ impl Lowering {
                 }
                 Ok(vec![self.reduce_any(*op, axes, &ins[0], out, target)])
             }
+            // As the interpreter: two nested scans through the combiner.
+            Primitive::GenericReduce { computation: _, dimensions, jaxpr } => {
+                let in_avals: Vec<Aval> = ins.iter().map(|v| v.aval.clone()).collect();
+                let scans = remat_ir::generic_reduce_as_scans(dimensions, jaxpr, &in_avals)
+                    .map_err(|e| unsupported(prim, e.to_string()))?;
+                self.call(&scans, &[], ins, targets)
+            }
+            // As the interpreter: windows stacked, then the generic `reduce`.
+            Primitive::GenericReduceWindow { jaxpr, window } => {
+                let in_avals: Vec<Aval> = ins.iter().map(|v| v.aval.clone()).collect();
+                let reduce = remat_ir::generic_reduce_window_as_reduce(window, jaxpr, &in_avals)
+                    .map_err(|e| unsupported(prim, e.to_string()))?;
+                self.call(&reduce, &[], ins, targets)
+            }
             Primitive::Argmax { axes, index_dtype: _ } => {
                 let buf = target.unwrap_or_else(|| self.new_buf(out));
                 if out.size() > 0 {
@@ -208,7 +222,8 @@ impl Lowering {
             | Primitive::RandomFoldIn
             | Primitive::RandomBits { .. }
             | Primitive::Threefry2x32
-            | Primitive::Iota2x32Shape { .. } => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             // A copy of keys: the same values (the JIT's buffers are never aliased by a caller).
             Primitive::RandomClone => Ok(ins),
             Primitive::Jit { name: _, jaxpr, options: _ }
@@ -788,6 +803,8 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
         | Primitive::Composite { .. }
+        | Primitive::GenericReduce { .. }
+        | Primitive::GenericReduceWindow { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat2 { .. }
@@ -847,6 +864,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::RegularizedIncompleteBeta

@@ -69,6 +69,8 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::ReduceWindow { op: WindowOp::Sum, .. }
             | Primitive::SelectAndScatterAdd { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::Scatter { .. } => !float_in(),
             // The rest: the other binary operations, max and min reductions, and the
             // primitives that compute without rounding (or round each element alone).
@@ -115,6 +117,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::RandomClone
             | Primitive::Threefry2x32
             | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. }
             | Primitive::Jit { .. }
             | Primitive::ClosedCall { .. }
             | Primitive::Composite { .. }
@@ -169,6 +172,7 @@ fn accumulates(prim: &Primitive) -> bool {
         Primitive::ReduceWindow { op, .. } => *op == WindowOp::Sum,
         Primitive::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Sub),
         Primitive::Cumulative { op, .. } => *op == CumulativeOp::Sum,
+        Primitive::GenericReduce { .. } | Primitive::GenericReduceWindow { .. } => true,
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) | Primitive::SelectAndScatterAdd { .. } => true,
         Primitive::Unary(_)
         | Primitive::Binary(_)
@@ -212,6 +216,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
         | Primitive::Composite { .. }

@@ -1121,12 +1121,40 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 b.eqn(Primitive::TopK { axis, k: g.below(n + 1) }, vec![x.into()])?;
             }
         }
+        _ if g.chance(25) => {
+            // The generic `reduce` with the monoid ab + a + b (no bool: its shape rule
+            // refuses `mul` there) over `axis`, or over every axis, from 0.
+            let dimensions = if g.chance(50) { vec![axis] } else { (0..r).collect() };
+            let prim = Primitive::GenericReduce {
+                computation: remat_ir::Param::Opaque("<function odot at 0xXXXXXXXXXXXX>".into()),
+                dimensions,
+                jaxpr: Arc::new(odot(xa.dtype)),
+            };
+            let init = Atom::Lit(Literal::new(LitValue::from_f64(xa.dtype, 0.0)));
+            b.eqn(prim, vec![x.into(), init])?;
+        }
         _ => {
             let op = g.pick(&CumulativeOp::ALL);
             b.eqn(Primitive::Cumulative { op, axis, reverse: g.chance(50) }, vec![x.into()])?;
         }
     }
     Some(())
+}
+
+/// `ab + a + b` over scalars of `dtype`: a combiner for the generic `reduce`.
+fn odot(dtype: DType) -> Jaxpr {
+    let mut j = Jaxpr::default();
+    let scalar = Aval::scalar(dtype);
+    let (a, b2) = (j.new_var(scalar.clone()), j.new_var(scalar.clone()));
+    let (p, q, r) = (j.new_var(scalar.clone()), j.new_var(scalar.clone()), j.new_var(scalar));
+    let eqn =
+        |prim, x: Var, y: Var, out: Var| Eqn::new(prim, vec![x.into(), y.into()], vec![out], SourceInfo::unknown());
+    j.eqns.push(eqn(Primitive::Binary(BinaryOp::Mul), a, b2, p));
+    j.eqns.push(eqn(Primitive::Binary(BinaryOp::Add), p, a, q));
+    j.eqns.push(eqn(Primitive::Binary(BinaryOp::Add), q, b2, r));
+    j.invars = vec![a, b2];
+    j.outvars = vec![r.into()];
+    j
 }
 
 /// The seed of program `i` of the run `run` (splitmix64 of their sum): a run is

@@ -337,6 +337,7 @@ fn inside(
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::Split { .. }
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
@@ -355,6 +356,8 @@ fn inside(
         | Primitive::Eigh(_)
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
-        | Primitive::Cumulative { .. } => Ok(Inside::Whole),
+        | Primitive::Cumulative { .. }
+        | Primitive::GenericReduce { .. }
+        | Primitive::GenericReduceWindow { .. } => Ok(Inside::Whole),
     }
 }
