@@ -634,3 +634,37 @@ fn rng_bit_generator_batches_as_jax_does() {
     let bits = [512747620., 1298009047., 1267190206., 761827841., 1383286907., 1639995030.];
     assert_eq!(outs[1].to_f64_vec(), bits);
 }
+
+/// `approx_top_k` under `vmap` (JAX's `_approx_top_k_batch_rule`): the batch axis stays
+/// where it is and `reduction_dimension` is renumbered past it; each example gets the
+/// unbatched program's values and indices (the largest along the last axis, the smallest
+/// along axis 0).
+#[test]
+fn approx_top_k_batches_example_by_example() {
+    let text = "{ lambda ; a:f32[3,4]. let
+    b:f32[3,2] c:i32[3,2] = approx_top_k[
+      aggregate_to_topk=True
+      is_max_k=True
+      k=2
+      recall_target=0.95
+      reduction_dimension=-1
+      reduction_input_size_override=-1
+    ] a
+    d:f32[2,4] e:i32[2,4] = approx_top_k[
+      aggregate_to_topk=True
+      is_max_k=False
+      k=2
+      recall_target=0.9
+      reduction_dimension=0
+      reduction_input_size_override=-1
+    ] a
+    f:f32[3,2] = convert_element_type[new_dtype=float32 weak_type=False] c
+    g:f32[2,4] = convert_element_type[new_dtype=float32 weak_type=False] e
+  in (b, f, d, g) }";
+    let jaxpr = parse_jaxpr(text, "approx_top_k").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let batched = batch_jaxpr(&closed, 5, &[Some(1)], &[Some(0); 4]).unwrap().jaxpr;
+    let printed = batched.to_string();
+    assert!(printed.contains("reduction_dimension=2") && printed.contains("reduction_dimension=0"), "{printed}");
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 9), 1, &[]);
+}

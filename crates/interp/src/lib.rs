@@ -486,6 +486,13 @@ pub(crate) fn eval_primitive_refs(
             sorting::sort(*dimension, *is_stable, *num_keys, args).map_err(invalid)?
         }
         Primitive::TopK { axis, k } => sorting::top_k(*axis, *k, args).map_err(invalid)?,
+        Primitive::ApproxTopK { k, reduction_dimension, is_max_k, .. } => {
+            let aval = args[0].aval();
+            let axis = remat_ir::approx_top_k_axis(*reduction_dimension, aval.rank())
+                .ok_or_else(|| invalid(format!("reduction_dimension {reduction_dimension} is out of range")))?;
+            let j = remat_ir::approx_top_k_as_jaxpr(*k, axis, *is_max_k, &aval);
+            control::call(primitive, "approx_top_k's exact CPU fallback".to_string(), &j, &[], args)?
+        }
         Primitive::Cholesky => one(linalg::cholesky(args))?,
         Primitive::TriangularSolve(t) => one(linalg::triangular_solve(t, args))?,
         Primitive::Lu => linalg::lu(args).map_err(invalid)?,

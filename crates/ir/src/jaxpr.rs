@@ -712,6 +712,17 @@ pub enum Primitive {
         axis: usize,
         k: usize,
     },
+    /// `approx_top_k[aggregate_to_topk=True is_max_k=True k=5 recall_target=0.95
+    /// reduction_dimension=-1 reduction_input_size_override=-1] x`: `lax.approx_max_k` and
+    /// `approx_min_k`; on CPU XLA's fallback is exact (`primitive/sorting.rs`).
+    ApproxTopK {
+        k: usize,
+        reduction_dimension: i64,
+        recall_target: Param,
+        is_max_k: bool,
+        reduction_input_size_override: i64,
+        aggregate_to_topk: bool,
+    },
     /// The index of the first minimum along one axis.
     Argmin {
         axes: Vec<usize>,
@@ -892,6 +903,7 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
@@ -1010,6 +1022,7 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu

@@ -167,6 +167,7 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
         | Primitive::SelectAndGatherAdd { .. } => per_element(),

@@ -635,6 +635,55 @@ pub fn rng_bit_generator(
     }
 }
 
+/// `lax.approx_max_k(x, k, reduction_dimension, recall_target)` (`aggregate_to_topk=True`,
+/// no size override): the `k` largest along the axis and their `i32` indices. On CPU it is
+/// exact (XLA's fallback: `top_k`, NaN first, ties by index).
+#[track_caller]
+pub fn approx_max_k(x: &Tensor, k: usize, reduction_dimension: i64, recall_target: f64) -> (Tensor, Tensor) {
+    approx_top_k(x, k, reduction_dimension, recall_target, true, Location::caller())
+}
+
+/// `lax.approx_min_k(x, k, reduction_dimension, recall_target)`: the `k` smallest (exact on
+/// CPU: an ascending stable sort, NaN last) and their `i32` indices.
+#[track_caller]
+pub fn approx_min_k(x: &Tensor, k: usize, reduction_dimension: i64, recall_target: f64) -> (Tensor, Tensor) {
+    approx_top_k(x, k, reduction_dimension, recall_target, false, Location::caller())
+}
+
+fn approx_top_k(
+    x: &Tensor,
+    k: usize,
+    reduction_dimension: i64,
+    recall_target: f64,
+    is_max_k: bool,
+    loc: &'static Location<'static>,
+) -> (Tensor, Tensor) {
+    let prim = Primitive::ApproxTopK {
+        k,
+        reduction_dimension,
+        recall_target: Param::Float(recall_target),
+        is_max_k,
+        reduction_input_size_override: -1,
+        aggregate_to_topk: true,
+    };
+    match bind_n(prim, &[x.into()], &[x.is_weak(), false], loc) {
+        Some(mut outs) if outs.len() == 2 => {
+            let indices = outs.pop().expect("two results");
+            (outs.pop().expect("two results"), indices)
+        }
+        _ => {
+            let mut shape = x.shape().to_vec();
+            if let Some(axis) = remat_ir::approx_top_k_axis(reduction_dimension, shape.len()) {
+                shape[axis] = k;
+            }
+            (
+                Tensor::placeholder(Aval::new(x.dtype(), shape.clone())),
+                Tensor::placeholder(Aval::new(DType::I32, shape)),
+            )
+        }
+    }
+}
+
 /// `lax.reduce(operands, init_values, computation, dimensions)` with a combiner that JAX
 /// does not recognise as a monoid (a closure never is): the generic `reduce`, the operands
 /// (of one shape) reduced over `dimensions` by `computation(accumulators, elements)` over

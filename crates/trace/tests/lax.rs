@@ -321,6 +321,14 @@ fn programs() -> BTreeMap<&'static str, Program> {
             &a[0] * bits.astype(DType::F32) + small.astype(DType::F32)
         }),
     );
+    add(
+        "approx_top_k",
+        p(|a| {
+            let (v, i) = lax::approx_max_k(&a[0], 3, -1, 0.95);
+            let (w, j) = lax::approx_min_k(&a[1].sin(), 2, 0, 0.9);
+            (&v * &v).sum() + (&w * j.astype(DType::F32)).sum() + i.astype(DType::F32).sum()
+        }),
+    );
     add("linalg_cholesky", p(|a| linalg::cholesky(&(a[0].matmul(&a[0].t()) + 3.0), true)));
     add(
         "linalg_cholesky_batched",

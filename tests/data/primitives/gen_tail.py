@@ -1,5 +1,5 @@
 """Records the conformance cases of the long tail of reductions, random bits and calls
-from real JAX 0.10.2 (the generic `reduce` and `reduce_window`, `rng_bit_generator`), in the format of gen_primitives.py,
+from real JAX 0.10.2 (the generic `reduce`, ...), in the format of gen_primitives.py,
 without rewriting that script's cases.
 
     pip install jax==0.10.2
@@ -77,6 +77,16 @@ def rng_bit_generator(x, w, v):
     fa = (a >> np.uint32(9)).astype(jnp.float32) * np.float32(2.0 ** -23)
     fc = (c >> np.uint32(9)).astype(jnp.float32) * np.float32(2.0 ** -23)
     return jnp.sum(jnp.sin(x) * fa) + jnp.sum(w * fc) + jnp.sum(v * b.astype(jnp.float32))
+
+@g.case("approx_top_k", "primitives", lambda: (g.rnd(3, 8), g.rnd(6, 4)),
+        "approx_top_k (lax.approx_max_k over the last axis, lax.approx_min_k over axis 0 with "
+        "recall_target=0.9): on CPU XLA's fallback is exact, top_k for the largest and an "
+        "ascending sort for the smallest; the jvp takes the tangent along the axis at the "
+        "indices (jnp.take_along_axis, a jit)")
+def approx_top_k(x, y):
+    v, i = lax.approx_max_k(x, 3)
+    w, j = lax.approx_min_k(jnp.sin(y), 2, reduction_dimension=0, recall_target=0.9)
+    return jnp.sum(v * v) + jnp.sum(w * j.astype(jnp.float32)) + jnp.sum(i.astype(jnp.float32))
 
 if __name__ == "__main__":
     g.run("primitives", sys.argv[1])

@@ -66,6 +66,40 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let x = bdim_at_front(b, x, d, 1)?;
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
         }
+        // `_approx_top_k_batch_rule`: the operand keeps its batch axis, and so do both
+        // results; `reduction_dimension` is renumbered past it.
+        Primitive::ApproxTopK {
+            k,
+            reduction_dimension,
+            recall_target,
+            is_max_k,
+            reduction_input_size_override,
+            aggregate_to_topk,
+        } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let rank = b.aval(&x).rank();
+            let dim_map: Vec<usize> = (0..rank).filter(|&r| r != bd).collect();
+            let rd = if *reduction_dimension < 0 {
+                *reduction_dimension + dim_map.len() as i64
+            } else {
+                *reduction_dimension
+            };
+            let Some(&rd) = usize::try_from(rd).ok().and_then(|r| dim_map.get(r)) else {
+                return Err(AdError::Invalid(format!(
+                    "vmap: approx_top_k's reduction_dimension {reduction_dimension} is out of range"
+                )));
+            };
+            let prim = Primitive::ApproxTopK {
+                k: *k,
+                reduction_dimension: rd as i64,
+                recall_target: recall_target.clone(),
+                is_max_k: *is_max_k,
+                reduction_input_size_override: *reduction_input_size_override,
+                aggregate_to_topk: *aggregate_to_topk,
+            };
+            Ok(b.bind(prim, vec![x])?.into_iter().map(|v| (Atom::Var(v), Some(bd))).collect())
+        }
         // `_rng_bit_generator_batching_rule`: the first key draws the bits of every example
         // (one draw of shape `(size, *shape)`), and only that key is replaced by its new key
         // (a `jit` of `dynamic_update_index_in_dim`).

@@ -372,6 +372,67 @@ pub(super) fn top_k(
     Ok((out, vec![Tangent::Nz(t), Tangent::Zero]))
 }
 
+/// `approx_top_k`: `_approx_top_k_jvp`, the primitive again and the tangent taken along the
+/// reduced axis at the indices by `jnp.take_along_axis` (a `jit` that wraps negative indices,
+/// reshapes them with a trailing 1 and gathers with `fill_value=nan` under `FILL_OR_DROP`).
+pub(super) fn approx_top_k(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::ApproxTopK { reduction_dimension, .. } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not approx_top_k"));
+    };
+    let out = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(t) = tangents[0] else { return Ok((out, vec![Tangent::Zero, Tangent::Zero])) };
+    let t_aval = b.aval(&t);
+    let idx_aval = b.aval(&out[1]);
+    let axis = remat_ir::approx_top_k_axis(reduction_dimension, t_aval.rank())
+        .ok_or_else(|| unsupported(&eqn.primitive, "has its reduction_dimension out of range"))?;
+    let body = take_along_axis_body(&t_aval, &idx_aval, axis)?;
+    let jit = Primitive::Jit {
+        name: "take_along_axis".into(),
+        jaxpr: ClosedJaxpr::new(Arc::new(body)),
+        options: remat_ir::JitOptions::default(),
+    };
+    let taken = b.bind1(jit, vec![t, out[1]])?;
+    Ok((out, vec![Tangent::Nz(taken), Tangent::Zero]))
+}
+
+/// JAX's `jnp.take_along_axis(x, indices, axis)` body for in-range rank-equal operands:
+/// negative indices wrapped, a trailing 1 appended, a batched gather along `axis`.
+fn take_along_axis_body(x: &Aval, indices: &Aval, axis: usize) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    let xv = Atom::Var(b.invar(x.clone()));
+    let iv = Atom::Var(b.invar(indices.clone()));
+    let negative = b.compare(CompareOp::Lt, iv, lit(DType::I32, 0.0))?;
+    let wrapped = b.add(iv, lit(DType::I32, x.shape[axis] as f64))?;
+    let index = b.select_n(negative, vec![iv, wrapped])?;
+    let mut shape = indices.shape.clone();
+    shape.push(1);
+    let index = b.bind1(Primitive::Reshape { new_sizes: shape, dimensions: None }, vec![index])?;
+    let rank = x.rank();
+    let batch: Vec<usize> = (0..rank).filter(|&d| d != axis).collect();
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: Vec::new(),
+            collapsed_slice_dims: vec![axis],
+            start_index_map: vec![axis],
+            operand_batching_dims: batch.clone(),
+            start_indices_batching_dims: batch,
+        },
+        fill_value: Some(FillValue::Float(f64::NAN)),
+        indices_are_sorted: false,
+        mode: GatherScatterMode::FillOrDrop,
+        slice_sizes: vec![1; rank],
+        unique_indices: false,
+    };
+    let out = b.bind1(prim, vec![xv, index])?;
+    Ok(b.finish(vec![out]))
+}
+
 /// `cumprod`, `cummax`, `cummin`, `cumlogsumexp`: `_cumulative_jvp_rule`, the jvp of
 /// `associative_scan` with the combining function, inlined.
 pub(super) fn cumulative(
@@ -454,6 +515,31 @@ pub(super) fn generic_reduce(
     let mut ts = tangents[..n].to_vec();
     ts.extend(vec![Tangent::Zero; n]);
     jvp_inlined_many(b, &inner, primals, &ts)
+}
+
+/// The scalar combiner `combiner` applied to arrays `args` of one shape, each equation
+/// bound on them (what `vmap` makes of elementwise equations, literals staying scalars); a
+/// combiner equation that is not elementwise is an error.
+fn elementwise_over(b: &mut Builder, combiner: &Jaxpr, args: &[Atom], eqn: &Eqn) -> Result<Vec<Atom>, AdError> {
+    let mut map = VarMap::new(combiner);
+    for (&v, &a) in combiner.invars.iter().zip(args) {
+        map.set(v, a);
+    }
+    for e in &combiner.eqns {
+        let ins = map.get_all(&e.invars);
+        let saved = b.set_source(Some(e.source.clone()));
+        let outs = b.bind(e.primitive.clone(), ins).map_err(|err| {
+            unsupported(
+                &eqn.primitive,
+                &format!("its combiner's `{}` does not apply elementwise to the halves: {err}", e.primitive.name()),
+            )
+        })?;
+        b.set_source(saved);
+        for (&o, v) in e.outvars.iter().zip(outs) {
+            map.set(o, Atom::Var(v));
+        }
+    }
+    Ok(map.get_all(&combiner.outvars))
 }
 
 /// The generic `reduce_window`: JAX's `reduce_window_jvp`, one `reduce_window` over the
@@ -544,16 +630,10 @@ fn generic_reduce_tree(avals: &[Aval], axes: &[usize], combiner: &Arc<Jaxpr>, eq
                 *x = b.bind1(Primitive::Pad { padding_config: padding_config.clone() }, vec![*x, i])?;
             }
         }
-        // `api.vmap(reducer)` once per axis of the halves, the innermost over the last.
-        let mut shape = vec![m1];
-        shape.extend(&kept);
-        let mut body = ClosedJaxpr::new(combiner.clone());
-        for &size in shape.iter().rev() {
-            body = crate::batching::batch_jaxpr(&body, size, &vec![Some(0); 2 * n], &vec![Some(0); n])?;
-        }
-        let consts: Vec<Atom> = body.consts.iter().map(|c| b.const_array(c.clone())).collect();
+        // `api.vmap(reducer)` over every axis of the halves: the combiner's equations on
+        // the halves themselves, as vmap gives them for elementwise equations.
         let args: Vec<Atom> = firsts.into_iter().chain(seconds).collect();
-        xs = crate::builder::inline_jaxpr(&mut b, &body.jaxpr, &consts, &args);
+        xs = elementwise_over(&mut b, combiner, &args, eqn)?;
     }
     let outs = xs
         .into_iter()

@@ -280,6 +280,7 @@ pub(crate) fn jvp_rule(
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
         Primitive::GenericReduce { .. } => indexing::generic_reduce(b, eqn, primals, tangents),
+        Primitive::ApproxTopK { .. } => indexing::approx_top_k(b, old, eqn, primals, tangents),
         Primitive::GenericReduceWindow { .. } => indexing::generic_reduce_window(b, eqn, primals, tangents),
         Primitive::Cond { .. } => cond::cond_jvp(b, eqn, primals, tangents),
         Primitive::While { .. } => cond::while_jvp(b, eqn, primals, tangents),

@@ -640,7 +640,9 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::Cumulative { .. } => return Err(not_linear()),
-        Primitive::GenericReduce { .. } | Primitive::GenericReduceWindow { .. } => return Err(not_linear()),
+        Primitive::GenericReduce { .. } | Primitive::GenericReduceWindow { .. } | Primitive::ApproxTopK { .. } => {
+            return Err(not_linear())
+        }
         Primitive::Cond { .. } => return cond::cond_transpose(b, eqn, ins, ct_outs),
         Primitive::While { .. } => {
             return Err(AdError::Unsupported { primitive: "while", message: WHILE_REVERSE_MODE.into() })

@@ -53,6 +53,7 @@ pub use control::cond_branch;
 pub use random::random_bits_dtype;
 pub use reduction::generic_reduce_as_scans;
 pub use refused::{refusal, Refusal};
+pub use sorting::{approx_top_k_as_jaxpr, approx_top_k_axis};
 pub use window::generic_reduce_window_as_reduce;
 pub use window::{dilated, reduce_window_name, scatter_window, window_out_extent};
 
@@ -180,6 +181,7 @@ primitive_kinds! {
         Gather = "gather",
         Sort = "sort",
         TopK = "top_k",
+        ApproxTopK = "approx_top_k",
         Cholesky = "cholesky",
         TriangularSolve = "triangular_solve",
         Lu = "lu",
@@ -286,6 +288,7 @@ impl PrimitiveKind {
             | PrimitiveKind::Scatter(_)
             | PrimitiveKind::Sort
             | PrimitiveKind::TopK
+            | PrimitiveKind::ApproxTopK
             | PrimitiveKind::Cholesky
             | PrimitiveKind::TriangularSolve
             | PrimitiveKind::Lu
@@ -381,6 +384,7 @@ impl Primitive {
             Primitive::Scatter { op, .. } => PrimitiveKind::Scatter(*op),
             Primitive::Sort { .. } => PrimitiveKind::Sort,
             Primitive::TopK { .. } => PrimitiveKind::TopK,
+            Primitive::ApproxTopK { .. } => PrimitiveKind::ApproxTopK,
             Primitive::Cholesky => PrimitiveKind::Cholesky,
             Primitive::TriangularSolve(_) => PrimitiveKind::TriangularSolve,
             Primitive::Lu => PrimitiveKind::Lu,
@@ -483,6 +487,7 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
@@ -595,6 +600,7 @@ impl Primitive {
             }
             Primitive::Sort { dimension, is_stable, num_keys } => sort_params(*dimension, *is_stable, *num_keys),
             Primitive::TopK { axis, k } => top_k_params(*axis, *k),
+            Primitive::ApproxTopK { .. } => approx_top_k_params(self),
             Primitive::Cholesky => linalg::cholesky_params(),
             Primitive::TriangularSolve(t) => linalg::triangular_solve_params(t),
             Primitive::Lu => Vec::new(),
@@ -701,6 +707,7 @@ impl Primitive {
             PrimitiveKind::Scatter(op) => parse_scatter(op, p)?,
             PrimitiveKind::Sort => parse_sort(p)?,
             PrimitiveKind::TopK => parse_top_k(p)?,
+            PrimitiveKind::ApproxTopK => parse_approx_top_k(p)?,
             PrimitiveKind::Cholesky => Primitive::Cholesky,
             PrimitiveKind::TriangularSolve => linalg::parse_triangular_solve(p)?,
             PrimitiveKind::Lu => Primitive::Lu,
@@ -811,6 +818,9 @@ pub fn shape_rule(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, Shap
         Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
         Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
         Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
+        Primitive::ApproxTopK { k, reduction_dimension, aggregate_to_topk, .. } => {
+            approx_top_k_shape(*k, *reduction_dimension, *aggregate_to_topk, ins)
+        }
         Primitive::Cholesky => linalg::cholesky_shape(ins),
         Primitive::TriangularSolve(t) => linalg::triangular_solve_shape(t, ins),
         Primitive::Lu => linalg::lu_shape(ins),

@@ -177,6 +177,9 @@ impl Refusal {
                 "empty",
                 "eval_jaxpr",
                 "from_edtype",
+                // Bound only by JAX's lowering of `select_and_scatter_add`
+                // (`_select_and_scatter_add_impl`); `make_jaxpr` never prints it.
+                "select_and_scatter",
                 "stage",
                 "tie",
                 "to_edtype",
@@ -186,7 +189,6 @@ impl Refusal {
             ],
             Refusal::HiddenState => &["rng_uniform"],
             Refusal::NotYet => &[
-                "approx_top_k",
                 "call",
                 "cholesky_update",
                 "compute_on",
@@ -206,7 +208,6 @@ impl Refusal {
                 "remat_opt",
                 "scaled_dot",
                 "schur",
-                "select_and_scatter",
                 "svd",
                 "threefry4x32",
                 "tridiagonal",

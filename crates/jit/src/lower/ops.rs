@@ -173,6 +173,14 @@ impl Lowering {
                     .map_err(|e| unsupported(prim, e.to_string()))?;
                 self.call(&scans, &[], ins, targets)
             }
+            // As the interpreter: XLA's exact CPU fallback, `top_k` or a sort.
+            Primitive::ApproxTopK { k, reduction_dimension, is_max_k, .. } => {
+                let aval = ins[0].aval.clone();
+                let axis = remat_ir::approx_top_k_axis(*reduction_dimension, aval.rank())
+                    .ok_or_else(|| unsupported(prim, "reduction_dimension is out of range"))?;
+                let j = remat_ir::approx_top_k_as_jaxpr(*k, axis, *is_max_k, &aval);
+                self.call(&j, &[], ins, targets)
+            }
             // As the interpreter: windows stacked, then the generic `reduce`.
             Primitive::GenericReduceWindow { jaxpr, window } => {
                 let in_avals: Vec<Aval> = ins.iter().map(|v| v.aval.clone()).collect();
@@ -805,6 +813,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Composite { .. }
         | Primitive::GenericReduce { .. }
         | Primitive::GenericReduceWindow { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat2 { .. }

@@ -133,6 +133,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Gather { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
@@ -232,6 +233,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::Lu

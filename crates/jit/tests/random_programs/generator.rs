@@ -1114,6 +1114,25 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let num_keys = g.pick(&[1, 1, 2]);
             b.eqn(Primitive::Sort { dimension: axis, is_stable: true, num_keys }, vec![x.into(), y.into()])?;
         }
+        5 if g.chance(25) => {
+            // `approx_top_k`: exact on CPU, the largest (`top_k`) or the smallest (a sort).
+            let prim = Primitive::ApproxTopK {
+                k: g.below(n + 1),
+                reduction_dimension: axis as i64 - if g.chance(50) { r as i64 } else { 0 },
+                recall_target: remat_ir::Param::Float(0.95),
+                is_max_k: g.chance(50),
+                reduction_input_size_override: -1,
+                aggregate_to_topk: true,
+            };
+            b.eqn(prim, vec![x.into()])?;
+        }
+        5 if g.chance(20) => {
+            // `rng_bit_generator` on a fresh key, u8 or u32 bits of the operand's shape.
+            let key = b.input(Aval::new(DType::U32, vec![4]));
+            let algorithm = g.pick(&remat_ir::RngAlgorithm::ALL);
+            let dtype = g.pick(&[DType::U8, DType::U32]);
+            b.eqn(Primitive::RngBitGenerator { algorithm, dtype, shape: xa.shape.clone() }, vec![key.into()])?;
+        }
         5 => {
             if n > 0 && g.chance(50) {
                 b.eqn(Primitive::Argmin { axes: vec![axis], index_dtype: DType::I32 }, vec![x.into()])?;

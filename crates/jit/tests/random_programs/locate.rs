@@ -348,6 +348,7 @@ fn inside(
         | Primitive::Scatter { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::Lu

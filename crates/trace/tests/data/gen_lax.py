@@ -191,6 +191,12 @@ def rbg(x):
     return x * a.astype(jnp.float32) + b.astype(jnp.float32)
 c("rng_bit_generator", rbg, f32(2, 3))
 
+def approx_top_k(x, y):
+    v, i = lax.approx_max_k(x, 3)
+    w, j = lax.approx_min_k(jnp.sin(y), 2, reduction_dimension=0, recall_target=0.9)
+    return jnp.sum(v * v) + jnp.sum(w * j.astype(jnp.float32)) + jnp.sum(i.astype(jnp.float32))
+c("approx_top_k", approx_top_k, f32(3, 8), f32(6, 4))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
