@@ -1141,15 +1141,36 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
             }
         }
         _ if g.chance(25) => {
-            // The generic `reduce` with the monoid ab + a + b (no bool: its shape rule
-            // refuses `mul` there) over `axis`, or over every axis, from 0.
+            // The generic `reduce` with the monoid ab + a + b (numbers only: the combiner's
+            // `mul` refuses bool) over `axis`, or over every axis, from 0.
+            if !xa.dtype.is_numeric() {
+                return None;
+            }
             let dimensions = if g.chance(50) { vec![axis] } else { (0..r).collect() };
             let prim = Primitive::GenericReduce {
                 computation: remat_ir::Param::Opaque("<function odot at 0xXXXXXXXXXXXX>".into()),
                 dimensions,
                 jaxpr: Arc::new(odot(xa.dtype)),
             };
-            let init = Atom::Lit(Literal::new(LitValue::from_f64(xa.dtype, 0.0)));
+            let init = Atom::Lit(Literal::new(LitValue::try_from_f64(xa.dtype, 0.0)?));
+            b.eqn(prim, vec![x.into(), init])?;
+        }
+        _ if g.chance(25) => {
+            // The generic `reduce_window` with the same monoid from 1 (not its identity, so
+            // skipped padding shows): windows of 1 or 2, strides of 1 or 2, a padded edge.
+            if !xa.dtype.is_numeric() {
+                return None;
+            }
+            let rank = xa.rank();
+            let window = remat_ir::Window {
+                window_dimensions: (0..rank).map(|_| g.below(2) + 1).collect(),
+                window_strides: (0..rank).map(|_| g.below(2) + 1).collect(),
+                padding: (0..rank).map(|_| (g.below(2) as i64, 0)).collect(),
+                base_dilation: vec![1; rank],
+                window_dilation: vec![1; rank],
+            };
+            let prim = Primitive::GenericReduceWindow { jaxpr: Arc::new(odot(xa.dtype)), window };
+            let init = Atom::Lit(Literal::new(LitValue::try_from_f64(xa.dtype, 1.0)?));
             b.eqn(prim, vec![x.into(), init])?;
         }
         _ => {
