@@ -505,6 +505,10 @@ fn forward(j: &Jaxpr, l: &mut [Layout], ins: &[Layout], sizes: &mut HashMap<Stri
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::SymmetricProduct { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
+            | Primitive::RngBitGenerator { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Svd(_)
             | Primitive::Geqrf
             | Primitive::HouseholderProduct
@@ -604,6 +608,10 @@ fn back_of(prim: &Primitive) -> Back {
         | Primitive::Qr(_)
         | Primitive::Eigh(_)
         | Primitive::SymmetricProduct { .. }
+        | Primitive::GenericReduce { .. }
+        | Primitive::GenericReduceWindow { .. }
+        | Primitive::RngBitGenerator { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::Svd(_)
         | Primitive::Geqrf
         | Primitive::HouseholderProduct

@@ -67,7 +67,11 @@ pub(crate) fn linearize_jvp(
     let pe = partial_eval_jaxpr_custom(&jvp.jaxpr, &unknowns, &unknowns, &out_flags, &out_flags, mode)?;
     let pe = inline_literal_residuals(pe);
     if pe.out_unknowns[..n_out].iter().any(|&u| u) {
-        return Err(AdError::Internal("linearize: a primal output depends on a tangent".into()));
+        // JAX's error: a primitive (the generic `reduce_window`'s jvp) computes primal and
+        // tangent results in one equation.
+        return Err(AdError::Invalid(
+            "Linearization failed to produce known values for all output primals. This is typically caused by attempting to differentiate a function uses an operation that does not support reverse-mode autodiff.".into(),
+        ));
     }
     // Dead code in both halves: the staged half keeps its tangent inputs; the known half
     // keeps its primal inputs and only the residuals the staged half reads.

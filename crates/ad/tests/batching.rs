@@ -623,3 +623,132 @@ fn special_functions_batch_as_jax_does() {
     let b = ndarray::arr0(2.0f32).into_dyn();
     check_examples(&jaxpr, &batched, &[a, b, x], &in_dims);
 }
+
+/// The generic `reduce` (one operand; two operands, one of them unbatched) under `vmap`
+/// with the batch axis in the middle: JAX 0.10.2's `_reduce_batch_rule` moves the batch axis
+/// to the front, broadcasts the unbatched operand and shifts `dimensions`
+/// (`make_jaxpr(vmap(f, in_axes=(1, None)))`'s text); each example computes what the
+/// unbatched program does.
+#[test]
+fn generic_reduce_batches_as_jax_does() {
+    let text = "{ lambda ; a:f32[3,4] b:f32[3,4]. let
+    c:f32[4] = reduce[
+      computation=<function odot at 0xXXXXXXXXXXXX>
+      dimensions=(0,)
+      jaxpr={ lambda ; d:f32[] e:f32[]. let
+          f:f32[] = mul d e
+          g:f32[] = add f d
+          h:f32[] = add g e
+        in (h,) }
+    ] a 0.0:f32[]
+    i:f32[3] j:f32[3] = reduce[
+      computation=<function pair at 0xXXXXXXXXXXXX>
+      dimensions=(1,)
+      jaxpr={ lambda ; k:f32[] l:f32[] m:f32[] n:f32[]. let
+          o:bool[] = gt k m
+          p:f32[] = select_n o m k
+          q:f32[] = select_n o n l
+        in (p, q) }
+    ] a b -inf:f32[] 0.0:f32[]
+  in (c, i, j) }";
+    let want = "{ lambda ; a:f32[3,5,4] b:f32[3,4]. let
+    c:f32[5,3,4] = transpose[permutation=(1, 0, 2)] a
+    d:f32[5,4] = reduce[
+      computation=<function odot at 0xXXXXXXXXXXXX>
+      dimensions=(1,)
+      jaxpr={ lambda ; e:f32[] f:f32[]. let
+          g:f32[] = mul e f
+          h:f32[] = add g e
+          i:f32[] = add h f
+        in (i,) }
+    ] c 0.0:f32[]
+    j:f32[5,3,4] = transpose[permutation=(1, 0, 2)] a
+    k:f32[5,3,4] = broadcast_in_dim[
+      broadcast_dimensions=(np.int64(1), np.int64(2))
+    ] b
+    l:f32[5,3] m:f32[5,3] = reduce[
+      computation=<function pair at 0xXXXXXXXXXXXX>
+      dimensions=(2,)
+      jaxpr={ lambda ; n:f32[] o:f32[] p:f32[] q:f32[]. let
+          r:bool[] = gt n p
+          s:f32[] = select_n r p n
+          t:f32[] = select_n r q o
+        in (s, t) }
+    ] j k -inf:f32[] 0.0:f32[]
+  in (d, l, m) }";
+    let jaxpr = parse_jaxpr(text, "generic_reduce").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let batched = batch_jaxpr(&closed, 5, &[Some(1), None], &[Some(0); 3]).unwrap().jaxpr;
+    assert_eq!(batched.to_string(), want);
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 7), 1, &[Array::F32(f32s(&[3, 4], 8))]);
+    // A batched init value: JAX's rule raises NotImplementedError.
+    let text = "{ lambda ; a:f32[3] b:f32[]. let
+    c:f32[] = reduce[
+      computation=<function odot at 0xXXXXXXXXXXXX>
+      dimensions=(0,)
+      jaxpr={ lambda ; d:f32[] e:f32[]. let f:f32[] = mul d e in (f,) }
+    ] a b
+  in (c,) }";
+    let closed = ClosedJaxpr::new(Arc::new(parse_jaxpr(text, "batched_init").unwrap()));
+    let e = batch_jaxpr(&closed, 5, &[None, Some(0)], &[Some(0)]).unwrap_err().to_string();
+    assert!(e.contains("a batched init value"), "{e}");
+}
+
+/// `rng_bit_generator` under `vmap` as JAX 0.10.2's `_rng_bit_generator_batching_rule`: the
+/// first key draws every example's bits in one `(3, 2)` draw and alone gets its new key
+/// (JAX's values of `vmap(f)` on three keys).
+#[test]
+fn rng_bit_generator_batches_as_jax_does() {
+    let text = "{ lambda ; a:u32[4]. let
+    b:u32[4] c:u32[2] = rng_bit_generator[
+      algorithm=RNG_DEFAULT
+      dtype=uint32
+      out_sharding=None
+      shape=(2,)
+    ] a
+  in (b, c) }";
+    let closed = ClosedJaxpr::new(Arc::new(parse_jaxpr(text, "rbg").unwrap()));
+    let batched = batch_jaxpr(&closed, 3, &[Some(0)], &[Some(0), Some(0)]).unwrap().jaxpr;
+    let printed = batched.to_string();
+    assert!(printed.contains("shape=(3, 2)") && printed.contains("name=dynamic_update_index_in_dim"), "{printed}");
+    let keys: Vec<u32> = (1..=12).collect();
+    let keys = Array::U32(ArrayD::from_shape_vec(vec![3, 4], keys).unwrap());
+    let outs = eval_jaxpr(&batched, &[], &[keys]).unwrap();
+    assert_eq!(outs[0].to_f64_vec(), [1., 2., 5., 4., 5., 6., 7., 8., 9., 10., 11., 12.]);
+    let bits = [512747620., 1298009047., 1267190206., 761827841., 1383286907., 1639995030.];
+    assert_eq!(outs[1].to_f64_vec(), bits);
+}
+
+/// `approx_top_k` under `vmap` (JAX's `_approx_top_k_batch_rule`): the batch axis stays
+/// where it is and `reduction_dimension` is renumbered past it; each example gets the
+/// unbatched program's values and indices (the largest along the last axis, the smallest
+/// along axis 0).
+#[test]
+fn approx_top_k_batches_example_by_example() {
+    let text = "{ lambda ; a:f32[3,4]. let
+    b:f32[3,2] c:i32[3,2] = approx_top_k[
+      aggregate_to_topk=True
+      is_max_k=True
+      k=2
+      recall_target=0.95
+      reduction_dimension=-1
+      reduction_input_size_override=-1
+    ] a
+    d:f32[2,4] e:i32[2,4] = approx_top_k[
+      aggregate_to_topk=True
+      is_max_k=False
+      k=2
+      recall_target=0.9
+      reduction_dimension=0
+      reduction_input_size_override=-1
+    ] a
+    f:f32[3,2] = convert_element_type[new_dtype=float32 weak_type=False] c
+    g:f32[2,4] = convert_element_type[new_dtype=float32 weak_type=False] e
+  in (b, f, d, g) }";
+    let jaxpr = parse_jaxpr(text, "approx_top_k").unwrap();
+    let closed = ClosedJaxpr::new(Arc::new(jaxpr.clone()));
+    let batched = batch_jaxpr(&closed, 5, &[Some(1)], &[Some(0); 4]).unwrap().jaxpr;
+    let printed = batched.to_string();
+    assert!(printed.contains("reduction_dimension=2") && printed.contains("reduction_dimension=0"), "{printed}");
+    check_per_example(&jaxpr, &batched, &f32s(&[3, 5, 4], 9), 1, &[]);
+}

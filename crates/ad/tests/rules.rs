@@ -568,8 +568,107 @@ fn indexing_programs() -> Vec<Program> {
             }));
         }
     }
+    // The generic `reduce`: the monoid ab + a + b over an odd length (the tree pads with the
+    // init value) and over two axes, and a variadic max carrying a payload.
+    for (name, text) in [("reduce_odot", GENERIC_REDUCE), ("reduce_pair", GENERIC_REDUCE_PAIR)] {
+        let jaxpr = remat_ir::parse_jaxpr(text, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let dists = vec![Dist::Normal; jaxpr.invars.len()];
+        ps.push(Program { name: name.to_string(), jaxpr, dists });
+    }
     ps
 }
+
+const GENERIC_REDUCE: &str = "{ lambda ; a:f64[3,5] b:f64[2,3,3]. let
+    c:f64[3,5] = mul a 0.25:f64[]
+    d:f64[3] = reduce[
+      computation=<function odot at 0xXXXXXXXXXXXX>
+      dimensions=(1,)
+      jaxpr={ lambda ; e:f64[] f:f64[]. let
+          g:f64[] = mul e f
+          h:f64[] = add g e
+          i:f64[] = add h f
+        in (i,) }
+    ] c 0.0:f64[]
+    j:f64[2,3,3] = mul b 0.25:f64[]
+    k:f64[3] = reduce[
+      computation=<function odot at 0xXXXXXXXXXXXX>
+      dimensions=(0, 2)
+      jaxpr={ lambda ; e:f64[] f:f64[]. let
+          g:f64[] = mul e f
+          h:f64[] = add g e
+          i:f64[] = add h f
+        in (i,) }
+    ] j 0.0:f64[]
+  in (d, k) }";
+
+/// `lax.reduce_window(x, 0, odot, (2, 2), (1, 1), 'VALID')` as JAX 0.10.2 prints it.
+const GENERIC_REDUCE_WINDOW: &str = "{ lambda ; a:f32[3,4]. let
+    b:f32[2,3] = reduce_window[
+      base_dilation=(1, 1)
+      consts=()
+      jaxpr={ lambda ; c:f32[] d:f32[]. let
+          e:f32[] = mul c d
+          f:f32[] = add e c
+          g:f32[] = add f d
+        in (g,) }
+      padding=((0, 0), (0, 0))
+      window_dilation=(1, 1)
+      window_dimensions=(2, 2)
+      window_strides=(1, 1)
+    ] a 0.0:f32[]
+  in (b,) }";
+
+/// The generic `reduce_window`'s jvp is JAX's (`make_jaxpr(lambda x, t: jax.jvp(f, (x,),
+/// (t,)))` of the program above, JAX 0.10.2's text) and computes JAX's values at x =
+/// arange(12) / 10, t = 1.
+#[test]
+fn generic_reduce_window_jvp_is_jax_s() {
+    let rw = remat_ir::parse_jaxpr(GENERIC_REDUCE_WINDOW, "reduce_window.jaxpr").expect("parses");
+    let jvp = jvp_jaxpr(&rw, &[true], &[true]).unwrap().jaxpr;
+    let want = "{ lambda ; a:f32[3,4] b:f32[3,4]. let
+    c:f32[2,3] d:f32[2,3] = reduce_window[
+      base_dilation=(1, 1)
+      consts=()
+      jaxpr={ lambda ; e:f32[] f:f32[] g:f32[] h:f32[]. let
+          i:f32[] = mul e g
+          j:f32[] = mul f g
+          k:f32[] = mul e h
+          l:f32[] = add_any j k
+          m:f32[] = add i e
+          n:f32[] = add l f
+          o:f32[] = add m g
+          p:f32[] = add n h
+        in (o, p) }
+      padding=((0, 0), (0, 0))
+      window_dilation=(1, 1)
+      window_dimensions=(2, 2)
+      window_strides=(1, 1)
+    ] a b 0.0:f32[] 0.0:f32[]
+  in (c, d) }";
+    assert_eq!(jvp.to_string(), want);
+    let x = Array::F32(ArrayD::from_shape_fn(IxDyn(&[3, 4]), |i| (i[0] * 4 + i[1]) as f32 / 10.0));
+    let t = Array::F32(ArrayD::from_elem(IxDyn(&[3, 4]), 1.0));
+    let out = eval_jaxpr(&jvp, &[], &[x, t]).unwrap();
+    let primal = [1.3100001, 2.1680002, 3.2432, 6.182, 8.120001, 10.424001];
+    let tangent = [7.6, 9.6119995, 11.948001, 17.688, 21.14, 25.012001];
+    for (got, want) in [(&out[0], &primal), (&out[1], &tangent)] {
+        for (g, w) in values(got).iter().zip(want.iter()) {
+            assert!(within(*g, *w, 1e-6, 1e-6), "{g} vs JAX's {w}");
+        }
+    }
+}
+
+const GENERIC_REDUCE_PAIR: &str = "{ lambda ; a:f64[3,4] b:f64[3,4]. let
+    c:f64[3] d:f64[3] = reduce[
+      computation=<function pair at 0xXXXXXXXXXXXX>
+      dimensions=(1,)
+      jaxpr={ lambda ; e:f64[] f:f64[] g:f64[] h:f64[]. let
+          i:bool[] = gt e g
+          j:f64[] = select_n i g e
+          k:f64[] = select_n i h f
+        in (j, k) }
+    ] a b -inf:f64[] 0.0:f64[]
+  in (c, d) }";
 
 /// A deterministic generator (xorshift) of normal samples.
 struct Rng(u64);
@@ -705,6 +804,33 @@ fn derivatives_jax_does_not_define_are_errors() {
             assert!(err.contains(&format!("Differentiation rule for '{}' not implemented", op.name())), "{err}");
         }
     }
+    // The generic reduce: JAX's `_reduce_jvp_rule` takes no init value's tangent, and its
+    // `_reduce_jvp` fails on an operand without a tangent beside one with a tangent.
+    let text = "{ lambda ; a:f64[3,4] b:f64[]. let
+    c:f64[3] = reduce[
+      computation=<function odot at 0xXXXXXXXXXXXX>
+      dimensions=(1,)
+      jaxpr={ lambda ; e:f64[] f:f64[]. let g:f64[] = mul e f in (g,) }
+    ] a b
+  in (c,) }";
+    let r = remat_ir::parse_jaxpr(text, "reduce_init.jaxpr").expect("parses");
+    let err = jvp_jaxpr(&r, &[false, true], &[true]).unwrap_err().to_string();
+    assert!(err.contains("non-zero tangents for initial values"), "{err}");
+    assert!(jvp_jaxpr(&r, &[true, false], &[true]).is_ok());
+    let r = remat_ir::parse_jaxpr(GENERIC_REDUCE_PAIR, "reduce_pair.jaxpr").expect("parses");
+    let err = jvp_jaxpr(&r, &[true, false], &[true, true]).unwrap_err().to_string();
+    assert!(err.contains("JAX's `_reduce_jvp` fails on it"), "{err}");
+    // The generic reduce_window: forward mode only (JAX's jvp reduces primals and tangents
+    // in one `reduce_window`, which partial evaluation cannot split).
+    let rw = remat_ir::parse_jaxpr(GENERIC_REDUCE_WINDOW, "reduce_window.jaxpr").expect("parses");
+    let err = linearize(&rw).unwrap_err().to_string();
+    assert!(err.contains("Linearization failed to produce known values for all output primals"), "{err}");
+    // An init value's tangent: JAX's TypeError.
+    let text =
+        GENERIC_REDUCE_WINDOW.replace("a:f32[3,4]. let", "a:f32[3,4] z:f32[]. let").replace("] a 0.0:f32[]", "] a z");
+    let rwz = remat_ir::parse_jaxpr(&text, "reduce_window_init.jaxpr").expect("parses");
+    let err = jvp_jaxpr(&rwz, &[false, true], &[true]).unwrap_err().to_string();
+    assert!(err.contains("reduce_window jvp does not support non-zero init_value_tangent."), "{err}");
     // composite: no jvp (JAX's `composite_jvp`) and no batching rule; without a tangent it
     // is only evaluated.
     let text = "{ lambda ; a:f32[4]. let\n    b:f32[4] = composite[\n      attributes=()\n      jaxpr={ lambda ; c:f32[4]. let d:f32[4] = sin c in (d,) }\n      name=my.sin\n      version=0\n    ] a\n  in (b,) }";

@@ -422,6 +422,18 @@ pub(crate) fn eval_primitive_refs(
         Primitive::Empty2 { dtype, memory_space: _ } => one(structural::empty2(*dtype, args))?,
         Primitive::Reduce { op, axes } => one(reduce::reduce(*op, axes, args))?,
         Primitive::Argmax { axes, index_dtype } => one(reduce::argmax(axes, *index_dtype, args))?,
+        Primitive::GenericReduce { computation: _, dimensions, jaxpr } => {
+            let in_avals: Vec<Aval> = args.iter().map(|a| a.aval()).collect();
+            let scans =
+                remat_ir::generic_reduce_as_scans(dimensions, jaxpr, &in_avals).map_err(|e| invalid(e.to_string()))?;
+            control::call(primitive, "reduce's combiner".to_string(), &scans, &[], args)?
+        }
+        Primitive::GenericReduceWindow { jaxpr, window } => {
+            let in_avals: Vec<Aval> = args.iter().map(|a| a.aval()).collect();
+            let reduce = remat_ir::generic_reduce_window_as_reduce(window, jaxpr, &in_avals)
+                .map_err(|e| invalid(e.to_string()))?;
+            control::call(primitive, "reduce_window's combiner".to_string(), &reduce, &[], args)?
+        }
         Primitive::DotGeneral { dimension_numbers, preferred_element_type, precision: _ } => {
             one(dot::dot_general(dimension_numbers, *preferred_element_type, args))?
         }
@@ -438,6 +450,9 @@ pub(crate) fn eval_primitive_refs(
         Primitive::RandomClone => control::identity(args, 1).map_err(invalid)?,
         Primitive::Threefry2x32 => random::threefry2x32_eqn(args).map_err(invalid)?,
         Primitive::Iota2x32Shape { shape } => remat_math::iota_2x32(shape).into_iter().map(Array::U32).collect(),
+        Primitive::RngBitGenerator { algorithm, dtype, shape } => {
+            random::rng_bit_generator(*algorithm, *dtype, shape, args).map_err(invalid)?
+        }
         Primitive::Jit { name, jaxpr, options: _ } => {
             control::call(primitive, format!("jit `{name}`"), &jaxpr.jaxpr, &jaxpr.consts, args)?
         }
@@ -477,6 +492,13 @@ pub(crate) fn eval_primitive_refs(
             sorting::sort(*dimension, *is_stable, *num_keys, args).map_err(invalid)?
         }
         Primitive::TopK { axis, k } => sorting::top_k(*axis, *k, args).map_err(invalid)?,
+        Primitive::ApproxTopK { k, reduction_dimension, is_max_k, .. } => {
+            let aval = args[0].aval();
+            let axis = remat_ir::approx_top_k_axis(*reduction_dimension, aval.rank())
+                .ok_or_else(|| invalid(format!("reduction_dimension {reduction_dimension} is out of range")))?;
+            let j = remat_ir::approx_top_k_as_jaxpr(*k, axis, *is_max_k, &aval);
+            control::call(primitive, "approx_top_k's exact CPU fallback".to_string(), &j, &[], args)?
+        }
         Primitive::Cholesky => one(linalg::cholesky(args))?,
         Primitive::TriangularSolve(t) => one(linalg::triangular_solve(t, args))?,
         Primitive::Lu => linalg::lu(args).map_err(invalid)?,

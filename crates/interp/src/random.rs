@@ -103,6 +103,31 @@ pub(crate) fn threefry2x32_eqn(args: &[&Array]) -> Result<Vec<Array>, String> {
     Ok(vec![Array::U32(y0), Array::U32(y1)])
 }
 
+/// `rng_bit_generator`: `remat_math`'s XLA bit generators (which the JIT runs too) on the
+/// `u32[4]` key: the new key and the bits.
+pub(crate) fn rng_bit_generator(
+    algorithm: remat_ir::RngAlgorithm,
+    dtype: DType,
+    shape: &[usize],
+    args: &[&Array],
+) -> Result<Vec<Array>, String> {
+    let [key] = operands(args)?;
+    let words: Vec<u32> = typed::<u32>(key)?.iter().copied().collect();
+    let key: [u32; 4] = words.try_into().map_err(|_| "rng_bit_generator: the key must be u32[4]".to_string())?;
+    let (new_key, bits) = remat_math::rng_bit_generator_key(algorithm, key, shape, dtype.bits() as u32);
+    let new_key = Array::U32(ArrayD::from_shape_vec(IxDyn(&[4]), new_key.to_vec()).map_err(|e| e.to_string())?);
+    let bits = match dtype {
+        DType::U8 => Array::U8(
+            ArrayD::from_shape_vec(IxDyn(shape), bits.iter().map(|&b| b as u8).collect()).map_err(|e| e.to_string())?,
+        ),
+        _ => Array::U32(
+            ArrayD::from_shape_vec(IxDyn(shape), bits.iter().map(|&b| b as u32).collect())
+                .map_err(|e| e.to_string())?,
+        ),
+    };
+    Ok(vec![new_key, bits])
+}
+
 /// `random_bits[bit_width=W shape=S]`: element `i` of a key's block is `y0 ^ y1` of
 /// `threefry2x32(key, counter(i))`, truncated to its low `W` bits
 /// (`_threefry_random_bits_partitionable`). remat has `u8` and `u32`, so `W` is 8 or 32.

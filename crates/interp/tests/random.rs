@@ -214,3 +214,48 @@ fn bad_operands_are_errors() {
     let split = Primitive::RandomSplit { shape: vec![2] };
     assert!(err(split, &[key], Aval::new(DType::Key, vec![3])).contains("but the equation declares"));
 }
+
+/// `rng_bit_generator` against JAX 0.10.2 on CPU (`tests/data/rng_bit_generator`): every
+/// algorithm, shape and unsigned dtype JAX makes, through `remat_math`'s bit generators (whose
+/// 16- and 64-bit bits remat has no dtype for) and, for `uint8` and `uint32`, through the
+/// interpreter's primitive; the new key and the bits bit for bit.
+#[test]
+fn rng_bit_generator_matches_jax() {
+    let path = remat_testkit::data_dir().join("rng_bit_generator/jax_values.json");
+    let cases = remat_testkit::read_json(&path);
+    let cases = cases.as_array().expect("a list of cases");
+    assert_eq!(cases.len(), 96);
+    let words = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array().expect("a list").iter().map(|x| x.as_u64().expect("an unsigned integer")).collect()
+    };
+    for case in cases {
+        let algorithm = case["algorithm"].as_str().unwrap();
+        let alg = remat_ir::RngAlgorithm::from_name(algorithm).unwrap();
+        let dtype = case["dtype"].as_str().unwrap();
+        let shape: Vec<usize> = words(&case["shape"]).iter().map(|&d| d as usize).collect();
+        let key: Vec<u32> = words(&case["key"]).iter().map(|&w| w as u32).collect();
+        let new_key: Vec<u32> = words(&case["new_key"]).iter().map(|&w| w as u32).collect();
+        let bits = words(&case["bits"]);
+        let width: u32 = dtype.trim_start_matches("uint").parse().unwrap();
+        let what = format!("{algorithm} {dtype} {shape:?}");
+        let (k, b) = remat_math::rng_bit_generator_key(alg, key.clone().try_into().unwrap(), &shape, width);
+        assert_eq!(k.to_vec(), new_key, "{what}: new key");
+        assert_eq!(b, bits, "{what}: bits");
+        let short = match dtype {
+            "uint8" => "u8",
+            "uint32" => "u32",
+            _ => continue,
+        };
+        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        let (aval_dims, tuple) = match dims.len() {
+            1 => (dims[0].clone(), format!("({},)", dims[0])),
+            _ => (dims.join(","), format!("({})", dims.join(", "))),
+        };
+        let text = format!(
+            "{{ lambda ; a:u32[4]. let\n    b:u32[4] c:{short}[{aval_dims}] = rng_bit_generator[\n      algorithm={algorithm}\n      dtype={dtype}\n      out_sharding=None\n      shape={tuple}\n    ] a\n  in (b, c) }}"
+        );
+        let outs = run(&text, &[u32s(&[4], &key)]);
+        assert_eq!(outs[0].to_f64_vec(), new_key.iter().map(|&w| f64::from(w)).collect::<Vec<_>>(), "{what}");
+        assert_eq!(outs[1].to_f64_vec(), bits.iter().map(|&w| w as f64).collect::<Vec<_>>(), "{what}");
+    }
+}

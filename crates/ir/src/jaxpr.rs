@@ -492,6 +492,16 @@ pub enum Primitive {
         axes: Vec<usize>,
         index_dtype: DType,
     },
+    /// `reduce[computation=<function ...> dimensions=(1,) jaxpr={...}] xs... inits...`:
+    /// JAX's generic `lax.reduce`, the operands reduced over `dimensions` by the scalar
+    /// combiner `jaxpr` (`(accs..., xs...) -> accs...`) from the init values; `computation` is
+    /// the Python function's repr, kept for printing. The combiner is data (as `scatter`'s
+    /// `update_jaxpr`): passes do not walk into it.
+    GenericReduce {
+        computation: Param,
+        dimensions: Vec<usize>,
+        jaxpr: Arc<Jaxpr>,
+    },
     DotGeneral {
         dimension_numbers: DotDimensionNumbers,
         preferred_element_type: Option<DType>,
@@ -524,6 +534,15 @@ pub enum Primitive {
     /// `reduce_window_sum`, `reduce_window_max`, `reduce_window_min`: `op` over each window.
     ReduceWindow {
         op: WindowOp,
+        window: Window,
+    },
+    /// `reduce_window[base_dilation consts=() jaxpr={...} padding window_dilation
+    /// window_dimensions window_strides] xs... inits...`: JAX's generic `lax.reduce_window`,
+    /// each window of the operands reduced by the scalar combiner `jaxpr` (as the generic
+    /// `reduce`'s, data that passes do not walk into) from the init values; padding and
+    /// dilation holes are skipped, as XLA does.
+    GenericReduceWindow {
+        jaxpr: Arc<Jaxpr>,
         window: Window,
     },
     /// `select_and_scatter_add source operand`: each window's `source` value added at the
@@ -568,6 +587,14 @@ pub enum Primitive {
     /// `iota_2x32_shape[shape=S]`: the row-major index of each element of `S` as a 64-bit
     /// count, in two `u32[S]` results (high word, low word).
     Iota2x32Shape {
+        shape: Vec<usize>,
+    },
+    /// `rng_bit_generator[algorithm=RNG_DEFAULT dtype=uint32 out_sharding=None shape=(2, 3)]
+    /// key`: XLA's `RngBitGenerator` on a `u32[4]` key, the new key and `dtype` bits of
+    /// `shape` (`primitive/random.rs`).
+    RngBitGenerator {
+        algorithm: crate::param_types::RngAlgorithm,
+        dtype: DType,
         shape: Vec<usize>,
     },
 
@@ -763,6 +790,17 @@ pub enum Primitive {
         axis: usize,
         k: usize,
     },
+    /// `approx_top_k[aggregate_to_topk=True is_max_k=True k=5 recall_target=0.95
+    /// reduction_dimension=-1 reduction_input_size_override=-1] x`: `lax.approx_max_k` and
+    /// `approx_min_k`; on CPU XLA's fallback is exact (`primitive/sorting.rs`).
+    ApproxTopK {
+        k: usize,
+        reduction_dimension: i64,
+        recall_target: Param,
+        is_max_k: bool,
+        reduction_input_size_override: i64,
+        aggregate_to_topk: bool,
+    },
     /// The index of the first minimum along one axis.
     Argmin {
         axes: Vec<usize>,
@@ -899,7 +937,10 @@ impl Primitive {
     /// scatters share it.
     pub fn jaxprs_in_params(&self) -> Vec<&Arc<Jaxpr>> {
         let mut all = self.subjaxprs();
-        if let Primitive::Scatter { update_jaxpr: Some(j), .. } = self {
+        if let Primitive::Scatter { update_jaxpr: Some(j), .. }
+        | Primitive::GenericReduce { jaxpr: j, .. }
+        | Primitive::GenericReduceWindow { jaxpr: j, .. } = self
+        {
             all.push(j);
         }
         all
@@ -965,6 +1006,7 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
@@ -979,6 +1021,8 @@ impl Primitive {
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
@@ -1000,7 +1044,8 @@ impl Primitive {
             | Primitive::ReduceScatter { .. }
             | Primitive::Ppermute { .. }
             | Primitive::AxisIndex { .. }
-            | Primitive::Pbroadcast { .. } => Vec::new(),
+            | Primitive::Pbroadcast { .. }
+            | Primitive::RngBitGenerator { .. } => Vec::new(),
         }
     }
 
@@ -1102,6 +1147,7 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
@@ -1116,6 +1162,8 @@ impl Primitive {
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
@@ -1137,7 +1185,8 @@ impl Primitive {
             | Primitive::ReduceScatter { .. }
             | Primitive::Ppermute { .. }
             | Primitive::AxisIndex { .. }
-            | Primitive::Pbroadcast { .. } => {}
+            | Primitive::Pbroadcast { .. }
+            | Primitive::RngBitGenerator { .. } => {}
         }
         Ok(prim)
     }

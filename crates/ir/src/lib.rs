@@ -29,16 +29,17 @@ pub use num_complex::{Complex32, Complex64};
 pub use param::Param;
 pub use parse::{parse_jaxpr, ParseError};
 pub use policy::Policy;
+pub use primitive::{
+    approx_top_k_as_jaxpr, approx_top_k_axis, dilated, generic_reduce_as_scans, generic_reduce_window_as_reduce,
+    reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers, ConvParams,
+    Refusal, Window, WindowOp,
+};
 pub use primitive::{block_aval, global_aval, Collective};
 pub use primitive::{
     cond_branch, platform_index, random_bits_dtype, AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, CopySemantics,
     CumulativeOp, DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers,
-    GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, Qr, ReduceOp, RoundingMethod,
-    ScatterDimensionNumbers, ScatterOp, Svd, SvdAlgorithm, TriangularSolve, UnaryDomain, UnaryOp,
-};
-pub use primitive::{
-    dilated, reduce_window_name, refusal, scatter_window, shape_rule, window_out_extent, ConvDimensionNumbers,
-    ConvParams, Refusal, Window, WindowOp,
+    GatherScatterMode, HigherOrder, JitOptions, Precision, Primitive, PrimitiveKind, Qr, ReduceOp, RngAlgorithm,
+    RoundingMethod, ScatterDimensionNumbers, ScatterOp, Svd, SvdAlgorithm, TriangularSolve, UnaryDomain, UnaryOp,
 };
 pub use print::{pp_jaxpr, pp_literal};
 pub use shape::ShapeError;

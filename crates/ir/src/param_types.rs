@@ -53,6 +53,16 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// `lax.RandomAlgorithm`, `rng_bit_generator`'s `algorithm` (`RNG_DEFAULT` is Philox on
+    /// CPU).
+    pub enum RngAlgorithm {
+        Default = "RNG_DEFAULT",
+        ThreeFry = "RNG_THREE_FRY",
+        Philox = "RNG_PHILOX",
+    }
+}
+
 // Linear algebra (`primitive/linalg.rs`).
 
 /// `triangular_solve`'s parameters, as JAX names them.

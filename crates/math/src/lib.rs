@@ -24,11 +24,13 @@ pub mod fenv;
 pub mod fft;
 pub mod flush;
 pub mod linalg;
+mod rng_bit_generator;
 mod special;
 mod threefry;
 
 pub use fenv::XlaFloatEnv;
 pub use flush::{maximum, minimum, Flush};
+pub use rng_bit_generator::{philox4x32, rbg_key_of_state, rbg_state_of_key, rng_bit_generator, rng_bit_generator_key};
 pub use special::{
     bessel_i0e, bessel_i1e, digamma, erf_inv, igamma, igamma_grad_a, igammac, polygamma, random_gamma_grad,
     regularized_incomplete_beta, zeta, Limits,

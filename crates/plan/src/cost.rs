@@ -85,6 +85,13 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
             let r = ins[0].rank();
             2 * (outs[0].size() as u64) * ins[0].shape[r - 1] as u64
         }
+        // The combiner's equations once per operand element.
+        Primitive::GenericReduce { jaxpr, .. } => ins[0].size() as u64 * jaxpr.eqns.len().max(1) as u64,
+        // Once per window element of each result.
+        Primitive::GenericReduceWindow { jaxpr, window } => {
+            let per_window: usize = window.window_dimensions.iter().product();
+            (outs[0].size() * per_window) as u64 * jaxpr.eqns.len().max(1) as u64
+        }
         // A swap per pivot.
         Primitive::LuPivotsToPermutation { .. } => per_element(),
         // About 5 n log2 n per transformed element (n the transformed extent).
@@ -186,10 +193,12 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::Split { .. }
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::ReduceWindow { .. }
         | Primitive::SelectAndScatterAdd { .. }
         | Primitive::SelectAndGatherAdd { .. } => per_element(),

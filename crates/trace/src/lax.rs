@@ -612,6 +612,164 @@ pub fn reduce_prod(x: &Tensor, axes: &[usize]) -> Tensor {
     x.apply_at(Primitive::Reduce { op: remat_ir::ReduceOp::Prod, axes: axes.to_vec() }, Location::caller())
 }
 
+/// `lax.rng_bit_generator(key, shape, dtype, algorithm)`: XLA's bit generator on a `u32[4]`
+/// key, `(new_key, bits)` of `dtype` (`uint8` or `uint32`) and `shape`; `algorithm` is
+/// `RngAlgorithm::Default` (Philox on CPU), `ThreeFry` or `Philox`.
+#[track_caller]
+pub fn rng_bit_generator(
+    key: &Tensor,
+    shape: &[usize],
+    dtype: DType,
+    algorithm: remat_ir::RngAlgorithm,
+) -> (Tensor, Tensor) {
+    let loc = Location::caller();
+    let prim = Primitive::RngBitGenerator { algorithm, dtype, shape: shape.to_vec() };
+    match bind_n(prim, &[key.into()], &[false, false], loc) {
+        Some(mut outs) if outs.len() == 2 => {
+            let bits = outs.pop().expect("two results");
+            (outs.pop().expect("two results"), bits)
+        }
+        _ => {
+            (Tensor::placeholder(Aval::new(DType::U32, vec![4])), Tensor::placeholder(Aval::new(dtype, shape.to_vec())))
+        }
+    }
+}
+
+/// `lax.approx_max_k(x, k, reduction_dimension, recall_target)` (`aggregate_to_topk=True`,
+/// no size override): the `k` largest along the axis and their `i32` indices. On CPU it is
+/// exact (XLA's fallback: `top_k`, NaN first, ties by index).
+#[track_caller]
+pub fn approx_max_k(x: &Tensor, k: usize, reduction_dimension: i64, recall_target: f64) -> (Tensor, Tensor) {
+    approx_top_k(x, k, reduction_dimension, recall_target, true, Location::caller())
+}
+
+/// `lax.approx_min_k(x, k, reduction_dimension, recall_target)`: the `k` smallest (exact on
+/// CPU: an ascending stable sort, NaN last) and their `i32` indices.
+#[track_caller]
+pub fn approx_min_k(x: &Tensor, k: usize, reduction_dimension: i64, recall_target: f64) -> (Tensor, Tensor) {
+    approx_top_k(x, k, reduction_dimension, recall_target, false, Location::caller())
+}
+
+fn approx_top_k(
+    x: &Tensor,
+    k: usize,
+    reduction_dimension: i64,
+    recall_target: f64,
+    is_max_k: bool,
+    loc: &'static Location<'static>,
+) -> (Tensor, Tensor) {
+    let prim = Primitive::ApproxTopK {
+        k,
+        reduction_dimension,
+        recall_target: Param::Float(recall_target),
+        is_max_k,
+        reduction_input_size_override: -1,
+        aggregate_to_topk: true,
+    };
+    match bind_n(prim, &[x.into()], &[x.is_weak(), false], loc) {
+        Some(mut outs) if outs.len() == 2 => {
+            let indices = outs.pop().expect("two results");
+            (outs.pop().expect("two results"), indices)
+        }
+        _ => {
+            let mut shape = x.shape().to_vec();
+            if let Some(axis) = remat_ir::approx_top_k_axis(reduction_dimension, shape.len()) {
+                shape[axis] = k;
+            }
+            (
+                Tensor::placeholder(Aval::new(x.dtype(), shape.clone())),
+                Tensor::placeholder(Aval::new(DType::I32, shape)),
+            )
+        }
+    }
+}
+
+/// `lax.reduce(operands, init_values, computation, dimensions)` with a combiner that JAX
+/// does not recognise as a monoid (a closure never is): the generic `reduce`, the operands
+/// (of one shape) reduced over `dimensions` by `computation(accumulators, elements)` over
+/// scalars of their dtypes, from `init_values` (one per operand, of its dtype, recorded as
+/// literals as a NumPy scalar is). `computation` is printed as JAX prints a Python
+/// function, named after the Rust function (`<function odot at 0x...>`; a closure is
+/// `<function f.<locals>.<lambda> at 0x...>` of its enclosing function). It must not
+/// capture traced values (JAX's combiner jaxpr has none).
+#[track_caller]
+pub fn reduce(
+    operands: &[&Tensor],
+    init_values: &[f64],
+    computation: impl Fn(&[Tensor], &[Tensor]) -> Vec<Tensor>,
+    dimensions: &[usize],
+) -> Vec<Tensor> {
+    let loc = Location::caller();
+    let placeholders = || {
+        operands
+            .iter()
+            .map(|t| {
+                let shape = t.shape().iter().enumerate().filter(|(d, _)| !dimensions.contains(d)).map(|(_, &n)| n);
+                Tensor::placeholder(Aval::new(t.dtype(), shape.collect::<Vec<usize>>()))
+            })
+            .collect::<Vec<_>>()
+    };
+    let n = operands.len();
+    if n == 0 || init_values.len() != n {
+        record_error(loc, format!("reduce: {n} operands need as many init values, found {}", init_values.len()));
+        return placeholders();
+    }
+    let types: Vec<(Aval, bool)> = operands.iter().map(|t| (Aval::scalar(t.dtype()), false)).collect();
+    let types: Vec<(Aval, bool)> = types.iter().chain(&types).cloned().collect();
+    let name = std::any::type_name_of_val(&computation);
+    let body = match trace_body(&types, |inner| computation(&inner[..n], &inner[n..]), ("the combiner", name), loc) {
+        Ok(body) => body,
+        Err(_) => return placeholders(),
+    };
+    if !body.captured.is_empty() {
+        record_error(loc, "reduce: the combiner captures traced values; pass them as operands".to_string());
+        return placeholders();
+    }
+    let mut ops: Vec<Operand> = operands.iter().map(|&t| t.into()).collect();
+    ops.extend(operands.iter().zip(init_values).map(|(t, &v)| Operand::Literal(LitValue::from_f64(t.dtype(), v))));
+    let prim = Primitive::GenericReduce {
+        computation: Param::Opaque(format!("<function {} at 0xXXXXXXXXXXXX>", python_function_name(name))),
+        dimensions: dimensions.to_vec(),
+        jaxpr: combiner_jaxpr(name, body.jaxpr),
+    };
+    bind_n(prim, &ops, &vec![false; n], loc).unwrap_or_else(placeholders)
+}
+
+/// The combiner's jaxpr, one object for one Rust function and one traced text, as JAX's
+/// `_reduction_jaxpr` cache gives one jaxpr per Python function and operand types (which
+/// the printer then hoists when two equations share it). The cache keeps the last 64.
+fn combiner_jaxpr(type_name: &str, jaxpr: Jaxpr) -> Arc<Jaxpr> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<Vec<(String, String, Arc<Jaxpr>)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let text = jaxpr.to_string();
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some((_, _, j)) = cache.iter().find(|(n, t, _)| n == type_name && *t == text) {
+            return j.clone();
+        }
+        let j = Arc::new(jaxpr);
+        if cache.len() == 64 {
+            cache.remove(0);
+        }
+        cache.push((type_name.to_string(), text, j.clone()));
+        j
+    })
+}
+
+/// How JAX names a Python function for a Rust function's type name: its last path segment
+/// (`my_crate::odot` is `odot`); a closure is a lambda local to its enclosing function
+/// (`my_crate::f::{{closure}}` is `f.<locals>.<lambda>`).
+fn python_function_name(type_name: &str) -> String {
+    let segments: Vec<&str> = type_name.split("::").collect();
+    match segments.as_slice() {
+        [.., f, "{{closure}}"] => format!("{f}.<locals>.<lambda>"),
+        [.., f] => (*f).to_string(),
+        [] => "<lambda>".to_string(),
+    }
+}
+
 /// `lax.reduce_and(x, axes)`: bitwise (on `bool`, logical) and over `axes` (`reduce_and`).
 #[track_caller]
 pub fn reduce_and(x: &Tensor, axes: &[usize]) -> Tensor {

@@ -10,7 +10,7 @@ use oracle::{check_oracle, p, Program};
 
 use std::collections::BTreeMap;
 
-use remat_ir::{Aval, DType};
+use remat_ir::{Aval, DType, RngAlgorithm};
 use remat_trace::lax::{
     self, ConvOptions, FillValue, GatherDimensionNumbers, GatherOptions, GatherScatterMode, Padding,
     ScatterDimensionNumbers, ScatterOptions,
@@ -22,6 +22,17 @@ type Branch = dyn Fn(Tensor) -> Tensor;
 
 fn nhwc() -> ConvOptions {
     ConvOptions::default().dimension_numbers("NHWC", "HWIO", "NHWC")
+}
+
+/// `ab + a + b`: the generic `reduce`'s combiner of the `reduce_generic` case.
+fn odot(a: &[Tensor], b: &[Tensor]) -> Vec<Tensor> {
+    vec![&(&(&a[0] * &b[0]) + &a[0]) + &b[0]]
+}
+
+/// The larger value with its payload: the `reduce_generic_pair` case's combiner.
+fn pair(a: &[Tensor], b: &[Tensor]) -> Vec<Tensor> {
+    let p = a[0].gt(&b[0]);
+    vec![lax::select_n(&p, &[&b[0], &a[0]]), lax::select_n(&p, &[&b[1], &a[1]])]
 }
 
 /// The Rust twin of each oracle case.
@@ -284,6 +295,38 @@ fn programs() -> BTreeMap<&'static str, Program> {
             let (x, y) = (&a[0], &a[1]);
             lax::real(&(lax::complex(x, y) * lax::complex(y, x)))
                 + lax::imag(&(lax::conj(&lax::complex(x, y)) * lax::complex(x, x)))
+        }),
+    );
+    add(
+        "reduce_generic",
+        p(|a| {
+            let x = &a[0] * 0.25;
+            let s = lax::reduce(&[&x], &[0.0], odot, &[1]).remove(0);
+            s + lax::reduce(&[&a[1].tanh()], &[0.0], odot, &[0, 2]).remove(0)
+        }),
+    );
+    add(
+        "reduce_generic_pair",
+        p(|a| {
+            let r = lax::reduce(&[&a[0], &a[1]], &[f64::NEG_INFINITY, 0.0], pair, &[1]);
+            &r[0] * &r[1]
+        }),
+    );
+    add(
+        "rng_bit_generator",
+        p(|a| {
+            let key = &(&numpy::arange(4, DType::U32) * numpy::uint32(0x9E3779B9)) + numpy::uint32(7);
+            let (k1, bits) = lax::rng_bit_generator(&key, &[2, 3], DType::U32, RngAlgorithm::Default);
+            let (_, small) = lax::rng_bit_generator(&k1, &[2, 3], DType::U8, RngAlgorithm::ThreeFry);
+            &a[0] * bits.astype(DType::F32) + small.astype(DType::F32)
+        }),
+    );
+    add(
+        "approx_top_k",
+        p(|a| {
+            let (v, i) = lax::approx_max_k(&a[0], 3, -1, 0.95);
+            let (w, j) = lax::approx_min_k(&a[1].sin(), 2, 0, 0.9);
+            (&v * &v).sum() + (&w * j.astype(DType::F32)).sum() + i.astype(DType::F32).sum()
         }),
     );
     add("linalg_cholesky", p(|a| linalg::cholesky(&(a[0].matmul(&a[0].t()) + 3.0), true)));

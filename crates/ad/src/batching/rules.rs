@@ -5,7 +5,9 @@
 //! Parameters JAX computes with NumPy (`np.add(1, dims)`, `np.where(..)`) print as
 //! `np.int64(..)`; the rules spell them so (`np_tuple`).
 
-use remat_ir::{Atom, DType, DotDimensionNumbers, Eqn, Primitive};
+use std::sync::Arc;
+
+use remat_ir::{Atom, Aval, ClosedJaxpr, CompareOp, DType, DotDimensionNumbers, Eqn, Jaxpr, JitOptions, Primitive};
 
 use super::control;
 use super::indexing::{self, GatherParams, ScatterParams};
@@ -95,6 +97,62 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let (x, d) = ins[0];
             let x = bdim_at_front(b, x, d, 1)?;
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, Some(0))])
+        }
+        // `_approx_top_k_batch_rule`: the operand keeps its batch axis, and so do both
+        // results; `reduction_dimension` is renumbered past it.
+        Primitive::ApproxTopK {
+            k,
+            reduction_dimension,
+            recall_target,
+            is_max_k,
+            reduction_input_size_override,
+            aggregate_to_topk,
+        } => {
+            let (x, d) = ins[0];
+            let bd = d.expect("batched");
+            let rank = b.aval(&x).rank();
+            let dim_map: Vec<usize> = (0..rank).filter(|&r| r != bd).collect();
+            let rd = if *reduction_dimension < 0 {
+                *reduction_dimension + dim_map.len() as i64
+            } else {
+                *reduction_dimension
+            };
+            let Some(&rd) = usize::try_from(rd).ok().and_then(|r| dim_map.get(r)) else {
+                return Err(AdError::Invalid(format!(
+                    "vmap: approx_top_k's reduction_dimension {reduction_dimension} is out of range"
+                )));
+            };
+            let prim = Primitive::ApproxTopK {
+                k: *k,
+                reduction_dimension: rd as i64,
+                recall_target: recall_target.clone(),
+                is_max_k: *is_max_k,
+                reduction_input_size_override: *reduction_input_size_override,
+                aggregate_to_topk: *aggregate_to_topk,
+            };
+            Ok(b.bind(prim, vec![x])?.into_iter().map(|v| (Atom::Var(v), Some(bd))).collect())
+        }
+        // `_rng_bit_generator_batching_rule`: the first key draws the bits of every example
+        // (one draw of shape `(size, *shape)`), and only that key is replaced by its new key
+        // (a `jit` of `dynamic_update_index_in_dim`).
+        Primitive::RngBitGenerator { algorithm, dtype, shape } => {
+            let (keys, d) = ins[0];
+            let keys = moveaxis(b, keys, d.expect("batched"), 0)?;
+            let slice = Primitive::Slice { start_indices: vec![0, 0], limit_indices: vec![1, 4], strides: None };
+            let first = b.bind1(slice, vec![keys])?;
+            let key = b.bind1(Primitive::Squeeze { dimensions: vec![0] }, vec![first])?;
+            let mut all = vec![size];
+            all.extend(shape);
+            let prim = Primitive::RngBitGenerator { algorithm: *algorithm, dtype: *dtype, shape: all };
+            let outs = b.bind(prim, vec![key])?;
+            let body = dynamic_update_index_in_dim(size)?;
+            let jit = Primitive::Jit {
+                name: "dynamic_update_index_in_dim".into(),
+                jaxpr: ClosedJaxpr::new(Arc::new(body)),
+                options: JitOptions::default(),
+            };
+            let new_keys = b.bind1(jit, vec![keys, Atom::Var(outs[0]), lit(DType::I32, 0.0)])?;
+            Ok(vec![(new_keys, Some(0)), (Atom::Var(outs[1]), Some(0))])
         }
         // JAX's `_device_put_batcher`: every operand keeps its batch axis.
         Primitive::DevicePut { .. } | Primitive::OptimizationBarrier => {
@@ -212,6 +270,52 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             b.spell_last_param("axes", np_tuple(&axes.iter().map(|&a| (a, true)).collect::<Vec<_>>()));
             Ok(vec![(out, Some(out_d))])
         }
+        // `_reduce_batch_rule`: batched operands at the front (unbatched ones broadcast),
+        // the reduced dimensions shifted; JAX implements no batched init value.
+        Primitive::GenericReduce { computation, dimensions, jaxpr } => {
+            let n = ins.len() / 2;
+            if ins[n..].iter().any(|x| x.1.is_some()) {
+                return Err(AdError::Unsupported {
+                    primitive: "reduce",
+                    message: "a batched init value: JAX's `_reduce_batch_rule` raises NotImplementedError".into(),
+                });
+            }
+            let mut operands = Vec::with_capacity(ins.len());
+            for &(x, d) in &ins[..n] {
+                operands.push(bdim_at_front(b, x, d, size)?);
+            }
+            operands.extend(ins[n..].iter().map(|x| x.0));
+            let prim = Primitive::GenericReduce {
+                computation: computation.clone(),
+                dimensions: dimensions.iter().map(|d| d + 1).collect(),
+                jaxpr: jaxpr.clone(),
+            };
+            Ok(b.bind(prim, operands)?.into_iter().map(|v| (Atom::Var(v), Some(0))).collect())
+        }
+        // `_generic_reduce_window_batch_rule`: batched operands at the front (unbatched ones
+        // broadcast) under a window of 1 there; JAX implements no batched init value.
+        Primitive::GenericReduceWindow { jaxpr, window } => {
+            let n = ins.len() / 2;
+            if ins[n..].iter().any(|x| x.1.is_some()) {
+                return Err(AdError::Unsupported {
+                    primitive: "reduce_window",
+                    message: "reduce_window batching is not implemented for initial values".into(),
+                });
+            }
+            let mut operands = Vec::with_capacity(ins.len());
+            for &(x, d) in &ins[..n] {
+                operands.push(bdim_at_front(b, x, d, size)?);
+            }
+            operands.extend(ins[n..].iter().map(|x| x.0));
+            let mut w = window.clone();
+            w.window_dimensions.insert(0, 1);
+            w.window_strides.insert(0, 1);
+            w.padding.insert(0, (0, 0));
+            w.base_dilation.insert(0, 1);
+            w.window_dilation.insert(0, 1);
+            let prim = Primitive::GenericReduceWindow { jaxpr: jaxpr.clone(), window: w };
+            Ok(b.bind(prim, operands)?.into_iter().map(|v| (Atom::Var(v), Some(0))).collect())
+        }
         Primitive::Cumulative { op, axis, reverse } => {
             let (x, d) = ins[0];
             let bd = d.expect("batched");
@@ -249,7 +353,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let mut args: Vec<Atom> = consts.into_iter().map(|c| b.const_array(c)).collect();
             args.extend(ins.iter().map(|x| x.0));
             let prim = Primitive::Remat2 {
-                jaxpr: std::sync::Arc::new(body),
+                jaxpr: Arc::new(body),
                 prevent_cse: *prevent_cse,
                 differentiated: *differentiated,
                 policy: policy.clone(),
@@ -785,4 +889,20 @@ fn triangular_solve(
             Ok((solve(b, x, y)?, Some(0)))
         }
     }
+}
+
+/// JAX's `dynamic_update_index_in_dim(keys, key, i, axis=0)` on `u32[size,4]` keys as the
+/// jaxpr JAX traces for it: `i` wrapped if negative, the key written at row `i`.
+fn dynamic_update_index_in_dim(size: usize) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    let keys = Atom::Var(b.invar(Aval::new(DType::U32, vec![size, 4])));
+    let key = Atom::Var(b.invar(Aval::new(DType::U32, vec![4])));
+    let i = Atom::Var(b.invar(Aval::scalar(DType::I32)));
+    let row = b.broadcast_in_dim(key, &[1, 4], &[1])?;
+    let negative = b.compare(CompareOp::Lt, i, lit(DType::I32, 0.0))?;
+    let j = b.bind1(Primitive::ConvertElementType { new_dtype: DType::I32, weak_type: false }, vec![i])?;
+    let wrapped = b.add(j, lit(DType::I32, size as f64))?;
+    let index = b.select_n(negative, vec![i, wrapped])?;
+    let out = b.bind1(Primitive::DynamicUpdateSlice, vec![keys, row, index, lit(DType::I32, 0.0)])?;
+    Ok(b.finish(vec![out]))
 }

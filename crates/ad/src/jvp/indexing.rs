@@ -372,6 +372,67 @@ pub(super) fn top_k(
     Ok((out, vec![Tangent::Nz(t), Tangent::Zero]))
 }
 
+/// `approx_top_k`: `_approx_top_k_jvp`, the primitive again and the tangent taken along the
+/// reduced axis at the indices by `jnp.take_along_axis` (a `jit` that wraps negative indices,
+/// reshapes them with a trailing 1 and gathers with `fill_value=nan` under `FILL_OR_DROP`).
+pub(super) fn approx_top_k(
+    b: &mut Builder,
+    old: &Jaxpr,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::ApproxTopK { reduction_dimension, .. } = eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not approx_top_k"));
+    };
+    let out = emit_primal(b, old, eqn, primals);
+    let Tangent::Nz(t) = tangents[0] else { return Ok((out, vec![Tangent::Zero, Tangent::Zero])) };
+    let t_aval = b.aval(&t);
+    let idx_aval = b.aval(&out[1]);
+    let axis = remat_ir::approx_top_k_axis(reduction_dimension, t_aval.rank())
+        .ok_or_else(|| unsupported(&eqn.primitive, "has its reduction_dimension out of range"))?;
+    let body = take_along_axis_body(&t_aval, &idx_aval, axis)?;
+    let jit = Primitive::Jit {
+        name: "take_along_axis".into(),
+        jaxpr: ClosedJaxpr::new(Arc::new(body)),
+        options: remat_ir::JitOptions::default(),
+    };
+    let taken = b.bind1(jit, vec![t, out[1]])?;
+    Ok((out, vec![Tangent::Nz(taken), Tangent::Zero]))
+}
+
+/// JAX's `jnp.take_along_axis(x, indices, axis)` body for in-range rank-equal operands:
+/// negative indices wrapped, a trailing 1 appended, a batched gather along `axis`.
+fn take_along_axis_body(x: &Aval, indices: &Aval, axis: usize) -> Result<Jaxpr, AdError> {
+    let mut b = Builder::new();
+    let xv = Atom::Var(b.invar(x.clone()));
+    let iv = Atom::Var(b.invar(indices.clone()));
+    let negative = b.compare(CompareOp::Lt, iv, lit(DType::I32, 0.0))?;
+    let wrapped = b.add(iv, lit(DType::I32, x.shape[axis] as f64))?;
+    let index = b.select_n(negative, vec![iv, wrapped])?;
+    let mut shape = indices.shape.clone();
+    shape.push(1);
+    let index = b.bind1(Primitive::Reshape { new_sizes: shape, dimensions: None }, vec![index])?;
+    let rank = x.rank();
+    let batch: Vec<usize> = (0..rank).filter(|&d| d != axis).collect();
+    let prim = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: Vec::new(),
+            collapsed_slice_dims: vec![axis],
+            start_index_map: vec![axis],
+            operand_batching_dims: batch.clone(),
+            start_indices_batching_dims: batch,
+        },
+        fill_value: Some(FillValue::Float(f64::NAN)),
+        indices_are_sorted: false,
+        mode: GatherScatterMode::FillOrDrop,
+        slice_sizes: vec![1; rank],
+        unique_indices: false,
+    };
+    let out = b.bind1(prim, vec![xv, index])?;
+    Ok(b.finish(vec![out]))
+}
+
 /// `cumprod`, `cummax`, `cummin`, `cumlogsumexp`: `_cumulative_jvp_rule`, the jvp of
 /// `associative_scan` with the combining function, inlined.
 pub(super) fn cumulative(
@@ -398,17 +459,187 @@ pub(super) fn cumulative(
 /// The jvp of the one-input, one-output jaxpr `inner` (a rule JAX writes as a traced
 /// function) at `primal` with `tangent`, its equations emitted inline.
 fn jvp_inlined(b: &mut Builder, inner: &Jaxpr, primal: Atom, tangent: Tangent) -> Result<JvpOut, AdError> {
+    jvp_inlined_many(b, inner, &[primal], &[tangent])
+}
+
+/// [`jvp_inlined`] of a jaxpr with any number of inputs and outputs.
+fn jvp_inlined_many(b: &mut Builder, inner: &Jaxpr, primal: &[Atom], tangent: &[Tangent]) -> Result<JvpOut, AdError> {
     let mut primals = VarMap::new(inner);
-    primals.set(inner.invars[0], primal);
     let mut ts = vec![Tangent::Zero; inner.vars.len()];
-    ts[inner.invars[0].index()] = tangent;
+    for ((&v, &p), &t) in inner.invars.iter().zip(primal).zip(tangent) {
+        primals.set(v, p);
+        ts[v.index()] = t;
+    }
     jvp_eqns(b, inner, &mut primals, &mut ts)?;
-    let out = primals.get(&inner.outvars[0]);
-    let t = match inner.outvars[0] {
-        Atom::Var(v) => ts[v.index()],
-        Atom::Lit(_) => Tangent::Zero,
+    let outs = primals.get_all(&inner.outvars);
+    let touts = inner
+        .outvars
+        .iter()
+        .map(|a| match a {
+            Atom::Var(v) => ts[v.index()],
+            Atom::Lit(_) => Tangent::Zero,
+        })
+        .collect();
+    Ok((outs, touts))
+}
+
+/// The generic `reduce`: `_reduce_jvp_rule`, the jvp of JAX's `_reduce_jvp` tree (as for
+/// `reduce_prod`, with the combiner vmapped over the kept axes and the halves for the
+/// operands together, an odd second half padded with the init values), inlined. As in JAX,
+/// an init value's tangent must be zero, and every operand must have a tangent (JAX's rule
+/// fails on a symbolic zero).
+pub(super) fn generic_reduce(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::GenericReduce { dimensions, jaxpr, .. } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a generic reduction"));
     };
-    Ok((vec![out], vec![t]))
+    let n = primals.len() / 2;
+    if tangents[n..].iter().any(|t| !t.is_zero()) {
+        return Err(unsupported(
+            &eqn.primitive,
+            "Gradient of general lax.reduce with non-zero tangents for initial values to reduction not implemented",
+        ));
+    }
+    if tangents[..n].iter().any(Tangent::is_zero) {
+        return Err(unsupported(
+            &eqn.primitive,
+            "an operand has no tangent beside operands that have one: JAX's `_reduce_jvp` fails on it (a symbolic zero passed to reshape)",
+        ));
+    }
+    let avals: Vec<Aval> = primals.iter().map(|p| b.aval(p)).collect();
+    let inner = generic_reduce_tree(&avals, dimensions, jaxpr, eqn)?;
+    let mut ts = tangents[..n].to_vec();
+    ts.extend(vec![Tangent::Zero; n]);
+    jvp_inlined_many(b, &inner, primals, &ts)
+}
+
+/// The scalar combiner `combiner` applied to arrays `args` of one shape, each equation
+/// bound on them (what `vmap` makes of elementwise equations, literals staying scalars); a
+/// combiner equation that is not elementwise is an error.
+fn elementwise_over(b: &mut Builder, combiner: &Jaxpr, args: &[Atom], eqn: &Eqn) -> Result<Vec<Atom>, AdError> {
+    let mut map = VarMap::new(combiner);
+    for (&v, &a) in combiner.invars.iter().zip(args) {
+        map.set(v, a);
+    }
+    for e in &combiner.eqns {
+        let ins = map.get_all(&e.invars);
+        let saved = b.set_source(Some(e.source.clone()));
+        let outs = b.bind(e.primitive.clone(), ins).map_err(|err| {
+            unsupported(
+                &eqn.primitive,
+                &format!("its combiner's `{}` does not apply elementwise to the halves: {err}", e.primitive.name()),
+            )
+        })?;
+        b.set_source(saved);
+        for (&o, v) in e.outvars.iter().zip(outs) {
+            map.set(o, Atom::Var(v));
+        }
+    }
+    Ok(map.get_all(&combiner.outvars))
+}
+
+/// The generic `reduce_window`: JAX's `reduce_window_jvp`, one `reduce_window` over the
+/// operands and their tangents (an operand without one gets zeros) from the inits and zero
+/// tangent inits, whose combiner is the jvp of the combiner with its inputs ordered
+/// `(accs, acc tangents, xs, x tangents)` (JAX's `wrapper`). Primal and tangent results come
+/// from one equation, so reverse mode fails, as in JAX.
+pub(super) fn generic_reduce_window(
+    b: &mut Builder,
+    eqn: &Eqn,
+    primals: &[Atom],
+    tangents: &[Tangent],
+) -> Result<JvpOut, AdError> {
+    let Primitive::GenericReduceWindow { jaxpr, window } = &eqn.primitive else {
+        return Err(unsupported(&eqn.primitive, "is not a generic window reduction"));
+    };
+    let n = primals.len() / 2;
+    if tangents[n..].iter().any(|t| !t.is_zero()) {
+        return Err(unsupported(&eqn.primitive, "reduce_window jvp does not support non-zero init_value_tangent."));
+    }
+    let avals: Vec<Aval> = primals.iter().map(|p| b.aval(p)).collect();
+    if let Some(a) = avals.iter().find(|a| !a.dtype.is_inexact()) {
+        return Err(unsupported(
+            &eqn.primitive,
+            &format!("an operand of {a} has no tangent to reduce: JAX's `reduce_window_jvp` fails on it"),
+        ));
+    }
+    let jvp = crate::jvp::jvp_jaxpr(jaxpr, &vec![true; 2 * n], &vec![true; n])?;
+    let mut combiner = jvp.jaxpr;
+    let ins = combiner.invars.clone();
+    // (accs, xs, acc tangents, x tangents) -> (accs, acc tangents, xs, x tangents).
+    combiner.invars = [&ins[..n], &ins[2 * n..3 * n], &ins[n..2 * n], &ins[3 * n..]].concat();
+    let mut operands = primals[..n].to_vec();
+    for (t, a) in tangents[..n].iter().zip(&avals) {
+        operands.push(instantiate(b, *t, a)?);
+    }
+    operands.extend_from_slice(&primals[n..]);
+    operands.extend(avals[n..].iter().map(|a| lit(a.dtype, 0.0)));
+    let prim = Primitive::GenericReduceWindow { jaxpr: Arc::new(combiner), window: window.clone() };
+    let outs: Vec<Atom> = b.bind(prim, operands)?.into_iter().map(Atom::Var).collect();
+    Ok((outs[..n].to_vec(), outs[n..].iter().map(|&t| Tangent::Nz(t)).collect()))
+}
+
+/// JAX's `_reduce_jvp(reducer, init_values, ...)` before its `api.jvp`, as a jaxpr
+/// `(xs..., inits...) -> results`.
+fn generic_reduce_tree(avals: &[Aval], axes: &[usize], combiner: &Arc<Jaxpr>, eqn: &Eqn) -> Result<Jaxpr, AdError> {
+    let n = avals.len() / 2;
+    let mut b = Builder::new();
+    b.set_source(Some(eqn.source.clone()));
+    let ins: Vec<Atom> = avals.iter().map(|a| Atom::Var(b.invar(a.clone()))).collect();
+    let (xs, inits) = ins.split_at(n);
+    let aval = &avals[0];
+    let non_axes: Vec<usize> = (0..aval.rank()).filter(|d| !axes.contains(d)).collect();
+    let kept: Vec<usize> = non_axes.iter().map(|&d| aval.shape[d]).collect();
+    let count: usize = axes.iter().map(|&d| aval.shape[d]).product();
+    let permutation: Vec<usize> = axes.iter().chain(&non_axes).copied().collect();
+    let mut new_shape = vec![count];
+    new_shape.extend(&kept);
+    let same_order = permutation.iter().enumerate().all(|(i, &p)| i == p);
+    let mut xs: Vec<Atom> = xs
+        .iter()
+        .map(|&x| {
+            if same_order && new_shape == aval.shape {
+                Ok(x)
+            } else {
+                let dimensions = (!same_order).then(|| permutation.clone());
+                b.bind1(Primitive::Reshape { new_sizes: new_shape.clone(), dimensions }, vec![x])
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    if count == 0 {
+        let outs = inits.iter().map(|&i| b.broadcast_in_dim(i, &kept, &[])).collect::<Result<_, _>>()?;
+        return Ok(b.finish(outs));
+    }
+    loop {
+        let m = b.aval(&xs[0]).shape[0];
+        if m <= 1 {
+            break;
+        }
+        let m1 = m.div_ceil(2);
+        let firsts: Vec<Atom> = xs.iter().map(|&x| slice_in_dim(&mut b, x, 0, m1, 1, 0)).collect::<Result<_, _>>()?;
+        let mut seconds: Vec<Atom> =
+            xs.iter().map(|&x| slice_in_dim(&mut b, x, m1, m, 1, 0)).collect::<Result<_, _>>()?;
+        if m - m1 != m1 {
+            let mut padding_config = vec![(0, 0, 0); kept.len() + 1];
+            padding_config[0] = (0, 1, 0);
+            for (x, &i) in seconds.iter_mut().zip(inits) {
+                *x = b.bind1(Primitive::Pad { padding_config: padding_config.clone() }, vec![*x, i])?;
+            }
+        }
+        // `api.vmap(reducer)` over every axis of the halves: the combiner's equations on
+        // the halves themselves, as vmap gives them for elementwise equations.
+        let args: Vec<Atom> = firsts.into_iter().chain(seconds).collect();
+        xs = elementwise_over(&mut b, combiner, &args, eqn)?;
+    }
+    let outs = xs
+        .into_iter()
+        .map(|x| b.bind1(Primitive::Squeeze { dimensions: vec![0] }, vec![x]))
+        .collect::<Result<_, _>>()?;
+    Ok(b.finish(outs))
 }
 
 /// `reduce_prod`: `_reduce_prod_jvp_rule`, the jvp of JAX's `_reduce_jvp` tree (the

@@ -74,7 +74,8 @@ pub(crate) fn jvp_rule(
         | Primitive::RandomBits { .. }
         | Primitive::RandomClone
         | Primitive::Threefry2x32
-        | Primitive::Iota2x32Shape { .. } => zero(b, old, eqn, primals),
+        | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. } => zero(b, old, eqn, primals),
         Primitive::IntegerPow { y } => {
             let y = *y;
             let x = primals[0];
@@ -304,6 +305,9 @@ pub(crate) fn jvp_rule(
         Primitive::TriangularSolve(t) => super::linalg::triangular_solve(b, old, eqn, *t, primals, tangents),
         Primitive::Cumulative { op: CumulativeOp::Sum, .. } => linear(b, old, eqn, primals, tangents),
         Primitive::Cumulative { .. } => indexing::cumulative(b, eqn, primals, tangents),
+        Primitive::GenericReduce { .. } => indexing::generic_reduce(b, eqn, primals, tangents),
+        Primitive::ApproxTopK { .. } => indexing::approx_top_k(b, old, eqn, primals, tangents),
+        Primitive::GenericReduceWindow { .. } => indexing::generic_reduce_window(b, eqn, primals, tangents),
         Primitive::Cond { .. } => cond::cond_jvp(b, eqn, primals, tangents),
         Primitive::While { .. } => cond::while_jvp(b, eqn, primals, tangents),
         // The fwd/bwd rules are known only by name: the primal function is differentiated.

@@ -188,6 +188,7 @@ pub(crate) fn transpose_rule(
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::CustomJvpCall { .. } => return Err(not_linear()),
         // JAX's `_tridiagonal_solve_transpose_rule`: linear in `b` only; the cotangent is
         // solved against the transposed diagonals (`du` shifted down, `dl` up).
@@ -715,6 +716,9 @@ pub(crate) fn transpose_rule(
             }
         }
         Primitive::Cumulative { .. } => return Err(not_linear()),
+        Primitive::GenericReduce { .. } | Primitive::GenericReduceWindow { .. } | Primitive::ApproxTopK { .. } => {
+            return Err(not_linear())
+        }
         Primitive::Cond { .. } => return cond::cond_transpose(b, eqn, ins, ct_outs),
         Primitive::While { .. } => {
             return Err(AdError::Unsupported { primitive: "while", message: WHILE_REVERSE_MODE.into() })

@@ -47,13 +47,16 @@ pub use crate::jaxpr::{ConvParams, JitOptions, Primitive};
 pub use crate::param_types::{
     platform_index, AllReduceOp, BinaryOp, BranchesPlatforms, CompareOp, ConvDimensionNumbers, CopySemantics,
     CumulativeOp, DotDimensionNumbers, Eigh, EighAlgorithm, FftType, FillValue, GatherDimensionNumbers,
-    GatherScatterMode, Precision, Qr, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterOp, Svd, SvdAlgorithm,
-    TriangularSolve, UnaryDomain, UnaryOp, Window, WindowOp,
+    GatherScatterMode, Precision, Qr, ReduceOp, RngAlgorithm, RoundingMethod, ScatterDimensionNumbers, ScatterOp, Svd,
+    SvdAlgorithm, TriangularSolve, UnaryDomain, UnaryOp, Window, WindowOp,
 };
 pub use control::cond_branch;
 pub use random::random_bits_dtype;
+pub use reduction::generic_reduce_as_scans;
 pub use refused::{refusal, Refusal};
 pub use sharded::{block_aval, global_aval, is_result_sharding, sharding_of, Collective};
+pub use sorting::{approx_top_k_as_jaxpr, approx_top_k_axis};
+pub use window::generic_reduce_window_as_reduce;
 pub use window::{dilated, reduce_window_name, scatter_window, window_out_extent};
 
 use params::ParamReader;
@@ -152,6 +155,7 @@ primitive_kinds! {
         DynamicUpdateSlice = "dynamic_update_slice",
         Iota = "iota",
         Argmax = "argmax",
+        GenericReduce = "reduce",
         DotGeneral = "dot_general",
         Name = "name",
         DevicePut = "device_put",
@@ -165,6 +169,7 @@ primitive_kinds! {
         RandomClone = "random_clone",
         Threefry2x32 = "threefry2x32",
         Iota2x32Shape = "iota_2x32_shape",
+        RngBitGenerator = "rng_bit_generator",
         Jit = "jit",
         ClosedCall = "closed_call",
         Composite = "composite",
@@ -180,6 +185,7 @@ primitive_kinds! {
         Gather = "gather",
         Sort = "sort",
         TopK = "top_k",
+        ApproxTopK = "approx_top_k",
         Cholesky = "cholesky",
         TriangularSolve = "triangular_solve",
         Lu = "lu",
@@ -197,6 +203,7 @@ primitive_kinds! {
         ReduceWindowSum = "reduce_window_sum",
         ReduceWindowMax = "reduce_window_max",
         ReduceWindowMin = "reduce_window_min",
+        GenericReduceWindow = "reduce_window",
         SelectAndScatterAdd = "select_and_scatter_add",
         SelectAndGatherAdd = "select_and_gather_add",
         Cond = "cond",
@@ -302,6 +309,7 @@ impl PrimitiveKind {
             | PrimitiveKind::Scatter(_)
             | PrimitiveKind::Sort
             | PrimitiveKind::TopK
+            | PrimitiveKind::ApproxTopK
             | PrimitiveKind::Cholesky
             | PrimitiveKind::TriangularSolve
             | PrimitiveKind::Lu
@@ -316,6 +324,8 @@ impl PrimitiveKind {
             | PrimitiveKind::SymmetricProduct
             | PrimitiveKind::Argmin
             | PrimitiveKind::Cumulative(_)
+            | PrimitiveKind::GenericReduce
+            | PrimitiveKind::GenericReduceWindow
             | PrimitiveKind::ConvGeneralDilated
             | PrimitiveKind::ReduceWindowSum
             | PrimitiveKind::ReduceWindowMax
@@ -339,7 +349,8 @@ impl PrimitiveKind {
             | PrimitiveKind::ReduceScatter
             | PrimitiveKind::Ppermute
             | PrimitiveKind::AxisIndex
-            | PrimitiveKind::Pbroadcast => None,
+            | PrimitiveKind::Pbroadcast
+            | PrimitiveKind::RngBitGenerator => None,
         }
     }
 }
@@ -400,6 +411,7 @@ impl Primitive {
             Primitive::Ppermute { .. } => PrimitiveKind::Ppermute,
             Primitive::AxisIndex { .. } => PrimitiveKind::AxisIndex,
             Primitive::Pbroadcast { .. } => PrimitiveKind::Pbroadcast,
+            Primitive::RngBitGenerator { .. } => PrimitiveKind::RngBitGenerator,
             Primitive::RandomBits { .. } => PrimitiveKind::RandomBits,
             Primitive::Jit { .. } => PrimitiveKind::Jit,
             Primitive::ClosedCall { .. } => PrimitiveKind::ClosedCall,
@@ -417,6 +429,7 @@ impl Primitive {
             Primitive::Scatter { op, .. } => PrimitiveKind::Scatter(*op),
             Primitive::Sort { .. } => PrimitiveKind::Sort,
             Primitive::TopK { .. } => PrimitiveKind::TopK,
+            Primitive::ApproxTopK { .. } => PrimitiveKind::ApproxTopK,
             Primitive::Cholesky => PrimitiveKind::Cholesky,
             Primitive::TriangularSolve(_) => PrimitiveKind::TriangularSolve,
             Primitive::Lu => PrimitiveKind::Lu,
@@ -431,6 +444,8 @@ impl Primitive {
             Primitive::SymmetricProduct { .. } => PrimitiveKind::SymmetricProduct,
             Primitive::Argmin { .. } => PrimitiveKind::Argmin,
             Primitive::Cumulative { op, .. } => PrimitiveKind::Cumulative(*op),
+            Primitive::GenericReduce { .. } => PrimitiveKind::GenericReduce,
+            Primitive::GenericReduceWindow { .. } => PrimitiveKind::GenericReduceWindow,
             Primitive::ConvGeneralDilated(_) => PrimitiveKind::ConvGeneralDilated,
             Primitive::ReduceWindow { op: WindowOp::Sum, .. } => PrimitiveKind::ReduceWindowSum,
             Primitive::ReduceWindow { op: WindowOp::Max, .. } => PrimitiveKind::ReduceWindowMax,
@@ -534,6 +549,10 @@ impl Primitive {
             | Primitive::Qr(_)
             | Primitive::Eigh(_)
             | Primitive::SymmetricProduct { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
+            | Primitive::RngBitGenerator { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Svd(_)
             | Primitive::Geqrf
             | Primitive::HouseholderProduct
@@ -617,6 +636,7 @@ impl Primitive {
             | Primitive::RandomClone
             | Primitive::Threefry2x32
             | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. }
             | Primitive::ClosedCall { .. }
             | Primitive::CustomJvpCall { .. }
             | Primitive::Remat2 { .. }
@@ -631,6 +651,7 @@ impl Primitive {
             | Primitive::Scatter { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
@@ -645,6 +666,8 @@ impl Primitive {
             | Primitive::SymmetricProduct { .. }
             | Primitive::Argmin { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::ConvGeneralDilated(_)
             | Primitive::ReduceWindow { .. }
             | Primitive::SelectAndScatterAdd { .. }
@@ -724,6 +747,9 @@ impl Primitive {
                 Vec::new()
             }
             Primitive::Iota2x32Shape { shape } => random::shape_params(shape),
+            Primitive::RngBitGenerator { algorithm, dtype, shape } => {
+                random::rng_bit_generator_params(*algorithm, *dtype, shape)
+            }
             Primitive::RandomSplit { shape } => random::shape_params(shape),
             Primitive::RandomBits { bit_width, shape } => random::random_bits_params(*bit_width, shape),
             Primitive::CustomJvpCall { name, call_jaxpr, jvp, num_consts, symbolic_zeros } => {
@@ -753,6 +779,7 @@ impl Primitive {
             }
             Primitive::Sort { dimension, is_stable, num_keys } => sort_params(*dimension, *is_stable, *num_keys),
             Primitive::TopK { axis, k } => top_k_params(*axis, *k),
+            Primitive::ApproxTopK { .. } => approx_top_k_params(self),
             Primitive::Cholesky => linalg::cholesky_params(),
             Primitive::TriangularSolve(t) => linalg::triangular_solve_params(t),
             Primitive::Lu => Vec::new(),
@@ -772,8 +799,12 @@ impl Primitive {
             Primitive::SymmetricProduct { alpha, beta } => vec![("alpha", alpha.param()), ("beta", beta.param())],
             Primitive::Argmin { axes, index_dtype } => argmin_params(axes, *index_dtype),
             Primitive::Cumulative { op: _, axis, reverse } => cumulative_params(*axis, *reverse),
+            Primitive::GenericReduce { computation, dimensions, jaxpr } => {
+                generic_reduce_params(computation, dimensions, jaxpr)
+            }
             Primitive::ConvGeneralDilated(c) => window::conv_params(c),
             Primitive::ReduceWindow { op: _, window } => window::window_params(window),
+            Primitive::GenericReduceWindow { jaxpr, window } => window::generic_reduce_window_params(jaxpr, window),
             Primitive::SelectAndScatterAdd { select_prim, window_dimensions, window_strides, padding } => {
                 window::select_and_scatter_add_params(*select_prim, window_dimensions, window_strides, padding)
             }
@@ -859,6 +890,7 @@ impl Primitive {
             PrimitiveKind::RandomClone => Primitive::RandomClone,
             PrimitiveKind::Threefry2x32 => Primitive::Threefry2x32,
             PrimitiveKind::Iota2x32Shape => Primitive::Iota2x32Shape { shape: p.usizes("shape")? },
+            PrimitiveKind::RngBitGenerator => random::parse_rng_bit_generator(p)?,
             PrimitiveKind::RandomBits => random::parse_random_bits(p)?,
             PrimitiveKind::Jit => parse_jit(p)?,
             PrimitiveKind::ClosedCall => parse_closed_call(p)?,
@@ -876,6 +908,7 @@ impl Primitive {
             PrimitiveKind::Scatter(op) => parse_scatter(op, p)?,
             PrimitiveKind::Sort => parse_sort(p)?,
             PrimitiveKind::TopK => parse_top_k(p)?,
+            PrimitiveKind::ApproxTopK => parse_approx_top_k(p)?,
             PrimitiveKind::Cholesky => Primitive::Cholesky,
             PrimitiveKind::TriangularSolve => linalg::parse_triangular_solve(p)?,
             PrimitiveKind::Lu => Primitive::Lu,
@@ -894,10 +927,12 @@ impl Primitive {
             PrimitiveKind::SymmetricProduct => linalg::parse_symmetric_product(p)?,
             PrimitiveKind::Argmin => parse_argmin(p)?,
             PrimitiveKind::Cumulative(op) => parse_cumulative(op, p)?,
+            PrimitiveKind::GenericReduce => parse_generic_reduce(p)?,
             PrimitiveKind::ConvGeneralDilated => window::parse_conv(p)?,
             PrimitiveKind::ReduceWindowSum => window::parse_reduce_window(WindowOp::Sum, p)?,
             PrimitiveKind::ReduceWindowMax => window::parse_reduce_window(WindowOp::Max, p)?,
             PrimitiveKind::ReduceWindowMin => window::parse_reduce_window(WindowOp::Min, p)?,
+            PrimitiveKind::GenericReduceWindow => window::parse_generic_reduce_window(p)?,
             PrimitiveKind::SelectAndScatterAdd => window::parse_select_and_scatter_add(p)?,
             PrimitiveKind::SelectAndGatherAdd => window::parse_select_and_gather_add(p)?,
             PrimitiveKind::Cond => parse_cond(p)?,
@@ -1015,6 +1050,10 @@ fn vma_rule(kind: PrimitiveKind) -> VmaRule {
         | PrimitiveKind::Qr
         | PrimitiveKind::Eigh
         | PrimitiveKind::SymmetricProduct
+        | PrimitiveKind::GenericReduce
+        | PrimitiveKind::GenericReduceWindow
+        | PrimitiveKind::RngBitGenerator
+        | PrimitiveKind::ApproxTopK
         | PrimitiveKind::Svd
         | PrimitiveKind::Geqrf
         | PrimitiveKind::HouseholderProduct
@@ -1103,6 +1142,7 @@ fn typed(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
         Primitive::RandomClone => random_clone_shape(ins),
         Primitive::Threefry2x32 => threefry2x32_shape(ins),
         Primitive::Iota2x32Shape { shape } => iota_2x32_shape_shape(shape, ins),
+        Primitive::RngBitGenerator { algorithm: _, dtype, shape } => rng_bit_generator_shape(*dtype, shape, ins),
         Primitive::RandomBits { bit_width, shape } => random_bits_shape(*bit_width, shape, ins),
         Primitive::Empty2 { dtype, memory_space } => empty2_shape(*dtype, *memory_space, ins),
         Primitive::Jit { name: _, jaxpr, options } => jit_shape(jaxpr, options, ins),
@@ -1121,6 +1161,9 @@ fn typed(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
         Primitive::Scatter { op, dimension_numbers, .. } => scatter_shape(*op, dimension_numbers, ins),
         Primitive::Sort { dimension, is_stable: _, num_keys } => sort_shape(*dimension, *num_keys, ins),
         Primitive::TopK { axis, k } => top_k_shape(*axis, *k, ins),
+        Primitive::ApproxTopK { k, reduction_dimension, aggregate_to_topk, .. } => {
+            approx_top_k_shape(*k, *reduction_dimension, *aggregate_to_topk, ins)
+        }
         Primitive::Cholesky => linalg::cholesky_shape(ins),
         Primitive::TriangularSolve(t) => linalg::triangular_solve_shape(t, ins),
         Primitive::Lu => linalg::lu_shape(ins),
@@ -1137,8 +1180,10 @@ fn typed(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
         Primitive::SymmetricProduct { .. } => linalg::symmetric_product_shape(ins),
         Primitive::Argmin { axes, index_dtype } => argmin_shape(axes, *index_dtype, ins),
         Primitive::Cumulative { op, axis, reverse: _ } => cumulative_shape(*op, *axis, ins),
+        Primitive::GenericReduce { dimensions, jaxpr, .. } => generic_reduce_shape(dimensions, jaxpr, ins),
         Primitive::ConvGeneralDilated(c) => window::conv_shape(c, ins),
         Primitive::ReduceWindow { op, window } => window::reduce_window_shape(*op, window, ins),
+        Primitive::GenericReduceWindow { jaxpr, window } => window::generic_reduce_window_shape(jaxpr, window, ins),
         Primitive::SelectAndScatterAdd { select_prim: _, window_dimensions, window_strides, padding } => {
             window::select_and_scatter_add_shape(&scatter_window(window_dimensions, window_strides, padding), ins)
         }

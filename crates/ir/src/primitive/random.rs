@@ -9,9 +9,10 @@
 //! result's. The only implementation is threefry (`impl=fry`, JAX's default); what the
 //! primitives compute is the interpreter's `random.rs`.
 
-use super::params::{ParamReader, Params};
+use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
 use crate::param::Param;
+use crate::param_types::RngAlgorithm;
 use crate::shape::{arity, broadcast_shapes, device, ensure, ShapeError};
 use crate::types::{Aval, DType};
 
@@ -173,6 +174,47 @@ pub(crate) fn iota_2x32_shape_shape(shape: &[usize], in_avals: &[Aval]) -> Resul
     ensure!(!shape.is_empty(), name, "shape must have at least one dimension (JAX makes zeros for shape=())");
     let out = device(DType::U32, shape.to_vec());
     Ok([out.clone(), out].concat())
+}
+
+// `rng_bit_generator[algorithm=RNG_DEFAULT dtype=uint32 out_sharding=None shape=(2, 3)] key`:
+// sorted; `out_sharding=None` always printed.
+
+pub(super) fn rng_bit_generator_params(algorithm: RngAlgorithm, dtype: DType, shape: &[usize]) -> Params {
+    vec![
+        ("algorithm", Param::Word(algorithm.name().to_string())),
+        ("dtype", dtype_param(dtype)),
+        ("out_sharding", Param::None),
+        ("shape", Param::ints(shape.iter().copied())),
+    ]
+}
+
+pub(super) fn parse_rng_bit_generator(p: &mut ParamReader) -> Result<Primitive, String> {
+    let word = p.word("algorithm")?;
+    let algorithm = RngAlgorithm::from_name(&word).ok_or_else(|| {
+        format!("rng_bit_generator: unknown algorithm `{word}` (RNG_DEFAULT, RNG_THREE_FRY, RNG_PHILOX)")
+    })?;
+    p.optional_none("out_sharding")?;
+    Ok(Primitive::RngBitGenerator { algorithm, dtype: p.dtype("dtype")?, shape: p.usizes("shape")? })
+}
+
+/// JAX's `_rng_bit_generator_shape_rule`/`dtype_rule`: a `u32[4]` key (as JAX passes it) and
+/// unsigned bits; the new key has the key's type. JAX also makes `uint16` and `uint64` bits,
+/// dtypes remat does not have.
+pub(crate) fn rng_bit_generator_shape(
+    dtype: DType,
+    shape: &[usize],
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "rng_bit_generator";
+    let [key] = arity(name, in_avals)?;
+    ensure!(key.dtype == DType::U32 && key.shape == [4], name, "the key must be u32[4], found {key}");
+    ensure!(
+        matches!(dtype, DType::U8 | DType::U32),
+        name,
+        "unsupported dtype {} (remat makes uint8 and uint32 bits)",
+        dtype.numpy_name()
+    );
+    Ok([device(DType::U32, vec![4]), device(dtype, shape.to_vec())].concat())
 }
 
 fn key_operand(name: &str, keys: &Aval) -> Result<(), ShapeError> {

@@ -6,9 +6,11 @@
 //! (`*_shape`, JAX's rule from `jax/_src/lax/lax.py`). Results land in device memory.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::params::{dtype_param, usizes_of, ParamReader, Params};
-use super::Primitive;
+use super::{call, Primitive};
+use crate::jaxpr::{Atom, Jaxpr, Var};
 use crate::param::Param;
 use crate::param_types::{DotDimensionNumbers, Precision, ReduceOp};
 use crate::shape::{arity, bail, device, distinct_axes, ensure, ShapeError};
@@ -53,6 +55,134 @@ pub(crate) fn reduce_shape(op: ReduceOp, axes: &[usize], in_avals: &[Aval]) -> R
     }
     distinct_axes(name, "axes", axes, x)?;
     Ok(device(x.dtype, remove_axes(&x.shape, axes)))
+}
+
+// `reduce[computation=<function f.<locals>.<lambda> at 0xXX> dimensions=(1,) jaxpr={...}]
+// xs... inits...`: sorted, every parameter printed.
+
+pub(super) fn generic_reduce_params(computation: &Param, dimensions: &[usize], jaxpr: &Arc<Jaxpr>) -> Params {
+    vec![
+        ("computation", computation.clone()),
+        ("dimensions", Param::ints(dimensions.iter().copied())),
+        ("jaxpr", Param::Jaxpr(jaxpr.clone())),
+    ]
+}
+
+pub(super) fn parse_generic_reduce(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::GenericReduce {
+        computation: p.take("computation")?,
+        dimensions: p.usizes("dimensions")?,
+        jaxpr: p.jaxpr("jaxpr")?,
+    })
+}
+
+/// JAX's `_reduce_shape_rule` and `_reduce_dtype_rule`: `n` operands of one shape, `n`
+/// scalar inits of their dtypes, and a combiner `(accs..., xs...) -> accs...` over scalars of
+/// those dtypes; the results are the operands' shape without `dimensions`.
+pub(crate) fn generic_reduce_shape(
+    dimensions: &[usize],
+    jaxpr: &Jaxpr,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "reduce";
+    let n = in_avals.len() / 2;
+    ensure!(
+        n > 0 && in_avals.len() == 2 * n,
+        name,
+        "expects operands then as many init values, found {} values",
+        in_avals.len()
+    );
+    let (xs, inits) = in_avals.split_at(n);
+    let x0 = &xs[0];
+    for (x, init) in xs.iter().zip(inits) {
+        ensure!(x.shape == x0.shape, name, "operands must have one shape, found {x0} and {x}");
+        ensure!(init.rank() == 0 && init.dtype == x.dtype, name, "init value {init} does not match operand {x}");
+        ensure!(x.dtype != DType::Key, name, "operand must be a number or boolean, found {x}");
+    }
+    distinct_axes(name, "dimensions", dimensions, x0)?;
+    ensure!(jaxpr.constvars.is_empty(), name, "the combiner jaxpr has constants");
+    let scalars: Vec<Aval> = inits.iter().chain(inits).cloned().collect();
+    let ins = call::inner_avals(name, jaxpr, &jaxpr.invars)?;
+    let outs = call::inner_out_avals(name, jaxpr)?;
+    ensure!(
+        ins.len() == 2 * n && ins.iter().zip(&scalars).all(|(a, b)| a.dtype == b.dtype && a.shape == b.shape),
+        name,
+        "the combiner's inputs must be two of each init value's type"
+    );
+    ensure!(
+        outs.len() == n && outs.iter().zip(inits).all(|(a, b)| a.dtype == b.dtype && a.shape == b.shape),
+        name,
+        "the combiner's results must have the init values' types"
+    );
+    Ok(xs.iter().map(|x| Aval::new(x.dtype, remove_axes(&x.shape, dimensions))).collect())
+}
+
+/// The generic `reduce` of operands `in_avals` (operands, then inits) as a jaxpr of two
+/// nested `scan`s with the same operands and results: the operands' kept axes moved to the
+/// front and flattened into rows of the reduced elements in row-major order, an outer scan
+/// over the rows and an inner scan over each row that carries the accumulators from the
+/// inits through the combiner. This is XLA's sequential order on CPU for short reductions
+/// (for an associative combiner any order gives the same value up to rounding); the
+/// interpreter and the JIT both evaluate a generic `reduce` as this jaxpr.
+pub fn generic_reduce_as_scans(
+    dimensions: &[usize],
+    combiner: &Arc<Jaxpr>,
+    in_avals: &[Aval],
+) -> Result<Jaxpr, ShapeError> {
+    let out_avals = generic_reduce_shape(dimensions, combiner, in_avals)?;
+    let n = in_avals.len() / 2;
+    let x0 = &in_avals[0];
+    let kept: Vec<usize> = (0..x0.rank()).filter(|d| !dimensions.contains(d)).collect();
+    let n_out: usize = kept.iter().map(|&d| x0.shape[d]).product();
+    let n_red: usize = dimensions.iter().map(|&d| x0.shape[d]).product();
+    let mut order = kept.clone();
+    let mut reduced = dimensions.to_vec();
+    reduced.sort_unstable();
+    order.extend(&reduced);
+    let unknown = crate::jaxpr::SourceInfo::unknown;
+    let scan = |jaxpr: Jaxpr, length: usize, num_consts: usize, num_carry: usize| Primitive::Scan {
+        jaxpr: crate::jaxpr::ClosedJaxpr::new(Arc::new(jaxpr)),
+        length,
+        reverse: false,
+        num_consts,
+        num_carry,
+        unroll: 1,
+    };
+    // The outer body: (inits..., rows...) -> accumulators, one inner scan.
+    let mut outer = Jaxpr::default();
+    let inits: Vec<Var> = in_avals[n..].iter().map(|a| outer.new_var(a.clone())).collect();
+    let rows: Vec<Var> = in_avals[n..].iter().map(|a| outer.new_var(Aval::new(a.dtype, vec![n_red]))).collect();
+    let accs: Vec<Var> = in_avals[n..].iter().map(|a| outer.new_var(a.clone())).collect();
+    let ins = inits.iter().chain(&rows).map(|&v| Atom::Var(v)).collect();
+    outer.eqns.push(crate::jaxpr::Eqn::new(scan((**combiner).clone(), n_red, 0, n), ins, accs.clone(), unknown()));
+    outer.invars = inits.iter().chain(&rows).copied().collect();
+    outer.outvars = accs.iter().map(|&v| Atom::Var(v)).collect();
+    // The whole: (xs..., inits...) -> results.
+    let mut whole = Jaxpr::default();
+    let xs: Vec<Var> = in_avals[..n].iter().map(|a| whole.new_var(a.clone())).collect();
+    let inits: Vec<Var> = in_avals[n..].iter().map(|a| whole.new_var(a.clone())).collect();
+    let mut flat = Vec::with_capacity(n);
+    for &x in &xs {
+        let aval = whole.aval(x).clone();
+        let v = whole.new_var(Aval::new(aval.dtype, vec![n_out, n_red]));
+        let identity = order.iter().enumerate().all(|(i, &d)| i == d);
+        let prim = Primitive::Reshape { new_sizes: vec![n_out, n_red], dimensions: (!identity).then(|| order.clone()) };
+        whole.eqns.push(crate::jaxpr::Eqn::new(prim, vec![Atom::Var(x)], vec![v], unknown()));
+        flat.push(v);
+    }
+    let ys: Vec<Var> = out_avals.iter().map(|a| whole.new_var(Aval::new(a.dtype, vec![n_out]))).collect();
+    let ins = inits.iter().chain(&flat).map(|&v| Atom::Var(v)).collect();
+    whole.eqns.push(crate::jaxpr::Eqn::new(scan(outer, n_out, n, 0), ins, ys.clone(), unknown()));
+    let mut outs = Vec::with_capacity(n);
+    for (&y, aval) in ys.iter().zip(&out_avals) {
+        let v = whole.new_var(aval.clone());
+        let prim = Primitive::Reshape { new_sizes: aval.shape.clone(), dimensions: None };
+        whole.eqns.push(crate::jaxpr::Eqn::new(prim, vec![Atom::Var(y)], vec![v], unknown()));
+        outs.push(Atom::Var(v));
+    }
+    whole.invars = xs.iter().chain(&inits).copied().collect();
+    whole.outvars = outs;
+    Ok(whole)
 }
 
 // `argmax[axes=(1,) index_dtype=int32] x`.

@@ -7,6 +7,7 @@
 
 use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
+use crate::jaxpr::{Atom, Eqn, Jaxpr, SourceInfo};
 use crate::param::Param;
 use crate::param_types::CumulativeOp;
 use crate::shape::{arity, bail, device, ensure, ShapeError};
@@ -67,6 +68,106 @@ pub(crate) fn top_k_shape(axis: usize, k: usize, in_avals: &[Aval]) -> Result<Ve
     let mut shape = x.shape.clone();
     shape[axis] = k;
     Ok(vec![Aval::new(x.dtype, shape.clone()), Aval::new(DType::I32, shape)])
+}
+
+// `approx_top_k[aggregate_to_topk=True is_max_k=True k=5 recall_target=0.95
+// reduction_dimension=-1 reduction_input_size_override=-1] x`: sorted, every parameter printed.
+
+pub(super) fn approx_top_k_params(p: &Primitive) -> Params {
+    let Primitive::ApproxTopK {
+        k,
+        reduction_dimension,
+        recall_target,
+        is_max_k,
+        reduction_input_size_override,
+        aggregate_to_topk,
+    } = p
+    else {
+        return Vec::new();
+    };
+    vec![
+        ("aggregate_to_topk", Param::Bool(*aggregate_to_topk)),
+        ("is_max_k", Param::Bool(*is_max_k)),
+        ("k", Param::Int(*k as i64)),
+        ("recall_target", recall_target.clone()),
+        ("reduction_dimension", Param::Int(*reduction_dimension)),
+        ("reduction_input_size_override", Param::Int(*reduction_input_size_override)),
+    ]
+}
+
+pub(super) fn parse_approx_top_k(p: &mut ParamReader) -> Result<Primitive, String> {
+    Ok(Primitive::ApproxTopK {
+        aggregate_to_topk: p.bool("aggregate_to_topk")?,
+        is_max_k: p.bool("is_max_k")?,
+        k: p.usize("k")?,
+        recall_target: p.take("recall_target")?,
+        reduction_dimension: p.int("reduction_dimension")?,
+        reduction_input_size_override: p.int("reduction_input_size_override")?,
+    })
+}
+
+/// The reduced axis of `approx_top_k` on an operand of `rank` (a negative dimension counts
+/// from the end), if it is in range.
+pub fn approx_top_k_axis(reduction_dimension: i64, rank: usize) -> Option<usize> {
+    let d = if reduction_dimension < 0 { reduction_dimension + rank as i64 } else { reduction_dimension };
+    usize::try_from(d).ok().filter(|&d| d < rank)
+}
+
+/// JAX's `_approx_top_k_abstract_eval` with `aggregate_to_topk=True` (the reduced axis becomes
+/// `k`); without aggregation the axis's size is XLA's `ApproxTopKReductionOutputSize`, which
+/// remat does not compute.
+pub(crate) fn approx_top_k_shape(
+    k: usize,
+    reduction_dimension: i64,
+    aggregate_to_topk: bool,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "approx_top_k";
+    let [x] = arity(name, in_avals)?;
+    ensure!(x.dtype.is_numeric(), name, "operand {x} is not numeric");
+    let Some(axis) = approx_top_k_axis(reduction_dimension, x.rank()) else {
+        bail!(name, "reduction_dimension {reduction_dimension} is out of range for {x}")
+    };
+    ensure!(k <= x.shape[axis], name, "k must be smaller than the size of reduction_dim {}, got {k}", x.shape[axis]);
+    ensure!(
+        aggregate_to_topk,
+        name,
+        "aggregate_to_topk=False is not supported: the reduced size is XLA's ApproxTopKReductionOutputSize"
+    );
+    let mut shape = x.shape.clone();
+    shape[axis] = k;
+    Ok(vec![Aval::new(x.dtype, shape.clone()), Aval::new(DType::I32, shape)])
+}
+
+/// `approx_top_k` as XLA's CPU fallback computes it, exactly, as a jaxpr `x -> (values,
+/// indices)`: the `k` largest by `top_k` along the axis (NaN first, ties by index), or the
+/// `k` smallest by a stable ascending `sort` of `x` with its indices (NaN last), sliced.
+pub fn approx_top_k_as_jaxpr(k: usize, axis: usize, is_max_k: bool, x: &Aval) -> Jaxpr {
+    let mut j = Jaxpr::default();
+    let input = j.new_var(x.clone());
+    j.invars = vec![input];
+    let mut out_shape = x.shape.clone();
+    out_shape[axis] = k;
+    let values = j.new_var(Aval::new(x.dtype, out_shape.clone()));
+    let indices = j.new_var(Aval::new(DType::I32, out_shape.clone()));
+    let unknown = SourceInfo::unknown;
+    if is_max_k {
+        j.eqns.push(Eqn::new(Primitive::TopK { axis, k }, vec![Atom::Var(input)], vec![values, indices], unknown()));
+    } else {
+        let iota = j.new_var(Aval::new(DType::I32, x.shape.clone()));
+        let prim = Primitive::Iota { dtype: DType::I32, shape: x.shape.clone(), dimension: axis };
+        j.eqns.push(Eqn::new(prim, Vec::new(), vec![iota], unknown()));
+        let sorted_x = j.new_var(x.clone());
+        let sorted_i = j.new_var(Aval::new(DType::I32, x.shape.clone()));
+        let sort = Primitive::Sort { dimension: axis, is_stable: true, num_keys: 1 };
+        j.eqns.push(Eqn::new(sort, vec![Atom::Var(input), Atom::Var(iota)], vec![sorted_x, sorted_i], unknown()));
+        let slice =
+            Primitive::Slice { start_indices: vec![0; x.rank()], limit_indices: out_shape.clone(), strides: None };
+        j.eqns.push(Eqn::new(slice.clone(), vec![Atom::Var(sorted_x)], vec![values], unknown()));
+        j.eqns.push(Eqn::new(slice, vec![Atom::Var(sorted_i)], vec![indices], unknown()));
+    }
+    j.outvars = vec![Atom::Var(values), Atom::Var(indices)];
+    j
 }
 
 // `argmin[axes=(1,) index_dtype=int32] x`: as `argmax`, the first minimum.

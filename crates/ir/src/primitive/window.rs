@@ -8,9 +8,11 @@
 //! operand) axis, strides and dilations are at least 1, and a window never has a negative
 //! extent, so evaluation and lowering can index without checks of their own.
 
+use std::sync::Arc;
+
 use super::params::{dtype_param, ParamReader, Params};
 use super::Primitive;
-use crate::jaxpr::ConvParams;
+use crate::jaxpr::{Atom, ConvParams, Eqn, Jaxpr, LitValue, Literal, SourceInfo, Var};
 use crate::param::Param;
 use crate::param_types::{CompareOp, ConvDimensionNumbers, Window, WindowOp};
 use crate::shape::{arity, bail, device, ensure, ShapeError};
@@ -287,6 +289,167 @@ pub(crate) fn reduce_window_shape(op: WindowOp, w: &Window, in_avals: &[Aval]) -
     ensure!(x.dtype != DType::Key, name, "operand must be a number or boolean, found {x}");
     let shape = windowed_shape(name, w, x)?;
     Ok(device(x.dtype, shape))
+}
+
+// `reduce_window[base_dilation=(1, 1) consts=() jaxpr={...} padding=((0, 0), (0, 0))
+// window_dilation=(1, 1) window_dimensions=(2, 2) window_strides=(1, 1)] xs... inits...`.
+
+pub(super) fn generic_reduce_window_params(jaxpr: &Arc<Jaxpr>, w: &Window) -> Params {
+    let mut ps = window_params(w);
+    ps.insert(1, ("consts", Param::Tuple(Vec::new())));
+    ps.insert(2, ("jaxpr", Param::Jaxpr(jaxpr.clone())));
+    ps
+}
+
+pub(super) fn parse_generic_reduce_window(p: &mut ParamReader) -> Result<Primitive, String> {
+    let name = "reduce_window";
+    match p.take("consts")? {
+        Param::Tuple(c) if c.is_empty() => {}
+        _ => return Err(format!("{name}: a combiner that closes over constants (`consts`) is not supported")),
+    }
+    Ok(Primitive::GenericReduceWindow { jaxpr: p.jaxpr("jaxpr")?, window: parse_window(p, name)? })
+}
+
+/// JAX's `_reduce_window_abstract_eval_rule`: the generic `reduce`'s operand, init and
+/// combiner checks, then the window's output shape.
+pub(crate) fn generic_reduce_window_shape(
+    jaxpr: &Jaxpr,
+    w: &Window,
+    in_avals: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "reduce_window";
+    // The generic reduce over no dimensions checks the operands, inits and combiner.
+    let avals = super::reduction::generic_reduce_shape(&[], jaxpr, in_avals)
+        .map_err(|e| ShapeError { message: e.message.replacen("reduce:", "reduce_window:", 1) })?;
+    let shape = windowed_shape(name, w, &in_avals[0])?;
+    Ok(avals.iter().map(|a| Aval::new(a.dtype, shape.clone())).collect())
+}
+
+/// The generic `reduce_window` of `in_avals` (operands, then inits) as a jaxpr with the same
+/// operands and results over the generic `reduce`: each operand padded (and dilated) with its
+/// init, a `bool` mask padded alike with `false`, the strided slice at each window offset (in
+/// row-major order) stacked on a new last axis, and that axis reduced by the combiner masked
+/// to keep the accumulator where the mask is `false`: XLA skips padding and dilation holes
+/// rather than combining the init value. The interpreter and the JIT both evaluate a
+/// generic `reduce_window` as this jaxpr.
+pub fn generic_reduce_window_as_reduce(
+    w: &Window,
+    combiner: &Arc<Jaxpr>,
+    in_avals: &[Aval],
+) -> Result<Jaxpr, ShapeError> {
+    let outs = generic_reduce_window_shape(combiner, w, in_avals)?;
+    let n = in_avals.len() / 2;
+    let x0 = &in_avals[0];
+    let rank = x0.rank();
+    let out_shape = outs[0].shape.clone();
+    let mut j = Jaxpr::default();
+    let unknown = SourceInfo::unknown;
+    let push = |j: &mut Jaxpr, prim: Primitive, ins: Vec<Atom>, aval: Aval| -> Var {
+        let v = j.new_var(aval);
+        j.eqns.push(Eqn::new(prim, ins, vec![v], unknown()));
+        v
+    };
+    let invars: Vec<Var> = in_avals.iter().map(|a| j.new_var(a.clone())).collect();
+    j.invars = invars.clone();
+    let lit = |dtype: DType, x: f64| Atom::Lit(Literal::new(LitValue::from_f64(dtype, x)));
+    let windows: usize = w.window_dimensions.iter().product();
+    if windows == 0 || out_shape.contains(&0) {
+        // No element in any window: every result is its init value.
+        j.outvars = (0..n)
+            .map(|i| {
+                let prim = Primitive::BroadcastInDim { shape: out_shape.clone(), broadcast_dimensions: Vec::new() };
+                Atom::Var(push(&mut j, prim, vec![Atom::Var(invars[n + i])], outs[i].clone()))
+            })
+            .collect();
+        return Ok(j);
+    }
+    let config: Vec<(i64, i64, i64)> =
+        (0..rank).map(|k| (w.padding[k].0, w.padding[k].1, w.base_dilation[k] as i64 - 1)).collect();
+    let padded_shape: Vec<usize> = (0..rank)
+        .map(|k| (dilated(x0.shape[k], w.base_dilation[k]) as i64 + w.padding[k].0 + w.padding[k].1).max(0) as usize)
+        .collect();
+    let all_true = push(
+        &mut j,
+        Primitive::BroadcastInDim { shape: x0.shape.clone(), broadcast_dimensions: Vec::new() },
+        vec![lit(DType::Bool, 1.0)],
+        Aval::new(DType::Bool, x0.shape.clone()),
+    );
+    let mut padded = Vec::with_capacity(n + 1);
+    for i in 0..n {
+        let dtype = in_avals[i].dtype;
+        let prim = Primitive::Pad { padding_config: config.clone() };
+        let ins = vec![Atom::Var(invars[i]), Atom::Var(invars[n + i])];
+        padded.push((push(&mut j, prim, ins, Aval::new(dtype, padded_shape.clone())), dtype));
+    }
+    let prim = Primitive::Pad { padding_config: config.clone() };
+    let mask =
+        push(&mut j, prim, vec![Atom::Var(all_true), lit(DType::Bool, 0.0)], Aval::new(DType::Bool, padded_shape));
+    padded.push((mask, DType::Bool));
+    let strided = w.window_strides.iter().any(|&s| s != 1);
+    let mut stacked_shape = out_shape.clone();
+    stacked_shape.push(windows);
+    let mut stacked = Vec::with_capacity(n + 1);
+    for &(a, dtype) in &padded {
+        let mut slices = Vec::with_capacity(windows);
+        for flat in 0..windows {
+            // The window offset of `flat` in row-major order.
+            let mut offset = vec![0; rank];
+            let mut rest = flat;
+            for k in (0..rank).rev() {
+                offset[k] = rest % w.window_dimensions[k];
+                rest /= w.window_dimensions[k];
+            }
+            let start: Vec<usize> = (0..rank).map(|k| offset[k] * w.window_dilation[k]).collect();
+            let limit: Vec<usize> =
+                (0..rank).map(|k| start[k] + (out_shape[k] - 1) * w.window_strides[k] + 1).collect();
+            let prim = Primitive::Slice {
+                start_indices: start,
+                limit_indices: limit,
+                strides: strided.then(|| w.window_strides.clone()),
+            };
+            slices.push(Atom::Var(push(&mut j, prim, vec![Atom::Var(a)], Aval::new(dtype, out_shape.clone()))));
+        }
+        let prim = Primitive::Stack { axis: rank };
+        stacked.push(Atom::Var(push(&mut j, prim, slices, Aval::new(dtype, stacked_shape.clone()))));
+    }
+    let mut reduce_ins = stacked;
+    reduce_ins.extend((0..n).map(|i| Atom::Var(invars[n + i])));
+    reduce_ins.push(lit(DType::Bool, 1.0));
+    let prim = Primitive::GenericReduce {
+        computation: Param::Opaque("<function reduce_window at 0xXXXXXXXXXXXX>".into()),
+        dimensions: vec![rank],
+        jaxpr: Arc::new(masked_combiner(combiner, n)),
+    };
+    let results: Vec<Var> = (0..=n)
+        .map(|i| {
+            let dtype = if i < n { in_avals[i].dtype } else { DType::Bool };
+            j.new_var(Aval::new(dtype, out_shape.clone()))
+        })
+        .collect();
+    j.eqns.push(Eqn::new(prim, reduce_ins, results.clone(), unknown()));
+    j.outvars = results[..n].iter().map(|&v| Atom::Var(v)).collect();
+    Ok(j)
+}
+
+/// `combiner` `(accs..., xs...) -> accs...` as `(accs..., acc_mask, xs..., x_mask) -> (x_mask ?
+/// combiner(accs, xs) : accs..., acc_mask)`.
+fn masked_combiner(combiner: &Jaxpr, n: usize) -> Jaxpr {
+    let mut j = combiner.clone();
+    let scalar = Aval::scalar(DType::Bool);
+    let (acc_mask, x_mask) = (j.new_var(scalar.clone()), j.new_var(scalar));
+    let accs: Vec<Var> = combiner.invars[..n].to_vec();
+    let xs: Vec<Var> = combiner.invars[n..].to_vec();
+    let mut outs = Vec::with_capacity(n + 1);
+    for (i, out) in combiner.outvars.iter().enumerate() {
+        let v = j.new_var(combiner.aval(accs[i]).clone());
+        let ins = vec![Atom::Var(x_mask), Atom::Var(accs[i]), *out];
+        j.eqns.push(Eqn::new(Primitive::SelectN, ins, vec![v], SourceInfo::unknown()));
+        outs.push(Atom::Var(v));
+    }
+    outs.push(Atom::Var(acc_mask));
+    j.invars = accs.into_iter().chain([acc_mask]).chain(xs).chain([x_mask]).collect();
+    j.outvars = outs;
+    j
 }
 
 // `select_and_gather_add[base_dilation=(1, 1) padding=((0, 0), (0, 0)) select_prim=ge

@@ -166,6 +166,28 @@ impl Lowering {
                 }
                 Ok(vec![self.reduce_any(*op, axes, &ins[0], out, target)])
             }
+            // As the interpreter: two nested scans through the combiner.
+            Primitive::GenericReduce { computation: _, dimensions, jaxpr } => {
+                let in_avals: Vec<Aval> = ins.iter().map(|v| v.aval.clone()).collect();
+                let scans = remat_ir::generic_reduce_as_scans(dimensions, jaxpr, &in_avals)
+                    .map_err(|e| unsupported(prim, e.to_string()))?;
+                self.call(&scans, &[], ins, targets)
+            }
+            // As the interpreter: XLA's exact CPU fallback, `top_k` or a sort.
+            Primitive::ApproxTopK { k, reduction_dimension, is_max_k, .. } => {
+                let aval = ins[0].aval.clone();
+                let axis = remat_ir::approx_top_k_axis(*reduction_dimension, aval.rank())
+                    .ok_or_else(|| unsupported(prim, "reduction_dimension is out of range"))?;
+                let j = remat_ir::approx_top_k_as_jaxpr(*k, axis, *is_max_k, &aval);
+                self.call(&j, &[], ins, targets)
+            }
+            // As the interpreter: windows stacked, then the generic `reduce`.
+            Primitive::GenericReduceWindow { jaxpr, window } => {
+                let in_avals: Vec<Aval> = ins.iter().map(|v| v.aval.clone()).collect();
+                let reduce = remat_ir::generic_reduce_window_as_reduce(window, jaxpr, &in_avals)
+                    .map_err(|e| unsupported(prim, e.to_string()))?;
+                self.call(&reduce, &[], ins, targets)
+            }
             Primitive::Argmax { axes, index_dtype: _ } => {
                 let buf = target.unwrap_or_else(|| self.new_buf(out));
                 if out.size() > 0 {
@@ -221,7 +243,8 @@ impl Lowering {
             | Primitive::RandomFoldIn
             | Primitive::RandomBits { .. }
             | Primitive::Threefry2x32
-            | Primitive::Iota2x32Shape { .. } => Ok(self.native(prim, ins, out_avals, targets)),
+            | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. } => Ok(self.native(prim, ins, out_avals, targets)),
             // A copy of keys: the same values (the JIT's buffers are never aliased by a caller).
             Primitive::RandomClone => Ok(ins),
             Primitive::Jit { name: _, jaxpr, options: _ }
@@ -806,6 +829,9 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
         | Primitive::Composite { .. }
+        | Primitive::GenericReduce { .. }
+        | Primitive::GenericReduceWindow { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat2 { .. }
@@ -867,6 +893,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::RandomClone
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::RegularizedIncompleteBeta

@@ -351,6 +351,9 @@ fn run(b: &Bases) {
         Primitive::RandomBits { shape, .. } => random::bits(b, shape),
         Primitive::Threefry2x32 => random::threefry(b),
         Primitive::Iota2x32Shape { shape } => random::iota_2x32(b, shape),
+        Primitive::RngBitGenerator { algorithm, dtype, shape } => {
+            random::rng_bit_generator(b, *algorithm, *dtype, shape)
+        }
         // Every other native step computes on complex values (`lower::ops`'s
         // `complex_route`): `remat_math::complex` over copies of the buffers.
         other => super::complex::run(other, b),

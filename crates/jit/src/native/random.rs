@@ -137,3 +137,17 @@ pub(super) fn iota_2x32(b: &Bases, shape: &[usize]) {
     b.view_mut::<u32>(0).assign(&hi);
     b.view_mut::<u32>(1).assign(&lo);
 }
+
+/// `rng_bit_generator`: `remat_math`'s, computed whole before the results are written.
+pub(super) fn rng_bit_generator(b: &Bases, algorithm: remat_ir::RngAlgorithm, dtype: DType, shape: &[usize]) {
+    let words: Vec<u32> = b.view::<u32>(0).iter().copied().collect();
+    let key: [u32; 4] = words.try_into().unwrap_or_else(|_| panic!("a verified rng_bit_generator has a u32[4] key"));
+    let (new_key, bits) = remat_math::rng_bit_generator_key(algorithm, key, shape, dtype.bits() as u32);
+    for (o, k) in b.view_mut::<u32>(0).iter_mut().zip(new_key) {
+        *o = k;
+    }
+    match dtype {
+        DType::U8 => b.view_mut::<u8>(1).iter_mut().zip(&bits).for_each(|(o, &w)| *o = w as u8),
+        _ => b.view_mut::<u32>(1).iter_mut().zip(&bits).for_each(|(o, &w)| *o = w as u32),
+    }
+}

@@ -79,6 +79,8 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::ReduceWindow { op: WindowOp::Sum, .. }
             | Primitive::SelectAndScatterAdd { .. }
             | Primitive::Cumulative { .. }
+            | Primitive::GenericReduce { .. }
+            | Primitive::GenericReduceWindow { .. }
             | Primitive::Scatter { .. } => !float_in(),
             // The rest: the other binary operations, max and min reductions, and the
             // primitives that compute without rounding (or round each element alone).
@@ -125,6 +127,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::RandomClone
             | Primitive::Threefry2x32
             | Primitive::Iota2x32Shape { .. }
+            | Primitive::RngBitGenerator { .. }
             | Primitive::Jit { .. }
             | Primitive::ClosedCall { .. }
             | Primitive::Composite { .. }
@@ -140,6 +143,7 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Gather { .. }
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
+            | Primitive::ApproxTopK { .. }
             | Primitive::Cholesky
             | Primitive::TriangularSolve(_)
             | Primitive::Lu
@@ -184,6 +188,7 @@ fn accumulates(prim: &Primitive) -> bool {
         Primitive::ReduceWindow { op, .. } => *op == WindowOp::Sum,
         Primitive::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Sub),
         Primitive::Cumulative { op, .. } => *op == CumulativeOp::Sum,
+        Primitive::GenericReduce { .. } | Primitive::GenericReduceWindow { .. } => true,
         Primitive::DotGeneral { .. } | Primitive::ConvGeneralDilated(_) | Primitive::SelectAndScatterAdd { .. } => true,
         // Sums across devices.
         Primitive::AllReduce { .. } | Primitive::ReduceScatter { .. } => true,
@@ -237,6 +242,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::AxisIndex { .. }
         | Primitive::Pbroadcast { .. }
         | Primitive::AllGather { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::Jit { .. }
         | Primitive::ClosedCall { .. }
         | Primitive::Composite { .. }
@@ -252,6 +258,7 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Gather { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::Lu

@@ -1159,6 +1159,25 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
             let num_keys = g.pick(&[1, 1, 2]);
             b.eqn(Primitive::Sort { dimension: axis, is_stable: true, num_keys }, vec![x.into(), y.into()])?;
         }
+        5 if g.chance(25) => {
+            // `approx_top_k`: exact on CPU, the largest (`top_k`) or the smallest (a sort).
+            let prim = Primitive::ApproxTopK {
+                k: g.below(n + 1),
+                reduction_dimension: axis as i64 - if g.chance(50) { r as i64 } else { 0 },
+                recall_target: remat_ir::Param::Float(0.95),
+                is_max_k: g.chance(50),
+                reduction_input_size_override: -1,
+                aggregate_to_topk: true,
+            };
+            b.eqn(prim, vec![x.into()])?;
+        }
+        5 if g.chance(20) => {
+            // `rng_bit_generator` on a fresh key, u8 or u32 bits of the operand's shape.
+            let key = b.input(Aval::new(DType::U32, vec![4]));
+            let algorithm = g.pick(&remat_ir::RngAlgorithm::ALL);
+            let dtype = g.pick(&[DType::U8, DType::U32]);
+            b.eqn(Primitive::RngBitGenerator { algorithm, dtype, shape: xa.shape.clone() }, vec![key.into()])?;
+        }
         5 => {
             if n > 0 && g.chance(50) {
                 b.eqn(Primitive::Argmin { axes: vec![axis], index_dtype: DType::I32 }, vec![x.into()])?;
@@ -1166,12 +1185,61 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
                 b.eqn(Primitive::TopK { axis, k: g.below(n + 1) }, vec![x.into()])?;
             }
         }
+        _ if g.chance(25) => {
+            // The generic `reduce` with the monoid ab + a + b (numbers only: the combiner's
+            // `mul` refuses bool) over `axis`, or over every axis, from 0.
+            if !xa.dtype.is_numeric() {
+                return None;
+            }
+            let dimensions = if g.chance(50) { vec![axis] } else { (0..r).collect() };
+            let prim = Primitive::GenericReduce {
+                computation: remat_ir::Param::Opaque("<function odot at 0xXXXXXXXXXXXX>".into()),
+                dimensions,
+                jaxpr: Arc::new(odot(xa.dtype)),
+            };
+            let init = Atom::Lit(Literal::new(LitValue::try_from_f64(xa.dtype, 0.0)?));
+            b.eqn(prim, vec![x.into(), init])?;
+        }
+        _ if g.chance(25) => {
+            // The generic `reduce_window` with the same monoid from 1 (not its identity, so
+            // skipped padding shows): windows of 1 or 2, strides of 1 or 2, a padded edge.
+            if !xa.dtype.is_numeric() {
+                return None;
+            }
+            let rank = xa.rank();
+            let window = remat_ir::Window {
+                window_dimensions: (0..rank).map(|_| g.below(2) + 1).collect(),
+                window_strides: (0..rank).map(|_| g.below(2) + 1).collect(),
+                padding: (0..rank).map(|_| (g.below(2) as i64, 0)).collect(),
+                base_dilation: vec![1; rank],
+                window_dilation: vec![1; rank],
+            };
+            let prim = Primitive::GenericReduceWindow { jaxpr: Arc::new(odot(xa.dtype)), window };
+            let init = Atom::Lit(Literal::new(LitValue::try_from_f64(xa.dtype, 1.0)?));
+            b.eqn(prim, vec![x.into(), init])?;
+        }
         _ => {
             let op = g.pick(&CumulativeOp::ALL);
             b.eqn(Primitive::Cumulative { op, axis, reverse: g.chance(50) }, vec![x.into()])?;
         }
     }
     Some(())
+}
+
+/// `ab + a + b` over scalars of `dtype`: a combiner for the generic `reduce`.
+fn odot(dtype: DType) -> Jaxpr {
+    let mut j = Jaxpr::default();
+    let scalar = Aval::scalar(dtype);
+    let (a, b2) = (j.new_var(scalar.clone()), j.new_var(scalar.clone()));
+    let (p, q, r) = (j.new_var(scalar.clone()), j.new_var(scalar.clone()), j.new_var(scalar));
+    let eqn =
+        |prim, x: Var, y: Var, out: Var| Eqn::new(prim, vec![x.into(), y.into()], vec![out], SourceInfo::unknown());
+    j.eqns.push(eqn(Primitive::Binary(BinaryOp::Mul), a, b2, p));
+    j.eqns.push(eqn(Primitive::Binary(BinaryOp::Add), p, a, q));
+    j.eqns.push(eqn(Primitive::Binary(BinaryOp::Add), q, b2, r));
+    j.invars = vec![a, b2];
+    j.outvars = vec![r.into()];
+    j
 }
 
 /// The seed of program `i` of the run `run` (splitmix64 of their sum): a run is

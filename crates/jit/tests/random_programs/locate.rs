@@ -347,6 +347,7 @@ fn inside(
         | Primitive::Ppermute { .. }
         | Primitive::AxisIndex { .. }
         | Primitive::Pbroadcast { .. }
+        | Primitive::RngBitGenerator { .. }
         | Primitive::Split { .. }
         | Primitive::Stack { .. }
         | Primitive::Unstack { .. }
@@ -357,6 +358,7 @@ fn inside(
         | Primitive::Scatter { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
+        | Primitive::ApproxTopK { .. }
         | Primitive::Cholesky
         | Primitive::TriangularSolve(_)
         | Primitive::Lu
@@ -370,6 +372,8 @@ fn inside(
         | Primitive::TridiagonalSolve { .. }
         | Primitive::SymmetricProduct { .. }
         | Primitive::Argmin { .. }
-        | Primitive::Cumulative { .. } => Ok(Inside::Whole),
+        | Primitive::Cumulative { .. }
+        | Primitive::GenericReduce { .. }
+        | Primitive::GenericReduceWindow { .. } => Ok(Inside::Whole),
     }
 }

@@ -189,6 +189,35 @@ def _ormqr(x, c):
                                                                                       transpose=False).T
 c("linalg_ormqr", _ormqr, f32(4, 3), f32(4, 2), grad=False)
 
+# The generic lax.reduce (issue 45): a combiner that is no monoid JAX knows (ab + a + b)
+# over one and two axes, and a variadic max that carries a payload.
+def odot(a, b):
+    return a * b + a + b
+def pair(a, b):
+    (av, ai), (bv, bi) = a, b
+    p = av > bv
+    return (lax.select(p, av, bv), lax.select(p, ai, bi))
+c("reduce_generic", lambda x, y: lax.reduce(x * np.float32(0.25), np.float32(0), odot, (1,))
+  + lax.reduce(jnp.tanh(y), np.float32(0), odot, (0, 2)), f32(4, 8), f32(2, 4, 2))
+def reduce_pair(x, y):
+    m, p = lax.reduce((x, y), (np.float32(-np.inf), np.float32(0)), pair, (1,))
+    return m * p
+c("reduce_generic_pair", reduce_pair, f32(3, 4), f32(3, 4))
+
+# lax.rng_bit_generator (issue 45) on a key computed from an argument, chained.
+def rbg(x):
+    key = jnp.arange(4, dtype=jnp.uint32) * np.uint32(0x9E3779B9) + np.uint32(7)
+    k1, a = lax.rng_bit_generator(key, (2, 3), dtype=jnp.uint32)
+    _, b = lax.rng_bit_generator(k1, (2, 3), dtype=jnp.uint8, algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)
+    return x * a.astype(jnp.float32) + b.astype(jnp.float32)
+c("rng_bit_generator", rbg, f32(2, 3))
+
+def approx_top_k(x, y):
+    v, i = lax.approx_max_k(x, 3)
+    w, j = lax.approx_min_k(jnp.sin(y), 2, reduction_dimension=0, recall_target=0.9)
+    return jnp.sum(v * v) + jnp.sum(w * j.astype(jnp.float32)) + jnp.sum(i.astype(jnp.float32))
+c("approx_top_k", approx_top_k, f32(3, 8), f32(6, 4))
+
 def dtype_name(a):
     return {np.float32: 'f32', np.int32: 'i32', np.uint32: 'u32', np.bool_: 'bool'}[np.dtype(a.dtype).type]
 
