@@ -127,6 +127,14 @@ impl MemoryProfile {
 /// Lowers and plans `jaxpr` as [`crate::compile_with_options`] would, and describes every
 /// buffer of the plan.
 pub fn memory_profile(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryProfile, JitError> {
+    if crate::spmd::has_shard_map(jaxpr) {
+        return Err(JitError::Unsupported {
+            primitive: "shard_map",
+            reason: "the memory profile of a program with a shard_map is not written yet (per-device memory: \
+                     `remat residuals --per-device`)"
+                .to_string(),
+        });
+    }
     let (scope, Front { prog, layout, merged, .. }) = checked_front(jaxpr, consts, options)?;
     let (io, host_io) = io_bytes(jaxpr);
     let plan = MemoryPlan {

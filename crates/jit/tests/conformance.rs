@@ -7,7 +7,8 @@ mod common;
 use common::differential;
 use remat_ir::{parse_jaxpr, Array, CompareOp, Primitive};
 use remat_testkit::{
-    check_close, conformance_cases, data_files, is_model_bench, primitive_cases, reduced_bench_cases, try_arrays, Rng,
+    check_close, conformance_cases, data_files, is_model_bench, primitive_cases, reduced_bench_cases, sharded_cases,
+    try_arrays, Rng,
 };
 use serde_json::Value;
 
@@ -49,6 +50,39 @@ fn primitive_cases_match_the_interpreter_and_jax() {
     let failures: Vec<String> =
         cases.iter().filter_map(|(name, case)| check_case(case).err().map(|e| format!("{name}: {e}"))).collect();
     assert!(!cases.is_empty(), "no cases in tests/data/primitives");
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// The sharded cases (issue 46): the JIT runs each `shard_map` unrolled over its mesh's
+/// devices; the program, JAX's forward and backward jaxprs and each policy's program agree
+/// with the interpreter and with JAX (gradients within twice JAX's own f32 error against
+/// f64 where that is larger, as the interpreter's test has it).
+#[test]
+fn sharded_cases_match_the_interpreter_and_jax() {
+    let cases = sharded_cases();
+    let mut failures = Vec::new();
+    for (name, case) in &cases {
+        let atol = |what: &str| case["f32_error"][what].as_f64().map_or(1e-5, |e| (2.0 * e).max(1e-5));
+        let result = (|| {
+            let args = try_arrays(case, "args")?;
+            let outputs = try_arrays(case, "outputs")?;
+            check_close("output vs JAX", &run_text(case, "jaxpr", &args)?, &outputs, 1e-4, atol("outputs"))?;
+            let fwd = run_text(case, "jax_fwd_jaxpr", &args)?;
+            let (primals, residuals) = fwd.split_at(outputs.len().min(fwd.len()));
+            check_close("fwd output vs JAX", primals, &outputs, 1e-4, atol("outputs"))?;
+            let bwd_args: Vec<Array> = residuals.iter().cloned().chain(try_arrays(case, "cotangents")?).collect();
+            let grads = run_text(case, "jax_bwd_jaxpr", &bwd_args)?;
+            check_close("grad vs JAX", &grads, &try_arrays(case, "grads")?, 1e-4, atol("grads"))?;
+            for p in case["policies"].as_array().ok_or("no policies")? {
+                check_close("policy output vs JAX", &run_text(p, "jaxpr", &args)?, &outputs, 1e-4, atol("outputs"))?;
+            }
+            Ok::<(), String>(())
+        })();
+        if let Err(e) = result {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    assert_eq!(cases.len(), 7, "expected 7 sharded cases");
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 

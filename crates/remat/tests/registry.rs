@@ -66,12 +66,7 @@ fn expected_table() -> String {
         let (status, case) = match (PrimitiveKind::from_name(&name), refusal(&name)) {
             (Some(_), None) => {
                 let case = cases.get(name.as_str()).map_or("none yet".to_string(), |c| format!("`{c}`"));
-                // Inside a shard_map body only, which the JIT does not compile yet.
-                let status = match remat_jit::NOT_COMPILED.contains(&name.as_str()) {
-                    true => "works: parse, print, interpreter (JIT: not yet)",
-                    false => "works",
-                };
-                (status.to_string(), case)
+                ("works".to_string(), case)
             }
             (None, Some(r)) => (format!("refused: {}", r.label()), String::new()),
             (Some(_), Some(r)) => {

@@ -213,7 +213,8 @@ impl Lowering {
             | Primitive::AxisIndex { .. }
             | Primitive::Pbroadcast { .. } => Err(unsupported(
                 prim,
-                "the JIT does not compile shard_map bodies and their collectives yet (the interpreter runs them)",
+                "outside a shard_map body (a shard_map is unrolled over its mesh's devices before lowering, \
+                 `spmd.rs`): there is no mesh axis to exchange over",
             )),
             Primitive::DevicePut { devices, copy_semantics: _ } => Ok(ins
                 .into_iter()
