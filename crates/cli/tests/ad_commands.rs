@@ -92,6 +92,25 @@ fn residuals_per_device_are_jaxs_shards_on_every_sharded_case() {
     }
 }
 
+/// A program with a `shard_map` runs in the JIT (`bench`), and the commands that plan or
+/// profile memory, which are per device for a sharded program, say they do not yet.
+#[test]
+fn sharded_programs_bench_and_memory_commands_say_what_is_not_written() {
+    let dir = tempdir("sharded-cmds");
+    let (_, case) = remat_testkit::sharded_cases().into_iter().find(|(n, _)| n == "tp_mlp_shard_map").unwrap();
+    let file = dir.path().join("tp.jaxpr");
+    std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
+    let f = file.to_str().unwrap();
+    let bench = remat(&["bench", f, "--runs", "2"]);
+    assert!(bench.status.success(), "{}", String::from_utf8_lossy(&bench.stderr));
+    for args in [vec!["plan", f, "--budget", "4KiB"], vec!["explain", f]] {
+        let out = remat(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("shard_map") && err.contains("not written yet"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn residuals_names_arguments_by_the_files_binders_by_default() {
     let dir = tempdir("binders");

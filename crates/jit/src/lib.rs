@@ -255,6 +255,15 @@ pub struct MemoryPlan {
 /// so that one lowered program at a time is held.)
 pub fn memory_plan(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
     check_input(jaxpr, consts)?;
+    // The unrolled program holds every device's values; a plan is per device.
+    if spmd::has_shard_map(jaxpr) {
+        return Err(JitError::Unsupported {
+            primitive: "shard_map",
+            reason: "planning memory per device for a program with a shard_map is not written yet (what each \
+                     device keeps for the backward pass: `remat residuals --per-device`)"
+                .to_string(),
+        });
+    }
     let (scope, (device, host)) =
         choose_scope(jaxpr, options, |scope| front_bytes(jaxpr, consts, options, scope), |&bytes| bytes)?;
     let (io_bytes, host_io) = io_bytes(jaxpr);

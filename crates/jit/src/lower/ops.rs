@@ -204,8 +204,9 @@ impl Lowering {
             Primitive::Name { name: _ } => Ok(ins),
             // Shardings say where blocks live; values are the operand's.
             Primitive::ShardingConstraint(_) | Primitive::Reshard => Ok(ins),
-            Primitive::ShardMap(_)
-            | Primitive::Pvary { .. }
+            // `compile_with_options` unrolls every shard_map first (`spmd.rs`).
+            Primitive::ShardMap(_) => Err(unsupported(prim, "this path does not unroll shard_map")),
+            Primitive::Pvary { .. }
             | Primitive::AllReduce { .. }
             | Primitive::AllGather { .. }
             | Primitive::ReduceScatter { .. }
