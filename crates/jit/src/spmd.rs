@@ -44,15 +44,14 @@ pub(crate) fn lower(j: &Jaxpr) -> Result<Jaxpr, JitError> {
     let mut out = j.clone();
     out.eqns = Vec::with_capacity(j.eqns.len());
     for eqn in &j.eqns {
-        match &eqn.primitive {
-            Primitive::ShardMap(sm) => lower_shard_map(&mut out, eqn, sm)?,
-            prim if prim.subjaxprs().into_iter().any(|b| has_shard_map(b)) => {
-                let prim = prim.try_map_subjaxprs(|b| lower(b).map(Arc::new))?;
-                let mut e = eqn.clone();
-                e.primitive = prim;
-                out.eqns.push(e);
-            }
-            _ => out.eqns.push(eqn.clone()),
+        if let Primitive::ShardMap(sm) = &eqn.primitive {
+            lower_shard_map(&mut out, eqn, sm)?;
+        } else if eqn.primitive.subjaxprs().into_iter().any(|b| has_shard_map(b)) {
+            let mut e = eqn.clone();
+            e.primitive = eqn.primitive.try_map_subjaxprs(|b| lower(b).map(Arc::new))?;
+            out.eqns.push(e);
+        } else {
+            out.eqns.push(eqn.clone());
         }
     }
     Ok(out)
