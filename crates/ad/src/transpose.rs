@@ -248,8 +248,7 @@ pub(crate) fn transpose_shard_map(
     let linear: Vec<bool> = ins.iter().map(Operand::is_linear).collect();
     let out_nz: Vec<bool> = ct_outs.iter().map(Option::is_some).collect();
     let t = transpose_jaxpr_with(&sm.jaxpr, &linear, &out_nz, false)?;
-    let manual: Vec<String> =
-        sm.mesh.axes.iter().filter(|a| sm.manual_axes.contains(&a.name)).map(|a| a.name.clone()).collect();
+    let manual = sm.manual_mesh().axis_names();
     let unmentioned = |spec: &remat_ir::PartitionSpec| -> Vec<String> {
         let named = spec.all_axes();
         manual.iter().filter(|n| !named.contains(n)).cloned().collect()

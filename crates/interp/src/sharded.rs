@@ -28,13 +28,6 @@ fn apply(prim: &Primitive, args: &[&Array]) -> Result<Array, EvalError> {
     }
 }
 
-/// The mesh of a `shard_map`'s manual axes (in the mesh's order): its devices are the body's
-/// runs.
-fn manual_mesh(sm: &ShardMap) -> Mesh {
-    let axes = sm.mesh.axes.iter().filter(|a| sm.manual_axes.contains(&a.name)).cloned().collect();
-    Mesh { axes, abstract_devices: None }
-}
-
 /// Device `d`'s block of the global value `x` under `spec`.
 fn block(mesh: &Mesh, spec: &PartitionSpec, d: usize, x: &Array) -> Result<Array, EvalError> {
     let shape = x.shape();
@@ -81,22 +74,9 @@ fn assemble(mesh: &Mesh, spec: &PartitionSpec, blocks: &[Array]) -> Result<Array
     Ok(out)
 }
 
-/// The devices that differ from `d` only along `axes`, ordered by their index along `axes`.
-fn group(mesh: &Mesh, d: usize, axes: &[String]) -> Vec<usize> {
-    let coords = mesh.coords(d);
-    let mut members: Vec<usize> = (0..mesh.devices())
-        .filter(|&e| {
-            let c = mesh.coords(e);
-            mesh.axes.iter().enumerate().all(|(i, a)| axes.contains(&a.name) || c[i] == coords[i])
-        })
-        .collect();
-    members.sort_by_key(|&e| mesh.index_along(e, axes));
-    members
-}
-
 /// `shard_map`: the operands' blocks, the body in lockstep, the results assembled.
 pub(crate) fn shard_map(sm: &ShardMap, args: &[&Array]) -> Result<Vec<Array>, EvalError> {
-    let mesh = manual_mesh(sm);
+    let mesh = sm.manual_mesh();
     if args.len() != sm.in_specs.len() {
         return Err(invalid("shard_map")(format!("{} operands for {} in_specs", args.len(), sm.in_specs.len())));
     }
@@ -111,13 +91,6 @@ pub(crate) fn shard_map(sm: &ShardMap, args: &[&Array]) -> Result<Vec<Array>, Ev
         error: Box::new(error),
     })?;
     outs.iter().zip(&sm.out_specs).map(|(per_device, spec)| assemble(&mesh, spec, per_device)).collect()
-}
-
-/// Whether `jaxpr` (or a jaxpr it calls) holds a collective.
-fn has_collective(jaxpr: &Jaxpr) -> bool {
-    jaxpr.eqns.iter().any(|e| {
-        e.primitive.as_collective().is_some() || e.primitive.subjaxprs().into_iter().any(|j| has_collective(j))
-    })
 }
 
 /// Evaluates `jaxpr` on every device of `mesh` at once: `args[i][d]` is invar `i` on device
@@ -196,7 +169,7 @@ fn lockstep(
 
 /// Whether `prim` is a call whose body holds a collective.
 fn has_collective_call(prim: &Primitive) -> bool {
-    prim.higher_order().is_some() && prim.subjaxprs().into_iter().any(|j| has_collective(j))
+    prim.higher_order().is_some() && prim.subjaxprs().into_iter().any(|j| j.has_collective())
 }
 
 /// A call whose body holds collectives, in lockstep.
@@ -234,7 +207,7 @@ fn collective(
         }
     };
     let reduce = |op: BinaryOp, axes: &[String], d: usize, x: &[Array]| -> Result<Array, EvalError> {
-        let members = group(mesh, d, axes);
+        let members = mesh.group(d, axes);
         let mut acc = x[members[0]].clone();
         for &e in &members[1..] {
             acc = apply(&Primitive::Binary(op), &[&acc, &x[e]])?;
@@ -256,7 +229,7 @@ fn collective(
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
             per_device(&|d| {
-                let members = group(mesh, d, axis_name);
+                let members = mesh.group(d, axis_name);
                 if members.len() != axis_size {
                     return Err(invalid(name)(format!(
                         "axis_size={axis_size} but {axis_name:?} has {}",
@@ -275,7 +248,7 @@ fn collective(
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
             per_device(&|d| {
-                let members = group(mesh, d, axis_name);
+                let members = mesh.group(d, axis_name);
                 if members.len() != axis_size {
                     return Err(invalid(name)(format!(
                         "axis_size={axis_size} but {axis_name:?} has {}",
@@ -303,7 +276,7 @@ fn collective(
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
             per_device(&|d| {
-                let members = group(mesh, d, axis_name);
+                let members = mesh.group(d, axis_name);
                 let me = mesh.index_along(d, axis_name);
                 match perm.iter().find(|&&(_, dst)| dst == me) {
                     Some(&(src, _)) => {
@@ -323,7 +296,7 @@ fn collective(
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
             per_device(&|d| {
-                let members = group(mesh, d, axis_name);
+                let members = mesh.group(d, axis_name);
                 let from = members.get(source).ok_or_else(|| {
                     invalid(name)(format!("source {source} is beyond the {} devices of {axis_name:?}", members.len()))
                 })?;

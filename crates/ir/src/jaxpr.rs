@@ -876,6 +876,23 @@ pub struct ShardMap {
     pub manual_axes: Vec<String>,
 }
 
+impl ShardMap {
+    /// The mesh of the manual axes (in the mesh's order): its devices are the body's runs.
+    pub fn manual_mesh(&self) -> Mesh {
+        let axes = self.mesh.axes.iter().filter(|a| self.manual_axes.contains(&a.name)).cloned().collect();
+        Mesh { axes, abstract_devices: None }
+    }
+}
+
+impl Jaxpr {
+    /// Whether this jaxpr (or a jaxpr it calls) holds a collective.
+    pub fn has_collective(&self) -> bool {
+        self.eqns.iter().any(|e| {
+            e.primitive.as_collective().is_some() || e.primitive.subjaxprs().into_iter().any(|b| b.has_collective())
+        })
+    }
+}
+
 /// `jit`'s parameters that JAX's printer (`_pjit_pp_rule`) shows only when they are not
 /// their defaults. (`inline` is never printed; layouts are not kept.)
 #[derive(Clone, Debug, Default)]

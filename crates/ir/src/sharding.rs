@@ -107,6 +107,20 @@ impl Mesh {
         self.axes.iter().zip(coords).fold(0, |d, (a, &c)| d * a.size + c)
     }
 
+    /// The devices that differ from `device` only along `axes`, ordered by their index along
+    /// them: the group a collective over `axes` exchanges within.
+    pub fn group(&self, device: usize, axes: &[String]) -> Vec<usize> {
+        let coords = self.coords(device);
+        let mut members: Vec<usize> = (0..self.devices())
+            .filter(|&e| {
+                let c = self.coords(e);
+                self.axes.iter().enumerate().all(|(i, a)| axes.contains(&a.name) || c[i] == coords[i])
+            })
+            .collect();
+        members.sort_by_key(|&e| self.index_along(e, axes));
+        members
+    }
+
     /// A device's index along the combined axes `names` (major to minor, as a partition spec
     /// entry `('data', 'model')` splits a dimension): the position of its block.
     pub fn index_along(&self, device: usize, names: &[String]) -> usize {

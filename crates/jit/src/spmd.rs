@@ -30,12 +30,6 @@ pub(crate) fn has_shard_map(j: &Jaxpr) -> bool {
     })
 }
 
-fn has_collective(j: &Jaxpr) -> bool {
-    j.eqns.iter().any(|e| {
-        e.primitive.as_collective().is_some() || e.primitive.subjaxprs().into_iter().any(|b| has_collective(b))
-    })
-}
-
 /// `j` with every `shard_map` lowered (the same jaxpr when it has none).
 pub(crate) fn lower(j: &Jaxpr) -> Result<Jaxpr, JitError> {
     if !has_shard_map(j) {
@@ -97,25 +91,6 @@ fn index(i: usize) -> Atom {
     Atom::Lit(Literal::new(LitValue::I32(i as i32)))
 }
 
-/// The devices of a `shard_map`: its mesh's manual axes.
-fn manual_mesh(sm: &ShardMap) -> Mesh {
-    let axes = sm.mesh.axes.iter().filter(|a| sm.manual_axes.contains(&a.name)).cloned().collect();
-    Mesh { axes, abstract_devices: None }
-}
-
-/// The devices that differ from `d` only along `axes`, ordered by their index along them.
-fn group(mesh: &Mesh, d: usize, axes: &[String]) -> Vec<usize> {
-    let coords = mesh.coords(d);
-    let mut members: Vec<usize> = (0..mesh.devices())
-        .filter(|&e| {
-            let c = mesh.coords(e);
-            mesh.axes.iter().enumerate().all(|(i, a)| axes.contains(&a.name) || c[i] == coords[i])
-        })
-        .collect();
-    members.sort_by_key(|&e| mesh.index_along(e, axes));
-    members
-}
-
 /// `j` with no varying manual axes in any aval (inside and below): its equations run on one
 /// device's block as ordinary equations.
 fn strip_vma(j: &Jaxpr) -> Result<Jaxpr, JitError> {
@@ -132,7 +107,7 @@ fn strip_vma(j: &Jaxpr) -> Result<Jaxpr, JitError> {
 }
 
 fn lower_shard_map(out: &mut Jaxpr, eqn: &Eqn, sm: &ShardMap) -> Result<(), JitError> {
-    let mesh = manual_mesh(sm);
+    let mesh = sm.manual_mesh();
     let n = mesh.devices();
     let body = strip_vma(&sm.jaxpr)?;
     let mut em = Emit { out, source: eqn.source.clone() };
@@ -236,7 +211,7 @@ fn lockstep(em: &mut Emit, body: &Jaxpr, mesh: &Mesh, args: Vec<Vec<Atom>>) -> R
             vec![ins[0].clone()]
         } else if matches!(eqn.primitive, Primitive::ShardMap(_)) {
             return Err(unsupported("a shard_map inside a shard_map body"));
-        } else if eqn.primitive.subjaxprs().into_iter().any(|b| has_collective(b)) {
+        } else if eqn.primitive.subjaxprs().into_iter().any(|b| b.has_collective()) {
             let inner = match &eqn.primitive {
                 Primitive::Jit { jaxpr, .. }
                 | Primitive::ClosedCall { call_jaxpr: jaxpr }
@@ -291,7 +266,7 @@ fn collective(em: &mut Emit, mesh: &Mesh, c: Collective, ins: &[Vec<Atom>]) -> R
                 AllReduceOp::Pmin => BinaryOp::Min,
             };
             for d in 0..n {
-                let members = group(mesh, d, axes);
+                let members = mesh.group(d, axes);
                 let mut acc = x[members[0]];
                 for &e in &members[1..] {
                     acc = em.bind1(Primitive::Binary(bop), vec![acc, x[e]])?;
@@ -302,7 +277,7 @@ fn collective(em: &mut Emit, mesh: &Mesh, c: Collective, ins: &[Vec<Atom>]) -> R
         Collective::AllGather { axis_name, all_gather_dimension, tiled, .. } => {
             known(axis_name)?;
             for d in 0..n {
-                let parts: Vec<Atom> = group(mesh, d, axis_name).into_iter().map(|e| x[e]).collect();
+                let parts: Vec<Atom> = mesh.group(d, axis_name).into_iter().map(|e| x[e]).collect();
                 let prim = match tiled {
                     true => Primitive::Concatenate { dimension: all_gather_dimension },
                     false => Primitive::Stack { axis: all_gather_dimension },
@@ -313,7 +288,7 @@ fn collective(em: &mut Emit, mesh: &Mesh, c: Collective, ins: &[Vec<Atom>]) -> R
         Collective::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => {
             known(axis_name)?;
             for d in 0..n {
-                let members = group(mesh, d, axis_name);
+                let members = mesh.group(d, axis_name);
                 let mut acc = x[members[0]];
                 for &e in &members[1..] {
                     acc = em.bind1(Primitive::Binary(BinaryOp::Add), vec![acc, x[e]])?;
@@ -336,7 +311,7 @@ fn collective(em: &mut Emit, mesh: &Mesh, c: Collective, ins: &[Vec<Atom>]) -> R
         Collective::Ppermute { axis_name, perm } => {
             known(axis_name)?;
             for d in 0..n {
-                let members = group(mesh, d, axis_name);
+                let members = mesh.group(d, axis_name);
                 let me = mesh.index_along(d, axis_name);
                 out.push(match perm.iter().find(|&&(_, dst)| dst == me) {
                     Some(&(src, _)) => {
@@ -357,7 +332,7 @@ fn collective(em: &mut Emit, mesh: &Mesh, c: Collective, ins: &[Vec<Atom>]) -> R
         Collective::Pbroadcast { axis_name, source } => {
             known(axis_name)?;
             for d in 0..n {
-                let members = group(mesh, d, axis_name);
+                let members = mesh.group(d, axis_name);
                 out.push(x[*members.get(source).ok_or_else(|| unsupported(format!("pbroadcast from {source}")))?]);
             }
         }

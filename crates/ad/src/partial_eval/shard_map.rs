@@ -44,8 +44,7 @@ pub(super) fn shard_map_partial_eval(pe: &mut Pe, eqn: &Eqn, sm: &ShardMap) -> R
     let known_ins: Vec<Atom> = pe.known_values(&eqn.invars, &unks)?;
     let known_positions: Vec<usize> = (0..unks.len()).filter(|&i| !unks[i]).collect();
 
-    let manual: Vec<String> =
-        sm.mesh.axes.iter().filter(|a| sm.manual_axes.contains(&a.name)).map(|a| a.name.clone()).collect();
+    let manual = sm.manual_mesh().axis_names();
     let mut known_body = split.known.clone();
     let res_outs: Vec<Atom> = known_body.outvars[num_known_outs..].to_vec();
     let fwd: Vec<Res> = res_outs
