@@ -7,6 +7,7 @@
 pub mod array;
 pub mod identity;
 pub mod jaxpr;
+pub mod layout;
 pub mod param;
 pub mod param_types;
 pub mod parse;
