@@ -128,19 +128,51 @@ pub fn flat_paths(f: &Jaxpr) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     for (i, eqn) in f.eqns.iter().enumerate() {
         match inlinable(eqn) {
-            Some(body) => out.extend(flat_paths(body).into_iter().map(|p| [vec![i], p].concat())),
+            Some(body) => {
+                let (ins, outs) = constraints(eqn);
+                out.extend(ins.iter().flatten().map(|_| vec![i]));
+                out.extend(flat_paths(body).into_iter().map(|p| [vec![i], p].concat()));
+                out.extend(outs.iter().flatten().map(|_| vec![i]));
+            }
             None => out.push(vec![i]),
         }
     }
     out
 }
 
+/// For an inlined `jit`'s operands and results, the `sharding_constraint` that keeps what
+/// its sharding says (none for a literal operand or an unnamed sharding).
+fn constraints(eqn: &Eqn) -> (Vec<Option<Primitive>>, Vec<Option<Primitive>>) {
+    let Primitive::Jit { options, .. } = &eqn.primitive else { return (Vec::new(), Vec::new()) };
+    let of = |s: &[remat_ir::Sharding], k: usize| s.get(k).and_then(Primitive::constraint_for);
+    let ins = (0..eqn.invars.len())
+        .map(|k| of(&options.in_shardings, k).filter(|_| matches!(eqn.invars[k], Atom::Var(_))))
+        .collect();
+    let outs = (0..eqn.outvars.len()).map(|k| of(&options.out_shardings, k)).collect();
+    (ins, outs)
+}
+
 fn flatten_into(b: &mut Builder, f: &Jaxpr, map: &mut VarMap) {
     for eqn in &f.eqns {
         if let Some(body) = inlinable(eqn) {
-            let args = map.get_all(&eqn.invars);
+            let (in_c, out_c) = constraints(eqn);
+            let mut args = map.get_all(&eqn.invars);
+            // A constraint keeps its operand's type (the call's sharding was checked
+            // against it); one that did not would only lose what it says of the layout.
+            let before = b.set_source(Some(eqn.source.clone()));
+            for (a, c) in args.iter_mut().zip(in_c) {
+                if let Some(Ok(x)) = c.map(|prim| b.bind1(prim, vec![*a])) {
+                    *a = x;
+                }
+            }
             let flat_body = flatten_calls(body);
-            let outs = inline_jaxpr(b, &flat_body, &[], &args);
+            let mut outs = inline_jaxpr(b, &flat_body, &[], &args);
+            for (o, c) in outs.iter_mut().zip(out_c) {
+                if let Some(Ok(x)) = c.map(|prim| b.bind1(prim, vec![*o])) {
+                    *o = x;
+                }
+            }
+            b.set_source(before);
             for (&v, o) in eqn.outvars.iter().zip(outs) {
                 map.set(v, o);
             }

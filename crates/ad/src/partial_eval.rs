@@ -386,7 +386,7 @@ impl Pe<'_> {
                     .collect();
             }
         }
-        let staged_prim = call.with_body(pe.staged.clone(), Some(true));
+        let mut staged_prim = call.with_body(pe.staged.clone(), Some(true));
         let known_outs = self.emit_known(known_prim, known_ins.clone(), eqn.source.clone())?;
         let (primal_known, kept_res) = known_outs.split_at(num_known_outs);
         let mut kept_res = kept_res.iter();
@@ -402,6 +402,23 @@ impl Pe<'_> {
         for (a, _) in eqn.invars.iter().zip(&inst).filter(|(_, &i)| i) {
             let s = self.ensure_instantiated(a)?;
             ins.push(s);
+        }
+        // The staged jit keeps the shardings of its unknown operands and outputs (JAX's
+        // `_pjit_partial_eval`; its residuals' are unspecified), which its transpose gives
+        // the input cotangents.
+        if let (Primitive::Jit { options: old, .. }, Primitive::Jit { options: new, .. }) =
+            (&eqn.primitive, &mut staged_prim)
+        {
+            let n_res = ins.len() - inst.iter().filter(|&&i| i).count();
+            if !old.in_shardings.is_empty() {
+                new.in_shardings = std::iter::repeat_n(remat_ir::Sharding::Unspecified, n_res)
+                    .chain(old.in_shardings.iter().zip(&inst).filter(|(_, &i)| i).map(|(s, _)| s.clone()))
+                    .collect();
+            }
+            if !old.out_shardings.is_empty() {
+                new.out_shardings =
+                    old.out_shardings.iter().zip(&pe.out_inst).filter(|(_, &i)| i).map(|(s, _)| s.clone()).collect();
+            }
         }
         let staged_outs = self.emit_staged(staged_prim, ins, eqn.source.clone())?;
         let mut primal_known = primal_known.iter();

@@ -214,7 +214,23 @@ pub(crate) fn transpose_call(
         })
         .collect();
     args.extend(ct_outs.iter().flatten().copied());
-    let prim = call.with_body(body, None);
+    let mut prim = call.with_body(body, None);
+    // JAX's transposed `jit` lays out each input cotangent as its input was laid out (its
+    // `out_shardings` are the primal's `in_shardings` of the linear operands).
+    if let (Primitive::Jit { options, .. }, Primitive::Jit { options: t, .. }) = (&eqn.primitive, &mut prim) {
+        let shardings: Vec<remat_ir::Sharding> = options
+            .in_shardings
+            .iter()
+            .zip(&linear)
+            .filter(|(_, &l)| l)
+            .zip(&in_ct_nonzero)
+            .filter(|(_, &nz)| nz)
+            .map(|((s, _), _)| s.clone())
+            .collect();
+        if shardings.iter().any(|s| !matches!(s, remat_ir::Sharding::Unspecified)) {
+            t.out_shardings = shardings;
+        }
+    }
     let outs = b.bind(prim, args)?;
     let mut outs = outs.into_iter();
     let mut nz = in_ct_nonzero.into_iter();

@@ -92,22 +92,46 @@ fn residuals_per_device_are_jaxs_shards_on_every_sharded_case() {
     }
 }
 
-/// A program with a `shard_map` runs in the JIT (`bench`), and the commands that plan or
-/// profile memory, which are per device for a sharded program, say they do not yet.
+/// A sharded program runs in the JIT (`bench`, every device together), and the commands
+/// that plan or profile memory do it per device: `explain` lists what one device holds of
+/// each residual (JAX's per-device bytes), and `plan --budget` at the smallest per-device
+/// peak of the frontier gives a plan that fits it, in words that say "per device".
 #[test]
-fn sharded_programs_bench_and_memory_commands_say_what_is_not_written() {
+fn sharded_programs_bench_and_plan_per_device() {
     let dir = tempdir("sharded-cmds");
-    let (_, case) = remat_testkit::sharded_cases().into_iter().find(|(n, _)| n == "tp_mlp_shard_map").unwrap();
-    let file = dir.path().join("tp.jaxpr");
-    std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
-    let f = file.to_str().unwrap();
-    let bench = remat(&["bench", f, "--runs", "2"]);
-    assert!(bench.status.success(), "{}", String::from_utf8_lossy(&bench.stderr));
-    for args in [vec!["plan", f, "--budget", "4KiB"], vec!["explain", f]] {
-        let out = remat(&args);
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("shard_map") && err.contains("not written yet"), "{args:?}: {err}");
+    for (name, case) in remat_testkit::sharded_cases() {
+        let file = dir.path().join(format!("{name}.jaxpr"));
+        std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
+        let f = file.to_str().unwrap();
+        if name == "tp_mlp_shard_map" {
+            let bench = remat(&["bench", f, "--runs", "2"]);
+            assert!(bench.status.success(), "{}", String::from_utf8_lossy(&bench.stderr));
+        }
+        let explain = remat(&["explain", f]);
+        assert!(explain.status.success(), "{name}: {}", String::from_utf8_lossy(&explain.stderr));
+        let text = String::from_utf8_lossy(&explain.stdout);
+        assert!(text.contains("per device: every byte below is one device's"), "{name}: {text}");
+        let want: Vec<u64> =
+            case["residual_device_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
+        let got: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.split_once(" on each device").map(|(head, _)| head))
+            .map(|head| head.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(got, want, "{name}: what one device holds of each residual\n{text}");
+        let frontier = remat(&["plan", f, "--frontier", "--json"]);
+        assert!(frontier.status.success(), "{name}: {}", String::from_utf8_lossy(&frontier.stderr));
+        let fr: Value = serde_json::from_slice(&frontier.stdout).unwrap();
+        let least = fr["frontier"].as_array().unwrap().iter().map(|p| p["peak_bytes"].as_u64().unwrap()).min().unwrap();
+        let budget = least.to_string();
+        let plan = remat(&["plan", f, "--budget", &budget]);
+        assert!(plan.status.success(), "{name}: {}", String::from_utf8_lossy(&plan.stderr));
+        let text = String::from_utf8_lossy(&plan.stdout);
+        assert!(text.contains(&format!("({budget} B) per device")) || text.contains("per device\n"), "{name}: {text}");
+        assert!(text.contains("one device's: the whole value-and-grad program as device 0 of the mesh runs it"));
+        let json = remat(&["plan", f, "--budget", &budget, "--json"]);
+        let p: Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert!(p["plan"]["peak_bytes"].as_u64().unwrap() <= least, "{name}: {p}");
     }
 }
 

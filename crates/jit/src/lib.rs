@@ -17,6 +17,7 @@
 
 mod codegen;
 mod cse;
+mod device;
 mod expr;
 mod lower;
 mod native;
@@ -33,6 +34,7 @@ use remat_ir::{Array, Aval, ClosedJaxpr, Jaxpr};
 use crate::program::NativeDesc;
 
 pub use cse::{cse, CseScope};
+pub use device::{device_program, is_sharded, DeviceProgram};
 pub use profile::{memory_profile, BufferHome, BufferProfile, MemoryProfile, Peak};
 pub use program::DotDesc;
 
@@ -250,20 +252,24 @@ pub struct MemoryPlan {
     pub cse: CseScope,
 }
 
-/// Lowers and plans `jaxpr` as [`compile_with_options`] would, without generating code.
+/// Lowers and plans `jaxpr` as [`compile_with_options`] would, without generating code. For
+/// a sharded program ([`is_sharded`]) the plan is one device's: that of the program device
+/// 0 runs ([`device_program`]), while the compiled program simulates every device.
 /// (Under `Auto` it plans the two scopes one after the other and keeps only their bytes,
 /// so that one lowered program at a time is held.)
 pub fn memory_plan(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
     check_input(jaxpr, consts)?;
-    // The unrolled program holds every device's values; a plan is per device.
-    if spmd::has_shard_map(jaxpr) {
-        return Err(JitError::Unsupported {
-            primitive: "shard_map",
-            reason: "planning memory per device for a program with a shard_map is not written yet (what each \
-                     device keeps for the backward pass: `remat residuals --per-device`)"
-                .to_string(),
-        });
+    // A sharded program's memory is one device's: the program device 0 runs
+    // (`device.rs`), planned as any program is.
+    if is_sharded(jaxpr) {
+        let dp = device_program(jaxpr)?;
+        return plan_bytes(&dp.jaxpr, consts, options);
     }
+    plan_bytes(jaxpr, consts, options)
+}
+
+/// [`memory_plan`] of an unsharded program.
+fn plan_bytes(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryPlan, JitError> {
     let (scope, (device, host)) =
         choose_scope(jaxpr, options, |scope| front_bytes(jaxpr, consts, options, scope), |&bytes| bytes)?;
     let (io_bytes, host_io) = io_bytes(jaxpr);

@@ -127,14 +127,25 @@ impl MemoryProfile {
 /// Lowers and plans `jaxpr` as [`crate::compile_with_options`] would, and describes every
 /// buffer of the plan.
 pub fn memory_profile(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryProfile, JitError> {
-    if crate::spmd::has_shard_map(jaxpr) {
-        return Err(JitError::Unsupported {
-            primitive: "shard_map",
-            reason: "the memory profile of a program with a shard_map is not written yet (per-device memory: \
-                     `remat residuals --per-device`)"
-                .to_string(),
-        });
+    // A sharded program's profile is one device's: the program device 0 runs
+    // (`device.rs`), its equations and variables named by the program given.
+    if crate::device::is_sharded(jaxpr) {
+        crate::check_input(jaxpr, consts)?;
+        let dp = crate::device::device_program(jaxpr)?;
+        let mut profile = profile_of(&dp.jaxpr, consts, options)?;
+        let eqn = |e: Option<usize>| e.and_then(|e| dp.eqn_origin.get(e).copied());
+        profile.step_eqns.iter_mut().for_each(|e| *e = eqn(*e));
+        for b in &mut profile.buffers {
+            b.eqn = eqn(b.eqn);
+            b.var = b.var.and_then(|v| dp.var_origin.get(v.index()).copied().flatten());
+        }
+        return Ok(profile);
     }
+    profile_of(jaxpr, consts, options)
+}
+
+/// [`memory_profile`] of an unsharded program.
+fn profile_of(jaxpr: &Jaxpr, consts: &[Array], options: &Options) -> Result<MemoryProfile, JitError> {
     let (scope, Front { prog, layout, merged, .. }) = checked_front(jaxpr, consts, options)?;
     let (io, host_io) = io_bytes(jaxpr);
     let plan = MemoryPlan {

@@ -52,17 +52,17 @@ pub(crate) fn lower(j: &Jaxpr) -> Result<Jaxpr, JitError> {
 }
 
 /// Appends equations to a jaxpr, typing their binders by the shape rule.
-struct Emit<'a> {
-    out: &'a mut Jaxpr,
-    source: SourceInfo,
+pub(crate) struct Emit<'a> {
+    pub(crate) out: &'a mut Jaxpr,
+    pub(crate) source: SourceInfo,
 }
 
 impl Emit<'_> {
-    fn aval(&self, a: &Atom) -> Aval {
+    pub(crate) fn aval(&self, a: &Atom) -> Aval {
         self.out.atom_aval(a)
     }
 
-    fn bind(&mut self, prim: Primitive, ins: Vec<Atom>) -> Result<Vec<Atom>, JitError> {
+    pub(crate) fn bind(&mut self, prim: Primitive, ins: Vec<Atom>) -> Result<Vec<Atom>, JitError> {
         let avals: Vec<Aval> = ins.iter().map(|a| self.aval(a)).collect();
         let outs = remat_ir::shape_rule(&prim, &avals).map_err(|e| JitError::Invalid(e.message))?;
         let vars: Vec<Var> = outs.into_iter().map(|a| self.out.new_var(a)).collect();
@@ -70,7 +70,7 @@ impl Emit<'_> {
         Ok(vars.into_iter().map(Atom::Var).collect())
     }
 
-    fn bind1(&mut self, prim: Primitive, ins: Vec<Atom>) -> Result<Atom, JitError> {
+    pub(crate) fn bind1(&mut self, prim: Primitive, ins: Vec<Atom>) -> Result<Atom, JitError> {
         Ok(self.bind(prim, ins)?.remove(0))
     }
 
@@ -93,7 +93,7 @@ fn index(i: usize) -> Atom {
 
 /// `j` with no varying manual axes in any aval (inside and below): its equations run on one
 /// device's block as ordinary equations.
-fn strip_vma(j: &Jaxpr) -> Result<Jaxpr, JitError> {
+pub(crate) fn strip_vma(j: &Jaxpr) -> Result<Jaxpr, JitError> {
     let mut out = j.clone();
     for d in &mut out.vars {
         d.aval.vma = Vma::default();

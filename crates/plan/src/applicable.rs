@@ -38,10 +38,11 @@ pub struct AutoName {
 
 /// Whether the values of `e` get names: a first-order equation (a call's values are its
 /// own business: a `scan`'s carries, a `cond`'s outputs are named by their readers) that
-/// is not itself a name, whose outputs are values (not keys).
+/// is not itself a name or a sharding constraint (a layout of the value before it, inlined
+/// from a `jit`'s shardings), whose outputs are values (not keys).
 fn named_by_planner(e: &Eqn, f: &remat_ir::Jaxpr) -> bool {
     e.primitive.higher_order().is_none()
-        && !matches!(e.primitive, Primitive::Name { .. })
+        && !matches!(e.primitive, Primitive::Name { .. } | Primitive::ShardingConstraint(_))
         && e.outvars.iter().all(|&v| f.aval(v).dtype != DType::Key)
 }
 

@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use remat_ad::{Checkpointed, Saveability, Vjp};
+use remat_ir::layout::{Arguments, Layouts};
 use remat_ir::{Array, Atom, ClosedJaxpr, Eqn, HigherOrder, Jaxpr, Var};
 
 use crate::cost::{eqn_flops, jaxpr_flops};
@@ -57,7 +58,7 @@ pub struct Model {
     /// The primal values the backward half reads.
     needed: Vec<Var>,
     flops: Vec<u64>,
-    /// Per variable of the body: its bytes.
+    /// Per variable of the body: its bytes on one device.
     bytes: Vec<u64>,
     /// The FLOPs of the whole program when nothing is recomputed.
     base_flops: u64,
@@ -150,7 +151,8 @@ fn plan_memory(
 }
 
 /// The bytes of the residuals equations make (not the arguments, constants or literals):
-/// what a plan saves beyond the arguments.
+/// what a plan saves beyond the arguments, on one device (all of them, for a program on
+/// one device).
 pub fn saved_bytes(residuals: &[remat_ad::Residual]) -> u64 {
     residuals
         .iter()
@@ -160,7 +162,7 @@ pub fn saved_bytes(residuals: &[remat_ad::Residual]) -> u64 {
                 remat_ad::ResidualKind::Output(_) | remat_ad::ResidualKind::Named(_) | remat_ad::ResidualKind::Jit(_)
             )
         })
-        .map(|r| r.bytes as u64)
+        .map(|r| r.device_bytes as u64)
         .sum()
 }
 
@@ -221,7 +223,10 @@ impl Model {
             }
         }
         let flops: Vec<u64> = body.eqns.iter().map(|e| eqn_flops(&body, e)).collect();
-        let bytes: Vec<u64> = body.vars.iter().map(|d| d.aval.size_in_bytes() as u64).collect();
+        // What one device holds of each value (all of it, for a program on one device): the
+        // peak the planner measures is one device's (`remat_jit::memory_plan`).
+        let layouts = Layouts::of(&body, Arguments::AsUsed);
+        let bytes: Vec<u64> = (0..body.vars.len()).map(|v| layouts.device_bytes(&body, Var(v as u32)) as u64).collect();
         let mut model = Model {
             cp,
             consts: f.consts.clone(),

@@ -37,7 +37,7 @@
 
 use std::sync::Arc;
 
-use remat_ad::{Builder, ResidualKind, VarMap};
+use remat_ad::{Builder, VarMap};
 use remat_ir::{Atom, ClosedJaxpr, Jaxpr, Policy, Primitive, Var};
 
 use crate::cost::eqn_flops;
@@ -69,12 +69,7 @@ impl Rewritten {
     /// Its vjp, whole program and planned peak.
     pub fn evaluate(&self) -> Result<Evaluated, PlanError> {
         let (vjp, program) = remat_ad::value_and_grad_vjp(&self.f.jaxpr, &self.argnums, &self.arg_names)?;
-        let residual_bytes = vjp
-            .residuals
-            .iter()
-            .filter(|r| matches!(r.kind, ResidualKind::Output(_) | ResidualKind::Named(_) | ResidualKind::Jit(_)))
-            .map(|r| r.bytes as u64)
-            .sum();
+        let residual_bytes = crate::model::saved_bytes(&vjp.residuals);
         let analysis = Analysis { recompute: Vec::new(), residuals: Vec::new(), residual_bytes, recompute_flops: 0 };
         let mut e = Evaluated::measure(analysis, Vec::new(), vjp, program, &self.f.consts, self.base_flops, None)?;
         e.analysis.recompute_flops = e.recompute_flops;

@@ -170,5 +170,7 @@ fn plan_dict<'py>(py: Python<'py>, p: &remat::plan::Plan) -> PyResult<Bound<'py,
     d.set_item("rewrite", p.recomputed.first().filter(|_| p.segments.is_some()).cloned())?;
     d.set_item("method", method_name(p.method))?;
     d.set_item("program", remat::ir::pp_jaxpr(&p.program))?;
+    // A sharded program's bytes are one device's (docs/sharding.md).
+    d.set_item("per_device", remat::is_sharded(&p.program))?;
     Ok(d)
 }

@@ -75,7 +75,7 @@ pub use remat_ad as ad;
 pub use remat_ad::{register_policy, with_policy_names, AdError, PolicyNames, Residual, ResidualKind, Saveability};
 pub use remat_interp::EvalError;
 pub use remat_ir::{self as ir, bf16, c128, c64, f16, Array, Aval, ClosedJaxpr, DType, Jaxpr, Policy, PrngKey};
-pub use remat_jit::{Compiled, CseScope, JitError, Options, Plan};
+pub use remat_jit::{device_program, is_sharded, Compiled, CseScope, DeviceProgram, JitError, Options, Plan};
 pub use remat_json as json;
 /// The memory planner: [`plan::Planner`], [`plan::frontier`], [`plan::Budget`]; the
 /// function [`plan()`] plans a closure.

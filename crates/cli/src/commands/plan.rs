@@ -110,8 +110,16 @@ fn method_words(m: Method) -> &'static str {
 }
 
 fn plan_text(planner: &Planner, p: &Plan, out: Option<&Path>) -> String {
+    // A sharded program's budget, peak and saved bytes are one device's.
+    let (per_device, peak_words) = match remat::is_sharded(&p.program) {
+        true => (
+            " per device",
+            "one device's: the whole value-and-grad program as device 0 of the mesh runs it, docs/sharding.md",
+        ),
+        false => ("", "the whole value-and-grad program as the JIT compiles it: what `remat bench` reports for the planned program"),
+    };
     let mut t = format!(
-        "plan for a budget of {}\n  search: {}, {} plans evaluated exactly\n  peak: {} (the whole value-and-grad program as the JIT compiles it: what `remat bench` reports for the planned program)\n  recompute: {} FLOPs\n  saved beyond the arguments: {}\n",
+        "plan for a budget of {}{per_device}\n  search: {}, {} plans evaluated exactly\n  peak: {} ({peak_words})\n  recompute: {} FLOPs\n  saved beyond the arguments: {}{per_device}\n",
         Budget::bytes(p.budget),
         method_words(p.method),
         planner.evaluated(),

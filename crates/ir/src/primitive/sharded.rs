@@ -292,6 +292,21 @@ pub(super) fn parse_sharding_constraint(p: &mut ParamReader) -> Result<Primitive
     Ok(Primitive::ShardingConstraint(Box::new(ShardingConstraint { sharding, context_mesh, unconstrained_dims })))
 }
 
+impl Primitive {
+    /// The `sharding_constraint` that says what a `jit`'s sharding of an operand or result
+    /// says, for a pass that inlines the call (`None` for a sharding that names no mesh:
+    /// nothing to say).
+    pub fn constraint_for(s: &Sharding) -> Option<Primitive> {
+        matches!(s, Sharding::Named { .. }).then(|| {
+            Primitive::ShardingConstraint(Box::new(ShardingConstraint {
+                sharding: s.clone(),
+                context_mesh: Mesh::default(),
+                unconstrained_dims: Vec::new(),
+            }))
+        })
+    }
+}
+
 pub(crate) fn sharding_constraint_shape(c: &ShardingConstraint, ins: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
     let name = "sharding_constraint";
     let [x] = arity(name, ins)?;

@@ -74,6 +74,12 @@ class _Flat:
             ins = [self._ref(env, v) for v in eqn.invars]
             body = _inlined(eqn)
             if body is not None:
+                # A jit's named shardings stay on its operands and results as
+                # `with_sharding_constraint`s, as `remat_ad::flatten_calls` keeps them (a
+                # literal operand is not constrained).
+                in_sh, out_sh = _jit_shardings(eqn, len(eqn.invars), len(eqn.outvars))
+                ins = [self._constrain(r, s, eqn, p, ids) if s is not None and r[0] == "v" else r
+                       for r, s in zip(ins, in_sh)]
                 inner = {}
                 for v, c in zip(body[0].constvars, body[1]):
                     inner[v] = ("v", next(ids))
@@ -82,6 +88,7 @@ class _Flat:
                 # `remat_ad::flatten_calls` inlines it: no value of its own.
                 inner.update(zip(body[0].invars, ins))
                 outs = self._walk(body[0], inner, p, ids)
+                outs = [self._constrain(r, s, eqn, p, ids) if s is not None else r for r, s in zip(outs, out_sh)]
                 for v, r in zip(eqn.outvars, outs):
                     if not isinstance(v, jcore.DropVar):
                         env[v] = r
@@ -92,6 +99,12 @@ class _Flat:
                 outs.append(env[v][1])
             self.nodes.append((eqn, p, ins, outs))
         return [self._ref(env, v) for v in jaxpr.outvars]
+
+    def _constrain(self, r, sharding, eqn, path, ids):
+        """A node constraining the value `r` to `sharding` (of the `jit` `eqn`); its value."""
+        out = next(ids)
+        self.nodes.append((_Constraint(sharding, eqn.source_info, eqn.ctx), path, [r], [out]))
+        return ("v", out)
 
     def run(self, args, names_at, segments=()):
         """The program's outputs at `args`, the values `names_at` names named, the node
@@ -111,7 +124,12 @@ class _Flat:
         read = lambda r: r[1] if r[0] == "lit" else env[r[1]]
         for n in indices:
             eqn, p, ins, outs = self.nodes[n]
-            vals = _bind(eqn, [read(r) for r in ins], names_at.get(p))
+            if isinstance(eqn, _Constraint):
+                name_stack = source_info_util.current_name_stack() + eqn.source_info.name_stack
+                with source_info_util.user_context(eqn.source_info.traceback, name_stack=name_stack), eqn.ctx.manager:
+                    vals = [jax.lax.with_sharding_constraint(read(ins[0]), eqn.sharding)]
+            else:
+                vals = _bind(eqn, [read(r) for r in ins], names_at.get(p))
             env.update(zip(outs, vals))
 
     def _segment(self, a, e, policy, env, names_at):
@@ -141,6 +159,26 @@ class _Flat:
         with source_info_util.user_context(first.source_info.traceback, name_stack=source_info_util.current_name_stack()):
             results = jax.checkpoint(seg, policy=policy, prevent_cse=True)(*[env[i] for i in ins])
         env.update(zip(outs, results))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Constraint:
+    """A `jit`'s named sharding of an operand or result, inlined: bound as
+    `jax.lax.with_sharding_constraint` under the `jit`'s source info."""
+
+    sharding: object
+    source_info: object
+    ctx: object
+
+
+def _jit_shardings(eqn, n_in, n_out):
+    """A `jit` equation's named shardings of its operands and results (`None` where it
+    names none)."""
+    def named(key, n):
+        got = eqn.params.get(key) if eqn.primitive.name in ("jit", "pjit") else None
+        got = tuple(got) if got is not None else (None,) * n
+        return [s if isinstance(s, jax.sharding.NamedSharding) else None for s in got]
+    return named("in_shardings", n_in), named("out_shardings", n_out)
 
 
 def _bind(eqn, invals, names):
@@ -226,6 +264,10 @@ class Plan:
     residual_bytes: int = property(lambda self: self._p["residual_bytes"])
     host_bytes: int = property(lambda self: self._p["host_bytes"])
     method: str = property(lambda self: self._p["method"])
+    per_device: bool = property(
+        lambda self: self._p["per_device"],
+        doc="The function is sharded (a shard_map, shardings): every byte is one device's (docs/sharding.md).",
+    )
 
     @property
     def saved(self) -> Residuals:
@@ -323,8 +365,9 @@ class Plan:
         return self._xla
 
     def __str__(self) -> str:
+        each = " per device" if self.per_device else ""
         lines = [
-            f"plan for a budget of {human_bytes(self.budget)} ({self.budget} bytes): peak {human_bytes(self.peak_bytes)}, "
+            f"plan for a budget of {human_bytes(self.budget)} ({self.budget} bytes){each}: peak {human_bytes(self.peak_bytes)}, "
             f"recompute {self.recompute_flops} FLOPs, saved beyond the arguments {human_bytes(self.residual_bytes)}",
             f"  policy: {self.policy_call}",
         ]

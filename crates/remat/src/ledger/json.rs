@@ -26,6 +26,7 @@ impl Ledger {
                 json!({
                     "aval": r.residual.aval.to_string(),
                     "bytes": r.residual.bytes,
+                    "device_bytes": r.residual.device_bytes,
                     "kind": r.residual.kind.kind_name(),
                     "what": r.residual.kind.what(),
                     "text": r.residual.to_string(),
@@ -51,6 +52,7 @@ impl Ledger {
             "equations": l.program.eqns.len(),
             "forward_equations": l.split.as_ref().map(|s| s.num_fwd_eqns),
             "steps": p.positions,
+            "per_device": l.sharded,
             "residuals": rows,
             "peak": {
                 "step": p.peak.position,

@@ -138,6 +138,9 @@ pub struct Ledger {
     pub eqn_flops: Vec<u64>,
     /// Each buffer's kind (parallel to the profile's buffers).
     pub kinds: Vec<BufferKind>,
+    /// The program is sharded (`remat_jit::is_sharded`): every byte of the profile is one
+    /// device's (the program device 0 of the mesh runs, docs/sharding.md).
+    pub sharded: bool,
 }
 
 impl Ledger {
@@ -267,8 +270,9 @@ fn build(
 ) -> Result<Ledger, Error> {
     let profile = remat_jit::memory_profile(&program, consts, options)?;
     let eqn_flops: Vec<u64> = program.eqns.iter().map(|e| cost::eqn_flops(&program, e)).collect();
+    let sharded = remat_jit::is_sharded(&program);
     let mut ledger =
-        Ledger { program, split, profile, rows: Vec::new(), rest: Vec::new(), eqn_flops, kinds: Vec::new() };
+        Ledger { program, split, profile, rows: Vec::new(), rest: Vec::new(), eqn_flops, kinds: Vec::new(), sharded };
     let residual_vars: Vec<Option<Var>> = match &ledger.split {
         Some(s) => s.residual_atoms.iter().map(Atom::as_var).collect(),
         None => Vec::new(),

@@ -47,6 +47,13 @@ pub(super) fn ledger_text(l: &Ledger) -> String {
             );
         }
     }
+    if l.sharded {
+        let _ = writeln!(
+            out,
+            "per device: every byte below is one device's, planned on the program device 0 of the mesh runs \
+             (docs/sharding.md)"
+        );
+    }
     let _ = writeln!(out);
     for (k, r) in l.rows.iter().enumerate() {
         let _ = writeln!(out, "residual {k}: {}", r.residual);
@@ -57,7 +64,15 @@ pub(super) fn ledger_text(l: &Ledger) -> String {
             ResidualHome::Caller => "the caller's memory (no arena bytes)".into(),
             ResidualHome::NoBuffer => "no buffer of its own (a view, or computed where it is read)".into(),
         };
-        let _ = writeln!(out, "    {} bytes, {home}; {} bytes of the peak", r.residual.bytes, r.peak_bytes);
+        match l.sharded {
+            true => {
+                let (b, d) = (r.residual.bytes, r.residual.device_bytes);
+                let _ = writeln!(out, "    {b} bytes, {d} on each device, {home}; {} bytes of the peak", r.peak_bytes);
+            }
+            false => {
+                let _ = writeln!(out, "    {} bytes, {home}; {} bytes of the peak", r.residual.bytes, r.peak_bytes);
+            }
+        }
         if let Some(e) = r.made_by {
             let _ = writeln!(out, "    made by forward equation {e} ({})", eqn_words(l, e));
         }

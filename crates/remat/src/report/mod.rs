@@ -69,9 +69,10 @@ impl Report {
             let l = &side.ledger;
             let who = if self.sides.len() > 1 { format!("{}: planned", side.label) } else { "Planned".to_string() };
             s.push_str(&format!(
-                "<p>{} peak {} bytes ({} equations, {} steps); {} residuals hold {} bytes of it.</p>\n",
+                "<p>{} peak {} bytes{} ({} equations, {} steps); {} residuals hold {} bytes of it.</p>\n",
                 esc(&who),
                 l.peak_bytes(),
+                if l.sharded { " per device" } else { "" },
                 l.program.eqns.len(),
                 l.profile.positions,
                 l.rows.len(),

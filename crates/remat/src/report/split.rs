@@ -162,9 +162,10 @@ pub(crate) fn split_svg_as(l: &Ledger, id: &str) -> String {
             .collect();
         targets.dedup();
         let tip = format!(
-            "residual {k}: {} | {} bytes, {} of the peak | steps {}..{} | why: {} | recompute: {} FLOPs{}",
+            "residual {k}: {} | {} bytes{}, {} of the peak | steps {}..{} | why: {} | recompute: {} FLOPs{}",
             row.residual,
             row.residual.bytes,
+            if l.sharded { format!(" ({} on each device)", row.residual.device_bytes) } else { String::new() },
             row.peak_bytes,
             row.first,
             row.last,
