@@ -154,6 +154,6 @@ fn sharded_cases_save_and_differentiate_as_jax_does() {
             }
         }
     }
-    assert_eq!(cases.len(), 7, "expected 7 sharded cases");
+    assert_eq!(cases.len(), 8, "expected 8 sharded cases");
     assert!(failures.is_empty(), "{}/{} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

@@ -65,7 +65,7 @@ fn residuals_prints_jaxs_lines_for_every_case() {
 fn residuals_per_device_are_jaxs_shards_on_every_sharded_case() {
     let dir = tempdir("per-device");
     let cases = remat_testkit::sharded_cases();
-    assert_eq!(cases.len(), 7);
+    assert_eq!(cases.len(), 8);
     for (name, case) in &cases {
         let file = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
@@ -386,4 +386,87 @@ fn policy_names_give_an_opaque_policy_its_meaning() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected `save=` or `offload=`, found `keep=`"));
     let out = remat(&["residuals", file, "--policy-names", "save=attn", "offload=attn"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("both saveable and offloadable"));
+}
+
+/// `pbroadcast`'s transpose (JAX's `_pbroadcast_transpose_rule`: the cotangents summed
+/// over the axis land on the source device, zeros elsewhere). JAX 0.10.2 cannot run
+/// `pbroadcast` on CPU, so the oracle is the same function written with what it means,
+/// `psum(select_n(axis_index == source, zeros, x))`, whose rules are checked against JAX:
+/// both give the same gradients on both backends, with and without `check_vma`.
+#[test]
+fn pbroadcast_transposes_as_the_sum_it_means() {
+    let dir = tempdir("pbroadcast");
+    let body = |check: bool, inner: &str| {
+        let v = if check { "{V:x}" } else { "" };
+        format!(
+            "{{ lambda ; a:f32[8,4]. let
+    b:f32[8,4] = shard_map[
+      check_vma={}
+      in_specs=(P('x', None),)
+      jaxpr={{ lambda ; c:f32[4,4]{v}. let
+          d:f32[4,4]{v} = sin c
+{inner}
+          f:f32[4,4]{v} = mul e c
+        in (f,) }}
+      mesh=Mesh('x': 2, axis_types=(Auto,))
+      newly_manual_axes=frozenset({{'x'}})
+      out_specs=(P('x', None),)
+    ] a
+  in (b,) }}",
+            if check { "True" } else { "False" }
+        )
+    };
+    let pb = |check: bool| {
+        let v = if check { "{V:x}" } else { "" };
+        body(check, &format!("          e:f32[4,4]{v} = pbroadcast[axis_name=('x',) source=1] d"))
+    };
+    let meaning = body(
+        false,
+        "          g:i32[] = axis_index[axis_name=x]
+          h:bool[] = eq g 1:i32[]
+          z:f32[4,4] = broadcast_in_dim[broadcast_dimensions=() shape=(4, 4) sharding=None] 0.0:f32[]
+          k:f32[4,4] = select_n h z d
+          e:f32[4,4] = psum[axes=('x',) axis_index_groups=None] k",
+    );
+    let data: Vec<f64> = (0..32).map(|i| (i as f64 * 0.37).sin()).collect();
+    let ct: Vec<f64> = (0..32).map(|i| (i as f64 * 0.11).cos()).collect();
+    let case = serde_json::json!({
+        "args": [{"shape": [8, 4], "dtype": "f32", "data": data}],
+        "cotangents": [{"shape": [8, 4], "dtype": "f32", "data": ct}],
+    });
+    let case_path = dir.path().join("case.json");
+    std::fs::write(&case_path, case.to_string()).unwrap();
+    let grad = |name: &str, text: &str, backend: &str| -> Value {
+        let file = dir.path().join(format!("{name}.jaxpr"));
+        std::fs::write(&file, text).unwrap();
+        let out_path = dir.path().join(format!("{name}.{backend}.json"));
+        let c = case_path.to_str().unwrap();
+        let out = remat(&[
+            "grad",
+            file.to_str().unwrap(),
+            "--inputs",
+            c,
+            "--cotangents",
+            c,
+            "--backend",
+            backend,
+            "--out",
+            out_path.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{name} ({backend}): {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap()
+    };
+    let want = grad("meaning", &meaning, "interp");
+    let want: Vec<f64> = want["grads"][0]["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    for check in [false, true] {
+        for backend in ["interp", "jit"] {
+            let got = grad(&format!("pbroadcast_{check}"), &pb(check), backend);
+            let got: Vec<f64> =
+                got["grads"][0]["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "check_vma={check} ({backend}): {i}: {g} vs {w}");
+            }
+        }
+    }
 }

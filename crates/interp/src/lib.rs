@@ -547,6 +547,7 @@ pub(crate) fn eval_primitive_refs(
         Primitive::ShardingConstraint(_) | Primitive::Reshard | Primitive::Pvary { .. } => {
             control::identity(args, 1).map_err(invalid)?
         }
+        Primitive::ShardAlike => control::identity(args, 2).map_err(invalid)?,
         Primitive::ShardMap(sm) => sharded::shard_map(sm, args)?,
         // A collective exchanges blocks between the devices of a shard_map's mesh, which
         // `sharded::shard_map` runs side by side; alone it has none.
@@ -555,6 +556,7 @@ pub(crate) fn eval_primitive_refs(
         | Primitive::ReduceScatter { .. }
         | Primitive::Ppermute { .. }
         | Primitive::AxisIndex { .. }
+        | Primitive::AllToAll { .. }
         | Primitive::Pbroadcast { .. } => {
             return Err(invalid(format!(
                 "{primitive} outside a shard_map body: there is no mesh axis to exchange over"

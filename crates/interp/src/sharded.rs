@@ -244,6 +244,34 @@ fn collective(
                 apply(&prim, &parts)
             })
         })(),
+        Collective::AllToAll { axis_name, split_axis, concat_axis, axis_size } => (|| {
+            known(axis_name)?;
+            let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
+            per_device(&|d| {
+                let members = mesh.group(d, axis_name);
+                if members.len() != axis_size {
+                    return Err(invalid(name)(format!(
+                        "axis size {axis_size} but {axis_name:?} has {}",
+                        members.len()
+                    )));
+                }
+                // Chunk `me` of every member's block, concatenated in member order.
+                let me = mesh.index_along(d, axis_name);
+                let parts: Vec<Array> = members
+                    .iter()
+                    .map(|&e| {
+                        let shape = x[e].shape().to_vec();
+                        let chunk = shape[split_axis] / axis_size.max(1);
+                        let mut start = vec![0; shape.len()];
+                        let mut limit = shape.clone();
+                        start[split_axis] = me * chunk;
+                        limit[split_axis] = start[split_axis] + chunk;
+                        apply(&Primitive::Slice { start_indices: start, limit_indices: limit, strides: None }, &[&x[e]])
+                    })
+                    .collect::<Result<_, _>>()?;
+                apply(&Primitive::Concatenate { dimension: concat_axis }, &parts.iter().collect::<Vec<_>>())
+            })
+        })(),
         Collective::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => (|| {
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;

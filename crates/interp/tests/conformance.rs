@@ -77,6 +77,6 @@ fn sharded_cases_match_jax() {
             }
         }
     }
-    assert_eq!(cases.len(), 7, "expected 7 sharded cases");
+    assert_eq!(cases.len(), 8, "expected 8 sharded cases");
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

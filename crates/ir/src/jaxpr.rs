@@ -627,7 +627,28 @@ pub enum Primitive {
         all_gather_dimension: usize,
         axis_size: usize,
         tiled: bool,
+        /// `all_gather_invariant` (`lax.all_gather(..., to='invarying')`): the same values,
+        /// the result the same on every device of `axis_name` (its varying axes drop
+        /// them); it transposes to a `dynamic_slice` at this device's index.
+        invariant: bool,
     },
+    /// `all_to_all[axis_index_groups=None axis_name=model concat_axis=0 split_axis=1
+    /// tiled=True] x`: each device splits its block along `split_axis` into as many chunks
+    /// as `axis_name` has devices, sends chunk `j` to the `j`th, and concatenates what it
+    /// receives along `concat_axis` in device order. JAX prints no axis size: it is the
+    /// enclosing `shard_map` mesh's (`axis_size`, filled in when the `shard_map` is read;
+    /// 0 outside one).
+    AllToAll {
+        axis_name: Vec<String>,
+        /// `axis_name=model` (a name) rather than `axis_name=('model',)`.
+        bare_name: bool,
+        split_axis: usize,
+        concat_axis: usize,
+        tiled: bool,
+        axis_size: usize,
+    },
+    /// `shard_alike x y`: `x` and `y` unchanged, laid out alike (a sharding hint).
+    ShardAlike,
     /// `reduce_scatter[axis_index_groups=None axis_name axis_size scatter_dimension tiled] x`
     /// (`lax.psum_scatter`): the sum across `axis_name`, of which each device keeps its
     /// slice of `scatter_dimension`.
@@ -1062,6 +1083,8 @@ impl Primitive {
             | Primitive::Ppermute { .. }
             | Primitive::AxisIndex { .. }
             | Primitive::Pbroadcast { .. }
+            | Primitive::AllToAll { .. }
+            | Primitive::ShardAlike
             | Primitive::RngBitGenerator { .. } => Vec::new(),
         }
     }
@@ -1203,6 +1226,8 @@ impl Primitive {
             | Primitive::Ppermute { .. }
             | Primitive::AxisIndex { .. }
             | Primitive::Pbroadcast { .. }
+            | Primitive::AllToAll { .. }
+            | Primitive::ShardAlike
             | Primitive::RngBitGenerator { .. } => {}
         }
         Ok(prim)

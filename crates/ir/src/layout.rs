@@ -97,6 +97,7 @@ pub fn rule(p: &Primitive) -> Rule<'_> {
         | Primitive::Pvary { .. }
         | Primitive::Ppermute { .. }
         | Primitive::Pbroadcast { .. }
+        | Primitive::ShardAlike
         | Primitive::OptimizationBarrier => Rule::Elementwise,
         Primitive::ClosedCall { .. }
         | Primitive::Composite { .. }
@@ -125,6 +126,7 @@ pub fn rule(p: &Primitive) -> Rule<'_> {
         | Primitive::Threefry2x32
         | Primitive::Iota2x32Shape { .. }
         | Primitive::AllGather { .. }
+        | Primitive::AllToAll { .. }
         | Primitive::ReduceScatter { .. }
         | Primitive::AxisIndex { .. }
         | Primitive::RandomBits { .. }

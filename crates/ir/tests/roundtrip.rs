@@ -67,7 +67,7 @@ fn sharded_case_jaxprs_round_trip() {
         })
         .collect();
     assert!(unverified.is_empty(), "{}", unverified.join("\n"));
-    check_all(texts, |n| n == 35, "expected 7 sharded cases with 5 jaxprs each");
+    check_all(texts, |n| n == 40, "expected 8 sharded cases with 5 jaxprs each");
 }
 
 #[test]

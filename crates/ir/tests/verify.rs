@@ -285,3 +285,37 @@ fn elementwise_dtype_rules() {
     let ok = "{ lambda ; a:f32[3] b:f64[3] c:i32[3,2]. let\n    d:bool[3] = is_finite a\n    e:bool[3] = and d d\n    f:i32[3,2] = bitcast_convert_type[new_dtype=int32] b\n    g:f64[3] = bitcast_convert_type[new_dtype=float64] c\n  in (e, f, g) }";
     verify(&parse_jaxpr(ok, "ok.jaxpr").unwrap()).unwrap();
 }
+
+/// JAX prints no axis size on `all_to_all`: the enclosing `shard_map`'s mesh gives it, and
+/// one outside any `shard_map` is an error saying so; inside one, its result's shape is
+/// checked against the mesh's axis size.
+#[test]
+fn all_to_all_takes_its_axis_size_from_the_enclosing_mesh() {
+    let outside = "{ lambda ; a:f32[4,4]. let
+    b:f32[2,8] = all_to_all[axis_index_groups=None axis_name=x concat_axis=1 split_axis=0 tiled=True] a
+  in (b,) }";
+    let err = rejected(outside);
+    assert!(err.contains("no enclosing shard_map's mesh gives the size of its axes"), "{err}");
+    let inside = |out: &str| {
+        let outer = if out == "f32[2,8]" { "4,8" } else { "8,4" };
+        format!(
+            "{{ lambda ; a:f32[8,4]. let
+    b:f32[{outer}] = shard_map[
+      check_vma=True
+      in_specs=(P('x', None),)
+      jaxpr={{ lambda ; c:f32[4,4]{{V:x}}. let
+          d:{out}{{V:x}} = all_to_all[axis_index_groups=None axis_name=x concat_axis=1 split_axis=0 tiled=True] c
+        in (d,) }}
+      mesh=Mesh('x': 2, axis_types=(Auto,))
+      newly_manual_axes=frozenset({{'x'}})
+      out_specs=(P('x', None),)
+    ] a
+  in (b,) }}"
+        )
+    };
+    let good = parse_jaxpr(&inside("f32[2,8]"), "a2a").unwrap();
+    verify(&good).unwrap();
+    assert!(remat_ir::pp_jaxpr(&good).contains("axis_name=x\n"), "{}", remat_ir::pp_jaxpr(&good));
+    let err = rejected(&inside("f32[4,4]"));
+    assert!(err.contains("all_to_all"), "{err}");
+}

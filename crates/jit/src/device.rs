@@ -592,6 +592,17 @@ fn collective(em: &mut Emit, c: Collective, ins: &[Atom]) -> Result<Atom, JitErr
             let dims: Vec<usize> = (0..shape.len()).map(|k| if k < d { k } else { k + 1 }).collect();
             em.bind1(Primitive::BroadcastInDim { shape: out_shape, broadcast_dimensions: dims }, vec![x])
         }
+        // Device 0's chunk of each block, concatenated: a block of the result's shape.
+        Collective::AllToAll { split_axis, concat_axis, axis_size: n, .. } => {
+            let mut limit = shape.clone();
+            limit[split_axis] = shape[split_axis] / n.max(1);
+            let part = em.bind1(
+                Primitive::Slice { start_indices: vec![0; shape.len()], limit_indices: limit, strides: None },
+                vec![x],
+            )?;
+            let parts = vec![part; n.max(1)];
+            em.bind1(Primitive::Concatenate { dimension: concat_axis }, parts)
+        }
         Collective::ReduceScatter { scatter_dimension: d, axis_size: n, tiled, .. } => {
             let mut limit = shape.clone();
             limit[d] = if tiled { shape[d] / n.max(1) } else { 1 };

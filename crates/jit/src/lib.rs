@@ -53,6 +53,8 @@ pub const SHARD_MAP_ONLY: &[&str] = &[
     "ppermute",
     "axis_index",
     "pbroadcast",
+    "all_gather_invariant",
+    "all_to_all",
 ];
 
 /// Why a jaxpr could not be compiled or run.

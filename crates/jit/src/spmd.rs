@@ -285,6 +285,25 @@ fn collective(em: &mut Emit, mesh: &Mesh, c: Collective, ins: &[Vec<Atom>]) -> R
                 out.push(em.bind1(prim, parts)?);
             }
         }
+        Collective::AllToAll { axis_name, split_axis, concat_axis, axis_size } => {
+            known(axis_name)?;
+            for d in 0..n {
+                // Chunk `me` of every member's block, concatenated in member order.
+                let me = mesh.index_along(d, axis_name);
+                let mut parts = Vec::new();
+                for e in mesh.group(d, axis_name) {
+                    let shape = em.aval(&x[e]).shape;
+                    let chunk = shape[split_axis] / axis_size.max(1);
+                    let mut start = vec![0; shape.len()];
+                    let mut limit = shape.clone();
+                    start[split_axis] = me * chunk;
+                    limit[split_axis] = start[split_axis] + chunk;
+                    let prim = Primitive::Slice { start_indices: start, limit_indices: limit, strides: None };
+                    parts.push(em.bind1(prim, vec![x[e]])?);
+                }
+                out.push(em.bind1(Primitive::Concatenate { dimension: concat_axis }, parts)?);
+            }
+        }
         Collective::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => {
             known(axis_name)?;
             for d in 0..n {

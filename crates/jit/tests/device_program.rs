@@ -27,7 +27,7 @@ fn bytes(avals: &[remat_ir::Aval]) -> u64 {
 #[test]
 fn device_programs_of_the_sharded_cases_take_xlas_argument_bytes() {
     let cases = sharded_cases();
-    assert_eq!(cases.len(), 7);
+    assert_eq!(cases.len(), 8);
     for (name, case) in cases {
         let mut programs = vec![("as written".to_string(), case["jaxpr"].clone(), case["xla_memory"].clone())];
         for p in case["policies"].as_array().unwrap() {

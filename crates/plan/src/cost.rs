@@ -183,6 +183,8 @@ pub fn eqn_flops(jaxpr: &Jaxpr, eqn: &Eqn) -> u64 {
         | Primitive::Ppermute { .. }
         | Primitive::AxisIndex { .. }
         | Primitive::Pbroadcast { .. }
+        | Primitive::AllToAll { .. }
+        | Primitive::ShardAlike
         | Primitive::Empty2 { .. }
         | Primitive::RandomSeed
         | Primitive::RandomWrap

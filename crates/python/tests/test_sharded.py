@@ -2,9 +2,9 @@
 
 JAX reads `XLA_FLAGS` once, when it starts, and this suite's JAX has started with one
 device; so `sharded_checks.py` runs in a process of its own with
-`--xla_force_host_platform_device_count=8` and checks, on seven sharded programs (jit with
+`--xla_force_host_platform_device_count=8` and checks, on eight sharded programs (jit with
 shardings, shard_map with psum, all_gather/psum_scatter, ppermute, with_sharding_constraint,
-the other collectives) and every plan of each frontier: the plan is per device, the applied
+the other collectives, all_to_all/all_gather_invariant/shard_alike) and every plan of each frontier: the plan is per device, the applied
 plan gives `f`'s value and gradients on the mesh, JAX saves what `plan.saved` says, and
 `measure="xla"` returns a plan that fits by XLA's per-device memory analysis. Here: that
 process passes, and docs/sharding.md's table is the one it prints."""
@@ -43,7 +43,8 @@ def test_sharded_plans_run_on_the_mesh_and_fit_by_xla():
     assert r["devices"] == 8
     programs = {p["program"] for p in r["plans"]}
     assert programs == {"dp_mlp_jit", "tp_mlp_shard_map", "tp_attention_shard_map", "sp_gather_scatter",
-                        "pipeline_ppermute", "zero_optimizer_step", "collectives_unchecked"}, programs
+                        "pipeline_ppermute", "zero_optimizer_step", "collectives_unchecked",
+                        "collectives_more"}, programs
     assert {x["program"] for x in r["measure_xla"]} == programs
     for x in r["measure_xla"]:
         assert x["xla_temp_bytes"] <= x["budget"], x

@@ -184,6 +184,27 @@ def collectives_unchecked(policy):
     return lambda a: jnp.sum(sm(a) ** 2)
 
 
+# ---- 8. all_to_all, all_gather_invariant and shard_alike -----------------------------------
+def more_body(a, w):
+    # a: [4, 4] block over ('data', 'model'); all_to_all over 'model' moves columns to rows
+    y = lax.all_to_all(a, 'model', split_axis=1, concat_axis=0, tiled=True)
+    g = lax.all_gather(w, 'model', axis=0, tiled=True, to='invarying')
+    return jnp.tanh(y) @ g[:2, :2]
+
+@case("collectives_more", lambda: (g.rnd(16, 8), g.rnd(8, 4, scale=.5)),
+      "all_to_all (tiled, over 'model': a block's columns become rows), all_gather_invariant "
+      "(lax.all_gather(..., to='invarying')) of a weight split over 'model', and shard_alike of "
+      "the two arguments outside the shard_map")
+def collectives_more(policy):
+    from jax.experimental.shard_alike import shard_alike
+    sm = jax.shard_map(ck(more_body, policy), mesh=MESH, in_specs=(P('data', 'model'), P('model', None)),
+                       out_specs=P('data', 'model'))
+    def f(a, w):
+        a2, a3 = shard_alike(a, a * np.float32(2.0))
+        return jnp.sum(sm(a2 + a3, w) ** 2)
+    return f
+
+
 def device_bytes(f, args):
     """The bytes one device holds of each residual `saved_residuals` lists for `f`, from the
     residual arrays themselves (the leaves of the vjp function): the largest addressable

@@ -47,6 +47,19 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
             let (x, d) = ins[0];
             Ok(vec![(b.bind1(prim.clone(), vec![x])?, d)])
         }
+        // JAX's `_shard_alike_batcher`: both operands batched along one axis.
+        Primitive::ShardAlike => {
+            let ((x, xd), (y, yd)) = (ins[0], ins[1]);
+            let (x, y, d) = match (xd, yd) {
+                (Some(a), Some(c)) if a == c => (x, y, Some(a)),
+                (None, None) => (x, y, None),
+                (Some(a), None) => (x, broadcast(b, y, size, a)?, Some(a)),
+                (None, Some(c)) => (broadcast(b, x, size, c)?, y, Some(c)),
+                (Some(a), Some(c)) => (x, moveaxis(b, y, c, a)?, Some(a)),
+            };
+            let outs = b.bind(prim.clone(), vec![x, y])?;
+            Ok(outs.into_iter().map(|v| (Atom::Var(v), d)).collect())
+        }
         // JAX's `_reshard_batcher`: the batch axis stays where it is.
         Primitive::Reshard => {
             let (x, d) = ins[0];
@@ -75,6 +88,7 @@ pub(super) fn batch_eqn(b: &mut Builder, eqn: &Eqn, ins: &[Batched], size: usize
         | Primitive::ReduceScatter { .. }
         | Primitive::Ppermute { .. }
         | Primitive::AxisIndex { .. }
+        | Primitive::AllToAll { .. }
         | Primitive::Pbroadcast { .. } => Err(AdError::Unsupported {
             primitive: prim.name(),
             message: "remat does not vmap sharded programs yet".to_string(),

@@ -49,6 +49,8 @@ pub(crate) fn jvp_rule(
         | Primitive::AllGather { .. }
         | Primitive::ReduceScatter { .. }
         | Primitive::Ppermute { .. }
+        | Primitive::AllToAll { .. }
+        | Primitive::ShardAlike
         | Primitive::Pbroadcast { .. } => linear(b, old, eqn, primals, tangents),
         Primitive::AllReduce { op: op @ (AllReduceOp::Pmax | AllReduceOp::Pmin), .. } => Err(AdError::Unsupported {
             primitive: op.name(),

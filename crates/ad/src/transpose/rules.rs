@@ -5,8 +5,8 @@
 //! value or a zero). Primitives that are never linear in an operand are errors.
 
 use remat_ir::{
-    AllReduceOp, Atom, Aval, BinaryOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn, FftType,
-    MemorySpace, Precision, Primitive, ReduceOp, ScatterOp, UnaryOp, WindowOp,
+    AllReduceOp, Atom, Aval, BinaryOp, CompareOp, CopySemantics, CumulativeOp, DType, DotDimensionNumbers, Eqn,
+    FftType, MemorySpace, Precision, Primitive, ReduceOp, ScatterOp, UnaryOp, WindowOp,
 };
 
 use super::{cond, custom_lin, indexing, scan_transpose, transpose_call, window, Operand};
@@ -307,7 +307,42 @@ pub(crate) fn transpose_rule(
                 out[0] = Some(b.bind1(t, vec![ct])?);
             }
         }
-        Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled } => {
+        Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled, invariant: true } => {
+            if let Some(ct) = single() {
+                out[0] =
+                    Some(all_gather_invariant_transpose(b, ct, axis_name, *all_gather_dimension, *axis_size, *tiled)?);
+            }
+        }
+        Primitive::AllToAll { axis_name, bare_name, split_axis, concat_axis, tiled, axis_size } => {
+            if let Some(ct) = single() {
+                // JAX's `_all_to_all_transpose_rule`: the split and concatenated axes swapped.
+                let t = Primitive::AllToAll {
+                    axis_name: axis_name.clone(),
+                    bare_name: *bare_name,
+                    split_axis: *concat_axis,
+                    concat_axis: *split_axis,
+                    tiled: *tiled,
+                    axis_size: *axis_size,
+                };
+                out[0] = Some(b.bind1(t, vec![ct])?);
+            }
+        }
+        Primitive::ShardAlike => {
+            // JAX's `shard_alike_transpose`: the cotangents laid out alike where both are
+            // nonzero.
+            match (ct_outs.first().copied().flatten(), ct_outs.get(1).copied().flatten()) {
+                (Some(x), Some(y)) => {
+                    let cts = b.bind(Primitive::ShardAlike, vec![x, y])?;
+                    out[0] = cts.first().map(|&v| Atom::Var(v));
+                    out[1] = cts.get(1).map(|&v| Atom::Var(v));
+                }
+                (x, y) => {
+                    out[0] = x;
+                    out[1] = y;
+                }
+            }
+        }
+        Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled, invariant: false } => {
             if let Some(ct) = single() {
                 let t = Primitive::ReduceScatter {
                     axis_name: axis_name.clone(),
@@ -325,6 +360,7 @@ pub(crate) fn transpose_rule(
                     all_gather_dimension: *scatter_dimension,
                     axis_size: *axis_size,
                     tiled: *tiled,
+                    invariant: false,
                 };
                 out[0] = Some(b.bind1(t, vec![ct])?);
             }
@@ -335,11 +371,10 @@ pub(crate) fn transpose_rule(
                 out[0] = Some(b.bind1(Primitive::Ppermute { axis_name: axis_name.clone(), perm: inverse }, vec![ct])?);
             }
         }
-        Primitive::Pbroadcast { .. } => {
-            return Err(AdError::Unsupported {
-                primitive: "pbroadcast",
-                message: "remat does not transpose pbroadcast yet".to_string(),
-            })
+        Primitive::Pbroadcast { axis_name, source } => {
+            if let Some(ct) = single() {
+                out[0] = Some(pbroadcast_transpose(b, ct, axis_name, *source)?);
+            }
         }
         Primitive::AxisIndex { .. } => return Err(not_linear()),
         Primitive::ShardMap(sm) => return super::transpose_shard_map(b, sm, ins, ct_outs),
@@ -729,6 +764,97 @@ pub(crate) fn transpose_rule(
         Primitive::CustomVjpCall { .. } => return Err(not_linear()),
     }
     Ok(out)
+}
+
+/// JAX's `_all_gather_invariant_transpose_rule`: this device's slice of the cotangent (a
+/// `dynamic_slice` at `axis_index * slice`), squeezed where the gather stacked; the
+/// cotangent and the index made to vary over the same axes first (JAX's automatic `pvary`).
+fn all_gather_invariant_transpose(
+    b: &mut Builder,
+    ct: Atom,
+    axis_name: &[String],
+    dim: usize,
+    axis_size: usize,
+    tiled: bool,
+) -> Result<Atom, AdError> {
+    let [axis] = axis_name else {
+        return Err(AdError::Unsupported {
+            primitive: "all_gather_invariant",
+            message: format!("remat transposes an all_gather_invariant over one axis, not {axis_name:?}"),
+        });
+    };
+    let aval = b.aval(&ct);
+    let slice = aval.shape.get(dim).copied().unwrap_or(0) / axis_size.max(1);
+    let index = b.bind1(Primitive::AxisIndex { axis_name: axis.clone() }, Vec::new())?;
+    let start = b.bind1(Primitive::Binary(BinaryOp::Mul), vec![index, lit(DType::I32, slice as f64)])?;
+    // The union of the varying axes, where the body tracks them (`check_vma`).
+    let (ct, start) = match aval.vma.is_empty() && b.aval(&start).vma.is_empty() {
+        true => (ct, start),
+        false => {
+            let missing = |have: &remat_ir::Vma, want: &[String]| -> Vec<String> {
+                want.iter().filter(|n| !have.names().contains(n)).cloned().collect()
+            };
+            let mut union: Vec<String> = aval.vma.names().to_vec();
+            union.extend(missing(&aval.vma, axis_name));
+            let ct_more = missing(&aval.vma, &union);
+            let ct = match ct_more.is_empty() {
+                true => ct,
+                false => b.bind1(Primitive::Pvary { axes: ct_more }, vec![ct])?,
+            };
+            let start_vma = b.aval(&start).vma;
+            let start_more = missing(&start_vma, &union);
+            let start = match start_more.is_empty() {
+                true => start,
+                false => b.bind1(Primitive::Pvary { axes: start_more }, vec![start])?,
+            };
+            (ct, start)
+        }
+    };
+    let mut sizes = aval.shape.clone();
+    sizes[dim] = slice;
+    let mut ins = vec![ct];
+    ins.extend((0..sizes.len()).map(|d| if d == dim { start } else { lit(DType::I32, 0.0) }));
+    let out = b.bind1(Primitive::DynamicSlice { slice_sizes: sizes }, ins)?;
+    match tiled {
+        true => Ok(out),
+        false => b.bind1(Primitive::Squeeze { dimensions: vec![dim] }, vec![out]),
+    }
+}
+
+/// JAX's `_pbroadcast_transpose_rule`: the cotangents summed over `axis_name`
+/// (`psum_invariant` and back to varying where the body tracks varying axes), on the source
+/// device; zeros on the others (`select_n` on `axis_index == source`).
+fn pbroadcast_transpose(b: &mut Builder, ct: Atom, axis_name: &[String], source: usize) -> Result<Atom, AdError> {
+    let [axis] = axis_name else {
+        return Err(AdError::Unsupported {
+            primitive: "pbroadcast",
+            message: format!("remat transposes a pbroadcast over one axis, not {axis_name:?}"),
+        });
+    };
+    let aval = b.aval(&ct);
+    let checked = !aval.vma.is_empty();
+    let sum = match checked {
+        true => {
+            let s =
+                b.bind1(Primitive::AllReduce { op: AllReduceOp::PsumInvariant, axes: axis_name.to_vec() }, vec![ct])?;
+            b.bind1(Primitive::Pvary { axes: axis_name.to_vec() }, vec![s])?
+        }
+        false => b.bind1(Primitive::AllReduce { op: AllReduceOp::Psum, axes: axis_name.to_vec() }, vec![ct])?,
+    };
+    let index = b.bind1(Primitive::AxisIndex { axis_name: axis.clone() }, Vec::new())?;
+    let mut is_source = b.bind1(Primitive::Compare(CompareOp::Eq), vec![index, lit(DType::I32, source as f64)])?;
+    // The predicate varies over the cotangent's axes, as JAX's automatic `pvary` makes it.
+    let more: Vec<String> = aval.vma.names().iter().filter(|n| *n != axis).cloned().collect();
+    if checked && !more.is_empty() {
+        is_source = b.bind1(Primitive::Pvary { axes: more }, vec![is_source])?;
+    }
+    let zero = lit(aval.dtype, 0.0);
+    let mut zeros =
+        b.bind1(Primitive::BroadcastInDim { shape: aval.shape.clone(), broadcast_dimensions: Vec::new() }, vec![zero])?;
+    if checked {
+        zeros = b.bind1(Primitive::Pvary { axes: aval.vma.names().to_vec() }, vec![zeros])?;
+    }
+    b.bind1(Primitive::SelectN, vec![is_source, zeros, sum])
 }
 
 fn argsort(xs: &[usize]) -> Vec<usize> {

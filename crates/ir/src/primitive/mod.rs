@@ -218,6 +218,9 @@ primitive_kinds! {
         Ppermute = "ppermute",
         AxisIndex = "axis_index",
         Pbroadcast = "pbroadcast",
+        AllGatherInvariant = "all_gather_invariant",
+        AllToAll = "all_to_all",
+        ShardAlike = "shard_alike",
     }
 }
 
@@ -350,6 +353,9 @@ impl PrimitiveKind {
             | PrimitiveKind::Ppermute
             | PrimitiveKind::AxisIndex
             | PrimitiveKind::Pbroadcast
+            | PrimitiveKind::AllGatherInvariant
+            | PrimitiveKind::AllToAll
+            | PrimitiveKind::ShardAlike
             | PrimitiveKind::RngBitGenerator => None,
         }
     }
@@ -406,7 +412,10 @@ impl Primitive {
             Primitive::ShardMap(_) => PrimitiveKind::ShardMap,
             Primitive::AllReduce { op, .. } => PrimitiveKind::AllReduce(*op),
             Primitive::Pvary { .. } => PrimitiveKind::Pvary,
-            Primitive::AllGather { .. } => PrimitiveKind::AllGather,
+            Primitive::AllGather { invariant: false, .. } => PrimitiveKind::AllGather,
+            Primitive::AllGather { invariant: true, .. } => PrimitiveKind::AllGatherInvariant,
+            Primitive::AllToAll { .. } => PrimitiveKind::AllToAll,
+            Primitive::ShardAlike => PrimitiveKind::ShardAlike,
             Primitive::ReduceScatter { .. } => PrimitiveKind::ReduceScatter,
             Primitive::Ppermute { .. } => PrimitiveKind::Ppermute,
             Primitive::AxisIndex { .. } => PrimitiveKind::AxisIndex,
@@ -462,11 +471,19 @@ impl Primitive {
     pub fn as_collective(&self) -> Option<Collective<'_>> {
         match self {
             Primitive::AllReduce { op, axes } => Some(Collective::AllReduce { op: *op, axes }),
-            Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled } => Some(Collective::AllGather {
+            Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled, .. } => {
+                Some(Collective::AllGather {
+                    axis_name,
+                    all_gather_dimension: *all_gather_dimension,
+                    axis_size: *axis_size,
+                    tiled: *tiled,
+                })
+            }
+            Primitive::AllToAll { axis_name, split_axis, concat_axis, axis_size, .. } => Some(Collective::AllToAll {
                 axis_name,
-                all_gather_dimension: *all_gather_dimension,
+                split_axis: *split_axis,
+                concat_axis: *concat_axis,
                 axis_size: *axis_size,
-                tiled: *tiled,
             }),
             Primitive::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => {
                 Some(Collective::ReduceScatter {
@@ -568,7 +585,8 @@ impl Primitive {
             | Primitive::SelectAndGatherAdd { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
-            | Primitive::CustomVjpCall { .. } => None,
+            | Primitive::CustomVjpCall { .. }
+            | Primitive::ShardAlike => None,
         }
     }
 
@@ -684,7 +702,9 @@ impl Primitive {
             | Primitive::ReduceScatter { .. }
             | Primitive::Ppermute { .. }
             | Primitive::AxisIndex { .. }
-            | Primitive::Pbroadcast { .. } => None,
+            | Primitive::Pbroadcast { .. }
+            | Primitive::AllToAll { .. }
+            | Primitive::ShardAlike => None,
         }
     }
 
@@ -825,9 +845,13 @@ impl Primitive {
             Primitive::ShardMap(sm) => sharded::shard_map_params(sm),
             Primitive::AllReduce { op, axes } => sharded::all_reduce_params(*op, axes),
             Primitive::Pvary { axes } => sharded::pvary_params(axes),
-            Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled } => {
-                sharded::all_gather_params(axis_name, *all_gather_dimension, *axis_size, *tiled)
+            Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled, invariant } => {
+                sharded::all_gather_params(axis_name, *all_gather_dimension, *axis_size, *tiled, *invariant)
             }
+            Primitive::AllToAll { axis_name, bare_name, split_axis, concat_axis, tiled, .. } => {
+                sharded::all_to_all_params(axis_name, *bare_name, *split_axis, *concat_axis, *tiled)
+            }
+            Primitive::ShardAlike => Vec::new(),
             Primitive::ReduceScatter { axis_name, scatter_dimension, axis_size, tiled } => {
                 sharded::reduce_scatter_params(axis_name, *scatter_dimension, *axis_size, *tiled)
             }
@@ -943,7 +967,10 @@ impl Primitive {
             PrimitiveKind::ShardMap => sharded::parse_shard_map(p)?,
             PrimitiveKind::AllReduce(op) => sharded::parse_all_reduce(op, p)?,
             PrimitiveKind::Pvary => sharded::parse_pvary(p)?,
-            PrimitiveKind::AllGather => sharded::parse_all_gather(p)?,
+            PrimitiveKind::AllGather => sharded::parse_all_gather(p, false)?,
+            PrimitiveKind::AllGatherInvariant => sharded::parse_all_gather(p, true)?,
+            PrimitiveKind::AllToAll => sharded::parse_all_to_all(p)?,
+            PrimitiveKind::ShardAlike => Primitive::ShardAlike,
             PrimitiveKind::ReduceScatter => sharded::parse_reduce_scatter(p)?,
             PrimitiveKind::Ppermute => sharded::parse_ppermute(p)?,
             PrimitiveKind::AxisIndex => sharded::parse_axis_index(p)?,
@@ -1074,7 +1101,10 @@ fn vma_rule(kind: PrimitiveKind) -> VmaRule {
         | PrimitiveKind::ReduceScatter
         | PrimitiveKind::Ppermute
         | PrimitiveKind::AxisIndex
-        | PrimitiveKind::Pbroadcast => VmaRule::Own,
+        | PrimitiveKind::Pbroadcast
+        | PrimitiveKind::AllGatherInvariant
+        | PrimitiveKind::AllToAll
+        | PrimitiveKind::ShardAlike => VmaRule::Own,
         PrimitiveKind::Jit
         | PrimitiveKind::ClosedCall
         | PrimitiveKind::Composite
@@ -1201,9 +1231,13 @@ fn typed(prim: &Primitive, in_avals: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
         Primitive::ShardMap(sm) => sharded::shard_map_shape(sm, ins),
         Primitive::AllReduce { op, axes } => sharded::all_reduce_shape(*op, axes, ins),
         Primitive::Pvary { axes } => sharded::pvary_shape(axes, ins),
-        Primitive::AllGather { axis_name: _, all_gather_dimension, axis_size, tiled } => {
-            sharded::all_gather_shape(*all_gather_dimension, *axis_size, *tiled, ins)
+        Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled, invariant } => {
+            sharded::all_gather_shape(axis_name, *all_gather_dimension, *axis_size, *tiled, *invariant, ins)
         }
+        Primitive::AllToAll { split_axis, concat_axis, axis_size, .. } => {
+            sharded::all_to_all_shape(*split_axis, *concat_axis, *axis_size, ins)
+        }
+        Primitive::ShardAlike => sharded::shard_alike_shape(ins),
         Primitive::ReduceScatter { axis_name: _, scatter_dimension, axis_size, tiled } => {
             sharded::reduce_scatter_shape(*scatter_dimension, *axis_size, *tiled, ins)
         }

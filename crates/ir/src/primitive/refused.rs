@@ -86,11 +86,9 @@ impl Refusal {
         match self {
             Refusal::Sharded => &[
                 "all_gather_done",
-                "all_gather_invariant",
                 "all_gather_reduced",
                 "all_gather_reduced_start",
                 "all_gather_start",
-                "all_to_all",
                 "all_to_all_done",
                 "all_to_all_start",
                 "custom_partitioning",
@@ -110,7 +108,6 @@ impl Refusal {
                 "reduce_scatter_done",
                 "reduce_scatter_start",
                 "reduced_vary_cast_p",
-                "shard_alike",
                 "unreduced_psum",
                 "unreduced_psum_start",
                 "unreduced_reduce_scatter",

@@ -373,7 +373,33 @@ pub(super) fn parse_shard_map(p: &mut ParamReader) -> Result<Primitive, String> 
             return Err(format!("{name}: spec {spec} is UNCONSTRAINED; shard_map's specs are not"));
         }
     }
+    // JAX prints no axis size on `all_to_all`: the mesh says it.
+    let jaxpr = with_all_to_all_sizes(&jaxpr, &mesh);
     Ok(Primitive::ShardMap(Box::new(ShardMap { jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes })))
+}
+
+/// `j` with each `all_to_all` inside it (at any depth) given the size of its axes in `mesh`.
+fn with_all_to_all_sizes(j: &Arc<Jaxpr>, mesh: &Mesh) -> Arc<Jaxpr> {
+    let holds = |j: &Jaxpr| -> bool {
+        fn any(j: &Jaxpr) -> bool {
+            j.eqns.iter().any(|e| {
+                matches!(e.primitive, Primitive::AllToAll { .. }) || e.primitive.subjaxprs().into_iter().any(|b| any(b))
+            })
+        }
+        any(j)
+    };
+    if !holds(j) {
+        return Arc::clone(j);
+    }
+    let mut out = (**j).clone();
+    for e in &mut out.eqns {
+        if let Primitive::AllToAll { axis_name, axis_size, .. } = &mut e.primitive {
+            *axis_size = mesh.size_of(axis_name).unwrap_or(0);
+        } else if !e.primitive.subjaxprs().is_empty() {
+            e.primitive = e.primitive.map_subjaxprs(|b| with_all_to_all_sizes(b, mesh));
+        }
+    }
+    Arc::new(out)
 }
 
 /// A global aval's block on one device under `spec`: each split dimension divided by the
@@ -526,32 +552,49 @@ pub(crate) fn pvary_shape(axes: &[String], ins: &[Aval]) -> Result<Vec<Aval>, Sh
 // `all_gather[all_gather_dimension=0 axis_index_groups=None axis_name=('model',)
 // axis_size=2 tiled=True]`.
 
-pub(super) fn all_gather_params(axis_name: &[String], dimension: usize, axis_size: usize, tiled: bool) -> Params {
-    vec![
-        ("all_gather_dimension", Param::Int(dimension as i64)),
-        ("axis_index_groups", Param::None),
-        ("axis_name", names_param(axis_name)),
-        ("axis_size", Param::Int(axis_size as i64)),
-        ("tiled", Param::Bool(tiled)),
-    ]
-}
+// `all_gather_invariant[all_gather_dimension=0 axis_name=('model',) axis_size=2 tiled=True]`
+// (no `axis_index_groups`).
 
-pub(super) fn parse_all_gather(p: &mut ParamReader) -> Result<Primitive, String> {
-    let all_gather_dimension = p.usize("all_gather_dimension")?;
-    axis_index_groups_none(p)?;
-    let axis_name = axis_names_of("all_gather", "axis_name", &p.take("axis_name")?)?;
-    let axis_size = p.usize("axis_size")?;
-    let tiled = p.bool("tiled")?;
-    Ok(Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled })
-}
-
-pub(crate) fn all_gather_shape(
+pub(super) fn all_gather_params(
+    axis_name: &[String],
     dimension: usize,
     axis_size: usize,
     tiled: bool,
+    invariant: bool,
+) -> Params {
+    let mut out = vec![("all_gather_dimension", Param::Int(dimension as i64))];
+    if !invariant {
+        out.push(("axis_index_groups", Param::None));
+    }
+    out.extend([
+        ("axis_name", names_param(axis_name)),
+        ("axis_size", Param::Int(axis_size as i64)),
+        ("tiled", Param::Bool(tiled)),
+    ]);
+    out
+}
+
+pub(super) fn parse_all_gather(p: &mut ParamReader, invariant: bool) -> Result<Primitive, String> {
+    let name = if invariant { "all_gather_invariant" } else { "all_gather" };
+    let all_gather_dimension = p.usize("all_gather_dimension")?;
+    if !invariant {
+        axis_index_groups_none(p)?;
+    }
+    let axis_name = axis_names_of(name, "axis_name", &p.take("axis_name")?)?;
+    let axis_size = p.usize("axis_size")?;
+    let tiled = p.bool("tiled")?;
+    Ok(Primitive::AllGather { axis_name, all_gather_dimension, axis_size, tiled, invariant })
+}
+
+pub(crate) fn all_gather_shape(
+    axis_name: &[String],
+    dimension: usize,
+    axis_size: usize,
+    tiled: bool,
+    invariant: bool,
     ins: &[Aval],
 ) -> Result<Vec<Aval>, ShapeError> {
-    let name = "all_gather";
+    let name = if invariant { "all_gather_invariant" } else { "all_gather" };
     let [x] = arity(name, ins)?;
     ensure!(axis_size > 0, name, "axis_size is 0");
     let mut shape = x.shape.clone();
@@ -562,7 +605,79 @@ pub(crate) fn all_gather_shape(
         ensure!(dimension <= x.rank(), name, "all_gather_dimension {dimension} is out of range for {x}");
         shape.insert(dimension, axis_size);
     }
+    // The invariant gather's result is the same on every device of its axes.
+    let vma = match invariant {
+        true => Vma::new(x.vma.names().iter().filter(|n| !axis_name.contains(n)).cloned().collect::<Vec<_>>()),
+        false => x.vma.clone(),
+    };
+    Ok(vec![Aval { shape, vma, ..x.clone() }])
+}
+
+// `all_to_all[axis_index_groups=None axis_name=model concat_axis=0 split_axis=1 tiled=True]`.
+
+pub(super) fn all_to_all_params(
+    axis_name: &[String],
+    bare_name: bool,
+    split_axis: usize,
+    concat_axis: usize,
+    tiled: bool,
+) -> Params {
+    let name = match (bare_name, axis_name) {
+        (true, [one]) => Param::Word(one.clone()),
+        _ => names_param(axis_name),
+    };
+    vec![
+        ("axis_index_groups", Param::None),
+        ("axis_name", name),
+        ("concat_axis", Param::Int(concat_axis as i64)),
+        ("split_axis", Param::Int(split_axis as i64)),
+        ("tiled", Param::Bool(tiled)),
+    ]
+}
+
+pub(super) fn parse_all_to_all(p: &mut ParamReader) -> Result<Primitive, String> {
+    axis_index_groups_none(p)?;
+    let raw = p.take("axis_name")?;
+    let bare_name = matches!(raw, Param::Word(_) | Param::Str(_));
+    let axis_name = axis_names_of("all_to_all", "axis_name", &raw)?;
+    let concat_axis = p.usize("concat_axis")?;
+    let split_axis = p.usize("split_axis")?;
+    let tiled = p.bool("tiled")?;
+    Ok(Primitive::AllToAll { axis_name, bare_name, split_axis, concat_axis, tiled, axis_size: 0 })
+}
+
+/// JAX's `_all_to_all_abstract_eval`: `split_axis` divided by the axis size, `concat_axis`
+/// multiplied by it (the same shape when they are one dimension).
+pub(crate) fn all_to_all_shape(
+    split_axis: usize,
+    concat_axis: usize,
+    axis_size: usize,
+    ins: &[Aval],
+) -> Result<Vec<Aval>, ShapeError> {
+    let name = "all_to_all";
+    let [x] = arity(name, ins)?;
+    ensure!(axis_size > 0, name, "no enclosing shard_map's mesh gives the size of its axes");
+    ensure!(
+        split_axis < x.rank() && concat_axis < x.rank(),
+        name,
+        "split_axis {split_axis} or concat_axis {concat_axis} is out of range for {x}"
+    );
+    ensure!(
+        x.shape[split_axis] % axis_size == 0,
+        name,
+        "dimension {split_axis} of {x} is not divisible by the axis size {axis_size}"
+    );
+    let mut shape = x.shape.clone();
+    shape[split_axis] /= axis_size;
+    shape[concat_axis] *= axis_size;
     Ok(vec![Aval { shape, ..x.clone() }])
+}
+
+/// `shard_alike x y`: both unchanged (of the same shape, as JAX requires).
+pub(crate) fn shard_alike_shape(ins: &[Aval]) -> Result<Vec<Aval>, ShapeError> {
+    let [x, y] = arity("shard_alike", ins)?;
+    ensure!(x.shape == y.shape, "shard_alike", "operands {x} and {y} differ in shape");
+    Ok(vec![x.clone(), y.clone()])
 }
 
 // `reduce_scatter[axis_index_groups=None axis_name=('model',) axis_size=2
@@ -702,6 +817,7 @@ pub(crate) fn standard_vma(name: &str, ins: &[Aval]) -> Result<Vma, ShapeError> 
 pub enum Collective<'a> {
     AllReduce { op: AllReduceOp, axes: &'a [String] },
     AllGather { axis_name: &'a [String], all_gather_dimension: usize, axis_size: usize, tiled: bool },
+    AllToAll { axis_name: &'a [String], split_axis: usize, concat_axis: usize, axis_size: usize },
     ReduceScatter { axis_name: &'a [String], scatter_dimension: usize, axis_size: usize, tiled: bool },
     Ppermute { axis_name: &'a [String], perm: &'a [(usize, usize)] },
     AxisIndex { axis_name: &'a str },

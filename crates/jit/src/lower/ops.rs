@@ -203,7 +203,7 @@ impl Lowering {
             }
             Primitive::Name { name: _ } => Ok(ins),
             // Shardings say where blocks live; values are the operand's.
-            Primitive::ShardingConstraint(_) | Primitive::Reshard => Ok(ins),
+            Primitive::ShardingConstraint(_) | Primitive::Reshard | Primitive::ShardAlike => Ok(ins),
             // `compile_with_options` unrolls every shard_map first (`spmd.rs`).
             Primitive::ShardMap(_) => Err(unsupported(prim, "this path does not unroll shard_map")),
             Primitive::Pvary { .. }
@@ -212,6 +212,7 @@ impl Lowering {
             | Primitive::ReduceScatter { .. }
             | Primitive::Ppermute { .. }
             | Primitive::AxisIndex { .. }
+            | Primitive::AllToAll { .. }
             | Primitive::Pbroadcast { .. } => Err(unsupported(
                 prim,
                 "outside a shard_map body (a shard_map is unrolled over its mesh's devices before lowering, \
@@ -840,6 +841,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::Name { .. }
         | Primitive::ShardingConstraint(_)
         | Primitive::Reshard
+        | Primitive::ShardAlike
         | Primitive::OptimizationBarrier
         | Primitive::DevicePut { .. }
         | Primitive::Scan { .. }
@@ -921,6 +923,7 @@ fn complex_route(prim: &Primitive) -> ComplexRoute {
         | Primitive::ReduceScatter { .. }
         | Primitive::Ppermute { .. }
         | Primitive::AxisIndex { .. }
+        | Primitive::AllToAll { .. }
         | Primitive::Pbroadcast { .. } => ComplexRoute::Refuse,
     }
 }

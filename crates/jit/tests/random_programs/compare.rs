@@ -68,6 +68,8 @@ pub(crate) fn exact(jaxpr: &Jaxpr) -> bool {
             | Primitive::Ppermute { .. }
             | Primitive::AxisIndex { .. }
             | Primitive::Pbroadcast { .. }
+            | Primitive::AllToAll { .. }
+            | Primitive::ShardAlike
             | Primitive::AllGather { .. } => true,
             // The special functions are one library for both backends, but a 16-bit
             // result may round from a 1-ulp different f32 one; compared within tolerance.
@@ -241,6 +243,8 @@ fn accumulates(prim: &Primitive) -> bool {
         | Primitive::Ppermute { .. }
         | Primitive::AxisIndex { .. }
         | Primitive::Pbroadcast { .. }
+        | Primitive::AllToAll { .. }
+        | Primitive::ShardAlike
         | Primitive::AllGather { .. }
         | Primitive::RngBitGenerator { .. }
         | Primitive::Jit { .. }

@@ -1046,7 +1046,7 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
     let others: Vec<usize> = (0..r).filter(|&d| d != axis).collect();
     let mode = g.pick(&[GatherScatterMode::Clip, GatherScatterMode::FillOrDrop, GatherScatterMode::PromiseInBounds]);
     match g.below(7) {
-        0 => match g.below(7) {
+        0 => match g.below(8) {
             // Sharding annotations: the identity on values (a replicated spec on a mesh of
             // two devices, or the parameterless `reshard`).
             5 => {
@@ -1068,6 +1068,11 @@ fn indexing(b: &mut Builder, g: &mut Gen) -> Option<()> {
             }
             6 => {
                 b.eqn(Primitive::Reshard, vec![x.into()])?;
+            }
+            // `shard_alike` of the operand and a value of its shape (or itself).
+            7 => {
+                let y = b.of(g, |a| a.shape == xa.shape && a.dtype == xa.dtype).unwrap_or(x);
+                b.eqn(Primitive::ShardAlike, vec![x.into(), y.into()])?;
             }
             // `optimization_barrier` of the operand and any other value.
             4 => {

@@ -347,6 +347,8 @@ fn inside(
         | Primitive::Ppermute { .. }
         | Primitive::AxisIndex { .. }
         | Primitive::Pbroadcast { .. }
+        | Primitive::AllToAll { .. }
+        | Primitive::ShardAlike
         | Primitive::RngBitGenerator { .. }
         | Primitive::Split { .. }
         | Primitive::Stack { .. }

@@ -1,16 +1,18 @@
 """The sharded programs of issue 46 as JAX functions, for the Python package on JAX's
 simulated 8-device CPU mesh (`XLA_FLAGS=--xla_force_host_platform_device_count=8`, set by
-whoever imports this before JAX starts): the same seven programs as
+whoever imports this before JAX starts): the same eight programs as
 tests/data/sharded/gen_sharded.py records (data-parallel `jit` with shardings,
 tensor-parallel MLP and attention in `shard_map`, sequence parallelism with
 `all_gather`/`psum_scatter`, a pipeline step with `ppermute`, a ZeRO-style step with
-`with_sharding_constraint`, the other collectives without `check_vma`), at the same
+`with_sharding_constraint`, the other collectives without `check_vma`, `all_to_all`,
+`all_gather_invariant` and `shard_alike`), at the same
 sizes, with arguments drawn here (the memory does not depend on the values)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.experimental.shard_alike import shard_alike
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -119,4 +121,18 @@ def programs():
     coll = jax.shard_map(coll_body, mesh=mesh, in_specs=P("data", "model"), out_specs=P("data", "model"),
                          check_vma=False)
     out["collectives_unchecked"] = (lambda a: jnp.sum(coll(a) ** 2), (rnd(16, 8),))
+
+    def more_body(a, w):
+        y = lax.all_to_all(a, "model", split_axis=1, concat_axis=0, tiled=True)
+        g = lax.all_gather(w, "model", axis=0, tiled=True, to="invarying")
+        return jnp.tanh(y) @ g[:2, :2]
+
+    more = jax.shard_map(more_body, mesh=mesh, in_specs=(P("data", "model"), P("model", None)),
+                         out_specs=P("data", "model"))
+
+    def collectives_more(a, w):
+        a2, a3 = shard_alike(a, a * np.float32(2.0))
+        return jnp.sum(more(a2 + a3, w) ** 2)
+
+    out["collectives_more"] = (collectives_more, (rnd(16, 8), rnd(8, 4, scale=0.5)))
     return out
