@@ -470,3 +470,49 @@ fn pbroadcast_transposes_as_the_sum_it_means() {
         }
     }
 }
+
+/// remat's own vjp of every sharded case, run by each backend (the JIT unrolls the
+/// differentiated `shard_map`s), gives JAX's outputs and gradients (within twice JAX's own
+/// f32 error against f64 where that is larger than 1e-5: `f32_error`).
+#[test]
+fn grad_gives_jaxs_gradients_for_every_sharded_case_on_both_backends() {
+    let dir = tempdir("grad-sharded");
+    let cases = remat_testkit::sharded_cases();
+    assert_eq!(cases.len(), 8);
+    for (name, case) in cases {
+        let file = dir.path().join(format!("{name}.jaxpr"));
+        std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
+        let case_path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&case_path, case.to_string()).unwrap();
+        let c = case_path.to_str().unwrap();
+        for backend in ["interp", "jit"] {
+            let out_path = dir.path().join(format!("{name}.{backend}.out.json"));
+            let out = remat(&[
+                "grad",
+                file.to_str().unwrap(),
+                "--inputs",
+                c,
+                "--cotangents",
+                c,
+                "--backend",
+                backend,
+                "--out",
+                out_path.to_str().unwrap(),
+            ]);
+            assert!(out.status.success(), "{name} ({backend}): {}", String::from_utf8_lossy(&out.stderr));
+            let got: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+            for field in ["outputs", "grads"] {
+                let atol = case["f32_error"][field].as_f64().map_or(1e-5, |e| (2.0 * e).max(1e-5));
+                let (g, w) = (got[field].as_array().unwrap(), case[field].as_array().unwrap());
+                assert_eq!(g.len(), w.len(), "{name} ({backend}): {field}");
+                for (gi, wi) in g.iter().zip(w) {
+                    assert_eq!(gi["shape"], wi["shape"], "{name}: {field} shape");
+                    for (a, b) in gi["data"].as_array().unwrap().iter().zip(wi["data"].as_array().unwrap()) {
+                        let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+                        assert!(within(a, b, 1e-4, atol), "{name} ({backend}): {field}: got {a}, JAX gave {b}");
+                    }
+                }
+            }
+        }
+    }
+}
