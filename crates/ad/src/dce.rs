@@ -102,14 +102,8 @@ fn dce_eqn(eqn: &Eqn, used_outs: &[bool]) -> Result<(Eqn, Vec<bool>), AdError> {
             if let (Primitive::Jit { options: old, .. }, Primitive::Jit { options: new, .. }) =
                 (&eqn.primitive, &mut prim)
             {
-                let keep = |s: &[remat_ir::Sharding], used: &[bool]| -> Vec<remat_ir::Sharding> {
-                    match s.len() == used.len() {
-                        true => s.iter().zip(used).filter(|(_, &u)| u).map(|(x, _)| x.clone()).collect(),
-                        false => Vec::new(),
-                    }
-                };
-                new.in_shardings = keep(&old.in_shardings, &used_ins);
-                new.out_shardings = keep(&old.out_shardings, used_outs);
+                new.in_shardings = remat_ir::JitOptions::shardings_where(&old.in_shardings, &used_ins, true);
+                new.out_shardings = remat_ir::JitOptions::shardings_where(&old.out_shardings, used_outs, true);
             }
             Ok((pruned(eqn, prim, &used_ins, used_outs), used_ins))
         }

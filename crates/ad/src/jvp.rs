@@ -23,7 +23,7 @@ pub use rules::custom_rule_notes;
 
 use std::sync::Arc;
 
-use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, Primitive};
+use remat_ir::{Atom, Aval, ClosedJaxpr, Eqn, Jaxpr, JitOptions, Primitive};
 
 use crate::builder::{inline_jaxpr, Builder, VarMap};
 use crate::scan::ScanParams;
@@ -187,7 +187,7 @@ pub(crate) fn jvp_call(
     if let (Primitive::Jit { options: old, .. }, Primitive::Jit { options: new, .. }) = (&eqn.primitive, &mut prim) {
         let with_tangents = |s: &[remat_ir::Sharding], nz: &[bool]| -> Vec<remat_ir::Sharding> {
             match s.len() == nz.len() {
-                true => s.iter().cloned().chain(s.iter().zip(nz).filter(|(_, &n)| n).map(|(x, _)| x.clone())).collect(),
+                true => [s.to_vec(), JitOptions::shardings_where(s, nz, true)].concat(),
                 false => Vec::new(),
             }
         };

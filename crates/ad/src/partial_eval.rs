@@ -36,7 +36,7 @@ mod state;
 
 use std::sync::Arc;
 
-use remat_ir::{Atom, CopySemantics, DType, Eqn, HigherOrder, Jaxpr, Policy, Primitive, SourceInfo};
+use remat_ir::{Atom, CopySemantics, DType, Eqn, HigherOrder, Jaxpr, JitOptions, Policy, Primitive, SourceInfo};
 
 use crate::call::Call;
 use crate::dce::dce_jaxpr;
@@ -371,17 +371,11 @@ impl Pe<'_> {
         if let (Primitive::Jit { options: old, .. }, Primitive::Jit { options: new, .. }) =
             (&eqn.primitive, &mut known_prim)
         {
-            if !old.in_shardings.is_empty() {
-                new.in_shardings =
-                    old.in_shardings.iter().zip(&unks).filter(|(_, &u)| !u).map(|(s, _)| s.clone()).collect();
-            }
+            new.in_shardings = JitOptions::shardings_where(&old.in_shardings, &unks, false);
+            let known_outs = JitOptions::shardings_where(&old.out_shardings, &pe.out_unknowns, false);
             if !old.out_shardings.is_empty() {
-                new.out_shardings = old
-                    .out_shardings
-                    .iter()
-                    .zip(&pe.out_unknowns)
-                    .filter(|(_, &u)| !u)
-                    .map(|(s, _)| s.clone())
+                new.out_shardings = known_outs
+                    .into_iter()
                     .chain(std::iter::repeat_n(remat_ir::Sharding::Unspecified, n_kept))
                     .collect();
             }
@@ -412,13 +406,10 @@ impl Pe<'_> {
             let n_res = ins.len() - inst.iter().filter(|&&i| i).count();
             if !old.in_shardings.is_empty() {
                 new.in_shardings = std::iter::repeat_n(remat_ir::Sharding::Unspecified, n_res)
-                    .chain(old.in_shardings.iter().zip(&inst).filter(|(_, &i)| i).map(|(s, _)| s.clone()))
+                    .chain(JitOptions::shardings_where(&old.in_shardings, &inst, true))
                     .collect();
             }
-            if !old.out_shardings.is_empty() {
-                new.out_shardings =
-                    old.out_shardings.iter().zip(&pe.out_inst).filter(|(_, &i)| i).map(|(s, _)| s.clone()).collect();
-            }
+            new.out_shardings = JitOptions::shardings_where(&old.out_shardings, &pe.out_inst, true);
         }
         let staged_outs = self.emit_staged(staged_prim, ins, eqn.source.clone())?;
         let mut primal_known = primal_known.iter();

@@ -218,15 +218,8 @@ pub(crate) fn transpose_call(
     // JAX's transposed `jit` lays out each input cotangent as its input was laid out (its
     // `out_shardings` are the primal's `in_shardings` of the linear operands).
     if let (Primitive::Jit { options, .. }, Primitive::Jit { options: t, .. }) = (&eqn.primitive, &mut prim) {
-        let shardings: Vec<remat_ir::Sharding> = options
-            .in_shardings
-            .iter()
-            .zip(&linear)
-            .filter(|(_, &l)| l)
-            .zip(&in_ct_nonzero)
-            .filter(|(_, &nz)| nz)
-            .map(|((s, _), _)| s.clone())
-            .collect();
+        let of_linear = remat_ir::JitOptions::shardings_where(&options.in_shardings, &linear, true);
+        let shardings = remat_ir::JitOptions::shardings_where(&of_linear, &in_ct_nonzero, true);
         if shardings.iter().any(|s| !matches!(s, remat_ir::Sharding::Unspecified)) {
             t.out_shardings = shardings;
         }

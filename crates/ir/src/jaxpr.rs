@@ -934,6 +934,19 @@ pub struct JitOptions {
     pub out_shardings: Vec<Sharding>,
 }
 
+impl JitOptions {
+    /// The shardings of `s` (one per operand, or per result, of a `jit`; or none) at the
+    /// positions where `mask` is `want`: what a pass that keeps those operands or results
+    /// keeps of them (JAX's pjit rules filter them so). Empty when `s` says nothing or does
+    /// not match `mask`.
+    pub fn shardings_where(s: &[Sharding], mask: &[bool], want: bool) -> Vec<Sharding> {
+        match s.len() == mask.len() {
+            true => s.iter().zip(mask).filter(|(_, &m)| m == want).map(|(x, _)| x.clone()).collect(),
+            false => Vec::new(),
+        }
+    }
+}
+
 /// One parameter value, as JAX prints it (its text form is in `param.rs`).
 #[derive(Clone, Debug)]
 pub enum Param {
