@@ -2,7 +2,7 @@
 //! case: the residual lines are JAX's (with source locations in the file), the split
 //! prints, and the gradients are JAX's on both backends.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use remat_testkit::{conformance_cases, data_dir, within};
@@ -178,6 +178,28 @@ fn check_grads(name: &str, got: &Value, case: &Value) {
     }
 }
 
+/// `remat grad FILE` on `backend`, its inputs and cotangents from the case file `case` (its
+/// `args` and `cotangents`); the result it writes (`{"outputs", "grads"}`), after checking it
+/// succeeded.
+fn grad_of(dir: &Path, file: &Path, case: &Path, backend: &str, what: &str) -> Value {
+    let out_path = dir.join(format!("{what}.{backend}.out.json"));
+    let case = case.to_str().unwrap();
+    let out = remat(&[
+        "grad",
+        file.to_str().unwrap(),
+        "--inputs",
+        case,
+        "--cotangents",
+        case,
+        "--backend",
+        backend,
+        "--out",
+        out_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{what} ({backend}): {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap()
+}
+
 #[test]
 fn grad_gives_jaxs_gradients_for_every_case_on_both_backends() {
     let dir = tempdir("grad");
@@ -185,22 +207,7 @@ fn grad_gives_jaxs_gradients_for_every_case_on_both_backends() {
         let file = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
         for backend in ["interp", "jit"] {
-            let out_path = dir.path().join(format!("{name}.{backend}.json"));
-            let case_path = path.to_str().unwrap();
-            let out = remat(&[
-                "grad",
-                file.to_str().unwrap(),
-                "--inputs",
-                case_path,
-                "--cotangents",
-                case_path,
-                "--backend",
-                backend,
-                "--out",
-                out_path.to_str().unwrap(),
-            ]);
-            assert!(out.status.success(), "{name} ({backend}): {}", String::from_utf8_lossy(&out.stderr));
-            let got: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+            let got = grad_of(dir.path(), &file, &path, backend, &name);
             check_grads(&format!("{name} ({backend})"), &got, &case);
         }
     }
@@ -439,22 +446,7 @@ fn pbroadcast_transposes_as_the_sum_it_means() {
     let grad = |name: &str, text: &str, backend: &str| -> Value {
         let file = dir.path().join(format!("{name}.jaxpr"));
         std::fs::write(&file, text).unwrap();
-        let out_path = dir.path().join(format!("{name}.{backend}.json"));
-        let c = case_path.to_str().unwrap();
-        let out = remat(&[
-            "grad",
-            file.to_str().unwrap(),
-            "--inputs",
-            c,
-            "--cotangents",
-            c,
-            "--backend",
-            backend,
-            "--out",
-            out_path.to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "{name} ({backend}): {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap()
+        grad_of(dir.path(), &file, &case_path, backend, name)
     };
     let want = grad("meaning", &meaning, "interp");
     let want: Vec<f64> = want["grads"][0]["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
@@ -484,23 +476,8 @@ fn grad_gives_jaxs_gradients_for_every_sharded_case_on_both_backends() {
         std::fs::write(&file, case["jaxpr"].as_str().unwrap()).unwrap();
         let case_path = dir.path().join(format!("{name}.json"));
         std::fs::write(&case_path, case.to_string()).unwrap();
-        let c = case_path.to_str().unwrap();
         for backend in ["interp", "jit"] {
-            let out_path = dir.path().join(format!("{name}.{backend}.out.json"));
-            let out = remat(&[
-                "grad",
-                file.to_str().unwrap(),
-                "--inputs",
-                c,
-                "--cotangents",
-                c,
-                "--backend",
-                backend,
-                "--out",
-                out_path.to_str().unwrap(),
-            ]);
-            assert!(out.status.success(), "{name} ({backend}): {}", String::from_utf8_lossy(&out.stderr));
-            let got: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+            let got = grad_of(dir.path(), &file, &case_path, backend, &name);
             for field in ["outputs", "grads"] {
                 let atol = case["f32_error"][field].as_f64().map_or(1e-5, |e| (2.0 * e).max(1e-5));
                 let (g, w) = (got[field].as_array().unwrap(), case[field].as_array().unwrap());

@@ -206,6 +206,14 @@ fn collective(
             None => Ok(()),
         }
     };
+    // Device `d`'s group along `axes`, which must have the `axis_size` the collective says.
+    let sized_group = |d: usize, axes: &[String], axis_size: usize| -> Result<Vec<usize>, EvalError> {
+        let members = mesh.group(d, axes);
+        match members.len() == axis_size {
+            true => Ok(members),
+            false => Err(invalid(name)(format!("axis_size={axis_size} but {axes:?} has {}", members.len()))),
+        }
+    };
     let reduce = |op: BinaryOp, axes: &[String], d: usize, x: &[Array]| -> Result<Array, EvalError> {
         let members = mesh.group(d, axes);
         let mut acc = x[members[0]].clone();
@@ -229,13 +237,7 @@ fn collective(
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
             per_device(&|d| {
-                let members = mesh.group(d, axis_name);
-                if members.len() != axis_size {
-                    return Err(invalid(name)(format!(
-                        "axis_size={axis_size} but {axis_name:?} has {}",
-                        members.len()
-                    )));
-                }
+                let members = sized_group(d, axis_name, axis_size)?;
                 let parts: Vec<&Array> = members.iter().map(|&e| &x[e]).collect();
                 let prim = match tiled {
                     true => Primitive::Concatenate { dimension: all_gather_dimension },
@@ -248,13 +250,7 @@ fn collective(
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
             per_device(&|d| {
-                let members = mesh.group(d, axis_name);
-                if members.len() != axis_size {
-                    return Err(invalid(name)(format!(
-                        "axis size {axis_size} but {axis_name:?} has {}",
-                        members.len()
-                    )));
-                }
+                let members = sized_group(d, axis_name, axis_size)?;
                 // Chunk `me` of every member's block, concatenated in member order.
                 let me = mesh.index_along(d, axis_name);
                 let parts: Vec<Array> = members
@@ -276,13 +272,7 @@ fn collective(
             known(axis_name)?;
             let x = x.ok_or_else(|| invalid(name)("expected one operand".into()))?;
             per_device(&|d| {
-                let members = mesh.group(d, axis_name);
-                if members.len() != axis_size {
-                    return Err(invalid(name)(format!(
-                        "axis_size={axis_size} but {axis_name:?} has {}",
-                        members.len()
-                    )));
-                }
+                sized_group(d, axis_name, axis_size)?;
                 let sum = reduce(BinaryOp::Add, axis_name, d, x)?;
                 let shape = sum.shape().to_vec();
                 let dim = scatter_dimension;

@@ -77,11 +77,6 @@ pub fn device_program(j: &Jaxpr) -> Result<DeviceProgram, JitError> {
     Ok(dp)
 }
 
-/// A variable of `out` of `aval`.
-fn fresh(out: &mut Jaxpr, aval: Aval) -> Var {
-    out.new_var(aval)
-}
-
 fn read(env: &[Option<Atom>], a: &Atom) -> Result<Atom, JitError> {
     match a {
         Atom::Lit(_) => Ok(*a),
@@ -102,12 +97,12 @@ fn flatten(j: &Jaxpr) -> Result<DeviceProgram, JitError> {
     let mut origin = Vec::new();
     let mut var_origin = Vec::new();
     for &v in &j.constvars {
-        let nv = fresh(&mut out, j.aval(v).clone());
+        let nv = out.new_var(j.aval(v).clone());
         out.constvars.push(nv);
         env[v.index()] = Some(Atom::Var(nv));
     }
     for &v in &j.invars {
-        let nv = fresh(&mut out, j.aval(v).clone());
+        let nv = out.new_var(j.aval(v).clone());
         out.invars.push(nv);
         env[v.index()] = Some(Atom::Var(nv));
     }
@@ -139,7 +134,7 @@ fn inline_eqn(out: &mut Jaxpr, src: &Jaxpr, env: &[Option<Atom>], eqn: &Eqn) -> 
     let constrain = |out: &mut Jaxpr, x: Atom, s: Option<&Sharding>| -> Atom {
         match (s.and_then(Primitive::constraint_for), x) {
             (Some(prim), Atom::Var(_)) => {
-                let v = fresh(out, out.atom_aval(&x));
+                let v = out.new_var(out.atom_aval(&x));
                 out.eqns.push(Eqn::new(prim, vec![x], vec![v], eqn.source.clone()));
                 Atom::Var(v)
             }
@@ -167,7 +162,7 @@ fn inline_eqn(out: &mut Jaxpr, src: &Jaxpr, env: &[Option<Atom>], eqn: &Eqn) -> 
             return Ok(results);
         }
     }
-    let vars: Vec<Var> = eqn.outvars.iter().map(|&v| fresh(out, src.aval(v).clone())).collect();
+    let vars: Vec<Var> = eqn.outvars.iter().map(|&v| out.new_var(src.aval(v).clone())).collect();
     out.eqns.push(Eqn::new(eqn.primitive.clone(), ins, vars.clone(), eqn.source.clone()));
     Ok(vars.into_iter().map(Atom::Var).collect())
 }
@@ -190,13 +185,13 @@ fn localize(flat: &Jaxpr, origin: &[usize], flat_var: &[Option<Var>]) -> Result<
         }
     };
     for &v in &flat.constvars {
-        let nv = fresh(&mut out, flat.aval(v).clone());
+        let nv = out.new_var(flat.aval(v).clone());
         out.constvars.push(nv);
         env[v.index()] = Some(Atom::Var(nv));
         note(&mut var_origin, &Atom::Var(nv), v);
     }
     for &v in &flat.invars {
-        let nv = fresh(&mut out, local_aval(flat, &lay, v));
+        let nv = out.new_var(local_aval(flat, &lay, v));
         out.invars.push(nv);
         env[v.index()] = Some(Atom::Var(nv));
         note(&mut var_origin, &Atom::Var(nv), v);
@@ -462,7 +457,7 @@ fn local_eqn(
                 let mut inner = Jaxpr::default();
                 let mut ienv: Vec<Option<Atom>> = vec![None; body.vars.len()];
                 for &v in &body.invars {
-                    let nv = fresh(&mut inner, local_aval(body, &inner_lay, v));
+                    let nv = inner.new_var(local_aval(body, &inner_lay, v));
                     inner.invars.push(nv);
                     ienv[v.index()] = Some(Atom::Var(nv));
                 }
@@ -532,7 +527,7 @@ fn device_zero(em: &mut Emit, body: &Jaxpr, ins: Vec<Atom>) -> Result<Vec<Atom>,
             // A checkpoint in a body (a recompute JAX's partial evaluation placed) runs on
             // device 0 too, its collectives with device 0's shapes; it stays a checkpoint.
             let mut body0 = Jaxpr::default();
-            let args: Vec<Atom> = ins.iter().map(|a| Atom::Var(fresh(&mut body0, em.aval(a)))).collect();
+            let args: Vec<Atom> = ins.iter().map(|a| Atom::Var(body0.new_var(em.aval(a)))).collect();
             body0.invars = args.iter().filter_map(Atom::as_var).collect();
             let mut inner_em = Emit { out: &mut body0, source: eqn.source.clone() };
             let outs = device_zero(&mut inner_em, inner, args)?;
